@@ -1,0 +1,153 @@
+"""The id frontier: every lane of every target, interleaved by weight.
+
+This is the whole linear-crawl decision logic with no I/O: ask it for the
+next (target, lane, id), tell it each id's outcome, and it says which held
+payloads (items) are now safe to emit. The Scrapy scheduler and spider are
+thin adapters around it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from idcrawl.core.interleave import Interleaver
+from idcrawl.core.lanes import Lane, Outcome, Recorded
+from idcrawl.core.targets import Direction, Target
+
+__all__ = ["Dispatch", "Frontier", "lane_specs"]
+
+P = TypeVar("P")
+
+
+@dataclass(frozen=True, slots=True)
+class LaneSpec:
+    key: str
+    direction: str
+    start: int
+    step: int
+    stop: int | None
+    weight: int
+
+
+def lane_specs(target: Target) -> list[LaneSpec]:
+    """The lanes a target walks: asc from start, desc from start (or start-1 for both)."""
+    specs: list[LaneSpec] = []
+    if target.direction in (Direction.ASC, Direction.BOTH):
+        specs.append(LaneSpec(f"{target.name}:asc", "asc", target.start, 1, target.max, target.rate_asc))
+    if target.direction in (Direction.DESC, Direction.BOTH):
+        start = target.start - 1 if target.direction is Direction.BOTH else target.start
+        specs.append(LaneSpec(f"{target.name}:desc", "desc", start, -1, target.min, target.rate_desc))
+    return specs
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """One id handed out: build the request from ``target.url_for(id)``."""
+
+    target: Target
+    lane: str
+    id: int
+
+
+class Frontier(Generic[P]):
+    """Lanes of many targets behind one interleaver.
+
+    ``group_of`` maps a target to its download slot (its host by default);
+    lanes of one slot are set aside together when that slot is busy.
+    """
+
+    def __init__(
+        self,
+        targets: Sequence[Target],
+        group_of: Callable[[Target], Hashable] | None = None,
+    ) -> None:
+        self._group_of = group_of or (lambda t: t.host)
+        self._iv: Interleaver[str, Hashable] = Interleaver()
+        self.targets: dict[str, Target] = {}
+        self.lanes: dict[str, Lane[P]] = {}
+        self.lane_target: dict[str, Target] = {}
+        self.lane_direction: dict[str, str] = {}
+        self._unsettled: set[str] = set()
+        for target in targets:
+            self.add_target(target)
+
+    def add_target(self, target: Target) -> None:
+        if target.name in self.targets:
+            raise ValueError(f"target {target.name!r} already in the frontier")
+        self.targets[target.name] = target
+        group = self._group_of(target)
+        for spec in lane_specs(target):
+            lane: Lane[P] = Lane(
+                spec.key, start=spec.start, step=spec.step, stop=spec.stop,
+                margin=target.margin, window=target.window,
+            )
+            self.lanes[spec.key] = lane
+            self.lane_target[spec.key] = target
+            self.lane_direction[spec.key] = spec.direction
+            if not lane.settled:
+                self._unsettled.add(spec.key)
+            if not lane.stopped:
+                self._iv.add(spec.key, group, spec.weight)
+
+    def lanes_of(self, target_name: str) -> Iterator[Lane[P]]:
+        for key, target in self.lane_target.items():
+            if target.name == target_name:
+                yield self.lanes[key]
+
+    # -- dispensing ------------------------------------------------------------
+
+    def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
+        """The next id by weight among ready lanes of ready groups, or None."""
+        key = self._iv.pick(group_ready, self._lane_ready)
+        if key is None:
+            return None
+        lane = self.lanes[key]
+        id_ = lane.dispense()
+        if lane.stopped:
+            self._iv.remove(key)
+        elif not lane.ready:
+            self._iv.park(key)
+        return Dispatch(self.lane_target[key], key, id_)
+
+    def _lane_ready(self, key: str) -> bool:
+        return self.lanes[key].ready
+
+    # -- outcomes ----------------------------------------------------------------
+
+    def record(self, lane_key: str, id_: int, outcome: Outcome, payload: P | None = None) -> Recorded[P]:
+        lane = self.lanes[lane_key]
+        rec = lane.record(id_, outcome, payload)
+        self._after_change(lane_key, lane, rec)
+        return rec
+
+    def close_lane(self, lane_key: str, reason: str) -> None:
+        lane = self.lanes[lane_key]
+        lane.close(reason)
+        if lane_key in self._iv:
+            self._iv.remove(lane_key)
+        if lane.settled:
+            self._unsettled.discard(lane_key)
+
+    def _after_change(self, key: str, lane: Lane[P], rec: Recorded[P]) -> None:
+        if lane.settled:
+            self._unsettled.discard(key)
+        if lane.stopped:
+            if key in self._iv:
+                self._iv.remove(key)
+        elif rec.became_ready:
+            self._iv.unpark(key)
+
+    # -- queries -----------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """Every lane settled: nothing more to dispense or to wait for."""
+        return not self._unsettled
+
+    def can_dispense(self) -> bool:
+        return any(self.lanes[k].ready for k in self._unsettled)
+
+    def outstanding(self) -> int:
+        return sum(self.lanes[k].ahead for k in self._unsettled if self.lanes[k].cut_at is None)

@@ -1,0 +1,208 @@
+"""Weighted interleaving of lanes grouped by download slot (stride scheduling).
+
+Every lane has a *pass* that grows by its *stride* (``L // weight``, with ``L``
+the least common multiple of the weights, so strides are exact integers) each
+time it is picked; the lane with the smallest pass goes next, declaration
+order breaking ties. With all lanes ready, every round of ``sum(weights)``
+picks gives each lane exactly its weight (``A:1, b:2`` gives ``A b b A b b``).
+
+Lanes are grouped (by download slot) in a two-level heap so that a busy slot
+is skipped in one step however many lanes it holds, and a pick costs
+O(log lanes) amortised. A lane that is not ready is *parked*, never waited
+on; the caller unparks it when it can go again.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+__all__ = ["Interleaver"]
+
+K = TypeVar("K", bound=Hashable)
+G = TypeVar("G", bound=Hashable)
+
+
+@dataclass(slots=True)
+class _Lane(Generic[K, G]):
+    key: K
+    group: G
+    weight: int
+    order: int
+    pass_: int = 0
+    parked: bool = False
+    version: int = 0
+
+
+@dataclass(slots=True)
+class _Group(Generic[K, G]):
+    key: G
+    order: int
+    heap: list[tuple[int, int, int, K]] = field(default_factory=list)  # (pass, order, version, key)
+    live: int = 0  # lanes not parked
+    version: int = 0
+
+
+class Interleaver(Generic[K, G]):
+    """Stride scheduler over lanes ``K`` grouped in slots ``G``."""
+
+    def __init__(self) -> None:
+        self._lanes: dict[K, _Lane[K, G]] = {}
+        self._groups: dict[G, _Group[K, G]] = {}
+        self._top: list[tuple[int, int, int, G]] = []  # (head pass, head order, version, group)
+        self._lcm = 1
+        self._order = 0
+        self._vtime = 0  # pass of the last pick: where a waking lane rejoins
+
+    def __len__(self) -> int:
+        return len(self._lanes)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._lanes
+
+    def _stride(self, lane: _Lane[K, G]) -> int:
+        return self._lcm // lane.weight
+
+    def add(self, key: K, group: G, weight: int = 1) -> None:
+        if key in self._lanes:
+            raise KeyError(f"lane {key!r} already added")
+        if weight < 1:
+            raise ValueError(f"weight must be >= 1, not {weight!r}")
+        new_lcm = math.lcm(self._lcm, weight)
+        if new_lcm != self._lcm:
+            self._rescale(new_lcm // self._lcm)
+            self._lcm = new_lcm
+        lane = _Lane(key, group, weight, self._order, pass_=self._vtime)
+        self._order += 1
+        self._lanes[key] = lane
+        grp = self._groups.get(group)
+        if grp is None:
+            grp = self._groups[group] = _Group(group, self._order)
+        grp.live += 1
+        self._push_lane(grp, lane)
+
+    def remove(self, key: K) -> None:
+        lane = self._lanes.pop(key)
+        lane.version += 1  # invalidates its heap entries
+        grp = self._groups[lane.group]
+        if not lane.parked:
+            grp.live -= 1
+        self._requeue(grp)
+
+    def park(self, key: K) -> None:
+        lane = self._lanes[key]
+        if lane.parked:
+            return
+        lane.parked = True
+        lane.version += 1
+        grp = self._groups[lane.group]
+        grp.live -= 1
+        self._requeue(grp)
+
+    def unpark(self, key: K) -> None:
+        lane = self._lanes.get(key)
+        if lane is None or not lane.parked:
+            return
+        lane.parked = False
+        lane.pass_ = max(lane.pass_, self._vtime)
+        grp = self._groups[lane.group]
+        grp.live += 1
+        self._push_lane(grp, lane)
+
+    def pick(
+        self,
+        group_ready: Callable[[G], bool] | None = None,
+        lane_ready: Callable[[K], bool] | None = None,
+    ) -> K | None:
+        """The next lane, charged one pick; None when no ready lane remains.
+
+        Groups for which ``group_ready`` is false are skipped for this pick
+        only (a busy download slot frees itself without telling us, so there
+        is no wake-up to wait for; the number of busy slots is bounded by the
+        downloader's total concurrency, so skipping them stays cheap). Lanes
+        for which ``lane_ready`` is false are parked until :meth:`unpark`.
+        """
+        top = self._top
+        skipped: list[tuple[int, int, int, G]] = []
+        try:
+            return self._pick(group_ready, lane_ready, skipped)
+        finally:
+            for entry in skipped:
+                heapq.heappush(top, entry)
+
+    def _pick(
+        self,
+        group_ready: Callable[[G], bool] | None,
+        lane_ready: Callable[[K], bool] | None,
+        skipped: list[tuple[int, int, int, G]],
+    ) -> K | None:
+        top = self._top
+        while top:
+            head_pass, head_order, version, gkey = top[0]
+            grp = self._groups.get(gkey)
+            if grp is None or grp.version != version:
+                heapq.heappop(top)
+                continue
+            if group_ready is not None and not group_ready(gkey):
+                skipped.append(heapq.heappop(top))
+                continue
+            lane = self._head(grp)
+            if lane is None:
+                heapq.heappop(top)
+                continue
+            if (lane.pass_, lane.order) != (head_pass, head_order):
+                heapq.heappop(top)
+                self._requeue(grp)
+                continue
+            if lane_ready is not None and not lane_ready(lane.key):
+                self.park(lane.key)
+                continue
+            # charge the lane and put it back
+            heapq.heappop(grp.heap)
+            self._vtime = lane.pass_
+            lane.pass_ += self._stride(lane)
+            lane.version += 1
+            heapq.heappush(grp.heap, (lane.pass_, lane.order, lane.version, lane.key))
+            heapq.heappop(top)
+            self._requeue(grp)
+            return lane.key
+        return None
+
+    # -- internals ---------------------------------------------------------------
+
+    def _head(self, grp: _Group[K, G]) -> _Lane[K, G] | None:
+        heap = grp.heap
+        while heap:
+            _, _, version, key = heap[0]
+            lane = self._lanes.get(key)
+            if lane is not None and lane.version == version and not lane.parked:
+                return lane
+            heapq.heappop(heap)
+        return None
+
+    def _push_lane(self, grp: _Group[K, G], lane: _Lane[K, G]) -> None:
+        lane.version += 1
+        heapq.heappush(grp.heap, (lane.pass_, lane.order, lane.version, lane.key))
+        self._requeue(grp)
+
+    def _requeue(self, grp: _Group[K, G]) -> None:
+        """Give the group a top-heap entry keyed by its current head lane."""
+        grp.version += 1
+        lane = self._head(grp)
+        if lane is None:
+            return
+        heapq.heappush(self._top, (lane.pass_, lane.order, grp.version, grp.key))
+
+    def _rescale(self, factor: int) -> None:
+        """New weight changed the LCM: scale every pass so strides stay exact."""
+        self._vtime *= factor
+        for lane in self._lanes.values():
+            lane.pass_ *= factor
+        for grp in self._groups.values():
+            grp.heap = [(p * factor, o, v, k) for p, o, v, k in grp.heap]
+            heapq.heapify(grp.heap)
+        self._top = [(p * factor, o, v, g) for p, o, v, g in self._top]
+        heapq.heapify(self._top)

@@ -1,0 +1,326 @@
+"""Targets: parsing and validation of what to crawl.
+
+Spider arguments arrive as strings (``scrapy crawl -a``, scrapyd's
+``schedule.json``, Zyte's ``-a``) and job files arrive as TOML values; both go
+through :func:`parse_target` so that every input path gets the same checks and
+the same error text.
+"""
+
+from __future__ import annotations
+
+import string
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = [
+    "DEFAULTS",
+    "TARGET_KEYS",
+    "Direction",
+    "Target",
+    "TargetError",
+    "parse_job",
+    "parse_target",
+    "parse_targets",
+]
+
+
+class TargetError(ValueError):
+    """Bad input for a target: names the field and the value.
+
+    ``str(error)`` is the one line shown to the user, for example
+    ``target 'sirup': margin='-1': must be an integer >= 0``.
+    """
+
+    def __init__(self, field: str, value: Any, reason: str, *, where: str = "") -> None:
+        self.field = field
+        self.value = value
+        self.reason = reason
+        self.where = where
+        super().__init__(self._line())
+
+    def _line(self) -> str:
+        prefix = f"{self.where}: " if self.where else ""
+        if self.value is _MISSING:
+            return f"{prefix}{self.field}: {self.reason}"
+        return f"{prefix}{self.field}={self.value!r}: {self.reason}"
+
+    def located(self, where: str) -> TargetError:
+        """The same error, prefixed with where it was found (job file, target)."""
+        inner = f"{where}: {self.where}" if self.where else where
+        return TargetError(self.field, self.value, self.reason, where=inner)
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING: Any = _Missing()
+
+
+class Direction(str, Enum):
+    ASC = "asc"
+    DESC = "desc"
+    BOTH = "both"
+
+
+#: Defaults of the per-target keys. The Scrapy settings ``IDCRAWL_MARGIN``,
+#: ``IDCRAWL_WINDOW``, ... override them for a whole job (see
+#: ``idcrawl.default_settings``); a target's own key overrides both.
+DEFAULTS: dict[str, Any] = {
+    "direction": "asc",
+    "margin": 10,
+    "window": 32,
+    "rate": 1,
+    "attempts": 3,
+    "cooldown": 10.0,
+    "backoff": 2.0,
+}
+
+#: Every key a target accepts, in spider arguments and in job files.
+TARGET_KEYS = frozenset(
+    {"name", "url", "start", "min", "max", *DEFAULTS.keys()}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One URL template and the rules for walking its ids.
+
+    ``min`` and ``max`` are inclusive. ``rate_asc``/``rate_desc`` are the
+    interleaving weights of the two possible lanes.
+    """
+
+    name: str
+    url: str
+    start: int
+    direction: Direction
+    margin: int
+    window: int
+    rate_asc: int = 1
+    rate_desc: int = 1
+    min: int | None = None
+    max: int | None = None
+    attempts: int = 3
+    cooldown: float = 10.0
+    backoff: float = 2.0
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def url_for(self, id_: int) -> str:
+        return self.url.format(id=id_)
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url_for(max(self.start, 0))).hostname or ""
+
+
+# -- value parsers ------------------------------------------------------------
+
+
+def _int(field: str, value: Any, *, minimum: int | None = None) -> int:
+    if isinstance(value, bool):
+        raise TargetError(field, value, "must be an integer")
+    if isinstance(value, int):
+        result = value
+    elif isinstance(value, str):
+        try:
+            result = int(value.strip().replace("_", ""), 10)
+        except ValueError:
+            raise TargetError(field, value, "must be an integer") from None
+    else:
+        raise TargetError(field, value, "must be an integer")
+    if minimum is not None and result < minimum:
+        raise TargetError(field, value, f"must be an integer >= {minimum}")
+    return result
+
+
+def _float(field: str, value: Any, *, minimum: float = 0.0) -> float:
+    if isinstance(value, bool):
+        raise TargetError(field, value, "must be a number")
+    try:
+        result = float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        raise TargetError(field, value, "must be a number") from None
+    if not result >= minimum or result == float("inf"):  # also rejects NaN
+        raise TargetError(field, value, f"must be a finite number >= {minimum:g}")
+    return result
+
+
+def _template(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise TargetError("url", value, "must be a URL template containing {id}")
+    url = value.strip()
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(url) if f is not None]
+    except ValueError as exc:
+        raise TargetError("url", value, f"is not a valid template ({exc})") from None
+    if fields != ["id"]:
+        found = ", ".join("{" + f + "}" for f in fields) or "none"
+        raise TargetError("url", value, f"must contain exactly one {{id}} field (found: {found})")
+    try:
+        sample = url.format(id=12345)
+    except (ValueError, KeyError, IndexError) as exc:
+        raise TargetError("url", value, f"has a bad format spec for an integer id ({exc})") from None
+    parts = urlsplit(sample)
+    if parts.scheme not in ("http", "https"):
+        raise TargetError("url", value, "must be an http or https URL")
+    if not parts.hostname:
+        raise TargetError("url", value, "has no host")
+    return url
+
+
+def _rate(value: Any, direction: Direction) -> tuple[int, int]:
+    text = str(value).strip() if not isinstance(value, bool) else ""
+    parts = text.split(":")
+    if len(parts) == 2 and direction is not Direction.BOTH:
+        raise TargetError("rate", value, "ASC:DESC needs direction='both'")
+    if len(parts) not in (1, 2):
+        raise TargetError("rate", value, "must be a positive integer W or ASC:DESC")
+    try:
+        weights = [_int("rate", p, minimum=1) for p in parts]
+    except TargetError:
+        raise TargetError("rate", value, "must be a positive integer W or ASC:DESC") from None
+    return (weights[0], weights[-1])
+
+
+# -- targets ------------------------------------------------------------------
+
+
+def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> Target:
+    """Validate one target description (strings or TOML values).
+
+    ``defaults`` fills keys the description leaves out (job-wide settings);
+    unknown keys are errors, since a typo such as ``margn`` would otherwise
+    silently crawl with the default.
+    """
+    unknown = sorted(set(raw) - TARGET_KEYS)
+    if unknown:
+        raise TargetError(
+            unknown[0], raw[unknown[0]], f"unknown key (known: {', '.join(sorted(TARGET_KEYS))})"
+        )
+    merged: dict[str, Any] = {**DEFAULTS, **(defaults or {}), **raw}
+    if "url" not in raw:
+        raise TargetError("url", _MISSING, "is required (a URL template containing {id})")
+    url = _template(raw["url"])
+
+    dvalue = merged["direction"]
+    try:
+        direction = Direction(str(dvalue).strip().lower())
+    except ValueError:
+        raise TargetError("direction", dvalue, "must be one of asc, desc, both") from None
+
+    lo = _int("min", merged["min"], minimum=0) if merged.get("min") not in (None, "") else None
+    hi = _int("max", merged["max"], minimum=0) if merged.get("max") not in (None, "") else None
+    if lo is not None and hi is not None and lo > hi:
+        raise TargetError("min", merged["min"], f"must be <= max ({hi})")
+
+    if merged.get("start") not in (None, ""):
+        start = _int("start", merged["start"], minimum=0)
+    elif direction is Direction.ASC and lo is not None:
+        start = lo
+    elif direction is Direction.DESC and hi is not None:
+        start = hi
+    else:
+        raise TargetError("start", _MISSING, "is required (or give min for asc, max for desc)")
+    if lo is not None and start < lo:
+        raise TargetError("start", merged["start"], f"is below min ({lo})")
+    if hi is not None and start > hi:
+        raise TargetError("start", merged["start"], f"is above max ({hi})")
+
+    margin = _int("margin", merged["margin"], minimum=0)
+    if margin == 0:
+        if direction in (Direction.ASC, Direction.BOTH) and hi is None:
+            raise TargetError("margin", merged["margin"], "0 (no cut) needs max: the asc lane would never end")
+        if direction in (Direction.DESC, Direction.BOTH) and lo is None:
+            raise TargetError("margin", merged["margin"], "0 (no cut) needs min: the desc lane would never end")
+    window = _int("window", merged["window"], minimum=1)
+    rate_asc, rate_desc = _rate(merged["rate"], direction)
+    attempts = _int("attempts", merged["attempts"], minimum=1)
+    cooldown = _float("cooldown", merged["cooldown"])
+    backoff = _float("backoff", merged["backoff"], minimum=1.0)
+
+    name_value = merged.get("name")
+    if name_value in (None, ""):
+        name = urlsplit(url.format(id=start)).hostname or "target"
+    elif isinstance(name_value, str) and name_value.strip() and "/" not in name_value:
+        name = name_value.strip()
+    else:
+        raise TargetError("name", name_value, "must be a non-empty string without '/'")
+
+    return Target(
+        name=name,
+        url=url,
+        start=start,
+        direction=direction,
+        margin=margin,
+        window=window,
+        rate_asc=rate_asc,
+        rate_desc=rate_desc,
+        min=lo,
+        max=hi,
+        attempts=attempts,
+        cooldown=cooldown,
+        backoff=backoff,
+    )
+
+
+def parse_targets(
+    raws: Iterable[Mapping[str, Any]], defaults: Mapping[str, Any] | None = None, *, where: str = ""
+) -> list[Target]:
+    """Parse many targets; names must be unique (they key stats and state)."""
+    targets: list[Target] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(raws):
+        label = f"{where}targets[{index}]"
+        if not isinstance(raw, Mapping):
+            raise TargetError(label, raw, "must be a table of target keys")
+        try:
+            target = parse_target(raw, defaults)
+        except TargetError as exc:
+            raise exc.located(label) from None
+        if target.name in seen:
+            raise TargetError(
+                "name", target.name, f"is used by targets[{seen[target.name]}] too; names must be unique",
+                where=label,
+            )
+        seen[target.name] = index
+        targets.append(target)
+    if not targets:
+        raise TargetError(f"{where}targets", _MISSING, "no target given")
+    return targets
+
+
+def parse_job(path: str | Path, defaults: Mapping[str, Any] | None = None) -> list[Target]:
+    """Read a TOML job file: ``[[targets]]`` tables with the spider-argument keys.
+
+    A top-level ``[defaults]`` table sets keys for every target of the file.
+    """
+    where = f"job file {str(path)!r}"
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise TargetError("job", str(path), "file not found") from None
+    except OSError as exc:
+        raise TargetError("job", str(path), f"cannot be read ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TargetError("job", str(path), f"is not valid TOML ({exc})") from None
+    unknown = sorted(set(data) - {"targets", "defaults"})
+    if unknown:
+        raise TargetError(unknown[0], data[unknown[0]], "unknown top-level key (known: defaults, targets)", where=where)
+    file_defaults = data.get("defaults", {})
+    if not isinstance(file_defaults, dict):
+        raise TargetError("defaults", file_defaults, "must be a table", where=where)
+    bad = sorted(set(file_defaults) - (TARGET_KEYS - {"name", "url"}))
+    if bad:
+        raise TargetError(f"defaults.{bad[0]}", file_defaults[bad[0]], "unknown key", where=where)
+    raws = data.get("targets")
+    if not isinstance(raws, list):
+        raise TargetError("targets", raws if raws is not None else _MISSING,
+                          "must be an array of [[targets]] tables", where=where)
+    return parse_targets(raws, {**(defaults or {}), **file_defaults}, where=f"{where}: ")

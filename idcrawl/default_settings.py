@@ -1,0 +1,22 @@
+"""Every idcrawl setting with its default, in one place, alphabetical.
+
+Components read these through :func:`idcrawl.utils.setting` so that a project
+which wires a single piece by hand (only ``SCHEDULER``, say) still gets the
+documented default. The README's setting reference is checked against this
+module by the test suite.
+"""
+
+#: Seconds between the periodic progress lines (one per target). 0 = off.
+IDCRAWL_PROGRESS_INTERVAL = 60.0
+
+#: Default consecutive-miss margin that cuts a lane (per target key ``margin``).
+IDCRAWL_MARGIN = 10
+
+#: Default number of ids a lane may dispense past its first undecided id (per
+#: target key ``window``). It bounds the requests wasted past a cut and the
+#: items held in memory; keep it >= CONCURRENT_REQUESTS_PER_DOMAIN, or one
+#: lane alone cannot fill its host's slot.
+IDCRAWL_WINDOW = 32
+
+#: Statuses whose response means "this id does not exist" (outcome missing).
+IDCRAWL_MISSING_STATUSES = [404, 410]

@@ -1,0 +1,1 @@
+"""The bundled demo site and the demo job (README command 1)."""

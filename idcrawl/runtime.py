@@ -1,0 +1,142 @@
+"""The Scrapy-side companion of the core frontier for one running crawl.
+
+The spider creates it (targets come from spider arguments); the scheduler
+pulls ids from it; the spider's callbacks push outcomes into it. It keeps the
+``idcrawl/...`` stats current and wakes the engine when a lane that was
+waiting can dispense again, so nobody waits for Scrapy's 5 s heartbeat.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Hashable, Sequence
+from dataclasses import astuple, fields
+from typing import TYPE_CHECKING, Any
+
+from idcrawl.core.frontier import Dispatch, Frontier
+from idcrawl.core.lanes import Lane, LaneCounts, Outcome
+from idcrawl.core.targets import Target
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+__all__ = ["META_KEY", "STATS_PREFIX", "IdRuntime"]
+
+logger = logging.getLogger(__name__)
+
+#: ``request.meta`` key of lane requests: ``{"lane": str, "id": int, "target": str}``.
+META_KEY = "idcrawl"
+#: Prefix of every stat idcrawl writes.
+STATS_PREFIX = "idcrawl"
+
+Payload = list[Any]  # what one found id produced: items and follow-up requests
+_COUNT_FIELDS = tuple(f.name for f in fields(LaneCounts))
+
+
+class IdRuntime:
+    """Frontier + stats + engine wake-up for one crawl."""
+
+    def __init__(self, targets: Sequence[Target], crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.targets = list(targets)
+        self.frontier: Frontier[Payload] = Frontier(self.targets)
+
+    @property
+    def stats(self) -> StatsCollector:
+        # the crawler's stats exist only once the crawl starts, after the spider
+        stats = self.crawler.stats
+        assert stats is not None
+        return stats
+
+    def open(self) -> None:
+        self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.targets))
+        self.stats.set_value(f"{STATS_PREFIX}/lanes", len(self.frontier.lanes))
+
+    # -- dispensing (scheduler side) -------------------------------------------
+
+    def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
+        dispatch = self.frontier.next(group_ready)
+        if dispatch is not None:
+            self._inc(f"{STATS_PREFIX}/dispensed")
+            lane = self.frontier.lanes[dispatch.lane]
+            if lane.stopped:
+                self._lane_stopped(dispatch.lane, lane)
+        return dispatch
+
+    # -- outcomes (spider side) ------------------------------------------------
+
+    def record(self, lane_key: str, id_: int, outcome: Outcome, payload: Payload | None = None) -> list[Any]:
+        """Record an id's outcome; returns the outputs now safe to emit, in order."""
+        frontier = self.frontier
+        if lane_key not in frontier.lanes:
+            logger.warning("idcrawl: outcome for unknown lane %r (id %s) ignored", lane_key, id_)
+            return []
+        lane = frontier.lanes[lane_key]
+        was_stopped = lane.stopped
+        before = astuple(lane.counts)
+        rec = frontier.record(lane_key, id_, outcome, payload)
+        self._count(lane_key, lane, before)
+        if lane.stopped and not was_stopped:
+            self._lane_stopped(lane_key, lane)
+        if rec.became_ready:
+            self.wake_engine()
+        return [output for payload_ in rec.released for output in payload_]
+
+    def _count(self, lane_key: str, lane: Lane[Payload], before: tuple[int, ...]) -> None:
+        """Move the lane's counters into stats (per lane, and job totals)."""
+        for name, old, new in zip(_COUNT_FIELDS, before, astuple(lane.counts), strict=True):
+            if new != old and name != "dispensed":
+                self._inc(f"{STATS_PREFIX}/{name}", new - old)
+                self._inc(f"{STATS_PREFIX}/lanes/{lane_key}/{name}", new - old)
+
+    def _lane_stopped(self, lane_key: str, lane: Lane[Payload]) -> None:
+        prefix = f"{STATS_PREFIX}/lanes/{lane_key}"
+        self.stats.set_value(f"{prefix}/cut_reason", lane.reason)
+        if lane.cut_at is not None:
+            self.stats.set_value(f"{prefix}/cut_at", lane.cut_at)
+
+    def _inc(self, key: str, count: int = 1) -> None:
+        self.stats.inc_value(key, count)
+
+    def wake_engine(self) -> None:
+        """Ask the engine to call ``next_request()`` soon.
+
+        Scrapy has no public call for this; ``engine._slot.nextcall`` is what
+        ``engine.crawl()`` itself uses. Without it, a lane freed by a late
+        outcome would wait for the 5 s heartbeat.
+        """
+        engine = getattr(self.crawler, "engine", None)
+        slot = getattr(engine, "_slot", None)
+        nextcall = getattr(slot, "nextcall", None)
+        if nextcall is not None:
+            nextcall.schedule()
+
+    # -- end of crawl --------------------------------------------------------------
+
+    def abandon_lost(self) -> list[Any]:
+        """Outcome ``failed`` for ids whose requests vanished (engine idle)."""
+        outputs: list[Any] = []
+        for key, lane in self.frontier.lanes.items():
+            lost = lane.outstanding() if lane.cut_at is None else []
+            if not lost:
+                continue
+            logger.warning("idcrawl: lane %s: ids %s never got an outcome; counted as failed", key, lost[:10])
+            self._inc(f"{STATS_PREFIX}/lost", len(lost))
+            for id_ in lost:
+                outputs.extend(self.record(key, id_, Outcome.FAILED))
+        return outputs
+
+    def close(self, reason: str) -> None:
+        """Spider closing: lanes still running stop with the close reason."""
+        for key, lane in self.frontier.lanes.items():
+            if not lane.stopped:
+                self.frontier.close_lane(key, reason)
+            self._lane_stopped(key, lane)
+            self.stats.set_value(f"{STATS_PREFIX}/lanes/{key}/cursor", lane.first_undecided)
+        held = sum(lane.held for lane in self.frontier.lanes.values())
+        if held:
+            logger.info("idcrawl: %d found ids held at close were not emitted (reason %s)", held, reason)
+            self._inc(f"{STATS_PREFIX}/held_at_close", held)

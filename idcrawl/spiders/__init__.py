@@ -1,0 +1,1 @@
+"""Spiders: ``idseq`` (generic) and ``demo`` (an example site subclass)."""

@@ -1,0 +1,193 @@
+"""The ``idseq`` spider: walk numeric ids of URL templates.
+
+Site spiders subclass :class:`IdSeqSpider` and override :meth:`parse_found`
+to extract fields (see ``idcrawl/spiders/demo.py``). Everything about which
+ids to fetch, outcomes, margins and emitting items in a concurrency-proof way
+stays here and in the core.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from scrapy import Request, Spider, signals
+from scrapy.exceptions import DontCloseSpider, UsageError
+from scrapy.utils.misc import load_object
+from scrapy.utils.spider import iterate_spider_output
+
+from idcrawl import default_settings
+from idcrawl.core.frontier import Dispatch
+from idcrawl.core.lanes import Outcome
+from idcrawl.core.targets import TARGET_KEYS, Target, TargetError, parse_job, parse_targets
+from idcrawl.runtime import META_KEY, IdRuntime
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.settings import BaseSettings
+    from twisted.python.failure import Failure
+
+__all__ = ["IdSeqSpider"]
+
+logger = logging.getLogger(__name__)
+
+#: Statuses handed to the callback instead of being dropped by HttpErrorMiddleware
+#: (3xx stay out so that redirects are still followed).
+_HANDLED_STATUSES = list(range(400, 600))
+
+
+class IdSeqSpider(Spider):
+    """Crawl ``url`` templates id by id; one item per found id.
+
+    Arguments (strings, as ``-a`` and scrapyd deliver them): ``url``, ``start``,
+    ``min``, ``max``, ``direction``, ``margin``, ``window``, ``rate``,
+    ``attempts``, ``cooldown``, ``backoff``, ``name`` (the target's name), or
+    ``job`` (a TOML file of many targets).
+    """
+
+    name = "idseq"
+    #: Spider arguments a subclass accepts besides the target keys and ``job``.
+    extra_arguments: ClassVar[frozenset[str]] = frozenset()
+
+    idcrawl: IdRuntime
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # ``-a name=`` names the target; Spider.__init__ would rename the spider.
+        self._target_args = {k: kwargs.pop(k) for k in list(kwargs) if k in TARGET_KEYS}
+        self._job_path: str | None = kwargs.pop("job", None)
+        unknown = sorted(k for k in kwargs if not k.startswith("_") and k not in self.extra_arguments)
+        self._unknown_args = {k: kwargs[k] for k in unknown}
+        super().__init__(*args, **kwargs)
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        super().update_settings(settings)
+        from idcrawl.scheduler import IdScheduler
+
+        current = settings.get("SCHEDULER")
+        scheduler = load_object(current) if current else None
+        if not (isinstance(scheduler, type) and issubclass(scheduler, IdScheduler)):
+            settings.set("SCHEDULER", "idcrawl.scheduler.IdScheduler", priority="spider")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> IdSeqSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        assert isinstance(spider, IdSeqSpider)
+        try:
+            targets = spider.targets_from_arguments(crawler.settings)
+        except TargetError as exc:
+            raise UsageError(f"{spider.name}: bad input: {exc}") from None
+        spider.idcrawl = IdRuntime(targets, crawler)
+        crawler.signals.connect(spider._spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(spider._spider_closed, signal=signals.spider_closed)
+        return spider
+
+    def targets_from_arguments(self, settings: BaseSettings) -> list[Target]:
+        """Validate the arguments into targets (one place for -a, scrapyd and job files)."""
+        if self._unknown_args:
+            key = next(iter(self._unknown_args))
+            raise TargetError(
+                key, self._unknown_args[key],
+                f"unknown spider argument (known: job, {', '.join(sorted(TARGET_KEYS))})",
+            )
+        defaults = {
+            "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),
+            "window": settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
+        }
+        if self._job_path is not None:
+            if self._target_args:
+                key = next(iter(self._target_args))
+                raise TargetError(key, self._target_args[key], "give target keys in the job file, not with -a job=")
+            return parse_job(self._job_path, defaults)
+        if not self._target_args:
+            raise TargetError("url", "", "give -a url=TEMPLATE -a start=N, or -a job=FILE.toml")
+        try:
+            return parse_targets([self._target_args], defaults)
+        except TargetError as exc:
+            # a single target from -a: the "targets[0]" location only confuses
+            raise TargetError(exc.field, exc.value, exc.reason) from None
+
+    async def start(self) -> Any:
+        """No start requests: the scheduler dispenses ids lazily."""
+        return
+        yield  # pragma: no cover
+
+    # -- requests --------------------------------------------------------------
+
+    def make_id_request(self, dispatch: Dispatch) -> Request:
+        """The request for one id (override to add headers, cookies, meta)."""
+        return Request(
+            dispatch.target.url_for(dispatch.id),
+            callback=self._id_response,
+            errback=self._id_failure,
+            dont_filter=True,
+            meta={
+                META_KEY: {"lane": dispatch.lane, "id": dispatch.id, "target": dispatch.target.name},
+                "handle_httpstatus_list": _HANDLED_STATUSES,
+            },
+        )
+
+    # -- outcomes ----------------------------------------------------------------
+
+    def classify(self, response: Response) -> Outcome:
+        """Decide an id's outcome from its final response (override for soft 404s)."""
+        if 200 <= response.status < 300:
+            return Outcome.FOUND
+        missing = self.settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES)
+        if response.status in {int(s) for s in missing}:
+            return Outcome.MISSING
+        return Outcome.FAILED
+
+    def base_item(self, response: Response) -> dict[str, Any]:
+        info = response.meta[META_KEY]
+        return {
+            "target": info["target"],
+            "id": info["id"],
+            "url": response.url,
+            "status": response.status,
+            "fetched_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "attempts": response.meta.get("retry_times", 0) + 1,
+            "checksum": hashlib.sha1(response.body).hexdigest(),  # noqa: S324 - a fingerprint, not security
+        }
+
+    def parse_found(self, response: Response, item: dict[str, Any]) -> Iterable[Any]:
+        """Extract fields of a found page: yield the item, follow-up requests, more items."""
+        yield item
+
+    def _id_response(self, response: Response) -> Iterator[Any]:
+        info = response.meta[META_KEY]
+        outcome = self.classify(response)
+        payload = None
+        if outcome is Outcome.FOUND:
+            payload = list(iterate_spider_output(self.parse_found(response, self.base_item(response))))
+        yield from self.idcrawl.record(info["lane"], info["id"], outcome, payload)
+
+    def _id_failure(self, failure: Failure) -> Iterator[Any]:
+        request = failure.request  # type: ignore[attr-defined]
+        info = request.meta[META_KEY]
+        logger.debug("idcrawl: %s failed: %r", request.url, failure.value)
+        yield from self.idcrawl.record(info["lane"], info["id"], Outcome.FAILED)
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def _spider_idle(self) -> None:
+        """The engine is idle: ids still without an outcome were lost on the way."""
+        runtime = self.idcrawl
+        if runtime.frontier.finished:
+            return
+        outputs = runtime.abandon_lost()
+        if outputs:
+            # no callback is running to carry them: a data: request does
+            self.crawler.engine.crawl(
+                Request("data:,", callback=lambda _r: outputs, dont_filter=True, meta={"dont_obey_robotstxt": True})
+            )
+        if outputs or runtime.frontier.can_dispense():
+            runtime.wake_engine()
+            raise DontCloseSpider
+
+    def _spider_closed(self, reason: str) -> None:
+        self.idcrawl.close(reason)
