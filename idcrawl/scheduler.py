@@ -53,11 +53,11 @@ class IdScheduler(Scheduler):
         dispatch = self.runtime.next(self._group_ready)
         if dispatch is None:
             return None
-        request = self.spider.make_id_request(dispatch)  # type: ignore[attr-defined]
         assert self.stats is not None
         self.stats.inc_value("scheduler/dequeued")
         self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}")
-        return request
+        lane_request: Request = self.spider.make_id_request(dispatch)  # type: ignore[attr-defined]
+        return lane_request
 
     # -- download-slot awareness ---------------------------------------------------
 

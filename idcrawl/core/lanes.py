@@ -9,7 +9,7 @@ happen before it) is held until it is; ids decided past a cut are overshoot.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Generic, TypeVar
 
 __all__ = ["Lane", "LaneCounts", "Outcome", "Recorded"]
@@ -17,7 +17,7 @@ __all__ = ["Lane", "LaneCounts", "Outcome", "Recorded"]
 P = TypeVar("P")
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     """Final outcome of one id. ``pending`` is implied by absence."""
 
     FOUND = "found"

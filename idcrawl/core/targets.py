@@ -12,7 +12,7 @@ import string
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -63,7 +63,7 @@ class _Missing:
 _MISSING: Any = _Missing()
 
 
-class Direction(str, Enum):
+class Direction(StrEnum):
     ASC = "asc"
     DESC = "desc"
     BOTH = "both"

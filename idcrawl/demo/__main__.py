@@ -8,6 +8,7 @@ serve --port 8000`` only serves the site, for trying ``scrapy crawl`` by hand.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -61,10 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         site = IdSite(port=args.port)
         print(f"serving {site.url()} (ids {site.model.low}..{site.model.high} with gaps); Ctrl-C stops", flush=True)
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             site.serve_forever()
-        except KeyboardInterrupt:
-            pass
         return 0
     return run(Path(getattr(args, "output", "demo-output/items.jsonl")), extra)
 

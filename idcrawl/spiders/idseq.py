@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy import Request, Spider, signals
-from scrapy.exceptions import DontCloseSpider, UsageError
+from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.misc import load_object
 from scrapy.utils.spider import iterate_spider_output
 
@@ -23,6 +23,7 @@ from idcrawl import default_settings
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.targets import TARGET_KEYS, Target, TargetError, parse_job, parse_targets
+from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.runtime import META_KEY, IdRuntime
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["IdSeqSpider"]
 
 logger = logging.getLogger(__name__)
+install_log_filter()
 
 #: Statuses handed to the callback instead of being dropped by HttpErrorMiddleware
 #: (3xx stay out so that redirects are still followed).
@@ -80,7 +82,7 @@ class IdSeqSpider(Spider):
         try:
             targets = spider.targets_from_arguments(crawler.settings)
         except TargetError as exc:
-            raise UsageError(f"{spider.name}: bad input: {exc}") from None
+            raise BadInputError(f"{spider.name}: bad input: {exc}") from None
         spider.idcrawl = IdRuntime(targets, crawler)
         crawler.signals.connect(spider._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._spider_closed, signal=signals.spider_closed)
@@ -183,11 +185,15 @@ class IdSeqSpider(Spider):
         if outputs:
             # no callback is running to carry them: a data: request does
             self.crawler.engine.crawl(
-                Request("data:,", callback=lambda _r: outputs, dont_filter=True, meta={"dont_obey_robotstxt": True})
+                Request("data:,", callback=self._emit, cb_kwargs={"outputs": outputs}, dont_filter=True,
+                        meta={"dont_obey_robotstxt": True})
             )
         if outputs or runtime.frontier.can_dispense():
             runtime.wake_engine()
             raise DontCloseSpider
+
+    def _emit(self, response: Response, outputs: list[Any]) -> list[Any]:
+        return outputs
 
     def _spider_closed(self, reason: str) -> None:
         self.idcrawl.close(reason)

@@ -1,0 +1,334 @@
+"""Throughput of idcrawl against plain Scrapy on a fast local server.
+
+Both sides crawl the same ids of the same local site (small pages, 1% of the
+ids missing) with the same settings except the scheduler:
+
+* ``idcrawl``: ``scrapy crawl idseq -a url=... -a start=1 -a max=N -a margin=0``
+  (one bounded asc lane, ids dispensed lazily by ``IdScheduler``);
+* ``plain``: ``scrapy runspider bench/plain_spider.py``, every URL yielded from
+  ``async def start()`` through Scrapy's default scheduler.
+
+Runs alternate (idcrawl, plain, idcrawl, plain, ...) against one server process
+that lives for the whole benchmark. Each run's rate is the crawl's own
+``response_received_count / elapsed_time_seconds`` (CoreStats: spider opened to
+spider closed), read from a JSON file that ``bench/benchstats.py`` writes at
+``engine_stopped``; the ids of the scraped items come from the same file and
+must be exactly the site's pages on both sides, or the script exits with 1.
+The result is the median over rounds of idcrawl/plain (target: >= 0.95).
+Timings are ratios within one run, never pass/fail thresholds.
+
+``python bench/throughput.py --serve N`` (internal) runs the benchmark site
+alone: ids 1..N exist except multiples of 100; it prints ``PORT <n>`` and stops
+when its stdin closes (so it never outlives the benchmark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+
+
+# -- the site -------------------------------------------------------------------
+
+
+def _serve(ids: int) -> int:
+    sys.path.insert(0, str(ROOT))
+    from idcrawl.demo.site import DemoModel, IdSite
+
+    class BenchModel(DemoModel):
+        """Ids 1..ids exist except every 100th (a 1% gap rate)."""
+
+        def __init__(self) -> None:
+            super().__init__(low=1, high=ids)
+
+        def exists(self, id_: int) -> bool:
+            return 1 <= id_ <= ids and id_ % 100 != 0
+
+    site = IdSite(BenchModel(), port=0)
+    site.log = _NoLog()  # type: ignore[assignment]  # the benchmark never reads the request log
+
+    def watch_stdin() -> None:
+        sys.stdin.read()  # EOF: the benchmark has finished or died
+        os._exit(0)
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    print(f"PORT {site.port}", flush=True)
+    site.serve_forever()
+    return 0
+
+
+class _NoLog(list):  # type: ignore[type-arg]
+    def append(self, item: object) -> None:
+        return
+
+
+def expected_ids(ids: int) -> list[int]:
+    return [i for i in range(1, ids + 1) if i % 100 != 0]
+
+
+def start_server(ids: int) -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--serve", str(ids)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline() if proc.stdout else ""))
+    reader.start()
+    reader.join(30)
+    if not line or not line[0].startswith("PORT "):
+        proc.kill()
+        raise SystemExit(f"throughput: the benchmark server did not start ({line!r})")
+    return proc, int(line[0].split()[1])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# -- the crawls -------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    side: str
+    round: int
+    responses: int
+    elapsed: float  # spider opened -> closed (CoreStats)
+    steady: float  # first -> last response
+    wall: float  # the whole subprocess, Python start-up included
+    cpu: float  # CPU seconds of the crawl process
+    server_cpu: float  # CPU seconds of the server during the crawl
+    items: int
+    ids: list[int]
+    finish_reason: str
+
+    @property
+    def rate(self) -> float:
+        return self.responses / self.elapsed if self.elapsed else 0.0
+
+    @property
+    def steady_rate(self) -> float:
+        return (self.responses - 1) / self.steady if self.steady else 0.0
+
+
+def command(side: str, url: str, ids: int, args: argparse.Namespace, stats_file: Path) -> list[str]:
+    settings = {
+        "CONCURRENT_REQUESTS": args.concurrency,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": args.concurrency,
+        "CONCURRENT_ITEMS": args.concurrent_items,
+        "IDCRAWL_WINDOW": args.window,
+        "LOG_LEVEL": "INFO",
+        "TELNETCONSOLE_ENABLED": "False",
+        "ROBOTSTXT_OBEY": "True",
+        "EXTENSIONS": json.dumps({"idcrawl.extensions.IdProgress": 500, "benchstats.BenchStats": 900}),
+        "BENCH_STATS_FILE": str(stats_file),
+    }
+    if side == "idcrawl":
+        cmd = ["scrapy", "crawl", "idseq", "-a", f"url={url}", "-a", "start=1", "-a", f"max={ids}", "-a", "margin=0"]
+    else:
+        settings["SCHEDULER"] = "scrapy.core.scheduler.Scheduler"
+        cmd = ["scrapy", "runspider", str(BENCH / "plain_spider.py"), "-a", f"url={url}", "-a", "start=1",
+               "-a", f"max={ids}"]
+    for key, value in settings.items():
+        cmd += ["-s", f"{key}={value}"]
+    return cmd
+
+
+def environment() -> dict[str, str]:
+    path = os.pathsep.join([str(BENCH), str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return {**os.environ, "SCRAPY_SETTINGS_MODULE": "idcrawl.settings", "PYTHONPATH": path}
+
+
+def crawl(side: str, round_: int, url: str, ids: int, args: argparse.Namespace, server: subprocess.Popen[str],
+          workdir: Path, profile: Path | None = None) -> Run:
+    stats_file = workdir / f"{side}-{round_}.json"
+    log_file = workdir / f"{side}-{round_}.log"
+    stats_file.unlink(missing_ok=True)
+    cmd = command(side, url, ids, args, stats_file)
+    prefix = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m"] if profile else [sys.executable, "-m"]
+    server_before = cpu_seconds(server.pid)
+    usage_before = os.times()
+    started = time.monotonic()
+    with log_file.open("w") as log:
+        try:
+            status = subprocess.run(prefix + cmd, cwd=ROOT, env=environment(), stdout=log, stderr=subprocess.STDOUT,
+                                    timeout=args.timeout, check=False).returncode
+        except subprocess.TimeoutExpired:
+            raise SystemExit(f"throughput: {side} round {round_} took more than {args.timeout}s; log: {log_file}")
+    wall = time.monotonic() - started
+    usage_after = os.times()
+    server_cpu = cpu_seconds(server.pid) - server_before
+    if status != 0 or not stats_file.exists():
+        raise SystemExit(f"throughput: {side} round {round_} failed (exit status {status}); log: {log_file}")
+    data = json.loads(stats_file.read_text())
+    stats = data["stats"]
+    cpu = (usage_after.children_user - usage_before.children_user) + (
+        usage_after.children_system - usage_before.children_system)
+    return Run(
+        side=side, round=round_,
+        responses=int(stats.get("response_received_count", 0)),
+        elapsed=float(stats.get("elapsed_time_seconds", 0.0)),
+        steady=(data["last_response"] or 0.0) - (data["first_response"] or 0.0),
+        wall=wall, cpu=cpu, server_cpu=server_cpu,
+        items=int(stats.get("item_scraped_count", 0)),
+        ids=sorted(i for i in data["ids"] if i is not None),
+        finish_reason=str(stats.get("finish_reason")),
+    )
+
+
+# -- report -------------------------------------------------------------------------
+
+
+def print_table(runs: list[Run]) -> None:
+    header = (f"{'round':>5} {'side':<8} {'responses':>9} {'items':>6} {'elapsed s':>9} {'pages/s':>8} "
+              f"{'steady/s':>8} {'crawl cpu%':>10} {'server cpu%':>11} {'wall s':>7}")
+    print(header)
+    print("-" * len(header))
+    for r in runs:
+        print(f"{r.round:>5} {r.side:<8} {r.responses:>9} {r.items:>6} {r.elapsed:>9.2f} {r.rate:>8.1f} "
+              f"{r.steady_rate:>8.1f} {100 * r.cpu / r.wall:>9.0f}% {100 * r.server_cpu / r.elapsed:>10.0f}% "
+              f"{r.wall:>7.1f}")
+
+
+def summarize_profile(path: Path, label: str, top: int) -> None:
+    stats = pstats.Stats(str(path))
+    total = sum(tt for (_cc, _nc, tt, _ct, _callers) in stats.stats.values())  # type: ignore[attr-defined]
+    by_origin: dict[str, float] = {}
+    rows = []
+    for (filename, line, func), (_cc, ncalls, tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        origin = _origin(filename)
+        by_origin[origin] = by_origin.get(origin, 0.0) + tt
+        rows.append((tt, ct, ncalls, origin, f"{_short(filename)}:{line}({func})"))
+    print(f"\nprofile of {label}: {total:.1f}s own time in total; by origin (tottime):")
+    for origin, tt in sorted(by_origin.items(), key=lambda kv: -kv[1]):
+        print(f"  {origin:<10} {tt:7.2f}s {100 * tt / total:5.1f}%")
+    print(f"  top {top} functions by own time:")
+    for tt, ct, ncalls, origin, name in sorted(rows, reverse=True)[:top]:
+        print(f"  {tt:7.2f}s own {ct:7.2f}s cum {ncalls:>9} calls  [{origin}] {name}")
+    idcrawl = sorted((r for r in rows if r[3] == "idcrawl"), key=lambda r: -r[1])[:top]
+    print(f"  idcrawl functions by cumulative time (includes what they call):")
+    for tt, ct, ncalls, _origin_, name in idcrawl:
+        print(f"  {tt:7.2f}s own {ct:7.2f}s cum {ncalls:>9} calls  {name}")
+
+
+def _origin(filename: str) -> str:
+    for part in ("idcrawl", "scrapy", "twisted", "asyncio", "parsel", "lxml", "w3lib"):
+        if f"/{part}/" in filename:
+            return part
+    if filename.startswith("~") or filename.startswith("<"):
+        return "builtin"
+    return "other"
+
+
+def _short(filename: str) -> str:
+    for part in ("/site-packages/", "/lib/python3"):
+        if part in filename:
+            return filename.split(part, 1)[1]
+    return filename.replace(str(ROOT) + "/", "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Throughput of idcrawl versus a plain Scrapy spider on a fast local server "
+                    "(median ratio idcrawl/plain; the issue's target is >= 0.95).")
+    parser.add_argument("--ids", type=int, default=20_000, help="ids 1..N to crawl (default 20000)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of (idcrawl, plain) (default 3)")
+    parser.add_argument("--concurrency", type=int, default=32,
+                        help="CONCURRENT_REQUESTS and CONCURRENT_REQUESTS_PER_DOMAIN, both sides (default 32)")
+    parser.add_argument("--concurrent-items", type=int, default=100,
+                        help="CONCURRENT_ITEMS, both sides (default 100, Scrapy's default)")
+    parser.add_argument("--window", type=int, default=32, help="IDCRAWL_WINDOW (default 32, must be >= 32)")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds before one crawl is killed")
+    parser.add_argument("--keep", type=Path, help="keep logs and stats files in this directory")
+    parser.add_argument("--profile", action="store_true",
+                        help="after the timed rounds, run each side once more under cProfile and summarize")
+    parser.add_argument("--top", type=int, default=15, help="rows of each profile summary (default 15)")
+    parser.add_argument("--serve", type=int, metavar="N", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve is not None:
+        return _serve(args.serve)
+    if args.window < 32 or args.ids < 1 or args.rounds < 1:
+        parser.error("need --window >= 32, --ids >= 1 and --rounds >= 1")
+
+    workdir = args.keep or Path(tempfile.mkdtemp(prefix="idcrawl-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    server, port = start_server(args.ids)
+    url = f"http://127.0.0.1:{port}/notice/{{id}}"
+    expected = expected_ids(args.ids)
+    print(f"throughput: {args.ids} ids ({len(expected)} pages, 1% missing) at {url}; "
+          f"{args.rounds} rounds; CONCURRENT_REQUESTS={args.concurrency} "
+          f"CONCURRENT_REQUESTS_PER_DOMAIN={args.concurrency} CONCURRENT_ITEMS={args.concurrent_items} "
+          f"IDCRAWL_WINDOW={args.window}; files in {workdir}", flush=True)
+    runs: list[Run] = []
+    try:
+        for round_ in range(1, args.rounds + 1):
+            for side in ("idcrawl", "plain"):
+                run = crawl(side, round_, url, args.ids, args, server, workdir)
+                runs.append(run)
+                print(f"  round {round_} {side:<7}: {run.rate:7.1f} pages/s ({run.responses} responses in "
+                      f"{run.elapsed:.1f}s, {run.items} items)", flush=True)
+        if args.profile:
+            profiles = {side: workdir / f"{side}.prof" for side in ("idcrawl", "plain")}
+            for side, path in profiles.items():
+                crawl(side, 0, url, args.ids, args, server, workdir, profile=path)
+    finally:
+        if server.stdin:
+            server.stdin.close()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+    print()
+    print_table(runs)
+    ratios = []
+    for round_ in range(1, args.rounds + 1):
+        a, b = (next(r for r in runs if r.round == round_ and r.side == s) for s in ("idcrawl", "plain"))
+        ratios.append(a.rate / b.rate)
+    med = {s: statistics.median(r.rate for r in runs if r.side == s) for s in ("idcrawl", "plain")}
+    steady = {s: statistics.median(r.steady_rate for r in runs if r.side == s) for s in ("idcrawl", "plain")}
+    print()
+    print("ratio idcrawl/plain per round:", " ".join(f"{r:.3f}" for r in ratios))
+    print(f"median pages/s: idcrawl {med['idcrawl']:.1f}, plain {med['plain']:.1f}")
+    print(f"median steady pages/s (first to last response): idcrawl {steady['idcrawl']:.1f}, "
+          f"plain {steady['plain']:.1f} (ratio {steady['idcrawl'] / steady['plain']:.3f})")
+    ratio = statistics.median(ratios)
+    print(f"MEDIAN RATIO idcrawl/plain: {ratio:.3f} (target >= 0.95: {'met' if ratio >= 0.95 else 'not met'})")
+
+    items = {s: sorted({r.items for r in runs if r.side == s}) for s in ("idcrawl", "plain")}
+    print(f"items: idcrawl {items['idcrawl']}, plain {items['plain']}; the site has {len(expected)} pages")
+    bad = [r for r in runs if r.ids != expected or r.items != len(expected)]
+    if args.profile:
+        for side in ("idcrawl", "plain"):
+            summarize_profile(workdir / f"{side}.prof", side, args.top)
+    if bad:
+        for r in bad:
+            missing = sorted(set(expected) - set(r.ids))[:10]
+            extra = sorted(set(r.ids) - set(expected))[:10]
+            print(f"MISMATCH: round {r.round} {r.side}: {r.items} items; missing {missing} extra {extra}",
+                  file=sys.stderr)
+        return 1
+    print("both sides found exactly the site's pages in every round")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Helpers for behaviour tests: real ``scrapy crawl`` runs against local sites."""

@@ -1,0 +1,43 @@
+"""The margin rule, sequentially: the ground truth every crawl must equal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+def lane_truth(
+    exists: Callable[[int], bool], start: int, step: int, stop: int | None, margin: int
+) -> tuple[list[int], int | None]:
+    """Found ids of one lane in lane order, and the id where the margin cut it."""
+    found: list[int] = []
+    run = 0
+    id_ = start
+    while id_ >= 0 and (stop is None or (id_ <= stop if step > 0 else id_ >= stop)):
+        if exists(id_):
+            found.append(id_)
+            run = 0
+        else:
+            run += 1
+            if margin and run >= margin:
+                return found, id_
+        id_ += step
+    return found, None
+
+
+def target_truth(
+    exists: Callable[[int], bool],
+    start: int,
+    direction: str,
+    margin: int,
+    lo: int | None = None,
+    hi: int | None = None,
+) -> list[int]:
+    """Sorted found ids of a whole target (both = asc from start + desc from start-1)."""
+    ids: list[int] = []
+    if direction in ("asc", "both"):
+        ids += lane_truth(exists, start, 1, hi, margin)[0]
+    if direction == "desc":
+        ids += lane_truth(exists, start, -1, lo, margin)[0]
+    if direction == "both":
+        ids += lane_truth(exists, start - 1, -1, lo, margin)[0]
+    return sorted(ids)

@@ -1,0 +1,597 @@
+"""Targets: parse_target / parse_targets / parse_job.
+
+Every bad input must give one TargetError whose text names the field and the
+value (ARCHITECTURE.md, semantics 5); good inputs of either form (spider
+argument strings, TOML values) give the same Target.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from idcrawl.core.targets import (
+    DEFAULTS,
+    TARGET_KEYS,
+    Direction,
+    Target,
+    TargetError,
+    parse_job,
+    parse_target,
+    parse_targets,
+)
+
+URL = "https://example.org/item/{id}"
+
+
+def bad(raw: dict[str, Any], field: str, value: Any = None, *, defaults: dict[str, Any] | None = None) -> str:
+    """parse_target(raw) must fail on ``field``; the message names field and value on one line."""
+    with pytest.raises(TargetError) as info:
+        parse_target(raw, defaults)
+    err = info.value
+    text = str(err)
+    assert err.field == field, text
+    assert "\n" not in text
+    if value is None:
+        value = raw[field]
+    assert f"{field}={value!r}" in text, text
+    return text
+
+
+def job_file(tmp_path: Path, text: str, name: str = "job.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def job_error(path: Path | str) -> TargetError:
+    with pytest.raises(TargetError) as info:
+        parse_job(path)
+    assert "\n" not in str(info.value)
+    return info.value
+
+
+# -- url template ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.org/item/",
+        "https://example.org/item/{{id}}",
+        "https://example.org/{id}/{id}",
+        "https://example.org/{id}{id}",
+        "https://example.org/{id}{x}",
+        "https://example.org/{x}",
+        "https://example.org/{}",
+        "https://example.org/{0}",
+        "https://example.org/{id.real}",
+        "https://example.org/{id[0]}",
+    ],
+)
+def test_template_without_exactly_one_id_field_is_rejected_naming_url(url: str) -> None:
+    text = bad({"url": url, "start": 1}, "url")
+    assert "exactly one {id}" in text
+
+
+def test_template_without_id_field_says_none_found() -> None:
+    assert "found: none" in bad({"url": "https://example.org/", "start": 1}, "url")
+
+
+def test_template_with_two_fields_lists_what_it_found() -> None:
+    assert "{id}, {x}" in bad({"url": "https://example.org/{id}{x}", "start": 1}, "url")
+
+
+@pytest.mark.parametrize("url", ["ftp://example.org/{id}", "file:///tmp/{id}", "example.org/{id}", "//example.org/{id}"])
+def test_template_with_non_http_scheme_is_rejected(url: str) -> None:
+    assert "http or https" in bad({"url": url, "start": 1}, "url")
+
+
+def test_template_without_host_is_rejected() -> None:
+    assert "no host" in bad({"url": "http:///path/{id}", "start": 1}, "url")
+
+
+@pytest.mark.parametrize("url", ["https://example.org/{id:s}", "https://example.org/{id:q}", "https://example.org/{id"])
+def test_template_with_unusable_format_is_rejected(url: str) -> None:
+    bad({"url": url, "start": 1}, "url")
+
+
+@pytest.mark.parametrize("url", ["", "   ", 42, None])
+def test_empty_or_non_string_url_is_rejected(url: Any) -> None:
+    bad({"url": url, "start": 1}, "url")
+
+
+def test_missing_url_is_rejected_naming_url() -> None:
+    with pytest.raises(TargetError) as info:
+        parse_target({"start": "1"})
+    assert info.value.field == "url"
+    assert str(info.value).startswith("url: ")
+
+
+def test_format_spec_in_template_is_applied_to_the_id() -> None:
+    target = parse_target({"url": "https://example.org/p/{id:08d}", "start": "1"})
+    assert target.url_for(42) == "https://example.org/p/00000042"
+
+
+def test_template_is_stripped_and_id_may_be_anywhere() -> None:
+    target = parse_target({"url": "  http://example.org/show?id={id}&x=1 ", "start": "7"})
+    assert target.url == "http://example.org/show?id={id}&x=1"
+    assert target.url_for(7) == "http://example.org/show?id=7&x=1"
+
+
+def test_id_in_host_part_is_allowed() -> None:
+    target = parse_target({"url": "https://n{id}.example.org/", "start": "3"})
+    assert target.url_for(3) == "https://n3.example.org/"
+
+
+# -- integers and bounds ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        (field, value)
+        for field in ("start", "min", "max", "margin", "window", "attempts")
+        for value in ("abc", "1.5", "", "1e3", 1.5, True, [1])
+        if not (value == "" and field in ("start", "min", "max"))  # an empty bound means "not given"
+    ],
+)
+def test_non_integer_is_rejected_naming_field_and_value(field: str, value: Any) -> None:
+    raw = {"url": URL, "start": "5", "min": "0", "max": "100", field: value}
+    assert "must be an integer" in bad(raw, field)
+
+
+@pytest.mark.parametrize("field", ["start", "min", "max"])
+def test_negative_ids_are_rejected(field: str) -> None:
+    raw = {"url": URL, "start": "5", field: "-1"}
+    assert ">= 0" in bad(raw, field)
+
+
+def test_min_above_max_is_rejected() -> None:
+    text = bad({"url": URL, "start": "5", "min": "10", "max": "3"}, "min")
+    assert "max (3)" in text
+
+
+def test_min_equal_to_max_is_a_one_id_range() -> None:
+    target = parse_target({"url": URL, "min": "4", "max": "4"})
+    assert (target.min, target.start, target.max) == (4, 4, 4)
+
+
+@pytest.mark.parametrize(("start", "reason"), [("4", "below min (5)"), ("11", "above max (10)")])
+def test_start_outside_bounds_is_rejected(start: str, reason: str) -> None:
+    text = bad({"url": URL, "start": start, "min": "5", "max": "10"}, "start")
+    assert reason in text
+
+
+@pytest.mark.parametrize("start", ["5", "7", "10"])
+def test_start_on_or_inside_bounds_is_accepted(start: str) -> None:
+    assert parse_target({"url": URL, "start": start, "min": "5", "max": "10"}).start == int(start)
+
+
+def test_integers_accept_underscores_and_spaces() -> None:
+    target = parse_target({"url": URL, "start": " 38_401_264 ", "margin": " 3 "})
+    assert target.start == 38401264
+    assert target.margin == 3
+
+
+def test_huge_bounds_are_plain_ints() -> None:
+    target = parse_target({"url": URL, "start": "0", "max": str(10**15)})
+    assert target.max == 10**15
+
+
+def test_start_defaults_to_min_for_asc() -> None:
+    target = parse_target({"url": URL, "min": "100", "max": "200"})
+    assert target.start == 100
+
+
+def test_start_defaults_to_max_for_desc() -> None:
+    target = parse_target({"url": URL, "direction": "desc", "min": "100", "max": "200"})
+    assert target.start == 200
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"url": URL},
+        {"url": URL, "max": "10"},  # asc needs min
+        {"url": URL, "direction": "desc", "min": "10"},  # desc needs max
+        {"url": URL, "direction": "both", "min": "1", "max": "10"},  # both always needs start
+        {"url": URL, "start": ""},
+    ],
+)
+def test_missing_start_without_usable_bound_is_rejected(raw: dict[str, Any]) -> None:
+    with pytest.raises(TargetError) as info:
+        parse_target(raw)
+    assert info.value.field == "start"
+    assert str(info.value).startswith("start: is required")
+
+
+@pytest.mark.parametrize("value", ["", None])
+def test_empty_bound_means_unbounded(value: Any) -> None:
+    target = parse_target({"url": URL, "start": "3", "min": value, "max": value})
+    assert target.min is None
+    assert target.max is None
+
+
+# -- margin -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["-1", -1, "-10"])
+def test_negative_margin_is_rejected(value: Any) -> None:
+    assert ">= 0" in bad({"url": URL, "start": "1", "margin": value}, "margin")
+
+
+def test_margin_zero_without_max_is_rejected_for_asc() -> None:
+    text = bad({"url": URL, "start": "1", "margin": "0"}, "margin")
+    assert "needs max" in text
+
+
+def test_margin_zero_without_min_is_rejected_for_desc() -> None:
+    text = bad({"url": URL, "start": "10", "direction": "desc", "margin": "0"}, "margin")
+    assert "needs min" in text
+
+
+@pytest.mark.parametrize(
+    ("bounds", "needs"),
+    [({}, "needs max"), ({"min": "0"}, "needs max"), ({"max": "20"}, "needs min")],
+)
+def test_margin_zero_for_both_needs_both_bounds(bounds: dict[str, str], needs: str) -> None:
+    raw = {"url": URL, "start": "10", "direction": "both", "margin": "0", **bounds}
+    assert needs in bad(raw, "margin")
+
+
+@pytest.mark.parametrize(
+    ("direction", "bounds"),
+    [("asc", {"max": "20"}), ("desc", {"min": "0"}), ("both", {"min": "0", "max": "20"})],
+)
+def test_margin_zero_with_the_needed_bounds_is_accepted(direction: str, bounds: dict[str, str]) -> None:
+    target = parse_target({"url": URL, "start": "10", "direction": direction, "margin": "0", **bounds})
+    assert target.margin == 0
+
+
+def test_margin_zero_asc_does_not_need_min() -> None:
+    assert parse_target({"url": URL, "start": "10", "margin": 0, "max": 20}).min is None
+
+
+# -- direction, rate ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["up", "ascending", "", "a", 1])
+def test_unknown_direction_is_rejected(value: Any) -> None:
+    text = bad({"url": URL, "start": "1", "direction": value}, "direction")
+    assert "asc, desc, both" in text
+
+
+@pytest.mark.parametrize(("value", "expected"), [("asc", Direction.ASC), (" DESC ", Direction.DESC), ("Both", Direction.BOTH)])
+def test_direction_is_case_and_space_insensitive(value: str, expected: Direction) -> None:
+    assert parse_target({"url": URL, "start": "5", "direction": value}).direction is expected
+
+
+@pytest.mark.parametrize("value", ["0", "-1", 0, -3, "", "x", "1.5", 1.5, True, "1:2:3", ":", "1:", ":2", "0:1", "1:-1"])
+def test_bad_rate_is_rejected(value: Any) -> None:
+    text = bad({"url": URL, "start": "5", "direction": "both", "rate": value}, "rate")
+    assert "positive integer" in text
+
+
+@pytest.mark.parametrize("direction", ["asc", "desc"])
+def test_rate_pair_needs_direction_both(direction: str) -> None:
+    text = bad({"url": URL, "start": "5", "direction": direction, "rate": "1:2"}, "rate")
+    assert "direction='both'" in text
+
+
+def test_rate_pair_for_both_sets_asc_and_desc_weights() -> None:
+    target = parse_target({"url": URL, "start": "5", "direction": "both", "rate": "1:2"})
+    assert (target.rate_asc, target.rate_desc) == (1, 2)
+
+
+def test_single_rate_for_both_applies_to_both_lanes() -> None:
+    target = parse_target({"url": URL, "start": "5", "direction": "both", "rate": "3"})
+    assert (target.rate_asc, target.rate_desc) == (3, 3)
+
+
+@pytest.mark.parametrize("value", [4, "4", " 4 "])
+def test_single_rate_accepts_int_or_string(value: Any) -> None:
+    assert parse_target({"url": URL, "start": "5", "rate": value}).rate_asc == 4
+
+
+# -- other keys -----------------------------------------------------------------------
+
+
+def test_unknown_key_is_rejected_naming_the_typo() -> None:
+    text = bad({"url": URL, "start": "1", "margn": "3"}, "margn")
+    assert "unknown key" in text
+    assert "margin" in text  # the list of known keys helps spot the typo
+
+
+@pytest.mark.parametrize(("field", "value"), [("window", "0"), ("attempts", "0")])
+def test_window_and_attempts_must_be_positive(field: str, value: str) -> None:
+    assert ">= 1" in bad({"url": URL, "start": "1", field: value}, field)
+
+
+@pytest.mark.parametrize("value", ["-1", "abc", "inf", "nan", True, [1]])
+def test_bad_cooldown_is_rejected(value: Any) -> None:
+    bad({"url": URL, "start": "1", "cooldown": value}, "cooldown")
+
+
+@pytest.mark.parametrize("value", ["0.5", "0", "nan"])
+def test_backoff_below_one_is_rejected(value: str) -> None:
+    bad({"url": URL, "start": "1", "backoff": value}, "backoff")
+
+
+def test_cooldown_and_backoff_accept_numbers_and_strings() -> None:
+    target = parse_target({"url": URL, "start": "1", "cooldown": "2.5", "backoff": 3})
+    assert (target.cooldown, target.backoff) == (2.5, 3.0)
+
+
+@pytest.mark.parametrize("value", ["a/b", "   ", 5])
+def test_bad_name_is_rejected(value: Any) -> None:
+    bad({"url": URL, "start": "1", "name": value}, "name")
+
+
+def test_name_defaults_to_host() -> None:
+    assert parse_target({"url": "https://Shop.Example.org:8080/p/{id}", "start": "1"}).name == "shop.example.org"
+
+
+def test_explicit_name_is_stripped() -> None:
+    assert parse_target({"url": URL, "start": "1", "name": " sirup "}).name == "sirup"
+
+
+def test_defaults_apply_to_keys_left_out() -> None:
+    target = parse_target({"url": URL, "start": "1"})
+    assert target.direction is Direction(DEFAULTS["direction"])
+    assert target.margin == DEFAULTS["margin"]
+    assert target.window == DEFAULTS["window"]
+    assert target.rate_asc == target.rate_desc == DEFAULTS["rate"]
+    assert target.attempts == DEFAULTS["attempts"]
+
+
+def test_given_defaults_fill_in_and_raw_keys_win() -> None:
+    target = parse_target({"url": URL, "start": "1", "window": "4"}, {"margin": 7, "window": 9})
+    assert (target.margin, target.window) == (7, 4)
+
+
+def test_bad_value_from_defaults_is_reported_with_its_field() -> None:
+    bad({"url": URL, "start": "1"}, "margin", "-2", defaults={"margin": "-2"})
+
+
+def test_string_and_native_values_give_the_same_target() -> None:
+    strings = {"url": URL, "start": "10", "min": "0", "max": "99", "margin": "4", "window": "8",
+               "rate": "2", "attempts": "5", "cooldown": "1.5", "backoff": "2"}
+    native = {"url": URL, "start": 10, "min": 0, "max": 99, "margin": 4, "window": 8,
+              "rate": 2, "attempts": 5, "cooldown": 1.5, "backoff": 2}
+    assert parse_target(strings) == parse_target(native)
+
+
+def test_target_keys_are_the_documented_set() -> None:
+    assert {"name", "url", "start", "min", "max", "direction", "margin", "window", "rate",
+            "attempts", "cooldown", "backoff"} == TARGET_KEYS
+
+
+def test_host_of_a_target() -> None:
+    assert parse_target({"url": URL, "start": "1"}).host == "example.org"
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.text(max_size=12))
+def test_any_string_either_parses_as_margin_or_gives_a_target_error(value: str) -> None:
+    try:
+        target = parse_target({"url": URL, "start": "1", "margin": value, "max": "100"})
+    except TargetError as exc:
+        assert exc.field == "margin"
+        assert f"margin={value!r}" in str(exc)
+        assert "\n" not in str(exc)
+    else:
+        assert target.margin >= 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(lo=st.integers(0, 10**6), span=st.integers(0, 10**6), offset=st.integers(-5, 10**6 + 5))
+def test_start_is_accepted_exactly_inside_the_bounds(lo: int, span: int, offset: int) -> None:
+    hi = lo + span
+    start = lo + offset
+    raw = {"url": URL, "start": str(start), "min": str(lo), "max": str(hi)}
+    if lo <= start <= hi:
+        assert parse_target(raw).start == start
+    else:
+        with pytest.raises(TargetError) as info:
+            parse_target(raw)
+        assert info.value.field == "start"
+
+
+# -- parse_targets ------------------------------------------------------------------
+
+
+def test_parse_targets_keeps_order() -> None:
+    targets = parse_targets([{"url": URL, "start": "1", "name": "a"}, {"url": URL, "start": "2", "name": "b"}])
+    assert [t.name for t in targets] == ["a", "b"]
+    assert all(isinstance(t, Target) for t in targets)
+
+
+def test_duplicate_target_names_are_rejected() -> None:
+    with pytest.raises(TargetError) as info:
+        parse_targets([{"url": URL, "start": "1", "name": "a"}, {"url": URL, "start": "2", "name": "a"}])
+    text = str(info.value)
+    assert info.value.field == "name"
+    assert "targets[1]" in text
+    assert "name='a'" in text
+    assert "targets[0]" in text
+
+
+def test_duplicate_default_names_from_the_same_host_are_rejected() -> None:
+    with pytest.raises(TargetError) as info:
+        parse_targets([{"url": URL, "start": "1"}, {"url": "https://example.org/other/{id}", "start": "2"}])
+    assert "name='example.org'" in str(info.value)
+
+
+def test_error_in_one_of_many_targets_says_which() -> None:
+    with pytest.raises(TargetError) as info:
+        parse_targets([{"url": URL, "start": "1", "name": "a"}, {"url": URL, "start": "x", "name": "b"}])
+    text = str(info.value)
+    assert text.startswith("targets[1]: start='x'")
+
+
+def test_non_table_target_is_rejected() -> None:
+    with pytest.raises(TargetError) as info:
+        parse_targets([{"url": URL, "start": "1"}, "https://example.org/{id}"])
+    assert "targets[1]='https://example.org/{id}'" in str(info.value)
+
+
+def test_no_targets_is_rejected() -> None:
+    with pytest.raises(TargetError) as info:
+        parse_targets([])
+    assert "no target given" in str(info.value)
+
+
+def test_defaults_apply_to_every_target() -> None:
+    targets = parse_targets(
+        [{"url": URL, "start": "1", "name": "a"}, {"url": URL, "start": "2", "name": "b", "margin": "9"}],
+        {"margin": "4"},
+    )
+    assert [t.margin for t in targets] == [4, 9]
+
+
+# -- parse_job ----------------------------------------------------------------------
+
+GOOD_JOB = """
+[defaults]
+margin = 5
+window = "16"
+
+[[targets]]
+url = "https://a.example/{id}"
+start = 10
+max = "20"
+
+[[targets]]
+name = "bee"
+url = "https://b.example/{id:06d}"
+start = "100"
+direction = "both"
+rate = "1:3"
+margin = "2"
+min = 0
+"""
+
+
+def test_job_file_gives_targets_with_defaults_applied(tmp_path: Path) -> None:
+    a, b = parse_job(job_file(tmp_path, GOOD_JOB))
+    assert (a.name, a.start, a.max, a.margin, a.window) == ("a.example", 10, 20, 5, 16)
+    assert (b.name, b.start, b.min, b.margin, b.window) == ("bee", 100, 0, 2, 16)
+    assert b.direction is Direction.BOTH
+    assert (b.rate_asc, b.rate_desc) == (1, 3)
+    assert b.url_for(7) == "https://b.example/000007"
+
+
+def test_job_file_defaults_override_caller_defaults(tmp_path: Path) -> None:
+    (a, _) = parse_job(job_file(tmp_path, GOOD_JOB), {"margin": 8, "attempts": 7})
+    assert a.margin == 5
+    assert a.attempts == 7
+
+
+def test_job_file_accepts_a_str_path(tmp_path: Path) -> None:
+    assert len(parse_job(str(job_file(tmp_path, GOOD_JOB)))) == 2
+
+
+def test_missing_job_file_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "nope.toml"
+    err = job_error(path)
+    assert err.field == "job"
+    assert f"job={str(path)!r}" in str(err)
+    assert "not found" in str(err)
+
+
+def test_job_path_that_is_a_directory_is_rejected(tmp_path: Path) -> None:
+    err = job_error(tmp_path)
+    assert err.field == "job"
+    assert f"job={str(tmp_path)!r}" in str(err)
+
+
+def test_broken_toml_is_rejected(tmp_path: Path) -> None:
+    path = job_file(tmp_path, "[[targets]]\nurl = 'https://a.example/{id}\nstart = 1\n")
+    err = job_error(path)
+    assert err.field == "job"
+    assert f"job={str(path)!r}" in str(err)
+    assert "not valid TOML" in str(err)
+
+
+def test_job_file_with_non_table_target_is_rejected(tmp_path: Path) -> None:
+    path = job_file(tmp_path, 'targets = ["https://a.example/{id}"]\n')
+    text = str(job_error(path))
+    assert str(path) in text
+    assert "targets[0]='https://a.example/{id}'" in text
+    assert "must be a table" in text
+
+
+def test_job_file_with_targets_not_an_array_is_rejected(tmp_path: Path) -> None:
+    path = job_file(tmp_path, '[targets]\nurl = "https://a.example/{id}"\n')
+    err = job_error(path)
+    assert err.field == "targets"
+
+
+def test_job_file_without_targets_is_rejected(tmp_path: Path) -> None:
+    err = job_error(job_file(tmp_path, "[defaults]\nmargin = 3\n"))
+    assert err.field == "targets"
+    assert "[[targets]]" in str(err)
+
+
+def test_job_file_with_empty_targets_is_rejected(tmp_path: Path) -> None:
+    err = job_error(job_file(tmp_path, "targets = []\n"))
+    assert "no target given" in str(err)
+
+
+def test_job_file_with_unknown_top_level_key_is_rejected(tmp_path: Path) -> None:
+    path = job_file(tmp_path, 'margin = 3\n[[targets]]\nurl = "https://a.example/{id}"\nstart = 1\n')
+    err = job_error(path)
+    assert err.field == "margin"
+    assert "margin=3" in str(err)
+    assert str(path) in str(err)
+
+
+def test_job_file_with_unknown_defaults_key_is_rejected(tmp_path: Path) -> None:
+    path = job_file(tmp_path, '[defaults]\nmargn = 3\n[[targets]]\nurl = "https://a.example/{id}"\nstart = 1\n')
+    err = job_error(path)
+    assert "defaults.margn=3" in str(err)
+
+
+@pytest.mark.parametrize("key", ["url", "name"])
+def test_job_defaults_may_not_set_url_or_name(tmp_path: Path, key: str) -> None:
+    path = job_file(tmp_path, f'[defaults]\n{key} = "x"\n[[targets]]\nurl = "https://a.example/{{id}}"\nstart = 1\n')
+    assert f"defaults.{key}='x'" in str(job_error(path))
+
+
+def test_job_file_defaults_not_a_table_is_rejected(tmp_path: Path) -> None:
+    path = job_file(tmp_path, 'defaults = 3\n[[targets]]\nurl = "https://a.example/{id}"\nstart = 1\n')
+    assert "defaults=3" in str(job_error(path))
+
+
+def test_job_file_error_in_a_target_names_file_target_field_and_value(tmp_path: Path) -> None:
+    path = job_file(tmp_path, '[[targets]]\nurl = "https://a.example/{id}"\nstart = 1\n'
+                              '[[targets]]\nurl = "https://b.example/{id}"\nstart = 1\nmargn = 4\n')
+    text = str(job_error(path))
+    assert text.startswith(f"job file {str(path)!r}: targets[1]: margn=4: unknown key")
+
+
+def test_job_file_duplicate_target_names_are_rejected(tmp_path: Path) -> None:
+    path = job_file(tmp_path, '[[targets]]\nname = "x"\nurl = "https://a.example/{id}"\nstart = 1\n'
+                              '[[targets]]\nname = "x"\nurl = "https://b.example/{id}"\nstart = 1\n')
+    err = job_error(path)
+    assert err.field == "name"
+    assert "name='x'" in str(err)
+    assert str(path) in str(err)
+
+
+def test_job_file_bad_value_from_its_defaults_is_reported(tmp_path: Path) -> None:
+    path = job_file(tmp_path, '[defaults]\nmargin = -1\n[[targets]]\nurl = "https://a.example/{id}"\nstart = 1\n')
+    err = job_error(path)
+    assert err.field == "margin"
+    assert "margin=-1" in str(err)
+
+
+def test_located_error_keeps_field_value_and_reason() -> None:
+    err = TargetError("margin", "-1", "must be an integer >= 0").located("target 'sirup'")
+    assert str(err) == "target 'sirup': margin='-1': must be an integer >= 0"
+    assert str(err.located("job file 'j.toml'")) == "job file 'j.toml': target 'sirup': margin='-1': must be an integer >= 0"
