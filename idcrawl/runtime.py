@@ -9,8 +9,9 @@ waiting can dispense again, so nobody waits for Scrapy's 5 s heartbeat.
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Hashable, Sequence
-from dataclasses import astuple, fields
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from idcrawl.core.frontier import Dispatch, Frontier
@@ -34,6 +35,8 @@ STATS_PREFIX = "idcrawl"
 
 Payload = list[Any]  # what one found id produced: items and follow-up requests
 _COUNT_FIELDS = tuple(f.name for f in fields(LaneCounts))
+#: The counters as a tuple: ``dataclasses.astuple`` deep-copies and costs ~40x more per call.
+_counts_of = operator.attrgetter(*_COUNT_FIELDS)
 
 
 class IdRuntime:
@@ -76,7 +79,7 @@ class IdRuntime:
             return []
         lane = frontier.lanes[lane_key]
         was_stopped = lane.stopped
-        before = astuple(lane.counts)
+        before = _counts_of(lane.counts)
         rec = frontier.record(lane_key, id_, outcome, payload)
         self._count(lane_key, lane, before)
         if lane.stopped and not was_stopped:
@@ -87,7 +90,7 @@ class IdRuntime:
 
     def _count(self, lane_key: str, lane: Lane[Payload], before: tuple[int, ...]) -> None:
         """Move the lane's counters into stats (per lane, and job totals)."""
-        for name, old, new in zip(_COUNT_FIELDS, before, astuple(lane.counts), strict=True):
+        for name, old, new in zip(_COUNT_FIELDS, before, _counts_of(lane.counts), strict=True):
             if new != old and name != "dispensed":
                 self._inc(f"{STATS_PREFIX}/{name}", new - old)
                 self._inc(f"{STATS_PREFIX}/lanes/{lane_key}/{name}", new - old)

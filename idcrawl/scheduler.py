@@ -15,9 +15,10 @@ like Scrapy's default scheduler.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import TYPE_CHECKING
+import weakref
+from typing import TYPE_CHECKING, Any
 
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.core.scheduler import Scheduler
 
 from idcrawl.runtime import STATS_PREFIX, IdRuntime
@@ -37,8 +38,12 @@ class IdScheduler(Scheduler):
         runtime = getattr(spider, "idcrawl", None)
         self.runtime = runtime if isinstance(runtime, IdRuntime) else None
         self._slot_of_host: dict[str, str] = {}
+        # lane requests handed to the engine that have not reached their slot yet
+        self._entering: dict[str, weakref.WeakSet[Request]] = {}
         if self.runtime is not None:
             self.runtime.open()
+            assert self.crawler is not None
+            self.crawler.signals.connect(self._reached_downloader, signal=signals.request_reached_downloader)
         return result
 
     def has_pending_requests(self) -> bool:
@@ -57,6 +62,8 @@ class IdScheduler(Scheduler):
         self.stats.inc_value("scheduler/dequeued")
         self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}")
         lane_request: Request = self.spider.make_id_request(dispatch)  # type: ignore[attr-defined]
+        slot_key = self._slot_key(dispatch.target.host)
+        self._entering.setdefault(slot_key, weakref.WeakSet()).add(lane_request)
         return lane_request
 
     # -- download-slot awareness ---------------------------------------------------
@@ -72,11 +79,25 @@ class IdScheduler(Scheduler):
         return key
 
     def _group_ready(self, group: Hashable) -> bool:
-        """A slot is ready while it has free concurrency and nothing waiting on its delay."""
+        """A slot is ready while it has free concurrency and nothing waiting on its delay.
+
+        Requests on their way through the downloader middlewares are not in
+        the slot yet; counting them too keeps one host from taking more than
+        its share of CONCURRENT_REQUESTS (they are held weakly, so one that a
+        middleware drops is forgotten with it).
+        """
         assert self.crawler is not None and self.crawler.engine is not None
-        slot = self.crawler.engine.downloader.slots.get(self._slot_key(str(group)))
+        key = self._slot_key(str(group))
+        entering = self._entering.get(key)
+        pending = len(entering) if entering is not None else 0
+        slot = self.crawler.engine.downloader.slots.get(key)
         if slot is None:
-            return True
-        if slot.delay and slot.queue:
+            return pending < self.crawler.engine.downloader.domain_concurrency
+        if slot.delay and (slot.queue or pending):
             return False
-        return len(slot.active) < slot.concurrency
+        return len(slot.active) + pending < slot.concurrency
+
+    def _reached_downloader(self, request: Request, spider: Any = None) -> None:
+        entering = self._entering.get(request.meta.get("download_slot", ""))
+        if entering is not None:
+            entering.discard(request)

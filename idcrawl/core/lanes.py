@@ -185,6 +185,9 @@ class Lane(Generic[P]):
         was_ready, was_stopped = self.ready, self.stopped
         offset = (id_ - self.first_undecided) * self.step
         if self.cut_at is not None and (id_ - self.cut_at) * self.step > 0:
+            if id_ in self._decided or (id_ - self.next_id) * self.step >= 0:
+                return result  # already counted, or never dispensed: ignore
+            self._decided[id_] = outcome  # past the cut: at most window ids
             self.counts.past_cut += 1
             if outcome is Outcome.FOUND:
                 self.counts.overshoot += 1
@@ -232,7 +235,8 @@ class Lane(Generic[P]):
                 self.counts.overshoot += 1
         # found ids the prefix passed before the cut stay held for release
         self._held = {i: p for i, p in self._held.items() if (at - i) * self.step > 0}
-        self._decided.clear()
+        # ``_decided`` now only holds ids past the cut (fewer than window): kept so that
+        # a duplicate outcome for one of them is not counted twice
 
     def _release_safe(self) -> list[P]:
         """Emit held found ids that no cut can precede, whatever is still pending."""

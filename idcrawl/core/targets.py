@@ -75,7 +75,7 @@ class Direction(StrEnum):
 DEFAULTS: dict[str, Any] = {
     "direction": "asc",
     "margin": 10,
-    "window": 32,
+    "window": 128,
     "rate": 1,
     "attempts": 3,
     "cooldown": 10.0,

@@ -120,6 +120,7 @@ class IdSite(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 256  # the default 5 overflows: dropped SYNs cost a 1 s retransmit
 
     def __init__(
         self,
