@@ -14,8 +14,8 @@ like Scrapy's default scheduler.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 import weakref
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals

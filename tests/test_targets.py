@@ -436,7 +436,7 @@ def test_error_in_one_of_many_targets_says_which() -> None:
 
 def test_non_table_target_is_rejected() -> None:
     with pytest.raises(TargetError) as info:
-        parse_targets([{"url": URL, "start": "1"}, "https://example.org/{id}"])
+        parse_targets([{"url": URL, "start": "1"}, "https://example.org/{id}"])  # type: ignore[list-item]
     assert "targets[1]='https://example.org/{id}'" in str(info.value)
 
 

@@ -239,14 +239,16 @@ class Lane(Generic[P]):
         # a duplicate outcome for one of them is not counted twice
 
     def _release_safe(self) -> list[P]:
-        """Emit held found ids that no cut can precede, whatever is still pending."""
+        """Emit held found ids that no cut can precede, in lane order."""
         if not self._held:
             return []
-        released: list[P] = []
+        # ids the prefix already passed are safe (a cut may have stopped right after them)
+        passed = sorted((i for i in self._held if (i - self.first_undecided) * self.step < 0), key=self._rank)
+        released: list[P] = [self._held.pop(i) for i in passed]
         run = self.miss_run
         id_ = self.first_undecided
-        last = max(self._held) if self.step > 0 else min(self._held)
-        while (last - id_) * self.step >= 0:
+        last = max(self._held, key=self._rank, default=None)
+        while last is not None and (last - id_) * self.step >= 0:
             outcome = self._decided.get(id_)
             if outcome is Outcome.FOUND:
                 if id_ in self._held:
@@ -257,8 +259,9 @@ class Lane(Generic[P]):
                 if self.margin and run >= self.margin:
                     break
             id_ += self.step
-        # ids the prefix already passed were released above or earlier
-        for gone in [i for i in self._held if (i - self.first_undecided) * self.step < 0]:
-            released.append(self._held.pop(gone))
         self.counts.emitted += len(released)
         return released
+
+    def _rank(self, id_: int) -> int:
+        """Position in lane order (larger = later)."""
+        return id_ * self.step
