@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from idcrawl.core.frontier import Dispatch, Frontier, lane_specs
 from idcrawl.core.lanes import BOUND, MARGIN, Lane, Outcome
 from idcrawl.core.targets import Target, parse_target
+from tests.support.reference import lane_truth
 
 FOUND, MISSING, FAILED = Outcome.FOUND, Outcome.MISSING, Outcome.FAILED
 
@@ -37,19 +38,7 @@ def truth(
     outcome_of: Callable[[int], Outcome], start: int, step: int, stop: int | None, margin: int
 ) -> tuple[list[int], int | None]:
     """Found ids of one lane in lane order, and where the margin cut it (None: bound)."""
-    found: list[int] = []
-    run = 0
-    id_ = start
-    while id_ >= 0 and (stop is None or (id_ <= stop if step > 0 else id_ >= stop)):
-        if outcome_of(id_) is FOUND:
-            found.append(id_)
-            run = 0
-        else:
-            run += 1
-            if margin and run >= margin:
-                return found, id_
-        id_ += step
-    return found, None
+    return lane_truth(lambda i: outcome_of(i) is FOUND, start, step, stop, margin)
 
 
 def test_reference_truth_on_the_seed_example() -> None:

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from idcrawl.core.lanes import BOUND, MARGIN, Lane, Outcome
+from tests.support.reference import lane_truth
 
 FOUND, MISSING, FAILED = Outcome.FOUND, Outcome.MISSING, Outcome.FAILED
 
@@ -537,19 +538,7 @@ def test_share_done_is_one_once_cut() -> None:
 
 
 def truth(found: set[int], start: int, step: int, stop: int | None, margin: int) -> tuple[list[int], int | None]:
-    out: list[int] = []
-    run = 0
-    id_ = start
-    while id_ >= 0 and (stop is None or (id_ <= stop if step > 0 else id_ >= stop)):
-        if id_ in found:
-            out.append(id_)
-            run = 0
-        else:
-            run += 1
-            if margin and run >= margin:
-                return out, id_
-        id_ += step
-    return out, None
+    return lane_truth(found.__contains__, start, step, stop, margin)
 
 
 @settings(max_examples=200, deadline=None)
