@@ -7,7 +7,6 @@ Modelled on Scrapy's LogStats: one looping call, interval from a setting,
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -26,7 +25,7 @@ __all__ = ["IdProgress", "progress_lines"]
 logger = logging.getLogger(__name__)
 
 
-def progress_lines(runtime: IdRuntime, elapsed: float, done_before: dict[str, int], interval: float) -> list[str]:
+def progress_lines(runtime: IdRuntime, done_before: dict[str, int], interval: float) -> list[str]:
     """One line per target: ids decided, outcomes, lane cursors, rate, share done."""
     lines = []
     frontier = runtime.frontier
@@ -57,7 +56,6 @@ class IdProgress:
         self.crawler = crawler
         self.interval = interval
         self._done: dict[str, int] = {}
-        self._started = time.monotonic()
         self._task: Any = None
 
     @classmethod
@@ -80,7 +78,7 @@ class IdProgress:
 
     def log(self, spider: Spider) -> None:
         runtime: IdRuntime = spider.idcrawl  # type: ignore[attr-defined]
-        for line in progress_lines(runtime, time.monotonic() - self._started, self._done, self.interval):
+        for line in progress_lines(runtime, self._done, self.interval):
             logger.info("progress %s", line, extra={"spider": spider})
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
@@ -88,5 +86,5 @@ class IdProgress:
             self._task.stop()
         if isinstance(getattr(spider, "idcrawl", None), IdRuntime):
             self._done.clear()
-            for line in progress_lines(spider.idcrawl, 0, self._done, 0):  # type: ignore[attr-defined]
+            for line in progress_lines(spider.idcrawl, self._done, 0):  # type: ignore[attr-defined]
                 logger.info("final %s", line, extra={"spider": spider})

@@ -42,7 +42,6 @@ class _Group(Generic[K, G]):
     key: G
     order: int
     heap: list[tuple[int, int, int, K]] = field(default_factory=list)  # (pass, order, version, key)
-    live: int = 0  # lanes not parked
     version: int = 0
 
 
@@ -81,15 +80,12 @@ class Interleaver(Generic[K, G]):
         grp = self._groups.get(group)
         if grp is None:
             grp = self._groups[group] = _Group(group, self._order)
-        grp.live += 1
         self._push_lane(grp, lane)
 
     def remove(self, key: K) -> None:
         lane = self._lanes.pop(key)
         lane.version += 1  # invalidates its heap entries
         grp = self._groups[lane.group]
-        if not lane.parked:
-            grp.live -= 1
         self._requeue(grp)
 
     def park(self, key: K) -> None:
@@ -98,9 +94,7 @@ class Interleaver(Generic[K, G]):
             return
         lane.parked = True
         lane.version += 1
-        grp = self._groups[lane.group]
-        grp.live -= 1
-        self._requeue(grp)
+        self._requeue(self._groups[lane.group])
 
     def unpark(self, key: K) -> None:
         lane = self._lanes.get(key)
@@ -108,9 +102,7 @@ class Interleaver(Generic[K, G]):
             return
         lane.parked = False
         lane.pass_ = max(lane.pass_, self._vtime)
-        grp = self._groups[lane.group]
-        grp.live += 1
-        self._push_lane(grp, lane)
+        self._push_lane(self._groups[lane.group], lane)
 
     def pick(
         self,

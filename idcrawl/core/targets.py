@@ -11,7 +11,7 @@ from __future__ import annotations
 import string
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -109,7 +109,6 @@ class Target:
     attempts: int = 3
     cooldown: float = 10.0
     backoff: float = 2.0
-    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def url_for(self, id_: int) -> str:
         return self.url.format(id=id_)
