@@ -8,6 +8,11 @@ module by the test suite.
 
 from idcrawl.core.targets import DEFAULTS as _TARGET_DEFAULTS
 
+#: Whether an id that ends ``failed`` (errors on every attempt) counts toward
+#: the margin like a missing one. With False, failed ids neither extend nor
+#: reset the run of misses: a host that is down then walks on to the bound.
+IDCRAWL_MARGIN_COUNTS_FAILED = True
+
 #: Seconds between the periodic progress lines (one per target). 0 = off.
 IDCRAWL_PROGRESS_INTERVAL = 60.0
 
@@ -23,3 +28,10 @@ IDCRAWL_WINDOW: int = _TARGET_DEFAULTS["window"]  # 128
 
 #: Statuses whose response means "this id does not exist" (outcome missing).
 IDCRAWL_MISSING_STATUSES = [404, 410]
+
+#: Random lengthening of each retry's cool-down, as a fraction (0.1 = up to +10%),
+#: so that many ids failing together do not come back together.
+IDCRAWL_RETRY_JITTER = 0.1
+
+#: Longest wait, in seconds, that a ``Retry-After`` header may impose.
+IDCRAWL_RETRY_AFTER_MAX = 600.0

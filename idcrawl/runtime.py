@@ -14,6 +14,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
+from idcrawl import default_settings
 from idcrawl.core.frontier import Dispatch, Frontier
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.targets import Target
@@ -24,12 +25,15 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-__all__ = ["META_KEY", "STATS_PREFIX", "IdRuntime"]
+__all__ = ["DUE_KEY", "META_KEY", "STATS_PREFIX", "IdRuntime"]
 
 logger = logging.getLogger(__name__)
 
 #: ``request.meta`` key of lane requests: ``{"lane": str, "id": int, "target": str}``.
 META_KEY = "idcrawl"
+#: ``request.meta`` key of a retry's due time (``time.monotonic()``): the
+#: scheduler holds the request in its delay queue until then.
+DUE_KEY = "idcrawl_due"
 #: Prefix of every stat idcrawl writes.
 STATS_PREFIX = "idcrawl"
 
@@ -45,7 +49,11 @@ class IdRuntime:
     def __init__(self, targets: Sequence[Target], crawler: Crawler) -> None:
         self.crawler = crawler
         self.targets = list(targets)
-        self.frontier: Frontier[Payload] = Frontier(self.targets)
+        counts_failed = crawler.settings.getbool(
+            "IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED
+        )
+        neutral = frozenset() if counts_failed else frozenset({Outcome.FAILED})
+        self.frontier: Frontier[Payload] = Frontier(self.targets, neutral=neutral)
 
     @property
     def stats(self) -> StatsCollector:
@@ -71,8 +79,10 @@ class IdRuntime:
 
     # -- outcomes (spider side) ------------------------------------------------
 
-    def record(self, lane_key: str, id_: int, outcome: Outcome, payload: Payload | None = None) -> list[Any]:
-        """Record an id's outcome; returns the outputs now safe to emit, in order."""
+    def record(
+        self, lane_key: str, id_: int, outcome: Outcome, payload: Payload | None = None, *, attempt: int = 1
+    ) -> list[Any]:
+        """Record an id's final outcome; returns the outputs now safe to emit, in order."""
         frontier = self.frontier
         if lane_key not in frontier.lanes:
             logger.warning("idcrawl: outcome for unknown lane %r (id %s) ignored", lane_key, id_)
@@ -81,6 +91,7 @@ class IdRuntime:
         was_stopped = lane.stopped
         before = _counts_of(lane.counts)
         rec = frontier.record(lane_key, id_, outcome, payload)
+        self._inc(f"{STATS_PREFIX}/attempts/{outcome.value}_on/{attempt}")
         self._count(lane_key, lane, before)
         if lane.stopped and not was_stopped:
             self._lane_stopped(lane_key, lane)

@@ -1,6 +1,7 @@
 """``IdScheduler``: Scrapy's scheduler plus lazily dispensed lane requests.
 
-Requests the spider yields (follow-up pages, retries) keep Scrapy's own
+Retries of ids wait in a delay queue until their due time (other ids and
+lanes keep flowing meanwhile). Requests the spider yields (follow-up pages) keep Scrapy's own
 queues, priorities, dupefilter and JOBDIR persistence and are served first:
 they were already produced and draining them bounds memory. When they are
 empty, the next id comes from the frontier, which interleaves lanes by weight
@@ -14,14 +15,17 @@ like Scrapy's default scheduler.
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.core.scheduler import Scheduler
+from scrapy.utils.asyncio import CallLaterResult, call_later
 
-from idcrawl.runtime import STATS_PREFIX, IdRuntime
+from idcrawl.core.delays import DelayQueue
+from idcrawl.runtime import DUE_KEY, STATS_PREFIX, IdRuntime
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -40,18 +44,49 @@ class IdScheduler(Scheduler):
         self._slot_of_host: dict[str, str] = {}
         # lane requests handed to the engine that have not reached their slot yet
         self._entering: dict[str, weakref.WeakSet[Request]] = {}
+        self._delayed: DelayQueue[Request] = DelayQueue()
+        self._timer: CallLaterResult | None = None
+        self._timer_due = 0.0
         if self.runtime is not None:
             self.runtime.open()
             assert self.crawler is not None
             self.crawler.signals.connect(self._reached_downloader, signal=signals.request_reached_downloader)
         return result
 
+    def close(self, reason: str) -> Deferred[None] | None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._delayed:
+            assert self.stats is not None
+            self.stats.set_value(f"{STATS_PREFIX}/attempts/pending_at_close", len(self._delayed))
+        return super().close(reason)
+
     def has_pending_requests(self) -> bool:
-        if super().has_pending_requests():
+        if super().has_pending_requests() or self._delayed:
             return True
         return self.runtime is not None and self.runtime.frontier.can_dispense()
 
+    def enqueue_request(self, request: Request) -> bool:
+        """Requests with a due time in the future (retries) wait in the delay queue."""
+        due = request.meta.get(DUE_KEY)
+        if due is None or due <= time.monotonic():
+            return super().enqueue_request(request)
+        self._delayed.push(due, request)
+        assert self.stats is not None
+        self.stats.inc_value("scheduler/enqueued")
+        self.stats.inc_value(f"scheduler/enqueued/{STATS_PREFIX}_delayed")
+        self._arm_timer()
+        return True
+
     def next_request(self) -> Request | None:
+        request = self._delayed.pop_due(time.monotonic())
+        if request is not None:
+            assert self.stats is not None
+            self.stats.inc_value("scheduler/dequeued")
+            self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}_delayed")
+            self._arm_timer()
+            return request
         request = super().next_request()
         if request is not None or self.runtime is None:
             return request
@@ -65,6 +100,26 @@ class IdScheduler(Scheduler):
         slot_key = self._slot_key(dispatch.target.host)
         self._entering.setdefault(slot_key, weakref.WeakSet()).add(lane_request)
         return lane_request
+
+    # -- delay queue ------------------------------------------------------------------
+
+    def _arm_timer(self) -> None:
+        """Wake the engine when the earliest delayed request falls due.
+
+        Without it, a retry would wait for Scrapy's 5 s heartbeat.
+        """
+        due = self._delayed.next_due()
+        if due is None or (self._timer is not None and self._timer_due <= due):
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_due = due
+        self._timer = call_later(max(0.0, due - time.monotonic()), self._timer_fired)
+
+    def _timer_fired(self) -> None:
+        self._timer = None
+        if self.runtime is not None:
+            self.runtime.wake_engine()
 
     # -- download-slot awareness ---------------------------------------------------
 

@@ -56,14 +56,17 @@ class Frontier(Generic[P]):
 
     ``group_of`` maps a target to its download slot (its host by default);
     lanes of one slot are set aside together when that slot is busy.
+    ``neutral`` outcomes neither extend nor reset a lane's run of misses.
     """
 
     def __init__(
         self,
         targets: Sequence[Target],
         group_of: Callable[[Target], Hashable] | None = None,
+        neutral: frozenset[Outcome] = frozenset(),
     ) -> None:
         self._group_of = group_of or (lambda t: t.host)
+        self._neutral = neutral
         self._iv: Interleaver[str, Hashable] = Interleaver()
         self.targets: dict[str, Target] = {}
         self.lanes: dict[str, Lane[P]] = {}
@@ -81,7 +84,7 @@ class Frontier(Generic[P]):
         for spec in lane_specs(target):
             lane: Lane[P] = Lane(
                 spec.key, start=spec.start, step=spec.step, stop=spec.stop,
-                margin=target.margin, window=target.window,
+                margin=target.margin, window=target.window, neutral=self._neutral,
             )
             self.lanes[spec.key] = lane
             self.lane_target[spec.key] = target

@@ -23,6 +23,7 @@ class Outcome(StrEnum):
     FOUND = "found"
     MISSING = "missing"
     FAILED = "failed"
+    DISALLOWED = "disallowed"  # robots.txt: never fetched
 
 
 #: Why a lane stopped dispensing. Further reasons (limits) are free-form strings.
@@ -36,13 +37,14 @@ class LaneCounts:
     found: int = 0
     missing: int = 0
     failed: int = 0
+    disallowed: int = 0
     emitted: int = 0
     overshoot: int = 0
     past_cut: int = 0  # every id decided past the cut, found or not
 
     @property
     def decided(self) -> int:
-        return self.found + self.missing + self.failed
+        return self.found + self.missing + self.failed + self.disallowed
 
 
 @dataclass(slots=True)
@@ -73,6 +75,7 @@ class Lane(Generic[P]):
         "last_found",
         "margin",
         "miss_run",
+        "neutral",
         "next_id",
         "reason",
         "start",
@@ -90,6 +93,7 @@ class Lane(Generic[P]):
         stop: int | None,
         margin: int,
         window: int,
+        neutral: frozenset[Outcome] = frozenset(),
     ) -> None:
         if step not in (1, -1):
             raise ValueError(f"step must be 1 or -1, not {step!r}")
@@ -103,6 +107,8 @@ class Lane(Generic[P]):
         self.stop = stop
         self.margin = margin
         self.window = window
+        #: non-found outcomes that neither extend nor reset the run of misses
+        self.neutral = neutral
         self.next_id = start
         self.first_undecided = start
         self.miss_run = 0
@@ -217,10 +223,9 @@ class Lane(Generic[P]):
                 self.miss_run = 0
                 self.last_found = id_
                 continue
-            if outcome is Outcome.MISSING:
-                self.counts.missing += 1
-            else:
-                self.counts.failed += 1
+            setattr(self.counts, outcome.value, getattr(self.counts, outcome.value) + 1)
+            if outcome in self.neutral:
+                continue
             self.miss_run += 1
             if self.margin and self.miss_run >= self.margin:
                 self._cut(id_)
@@ -254,7 +259,7 @@ class Lane(Generic[P]):
                 if id_ in self._held:
                     released.append(self._held.pop(id_))
                 run = 0
-            else:
+            elif outcome is None or outcome not in self.neutral:
                 run += 1
                 if self.margin and run >= self.margin:
                     break

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy import Request, Spider, signals
-from scrapy.exceptions import DontCloseSpider
+from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.utils.misc import load_object
 from scrapy.utils.spider import iterate_spider_output
 
@@ -40,6 +40,9 @@ install_log_filter()
 #: Statuses handed to the callback instead of being dropped by HttpErrorMiddleware
 #: (3xx stay out so that redirects are still followed).
 _HANDLED_STATUSES = list(range(400, 600))
+#: The message of the IgnoreRequest raised by Scrapy's RobotsTxtMiddleware.
+_ROBOTS_FORBIDDEN = "Forbidden by robots.txt"
+_ATTEMPTS_MIDDLEWARE = "idcrawl.middlewares.IdAttemptsMiddleware"
 
 
 class IdSeqSpider(Spider):
@@ -74,6 +77,11 @@ class IdSeqSpider(Spider):
         scheduler = load_object(current) if current else None
         if not (isinstance(scheduler, type) and issubclass(scheduler, IdScheduler)):
             settings.set("SCHEDULER", "idcrawl.scheduler.IdScheduler", priority="spider")
+        middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+        if _ATTEMPTS_MIDDLEWARE not in middlewares:
+            # lane requests carry dont_retry: without this middleware they would get no attempts at all
+            middlewares[_ATTEMPTS_MIDDLEWARE] = 549  # beside RetryMiddleware (550)
+            settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> IdSeqSpider:
@@ -128,8 +136,9 @@ class IdSeqSpider(Spider):
             errback=self._id_failure,
             dont_filter=True,
             meta={
-                META_KEY: {"lane": dispatch.lane, "id": dispatch.id, "target": dispatch.target.name},
+                META_KEY: {"lane": dispatch.lane, "id": dispatch.id, "target": dispatch.target.name, "attempt": 1},
                 "handle_httpstatus_list": _HANDLED_STATUSES,
+                "dont_retry": True,  # IdAttemptsMiddleware retries lane requests, with a cool-down
             },
         )
 
@@ -152,7 +161,7 @@ class IdSeqSpider(Spider):
             "url": response.url,
             "status": response.status,
             "fetched_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "attempts": response.meta.get("retry_times", 0) + 1,
+            "attempts": info.get("attempt", 1),
             "checksum": hashlib.sha1(response.body).hexdigest(),  # noqa: S324 - a fingerprint, not security
         }
 
@@ -166,13 +175,17 @@ class IdSeqSpider(Spider):
         payload = None
         if outcome is Outcome.FOUND:
             payload = list(iterate_spider_output(self.parse_found(response, self.base_item(response))))
-        yield from self.idcrawl.record(info["lane"], info["id"], outcome, payload)
+        yield from self.idcrawl.record(info["lane"], info["id"], outcome, payload, attempt=info.get("attempt", 1))
 
     def _id_failure(self, failure: Failure) -> Iterator[Any]:
         request = failure.request  # type: ignore[attr-defined]
         info = request.meta[META_KEY]
-        logger.debug("idcrawl: %s failed: %r", request.url, failure.value)
-        yield from self.idcrawl.record(info["lane"], info["id"], Outcome.FAILED)
+        if isinstance(failure.value, IgnoreRequest) and str(failure.value) == _ROBOTS_FORBIDDEN:
+            outcome = Outcome.DISALLOWED
+        else:
+            outcome = Outcome.FAILED
+            logger.debug("idcrawl: %s failed: %r", request.url, failure.value)
+        yield from self.idcrawl.record(info["lane"], info["id"], outcome, attempt=info.get("attempt", 1))
 
     # -- lifecycle ---------------------------------------------------------------
 
