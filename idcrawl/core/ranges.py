@@ -1,0 +1,104 @@
+"""Id sets and the resume plan (seed 000, "Resume strategy").
+
+Outcomes are kept as compressed bitmaps (pyroaring's 64-bit roaring
+bitmaps), never one row per id: 10,000,000 ids with 1% scattered gaps take
+about 0.4 MB and load in well under a millisecond.
+
+The plan of a lane splits what a past run did into three parts:
+
+- **content**: found ids inside the crawled span;
+- **holes**: ids inside the crawled span without content, told apart by
+  outcome (missing, failed, disallowed);
+- **bound**: the interval not crawled yet. An unfinished lane goes on from
+  its first undecided id; a lane cut by its margin restarts just after its
+  last found id (new ids may have appeared at the tail since); a lane that
+  reached its bound has none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from pyroaring import BitMap64
+
+from idcrawl.core.lanes import BOUND, MARGIN, Outcome
+
+__all__ = ["IdSet", "LanePlan", "LaneRecord", "plan_lane", "runs"]
+
+IdSet = BitMap64
+
+
+def runs(ids: BitMap64) -> Iterator[tuple[int, int]]:
+    """Maximal runs of consecutive ids, as inclusive (first, last) pairs."""
+    first = last = None
+    for id_ in ids:
+        if last is not None and id_ == last + 1:
+            last = id_
+            continue
+        if first is not None and last is not None:
+            yield first, last
+        first = last = id_
+    if first is not None and last is not None:
+        yield first, last
+
+
+def span_ids(first: int, last: int) -> BitMap64:
+    """The inclusive interval [min(first, last), max(first, last)] as a set."""
+    lo, hi = min(first, last), max(first, last)
+    ids = BitMap64()
+    ids.add_range(lo, hi + 1)
+    return ids
+
+
+@dataclass(slots=True)
+class LaneRecord:
+    """What a run leaves behind for one lane (the durable part of a Lane)."""
+
+    key: str
+    start: int
+    step: int
+    stop: int | None
+    cursor: int  # first undecided id, in lane order
+    last_found: int | None = None
+    cut_at: int | None = None
+    reason: str | None = None  # margin, bound, or why the run stopped it (shutdown, a limit)
+
+
+@dataclass(slots=True)
+class LanePlan:
+    key: str
+    step: int
+    span: tuple[int, int] | None  # crawled span, inclusive, in lane order (first, last); None: nothing yet
+    content: BitMap64 = field(default_factory=BitMap64)
+    holes: dict[Outcome, BitMap64] = field(default_factory=dict)
+    bound: tuple[int, int | None] | None = None  # (from, to) in lane order; to None = unbounded
+
+    @property
+    def finished(self) -> bool:
+        return self.bound is None
+
+
+def plan_lane(record: LaneRecord, outcomes: dict[Outcome, BitMap64]) -> LanePlan:
+    """Split a lane's past into content, holes and bound."""
+    step = record.step
+    last = record.cursor - step  # last decided id in lane order
+    crawled = (last - record.start) * step >= 0
+    plan = LanePlan(record.key, step, (record.start, last) if crawled else None)
+    if crawled:
+        span = span_ids(record.start, last)
+        plan.content = outcomes.get(Outcome.FOUND, BitMap64()) & span
+        for outcome in (Outcome.MISSING, Outcome.FAILED, Outcome.DISALLOWED):
+            plan.holes[outcome] = (outcomes.get(outcome, BitMap64()) & span) - plan.content
+    if record.reason == BOUND and record.cut_at is None:
+        plan.bound = None
+    elif record.reason == MARGIN and record.cut_at is not None:
+        restart = record.last_found + step if record.last_found is not None else record.start
+        plan.bound = (restart, record.stop)
+    else:
+        plan.bound = (record.cursor, record.stop)
+    if plan.bound is not None and record.stop is not None and (plan.bound[0] - record.stop) * step > 0:
+        plan.bound = None
+    if plan.bound is not None and plan.bound[0] < 0:
+        plan.bound = None
+    return plan

@@ -1,0 +1,85 @@
+"""The state store interface: what a crawl must remember between runs.
+
+Per target: its parameters (a later run with other parameters is detected),
+the outcome of every decided id as compressed bitmaps, and the lanes'
+durable records (cursor, last found id, cut). Per run: start and end times,
+finish reason and counts. Backends only move these values; the rules that
+use them (the resume plan) live in :mod:`idcrawl.core.ranges`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyroaring import BitMap64
+
+from idcrawl.core.lanes import Outcome
+from idcrawl.core.ranges import LaneRecord
+
+__all__ = ["RunRecord", "StateError", "StateStore", "TargetState"]
+
+
+class StateError(Exception):
+    """The state cannot be used (corrupt, foreign, newer schema, locked, full disk).
+
+    The message names the file and the cause; the file is left as it was.
+    """
+
+
+@dataclass(slots=True)
+class TargetState:
+    name: str
+    params: dict[str, Any]
+    lanes: dict[str, LaneRecord] = field(default_factory=dict)
+    outcomes: dict[Outcome, BitMap64] = field(default_factory=dict)
+
+    def outcome_of(self, id_: int) -> Outcome | None:
+        for outcome, ids in self.outcomes.items():
+            if id_ in ids:
+                return outcome
+        return None
+
+
+@dataclass(slots=True)
+class RunRecord:
+    id: int
+    started_at: str
+    ended_at: str | None
+    finish_reason: str | None
+    counts: dict[str, int]
+
+
+class StateStore(ABC):
+    """One job's durable state. Writes are applied by :meth:`commit` atomically."""
+
+    @abstractmethod
+    def load(self, name: str) -> TargetState | None:
+        """The state of a target, or None if this store never saw it."""
+
+    @abstractmethod
+    def targets(self) -> list[str]:
+        """Names of every target in the store."""
+
+    @abstractmethod
+    def commit(
+        self,
+        params: Mapping[str, dict[str, Any]],
+        outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
+        lanes: Mapping[str, Mapping[str, LaneRecord]],
+    ) -> None:
+        """Atomically: set targets' params, add outcome ids, upsert lane records."""
+
+    @abstractmethod
+    def begin_run(self, started_at: str) -> int: ...
+
+    @abstractmethod
+    def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int]) -> None: ...
+
+    @abstractmethod
+    def runs(self) -> list[RunRecord]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...

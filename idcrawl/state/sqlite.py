@@ -1,0 +1,189 @@
+"""SQLite state store (stdlib ``sqlite3``, WAL): the embedded default.
+
+One row per target outcome holds a serialized roaring bitmap, so the file
+stays small whatever the range. Every commit is one transaction: killed at
+any moment, the file holds the state of the last completed commit.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from pyroaring import BitMap64
+
+from idcrawl.core.lanes import Outcome
+from idcrawl.core.ranges import LaneRecord
+from idcrawl.state.base import RunRecord, StateError, StateStore, TargetState
+
+__all__ = ["SCHEMA_VERSION", "SqliteStateStore"]
+
+SCHEMA_VERSION = 1
+APPLICATION = "idcrawl"
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE targets (name TEXT PRIMARY KEY, params TEXT NOT NULL);
+CREATE TABLE outcomes (
+    target TEXT NOT NULL, outcome TEXT NOT NULL, ids BLOB NOT NULL,
+    PRIMARY KEY (target, outcome)
+);
+CREATE TABLE lanes (target TEXT NOT NULL, key TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (target, key));
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL, ended_at TEXT,
+    finish_reason TEXT, counts TEXT NOT NULL DEFAULT '{}'
+);
+"""
+
+
+class SqliteStateStore(StateStore):
+    def __init__(self, path: str | Path, *, timeout: float = 5.0) -> None:
+        self.path = Path(path)
+        existed = self.path.exists() and self.path.stat().st_size > 0
+        try:
+            if existed:
+                self._check(self.path)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            if not existed:
+                with self._transaction():
+                    for statement in filter(str.strip, _SCHEMA.split(";")):
+                        self._db.execute(statement)
+                    self._db.executemany(
+                        "INSERT INTO meta VALUES (?, ?)",
+                        [("application", APPLICATION), ("schema_version", str(SCHEMA_VERSION))],
+                    )
+        except sqlite3.Error as exc:
+            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+        except OSError as exc:
+            raise StateError(f"state file {str(self.path)!r}: {exc.strerror or exc}") from None
+
+    @staticmethod
+    def _explain(exc: sqlite3.Error) -> str:
+        text = str(exc)
+        if "locked" in text:
+            return "is locked by another process (is another crawl of this job running?)"
+        if "not a database" in text or "malformed" in text:
+            return "is not an idcrawl state file (corrupt or foreign)"
+        if "disk" in text or "full" in text:
+            return f"cannot be written ({text})"
+        return text
+
+    def _check(self, path: Path) -> None:
+        """Validate an existing file read-only, before anything can write to it."""
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                rows = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            finally:
+                db.close()
+        except sqlite3.Error as exc:
+            if "no such table" in str(exc):
+                raise StateError(f"state file {str(path)!r}: is a SQLite file, but not an idcrawl state file") from None
+            raise StateError(f"state file {str(path)!r}: {self._explain(exc)}") from None
+        if rows.get("application") != APPLICATION:
+            raise StateError(f"state file {str(path)!r}: is a SQLite file, but not an idcrawl state file")
+        version = int(rows.get("schema_version", "0"))
+        if version > SCHEMA_VERSION:
+            raise StateError(
+                f"state file {str(path)!r}: schema version {version} is newer than this idcrawl "
+                f"understands ({SCHEMA_VERSION}); upgrade idcrawl"
+            )
+
+    class _Tx:
+        def __init__(self, db: sqlite3.Connection) -> None:
+            self.db = db
+
+        def __enter__(self) -> sqlite3.Connection:
+            self.db.execute("BEGIN IMMEDIATE")
+            return self.db
+
+        def __exit__(self, exc_type: object, *rest: object) -> None:
+            self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+    def _transaction(self) -> SqliteStateStore._Tx:
+        return self._Tx(self._db)
+
+    # -- reads ----------------------------------------------------------------------
+
+    def targets(self) -> list[str]:
+        return [row[0] for row in self._db.execute("SELECT name FROM targets ORDER BY name")]
+
+    def load(self, name: str) -> TargetState | None:
+        row = self._db.execute("SELECT params FROM targets WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            return None
+        state = TargetState(name, json.loads(row[0]))
+        for outcome, blob in self._db.execute("SELECT outcome, ids FROM outcomes WHERE target = ?", (name,)):
+            state.outcomes[Outcome(outcome)] = BitMap64.deserialize(blob)
+        for key, record in self._db.execute("SELECT key, record FROM lanes WHERE target = ?", (name,)):
+            state.lanes[key] = LaneRecord(**json.loads(record))
+        return state
+
+    def runs(self) -> list[RunRecord]:
+        return [
+            RunRecord(row[0], row[1], row[2], row[3], json.loads(row[4]))
+            for row in self._db.execute("SELECT id, started_at, ended_at, finish_reason, counts FROM runs ORDER BY id")
+        ]
+
+    # -- writes ---------------------------------------------------------------------
+
+    def commit(
+        self,
+        params: Mapping[str, dict[str, Any]],
+        outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
+        lanes: Mapping[str, Mapping[str, LaneRecord]],
+    ) -> None:
+        try:
+            with self._transaction() as db:
+                for name, values in params.items():
+                    db.execute(
+                        "INSERT INTO targets VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET params = excluded.params",
+                        (name, json.dumps(values, sort_keys=True)),
+                    )
+                for name, by_outcome in outcomes.items():
+                    for outcome, ids in by_outcome.items():
+                        if not ids:
+                            continue
+                        row = db.execute(
+                            "SELECT ids FROM outcomes WHERE target = ? AND outcome = ?", (name, outcome.value)
+                        ).fetchone()
+                        merged = BitMap64.deserialize(row[0]) | ids if row else BitMap64(ids)
+                        merged.run_optimize()
+                        db.execute(
+                            "INSERT INTO outcomes VALUES (?, ?, ?) "
+                            "ON CONFLICT(target, outcome) DO UPDATE SET ids = excluded.ids",
+                            (name, outcome.value, merged.serialize()),
+                        )
+                for name, records in lanes.items():
+                    for key, record in records.items():
+                        db.execute(
+                            "INSERT INTO lanes VALUES (?, ?, ?) "
+                            "ON CONFLICT(target, key) DO UPDATE SET record = excluded.record",
+                            (name, key, json.dumps(asdict(record))),
+                        )
+        except sqlite3.Error as exc:
+            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+
+    def begin_run(self, started_at: str) -> int:
+        with self._transaction() as db:
+            cursor = db.execute("INSERT INTO runs (started_at) VALUES (?)", (started_at,))
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
+
+    def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int]) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE runs SET ended_at = ?, finish_reason = ?, counts = ? WHERE id = ?",
+                (ended_at, finish_reason, json.dumps(dict(counts), sort_keys=True), run_id),
+            )
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,98 @@
+"""The SQLite state store: round trips, compactness, and refusing bad files intact."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from pyroaring import BitMap64
+
+from idcrawl.core.lanes import Outcome
+from idcrawl.core.ranges import LaneRecord
+from idcrawl.state import SqliteStateStore, StateError
+from idcrawl.state.sqlite import SCHEMA_VERSION
+
+
+def test_state_round_trips_and_outcomes_accumulate(tmp_path: Path) -> None:
+    store = SqliteStateStore(tmp_path / "state.sqlite")
+    lane = LaneRecord("t:asc", 10, 1, None, 15, last_found=14, cut_at=None, reason="shutdown")
+    store.commit({"t": {"url": "http://h/{id}"}}, {"t": {Outcome.FOUND: BitMap64([10, 11])}}, {"t": {"t:asc": lane}})
+    store.commit({}, {"t": {Outcome.FOUND: BitMap64([14]), Outcome.MISSING: BitMap64([12, 13])}}, {})
+    run = store.begin_run("2026-11-26T00:00:00Z")
+    store.end_run(run, "2026-11-26T00:01:00Z", "finished", {"found": 3})
+    store.close()
+
+    again = SqliteStateStore(tmp_path / "state.sqlite")
+    state = again.load("t")
+    assert state is not None
+    assert state.params == {"url": "http://h/{id}"}
+    assert list(state.outcomes[Outcome.FOUND]) == [10, 11, 14]
+    assert state.outcome_of(12) is Outcome.MISSING and state.outcome_of(99) is None
+    assert state.lanes["t:asc"] == lane
+    assert again.targets() == ["t"] and again.load("other") is None
+    assert [(r.finish_reason, r.counts) for r in again.runs()] == [("finished", {"found": 3})]
+
+
+def test_ten_million_ids_with_scattered_gaps_stay_small(tmp_path: Path) -> None:
+    found = BitMap64()
+    found.add_range(0, 10_000_000)
+    for id_ in random.Random(7).sample(range(10_000_000), 100_000):
+        found.discard(id_)
+    store = SqliteStateStore(tmp_path / "state.sqlite")
+    store.commit({"t": {}}, {"t": {Outcome.FOUND: found}}, {})
+    store.close()
+    assert (tmp_path / "state.sqlite").stat().st_size < 3 * 2**20
+    started = time.perf_counter()
+    state = SqliteStateStore(tmp_path / "state.sqlite").load("t")
+    assert time.perf_counter() - started < 5  # generous: the figure itself belongs in bench/
+    assert state is not None and len(state.outcomes[Outcome.FOUND]) == 9_900_000
+
+
+def _refused(path: Path, match: str) -> None:
+    before = path.read_bytes()
+    with pytest.raises(StateError, match=match) as info:
+        SqliteStateStore(path)
+    assert str(path) in str(info.value)
+    assert path.read_bytes() == before
+
+
+def test_a_corrupt_file_is_refused_and_left_intact(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    path.write_bytes(b"this is not sqlite at all" * 100)
+    _refused(path, "not an idcrawl state file")
+
+
+def test_a_foreign_sqlite_file_is_refused_and_left_intact(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE notes (x)")
+    db.commit()
+    db.close()
+    _refused(path, "not an idcrawl state file")
+
+
+def test_a_newer_schema_is_refused_and_left_intact(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    SqliteStateStore(path).close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
+    db.commit()
+    db.close()
+    _refused(path, "newer than this idcrawl understands")
+
+
+def test_a_locked_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    store = SqliteStateStore(path, timeout=0.1)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(StateError, match="locked by another process"):
+            store.commit({"t": {}}, {}, {})
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert store.load("t") is None
