@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from idcrawl.core.outcomes import DEFAULT_MISSING_STATUSES, DEFAULT_RULE, OUTCOME_KEYS, OutcomeRule, OutcomeRuleError
+
 __all__ = [
     "DEFAULTS",
     "TARGET_KEYS",
@@ -80,11 +82,12 @@ DEFAULTS: dict[str, Any] = {
     "attempts": 3,
     "cooldown": 10.0,
     "backoff": 2.0,
+    "missing_statuses": tuple(sorted(DEFAULT_MISSING_STATUSES)),  # IDCRAWL_MISSING_STATUSES
 }
 
 #: Every key a target accepts, in spider arguments and in job files.
 TARGET_KEYS = frozenset(
-    {"name", "url", "start", "min", "max", *DEFAULTS.keys()}
+    {"name", "url", "start", "min", "max", *DEFAULTS.keys(), *OUTCOME_KEYS}
 )
 
 
@@ -93,7 +96,8 @@ class Target:
     """One URL template and the rules for walking its ids.
 
     ``min`` and ``max`` are inclusive. ``rate_asc``/``rate_desc`` are the
-    interleaving weights of the two possible lanes.
+    interleaving weights of the two possible lanes. ``rule`` tells found,
+    missing and failed responses apart (the ``missing_statuses`` and soft-404 keys).
     """
 
     name: str
@@ -109,6 +113,7 @@ class Target:
     attempts: int = 3
     cooldown: float = 10.0
     backoff: float = 2.0
+    rule: OutcomeRule = DEFAULT_RULE
 
     def url_for(self, id_: int) -> str:
         return self.url.format(id=id_)
@@ -187,6 +192,57 @@ def _rate(value: Any, direction: Direction) -> tuple[int, int]:
     return (weights[0], weights[-1])
 
 
+def _statuses(value: Any) -> frozenset[int]:
+    """``missing_statuses``: "404,410", a list of integers or strings, or one integer."""
+    if isinstance(value, str):
+        parts: list[Any] = [p for p in value.replace(" ", ",").split(",") if p]
+    elif isinstance(value, int) and not isinstance(value, bool):
+        parts = [value]
+    elif isinstance(value, list | tuple | set | frozenset):
+        parts = list(value)
+    else:
+        raise TargetError("missing_statuses", value, "must be a list of HTTP statuses such as 404,410")
+    statuses: set[int] = set()
+    for part in parts:
+        try:
+            status = _int("missing_statuses", part)
+        except TargetError:
+            raise TargetError("missing_statuses", value, f"{part!r} is not an integer HTTP status") from None
+        if not 100 <= status <= 599:
+            raise TargetError("missing_statuses", value, f"{part!r} is not an HTTP status (100..599)")
+        statuses.add(status)
+    return frozenset(statuses)
+
+
+def _outcome_rule(merged: Mapping[str, Any]) -> OutcomeRule:
+    """The outcome rule from the ``missing_statuses`` and soft-404 keys (empty = not set)."""
+    texts: dict[str, str | None] = {}
+    for key in ("soft404_regex", "soft404_css", "soft404_xpath", "found_css", "found_xpath"):
+        value = merged.get(key)
+        if value is None:
+            texts[key] = None
+        elif not isinstance(value, str):
+            raise TargetError(key, value, "must be a string")
+        else:
+            # a regex is taken as written; selectors may carry stray spaces
+            text = value if key == "soft404_regex" else value.strip()
+            texts[key] = text or None
+    raw_limit = merged.get("soft404_max_bytes")
+    limit = None if raw_limit in (None, "") else _int("soft404_max_bytes", raw_limit, minimum=0)
+    try:
+        return OutcomeRule(
+            missing_statuses=_statuses(merged["missing_statuses"]),
+            soft404_regex=texts["soft404_regex"],
+            soft404_css=texts["soft404_css"],
+            soft404_xpath=texts["soft404_xpath"],
+            found_css=texts["found_css"],
+            found_xpath=texts["found_xpath"],
+            soft404_max_bytes=limit,
+        )
+    except OutcomeRuleError as exc:
+        raise TargetError(exc.field, merged.get(exc.field, exc.value), exc.reason) from None
+
+
 # -- targets ------------------------------------------------------------------
 
 
@@ -242,6 +298,7 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
     attempts = _int("attempts", merged["attempts"], minimum=1)
     cooldown = _float("cooldown", merged["cooldown"])
     backoff = _float("backoff", merged["backoff"], minimum=1.0)
+    rule = _outcome_rule(merged)
 
     name_value = merged.get("name")
     if name_value in (None, ""):
@@ -265,6 +322,7 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
         attempts=attempts,
         cooldown=cooldown,
         backoff=backoff,
+        rule=rule,
     )
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest
+from scrapy.http import HtmlResponse, TextResponse
 from scrapy.utils.misc import load_object
 from scrapy.utils.spider import iterate_spider_output
 
@@ -107,6 +108,9 @@ class IdSeqSpider(Spider):
         defaults = {
             "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),
             "window": settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
+            "missing_statuses": settings.getlist(
+                "IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES
+            ),
         }
         if self._job_path is not None:
             if self._target_args:
@@ -145,13 +149,22 @@ class IdSeqSpider(Spider):
     # -- outcomes ----------------------------------------------------------------
 
     def classify(self, response: Response) -> Outcome:
-        """Decide an id's outcome from its final response (override for soft 404s)."""
-        if 200 <= response.status < 300:
-            return Outcome.FOUND
-        missing = self.settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES)
-        if response.status in {int(s) for s in missing}:
-            return Outcome.MISSING
-        return Outcome.FAILED
+        """Decide an id's outcome from its final response by its target's outcome rule.
+
+        The rule is built from the target's ``missing_statuses`` and soft-404 keys
+        (``idcrawl.core.outcomes``). Override to decide in code; ``super().classify(response)``
+        gives the rule's verdict.
+        """
+        rule = self.idcrawl.frontier.targets[response.meta[META_KEY]["target"]].rule
+        if isinstance(response, HtmlResponse):  # selector tests reuse the tree that parse_found's css() uses
+            return rule.evaluate(
+                response.status, response.body, text=lambda: response.text, root=lambda: response.selector.root
+            )
+        if isinstance(response, TextResponse):
+            return rule.evaluate(
+                response.status, response.body, text=lambda: response.text, encoding=response.encoding
+            )
+        return rule.evaluate(response.status, response.body)
 
     def base_item(self, response: Response) -> dict[str, Any]:
         info = response.meta[META_KEY]
