@@ -6,6 +6,7 @@ documented default. The README's setting reference is checked against this
 module by the test suite.
 """
 
+from idcrawl.core.outcomes import DEFAULT_MISSING_STATUSES as _DEFAULT_MISSING_STATUSES
 from idcrawl.core.targets import DEFAULTS as _TARGET_DEFAULTS
 
 #: Whether an id that ends ``failed`` (errors on every attempt) counts toward
@@ -26,8 +27,9 @@ IDCRAWL_MARGIN: int = _TARGET_DEFAULTS["margin"]  # 10
 #: a lane behind one slow response (measured: 32 ran at ~0.6x plain Scrapy).
 IDCRAWL_WINDOW: int = _TARGET_DEFAULTS["window"]  # 128
 
-#: Statuses whose response means "this id does not exist" (outcome missing).
-IDCRAWL_MISSING_STATUSES = [404, 410]
+#: Statuses whose response means "this id does not exist" (outcome missing);
+#: a target's ``missing_statuses`` key overrides it.
+IDCRAWL_MISSING_STATUSES = sorted(_DEFAULT_MISSING_STATUSES)  # [404, 410]
 
 #: Random lengthening of each retry's cool-down, as a fraction (0.1 = up to +10%),
 #: so that many ids failing together do not come back together.
@@ -35,3 +37,21 @@ IDCRAWL_RETRY_JITTER = 0.1
 
 #: Longest wait, in seconds, that a ``Retry-After`` header may impose.
 IDCRAWL_RETRY_AFTER_MAX = 600.0
+
+# -- Politeness (idcrawl.politeness.IdPoliteness) ------------------------------------
+# The gap between two requests to one host is at least max(the slot's own delay,
+# FACTOR x the duration of the last fetch from that host), the latter clamped to
+# [MIN_DELAY, MAX_DELAY]; one request at a time per host while it is on.
+
+#: Multiple of the last fetch's duration to wait before the next request to
+#: the same host (Mercator: 10, Heritrix: 5). 0 = off, the default: like
+#: AutoThrottle it is opt-in, because on a local or fast site a gap of 10x the
+#: latency (and one request at a time per host) caps throughput.
+IDCRAWL_POLITENESS_FACTOR = 0.0
+
+#: Longest gap, in seconds, that a slow fetch can impose (Heritrix: 30). An
+#: explicit DOWNLOAD_DELAY or DOWNLOAD_SLOTS delay above it still holds.
+IDCRAWL_POLITENESS_MAX_DELAY = 30.0
+
+#: Shortest gap, in seconds, between two requests to one host (Heritrix: 3).
+IDCRAWL_POLITENESS_MIN_DELAY = 0.0

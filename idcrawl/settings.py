@@ -10,9 +10,14 @@ SPIDER_MODULES = ["idcrawl.spiders"]
 NEWSPIDER_MODULE = "idcrawl.spiders"
 
 SCHEDULER = "idcrawl.scheduler.IdScheduler"
-EXTENSIONS = {"idcrawl.extensions.IdProgress": 500}
+EXTENSIONS = {"idcrawl.extensions.IdProgress": 500, "idcrawl.politeness.IdPoliteness": 100}
 
 ROBOTSTXT_OBEY = True
+# Scrapy's, except that requests waiting for a host's robots.txt are checked too (see idcrawl/robots.py)
+DOWNLOADER_MIDDLEWARES = {
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "idcrawl.robots.IdRobotsTxtMiddleware": 100,
+}
 USER_AGENT = "idcrawl (+https://github.com/idcrawl/idcrawl)"
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
