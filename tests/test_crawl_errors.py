@@ -23,6 +23,9 @@ CASES = [
     ({"url": URL, "start": 5, "margin": 0}, "margin='0': 0 (no cut) needs max"),
     ({"url": URL, "start": 5, "direction": "sideways"}, "direction='sideways': must be one of asc, desc, both"),
     ({"url": URL, "start": 5, "margn": 3}, "margn='3': unknown spider argument"),
+    ({"url": URL, "start": 5, "attempts": -1}, "attempts='-1': must be an integer >= 1"),
+    ({"url": URL, "start": 5, "cooldown": "abc"}, "cooldown='abc': must be a number"),
+    ({"url": URL, "start": 5, "backoff": "0.5"}, "backoff='0.5': must be a finite number >= 1"),
 ]
 
 
