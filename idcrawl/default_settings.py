@@ -55,3 +55,22 @@ IDCRAWL_POLITENESS_MAX_DELAY = 30.0
 
 #: Shortest gap, in seconds, between two requests to one host (Heritrix: 3).
 IDCRAWL_POLITENESS_MIN_DELAY = 0.0
+
+# -- State (idcrawl.recorder.StateRecorder) -------------------------------------------
+
+#: Keep durable state (outcomes, lane cursors, run history) so that a job can
+#: resume (``-a resume=bound|holes|all``) and ``scrapy idplan`` can show it.
+IDCRAWL_STATE = True
+
+#: Commit the state after this many outcomes (or the interval below, whichever
+#: comes first). A killed run refetches at most about this many ids.
+IDCRAWL_STATE_COMMIT_ITEMS = 100
+
+#: Seconds between state commits while outcomes arrive.
+IDCRAWL_STATE_COMMIT_INTERVAL = 5.0
+
+#: The state file. None (or empty): ``<JOBDIR>/idcrawl-state.sqlite`` when
+#: JOBDIR is set, else ``.scrapy/idcrawl/<spider name>.sqlite`` in the current
+#: directory (see idcrawl.state.location.state_path). ``scrapy idplan`` and
+#: ``scrapy idcoverage`` read the same file.
+IDCRAWL_STATE_PATH = None

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import logging
 import operator
-from collections.abc import Hashable, Sequence
+from collections.abc import Container, Hashable, Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from idcrawl import default_settings
 from idcrawl.core.frontier import Dispatch, Frontier
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
+from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs
 from idcrawl.core.targets import Target
+from idcrawl.errors import BadInputError
+from idcrawl.recorder import StateRecorder
+from idcrawl.state.base import StateStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -37,7 +41,7 @@ DUE_KEY = "idcrawl_due"
 #: Prefix of every stat idcrawl writes.
 STATS_PREFIX = "idcrawl"
 
-Payload = list[Any]  # what one found id produced: items and follow-up requests
+Payload = tuple[str, int, list[Any]]  # (lane, id, outputs): what one found id produced
 _COUNT_FIELDS = tuple(f.name for f in fields(LaneCounts))
 #: The counters as a tuple: ``dataclasses.astuple`` deep-copies and costs ~40x more per call.
 _counts_of = operator.attrgetter(*_COUNT_FIELDS)
@@ -46,14 +50,48 @@ _counts_of = operator.attrgetter(*_COUNT_FIELDS)
 class IdRuntime:
     """Frontier + stats + engine wake-up for one crawl."""
 
-    def __init__(self, targets: Sequence[Target], crawler: Crawler) -> None:
+    def __init__(self, targets: Sequence[Target], crawler: Crawler, store: StateStore | None = None) -> None:
         self.crawler = crawler
         self.targets = list(targets)
-        counts_failed = crawler.settings.getbool(
-            "IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED
-        )
+        settings = crawler.settings
+        counts_failed = settings.getbool("IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED)
         neutral = frozenset() if counts_failed else frozenset({Outcome.FAILED})
-        self.frontier: Frontier[Payload] = Frontier(self.targets, neutral=neutral)
+        self.frontier: Frontier[Payload] = Frontier([], neutral=neutral)
+        origins: dict[str, int] = {}
+        for target in self.targets:
+            self._add_target(target, store, origins)
+        self.recorder: StateRecorder | None = None
+        if store is not None:
+            self.recorder = StateRecorder(
+                store, crawler, self.frontier, origins,
+                batch=settings.getint("IDCRAWL_STATE_COMMIT_ITEMS", default_settings.IDCRAWL_STATE_COMMIT_ITEMS),
+                interval=settings.getfloat(
+                    "IDCRAWL_STATE_COMMIT_INTERVAL", default_settings.IDCRAWL_STATE_COMMIT_INTERVAL
+                ),
+            )
+
+    def _add_target(self, target: Target, store: StateStore | None, origins: dict[str, int]) -> None:
+        """Fresh lanes, or the lanes of the resume plan of the target's stored past."""
+        state = store.load(target.name) if store is not None else None
+        if state is None or target.resume == "none":
+            if state is not None and store is not None:
+                store.reset(target.name)
+            elif target.resume != "none":
+                logger.warning("idcrawl: target %r has no stored state; resume=%s starts fresh",
+                               target.name, target.resume)
+            self.frontier.add_target(target)
+            return
+        stored, current = state.params, identity(target)
+        for key in IDENTITY_KEYS:
+            if key in stored and stored[key] != current[key]:
+                raise BadInputError(
+                    f"target {target.name!r}: {key}={current[key]!r} differs from the stored state "
+                    f"({key}={stored[key]!r}); resume=none starts the target over"
+                )
+        specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes)
+        origins.update({key: record.start for key, record in state.lanes.items()})
+        known = cast("Container[int] | None", state.outcomes.get(Outcome.FOUND))  # a roaring bitmap
+        self.frontier.add_target(target, specs, known_found=known)
 
     @property
     def stats(self) -> StatsCollector:
@@ -65,11 +103,16 @@ class IdRuntime:
     def open(self) -> None:
         self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.targets))
         self.stats.set_value(f"{STATS_PREFIX}/lanes", len(self.frontier.lanes))
+        if self.recorder is not None:
+            self.recorder.open()
 
     # -- dispensing (scheduler side) -------------------------------------------
 
     def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
+        skipped = self.frontier.skipped_found
         dispatch = self.frontier.next(group_ready)
+        if self.frontier.skipped_found != skipped:
+            self._inc(f"{STATS_PREFIX}/resume/skipped_found", self.frontier.skipped_found - skipped)
         if dispatch is not None:
             self._inc(f"{STATS_PREFIX}/dispensed")
             lane = self.frontier.lanes[dispatch.lane]
@@ -80,9 +123,10 @@ class IdRuntime:
     # -- outcomes (spider side) ------------------------------------------------
 
     def record(
-        self, lane_key: str, id_: int, outcome: Outcome, payload: Payload | None = None, *, attempt: int = 1
+        self, lane_key: str, id_: int, outcome: Outcome, outputs: list[Any] | None = None, *, attempt: int = 1
     ) -> list[Any]:
         """Record an id's final outcome; returns the outputs now safe to emit, in order."""
+        payload = (lane_key, id_, outputs) if outputs is not None else None
         frontier = self.frontier
         if lane_key not in frontier.lanes:
             logger.warning("idcrawl: outcome for unknown lane %r (id %s) ignored", lane_key, id_)
@@ -97,7 +141,12 @@ class IdRuntime:
             self._lane_stopped(lane_key, lane)
         if rec.became_ready:
             self.wake_engine()
-        return [output for payload_ in rec.released for output in payload_]
+        target = frontier.lane_target[lane_key].name
+        if self.recorder is not None:
+            self.recorder.outcome(target, outcome, id_)
+            for released_lane, released_id, released_outputs in rec.released:
+                self.recorder.released(target, released_lane, released_id, released_outputs)
+        return [output for _, _, released_outputs in rec.released for output in released_outputs]
 
     def _count(self, lane_key: str, lane: Lane[Payload], before: tuple[int, ...]) -> None:
         """Move the lane's counters into stats (per lane, and job totals)."""
@@ -144,7 +193,7 @@ class IdRuntime:
         return outputs
 
     def close(self, reason: str) -> None:
-        """Spider closing: lanes still running stop with the close reason."""
+        """Spider closing: lanes still running stop with the close reason; last commit."""
         for key, lane in self.frontier.lanes.items():
             if not lane.stopped:
                 self.frontier.close_lane(key, reason)
@@ -154,3 +203,8 @@ class IdRuntime:
         if held:
             logger.info("idcrawl: %d found ids held at close were not emitted (reason %s)", held, reason)
             self._inc(f"{STATS_PREFIX}/held_at_close", held)
+        if self.recorder is not None:
+            counts = {k.split("/", 1)[1]: v for k, v in self.stats.get_stats().items()
+                      if k.startswith(f"{STATS_PREFIX}/") and k.count("/") == 1 and isinstance(v, int)}
+            self.recorder.close(reason, counts)
+            self.stats.set_value(f"{STATS_PREFIX}/state/commits", self.recorder.commits)

@@ -97,3 +97,14 @@ def test_content_and_holes_partition_the_crawled_span(marks, start, step, margin
 def test_runs_compress_consecutive_ids() -> None:
     assert list(runs(BitMap64([1, 2, 3, 7, 9, 10]))) == [(1, 3), (7, 7), (9, 10)]
     assert list(runs(BitMap64())) == []
+
+
+def test_found_is_sticky_and_newer_misses_replace_older_ones() -> None:
+    from idcrawl.core.ranges import merge_outcomes
+
+    old = {FOUND: BitMap64([1, 2]), MISSING: BitMap64([3, 4]), FAILED: BitMap64([5])}
+    new = {FAILED: BitMap64([1, 3]), FOUND: BitMap64([5]), MISSING: BitMap64([6])}
+    merged = merge_outcomes(old, new)
+    assert list(merged[FOUND]) == [1, 2, 5]
+    assert list(merged[MISSING]) == [4, 6]
+    assert list(merged[FAILED]) == [3]

@@ -8,7 +8,7 @@ thin adapters around it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Container, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -16,19 +16,23 @@ from idcrawl.core.interleave import Interleaver
 from idcrawl.core.lanes import Lane, Outcome, Recorded
 from idcrawl.core.targets import Direction, Target
 
-__all__ = ["Dispatch", "Frontier", "lane_specs"]
+__all__ = ["Dispatch", "Frontier", "LaneSpec", "lane_specs"]
 
 P = TypeVar("P")
 
 
 @dataclass(frozen=True, slots=True)
 class LaneSpec:
+    """How to build one lane. A *list lane* (``ids`` given) walks those ids in
+    order, by position (start 0, step 1), with no margin: resumed holes."""
+
     key: str
     direction: str
     start: int
     step: int
     stop: int | None
     weight: int
+    ids: tuple[int, ...] | None = None
 
 
 def lane_specs(target: Target) -> list[LaneSpec]:
@@ -73,19 +77,39 @@ class Frontier(Generic[P]):
         self.lane_target: dict[str, Target] = {}
         self.lane_direction: dict[str, str] = {}
         self._unsettled: set[str] = set()
+        self._ids: dict[str, tuple[int, ...]] = {}  # list lanes: position -> id
+        self._positions: dict[str, dict[int, int]] = {}  # list lanes: id -> position
+        self._known_found: dict[str, Container[int]] = {}
+        #: ids not fetched because an earlier run already found them
+        self.skipped_found = 0
         for target in targets:
             self.add_target(target)
 
-    def add_target(self, target: Target) -> None:
+    def add_target(
+        self,
+        target: Target,
+        specs: Sequence[LaneSpec] | None = None,
+        known_found: Container[int] | None = None,
+    ) -> None:
+        """Add a target's lanes (``specs``: resumed lanes; default: fresh ones).
+
+        Ids in ``known_found`` are recorded found without being dispensed.
+        """
         if target.name in self.targets:
             raise ValueError(f"target {target.name!r} already in the frontier")
         self.targets[target.name] = target
+        if known_found is not None:
+            self._known_found[target.name] = known_found
         group = self._group_of(target)
-        for spec in lane_specs(target):
+        for spec in lane_specs(target) if specs is None else specs:
             lane: Lane[P] = Lane(
                 spec.key, start=spec.start, step=spec.step, stop=spec.stop,
-                margin=target.margin, window=target.window, neutral=self._neutral,
+                margin=0 if spec.ids is not None else target.margin,
+                window=target.window, neutral=self._neutral,
             )
+            if spec.ids is not None:
+                self._ids[spec.key] = spec.ids
+                self._positions[spec.key] = {id_: pos for pos, id_ in enumerate(spec.ids)}
             self.lanes[spec.key] = lane
             self.lane_target[spec.key] = target
             self.lane_direction[spec.key] = spec.direction
@@ -93,6 +117,11 @@ class Frontier(Generic[P]):
                 self._unsettled.add(spec.key)
             if not lane.stopped:
                 self._iv.add(spec.key, group, spec.weight)
+
+    def id_at(self, lane_key: str, position: int) -> int:
+        """The id at a lane position (the same number, except in list lanes)."""
+        ids = self._ids.get(lane_key)
+        return ids[position] if ids is not None else position
 
     def lanes_of(self, target_name: str) -> Iterator[Lane[P]]:
         for key, target in self.lane_target.items():
@@ -103,16 +132,25 @@ class Frontier(Generic[P]):
 
     def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
         """The next id by weight among ready lanes of ready groups, or None."""
-        key = self._iv.pick(group_ready, self._lane_ready)
-        if key is None:
-            return None
-        lane = self.lanes[key]
-        id_ = lane.dispense()
-        if lane.stopped:
-            self._iv.remove(key)
-        elif not lane.ready:
-            self._iv.park(key)
-        return Dispatch(self.lane_target[key], key, id_)
+        while True:
+            key = self._iv.pick(group_ready, self._lane_ready)
+            if key is None:
+                return None
+            lane = self.lanes[key]
+            position = lane.dispense()
+            if lane.stopped:
+                self._iv.remove(key)
+            elif not lane.ready:
+                self._iv.park(key)
+            ids = self._ids.get(key)
+            id_ = ids[position] if ids is not None else position
+            target = self.lane_target[key]
+            known = self._known_found.get(target.name)
+            if known is not None and id_ in known:
+                self.skipped_found += 1
+                self.record(key, id_, Outcome.FOUND)
+                continue
+            return Dispatch(target, key, id_)
 
     def _lane_ready(self, key: str) -> bool:
         return self.lanes[key].ready
@@ -121,6 +159,11 @@ class Frontier(Generic[P]):
 
     def record(self, lane_key: str, id_: int, outcome: Outcome, payload: P | None = None) -> Recorded[P]:
         lane = self.lanes[lane_key]
+        positions = self._positions.get(lane_key)
+        if positions is not None:
+            if id_ not in positions:
+                return Recorded()
+            id_ = positions[id_]
         rec = lane.record(id_, outcome, payload)
         self._after_change(lane_key, lane, rec)
         return rec

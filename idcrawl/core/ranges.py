@@ -24,7 +24,7 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import BOUND, MARGIN, Outcome
 
-__all__ = ["IdSet", "LanePlan", "LaneRecord", "plan_lane", "runs"]
+__all__ = ["IdSet", "LanePlan", "LaneRecord", "merge_outcomes", "plan_lane", "runs"]
 
 IdSet = BitMap64
 
@@ -102,3 +102,26 @@ def plan_lane(record: LaneRecord, outcomes: dict[Outcome, BitMap64]) -> LanePlan
     if plan.bound is not None and plan.bound[0] < 0:
         plan.bound = None
     return plan
+
+
+def merge_outcomes(
+    existing: dict[Outcome, BitMap64], new: dict[Outcome, BitMap64]
+) -> dict[Outcome, BitMap64]:
+    """Each id keeps one outcome: found is sticky (its item was written once),
+    otherwise the newer outcome replaces the older one."""
+    merged = {outcome: BitMap64(ids) for outcome, ids in existing.items()}
+    found = merged.setdefault(Outcome.FOUND, BitMap64())
+    found |= new.get(Outcome.FOUND, BitMap64())
+    for outcome, ids in new.items():
+        if outcome is Outcome.FOUND or not ids:
+            continue
+        fresh = ids - found
+        for other, other_ids in merged.items():
+            if other is not outcome:
+                other_ids -= fresh
+        merged.setdefault(outcome, BitMap64()).__ior__(fresh)
+    for outcome, ids in merged.items():
+        if outcome is not Outcome.FOUND:
+            ids -= found
+        ids.run_optimize()
+    return {outcome: ids for outcome, ids in merged.items() if ids}

@@ -82,6 +82,8 @@ DEFAULTS: dict[str, Any] = {
     "attempts": 3,
     "cooldown": 10.0,
     "backoff": 2.0,
+    "resume": "none",
+    "holes": "failed",
     "missing_statuses": tuple(sorted(DEFAULT_MISSING_STATUSES)),  # IDCRAWL_MISSING_STATUSES
 }
 
@@ -113,6 +115,8 @@ class Target:
     attempts: int = 3
     cooldown: float = 10.0
     backoff: float = 2.0
+    resume: str = "none"
+    holes: str = "failed"
     rule: OutcomeRule = DEFAULT_RULE
 
     def url_for(self, id_: int) -> str:
@@ -153,6 +157,13 @@ def _float(field: str, value: Any, *, minimum: float = 0.0) -> float:
     if not result >= minimum or result == float("inf"):  # also rejects NaN
         raise TargetError(field, value, f"must be a finite number >= {minimum:g}")
     return result
+
+
+def _choice(field: str, value: Any, choices: tuple[str, ...]) -> str:
+    text = str(value).strip().lower() if isinstance(value, str) else None
+    if text not in choices:
+        raise TargetError(field, value, f"must be one of {', '.join(choices)}")
+    return text
 
 
 def _template(value: Any) -> str:
@@ -298,6 +309,8 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
     attempts = _int("attempts", merged["attempts"], minimum=1)
     cooldown = _float("cooldown", merged["cooldown"])
     backoff = _float("backoff", merged["backoff"], minimum=1.0)
+    resume = _choice("resume", merged["resume"], ("none", "bound", "holes", "all"))
+    holes = _choice("holes", merged["holes"], ("failed", "all"))
     rule = _outcome_rule(merged)
 
     name_value = merged.get("name")
@@ -322,8 +335,19 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
         attempts=attempts,
         cooldown=cooldown,
         backoff=backoff,
+        resume=resume,
+        holes=holes,
         rule=rule,
     )
+
+
+RUN_OPTION_KEYS = ("resume", "holes")
+
+
+def parse_run_options(raw: Mapping[str, Any]) -> dict[str, str]:
+    """Validate the keys that may also override a whole job (``-a resume=`` with ``-a job=``)."""
+    choices = {"resume": ("none", "bound", "holes", "all"), "holes": ("failed", "all")}
+    return {key: _choice(key, raw[key], choices[key]) for key in RUN_OPTION_KEYS if key in raw}
 
 
 def parse_targets(

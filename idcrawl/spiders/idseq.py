@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -23,9 +24,18 @@ from scrapy.utils.spider import iterate_spider_output
 from idcrawl import default_settings
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
-from idcrawl.core.targets import TARGET_KEYS, Target, TargetError, parse_job, parse_targets
+from idcrawl.core.targets import (
+    TARGET_KEYS,
+    Target,
+    TargetError,
+    parse_job,
+    parse_run_options,
+    parse_targets,
+)
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.runtime import META_KEY, IdRuntime
+from idcrawl.state import SqliteStateStore, StateError
+from idcrawl.state.location import state_path
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -92,7 +102,13 @@ class IdSeqSpider(Spider):
             targets = spider.targets_from_arguments(crawler.settings)
         except TargetError as exc:
             raise BadInputError(f"{spider.name}: bad input: {exc}") from None
-        spider.idcrawl = IdRuntime(targets, crawler)
+        store = None
+        if crawler.settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
+            try:
+                store = SqliteStateStore(state_path(crawler.settings, spider.name))
+            except StateError as exc:
+                raise BadInputError(f"{spider.name}: {exc}") from None
+        spider.idcrawl = IdRuntime(targets, crawler, store)
         crawler.signals.connect(spider._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._spider_closed, signal=signals.spider_closed)
         return spider
@@ -113,10 +129,13 @@ class IdSeqSpider(Spider):
             ),
         }
         if self._job_path is not None:
-            if self._target_args:
-                key = next(iter(self._target_args))
-                raise TargetError(key, self._target_args[key], "give target keys in the job file, not with -a job=")
-            return parse_job(self._job_path, defaults)
+            args = dict(self._target_args)
+            # -a resume= / -a holes= apply to every target of the job
+            overrides: dict[str, Any] = dict(parse_run_options(args))
+            others = sorted(set(args) - set(overrides))
+            if others:
+                raise TargetError(others[0], args[others[0]], "give target keys in the job file, not with -a job=")
+            return [replace(target, **overrides) for target in parse_job(self._job_path, defaults)]
         if not self._target_args:
             raise TargetError("url", "", "give -a url=TEMPLATE -a start=N, or -a job=FILE.toml")
         try:

@@ -73,6 +73,10 @@ class StateStore(ABC):
         """Atomically: set targets' params, add outcome ids, upsert lane records."""
 
     @abstractmethod
+    def reset(self, name: str) -> None:
+        """Forget a target's outcomes and lanes (a fresh crawl); run history stays."""
+
+    @abstractmethod
     def begin_run(self, started_at: str) -> int: ...
 
     @abstractmethod

@@ -17,7 +17,7 @@ from typing import Any
 from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
-from idcrawl.core.ranges import LaneRecord
+from idcrawl.core.ranges import LaneRecord, merge_outcomes
 from idcrawl.state.base import RunRecord, StateError, StateStore, TargetState
 
 __all__ = ["SCHEMA_VERSION", "SqliteStateStore"]
@@ -41,8 +41,11 @@ CREATE TABLE runs (
 
 
 class SqliteStateStore(StateStore):
-    def __init__(self, path: str | Path, *, timeout: float = 5.0) -> None:
+    def __init__(self, path: str | Path, *, timeout: float = 5.0, read_only: bool = False) -> None:
         self.path = Path(path)
+        if read_only:
+            self._db = self._open_read_only(timeout)
+            return
         existed = self.path.exists() and self.path.stat().st_size > 0
         try:
             if existed:
@@ -76,10 +79,31 @@ class SqliteStateStore(StateStore):
             return f"cannot be written ({text})"
         return text
 
-    def _check(self, path: Path) -> None:
+    def _open_read_only(self, timeout: float) -> sqlite3.Connection:
+        """Open an existing file only to read it: nothing is created, written or converted.
+
+        A file whose last writer closed cleanly (no ``-wal``/``-shm`` beside it) is
+        opened immutable, so not even those are created (a crawl that starts writing
+        meanwhile is not seen); otherwise it is read through its WAL, which may hold
+        the last commits of a running or killed crawl.
+        """
+        if not self.path.is_file():
+            raise StateError(f"state file {str(self.path)!r}: does not exist")
+        if self.path.stat().st_size == 0:
+            raise StateError(f"state file {str(self.path)!r}: is empty, not an idcrawl state file")
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        if not any(Path(f"{self.path}{suffix}").exists() for suffix in ("-wal", "-shm")):
+            uri += "&immutable=1"
+        self._check(self.path, uri)
+        try:
+            return sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+
+    def _check(self, path: Path, uri: str | None = None) -> None:
         """Validate an existing file read-only, before anything can write to it."""
         try:
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            db = sqlite3.connect(uri or f"file:{path}?mode=ro", uri=True)
             try:
                 rows = dict(db.execute("SELECT key, value FROM meta").fetchall())
             finally:
@@ -149,19 +173,16 @@ class SqliteStateStore(StateStore):
                         (name, json.dumps(values, sort_keys=True)),
                     )
                 for name, by_outcome in outcomes.items():
-                    for outcome, ids in by_outcome.items():
-                        if not ids:
-                            continue
-                        row = db.execute(
-                            "SELECT ids FROM outcomes WHERE target = ? AND outcome = ?", (name, outcome.value)
-                        ).fetchone()
-                        merged = BitMap64.deserialize(row[0]) | ids if row else BitMap64(ids)
-                        merged.run_optimize()
-                        db.execute(
-                            "INSERT INTO outcomes VALUES (?, ?, ?) "
-                            "ON CONFLICT(target, outcome) DO UPDATE SET ids = excluded.ids",
-                            (name, outcome.value, merged.serialize()),
-                        )
+                    if not any(by_outcome.values()):
+                        continue
+                    rows = db.execute("SELECT outcome, ids FROM outcomes WHERE target = ?", (name,)).fetchall()
+                    existing = {Outcome(o): BitMap64.deserialize(blob) for o, blob in rows}
+                    merged = merge_outcomes(existing, dict(by_outcome))
+                    db.execute("DELETE FROM outcomes WHERE target = ?", (name,))
+                    db.executemany(
+                        "INSERT INTO outcomes VALUES (?, ?, ?)",
+                        [(name, outcome.value, ids.serialize()) for outcome, ids in merged.items()],
+                    )
                 for name, records in lanes.items():
                     for key, record in records.items():
                         db.execute(
@@ -169,6 +190,15 @@ class SqliteStateStore(StateStore):
                             "ON CONFLICT(target, key) DO UPDATE SET record = excluded.record",
                             (name, key, json.dumps(asdict(record))),
                         )
+        except sqlite3.Error as exc:
+            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+
+    def reset(self, name: str) -> None:
+        """Forget a target's outcomes and lanes (a fresh crawl); run history stays."""
+        try:
+            with self._transaction() as db:
+                db.execute("DELETE FROM outcomes WHERE target = ?", (name,))
+                db.execute("DELETE FROM lanes WHERE target = ?", (name,))
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 

@@ -28,26 +28,23 @@ class CrawlResult:
         return [line for line in self.stderr.splitlines() if " ERROR: " in line]
 
 
-def run_crawl(
+def crawl_command(
     workdir: Path,
     args: dict[str, Any] | None = None,
     settings: dict[str, Any] | None = None,
     *,
     spider: str = "idseq",
     runspider: Path | None = None,
-    timeout: float = 180,
-) -> CrawlResult:
-    """``scrapy crawl SPIDER -a k=v ... -s K=V ... -O items.jsonl`` in ``workdir``."""
-    output = workdir / "items.jsonl"
-    stats_path = workdir / "stats.json"
-    for stale in (output, stats_path):
-        stale.unlink(missing_ok=True)
+    output: str = "items.jsonl",
+    overwrite: bool = True,
+) -> tuple[list[str], dict[str, str]]:
+    """The ``scrapy crawl SPIDER -a k=v ... -s K=V ... -O output`` command line and its environment."""
     base_settings: dict[str, Any] = {
         "LOG_LEVEL": "INFO",
         "TELNETCONSOLE_ENABLED": False,
         "IDCRAWL_PROGRESS_INTERVAL": 0,
         "EXTENSIONS": {"tests.support.statsdump.StatsDump": 0},
-        "STATS_DUMP_PATH": str(stats_path),
+        "STATS_DUMP_PATH": str(workdir / "stats.json"),
     }
     merged = {**base_settings, **(settings or {})}
     if "idcrawl.extensions.IdProgress" not in merged["EXTENSIONS"]:
@@ -59,18 +56,46 @@ def run_crawl(
     for key, value in merged.items():
         text = json.dumps(value) if isinstance(value, dict | list | bool) else str(value)
         command += ["-s", f"{key}={text}"]
-    command += ["-O", f"{output}:jsonlines"]
+    command += ["-O" if overwrite else "-o", f"{workdir / output}:jsonlines"]
     env = {
         **os.environ,
         "SCRAPY_SETTINGS_MODULE": "idcrawl.settings",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     }
+    return command, env
+
+
+def read_items(path: Path) -> list[dict[str, Any]]:
+    """Items of a JSON lines file; a line cut short by a kill is skipped."""
+    items = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                items.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return items
+
+
+def run_crawl(
+    workdir: Path,
+    args: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+    *,
+    spider: str = "idseq",
+    runspider: Path | None = None,
+    timeout: float = 180,
+    output: str = "items.jsonl",
+) -> CrawlResult:
+    """Run ``scrapy crawl`` in ``workdir`` to the end and collect items, stats and stderr."""
+    stats_path = workdir / "stats.json"
+    for stale in (workdir / output, stats_path):
+        stale.unlink(missing_ok=True)
+    command, env = crawl_command(workdir, args, settings, spider=spider, runspider=runspider, output=output)
     proc = subprocess.run(
         command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
-    result = CrawlResult(proc.returncode, proc.stderr)
-    if output.exists():
-        result.items = [json.loads(line) for line in output.read_text().splitlines() if line.strip()]
+    result = CrawlResult(proc.returncode, proc.stderr, read_items(workdir / output))
     if stats_path.exists():
         result.stats = json.loads(stats_path.read_text())
     return result

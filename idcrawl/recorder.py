@@ -1,0 +1,213 @@
+"""``StateRecorder``: commits a crawl's outcomes and lane cursors durably, in batches.
+
+The ordering that makes a kill lose nothing: an id is committed ``found``
+only once the items it produced have been written, and a lane's committed
+cursor never passes a found id whose items are not written yet.
+
+1. The spider releases a found id's outputs; the recorder counts the id's own
+   items (those carrying its ``target`` and ``id``).
+2. ``item_scraped`` (or ``item_dropped``: a pipeline decided) marks each of
+   them written; an id whose last item is written becomes committable.
+3. A checkpoint (every ``IDCRAWL_STATE_COMMIT_ITEMS`` outcomes or
+   ``IDCRAWL_STATE_COMMIT_INTERVAL`` seconds, and at close) first flushes and
+   fsyncs local feed files (``-o``/``-O``/``FEEDS`` file and stdout storages),
+   then commits in one SQLite transaction: missing, failed and disallowed
+   outcomes, committable found ids, and each lane's cursor pinned before its
+   earliest uncommitted found id.
+
+Killed at any moment, the state therefore describes a prefix of what the feed
+files hold; a resumed run refetches at most what was decided after the last
+checkpoint (plus requests in flight). Feeds that are uploaded only at close
+(S3, GCS, FTP) hold nothing durable before then: with such a feed, found ids
+are committed only after the feed exporter has closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter
+from pyroaring import BitMap64
+from scrapy import signals
+from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, StdoutFeedStorage
+from scrapy.utils.asyncio import create_looping_call
+
+from idcrawl.core.lanes import Lane, Outcome
+from idcrawl.core.ranges import LaneRecord
+from idcrawl.core.resume import identity
+from idcrawl.state.base import StateStore
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from idcrawl.core.frontier import Frontier
+
+__all__ = ["StateRecorder"]
+
+logger = logging.getLogger(__name__)
+
+
+class StateRecorder:
+    def __init__(
+        self,
+        store: StateStore,
+        crawler: Crawler,
+        frontier: Frontier[Any],
+        origins: dict[str, int],
+        *,
+        batch: int,
+        interval: float,
+    ) -> None:
+        self.store = store
+        self.crawler = crawler
+        self.frontier = frontier
+        self.origins = origins  # lane key -> the lane's first start over all runs
+        self.batch = batch
+        self.interval = interval
+        self._pending: dict[str, dict[Outcome, BitMap64]] = defaultdict(lambda: defaultdict(BitMap64))
+        self._pending_count = 0
+        self._unwritten: dict[tuple[str, int], list[Any]] = {}  # (target, id) -> [lane key, items left]
+        self._written: dict[tuple[str, int], str] = {}  # found ids whose items are written -> lane key
+        self._params = {name: identity(t) for name, t in frontier.targets.items()}
+        self._durable_feeds = True
+        self._run_id: int | None = None
+        self._loop: Any = None
+        self.commits = 0
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def open(self) -> None:
+        self._run_id = self.store.begin_run(_now())
+        self.store.commit(self._params, {}, self._lane_records())
+        self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
+        self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
+        self.crawler.signals.connect(self._feeds_closed, signal=signals.feed_exporter_closed)
+        if self.interval > 0:
+            self._loop = create_looping_call(self.checkpoint)
+            self._loop.start(self.interval, now=False)
+
+    def close(self, reason: str, counts: dict[str, int]) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self.checkpoint()
+        if self._run_id is not None:
+            self.store.end_run(self._run_id, _now(), reason, counts)
+
+    def _feeds_closed(self) -> None:
+        """Feeds are closed (uploaded): whatever they hold is durable now."""
+        self._durable_feeds = True
+        self.checkpoint(flush=False)
+        self.store.close()
+
+    # -- events --------------------------------------------------------------------
+
+    def outcome(self, target: str, outcome: Outcome, id_: int) -> None:
+        if outcome is not Outcome.FOUND:
+            self._add(target, outcome, id_)
+
+    def released(self, target: str, lane_key: str, id_: int, outputs: list[Any]) -> None:
+        """A found id's outputs were emitted; count the items that stand for it."""
+        own = sum(1 for output in outputs if _key_of(output) == (target, id_))
+        if own:
+            self._unwritten[(target, id_)] = [lane_key, own]
+        else:
+            self._found(target, id_, lane_key)
+
+    def _item_written(self, item: Any, *args: Any, **kwargs: Any) -> None:
+        key = _key_of(item)
+        entry = self._unwritten.get(key) if key is not None else None
+        if entry is None or key is None:
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del self._unwritten[key]
+            self._found(key[0], key[1], entry[0])
+
+    def _found(self, target: str, id_: int, lane_key: str) -> None:
+        self._written[(target, id_)] = lane_key
+        self._count()
+
+    def _add(self, target: str, outcome: Outcome, id_: int) -> None:
+        self._pending[target][outcome].add(id_)
+        self._count()
+
+    def _count(self) -> None:
+        self._pending_count += 1
+        if self._pending_count >= self.batch:
+            self.checkpoint()
+
+    # -- commits -------------------------------------------------------------------
+
+    def checkpoint(self, flush: bool = True) -> None:
+        if flush:
+            self._durable_feeds = self._flush_feeds()
+        outcomes, self._pending = self._pending, defaultdict(lambda: defaultdict(BitMap64))
+        if self._durable_feeds:
+            for (target, id_) in self._written:
+                outcomes[target][Outcome.FOUND].add(id_)
+            self._written = {}
+        self.store.commit({}, outcomes, self._lane_records())
+        self._pending_count = len(self._written)
+        self.commits += 1
+
+    def _lane_records(self) -> dict[str, dict[str, LaneRecord]]:
+        """Each lane's durable record, pinned before its earliest found id not yet committed."""
+        pins: dict[str, int] = {}
+        uncommitted = [(id_, entry[0]) for (_t, id_), entry in self._unwritten.items()]
+        uncommitted += [(id_, lane_key) for (_t, id_), lane_key in self._written.items()]
+        for id_, lane_key in uncommitted:
+            step = self.frontier.lanes[lane_key].step
+            if lane_key not in pins or (id_ - pins[lane_key]) * step < 0:
+                pins[lane_key] = id_
+        records: dict[str, dict[str, LaneRecord]] = defaultdict(dict)
+        for key, lane in self.frontier.lanes.items():
+            if self.frontier.lane_direction[key] == "holes":
+                continue
+            target = self.frontier.lane_target[key].name
+            records[target][key] = self._record(key, lane, pins.get(key))
+        return records
+
+    def _record(self, key: str, lane: Lane[Any], pin: int | None) -> LaneRecord:
+        origin = self.origins.get(key, lane.start)
+        cursor = lane.first_undecided if lane.cut_at is None else lane.cut_at + lane.step
+        if pin is not None and (pin - cursor) * lane.step < 0:
+            return LaneRecord(key, origin, lane.step, lane.stop, pin, None, None, None)
+        reason = lane.reason if lane.settled else None
+        return LaneRecord(key, origin, lane.step, lane.stop, cursor, lane.last_found, lane.cut_at, reason)
+
+    def _flush_feeds(self) -> bool:
+        """Flush and fsync local feed files; False if some feed is only durable at close."""
+        durable = True
+        for component in self.crawler.extensions.middlewares:
+            if not isinstance(component, FeedExporter):
+                continue
+            for slot in component.slots:
+                if isinstance(slot.storage, FileFeedStorage | StdoutFeedStorage):
+                    if slot.file is not None:
+                        slot.file.flush()
+                        with contextlib.suppress(OSError, ValueError, AttributeError):
+                            os.fsync(slot.file.fileno())
+                else:
+                    durable = False
+        return durable
+
+
+def _key_of(item: Any) -> tuple[str, int] | None:
+    try:
+        adapter = ItemAdapter(item)
+    except TypeError:
+        return None
+    target, id_ = adapter.get("target"), adapter.get("id")
+    if isinstance(target, str) and isinstance(id_, int):
+        return target, id_
+    return None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
