@@ -117,3 +117,15 @@ def test_resume_with_other_parameters_is_refused(make_site, tmp_path: Path) -> N
     assert result.returncode != 0
     assert "start=1100 differs from the stored state (start=1000)" in result.error_lines()[0]
     assert site.log == []
+
+
+def test_a_corrupt_state_file_stops_the_crawl_and_is_left_intact(make_site, tmp_path: Path) -> None:
+    site = make_site(GapModel(900, 1299, GAPS))
+    path = tmp_path / ".scrapy" / "idcrawl" / "idseq.sqlite"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"garbage" * 1000)
+    result = run_crawl(tmp_path, args_for(site, resume="bound"))
+    assert result.returncode != 0
+    assert "is not an idcrawl state file" in result.error_lines()[0]
+    assert path.read_bytes() == b"garbage" * 1000
+    assert site.log == []
