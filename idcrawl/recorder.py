@@ -76,6 +76,7 @@ class StateRecorder:
         self._params = {name: identity(t) for name, t in frontier.targets.items()}
         self._durable_feeds = True
         self._run_id: int | None = None
+        self._ended = self._feeds_done = self._store_closed = False
         self._loop: Any = None
         self.commits = 0
 
@@ -92,17 +93,29 @@ class StateRecorder:
             self._loop.start(self.interval, now=False)
 
     def close(self, reason: str, counts: dict[str, int]) -> None:
+        """Last commit and the run's record. The store stays open for found ids
+        that only become durable when the feed exporter has closed."""
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         self.checkpoint()
         if self._run_id is not None:
             self.store.end_run(self._run_id, _now(), reason, counts)
+        self._ended = True
+        if self._feeds_done or not self._feed_exporters():
+            self._close_store()
 
     def _feeds_closed(self) -> None:
         """Feeds are closed (uploaded): whatever they hold is durable now."""
+        self._feeds_done = True
         self._durable_feeds = True
         self.checkpoint(flush=False)
-        self.store.close()
+        if self._ended:
+            self._close_store()
+
+    def _close_store(self) -> None:
+        if not self._store_closed:
+            self._store_closed = True
+            self.store.close()
 
     # -- events --------------------------------------------------------------------
 
@@ -144,6 +157,8 @@ class StateRecorder:
     # -- commits -------------------------------------------------------------------
 
     def checkpoint(self, flush: bool = True) -> None:
+        if self._store_closed:
+            return
         if flush:
             self._durable_feeds = self._flush_feeds()
         outcomes, self._pending = self._pending, defaultdict(lambda: defaultdict(BitMap64))
@@ -183,18 +198,20 @@ class StateRecorder:
     def _flush_feeds(self) -> bool:
         """Flush and fsync local feed files; False if some feed is only durable at close."""
         durable = True
-        for component in self.crawler.extensions.middlewares:
-            if not isinstance(component, FeedExporter):
-                continue
-            for slot in component.slots:
+        for exporter in self._feed_exporters():
+            for slot in exporter.slots:
                 if isinstance(slot.storage, FileFeedStorage | StdoutFeedStorage):
                     if slot.file is not None:
-                        slot.file.flush()
+                        # a closed file was flushed by its close
                         with contextlib.suppress(OSError, ValueError, AttributeError):
+                            slot.file.flush()
                             os.fsync(slot.file.fileno())
                 else:
                     durable = False
         return durable
+
+    def _feed_exporters(self) -> list[FeedExporter]:
+        return [c for c in self.crawler.extensions.middlewares if isinstance(c, FeedExporter)]
 
 
 def _key_of(item: Any) -> tuple[str, int] | None:
