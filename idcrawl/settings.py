@@ -8,6 +8,7 @@ from idcrawl.default_settings import *  # noqa: F403 - documented defaults, over
 BOT_NAME = "idcrawl"
 SPIDER_MODULES = ["idcrawl.spiders"]
 NEWSPIDER_MODULE = "idcrawl.spiders"
+COMMANDS_MODULE = "idcrawl.commands"  # scrapy idplan, scrapy idcoverage
 
 SCHEDULER = "idcrawl.scheduler.IdScheduler"
 EXTENSIONS = {"idcrawl.extensions.IdProgress": 500, "idcrawl.politeness.IdPoliteness": 100}

@@ -96,3 +96,63 @@ def test_a_locked_file_is_a_clear_error(tmp_path: Path) -> None:
         blocker.execute("ROLLBACK")
         blocker.close()
     assert store.load("t") is None
+
+
+# -- read-only (scrapy idplan, scrapy idcoverage) ----------------------------------------
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+def test_read_only_creates_and_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    store = SqliteStateStore(path)
+    store.commit({"t": {"url": "u"}}, {"t": {Outcome.FOUND: BitMap64([1, 2])}}, {})
+    store.close()
+    before = _files(tmp_path)
+    reader = SqliteStateStore(path, read_only=True)
+    state = reader.load("t")
+    assert state is not None and list(state.outcomes[Outcome.FOUND]) == [1, 2] and reader.targets() == ["t"]
+    with pytest.raises(StateError):
+        reader.commit({"u": {}}, {}, {})
+    reader.close()
+    assert _files(tmp_path) == before  # no -wal/-shm either
+
+
+def test_read_only_sees_commits_still_in_the_wal(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    writer = SqliteStateStore(path)  # a crawl that is running (or was killed): its commits sit in the WAL
+    writer.commit({"t": {}}, {"t": {Outcome.MISSING: BitMap64([7])}}, {})
+    reader = SqliteStateStore(path, read_only=True)
+    state = reader.load("t")
+    assert state is not None and list(state.outcomes[Outcome.MISSING]) == [7]
+    reader.close()
+    writer.commit({"t": {}}, {"t": {Outcome.FOUND: BitMap64([8])}}, {})  # the writer is not disturbed
+    writer.close()
+
+
+def test_read_only_does_not_create_a_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "state.sqlite"
+    with pytest.raises(StateError, match="does not exist"):
+        SqliteStateStore(path, read_only=True)
+    assert not (tmp_path / "sub").exists()
+    (tmp_path / "empty.sqlite").write_bytes(b"")
+    with pytest.raises(StateError, match="is empty"):
+        SqliteStateStore(tmp_path / "empty.sqlite", read_only=True)
+
+
+def test_read_only_refuses_corrupt_and_foreign_files_intact(tmp_path: Path) -> None:
+    corrupt = tmp_path / "corrupt.sqlite"
+    corrupt.write_bytes(b"this is not sqlite at all" * 100)
+    foreign = tmp_path / "foreign.sqlite"
+    db = sqlite3.connect(foreign)
+    db.execute("CREATE TABLE notes (x)")
+    db.commit()
+    db.close()
+    before = _files(tmp_path)
+    with pytest.raises(StateError, match="corrupt or foreign"):
+        SqliteStateStore(corrupt, read_only=True)
+    with pytest.raises(StateError, match="not an idcrawl state file"):
+        SqliteStateStore(foreign, read_only=True)
+    assert _files(tmp_path) == before

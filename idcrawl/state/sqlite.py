@@ -103,7 +103,7 @@ class SqliteStateStore(StateStore):
     def _check(self, path: Path, uri: str | None = None) -> None:
         """Validate an existing file read-only, before anything can write to it."""
         try:
-            db = sqlite3.connect(uri or f"file:{path}?mode=ro", uri=True)
+            db = sqlite3.connect(uri or f"{path.resolve().as_uri()}?mode=ro", uri=True)
             try:
                 rows = dict(db.execute("SELECT key, value FROM meta").fetchall())
             finally:

@@ -1,0 +1,68 @@
+"""What ``idplan`` and ``idcoverage`` share: options, finding the state, errors.
+
+No command class lives here (Scrapy would register it as a command ``_common``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from scrapy.exceptions import UsageError
+
+from idcrawl.core.targets import TargetError, parse_job
+from idcrawl.report import ReportError, TargetView, collect
+from idcrawl.state.base import StateError
+from idcrawl.state.location import state_path
+from idcrawl.state.sqlite import SqliteStateStore
+
+__all__ = ["CommandFailed", "add_state_options", "check_args", "fail", "load_views", "resolve_state"]
+
+#: Errors that end a command with one line and exit status 1.
+CommandFailed = (ReportError, StateError, TargetError)
+
+
+def add_state_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(title="State")
+    group.add_argument("--job", metavar="FILE", help="the targets of this TOML job file (as -a job=FILE)")
+    group.add_argument(
+        "--state", metavar="PATH",
+        help="the state file (default: IDCRAWL_STATE_PATH, else JOBDIR/idcrawl-state.sqlite, "
+        "else .scrapy/idcrawl/SPIDER.sqlite)",
+    )
+    group.add_argument("--spider", metavar="NAME", default="idseq",
+                       help="the spider whose default state file to read (default: idseq)")
+
+
+def check_args(args: list[str]) -> None:
+    """Scrapy parses known options only: an unknown one would pass as a target name."""
+    for arg in args:
+        if arg.startswith("-"):
+            raise UsageError(f"unknown option {arg}", print_help=False)
+
+
+def resolve_state(settings: Any, opts: argparse.Namespace) -> Path:
+    return Path(opts.state) if opts.state else state_path(settings, opts.spider)
+
+
+def load_views(path: Path, targets: list[str], job: str | None) -> list[TargetView]:
+    """Read the plan of ``targets`` (and the job's) from the state file at ``path``, read-only."""
+    job_targets = parse_job(job) if job else []
+    if not path.exists():
+        raise ReportError(
+            f"state file {str(path)!r} does not exist: no crawl recorded state there "
+            "(give --state PATH, or the JOBDIR or IDCRAWL_STATE_PATH the crawl used)"
+        )
+    store = SqliteStateStore(path, read_only=True)
+    try:
+        return collect(store, targets, job_targets)
+    finally:
+        store.close()
+
+
+def fail(command: Any, name: str, error: BaseException) -> None:
+    """One line on stderr, exit status 1."""
+    print(f"{name}: error: {error}", file=sys.stderr)
+    command.exitcode = 1

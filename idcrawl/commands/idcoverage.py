@@ -1,0 +1,68 @@
+"""``scrapy idcoverage [TARGET ...] [--job FILE] [--state PATH] -o map.svg|map.html``: the coverage picture."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, load_views, resolve_state
+from idcrawl.coverage import MODES, html_document, svg_document
+
+FORMATS = {".svg": "svg", ".html": "html", ".htm": "html"}
+
+
+class Command(ScrapyCommand):
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "[TARGET ...] [--job FILE] [--state PATH] [--spider NAME] -o FILE.svg|FILE.html"
+
+    def short_desc(self) -> str:
+        return "Draw each lane's id axis (found, holes, unvisited, start, cut, bounds) as SVG or HTML"
+
+    def long_desc(self) -> str:
+        return (
+            "Draw one row per lane, grouped per target: found, missing, failed, disallowed and unvisited ids "
+            "as coloured segments, the start point, the cut, min/max and the bound still to crawl. "
+            "The format follows the output file's extension. The state file is only read."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        add_state_options(parser)
+        parser.add_argument("-o", "--output", metavar="FILE", required=True, help="map.svg or map.html")
+        parser.add_argument("--width", metavar="PX", type=int, default=1000,
+                            help="pixels of the id axis; at most one bucket of ids per pixel (default: 1000)")
+        parser.add_argument("--bucket", choices=MODES, default="dominant",
+                            help="colour a bucket by the dominant outcome of its ids, or by the worst one")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        check_args(args)
+        output = Path(opts.output)
+        kind = FORMATS.get(output.suffix.lower())
+        if kind is None:
+            raise UsageError(f"-o {opts.output}: the file name must end in .svg or .html", print_help=False)
+        if opts.width < 50:
+            raise UsageError(f"--width must be at least 50, not {opts.width}", print_help=False)
+        path = resolve_state(self.settings, opts)
+        if output.exists() and path.exists() and output.resolve() == path.resolve():
+            raise UsageError(f"-o {opts.output} is the state file", print_help=False)
+        try:
+            views = load_views(path, args, opts.job)
+        except CommandFailed as exc:
+            fail(self, "idcoverage", exc)
+            return
+        render = svg_document if kind == "svg" else html_document
+        try:
+            output.write_bytes(render(views, width=opts.width, mode=opts.bucket))
+        except OSError as exc:
+            fail(self, "idcoverage", OSError(f"cannot write {str(output)!r}: {exc.strerror or exc}"))
+            return
+        lanes = sum(len(view.lanes) for view in views)
+        plural = {True: "", False: "s"}
+        print(f"wrote {output} ({len(views)} target{plural[len(views) == 1]}, {lanes} lane{plural[lanes == 1]})")

@@ -1,0 +1,56 @@
+"""``scrapy idplan [TARGET ...] [--job FILE] [--state PATH] [--json]``: the resume plan."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, ClassVar
+
+from rich.console import Console
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, load_views, resolve_state
+from idcrawl.report import plan_document, render_plan
+
+
+class Command(ScrapyCommand):
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "[TARGET ...] [--job FILE] [--state PATH] [--spider NAME] [--json]"
+
+    def short_desc(self) -> str:
+        return "Print the resume plan of a job's state: content, holes and bound per lane"
+
+    def long_desc(self) -> str:
+        return (
+            "Print, per target and lane, the crawled span, the content (found ids), the holes "
+            "(missing, failed, disallowed), the bound still to crawl, why the lane stopped, and the last run. "
+            "Without TARGET: every target of the state file (or of --job). The state file is only read."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        add_state_options(parser)
+        parser.add_argument("--json", action="store_true", help="print a JSON document for scripts")
+        parser.add_argument("--ranges", metavar="N", type=int, default=3,
+                            help="id runs shown at each end of a list (default: 3; 0: all)")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        check_args(args)
+        if opts.ranges < 0:
+            raise UsageError(f"--ranges must be >= 0, not {opts.ranges}", print_help=False)
+        path = resolve_state(self.settings, opts)
+        try:
+            views = load_views(path, args, opts.job)
+        except CommandFailed as exc:
+            fail(self, "idplan", exc)
+            return
+        if opts.json:
+            document = plan_document(views, state=str(path), keep=opts.ranges)
+            sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        else:
+            render_plan(views, Console(highlight=False), keep=opts.ranges, state=str(path))

@@ -1,0 +1,386 @@
+"""The resume plan of a job's state: for people (rich tables) and scripts (JSON).
+
+:func:`collect` reads targets from a state store and splits each lane's past
+into the seed's three parts (:func:`idcrawl.core.ranges.plan_lane`):
+content, holes by kind, and bound. :func:`render_plan` prints them as tables,
+:func:`plan_document` as a JSON-ready dict (shape documented in the README,
+``format`` 1). Both only read; ``scrapy idplan`` is a thin shell around them
+and ``scrapy idcoverage`` draws the same views (:mod:`idcrawl.coverage`).
+
+Id ranges are listed in ascending id order and abbreviated to the first and
+last few runs; spans and bounds are given in lane order (from, to).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyroaring import BitMap64
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from idcrawl.core.frontier import lane_specs
+from idcrawl.core.lanes import BOUND, MARGIN, Outcome
+from idcrawl.core.ranges import LanePlan, LaneRecord, plan_lane
+from idcrawl.core.targets import Target
+from idcrawl.state.base import RunRecord, StateStore, TargetState
+
+__all__ = [
+    "HOLE_KINDS",
+    "PLAN_FORMAT",
+    "IdSummary",
+    "LaneView",
+    "ReportError",
+    "TargetView",
+    "collect",
+    "format_runs",
+    "plan_document",
+    "render_plan",
+    "summarize",
+    "target_view",
+]
+
+#: Version of the JSON document of ``scrapy idplan --json``.
+PLAN_FORMAT = 1
+#: The kinds of holes, in the order they are shown.
+HOLE_KINDS = (Outcome.MISSING, Outcome.FAILED, Outcome.DISALLOWED)
+
+
+class ReportError(Exception):
+    """A request the state cannot answer (unknown target); the message is one line."""
+
+
+# -- id sets ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IdSummary:
+    """An id set as a count, its number of runs, and its first and last runs.
+
+    ``head`` holds every run when there are at most ``2 * keep`` of them (then
+    ``tail`` is empty); otherwise the first and last ``keep`` runs, and
+    ``omitted`` says how many lie between.
+    """
+
+    count: int
+    runs: int
+    head: tuple[tuple[int, int], ...]
+    tail: tuple[tuple[int, int], ...]
+
+    @property
+    def omitted(self) -> int:
+        return self.runs - len(self.head) - len(self.tail)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "runs": self.runs,
+            "head": [list(run) for run in self.head],
+            "tail": [list(run) for run in self.tail],
+            "omitted": self.omitted,
+        }
+
+
+def _run_end(ids: BitMap64, i: int, n: int) -> int:
+    """Index of the last id of the run that starts at index ``i`` (binary search on ranks)."""
+    first, lo, hi = ids[i], i, n - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ids[mid] - first == mid - i:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _run_start(ids: BitMap64, j: int) -> int:
+    """Index of the first id of the run that ends at index ``j``."""
+    last, lo, hi = ids[j], 0, j
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if last - ids[mid] == j - mid:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def summarize(ids: BitMap64, keep: int = 3) -> IdSummary:
+    """Count, runs and the first/last ``keep`` runs of ``ids`` (``keep`` <= 0: every run).
+
+    Costs O(runs shown x log), not O(ids): a 10,000,000-id set is summarized
+    without walking it.
+    """
+    count = len(ids)
+    if not count:
+        return IdSummary(0, 0, (), ())
+    n_runs = count - ids.intersection_cardinality(ids.shift(1))
+    limit = n_runs if keep <= 0 or n_runs <= 2 * keep else keep
+    head: list[tuple[int, int]] = []
+    i = 0
+    while len(head) < limit:
+        j = _run_end(ids, i, count)
+        head.append((ids[i], ids[j]))
+        i = j + 1
+    tail: list[tuple[int, int]] = []
+    if limit < n_runs:
+        j = count - 1
+        while len(tail) < keep:
+            i = _run_start(ids, j)
+            tail.append((ids[i], ids[j]))
+            j = i - 1
+        tail.reverse()
+    return IdSummary(count, n_runs, tuple(head), tuple(tail))
+
+
+def _run_text(run: tuple[int, int]) -> str:
+    first, last = run
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def format_runs(summary: IdSummary) -> str:
+    """``3-4, 7-8, 10-12`` or ``1-5, 7, 9 ... 90-95, 99 (120 runs)``."""
+    if not summary.count:
+        return "none"
+    text = ", ".join(_run_text(run) for run in summary.head)
+    if summary.tail:
+        text += f" ... {', '.join(_run_text(run) for run in summary.tail)}"
+    return text
+
+
+def _count_text(summary: IdSummary) -> str:
+    if not summary.count:
+        return "none"
+    ids = "1 id" if summary.count == 1 else f"{summary.count} ids"
+    runs = "1 run" if summary.runs == 1 else f"{summary.runs} runs"
+    return f"{ids} in {runs}"
+
+
+# -- views --------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class LaneView:
+    record: LaneRecord
+    plan: LanePlan
+
+    @property
+    def direction(self) -> str:
+        return "asc" if self.record.step > 0 else "desc"
+
+    @property
+    def key(self) -> str:
+        return self.record.key
+
+    def holes(self, kind: Outcome) -> BitMap64:
+        return self.plan.holes.get(kind, BitMap64())
+
+
+@dataclass(slots=True)
+class TargetView:
+    """One target's plan: its lanes and what the store knows about it."""
+
+    name: str
+    in_state: bool  # False: named by the job file, never recorded
+    params: dict[str, Any]
+    lanes: list[LaneView]
+    last_run: RunRecord | None  # runs are per job: the store's last run
+    minimum: int | None
+    maximum: int | None
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def target_view(
+    name: str, state: TargetState | None, target: Target | None = None, last_run: RunRecord | None = None
+) -> TargetView:
+    """The plan of one target: its stored lanes, plus the job's lanes never recorded."""
+    records: dict[str, LaneRecord] = dict(state.lanes) if state is not None else {}
+    if target is not None:
+        for spec in lane_specs(target):
+            if spec.key not in records:  # never started: everything is still to crawl
+                records[spec.key] = LaneRecord(spec.key, spec.start, spec.step, spec.stop, spec.start)
+    outcomes = dict(state.outcomes) if state is not None else {}
+    ordered = sorted(records.values(), key=lambda r: (-r.step, r.key))
+    lanes = [LaneView(record, plan_lane(record, outcomes)) for record in ordered]
+    params = dict(state.params) if state is not None else {}
+    minimum = _int_or_none(params.get("min"))
+    maximum = _int_or_none(params.get("max"))
+    if target is not None:
+        minimum = target.min if minimum is None else minimum
+        maximum = target.max if maximum is None else maximum
+    for lane in lanes:
+        if lane.record.stop is not None and lane.record.step < 0 and minimum is None:
+            minimum = lane.record.stop
+        if lane.record.stop is not None and lane.record.step > 0 and maximum is None:
+            maximum = lane.record.stop
+    return TargetView(name, state is not None, params, lanes, last_run, minimum, maximum)
+
+
+def collect(store: StateStore, names: Iterable[str] = (), job: Sequence[Target] = ()) -> list[TargetView]:
+    """Views of the named targets and the job's targets; of every stored target if neither.
+
+    A named target the store does not hold is an error; a job's target that was
+    never crawled is shown with all of its range still to crawl.
+    """
+    known = store.targets()
+    names = list(names)
+    for name in names:
+        if name not in known:
+            listed = ", ".join(repr(k) for k in known[:10]) + (", ..." if len(known) > 10 else "")
+            raise ReportError(f"unknown target {name!r} (the state file has {listed or 'no targets'})")
+    wanted = list(dict.fromkeys([*names, *(t.name for t in job)])) if names or job else known
+    by_name = {t.name: t for t in job}
+    runs = store.runs()
+    last_run = runs[-1] if runs else None
+    return [target_view(name, store.load(name), by_name.get(name), last_run) for name in wanted]
+
+
+# -- text ---------------------------------------------------------------------------
+
+
+def _span_text(plan: LanePlan) -> str:
+    if plan.span is None:
+        return "nothing yet"
+    first, last = plan.span
+    return f"{first} -> {last} ({abs(last - first) + 1} ids)"
+
+
+def _bound_text(plan: LanePlan) -> str:
+    if plan.bound is None:
+        return "finished"
+    first, last = plan.bound
+    return f"{first} -> {'unbounded' if last is None else last}"
+
+
+def _walk_text(lane: LaneView) -> str:
+    record = lane.record
+    if record.stop is None:
+        return f"{lane.direction} from {record.start}, unbounded"
+    return f"{lane.direction} from {record.start} to {'max' if record.step > 0 else 'min'} {record.stop}"
+
+
+def _cut_text(lane: LaneView) -> str:
+    record = lane.record
+    if record.reason is None:
+        return "not stopped (running, or killed)" if lane.plan.span is not None else "not started"
+    if record.reason == MARGIN and record.cut_at is not None:
+        return f"margin, at {record.cut_at} (last found {record.last_found})"
+    if record.reason == BOUND:
+        return f"bound, reached {record.stop}" if record.stop is not None else "bound"
+    return f"{record.reason} (stopped before {record.cursor})"
+
+
+def _run_line(run: RunRecord | None) -> str:
+    if run is None:
+        return "no run recorded"
+    if run.ended_at is None:
+        return f"#{run.id} started {run.started_at}, no end recorded (running, or killed)"
+    return f"#{run.id} {run.started_at} -> {run.ended_at}, {run.finish_reason}"
+
+
+def lane_rows(lane: LaneView, keep: int = 3) -> list[tuple[str, str]]:
+    """(field, value) lines of one lane, as the table shows them."""
+    rows = [("walk", _walk_text(lane)), ("crawled", _span_text(lane.plan))]
+    content = summarize(lane.plan.content, keep)
+    rows.append(("content", _count_text(content) + (f": {format_runs(content)}" if content.count else "")))
+    for kind in HOLE_KINDS:
+        holes = summarize(lane.holes(kind), keep)
+        rows.append((f"{kind.value}", _count_text(holes) + (f": {format_runs(holes)}" if holes.count else "")))
+    rows.append(("bound", _bound_text(lane.plan)))
+    rows.append(("cut", _cut_text(lane)))
+    return rows
+
+
+def plan_table(view: TargetView, keep: int = 3) -> Table:
+    """The lanes of one target: one row per field, one column per lane."""
+    table = Table(show_lines=False)
+    table.add_column("", style="bold", no_wrap=True)
+    for lane in view.lanes:
+        table.add_column(Text(lane.key), overflow="fold")
+    per_lane = [lane_rows(lane, keep) for lane in view.lanes]
+    for index, (field, _) in enumerate(per_lane[0] if per_lane else []):
+        table.add_row(Text(field), *(Text(rows[index][1]) for rows in per_lane))
+    return table
+
+
+def target_heading(view: TargetView) -> Text:
+    """``target NAME  URL`` and the last run (or why there is none), two lines."""
+    heading = Text(f"target {view.name}", style="bold")
+    url = view.params.get("url")
+    if url:
+        heading.append(f"  {url}", style="")
+    if view.in_state:
+        heading.append(f"\nlast run: {_run_line(view.last_run)}", style="")
+    else:
+        heading.append("\nnever crawled: no state recorded for this target", style="")
+    return heading
+
+
+def render_plan(views: Sequence[TargetView], console: Console, *, keep: int = 3, state: str | None = None) -> None:
+    """Print one table per target (fields as rows, lanes as columns)."""
+    if state is not None:
+        console.print(Text(f"state file {state}"))
+    if not views:
+        console.print(Text("no targets in the state file"))
+        return
+    for view in views:
+        console.print()
+        console.print(target_heading(view))
+        console.print(plan_table(view, keep) if view.lanes else Text("no lanes recorded"))
+
+
+# -- JSON -----------------------------------------------------------------------------
+
+
+def _lane_json(lane: LaneView, keep: int) -> dict[str, Any]:
+    record, plan = lane.record, lane.plan
+    span = None
+    if plan.span is not None:
+        span = {"first": plan.span[0], "last": plan.span[1], "ids": abs(plan.span[1] - plan.span[0]) + 1}
+    return {
+        "key": record.key,
+        "direction": lane.direction,
+        "start": record.start,
+        "stop": record.stop,
+        "cursor": record.cursor,
+        "last_found": record.last_found,
+        "cut_at": record.cut_at,
+        "cut_reason": record.reason,
+        "span": span,
+        "content": summarize(plan.content, keep).as_json(),
+        "holes": {kind.value: summarize(lane.holes(kind), keep).as_json() for kind in HOLE_KINDS},
+        "bound": None if plan.bound is None else {"from": plan.bound[0], "to": plan.bound[1]},
+        "finished": plan.finished,
+    }
+
+
+def _run_json(run: RunRecord | None) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    return {"id": run.id, "started_at": run.started_at, "ended_at": run.ended_at, "finish_reason": run.finish_reason}
+
+
+def plan_document(views: Sequence[TargetView], *, state: str | None = None, keep: int = 3) -> dict[str, Any]:
+    """The plan as a JSON-ready dict (``json.dumps`` it); see the README for the shape."""
+    return {
+        "format": PLAN_FORMAT,
+        "state": state,
+        "targets": [
+            {
+                "name": view.name,
+                "in_state": view.in_state,
+                "params": view.params,
+                "min": view.minimum,
+                "max": view.maximum,
+                "last_run": _run_json(view.last_run),
+                "lanes": [_lane_json(lane, keep) for lane in view.lanes],
+            }
+            for view in views
+        ],
+    }

@@ -1,0 +1,102 @@
+"""Known states written with the store API, for the idplan and idcoverage tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyroaring import BitMap64
+
+from idcrawl.core.lanes import Outcome
+from idcrawl.core.ranges import LaneRecord
+from idcrawl.state import SqliteStateStore
+
+REPO = Path(__file__).resolve().parents[2]
+FOUND, MISSING, FAILED, DISALLOWED = Outcome.FOUND, Outcome.MISSING, Outcome.FAILED, Outcome.DISALLOWED
+
+
+def ids(*parts: int | tuple[int, int]) -> BitMap64:
+    """``ids(3, (7, 9))`` = {3, 7, 8, 9}."""
+    result = BitMap64()
+    for part in parts:
+        if isinstance(part, tuple):
+            result.add_range(part[0], part[1] + 1)
+        else:
+            result.add(part)
+    return result
+
+
+def write_known_state(path: Path) -> Path:
+    """Two targets and two runs:
+
+    ``seed``: the seed's "previous process" (asc from 3, margin 3, terminated after 10 ids)::
+
+        ... o o x | @ o o x x o o x o @   o o x o o x o x o o o x x x x ...
+                    3                12 | Terminate
+        content 3-4, 7-8, 10-12; holes (missing) 5-6, 9; bound 13 -> unbounded
+
+    ``reg``: direction both from 100 within [50, 120], margin 3. asc reached max
+    (111 failed); desc was cut by its margin at 77 (77-79 missing after the last
+    found id 80), with 85 disallowed and 90 missing on the way.
+    """
+    store = SqliteStateStore(path)
+    seed = {"url": "https://sirup.example/paket/{id}", "start": 3, "min": None, "max": None, "direction": "asc"}
+    store.commit(
+        {"seed": seed},
+        {"seed": {FOUND: ids((3, 4), (7, 8), (10, 12)), MISSING: ids((5, 6), 9)}},
+        {"seed": {"seed:asc": LaneRecord("seed:asc", 3, 1, None, 13, last_found=12, reason="shutdown")}},
+    )
+    reg = {"url": "https://reg.example/n/{id}", "start": 100, "min": 50, "max": 120, "direction": "both"}
+    store.commit(
+        {"reg": reg},
+        {"reg": {
+            FOUND: ids((100, 110), (112, 120), (80, 84), (86, 89), (91, 99)),
+            FAILED: ids(111), DISALLOWED: ids(85), MISSING: ids(90, (77, 79)),
+        }},
+        {"reg": {
+            "reg:asc": LaneRecord("reg:asc", 100, 1, 120, 121, last_found=120, reason="bound"),
+            "reg:desc": LaneRecord("reg:desc", 99, -1, 50, 76, last_found=80, cut_at=77, reason="margin"),
+        }},
+    )
+    first = store.begin_run("2026-11-26T10:00:00.000Z")
+    store.end_run(first, "2026-11-26T10:05:00.000Z", "shutdown", {"found": 38})
+    second = store.begin_run("2026-11-26T11:00:00.000Z")
+    store.end_run(second, "2026-11-26T11:02:00.000Z", "finished", {"found": 7})
+    store.close()
+    return path
+
+
+def snapshot(directory: Path) -> dict[str, bytes]:
+    """Every file of a directory tree and its bytes: a command that only reads leaves it equal."""
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def scrapy(cwd: Path, *args: str, project: bool = True, timeout: float = 60) -> Run:
+    """``python -m scrapy ARGS`` in ``cwd``, with this project's settings (or outside any project)."""
+    env = {key: value for key, value in os.environ.items() if key != "SCRAPY_SETTINGS_MODULE"}
+    env["COLUMNS"] = "120"
+    if project:
+        env["SCRAPY_SETTINGS_MODULE"] = "idcrawl.settings"
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy", *args], cwd=cwd, env=env, capture_output=True, text=True,
+        timeout=timeout, check=False,
+    )
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def scrapy_many(cwd: Path, *commands: list[str], project: bool = True) -> list[Run]:
+    """Several independent ``scrapy`` commands at once (each one starts Scrapy: ~1 s)."""
+    with ThreadPoolExecutor(len(commands)) as pool:
+        return list(pool.map(lambda args: scrapy(cwd, *args, project=project), commands))

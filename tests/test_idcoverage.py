@@ -1,0 +1,272 @@
+"""``scrapy idcoverage``: each lane's id axis as SVG or HTML, checked by parsing what it draws."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+from lxml import etree, html
+from pyroaring import BitMap64
+
+from idcrawl.core.ranges import LaneRecord
+from idcrawl.coverage import COLOURS, coverage_svg, html_document, lane_segments, svg_document, target_axis
+from idcrawl.report import collect, target_view
+from idcrawl.state import SqliteStateStore, TargetState
+from tests.support.states import (
+    DISALLOWED,
+    FAILED,
+    FOUND,
+    MISSING,
+    ids,
+    scrapy_many,
+    snapshot,
+    write_known_state,
+)
+
+NS = {"s": "http://www.w3.org/2000/svg"}
+
+
+@pytest.fixture
+def known(tmp_path: Path) -> Path:
+    return write_known_state(tmp_path / "state" / "idcrawl-state.sqlite")
+
+
+def _views(path: Path, *names: str) -> list:
+    store = SqliteStateStore(path, read_only=True)
+    try:
+        return collect(store, names)
+    finally:
+        store.close()
+
+
+def _lane(svg: etree._Element, key: str) -> etree._Element:
+    [lane] = svg.xpath("//s:g[@class='lane'][@data-lane=$key]", namespaces=NS, key=key)
+    return lane
+
+
+def _segments(lane: etree._Element) -> list[tuple[str, int, int]]:
+    return [
+        (rect.get("class").split()[1], int(rect.get("data-first")), int(rect.get("data-last")))
+        for rect in lane.xpath("s:rect[contains(concat(' ', @class, ' '), ' seg ')]", namespaces=NS)
+    ]
+
+
+def test_one_row_per_lane_grouped_per_target(known: Path) -> None:
+    svg = coverage_svg(_views(known))
+    targets = svg.xpath("//s:g[@class='target']", namespaces=NS)
+    assert [t.get("data-target") for t in targets] == ["reg", "seed"]
+    assert [lane.get("data-lane") for lane in svg.xpath("//s:g[@class='lane']", namespaces=NS)] == [
+        "reg:asc", "reg:desc", "seed:asc",
+    ]
+    assert [len(t.xpath("s:g[@class='lane']", namespaces=NS)) for t in targets] == [2, 1]
+    labels = [t.text for t in svg.xpath("//s:text[@class='target-label']", namespaces=NS)]
+    assert labels == ["target reg", "target seed"]
+    legend = [t.text for t in svg.xpath("//s:g[@class='legend']/s:text", namespaces=NS)]
+    assert legend[:5] == ["found", "missing", "failed", "disallowed", "unvisited"]
+    assert any("dominant outcome" in text for text in legend)
+
+
+def test_the_seed_example_is_drawn_id_by_id(known: Path) -> None:
+    svg = coverage_svg(_views(known, "seed"))
+    lane = _lane(svg, "seed:asc")
+    # ... | @ o o x x o o x o @ | (terminated) then the unbounded rest of the axis
+    assert _segments(lane) == [
+        ("found", 3, 4), ("missing", 5, 6), ("found", 7, 8), ("missing", 9, 9), ("found", 10, 12),
+        ("unvisited", 13, 14),
+    ]
+    for rect in lane.xpath("s:rect[contains(@class, 'seg ')]", namespaces=NS):
+        assert rect.get("fill") == COLOURS[rect.get("class").split()[1]]
+    [start] = lane.xpath("s:path[@class='start']", namespaces=NS)
+    assert start.get("data-id") == "3"
+    [cut] = lane.xpath("s:line[@class='cut']", namespaces=NS)
+    assert (cut.get("data-id"), cut.get("data-reason")) == ("12", "shutdown")
+    [bound] = lane.xpath("s:g[@class='bound']", namespaces=NS)
+    assert (bound.get("data-from"), bound.get("data-to")) == ("13", "")  # unbounded: an arrow
+    assert len(bound.xpath("s:path", namespaces=NS)) == 2
+    # a few ids: each id is its own cell, so the widths are in proportion
+    widths = {s[1]: float(r.get("width")) for s, r in zip(
+        _segments(lane), lane.xpath("s:rect[contains(@class, 'seg ')]", namespaces=NS), strict=True)}
+    assert widths[9] * 3 == pytest.approx(widths[10], abs=0.03)  # 2 decimals
+
+
+def test_both_lanes_share_one_axis_with_holes_cut_and_bounds(known: Path) -> None:
+    svg = coverage_svg(_views(known, "reg"))
+    assert _segments(_lane(svg, "reg:asc")) == [("found", 100, 110), ("failed", 111, 111), ("found", 112, 120)]
+    assert _segments(_lane(svg, "reg:desc")) == [
+        ("unvisited", 50, 76), ("missing", 77, 79), ("found", 80, 84), ("disallowed", 85, 85),
+        ("found", 86, 89), ("missing", 90, 90), ("found", 91, 99),
+    ]
+    desc = _lane(svg, "reg:desc")
+    [cut] = desc.xpath("s:line[@class='cut']", namespaces=NS)
+    assert (cut.get("data-id"), cut.get("data-reason")) == ("77", "margin")
+    [bound] = desc.xpath("s:g[@class='bound']", namespaces=NS)
+    assert (bound.get("data-from"), bound.get("data-to")) == ("79", "50")
+    assert not _lane(svg, "reg:asc").xpath("s:g[@class='bound']", namespaces=NS)  # finished
+    limits = {g.get("class"): g.get("data-id") for g in svg.xpath("//s:g[starts-with(@class, 'limit')]", namespaces=NS)}
+    assert limits == {"limit min": "50", "limit max": "120"}
+    # the same x for the same id in both rows: 100 starts asc, 99 ends desc, side by side
+    asc_first = _lane(svg, "reg:asc").xpath("s:rect[@data-first='100']", namespaces=NS)[0]
+    desc_last = desc.xpath("s:rect[@data-last='99']", namespaces=NS)[0]
+    assert float(desc_last.get("x")) + float(desc_last.get("width")) == pytest.approx(float(asc_first.get("x")), abs=0.02)
+
+
+def test_labels_are_escaped(tmp_path: Path) -> None:
+    name = 'a<b>&c "q"'
+    store = SqliteStateStore(tmp_path / "s.sqlite")
+    store.commit({name: {"url": "https://h/{id}?x=<y>&z"}}, {name: {FOUND: ids((0, 4))}},
+                 {name: {f"{name}:asc": LaneRecord(f"{name}:asc", 0, 1, 9, 5, last_found=4)}})
+    store.close()
+    views = _views(tmp_path / "s.sqlite")
+    for document in (svg_document(views), html_document(views)):
+        assert b"a<b>" not in document and b"<y>&z" not in document
+        assert b"target a&lt;b&gt;&amp;c" in document
+        tree = etree.fromstring(document)
+        assert tree.xpath("//s:text[@class='target-label']", namespaces=NS)[0].text == f"target {name}"
+        assert tree.xpath("//s:g[@class='lane']/@data-lane", namespaces=NS) == [f"{name}:asc"]
+
+
+def test_ten_million_ids_draw_a_bounded_number_of_elements() -> None:
+    found = ids((0, 9_999_999))
+    gaps = BitMap64(random.Random(7).sample(range(10_000_000), 100_000))
+    failed = BitMap64(random.Random(8).sample(list(gaps), 500))
+    found -= gaps
+    record = LaneRecord("big:asc", 0, 1, None, 10_000_000, last_found=found.max(), reason="shutdown")
+    view = target_view("big", TargetState("big", {}, {"big:asc": record}, {FOUND: found, MISSING: gaps - failed, FAILED: failed}))
+    started = time.perf_counter()
+    dominant = coverage_svg([view], width=800)
+    worst = coverage_svg([view], width=800, mode="worst")
+    assert time.perf_counter() - started < 5
+    for svg in (dominant, worst):
+        assert len(svg.xpath("//*")) < 3 * 800
+    axis = target_axis(view, 800)
+    assert axis.buckets <= 800 and axis.per_bucket > 1
+    # dominant: the crawled span is found, the rest unvisited; a strip under the bar marks the holes
+    assert [s[0] for s in _segments(_lane(dominant, "big:asc"))] == ["found", "unvisited"]
+    marks = _lane(dominant, "big:asc").xpath("s:rect[starts-with(@class, 'holes')]", namespaces=NS)
+    assert marks and {m.get("class") for m in marks} <= {"holes missing", "holes failed"}
+    # worst: every bucket of the span holds a hole, most of them only missing ones
+    kinds = {s[0] for s in _segments(_lane(worst, "big:asc"))}
+    assert {"missing", "failed", "unvisited"} == kinds
+
+
+def test_dominant_and_worst_colour_a_mixed_bucket_differently() -> None:
+    record = LaneRecord("t:asc", 0, 1, 1999, 2000, last_found=1999, reason="bound")
+    state = TargetState("t", {}, {"t:asc": record}, {
+        FOUND: ids((0, 1999)) - ids((0, 3), 1000), DISALLOWED: ids((0, 3)), FAILED: ids(1000),
+    })
+    view = target_view("t", state)
+    axis = target_axis(view, 100)  # 2000 ids: 20 per bucket
+    assert axis.per_bucket == 20
+    lane = view.lanes[0]
+    assert [(s.category, s.first, s.last) for s in lane_segments(lane, axis, "dominant")] == [("found", 0, 1999)]
+    assert [(s.category, s.first, s.last) for s in lane_segments(lane, axis, "worst")] == [
+        ("disallowed", 0, 19), ("found", 20, 999), ("failed", 1000, 1019), ("found", 1020, 1999),
+    ]
+    assert lane_segments(lane, axis, "dominant")[0].counts == {
+        "found": 1995, "missing": 0, "failed": 1, "disallowed": 4, "unvisited": 0,
+    }
+
+
+def test_html_wraps_the_same_svg(known: Path) -> None:
+    views = _views(known)
+    page = html_document(views)
+    assert page.startswith(b"<!DOCTYPE html>\n<html")
+    as_xml = etree.fromstring(page, etree.XMLParser(remove_blank_text=True))  # also well-formed XML
+    [svg] = as_xml.xpath("//s:svg", namespaces=NS)
+    assert etree.tostring(svg, with_tail=False) == etree.tostring(coverage_svg(views))
+    as_html = html.document_fromstring(page)  # what a browser's parser gets
+    assert as_html.findtext(".//title") == "idcrawl coverage"
+    assert len(as_html.xpath("//g[@class='lane']")) == 3
+
+
+def test_command_writes_svg_and_html_and_leaves_the_state_untouched(known: Path, tmp_path: Path) -> None:
+    before = snapshot(known.parent)
+    svg_run, html_run = scrapy_many(
+        tmp_path, ["idcoverage", "--state", str(known), "-o", "map.svg"],
+        ["idcoverage", "seed", "--state", str(known), "-o", "map.html", "--bucket", "worst"],
+    )
+    assert svg_run.returncode == 0 and html_run.returncode == 0, svg_run.stderr + html_run.stderr
+    assert svg_run.stdout.strip() == "wrote map.svg (2 targets, 3 lanes)"
+    svg = etree.parse(str(tmp_path / "map.svg")).getroot()
+    assert len(svg.xpath("//s:g[@class='lane']", namespaces=NS)) == 3
+    assert _segments(_lane(svg, "seed:asc"))[:2] == [("found", 3, 4), ("missing", 5, 6)]
+    page = etree.parse(str(tmp_path / "map.html")).getroot()
+    assert page.xpath("//s:svg/@data-mode", namespaces=NS) == ["worst"]
+    assert page.xpath("//s:g[@class='lane']/@data-lane", namespaces=NS) == ["seed:asc"]
+    assert snapshot(known.parent) == before
+
+
+def test_command_errors(known: Path, tmp_path: Path) -> None:
+    before = snapshot(tmp_path)
+    png, missing, unknown = scrapy_many(
+        tmp_path, ["idcoverage", "--state", str(known), "-o", "map.png"],
+        ["idcoverage", "--state", str(tmp_path / "none.sqlite"), "-o", "map.svg"],
+        ["idcoverage", "nope", "--state", str(known), "-o", "map.svg"],
+    )
+    assert png.returncode == 2 and "error: -o map.png: the file name must end in .svg or .html" in png.stderr
+    assert missing.returncode == 1 and missing.stderr.splitlines() == [
+        f"idcoverage: error: state file {str(tmp_path / 'none.sqlite')!r} does not exist: no crawl recorded state "
+        "there (give --state PATH, or the JOBDIR or IDCRAWL_STATE_PATH the crawl used)"
+    ]
+    assert unknown.returncode == 1
+    assert unknown.stderr.splitlines() == ["idcoverage: error: unknown target 'nope' (the state file has 'reg', 'seed')"]
+    assert snapshot(tmp_path) == before  # no picture, no state file, nothing changed
+
+
+def _png_pixels(data: bytes) -> list[tuple[int, int, int]]:
+    """The RGB pixels of an 8-bit, non-interlaced RGB or RGBA PNG (what Chromium writes)."""
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    pos, chunks, header = 8, [], b""
+    while pos < len(data):
+        length = int.from_bytes(data[pos:pos + 4], "big")
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            chunks.append(body)
+        pos += 12 + length
+    width, height = int.from_bytes(header[0:4], "big"), int.from_bytes(header[4:8], "big")
+    depth, colour, interlace = header[8], header[9], header[12]
+    assert depth == 8 and colour in (2, 6) and interlace == 0
+    bpp = 3 if colour == 2 else 4
+    raw, stride = zlib.decompress(b"".join(chunks)), width * bpp
+    pixels: list[tuple[int, int, int]] = []
+    previous = bytearray(stride)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = previous[i], previous[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + b) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 0xFF
+            elif kind == 4:
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+        pixels += [tuple(line[x:x + 3]) for x in range(0, stride, bpp)]  # type: ignore[misc]
+        previous = line
+    return pixels
+
+
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no /usr/bin/chromium")
+def test_a_browser_renders_the_page(known: Path, tmp_path: Path) -> None:
+    (tmp_path / "map.html").write_bytes(html_document(_views(known, "seed")))
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         f"--screenshot={shot}", "--window-size=1200,320", "--force-device-scale-factor=0.5",
+         f"--user-data-dir={tmp_path / 'profile'}", (tmp_path / "map.html").as_uri()],
+        capture_output=True, timeout=60, check=False,
+    )
+    pixels = _png_pixels(shot.read_bytes())
+    # seed: found 3-4, 7-8, 10-12 (7 of 12 axis ids) and missing 5-6, 9 (3 ids), over a 1000 px axis at half scale
+    green = sum(1 for p in pixels if p == (0x2F, 0x9E, 0x44))
+    grey = sum(1 for p in pixels if p == (0x86, 0x8E, 0x96))
+    assert green > 1500 and 2 * grey < green < 3 * grey  # 7 found ids to 3 missing
