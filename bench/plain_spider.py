@@ -19,7 +19,7 @@ from scrapy import Request, Spider
 class PlainIdSpider(Spider):
     name = "plain_ids"
 
-    def __init__(self, url: str = "", start: str = "1", max: str = "20000", **kwargs: Any) -> None:  # noqa: A002
+    def __init__(self, url: str = "", start: str = "1", max: str = "20000", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if "{id}" not in url:
             raise ValueError(f"url={url!r}: needs an {{id}} field")

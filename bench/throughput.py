@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import pstats
+import shutil
 import statistics
 import subprocess
 import sys
@@ -125,6 +126,10 @@ class Run:
         return self.responses / self.elapsed if self.elapsed else 0.0
 
     @property
+    def cpu_rate(self) -> float:
+        return self.responses / self.cpu if self.cpu else 0.0
+
+    @property
     def steady_rate(self) -> float:
         return (self.responses - 1) / self.steady if self.steady else 0.0
 
@@ -172,7 +177,8 @@ def crawl(side: str, round_: int, url: str, ids: int, args: argparse.Namespace, 
             status = subprocess.run(prefix + cmd, cwd=ROOT, env=environment(), stdout=log, stderr=subprocess.STDOUT,
                                     timeout=args.timeout, check=False).returncode
         except subprocess.TimeoutExpired:
-            raise SystemExit(f"throughput: {side} round {round_} took more than {args.timeout}s; log: {log_file}")
+            message = f"throughput: {side} round {round_} took more than {args.timeout}s; log: {log_file}"
+            raise SystemExit(message) from None
     wall = time.monotonic() - started
     usage_after = os.times()
     server_cpu = cpu_seconds(server.pid) - server_before
@@ -199,13 +205,13 @@ def crawl(side: str, round_: int, url: str, ids: int, args: argparse.Namespace, 
 
 def print_table(runs: list[Run]) -> None:
     header = (f"{'round':>5} {'side':<8} {'responses':>9} {'items':>6} {'elapsed s':>9} {'pages/s':>8} "
-              f"{'steady/s':>8} {'crawl cpu%':>10} {'server cpu%':>11} {'wall s':>7}")
+              f"{'steady/s':>8} {'pages/cpu-s':>11} {'crawl cpu%':>10} {'server cpu%':>11} {'wall s':>7}")
     print(header)
     print("-" * len(header))
     for r in runs:
         print(f"{r.round:>5} {r.side:<8} {r.responses:>9} {r.items:>6} {r.elapsed:>9.2f} {r.rate:>8.1f} "
-              f"{r.steady_rate:>8.1f} {100 * r.cpu / r.wall:>9.0f}% {100 * r.server_cpu / r.elapsed:>10.0f}% "
-              f"{r.wall:>7.1f}")
+              f"{r.steady_rate:>8.1f} {r.cpu_rate:>11.1f} {100 * r.cpu / r.wall:>9.0f}% "
+              f"{100 * r.server_cpu / r.elapsed:>10.0f}% {r.wall:>7.1f}")
 
 
 def summarize_profile(path: Path, label: str, top: int) -> None:
@@ -224,8 +230,8 @@ def summarize_profile(path: Path, label: str, top: int) -> None:
     for tt, ct, ncalls, origin, name in sorted(rows, reverse=True)[:top]:
         print(f"  {tt:7.2f}s own {ct:7.2f}s cum {ncalls:>9} calls  [{origin}] {name}")
     idcrawl = sorted((r for r in rows if r[3] == "idcrawl"), key=lambda r: -r[1])[:top]
-    print(f"  idcrawl functions by cumulative time (includes what they call):")
-    for tt, ct, ncalls, _origin_, name in idcrawl:
+    print("  idcrawl functions by cumulative time (includes what they call):")
+    for tt, ct, ncalls, _, name in idcrawl:
         print(f"  {tt:7.2f}s own {ct:7.2f}s cum {ncalls:>9} calls  {name}")
 
 
@@ -257,7 +263,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="CONCURRENT_ITEMS, both sides (default 100, Scrapy's default)")
     parser.add_argument("--window", type=int, default=32, help="IDCRAWL_WINDOW (default 32, must be >= 32)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds before one crawl is killed")
-    parser.add_argument("--keep", type=Path, help="keep logs and stats files in this directory")
+    parser.add_argument("--keep", type=Path,
+                        help="keep logs and stats files in this directory (else a temporary one, "
+                             "removed after a successful run)")
     parser.add_argument("--profile", action="store_true",
                         help="after the timed rounds, run each side once more under cProfile and summarize")
     parser.add_argument("--top", type=int, default=15, help="rows of each profile summary (default 15)")
@@ -310,6 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"median pages/s: idcrawl {med['idcrawl']:.1f}, plain {med['plain']:.1f}")
     print(f"median steady pages/s (first to last response): idcrawl {steady['idcrawl']:.1f}, "
           f"plain {steady['plain']:.1f} (ratio {steady['idcrawl'] / steady['plain']:.3f})")
+    cpu_ratio = statistics.median(r.cpu_rate for r in runs if r.side == "idcrawl") / statistics.median(
+        r.cpu_rate for r in runs if r.side == "plain")
+    print(f"pages per CPU-second of the crawl process (insensitive to other load on the machine): "
+          f"median ratio idcrawl/plain {cpu_ratio:.3f}")
     ratio = statistics.median(ratios)
     print(f"MEDIAN RATIO idcrawl/plain: {ratio:.3f} (target >= 0.95: {'met' if ratio >= 0.95 else 'not met'})")
 
@@ -327,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
         return 1
     print("both sides found exactly the site's pages in every round")
+    if args.keep is None:
+        shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
 
