@@ -33,6 +33,23 @@ def walk_sequentially(ln: Lane[int], outcome: Callable[[int], Outcome], limit: i
     return dispensed, released
 
 
+def drive_in_random_order(
+    ln: Lane[int], outcome: Callable[[int], Outcome], rnd: random.Random, eagerness: float
+) -> list[int]:
+    """Dispense while ready (with probability ``eagerness``), complete a random in-flight id; released ids."""
+    inflight: list[int] = []
+    released: list[int] = []
+    while True:
+        while ln.ready and rnd.random() < eagerness:
+            inflight.append(ln.dispense())
+        if not inflight:
+            if not ln.ready:
+                return released
+            inflight.append(ln.dispense())
+        id_ = inflight.pop(rnd.randrange(len(inflight)))
+        released += ln.record(id_, outcome(id_), id_).released
+
+
 def fill(ln: Lane[int]) -> list[int]:
     """Dispense until the lane is not ready."""
     ids = []
@@ -176,18 +193,7 @@ def test_seed_example_gives_the_same_cut_in_any_completion_order(seed: int) -> N
     rnd = random.Random(seed)
     marks = [*SEED, "o", "o", "o", "x", "o"]  # ids after the cut exist: overshoot if fetched
     ln = lane(start=0, margin=3, window=rnd.randint(1, 20))
-    outcome = pattern(marks)
-    inflight: list[int] = []
-    released: list[int] = []
-    while True:
-        while ln.ready and rnd.random() < 0.7:
-            inflight.append(ln.dispense())
-        if not inflight:
-            if not ln.ready:
-                break
-            inflight.append(ln.dispense())
-        id_ = inflight.pop(rnd.randrange(len(inflight)))
-        released += ln.record(id_, outcome(id_), id_).released
+    released = drive_in_random_order(ln, pattern(marks), rnd, 0.7)
     assert ln.cut_at == 14
     assert sorted(released) == [0, 1, 3, 4, 5, 8, 10, 11]
     assert ln.counts.emitted == 8
@@ -554,17 +560,7 @@ def test_any_completion_order_releases_the_sequential_truth(
     found: set[int], start: int, step: int, margin: int, window: int, rnd: random.Random
 ) -> None:
     ln = lane(start=start, step=step, margin=margin, window=window)
-    inflight: list[int] = []
-    released: list[int] = []
-    while True:
-        while ln.ready and rnd.random() < 0.8:
-            inflight.append(ln.dispense())
-        if not inflight:
-            if not ln.ready:
-                break
-            inflight.append(ln.dispense())
-        id_ = inflight.pop(rnd.randrange(len(inflight)))
-        released += ln.record(id_, FOUND if id_ in found else MISSING, id_).released
+    released = drive_in_random_order(ln, lambda i: FOUND if i in found else MISSING, rnd, 0.8)
     expected, cut = truth(found, start, step, None, margin)
     assert sorted(released) == sorted(expected)
     assert len(released) == len(set(released))
