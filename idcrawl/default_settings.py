@@ -74,3 +74,37 @@ IDCRAWL_STATE_COMMIT_INTERVAL = 5.0
 #: directory (see idcrawl.state.location.state_path). ``scrapy idplan`` and
 #: ``scrapy idcoverage`` read the same file.
 IDCRAWL_STATE_PATH = None
+
+# -- Job limits (idcrawl.limits.IdLimits; seed 002, Table 3) --------------------------
+# Per domain crawl (a download slot: a host by default) and per job. 0 = off, the
+# default: with every rule off the extension is not loaded. Durations (TDL, TAC)
+# accept 15m, 900s or 900 (seconds).
+
+#: Load take: lane requests a domain takes per iteration (0 = no cap).
+IDCRAWL_LIMIT_LT = 1
+#: Iteration limit: a domain stops after this many iterations.
+IDCRAWL_LIMIT_IMAX = 0
+#: Page-load limit: a domain stops after this many responses.
+IDCRAWL_LIMIT_PLMAX = 0
+#: Total-targets limit: a domain stops when it knows this many targets (ids + discovered requests).
+IDCRAWL_LIMIT_TTMAX = 0
+#: Domain time limit: a domain stops this long after its first request.
+IDCRAWL_LIMIT_TDL = 0
+#: Inactivity limit: a domain stops when the gap between two iteration starts exceeds this.
+IDCRAWL_LIMIT_TAC = 0
+#: Target-count stability: a domain stops after this many iterations without a new found target.
+IDCRAWL_LIMIT_TST = 0
+
+#: The same rules over the whole job; a trigger closes the spider (reason idcrawl_limit_<rule>).
+IDCRAWL_JOB_LIMIT_IMAX = 0
+IDCRAWL_JOB_LIMIT_PLMAX = 0
+IDCRAWL_JOB_LIMIT_TTMAX = 0
+IDCRAWL_JOB_LIMIT_TDL = 0
+IDCRAWL_JOB_LIMIT_TAC = 0
+
+#: The XML incident log. None: <JOBDIR>/idcrawl-incidents.xml with JOBDIR, else
+#: .scrapy/idcrawl/<spider>-incidents.xml in the current directory.
+IDCRAWL_INCIDENT_LOG = None
+
+#: Rules whose trigger writes an incident (the seed: TTmax and TDL; TAC too).
+IDCRAWL_INCIDENT_RULES = ["TTmax", "TDL", "TAC"]

@@ -12,7 +12,7 @@ import logging
 import operator
 from collections.abc import Container, Hashable, Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from idcrawl import default_settings
 from idcrawl.core.frontier import Dispatch, Frontier
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-__all__ = ["DUE_KEY", "META_KEY", "STATS_PREFIX", "IdRuntime"]
+__all__ = ["DUE_KEY", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +47,27 @@ _COUNT_FIELDS = tuple(f.name for f in fields(LaneCounts))
 _counts_of = operator.attrgetter(*_COUNT_FIELDS)
 
 
+class Limiter(Protocol):
+    """What the scheduler and the runtime ask of the job limits (``idcrawl.limits.IdLimits``)."""
+
+    def admit(self, slot: str) -> bool:
+        """May the download slot take a lane request now (it has free concurrency)?"""
+
+    def taken(self, slot: str) -> None:
+        """The slot took a lane request."""
+
+    def closed(self, slot: str) -> bool:
+        """A limit stopped the slot: drop its queued requests."""
+
+    def found(self, host: str) -> None:
+        """A lane id of a target on ``host`` was found."""
+
+
 class IdRuntime:
     """Frontier + stats + engine wake-up for one crawl."""
+
+    #: Set by the job-limits extension when a limit is configured; None: no limits.
+    limiter: Limiter | None = None
 
     def __init__(self, targets: Sequence[Target], crawler: Crawler, store: StateStore | None = None) -> None:
         self.crawler = crawler
@@ -142,6 +161,8 @@ class IdRuntime:
         if rec.became_ready:
             self.wake_engine()
         target = frontier.lane_target[lane_key].name
+        if outcome is Outcome.FOUND and self.limiter is not None:
+            self.limiter.found(frontier.lane_target[lane_key].host)
         if self.recorder is not None:
             self.recorder.outcome(target, outcome, id_)
             for released_lane, released_id, released_outputs in rec.released:
@@ -154,6 +175,10 @@ class IdRuntime:
             if new != old and name != "dispensed":
                 self._inc(f"{STATS_PREFIX}/{name}", new - old)
                 self._inc(f"{STATS_PREFIX}/lanes/{lane_key}/{name}", new - old)
+
+    def lane_stopped(self, lane_key: str, lane: Lane[Payload]) -> None:
+        """Stats of a lane that stopped (its reason, where it was cut)."""
+        self._lane_stopped(lane_key, lane)
 
     def _lane_stopped(self, lane_key: str, lane: Lane[Payload]) -> None:
         prefix = f"{STATS_PREFIX}/lanes/{lane_key}"

@@ -25,7 +25,7 @@ from scrapy.core.scheduler import Scheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
 from idcrawl.core.delays import DelayQueue
-from idcrawl.runtime import DUE_KEY, STATS_PREFIX, IdRuntime
+from idcrawl.runtime import DUE_KEY, STATS_PREFIX, IdRuntime, Limiter
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -80,14 +80,11 @@ class IdScheduler(Scheduler):
         return True
 
     def next_request(self) -> Request | None:
-        request = self._delayed.pop_due(time.monotonic())
-        if request is not None:
-            assert self.stats is not None
-            self.stats.inc_value("scheduler/dequeued")
-            self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}_delayed")
-            self._arm_timer()
-            return request
-        request = super().next_request()
+        limiter = self.runtime.limiter if self.runtime is not None else None
+        while True:
+            request = self._next_queued()
+            if request is None or limiter is None or not self._limited(request, limiter):
+                break
         if request is not None or self.runtime is None:
             return request
         dispatch = self.runtime.next(self._group_ready)
@@ -99,7 +96,32 @@ class IdScheduler(Scheduler):
         lane_request: Request = self.spider.make_id_request(dispatch)  # type: ignore[attr-defined]
         slot_key = self._slot_key(dispatch.target.host)
         self._entering.setdefault(slot_key, weakref.WeakSet()).add(lane_request)
+        if limiter is not None:
+            limiter.taken(slot_key)
         return lane_request
+
+    def _next_queued(self) -> Request | None:
+        """A due retry, else a request of Scrapy's queues (follow-ups)."""
+        request = self._delayed.pop_due(time.monotonic())
+        if request is not None:
+            assert self.stats is not None
+            self.stats.inc_value("scheduler/dequeued")
+            self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}_delayed")
+            self._arm_timer()
+            return request
+        return super().next_request()
+
+    def _limited(self, request: Request, limiter: Limiter) -> bool:
+        """Drop a queued request of a slot that a job limit stopped."""
+        assert self.crawler is not None and self.crawler.engine is not None
+        if request.url.startswith("data:"):
+            return False
+        slot = request.meta.get("download_slot") or self.crawler.engine.downloader.get_slot_key(request)
+        if not limiter.closed(slot):
+            return False
+        assert self.stats is not None
+        self.stats.inc_value(f"{STATS_PREFIX}/limits/dropped")
+        return True
 
     # -- delay queue ------------------------------------------------------------------
 
@@ -134,7 +156,8 @@ class IdScheduler(Scheduler):
         return key
 
     def _group_ready(self, group: Hashable) -> bool:
-        """A slot is ready while it has free concurrency and nothing waiting on its delay.
+        """A slot is ready while it has free concurrency and nothing waiting on its delay
+        (and, with job limits, while the limits admit it).
 
         Requests on their way through the downloader middlewares are not in
         the slot yet; counting them too keeps one host from taking more than
@@ -147,10 +170,16 @@ class IdScheduler(Scheduler):
         pending = len(entering) if entering is not None else 0
         slot = self.crawler.engine.downloader.slots.get(key)
         if slot is None:
-            return pending < self.crawler.engine.downloader.domain_concurrency
-        if slot.delay and (slot.queue or pending):
+            ready = pending < self.crawler.engine.downloader.domain_concurrency
+        elif slot.delay and (slot.queue or pending):
+            ready = False
+        else:
+            ready = len(slot.active) + pending < slot.concurrency
+        if not ready:
             return False
-        return len(slot.active) + pending < slot.concurrency
+        limiter = self.runtime.limiter if self.runtime is not None else None
+        # the job limits: may the slot take one more request (LT per iteration, stop rules)?
+        return limiter is None or limiter.admit(key)
 
     def _reached_downloader(self, request: Request, spider: Any = None) -> None:
         entering = self._entering.get(request.meta.get("download_slot", ""))

@@ -11,7 +11,11 @@ NEWSPIDER_MODULE = "idcrawl.spiders"
 COMMANDS_MODULE = "idcrawl.commands"  # scrapy idplan, scrapy idcoverage
 
 SCHEDULER = "idcrawl.scheduler.IdScheduler"
-EXTENSIONS = {"idcrawl.extensions.IdProgress": 500, "idcrawl.politeness.IdPoliteness": 100}
+EXTENSIONS = {
+    "idcrawl.extensions.IdProgress": 500,
+    "idcrawl.politeness.IdPoliteness": 100,
+    "idcrawl.limits.IdLimits": 200,
+}
 
 ROBOTSTXT_OBEY = True
 # Scrapy's, except that requests waiting for a host's robots.txt are checked too (see idcrawl/robots.py)

@@ -1,0 +1,358 @@
+"""``IdLimits``: the job limits of seed 002 (Table 3) per domain crawl and per job.
+
+A *domain* is a download slot (a host by default). The rules and their
+decisions live in :mod:`idcrawl.core.limits`; this extension feeds them
+Scrapy's events and acts on what they decide:
+
+- the scheduler asks :meth:`IdLimits.admit` whether a slot may take a lane
+  request now (the runtime's ``limiter`` hook). When the slot's current
+  iteration has requests left (LT) it may; otherwise a new iteration starts
+  (``take``), which Imax, TST, TDL and TAC may refuse. :meth:`IdLimits.taken`
+  counts each dispensed id (a new target, and one of the iteration's LT);
+- ``request_scheduled``: a discovered request (a follow-up page the spider
+  yields) is a new target of its slot; retries of lane ids are not;
+- ``response_received``: a page load (PLmax), also after a stop: in-flight
+  requests finish and count (robots.txt is not one);
+- the runtime reports each found id (:meth:`IdLimits.found`, for TST);
+- every :data:`CHECK_INTERVAL` seconds the time rules (TDL, TAC) are checked
+  and domains whose lanes all ended on their own are finished.
+
+When a domain rule fires, the domain's lanes are closed with the reason
+``limit:<rule>``, its queued requests are dropped as they come out of the
+scheduler (stat ``idcrawl/limits/dropped``), every other domain goes on.
+When a job rule fires, the spider closes with the reason
+``idcrawl_limit_<rule>``. Stats: ``idcrawl/limits/<rule>`` (triggers),
+``idcrawl/limits/domains/<slot>/rule`` and the per-domain counters. TTmax,
+TDL and TAC (``IDCRAWL_INCIDENT_RULES``) append an incident to the XML log
+(:mod:`idcrawl.incidents`).
+
+Follow-up requests are served before lane ids and do not take part in
+iterations; they count as targets and page loads of their slot.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import call_later, create_looping_call
+from scrapy.utils.defer import _schedule_coro
+
+from idcrawl import default_settings
+from idcrawl.core.limits import RULES, DomainLimits, JobLimits, LimitError, Limits, Trigger
+from idcrawl.errors import BadInputError, install_log_filter
+from idcrawl.incidents import Incident, IncidentLog, IncidentLogError
+from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.settings import BaseSettings
+
+__all__ = ["CHECK_INTERVAL", "DOMAIN_SETTINGS", "JOB_SETTINGS", "IdLimits", "incident_log_path"]
+
+logger = logging.getLogger(__name__)
+install_log_filter()
+
+PREFIX = f"{STATS_PREFIX}/limits"
+#: Seconds between two checks of the time rules (TDL, TAC).
+CHECK_INTERVAL = 0.25
+
+#: The domain-level settings, one per rule (a contract scripts rely on).
+DOMAIN_SETTINGS = (
+    "IDCRAWL_LIMIT_LT",
+    "IDCRAWL_LIMIT_IMAX",
+    "IDCRAWL_LIMIT_PLMAX",
+    "IDCRAWL_LIMIT_TTMAX",
+    "IDCRAWL_LIMIT_TDL",
+    "IDCRAWL_LIMIT_TAC",
+    "IDCRAWL_LIMIT_TST",
+)
+#: The job-level settings: only rules with a job meaning (``JOB_RULES``).
+JOB_SETTINGS = (
+    "IDCRAWL_JOB_LIMIT_IMAX",
+    "IDCRAWL_JOB_LIMIT_PLMAX",
+    "IDCRAWL_JOB_LIMIT_TTMAX",
+    "IDCRAWL_JOB_LIMIT_TDL",
+    "IDCRAWL_JOB_LIMIT_TAC",
+)
+_DOMAIN_PREFIX = DOMAIN_SETTINGS[0].removesuffix("LT")
+_JOB_PREFIX = JOB_SETTINGS[0].removesuffix("IMAX")
+#: The incident log's name inside ``JOBDIR``.
+INCIDENT_FILENAME = "idcrawl-incidents.xml"
+
+
+def incident_log_path(settings: BaseSettings, spider_name: str) -> Path:
+    """``IDCRAWL_INCIDENT_LOG``, else ``<JOBDIR>/idcrawl-incidents.xml``, else
+    ``.scrapy/idcrawl/<spider>-incidents.xml`` in the current directory."""
+    explicit = settings.get("IDCRAWL_INCIDENT_LOG", default_settings.IDCRAWL_INCIDENT_LOG)
+    if explicit:
+        return Path(explicit)
+    jobdir = settings.get("JOBDIR")
+    if jobdir:
+        return Path(jobdir) / INCIDENT_FILENAME
+    return Path(".scrapy") / "idcrawl" / f"{spider_name}-incidents.xml"
+
+
+@dataclass(slots=True, eq=False)
+class _Domain:
+    tracker: DomainLimits
+    left: int = 0  # requests left in the current iteration
+    closed: bool = False  # a rule fired: take nothing more, drop queued requests
+
+
+class IdLimits:
+    def __init__(
+        self, crawler: Crawler, domain: Limits, job: Limits, log: IncidentLog, incident_rules: frozenset[str]
+    ) -> None:
+        self.crawler = crawler
+        self.limits = domain
+        self.job = JobLimits(job)
+        self.log = log
+        self.incident_rules = incident_rules
+        self.runtime: IdRuntime | None = None
+        self._domains: dict[str, _Domain] = {}
+        self._slot_of_host: dict[str, str] = {}
+        self._job_closing = False
+        self._task: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> IdLimits:
+        settings = crawler.settings
+        try:
+            domain = Limits.from_settings(settings.get, _DOMAIN_PREFIX)
+            job = Limits.from_settings(settings.get, _JOB_PREFIX, level="job")
+        except LimitError as exc:
+            raise BadInputError(f"bad setting: {exc}") from None
+        names = {r.name.lower(): r.name for r in RULES if r.name != "LT"}
+        rules: set[str] = set()
+        for raw in settings.getlist("IDCRAWL_INCIDENT_RULES", default_settings.IDCRAWL_INCIDENT_RULES):
+            name = names.get(str(raw).strip().lower())
+            if name is None:
+                raise BadInputError(
+                    f"bad setting: IDCRAWL_INCIDENT_RULES: unknown rule {raw!r} (known: {', '.join(names.values())})"
+                )
+            rules.add(name)
+        if not any(domain.enabled()) and not any(job.enabled()):
+            raise NotConfigured  # every rule off (the default): the crawl is exactly as without limits
+        try:
+            log = IncidentLog(incident_log_path(settings, crawler.spidercls.name))
+        except IncidentLogError as exc:
+            raise BadInputError(f"bad setting: IDCRAWL_INCIDENT_LOG: {exc}") from None
+        ext = cls(crawler, domain, job, log, frozenset(rules))
+        crawler.signals.connect(ext._spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(ext._spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(ext._response_received, signal=signals.response_received)
+        crawler.signals.connect(ext._request_scheduled, signal=signals.request_scheduled)
+        return ext
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def _spider_opened(self, spider: Spider) -> None:
+        runtime = getattr(spider, "idcrawl", None)
+        if not isinstance(runtime, IdRuntime):
+            return
+        self.runtime = runtime
+        runtime.limiter = self
+        enabled = [f"{r.name}={self.limits.value(r.name):g}" for r in self.limits.enabled()]
+        job = [f"{r.name}={self.job.limits.value(r.name):g}" for r in self.job.limits.enabled()]
+        logger.info(
+            "idcrawl limits: per domain LT=%s %s; per job %s; incident log %s",
+            self.limits.lt or "off", " ".join(enabled) or "-", " ".join(job) or "-", self.log.path,
+        )
+        self._task = create_looping_call(self.check)
+        self._task.start(CHECK_INTERVAL, now=False)
+
+    def _spider_closed(self, spider: Spider, reason: str) -> None:
+        if self._task is not None and self._task.running:
+            self._task.stop()
+        self._figures()
+
+    def _figures(self, only: str | None = None) -> None:
+        """Per-domain counters into stats (kept current: other spider_closed listeners may run first)."""
+        stats = self.crawler.stats
+        if stats is None:
+            return
+        for key, domain in self._domains.items():
+            if only is not None and key != only:
+                continue
+            for name, value in domain.tracker.counters().items():
+                if name in ("iterations", "page_loads", "targets", "found"):
+                    stats.set_value(f"{PREFIX}/domains/{key}/{name}", value)
+
+    # -- the scheduler's hook -------------------------------------------------------------
+
+    def admit(self, slot: str) -> bool:
+        """May ``slot`` take a lane request now? Starts an iteration when the last one is used up."""
+        domain = self._domain(slot)
+        if domain.closed or self._job_closing:
+            return False
+        if domain.left > 0:
+            return True
+        now = time.monotonic()
+        granted = domain.tracker.take(now)
+        if not granted:
+            trigger = domain.tracker.new_trigger()
+            if trigger is not None:
+                self._domain_trigger(domain, trigger)
+            return False
+        if not self.job.take(now):
+            self._job_event(self.job.new_trigger())
+            return False
+        domain.left = granted
+        return True
+
+    def taken(self, slot: str) -> None:
+        """``slot`` took a lane request: one of its iteration's LT, and a new target."""
+        domain = self._domain(slot)
+        domain.left = max(0, domain.left - 1)
+        self._new_target(domain)
+
+    def closed(self, slot: str) -> bool:
+        """A rule stopped ``slot``: its queued requests are dropped."""
+        domain = self._domains.get(slot)
+        return domain is not None and domain.closed
+
+    def found(self, host: str) -> None:
+        """A lane id of a target on ``host`` was found."""
+        self._domain(self._slot_key(host)).tracker.found()
+        self.job.found()
+
+    # -- signals ----------------------------------------------------------------------
+
+    def _request_scheduled(self, request: Request, spider: Any = None) -> None:
+        if META_KEY in request.meta or request.url.startswith("data:"):
+            return  # a retry of a lane id (counted when dispensed), or the spider's internal emitter
+        self._new_target(self._domain(self._request_slot(request)))
+
+    def _response_received(self, response: Response, request: Request, spider: Any = None) -> None:
+        if request.url.startswith("data:") or (
+            request.meta.get("dont_obey_robotstxt") and request.url.endswith("/robots.txt")
+        ):
+            return  # the spider's internal emitter; robots.txt is no target
+        now = time.monotonic()
+        domain = self._domain(self._request_slot(request))
+        trigger = domain.tracker.response(now, response.url)
+        if trigger is not None:
+            self._domain_trigger(domain, trigger)
+        self._job_event(self.job.response(now, response.url))
+
+    def check(self) -> None:
+        """The time rules, and domains that ended on their own."""
+        now = time.monotonic()
+        lanes = self._lanes_by_slot()
+        for key, domain in self._domains.items():
+            tracker = domain.tracker
+            if domain.closed or tracker.finished:
+                continue
+            own = lanes.get(key)
+            if own and all(lane.stopped for lane in own.values()):
+                tracker.finish()
+                continue
+            trigger = tracker.check(now)
+            if trigger is not None:
+                self._domain_trigger(domain, trigger)
+        self._job_event(self.job.check(now))
+        self._figures()
+
+    # -- decisions --------------------------------------------------------------------
+
+    def _new_target(self, domain: _Domain) -> None:
+        now = time.monotonic()
+        trigger = domain.tracker.new_targets(now, 1)
+        if trigger is not None:
+            self._domain_trigger(domain, trigger)
+        self._job_event(self.job.new_targets(now, 1))
+
+    def _domain_trigger(self, domain: _Domain, trigger: Trigger) -> None:
+        domain.closed = True
+        domain.left = 0
+        self._report(trigger, domain.tracker)
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.set_value(f"{PREFIX}/domains/{trigger.key}/rule", trigger.rule)
+        self._figures(trigger.key)
+        # lanes are closed outside the frontier's pick that may be running now
+        call_later(0, self._close_lanes, trigger.key, f"limit:{trigger.rule}")
+
+    def _close_lanes(self, slot: str, reason: str) -> None:
+        runtime = self.runtime
+        if runtime is None:
+            return
+        for key, lane in self._lanes_by_slot().get(slot, {}).items():
+            if not lane.stopped:
+                runtime.frontier.close_lane(key, reason)
+                runtime.lane_stopped(key, lane)
+        runtime.wake_engine()
+
+    def _job_event(self, trigger: Trigger | None) -> None:
+        if trigger is None or self._job_closing:
+            return
+        self._job_closing = True
+        self._report(trigger, self.job)
+        engine = self.crawler.engine
+        if engine is not None:
+            _schedule_coro(engine.close_spider_async(reason=f"idcrawl_limit_{trigger.rule}"))
+
+    def _report(self, trigger: Trigger, tracker: DomainLimits | JobLimits) -> None:
+        logger.warning("idcrawl limits: %s", trigger.message)
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(f"{PREFIX}/{trigger.rule}")
+        if trigger.rule not in self.incident_rules:
+            return
+        cursors: dict[str, object] = {}
+        if self.runtime is not None:
+            lanes = self._lanes_by_slot()
+            chosen = lanes.get(trigger.key, {}) if trigger.level == "domain" else {
+                k: v for own in lanes.values() for k, v in own.items()
+            }
+            cursors = {key: lane.first_undecided for key, lane in chosen.items()}
+        incident = Incident.from_trigger(
+            trigger,
+            domain=trigger.key or "*",
+            counters=tracker.counters(),
+            cursors=cursors,
+            urls=list(tracker.recent_urls),
+        )
+        try:
+            self.log.append(incident)
+        except IncidentLogError as exc:
+            logger.error("idcrawl limits: incident not written: %s", exc)
+
+    # -- slots ------------------------------------------------------------------------
+
+    def _domain(self, slot: str) -> _Domain:
+        domain = self._domains.get(slot)
+        if domain is None:
+            domain = self._domains[slot] = _Domain(DomainLimits(self.limits, slot))
+        return domain
+
+    def _slot_key(self, host: str) -> str:
+        key = self._slot_of_host.get(host)
+        if key is None:
+            key = self._slot_of_host[host] = self._request_slot(Request(f"http://{host}/"))
+        return key
+
+    def _request_slot(self, request: Request) -> str:
+        slot = request.meta.get("download_slot")
+        if slot is not None:
+            return str(slot)
+        engine = self.crawler.engine
+        assert engine is not None
+        return engine.downloader.get_slot_key(request)
+
+    def _lanes_by_slot(self) -> dict[str, dict[str, Any]]:
+        runtime = self.runtime
+        if runtime is None:
+            return {}
+        frontier = runtime.frontier
+        by_slot: dict[str, dict[str, Any]] = {}
+        for key, target in frontier.lane_target.items():
+            by_slot.setdefault(self._slot_key(target.host), {})[key] = frontier.lanes[key]
+        return by_slot
