@@ -106,5 +106,15 @@ IDCRAWL_JOB_LIMIT_TAC = 0
 #: .scrapy/idcrawl/<spider>-incidents.xml in the current directory.
 IDCRAWL_INCIDENT_LOG = None
 
-#: Rules whose trigger writes an incident (the seed: TTmax and TDL; TAC too).
+#: Rules whose trigger writes an incident (the seed: TTmax and TDL; TAC too);
+#: add "errors" to also log unhandled spider errors as incidents.
 IDCRAWL_INCIDENT_RULES = ["TTmax", "TDL", "TAC"]
+
+# -- Profiles (idcrawl.profiles) ------------------------------------------------------
+
+#: Name of a settings profile in ``settings_profiles/`` (e.g. ``survey``) applied
+#: above the project settings and below explicit ``-s`` settings. None = no profile.
+IDCRAWL_PROFILE = None
+
+#: An extra folder of ``NAME.toml`` profiles, searched before the project's own.
+IDCRAWL_PROFILES_DIR = None

@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
@@ -61,6 +62,8 @@ logger = logging.getLogger(__name__)
 install_log_filter()
 
 PREFIX = f"{STATS_PREFIX}/limits"
+#: The name in ``IDCRAWL_INCIDENT_RULES`` that also logs unhandled spider errors as incidents.
+ERRORS = "errors"
 #: Seconds between two checks of the time rules (TDL, TAC).
 CHECK_INTERVAL = 0.25
 
@@ -131,6 +134,7 @@ class IdLimits:
         except LimitError as exc:
             raise BadInputError(f"bad setting: {exc}") from None
         names = {r.name.lower(): r.name for r in RULES if r.name != "LT"}
+        names[ERRORS] = ERRORS
         rules: set[str] = set()
         for raw in settings.getlist("IDCRAWL_INCIDENT_RULES", default_settings.IDCRAWL_INCIDENT_RULES):
             name = names.get(str(raw).strip().lower())
@@ -150,6 +154,8 @@ class IdLimits:
         crawler.signals.connect(ext._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(ext._response_received, signal=signals.response_received)
         crawler.signals.connect(ext._request_scheduled, signal=signals.request_scheduled)
+        if ERRORS in rules:
+            crawler.signals.connect(ext._spider_error, signal=signals.spider_error)
         return ext
 
     # -- lifecycle ------------------------------------------------------------------
@@ -324,6 +330,24 @@ class IdLimits:
             self.log.append(incident)
         except IncidentLogError as exc:
             logger.error("idcrawl limits: incident not written: %s", exc)
+
+    def _spider_error(self, failure: Any, response: Any = None, spider: Any = None) -> None:
+        """An unhandled exception in a spider callback, logged as an ``error`` incident."""
+        url = getattr(response, "url", "") or ""
+        slot = self._slot_of_url(url) if url else "*"
+        message = f"{type(failure.value).__name__}: {failure.value}"
+        tracker = self._domains[slot].tracker if slot in self._domains else None
+        incident = Incident.error(
+            slot, message, counters=tracker.counters() if tracker else {}, urls=[url] if url else [],
+        )
+        try:
+            self.log.append(incident)
+        except IncidentLogError as exc:
+            logger.error("idcrawl limits: incident not written: %s", exc)
+
+    def _slot_of_url(self, url: str) -> str:
+        host = urlsplit(url).hostname or ""
+        return self._slot_of_host.get(host, host)
 
     # -- slots ------------------------------------------------------------------------
 

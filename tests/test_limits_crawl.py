@@ -186,3 +186,23 @@ def test_an_unusable_incident_log_is_one_error_line_at_start(make_site, tmp_path
     errors = result.error_lines()
     assert len(errors) == 1 and "IDCRAWL_INCIDENT_LOG" in errors[0] and "is a directory" in errors[0]
     assert site.log == []
+
+
+def test_unhandled_spider_errors_are_incidents_when_asked(make_site, tmp_path: Path) -> None:
+    site = make_site(GapModel(0, 100, set()))
+    log = tmp_path / "incidents.xml"
+    result = run_crawl(
+        tmp_path,
+        {"url": site.url(), "start": 1, "max": 5, "margin": 0},
+        {"EXTENSIONS": EXTENSIONS, "IDCRAWL_LIMIT_PLMAX": 1000, "IDCRAWL_INCIDENT_LOG": str(log),
+         "IDCRAWL_INCIDENT_RULES": "TTmax,errors"},
+        runspider=Path(__file__).parent / "support" / "failing_spider.py",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    doc = etree.parse(str(log))
+    schema().assertValid(doc)
+    errors = doc.findall(".//incident[@kind='error']")
+    assert len(errors) == 1
+    text = etree.tostring(errors[0], encoding="unicode")
+    assert "ValueError: cannot parse &lt;notice&gt; &amp; co" in text
+    assert site.url().format(id=3) in text

@@ -33,6 +33,7 @@ from idcrawl.core.targets import (
     parse_targets,
 )
 from idcrawl.errors import BadInputError, install_log_filter
+from idcrawl.profiles import apply_profile
 from idcrawl.runtime import META_KEY, IdRuntime
 from idcrawl.state import SqliteStateStore, StateError
 from idcrawl.state.location import state_path
@@ -83,6 +84,8 @@ class IdSeqSpider(Spider):
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
         from idcrawl.scheduler import IdScheduler
+
+        apply_profile(settings)
 
         current = settings.get("SCHEDULER")
         scheduler = load_object(current) if current else None
