@@ -11,9 +11,12 @@ ids missing) with the same settings except the scheduler:
 Runs alternate (idcrawl, plain, idcrawl, plain, ...) against one server process
 that lives for the whole benchmark. Each run's rate is the crawl's own
 ``response_received_count / elapsed_time_seconds`` (CoreStats: spider opened to
-spider closed), read from a JSON file that ``bench/benchstats.py`` writes at
-``engine_stopped``; the ids of the scraped items come from the same file and
-must be exactly the site's pages on both sides, or the script exits with 1.
+spider closed), read from a JSON file that the stats collector in
+``bench/benchstats.py`` writes when the spider closes; the ids of the scraped
+items come from the same file and must be exactly the site's pages on both
+sides, or the script exits with 1. Each idcrawl run keeps its durable state
+(on by default) in a fresh file of the work directory, so no run resumes
+another and nothing is written under the repository's ``.scrapy/``.
 The result is the median over rounds of idcrawl/plain (target: >= 0.95).
 Timings are ratios within one run, never pass/fail thresholds.
 
@@ -76,6 +79,15 @@ class _NoLog(list):  # type: ignore[type-arg]
         return
 
 
+def project_setting(name: str) -> object:
+    """A setting of the project (``idcrawl.settings``), as both sides see it."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    import idcrawl.settings
+
+    return getattr(idcrawl.settings, name, None)
+
+
 def expected_ids(ids: int) -> list[int]:
     return [i for i in range(1, ids + 1) if i % 100 != 0]
 
@@ -134,18 +146,20 @@ class Run:
         return (self.responses - 1) / self.steady if self.steady else 0.0
 
 
-def command(side: str, url: str, ids: int, args: argparse.Namespace, stats_file: Path) -> list[str]:
-    settings = {
+def command(side: str, url: str, ids: int, args: argparse.Namespace, stats_file: Path, state_file: Path) -> list[str]:
+    settings: dict[str, object] = {
         "CONCURRENT_REQUESTS": args.concurrency,
         "CONCURRENT_REQUESTS_PER_DOMAIN": args.concurrency,
         "CONCURRENT_ITEMS": args.concurrent_items,
-        "IDCRAWL_WINDOW": args.window,
         "LOG_LEVEL": "INFO",
         "TELNETCONSOLE_ENABLED": "False",
         "ROBOTSTXT_OBEY": "True",
-        "EXTENSIONS": json.dumps({"idcrawl.extensions.IdProgress": 500, "benchstats.BenchStats": 900}),
+        "STATS_CLASS": "benchstats.BenchStatsCollector",
         "BENCH_STATS_FILE": str(stats_file),
+        "IDCRAWL_STATE_PATH": str(state_file),
     }
+    if args.window is not None:
+        settings["IDCRAWL_WINDOW"] = args.window
     if side == "idcrawl":
         cmd = ["scrapy", "crawl", "idseq", "-a", f"url={url}", "-a", "start=1", "-a", f"max={ids}", "-a", "margin=0"]
     else:
@@ -166,8 +180,10 @@ def crawl(side: str, round_: int, url: str, ids: int, args: argparse.Namespace, 
           workdir: Path, profile: Path | None = None) -> Run:
     stats_file = workdir / f"{side}-{round_}.json"
     log_file = workdir / f"{side}-{round_}.log"
-    stats_file.unlink(missing_ok=True)
-    cmd = command(side, url, ids, args, stats_file)
+    state_file = workdir / f"{side}-{round_}.state.sqlite"
+    for path in (stats_file, state_file):
+        path.unlink(missing_ok=True)
+    cmd = command(side, url, ids, args, stats_file, state_file)
     prefix = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m"] if profile else [sys.executable, "-m"]
     server_before = cpu_seconds(server.pid)
     usage_before = os.times()
@@ -261,7 +277,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="CONCURRENT_REQUESTS and CONCURRENT_REQUESTS_PER_DOMAIN, both sides (default 32)")
     parser.add_argument("--concurrent-items", type=int, default=100,
                         help="CONCURRENT_ITEMS, both sides (default 100, Scrapy's default)")
-    parser.add_argument("--window", type=int, default=32, help="IDCRAWL_WINDOW (default 32, must be >= 32)")
+    parser.add_argument("--window", type=int,
+                        help="IDCRAWL_WINDOW, at least 32 (default: the project's, "
+                             f"now {project_setting('IDCRAWL_WINDOW')})")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds before one crawl is killed")
     parser.add_argument("--keep", type=Path,
                         help="keep logs and stats files in this directory (else a temporary one, "
@@ -273,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.serve is not None:
         return _serve(args.serve)
-    if args.window < 32 or args.ids < 1 or args.rounds < 1:
+    if (args.window is not None and args.window < 32) or args.ids < 1 or args.rounds < 1:
         parser.error("need --window >= 32, --ids >= 1 and --rounds >= 1")
 
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="idcrawl-bench-"))
@@ -284,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"throughput: {args.ids} ids ({len(expected)} pages, 1% missing) at {url}; "
           f"{args.rounds} rounds; CONCURRENT_REQUESTS={args.concurrency} "
           f"CONCURRENT_REQUESTS_PER_DOMAIN={args.concurrency} CONCURRENT_ITEMS={args.concurrent_items} "
-          f"IDCRAWL_WINDOW={args.window}; files in {workdir}", flush=True)
+          f"IDCRAWL_WINDOW={args.window or project_setting('IDCRAWL_WINDOW')}; files in {workdir}", flush=True)
     runs: list[Run] = []
     try:
         for round_ in range(1, args.rounds + 1):
