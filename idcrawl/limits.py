@@ -49,6 +49,7 @@ from idcrawl.core.limits import RULES, DomainLimits, JobLimits, LimitError, Limi
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.incidents import Incident, IncidentLog, IncidentLogError
 from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime
+from idcrawl.state.location import job_file
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -94,13 +95,7 @@ INCIDENT_FILENAME = "idcrawl-incidents.xml"
 def incident_log_path(settings: BaseSettings, spider_name: str) -> Path:
     """``IDCRAWL_INCIDENT_LOG``, else ``<JOBDIR>/idcrawl-incidents.xml``, else
     ``.scrapy/idcrawl/<spider>-incidents.xml`` in the current directory."""
-    explicit = settings.get("IDCRAWL_INCIDENT_LOG", default_settings.IDCRAWL_INCIDENT_LOG)
-    if explicit:
-        return Path(explicit)
-    jobdir = settings.get("JOBDIR")
-    if jobdir:
-        return Path(jobdir) / INCIDENT_FILENAME
-    return Path(".scrapy") / "idcrawl" / f"{spider_name}-incidents.xml"
+    return job_file(settings, "IDCRAWL_INCIDENT_LOG", INCIDENT_FILENAME, f"{spider_name}-incidents.xml")
 
 
 @dataclass(slots=True, eq=False)
