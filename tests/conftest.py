@@ -30,3 +30,23 @@ def make_site() -> Iterator[Callable[..., IdSite]]:
     yield factory
     for site in sites:
         site.stop()
+
+
+@pytest.fixture
+def redis_server() -> Iterator[object]:
+    """A private redis-server on a free port of 127.0.0.1 (tests/support/redis_server.py).
+
+    Skipped when redis-server is not installed, except under CI=true: there it fails.
+    """
+    from tests.support.redis_server import RedisServer, in_ci, redis_server_missing
+
+    missing = redis_server_missing()
+    if missing is not None:
+        if in_ci():
+            pytest.fail(f"CI=true but {missing}")
+        pytest.skip(missing)
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,90 @@
+"""A private ``redis-server`` for the tests: a free port on 127.0.0.1, a temp dir, no persistence.
+
+CI (``.ci/run``) installs Debian's redis-server; the tests start their own so
+that they exercise real Redis (Lua scripts, TIME, MULTI) and never touch a
+server someone else uses. Without redis-server on PATH the distributed tests
+are skipped with that reason, except under ``CI=true``, where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["RedisServer", "in_ci", "redis_server_missing"]
+
+
+def redis_server_missing() -> str | None:
+    """Why the distributed tests cannot run here, or None."""
+    if shutil.which("redis-server") is None:
+        return "redis-server is not installed (apt-get install redis-server; .ci/run does it)"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    """``redis-server --port <free> --bind 127.0.0.1 --save '' --appendonly no`` in a temp dir."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.dir = Path(tempfile.mkdtemp(prefix="idcrawl-redis-"))
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, port: int | None = None) -> RedisServer:
+        self.port = port or _free_port()
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.dir), "--daemonize", "no", "--protected-mode", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.dir,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"redis-server exited with status {self.proc.returncode} on port {self.port}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return self
+            except OSError:
+                time.sleep(0.02)
+        self.stop()
+        raise RuntimeError(f"redis-server did not answer on port {self.port} within 10 s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.proc = None
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def restart(self) -> None:
+        """Stop and start again on the same port (the data is gone: no persistence)."""
+        port = self.port
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.start(port)
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
