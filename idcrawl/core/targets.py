@@ -28,6 +28,7 @@ __all__ = [
     "parse_job",
     "parse_target",
     "parse_targets",
+    "read_job_profile",
 ]
 
 
@@ -376,24 +377,49 @@ def parse_targets(
     return targets
 
 
-def parse_job(path: str | Path, defaults: Mapping[str, Any] | None = None) -> list[Target]:
-    """Read a TOML job file: ``[[targets]]`` tables with the spider-argument keys.
-
-    A top-level ``[defaults]`` table sets keys for every target of the file.
-    """
-    where = f"job file {str(path)!r}"
+def _read_job_file(path: str | Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+            return tomllib.load(fh)
     except FileNotFoundError:
         raise TargetError("job", str(path), "file not found") from None
     except OSError as exc:
         raise TargetError("job", str(path), f"cannot be read ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
         raise TargetError("job", str(path), f"is not valid TOML ({exc})") from None
-    unknown = sorted(set(data) - {"targets", "defaults"})
+
+
+def _job_profile(data: Mapping[str, Any], where: str) -> str | None:
+    profile = data.get("profile")
+    if profile is not None and not (isinstance(profile, str) and profile.strip()):
+        raise TargetError("profile", profile, "must be the name of a settings profile (a non-empty string)",
+                          where=where)
+    return profile
+
+
+def read_job_profile(path: str | Path) -> str | None:
+    """The ``profile = "NAME"`` key at the top of a job file, or None.
+
+    Read on its own because the settings profile must be applied before the
+    targets are built (their defaults may come from settings).
+    """
+    return _job_profile(_read_job_file(path), f"job file {str(path)!r}")
+
+
+def parse_job(path: str | Path, defaults: Mapping[str, Any] | None = None) -> list[Target]:
+    """Read a TOML job file: ``[[targets]]`` tables with the spider-argument keys.
+
+    A top-level ``[defaults]`` table sets keys for every target of the file;
+    a top-level ``profile = "NAME"`` picks a settings profile for the job
+    (see :func:`read_job_profile`; the Scrapy shell applies it).
+    """
+    where = f"job file {str(path)!r}"
+    data = _read_job_file(path)
+    unknown = sorted(set(data) - {"targets", "defaults", "profile"})
     if unknown:
-        raise TargetError(unknown[0], data[unknown[0]], "unknown top-level key (known: defaults, targets)", where=where)
+        raise TargetError(unknown[0], data[unknown[0]], "unknown top-level key (known: defaults, profile, targets)",
+                          where=where)
+    _job_profile(data, where)  # applied as a settings profile by the Scrapy shell (idcrawl.profiles)
     file_defaults = data.get("defaults", {})
     if not isinstance(file_defaults, dict):
         raise TargetError("defaults", file_defaults, "must be a table", where=where)
