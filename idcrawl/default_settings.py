@@ -118,3 +118,40 @@ IDCRAWL_PROFILE = None
 
 #: An extra folder of ``NAME.toml`` profiles, searched before the project's own.
 IDCRAWL_PROFILES_DIR = None
+
+# -- Distributed runs on Redis (idcrawl.distributed; README "Distributed runs") --------
+# The connection comes from scrapy-redis's settings: REDIS_URL (or REDIS_HOST and
+# REDIS_PORT) and REDIS_PARAMS.
+
+#: Run this crawl as one worker of a job shared through Redis: lanes, outcomes,
+#: margins, retries and held items live in Redis, and any number of workers (on
+#: any machines) crawl the job together with the result of a single process.
+IDCRAWL_DISTRIBUTED = False
+
+#: Where a crawl keeps its durable state: "sqlite" (a file, the default) or
+#: "redis" (REDIS_URL, under the job's key prefix). A distributed crawl always
+#: keeps it in Redis.
+IDCRAWL_STATE_BACKEND = "sqlite"
+
+#: The first part of every Redis key: keys are <prefix>:{<job>}:...
+IDCRAWL_REDIS_PREFIX = "idcrawl"
+
+#: The job's name in Redis; workers with the same name crawl one job. None:
+#: the spider's name.
+IDCRAWL_REDIS_JOB = None
+
+#: Seconds without a heartbeat after which a worker counts as stopped and the
+#: other workers take back its claimed ids and the items it had not written.
+IDCRAWL_REDIS_LEASE_TIMEOUT = 60.0
+
+#: Ids a worker claims from a lane in one round trip.
+IDCRAWL_REDIS_CLAIM_BLOCK = 8
+
+#: Seconds between a worker's polls of the job (heartbeat, taken-back ids,
+#: pushed targets, waiting lanes).
+IDCRAWL_REDIS_POLL_INTERVAL = 0.5
+
+#: Seconds a worker with nothing to do waits for work before it closes; 0 = as
+#: long as the job is unfinished (a worker started without targets then waits
+#: for pushed targets forever, like scrapy-redis's RedisSpider).
+IDCRAWL_REDIS_IDLE_TIMEOUT = 0.0

@@ -32,11 +32,12 @@ from idcrawl.core.targets import (
     parse_run_options,
     parse_targets,
 )
+from idcrawl.distributed.connection import distributed
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.profiles import apply_profile
 from idcrawl.runtime import META_KEY, IdRuntime
-from idcrawl.state import SqliteStateStore, StateError
-from idcrawl.state.location import state_path
+from idcrawl.state import StateError
+from idcrawl.state.factory import open_store
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -91,6 +92,9 @@ class IdSeqSpider(Spider):
         scheduler = load_object(current) if current else None
         if not (isinstance(scheduler, type) and issubclass(scheduler, IdScheduler)):
             settings.set("SCHEDULER", "idcrawl.scheduler.IdScheduler", priority="spider")
+        if distributed(settings) and load_object(settings.get("SCHEDULER")) is IdScheduler:
+            # shared retries and fleet-wide politeness through Redis (idcrawl.distributed.scheduler)
+            settings.set("SCHEDULER", "idcrawl.distributed.scheduler.RedisIdScheduler", priority="spider")
         middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
         if _ATTEMPTS_MIDDLEWARE not in middlewares:
             # lane requests carry dont_retry: without this middleware they would get no attempts at all
@@ -101,6 +105,13 @@ class IdSeqSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> IdSeqSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, IdSeqSpider)
+        if distributed(crawler.settings):  # one worker of a job shared through Redis (idcrawl.distributed)
+            from idcrawl.distributed.runtime import worker_runtime
+
+            spider.idcrawl = worker_runtime(spider, crawler)
+            crawler.signals.connect(spider._spider_idle, signal=signals.spider_idle)
+            crawler.signals.connect(spider._spider_closed, signal=signals.spider_closed)
+            return spider
         try:
             targets = spider.targets_from_arguments(crawler.settings)
         except TargetError as exc:
@@ -108,7 +119,7 @@ class IdSeqSpider(Spider):
         store = None
         if crawler.settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
             try:
-                store = SqliteStateStore(state_path(crawler.settings, spider.name))
+                store = open_store(crawler.settings, spider.name)  # IDCRAWL_STATE_BACKEND: sqlite or redis
             except StateError as exc:
                 raise BadInputError(f"{spider.name}: {exc}") from None
         spider.idcrawl = IdRuntime(targets, crawler, store)

@@ -1,0 +1,78 @@
+"""What travels through Redis: target specs, held outputs and retry requests.
+
+- A target travels as its *spec*: the keys of a job-file table (JSON), so a
+  worker that never saw the job file rebuilds the same :class:`Target`, and
+  two workers can compare what they mean by one target name.
+- A found id's outputs (items and follow-up requests) are pickled with
+  scrapy-redis's ``picklecompat``; requests go as ``Request.to_dict()`` (the
+  form scrapy-redis queues use), so a callback is named, not pickled.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from scrapy import Request
+from scrapy.utils.request import request_from_dict
+from scrapy_redis import picklecompat
+
+from idcrawl.core.targets import Direction, Target
+
+__all__ = ["CONFLICT_FREE_KEYS", "decode_outputs", "encode_outputs", "spec_conflict", "spec_json", "target_spec"]
+
+#: Spec keys that may differ between workers of one job: they only change how a
+#: worker interleaves its lanes and retries, never which ids exist or the cut.
+CONFLICT_FREE_KEYS = frozenset({"rate", "attempts", "cooldown", "backoff"})
+
+
+def target_spec(target: Target) -> dict[str, Any]:
+    """The job-file keys that rebuild ``target`` with ``parse_target`` (resume and holes left out)."""
+    rule = target.rule
+    spec: dict[str, Any] = {
+        "name": target.name,
+        "url": target.url,
+        "start": target.start,
+        "direction": str(target.direction),
+        "margin": target.margin,
+        "window": target.window,
+        "rate": f"{target.rate_asc}:{target.rate_desc}" if target.direction is Direction.BOTH
+        else str(target.rate_asc if target.direction is Direction.ASC else target.rate_desc),
+        "attempts": target.attempts,
+        "cooldown": target.cooldown,
+        "backoff": target.backoff,
+        "missing_statuses": sorted(rule.missing_statuses),
+    }
+    for key in ("min", "max"):
+        if getattr(target, key) is not None:
+            spec[key] = getattr(target, key)
+    for key in ("soft404_regex", "soft404_css", "soft404_xpath", "found_css", "found_xpath", "soft404_max_bytes"):
+        value = getattr(rule, key)
+        if value is not None:
+            spec[key] = value
+    return spec
+
+
+def spec_json(spec: dict[str, Any]) -> str:
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"))
+
+
+def spec_conflict(mine: dict[str, Any], stored: dict[str, Any]) -> str | None:
+    """The first key (``key=mine`` vs the stored value) on which two specs of one target disagree."""
+    for key in sorted(set(mine) | set(stored)):
+        if key in CONFLICT_FREE_KEYS:
+            continue
+        if mine.get(key) != stored.get(key):
+            return f"{key}={mine.get(key)!r} differs from the job's ({key}={stored.get(key)!r})"
+    return None
+
+
+def encode_outputs(outputs: list[Any], spider: Any) -> bytes:
+    """Items as they are, requests as dicts (callbacks by name)."""
+    packed = [("r", o.to_dict(spider=spider)) if isinstance(o, Request) else ("i", o) for o in outputs]
+    return bytes(picklecompat.dumps(packed))
+
+
+def decode_outputs(blob: bytes, spider: Any) -> list[Any]:
+    return [request_from_dict(value, spider=spider) if kind == "r" else value
+            for kind, value in picklecompat.loads(blob)]

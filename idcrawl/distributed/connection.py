@@ -1,0 +1,77 @@
+"""Connecting to a job's Redis: scrapy-redis's connection settings, one clear error.
+
+The client comes from scrapy-redis's ``get_redis_from_settings`` (``REDIS_URL``,
+``REDIS_HOST``/``REDIS_PORT``, ``REDIS_PARAMS``), so a project that already runs
+scrapy-redis points idcrawl at the same server with the same settings. Each
+job's keys live under one prefix, ``<IDCRAWL_REDIS_PREFIX>:{<job>}:``; the job
+is ``IDCRAWL_REDIS_JOB`` or the spider's name, and the braces are a Redis
+Cluster hash tag that keeps a job's keys (and so its Lua scripts) in one slot.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from idcrawl import default_settings
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["RedisUnavailable", "connect", "describe", "distributed", "job_prefix", "state_backend", "worker_id"]
+
+
+class RedisUnavailable(Exception):
+    """Redis cannot be reached or used; the message names ``REDIS_URL`` and the cause."""
+
+
+def describe(settings: Any) -> str:
+    """Where the settings point, for error lines: ``REDIS_URL='redis://...'``."""
+    url = settings.get("REDIS_URL")
+    if url:
+        return f"REDIS_URL={url!r}"
+    host = settings.get("REDIS_HOST") or "localhost"
+    port = settings.get("REDIS_PORT") or 6379
+    return f"REDIS_URL unset (REDIS_HOST={host!r}, REDIS_PORT={port!r})"
+
+
+def connect(settings: Any) -> redis.Redis:
+    """A client from the scrapy-redis settings, checked with PING (Lua and TIME needed: Redis >= 5)."""
+    try:
+        import redis
+        from scrapy_redis.connection import get_redis_from_settings
+    except ImportError as exc:  # pragma: no cover - the 'distributed' extra is missing
+        raise RedisUnavailable(f"{exc.name} is not installed: pip install 'idcrawl[distributed]'") from None
+    try:
+        client: redis.Redis = get_redis_from_settings(settings)
+        client.ping()
+        version = str(client.info("server").get("redis_version", "0"))
+    except (redis.RedisError, OSError, ValueError) as exc:
+        raise RedisUnavailable(f"Redis at {describe(settings)} is unreachable: {exc}") from None
+    if int(version.split(".")[0]) < 5:
+        raise RedisUnavailable(f"Redis at {describe(settings)} is version {version}; idcrawl needs 5 or later")
+    return client
+
+
+def job_prefix(settings: Any, spider_name: str) -> str:
+    """The job's key prefix, e.g. ``idcrawl:{idseq}:``."""
+    prefix = settings.get("IDCRAWL_REDIS_PREFIX") or default_settings.IDCRAWL_REDIS_PREFIX
+    job = settings.get("IDCRAWL_REDIS_JOB") or spider_name
+    return f"{prefix}:{{{job}}}:"
+
+
+def distributed(settings: Any) -> bool:
+    return bool(settings.getbool("IDCRAWL_DISTRIBUTED", default_settings.IDCRAWL_DISTRIBUTED))
+
+
+def state_backend(settings: Any) -> str:
+    """``sqlite`` or ``redis`` (a distributed crawl keeps its state in Redis whatever this says)."""
+    backend = str(settings.get("IDCRAWL_STATE_BACKEND") or default_settings.IDCRAWL_STATE_BACKEND).strip().lower()
+    return "redis" if distributed(settings) else backend
+
+
+def worker_id() -> str:
+    """A name unique to this process: host, pid and a random tail (a restarted worker is a new one)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

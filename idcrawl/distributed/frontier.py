@@ -1,0 +1,354 @@
+"""``RedisFrontier``: the frontier of one worker of a job whose lanes live in Redis.
+
+It has the interface of :class:`idcrawl.core.frontier.Frontier` (``next``,
+``record``, ``close_lane``, ``finished``, ``can_dispense``, ``targets``,
+``lanes``, ...), so the runtime, the scheduler, the spider, the progress
+lines and the limits use it unchanged. What differs is where decisions are
+made: a lane's cursor, window, outcomes, margin and cut are in Redis and
+change only inside the Lua scripts of :mod:`idcrawl.distributed.scripts`.
+The local :class:`~idcrawl.core.lanes.Lane` objects are *mirrors*: their
+cursor, cut and reason are the job's as last seen, their counts are this
+worker's share (what its own calls decided), so the stats of all workers add
+up to the job's.
+
+Round trips: one ``CLAIM`` per block of ``IDCRAWL_REDIS_CLAIM_BLOCK`` ids,
+one ``RECORD`` per outcome (it also returns the items the prefix released),
+and one ``STATUS`` per poll. Lanes interleave by weight within a worker (the
+core interleaver); a lane whose window is full in Redis is parked until a
+poll or an outcome shows room.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from collections.abc import Callable, Container, Hashable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from idcrawl.core.frontier import Dispatch, LaneSpec, lane_specs
+from idcrawl.core.interleave import Interleaver
+from idcrawl.core.lanes import Lane, Outcome, Recorded
+from idcrawl.core.targets import Target
+from idcrawl.distributed import scripts
+from idcrawl.distributed.codec import spec_conflict, spec_json, target_spec
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["CODES", "JobStatus", "RedisFrontier", "RedisJob", "TargetConflict"]
+
+P = TypeVar("P")
+
+#: Outcome codes in Redis (2 bits per id in the lane's bitfield).
+CODES: dict[Outcome, int] = {Outcome.FOUND: 0, Outcome.MISSING: 1, Outcome.FAILED: 2, Outcome.DISALLOWED: 3}
+_COUNTS = ("found", "missing", "failed", "disallowed", "emitted", "overshoot", "past_cut")
+
+
+class TargetConflict(ValueError):
+    """A target name the job already has, with other parameters."""
+
+
+class RedisJob:
+    """One job's keys and scripts on one Redis client."""
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.register = client.register_script(scripts.REGISTER)
+        self.claim = client.register_script(scripts.CLAIM)
+        self.record = client.register_script(scripts.RECORD)
+        self.status = client.register_script(scripts.STATUS)
+        self.adopt = client.register_script(scripts.ADOPT)
+        self.leave = client.register_script(scripts.LEAVE)
+        self.delay = client.register_script(scripts.DELAY)
+        self.pop_delayed = client.register_script(scripts.POP_DELAYED)
+        self.polite = client.register_script(scripts.POLITE)
+
+    def key(self, *parts: str) -> str:
+        return self.prefix + "".join(parts)
+
+    def specs(self) -> dict[str, dict[str, Any]]:
+        raw = self.client.hgetall(self.key("specs"))
+        return {_text(name): json.loads(value) for name, value in raw.items()}
+
+
+class JobStatus:
+    """The job as the last poll saw it."""
+
+    __slots__ = ("delayed", "feed", "next_due", "orphans", "seen", "tver", "unsettled")
+
+    def __init__(self) -> None:
+        self.unsettled = self.delayed = self.orphans = self.feed = self.tver = 0
+        self.next_due = -1.0  # seconds until the earliest shared retry falls due; -1: none
+        self.seen = False
+
+    @property
+    def finished(self) -> bool:
+        return self.seen and not (self.unsettled or self.delayed or self.orphans or self.feed)
+
+
+class RedisFrontier(Generic[P]):
+    """Lanes of a Redis job, dispensed and decided through Lua scripts."""
+
+    def __init__(
+        self,
+        job: RedisJob,
+        worker: str,
+        *,
+        block: int = 8,
+        lease_ms: int = 60_000,
+        group_of: Callable[[Target], Hashable] | None = None,
+        neutral: frozenset[Outcome] = frozenset(),
+        encode: Callable[[P], bytes] | None = None,
+        decode: Callable[[str, int, bytes], P] | None = None,
+    ) -> None:
+        self.job = job
+        self.worker = worker
+        self.block = max(1, block)
+        self.lease_ms = lease_ms
+        self._group_of = group_of or (lambda t: t.host)
+        self._neutral = neutral
+        self._encode = encode
+        self._decode = decode
+        self._iv: Interleaver[str, Hashable] = Interleaver()
+        self.targets: dict[str, Target] = {}
+        self.lanes: dict[str, Lane[P]] = {}
+        self.lane_target: dict[str, Target] = {}
+        self.lane_direction: dict[str, str] = {}
+        self.skipped_found = 0
+        self.status = JobStatus()
+        self._buffers: dict[str, deque[int]] = {}
+        self._parked: set[str] = set()
+        self._unsettled: set[str] = set()
+        #: ids handed to this worker's downloader and not decided yet: (lane, id)
+        self.inflight: set[tuple[str, int]] = set()
+        #: monotonic time of the last id this worker dispensed or decided
+        self.last_activity = time.monotonic()
+        self.round_trips = 0
+
+    # -- targets ---------------------------------------------------------------
+
+    def add_target(
+        self,
+        target: Target,
+        specs: Sequence[LaneSpec] | None = None,
+        known_found: Container[int] | None = None,
+    ) -> None:
+        """Join the target in Redis (creating its lanes if the job does not have it yet).
+
+        A target the job has under this name with other parameters raises
+        :class:`TargetConflict`. ``specs`` and ``known_found`` (resumed lanes of a
+        single-process state) are not supported: a Redis job resumes by itself.
+        """
+        if specs is not None or known_found is not None:
+            raise ValueError("a Redis job resumes from its own state: no resumed lanes")
+        if target.name in self.targets:
+            raise ValueError(f"target {target.name!r} already in the frontier")
+        mine = target_spec(target)
+        lanes = lane_specs(target)
+        neutral = "1" if Outcome.FAILED in self._neutral else "0"
+        args: list[Any] = [self.job.prefix, target.name, spec_json(mine)]
+        for spec in lanes:
+            stop = "" if spec.stop is None else str(spec.stop)
+            args += [spec.key, spec.start, spec.step, stop, target.margin, target.window, neutral, spec.weight]
+        stored = self.job.register(args=args)
+        self.round_trips += 1
+        if stored is not None:
+            conflict = spec_conflict(mine, json.loads(stored))
+            if conflict is not None:
+                raise TargetConflict(f"target {target.name!r}: {conflict} in Redis job {self.job.prefix!r}")
+        self._add_lanes(target, lanes)
+
+    def _add_lanes(self, target: Target, lanes: Sequence[LaneSpec]) -> None:
+        self.targets[target.name] = target
+        group = self._group_of(target)
+        pipe = self.job.client.pipeline(transaction=False)
+        for spec in lanes:
+            pipe.hmget(self.job.key("L:", spec.key), "fu", "next", "reason", "cut", "last")
+        states = pipe.execute()
+        self.round_trips += 1
+        for spec, state in zip(lanes, states, strict=True):
+            lane: Lane[P] = Lane(
+                spec.key, start=spec.start, step=spec.step, stop=spec.stop,
+                margin=target.margin, window=target.window, neutral=self._neutral,
+            )
+            self.lanes[spec.key] = lane
+            self.lane_target[spec.key] = target
+            self.lane_direction[spec.key] = spec.direction
+            self._buffers[spec.key] = deque()
+            if state[0] is not None:
+                self._sync(spec.key, *state)
+            if not lane.settled:
+                self._unsettled.add(spec.key)
+                self._iv.add(spec.key, group, spec.weight)
+
+    def known_specs(self) -> dict[str, dict[str, Any]]:
+        """Every target of the job (name -> spec), for workers that learn of pushed targets."""
+        self.round_trips += 1
+        return self.job.specs()
+
+    def join(self, target: Target) -> None:
+        """Add a target the job already has (pushed by someone else): no registration."""
+        if target.name not in self.targets:
+            self._add_lanes(target, lane_specs(target))
+
+    def id_at(self, lane_key: str, position: int) -> int:
+        return position
+
+    def lanes_of(self, target_name: str) -> Iterator[Lane[P]]:
+        for key, target in self.lane_target.items():
+            if target.name == target_name:
+                yield self.lanes[key]
+
+    # -- mirrors -----------------------------------------------------------------
+
+    def _sync(self, key: str, fu: Any, nxt: Any, reason: Any, cut: Any, last: Any) -> tuple[bool, bool]:
+        """Copy the job's view of a lane into its mirror; returns (stopped now, settled now)."""
+        lane = self.lanes[key]
+        was_stopped, was_settled = lane.stopped, lane.settled
+        lane.first_undecided = int(fu)
+        lane.next_id = int(nxt)
+        text = _text(reason)
+        lane.reason = text or None
+        cut_text = _text(cut)
+        lane.cut_at = int(cut_text) if cut_text else None
+        last_text = _text(last)
+        lane.last_found = int(last_text) if last_text else None
+        if lane.settled and key in self._unsettled:
+            self._unsettled.discard(key)
+            if key in self._iv and not self._buffers[key]:
+                self._iv.remove(key)
+        return lane.stopped and not was_stopped, lane.settled and not was_settled
+
+    # -- dispensing ------------------------------------------------------------
+
+    def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
+        """The next id by weight among this worker's ready lanes; claims a block when a lane's buffer is empty."""
+        while True:
+            key = self._iv.pick(group_ready, self._lane_ready)
+            if key is None:
+                return None
+            buffer = self._buffers[key]
+            if not buffer:
+                buffer.extend(self._claim(key))
+                if not buffer:
+                    if key in self._iv:
+                        if key in self._unsettled:
+                            self._iv.park(key)
+                            self._parked.add(key)
+                        else:
+                            self._iv.remove(key)
+                    continue
+            id_ = buffer.popleft()
+            lane = self.lanes[key]
+            lane.counts.dispensed += 1
+            self.inflight.add((key, id_))
+            self.last_activity = time.monotonic()
+            return Dispatch(self.lane_target[key], key, id_)
+
+    def _lane_ready(self, key: str) -> bool:
+        return bool(self._buffers[key]) or key in self._unsettled
+
+    def _claim(self, key: str) -> list[int]:
+        reply = self.job.claim(args=[self.job.prefix, self.worker, key, self.block, self.lease_ms])
+        self.round_trips += 1
+        if not reply:
+            return []
+        self._sync(key, *reply[:5])
+        return [int(i) for i in reply[5:]]
+
+    def unpark(self, key: str) -> bool:
+        """Let a parked lane be picked again (the job showed room); True if it was parked."""
+        if key not in self._parked:
+            return False
+        self._parked.discard(key)
+        if key in self._iv:
+            self._iv.unpark(key)
+        return True
+
+    # -- outcomes ----------------------------------------------------------------
+
+    def record(self, lane_key: str, id_: int, outcome: Outcome, payload: P | None = None) -> Recorded[P]:
+        """Record an outcome in Redis; returns the outputs of found ids the prefix passed."""
+        result: Recorded[P] = Recorded()
+        lane = self.lanes.get(lane_key)
+        if lane is None:
+            return result
+        self.inflight.discard((lane_key, id_))
+        self.last_activity = time.monotonic()
+        blob = self._encode(payload) if payload is not None and self._encode is not None else b""
+        reply = self.job.record(args=[self.job.prefix, self.worker, lane_key, id_, CODES[outcome], blob])
+        self.round_trips += 1
+        if not reply:
+            return result
+        was_ready = lane.ready
+        stopped, _settled = self._sync(lane_key, *reply[:5])
+        deltas = [int(v) for v in reply[5:12]]
+        for name, delta in zip(_COUNTS, deltas, strict=True):
+            if delta:
+                setattr(lane.counts, name, getattr(lane.counts, name) + delta)
+        result.overshoot = deltas[5] > 0 and outcome is Outcome.FOUND
+        result.stopped = stopped
+        released = reply[14:]
+        for i in range(0, len(released), 2):
+            field, blob_out = _text(released[i]), released[i + 1]
+            key, _, id_text = field.rpartition("|")
+            if self._decode is not None:
+                result.released.append(self._decode(key, int(id_text), blob_out))
+        if lane_key in self._parked and lane.ready and not was_ready:
+            result.became_ready = self.unpark(lane_key)
+        return result
+
+    def close_lane(self, lane_key: str, reason: str) -> None:
+        """Stop dispensing a lane *in this worker* (a limit, a shutdown); the job's lane goes on."""
+        lane = self.lanes[lane_key]
+        if lane.reason is None:
+            lane.reason = reason
+        self._unsettled.discard(lane_key)
+        if lane_key in self._iv:
+            self._iv.remove(lane_key)
+
+    # -- polling -------------------------------------------------------------------
+
+    def poll(self) -> list[str]:
+        """Heartbeat, take back ids of stopped workers, refresh every lane; returns lanes that got room."""
+        keys = sorted(self._unsettled)
+        reply = self.job.status(args=[self.job.prefix, self.worker, self.lease_ms, *keys])
+        self.round_trips += 1
+        woken: list[str] = []
+        for key, state in zip(keys, reply[:-1], strict=True):
+            fu, nxt, reason, cut, last, free = state
+            if not _text(fu):
+                continue
+            self._sync(key, fu, nxt, reason, cut, last)
+            lane = self.lanes[key]
+            if (int(free) > 0 or lane.ready) and self.unpark(key):
+                woken.append(key)
+        unsettled, delayed, orphans, feed, tver, next_due = (int(v) for v in reply[-1])
+        status = self.status
+        status.unsettled, status.delayed, status.orphans, status.feed = unsettled, delayed, orphans, feed
+        status.tver = tver
+        status.next_due = next_due / 1000 if next_due >= 0 else -1.0
+        status.seen = True
+        return woken
+
+    # -- queries -------------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """Nothing left in the job: every lane settled, no retry waiting, no orphaned items, no pushed target."""
+        return not self._unsettled and not self.inflight and self.status.finished
+
+    def can_dispense(self) -> bool:
+        """Work is left in this worker or in the job (the engine must not go idle while others work)."""
+        return bool(self.inflight) or any(self._buffers.values()) or not self.finished
+
+    def outstanding(self) -> int:
+        return len(self.inflight)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,503 @@
+"""``RedisRuntime``: the runtime of one worker of a distributed job.
+
+It is an :class:`idcrawl.runtime.IdRuntime` (the scheduler, the spider, the
+middlewares, the limits and the progress lines see the same object) whose
+frontier is a :class:`~idcrawl.distributed.frontier.RedisFrontier`. What it
+adds:
+
+- **A poll** every ``IDCRAWL_REDIS_POLL_INTERVAL`` seconds: heartbeat (the
+  lease of everything this worker claimed), taking back the ids of workers
+  whose heartbeat is older than ``IDCRAWL_REDIS_LEASE_TIMEOUT``, lanes that
+  got room, targets other workers added, targets pushed to the job's ``feed``
+  key (JSON, see :func:`parse_pushed`), and orphaned items to emit.
+- **Items are never lost with a worker.** A found id's outputs are stored in
+  Redis with its outcome; the worker whose outcome moves the lane's decided
+  prefix past it receives them (``W:<worker>:emit``) and acknowledges them
+  only after they passed ``item_scraped`` and local feed files were flushed
+  and fsync'd (every ``IDCRAWL_STATE_COMMIT_ITEMS`` items or
+  ``IDCRAWL_STATE_COMMIT_INTERVAL`` seconds, and at close). A worker killed in
+  between leaves them unacknowledged; after its lease they become orphans and
+  another worker emits them. So the window is at-least-once: items a killed
+  worker wrote but had not acknowledged are written again by another worker.
+- **Waiting like RedisSpider.** While the job is unfinished in Redis the
+  engine is kept from going idle (``has_pending_requests``), so a worker whose
+  lanes are all at their window waits for the others instead of closing; it
+  closes when the job is finished, or after ``IDCRAWL_REDIS_IDLE_TIMEOUT``
+  seconds without work (a worker started without targets waits for pushed ones).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter
+from scrapy import Request, signals
+from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, StdoutFeedStorage
+from scrapy.utils.asyncio import call_later, create_looping_call
+from scrapy.utils.defer import _schedule_coro
+from scrapy.utils.request import request_from_dict
+from scrapy_redis import picklecompat
+
+from idcrawl import default_settings
+from idcrawl.core.frontier import Dispatch
+from idcrawl.core.lanes import Outcome
+from idcrawl.core.targets import Target, TargetError, parse_target
+from idcrawl.distributed.codec import decode_outputs, encode_outputs
+from idcrawl.distributed.connection import connect, job_prefix, worker_id
+from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict
+from idcrawl.errors import BadInputError
+from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable, Sequence
+
+    from scrapy.crawler import Crawler
+
+__all__ = ["RedisRuntime", "parse_pushed", "worker_runtime"]
+
+logger = logging.getLogger(__name__)
+
+PREFIX = f"{STATS_PREFIX}/redis"
+
+
+def parse_pushed(raw: bytes | str, defaults: dict[str, Any]) -> list[Target]:
+    """A pushed feed entry: one JSON object of target keys (as a ``[[targets]]`` table), or a list of them."""
+    data = json.loads(raw)
+    entries = data if isinstance(data, list) else [data]
+    targets = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise TargetError("feed", entry, "must be a JSON object of target keys")
+        targets.append(parse_target({k: v for k, v in entry.items() if k not in ("resume", "holes")}, defaults))
+    return targets
+
+
+class RedisRuntime(IdRuntime):
+    """Frontier in Redis + stats + engine wake-up + item acknowledgements, for one worker."""
+
+    def __init__(self, targets: Sequence[Target], crawler: Crawler, store: Any = None) -> None:
+        self.crawler = crawler
+        self.targets = list(targets)
+        self.recorder = None
+        self._orphans: list[Any] = []
+        settings = crawler.settings
+        spider = crawler.spider
+        spider_name = getattr(spider, "name", "idseq")
+        for target in self.targets:
+            if target.resume in ("holes", "all"):
+                raise BadInputError(
+                    f"{spider_name}: bad input: resume={target.resume!r}: a distributed job resumes by itself "
+                    "(start workers again); refetching holes is not supported with IDCRAWL_DISTRIBUTED"
+                )
+        self.client: Any = connect(settings)
+        self.job = RedisJob(self.client, job_prefix(settings, spider_name))
+        self.worker = worker_id()
+        counts_failed = settings.getbool("IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED)
+        self.lease = settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)
+        self.poll_interval = settings.getfloat(
+            "IDCRAWL_REDIS_POLL_INTERVAL", default_settings.IDCRAWL_REDIS_POLL_INTERVAL
+        )
+        self.idle_timeout = settings.getfloat(
+            "IDCRAWL_REDIS_IDLE_TIMEOUT", default_settings.IDCRAWL_REDIS_IDLE_TIMEOUT
+        )
+        self.frontier: RedisFrontier[Payload] = RedisFrontier(  # type: ignore[assignment]
+            self.job, self.worker,
+            block=settings.getint("IDCRAWL_REDIS_CLAIM_BLOCK", default_settings.IDCRAWL_REDIS_CLAIM_BLOCK),
+            lease_ms=int(self.lease * 1000),
+            neutral=frozenset() if counts_failed else frozenset({Outcome.FAILED}),
+            encode=lambda payload: encode_outputs(payload[2], spider),
+            decode=lambda lane, id_, blob: (lane, id_, decode_outputs(blob, spider)),
+        )
+        self._defaults = {
+            "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),
+            "window": settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
+            "missing_statuses": settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES),
+        }
+        for target in self.targets:
+            try:
+                self.frontier.add_target(target)
+            except TargetConflict as exc:
+                raise BadInputError(f"{spider_name}: bad input: {exc}") from None
+        #: started without targets: waits for pushed ones (until the idle timeout)
+        self.feeder = not self.targets
+        self._tver = -1
+        self._loop: Any = None
+        self._idle_since = time.monotonic()
+        # acknowledgements of released outputs: "lane|id" -> items not written yet
+        self._unwritten: dict[tuple[str, int], list[Any]] = {}
+        self._written: list[str] = []
+        self._ack_batch = settings.getint("IDCRAWL_STATE_COMMIT_ITEMS", default_settings.IDCRAWL_STATE_COMMIT_ITEMS)
+        self._ack_interval = settings.getfloat(
+            "IDCRAWL_STATE_COMMIT_INTERVAL", default_settings.IDCRAWL_STATE_COMMIT_INTERVAL
+        )
+        self._last_ack = time.monotonic()
+        self._closed = False
+        self._quiet_polls = 0
+        self._due: list[Request] = []  # shared retries taken from Redis, not yet handed out
+        self._due_at = 0.0  # monotonic time from which a shared retry may be due
+        self._gate_until: dict[str, float] = {}  # slot -> monotonic time another worker reserved it until
+        self._timer: Any = None
+        self._timer_due = 0.0
+        logger.info("idcrawl: worker %s of Redis job %r (%d targets of its own)",
+                    self.worker, self.job.prefix, len(self.targets))
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def open(self) -> None:
+        super().open()
+        self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
+        self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
+        self.poll()
+        self._loop = create_looping_call(self.poll)
+        self._loop.start(self.poll_interval, now=False)
+
+    def close(self, reason: str) -> None:
+        """This worker leaves: acknowledge what was written, give back claims and the rest at once."""
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self._closed = True
+        self.ack(force=True)
+        taken = self.job.leave(args=[self.job.prefix, self.worker])
+        frontier = self.frontier
+        for key, lane in frontier.lanes.items():
+            self.stats.set_value(f"{STATS_PREFIX}/lanes/{key}/cursor", lane.first_undecided)
+            if lane.reason is not None:
+                self._lane_stopped(key, lane)
+        self.stats.set_value(f"{PREFIX}/given_back", int(taken))
+        self.stats.set_value(f"{PREFIX}/round_trips", frontier.round_trips)
+        self.stats.set_value(f"{PREFIX}/job_finished", frontier.status.finished)
+
+    # -- dispensing ------------------------------------------------------------------
+
+    def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
+        dispatch = self.frontier.next(group_ready)
+        if dispatch is not None:
+            self._inc(f"{STATS_PREFIX}/dispensed")
+            self._idle_since = time.monotonic()
+        return dispatch
+
+    # -- outcomes ----------------------------------------------------------------------
+
+    def record(
+        self, lane_key: str, id_: int, outcome: Outcome, outputs: list[Any] | None = None, *, attempt: int = 1
+    ) -> list[Any]:
+        frontier = self.frontier
+        if lane_key not in frontier.lanes:
+            logger.warning("idcrawl: outcome for unknown lane %r (id %s) ignored", lane_key, id_)
+            return []
+        payload = (lane_key, id_, outputs) if outputs is not None else None
+        lane = frontier.lanes[lane_key]
+        before = (lane.counts.found, lane.counts.missing, lane.counts.failed, lane.counts.disallowed,
+                  lane.counts.emitted, lane.counts.overshoot, lane.counts.past_cut)
+        rec = frontier.record(lane_key, id_, outcome, payload)
+        self._inc(f"{STATS_PREFIX}/attempts/{outcome.value}_on/{attempt}")
+        self._count_mirror(lane_key, before)
+        if rec.stopped:
+            self._lane_stopped(lane_key, lane)
+        if rec.became_ready:
+            self.wake_engine()
+        if outcome is Outcome.FOUND and self.limiter is not None:
+            self.limiter.found(frontier.lane_target[lane_key].host)
+        self._idle_since = time.monotonic()
+        return self._take(rec.released)
+
+    def _count_mirror(self, lane_key: str, before: tuple[int, ...]) -> None:
+        counts = self.frontier.lanes[lane_key].counts
+        after = (counts.found, counts.missing, counts.failed, counts.disallowed,
+                 counts.emitted, counts.overshoot, counts.past_cut)
+        names = ("found", "missing", "failed", "disallowed", "emitted", "overshoot", "past_cut")
+        for name, old, new in zip(names, before, after, strict=True):
+            if new != old:
+                self._inc(f"{STATS_PREFIX}/{name}", new - old)
+                self._inc(f"{STATS_PREFIX}/lanes/{lane_key}/{name}", new - old)
+
+    def _take(self, released: list[Payload]) -> list[Any]:
+        """Outputs released to this worker; their items are acknowledged once written."""
+        outputs: list[Any] = []
+        lane_target = self.frontier.lane_target
+        for lane_key, id_, lane_outputs in released:
+            target = lane_target[lane_key].name if lane_key in lane_target else lane_key.rpartition(":")[0]
+            own = sum(1 for output in lane_outputs if _key_of(output) == (target, id_))
+            field = f"{lane_key}|{id_}"
+            if own:
+                self._unwritten[(target, id_)] = [field, own]
+            else:
+                self._written.append(field)
+            outputs.extend(lane_outputs)
+        return outputs
+
+    def take_orphans(self) -> list[Any]:
+        return []
+
+    def _item_written(self, item: Any, *args: Any, **kwargs: Any) -> None:
+        key = _key_of(item)
+        entry = self._unwritten.get(key) if key is not None else None
+        if entry is None or key is None:
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del self._unwritten[key]
+            self._written.append(entry[0])
+            if len(self._written) >= self._ack_batch:
+                self.ack()
+
+    def ack(self, force: bool = False) -> None:
+        """Flush and fsync local feeds, then drop the written outputs from this worker's emit hash."""
+        if not self._written:
+            return
+        due = len(self._written) >= self._ack_batch or time.monotonic() - self._last_ack >= self._ack_interval
+        if not (force or due):
+            return
+        if not _flush_feeds(self.crawler) and not force:
+            return  # a feed that is only durable at close: the outputs stay unacknowledged until then
+        fields, self._written = self._written, []
+        self.client.hdel(self.job.key("W:", self.worker, ":emit"), *fields)
+        self.frontier.round_trips += 1
+        self._last_ack = time.monotonic()
+        self._inc(f"{PREFIX}/acknowledged", len(fields))
+
+    # -- the poll ------------------------------------------------------------------------
+
+    def poll(self) -> None:
+        """Heartbeat and news from the job (see the module docstring)."""
+        if self._closed:
+            return
+        frontier = self.frontier
+        woken = frontier.poll()
+        status = frontier.status
+        if status.next_due >= 0:
+            self._due_at = min(self._due_at, time.monotonic() + status.next_due)
+            self._arm(status.next_due)
+        if status.tver != self._tver:
+            self._tver = status.tver
+            self._load_targets()
+        if status.feed:
+            self._pop_feed()
+        if status.orphans:
+            self._adopt()
+        self.ack()
+        self._check_lost()
+        if woken or frontier.can_dispense():
+            self.wake_engine()
+        if not frontier.finished or self.feeder:
+            self._check_idle()
+
+    def _load_targets(self) -> None:
+        """Targets other workers added (or pushed): join their lanes."""
+        for name, spec in self.frontier.known_specs().items():
+            if name in self.frontier.targets:
+                continue
+            try:
+                target = parse_target(spec, self._defaults)
+            except TargetError as exc:
+                logger.error("idcrawl: job target %r cannot be used here: %s", name, exc)
+                continue
+            self.frontier.join(target)
+            self.targets.append(target)
+            self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.targets))
+            self.stats.set_value(f"{STATS_PREFIX}/lanes", len(self.frontier.lanes))
+            logger.info("idcrawl: joined target %r of the job", name)
+            self._idle_since = time.monotonic()
+
+    def _pop_feed(self) -> None:
+        """Take pushed targets (``LPOP`` of the feed key): register them for the whole job."""
+        while True:
+            raw = self.client.lpop(self.job.key("feed"))
+            self.frontier.round_trips += 1
+            if raw is None:
+                return
+            try:
+                targets = parse_pushed(raw, self._defaults)
+            except (TargetError, ValueError) as exc:
+                logger.error("idcrawl: pushed target refused: %s: %s", raw[:200], exc)
+                self._inc(f"{PREFIX}/feed_refused")
+                continue
+            for target in targets:
+                if target.name in self.frontier.targets:
+                    logger.error("idcrawl: pushed target %r refused: the job already has it", target.name)
+                    continue
+                try:
+                    self.frontier.add_target(target)
+                except TargetConflict as exc:
+                    logger.error("idcrawl: pushed target refused: %s", exc)
+                    self._inc(f"{PREFIX}/feed_refused")
+                    continue
+                self.targets.append(target)
+                self._inc(f"{PREFIX}/feed_taken")
+                logger.info("idcrawl: took pushed target %r", target.name)
+            self._idle_since = time.monotonic()
+
+    def _adopt(self) -> None:
+        """Emit the outputs a stopped worker had received but not acknowledged."""
+        reply = self.job.adopt(args=[self.job.prefix, self.worker, 64])
+        self.frontier.round_trips += 1
+        released: list[Payload] = []
+        spider = self.crawler.spider
+        for i in range(0, len(reply), 2):
+            field = reply[i].decode() if isinstance(reply[i], bytes) else str(reply[i])
+            lane_key, _, id_text = field.rpartition("|")
+            released.append((lane_key, int(id_text), decode_outputs(reply[i + 1], spider)))
+        if not released:
+            return
+        self._inc(f"{PREFIX}/adopted", len(released))
+        outputs = self._take(released)
+        engine = self.crawler.engine
+        emit = getattr(spider, "_emit", None)
+        if engine is not None and emit is not None:
+            # no callback is running to carry them: a data: request does (as the spider's idle handler)
+            engine.crawl(Request("data:,", callback=emit, cb_kwargs={"outputs": outputs}, dont_filter=True,
+                                 meta={"dont_obey_robotstxt": True}))
+        self._idle_since = time.monotonic()
+
+    def _check_lost(self) -> None:
+        """Ids handed out that vanished without a response (the engine holds nothing): failed."""
+        frontier = self.frontier
+        engine = self.crawler.engine
+        if not frontier.inflight or engine is None:
+            return
+        slot = getattr(engine, "_slot", None)
+        scheduler = getattr(slot, "scheduler", None)
+        scraper = engine.scraper.slot
+        busy = (engine.downloader.active or (scraper is not None and not scraper.is_idle())
+                or (slot is not None and slot.inprogress)
+                or (scheduler is not None and (len(scheduler) or getattr(scheduler, "_delayed", None))))
+        if busy:
+            self._quiet_polls = 0
+            return
+        self._quiet_polls += 1
+        if self._quiet_polls < 2:
+            return
+        lost = sorted(frontier.inflight)
+        logger.warning("idcrawl: ids %s never got an outcome; counted as failed", lost[:10])
+        self._inc(f"{STATS_PREFIX}/lost", len(lost))
+        outputs: list[Any] = []
+        for lane_key, id_ in lost:
+            outputs.extend(self.record(lane_key, id_, Outcome.FAILED))
+        emit = getattr(self.crawler.spider, "_emit", None)
+        if outputs and emit is not None:
+            engine.crawl(Request("data:,", callback=emit, cb_kwargs={"outputs": outputs}, dont_filter=True,
+                                 meta={"dont_obey_robotstxt": True}))
+
+    def _check_idle(self) -> None:
+        if self.idle_timeout <= 0 or time.monotonic() - self._idle_since < self.idle_timeout:
+            return
+        if self.frontier.inflight or any(self.frontier._buffers.values()):
+            return
+        engine = self.crawler.engine
+        if engine is not None and not self._closed:
+            logger.info("idcrawl: no work for %.1f s (IDCRAWL_REDIS_IDLE_TIMEOUT): closing", self.idle_timeout)
+            self._closed = True
+            _schedule_coro(engine.close_spider_async(reason="idcrawl_idle_timeout"))
+
+    # -- shared retries and fleet politeness (RedisIdScheduler) ---------------------------
+
+    def delay(self, request: Request, wait: float) -> None:
+        """Park a retry in the job's delayed set; any worker takes it when it falls due."""
+        info = request.meta[META_KEY]
+        meta = {k: v for k, v in request.meta.items() if k != DUE_KEY}
+        blob = picklecompat.dumps(request.replace(meta=meta).to_dict(spider=self.crawler.spider))
+        member = f"{info['lane']}\t{info['id']}\n".encode() + blob
+        self.job.delay(args=[self.job.prefix, info["lane"], info["id"], max(1, int(wait * 1000)), member])
+        self.frontier.round_trips += 1
+        self.frontier.inflight.discard((info["lane"], info["id"]))  # the delayed set holds it now
+        self._inc(f"{PREFIX}/retries_shared")
+        due = time.monotonic() + wait
+        self._due_at = min(self._due_at, due)
+        self._arm(wait)
+
+    def due_retry(self) -> Request | None:
+        """A retry of the job that fell due (taken from Redis in small batches), or None."""
+        if not self._due and time.monotonic() >= self._due_at:
+            members = self.job.pop_delayed(args=[self.job.prefix, self.worker, 16])
+            self.frontier.round_trips += 1
+            self._due_at = float("inf")  # the next poll says when the next one is due
+            spider = self.crawler.spider
+            for member in members:
+                _, _, blob = member.partition(b"\n")
+                request = request_from_dict(picklecompat.loads(blob), spider=spider)
+                info = request.meta[META_KEY]
+                if info["lane"] in self.frontier.lanes:
+                    self.frontier.inflight.add((info["lane"], info["id"]))
+                self._due.append(request)
+        if self._due:
+            self._idle_since = time.monotonic()
+            return self._due.pop(0)
+        return None
+
+    def fleet_gate(self, slot: str, gap: float) -> bool:
+        """Reserve the slot's next start for the whole fleet; False (and a wake-up later) if not yet."""
+        now = time.monotonic()
+        until = self._gate_until.get(slot, 0.0)
+        if now < until:
+            return False
+        wait_ms = int(self.job.polite(args=[self.job.prefix, slot, max(1, int(gap * 1000))]))
+        self.frontier.round_trips += 1
+        if wait_ms <= 0:
+            return True
+        self._gate_until[slot] = now + wait_ms / 1000
+        self._arm(wait_ms / 1000)
+        return False
+
+    def _arm(self, wait: float) -> None:
+        """Wake the engine after ``wait`` seconds (one timer: the earliest wins)."""
+        due = time.monotonic() + wait
+        if self._timer is not None and self._timer_due <= due:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_due = due
+        self._timer = call_later(max(0.0, wait), self._timer_fired)
+
+    def _timer_fired(self) -> None:
+        self._timer = None
+        self.wake_engine()
+
+    def abandon_lost(self) -> list[Any]:
+        """The engine went idle: the job is finished (see ``can_dispense``); nothing is lost here."""
+        return []
+
+
+def _key_of(item: Any) -> tuple[str, int] | None:
+    try:
+        adapter = ItemAdapter(item)
+    except TypeError:
+        return None
+    target, id_ = adapter.get("target"), adapter.get("id")
+    if isinstance(target, str) and isinstance(id_, int):
+        return target, id_
+    return None
+
+
+def _flush_feeds(crawler: Crawler) -> bool:
+    """Flush and fsync local feed files; False if some feed is only durable at close (S3, FTP, ...)."""
+    durable = True
+    for exporter in [c for c in crawler.extensions.middlewares if isinstance(c, FeedExporter)]:
+        for slot in exporter.slots:
+            if isinstance(slot.storage, FileFeedStorage | StdoutFeedStorage):
+                if slot.file is not None:
+                    with contextlib.suppress(OSError, ValueError, AttributeError):
+                        slot.file.flush()
+                        os.fsync(slot.file.fileno())
+            else:
+                durable = False
+    return durable
+
+
+def worker_runtime(spider: Any, crawler: Crawler) -> RedisRuntime:
+    """The runtime of a distributed worker: the spider's targets (none: wait for pushed ones), or one error line."""
+    from idcrawl.distributed.connection import RedisUnavailable
+
+    given = spider._target_args or spider._job_path is not None or spider._unknown_args
+    try:
+        targets = spider.targets_from_arguments(crawler.settings) if given else []
+    except TargetError as exc:
+        raise BadInputError(f"{spider.name}: bad input: {exc}") from None
+    try:
+        return RedisRuntime(targets, crawler)
+    except RedisUnavailable as exc:
+        raise BadInputError(f"{spider.name}: {exc}") from None

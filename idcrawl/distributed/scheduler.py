@@ -1,0 +1,78 @@
+"""``RedisIdScheduler``: the IdScheduler of a distributed worker.
+
+Two things change against :class:`idcrawl.scheduler.IdScheduler`, both
+through Redis:
+
+- **Retries wait in the job's shared delayed set** (``P delayed``, a sorted set
+  by due time on the Redis clock), not in the worker's memory: any worker
+  takes a retry that falls due, and a worker that stops loses none.
+- **Politeness holds for the fleet.** Before a lane request goes to a host
+  whose download slot has a delay (``DOWNLOAD_DELAY``, a ``DOWNLOAD_SLOTS``
+  delay, or the gap :class:`idcrawl.politeness.IdPoliteness` set), the worker
+  reserves the host's next start time in Redis (``P polite:<slot>``): the gap
+  holds between the requests of all workers together, not per worker. A host
+  reserved by another worker is skipped (other hosts go on) until its time.
+
+``idseq`` sets this scheduler itself when ``IDCRAWL_DISTRIBUTED`` is on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable
+from typing import TYPE_CHECKING
+
+from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX
+from idcrawl.scheduler import IdScheduler
+
+if TYPE_CHECKING:
+    from scrapy import Request
+
+    from idcrawl.distributed.runtime import RedisRuntime
+
+__all__ = ["RedisIdScheduler"]
+
+
+class RedisIdScheduler(IdScheduler):
+    def _redis(self) -> RedisRuntime | None:
+        from idcrawl.distributed.runtime import RedisRuntime
+
+        runtime = self.runtime
+        return runtime if isinstance(runtime, RedisRuntime) else None
+
+    def enqueue_request(self, request: Request) -> bool:
+        runtime = self._redis()
+        due = request.meta.get(DUE_KEY)
+        if runtime is None or due is None or META_KEY not in request.meta:
+            return super().enqueue_request(request)
+        wait = due - time.monotonic()
+        if wait <= 0:
+            return super().enqueue_request(request)
+        runtime.delay(request, wait)
+        assert self.stats is not None
+        self.stats.inc_value("scheduler/enqueued")
+        self.stats.inc_value(f"scheduler/enqueued/{STATS_PREFIX}_delayed")
+        return True
+
+    def next_request(self) -> Request | None:
+        runtime = self._redis()
+        if runtime is not None:
+            request = runtime.due_retry()
+            if request is not None:
+                assert self.stats is not None
+                self.stats.inc_value("scheduler/dequeued")
+                self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}_delayed")
+                return request
+        return super().next_request()
+
+    def _group_ready(self, group: Hashable) -> bool:
+        if not super()._group_ready(group):
+            return False
+        runtime = self._redis()
+        assert self.crawler is not None and self.crawler.engine is not None
+        key = self._slot_key(str(group))
+        slot = self.crawler.engine.downloader.slots.get(key)
+        gap = slot.delay if slot is not None else self.crawler.settings.getfloat("DOWNLOAD_DELAY")
+        if runtime is None or gap <= 0:
+            return True
+        return runtime.fleet_gate(key, gap)

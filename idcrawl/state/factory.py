@@ -1,0 +1,36 @@
+"""Which state store a crawl (or a command reading its state) opens: SQLite or Redis.
+
+``IDCRAWL_STATE_BACKEND`` picks it (``sqlite``, the default, or ``redis``); a
+distributed crawl (``IDCRAWL_DISTRIBUTED``) always keeps its state in Redis.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from idcrawl.state.base import StateError, StateStore
+from idcrawl.state.location import state_path
+from idcrawl.state.sqlite import SqliteStateStore
+
+__all__ = ["BACKENDS", "open_store"]
+
+BACKENDS = ("sqlite", "redis")
+
+
+def open_store(settings: Any, spider_name: str, *, read_only: bool = False) -> StateStore:
+    """The store of a crawl of ``spider_name`` with these settings; StateError names what is wrong."""
+    from idcrawl.distributed.connection import state_backend
+
+    backend = state_backend(settings)
+    if backend == "sqlite":
+        return SqliteStateStore(state_path(settings, spider_name), read_only=read_only)
+    if backend != "redis":
+        raise StateError(f"bad setting: IDCRAWL_STATE_BACKEND={backend!r}: must be one of {', '.join(BACKENDS)}")
+    from idcrawl.distributed.connection import RedisUnavailable, connect, job_prefix
+    from idcrawl.state.redis import RedisStateStore
+
+    try:
+        client = connect(settings)
+    except RedisUnavailable as exc:
+        raise StateError(str(exc)) from None
+    return RedisStateStore(client, job_prefix(settings, spider_name), read_only=read_only)

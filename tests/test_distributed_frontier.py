@@ -1,0 +1,195 @@
+"""The Redis frontier's scripts on a real redis-server, without Scrapy: several
+workers, any completion order, stopped workers; the results of the sequential rule."""
+
+from __future__ import annotations
+
+import pickle
+import random
+import time
+
+import pytest
+from pyroaring import BitMap64
+
+from idcrawl.core.lanes import Outcome
+from idcrawl.core.ranges import plan_lane
+from idcrawl.core.targets import parse_target
+from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict
+from idcrawl.state.redis import RedisStateStore, decode_bits
+from tests.support.reference import lane_truth
+
+redis = pytest.importorskip("redis")
+
+GAPS = {1003, 1010, 1011, 1012, 1020, 1021, 1022, 1023, 1024, 1025,  # asc: cut at 1024 (margin 5)
+        995, 990, 989, 988, 987, 986}  # desc: cut at 986
+
+
+def exists(id_: int) -> bool:
+    return 900 <= id_ <= 1100 and id_ not in GAPS
+
+
+def frontier(server, worker: str, prefix: str = "t:{job}:", lease_ms: int = 60_000, block: int = 3) -> RedisFrontier:
+    client = redis.Redis.from_url(server.url)
+    return RedisFrontier(
+        RedisJob(client, prefix), worker, block=block, lease_ms=lease_ms,
+        encode=lambda payload: pickle.dumps(payload[2]),
+        decode=lambda lane, id_, blob: (lane, id_, pickle.loads(blob)),
+    )
+
+
+def target(**extra: object):
+    raw = {"name": "reg", "url": "http://127.0.0.1:1/n/{id}", "start": 1000, "direction": "both", "margin": 5,
+           "window": 8, **extra}
+    return parse_target(raw)
+
+
+def drive(workers: list[RedisFrontier], rng: random.Random, *, stop_after: dict[int, int] | None = None):
+    """Dispense and decide ids in a random order across workers until the job is done.
+
+    ``stop_after``: worker index -> number of outcomes after which it stops answering
+    once it holds ids (they stay claimed, as with SIGKILL). Returns (emitted ids, dispensed ids)."""
+    emitted: list[int] = []
+    dispensed: list[int] = []
+    held: dict[int, list[tuple[str, int]]] = {i: [] for i in range(len(workers))}
+    decided = dict.fromkeys(range(len(workers)), 0)
+    dead: set[int] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        alive = [i for i in range(len(workers)) if i not in dead]
+        for i in alive:
+            w = workers[i]
+            w.poll()
+            if w.status.orphans:  # outputs a stopped worker had not acknowledged: emitted again
+                adopted = w.job.adopt(args=[w.job.prefix, w.worker, 100])
+                emitted += [int(adopted[j].decode().rpartition("|")[2]) for j in range(0, len(adopted), 2)]
+                w.job.client.delete(w.job.key("W:", w.worker, ":emit"))
+        if all(w.status.finished for w in (workers[i] for i in alive)) and not any(held[i] for i in alive):
+            break
+        i = rng.choice(alive)
+        w = workers[i]
+        if held[i] and rng.random() < 0.6:
+            lane, id_ = held[i].pop(rng.randrange(len(held[i])))
+            outcome = Outcome.FOUND if exists(id_) else Outcome.MISSING
+            rec = w.record(lane, id_, outcome, (lane, id_, [f"item{id_}"]) if outcome is Outcome.FOUND else None)
+            emitted += [rid for _, rid, _ in rec.released]
+            decided[i] += 1
+            continue
+        dispatch = w.next()
+        if dispatch is not None:
+            held[i].append((dispatch.lane, dispatch.id))
+            dispensed.append(dispatch.id)
+            if stop_after and decided[i] >= stop_after.get(i, 10**9) and len(held[i]) >= 2:
+                dead.add(i)  # stops with ids in hand
+        elif not held[i]:
+            time.sleep(0.01)
+    else:
+        raise AssertionError("the job did not finish")
+    return emitted, dispensed
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_three_workers_in_any_order_emit_exactly_the_sequential_result(redis_server, seed: int) -> None:
+    workers = [frontier(redis_server, f"w{i}") for i in range(3)]
+    for w in workers:
+        w.add_target(target())
+    emitted, dispensed = drive(workers, random.Random(seed))
+    asc, asc_cut = lane_truth(exists, 1000, 1, None, 5)
+    desc, desc_cut = lane_truth(exists, 999, -1, None, 5)
+    assert sorted(emitted) == sorted(asc + desc)
+    assert len(dispensed) == len(set(dispensed)), "an id was handed out twice"
+    for w in workers:
+        assert w.lanes["reg:asc"].cut_at == asc_cut == 1024
+        assert w.lanes["reg:desc"].cut_at == desc_cut == 986
+    # the workers' counts add up to the job's: every id passed once
+    found = sum(w.lanes[k].counts.found for w in workers for k in w.lanes)
+    assert found == len(asc) + len(desc)
+    # bounded waste: ids handed out past each cut <= window
+    assert len([i for i in dispensed if i > 1024]) <= 8
+    assert len([i for i in dispensed if i < 986]) <= 8
+
+
+def test_a_stopped_worker_s_ids_are_taken_back_after_the_lease(redis_server) -> None:
+    workers = [frontier(redis_server, f"w{i}", lease_ms=300) for i in range(2)]
+    for w in workers:
+        w.add_target(target())
+    emitted, dispensed = drive(workers, random.Random(7), stop_after={0: 6})
+    asc, _ = lane_truth(exists, 1000, 1, None, 5)
+    desc, _ = lane_truth(exists, 999, -1, None, 5)
+    assert sorted(set(emitted)) == sorted(asc + desc)
+    client = redis.Redis.from_url(redis_server.url)
+    assert int(client.hget("t:{job}:job", "reclaimed_workers") or 0) == 1
+    assert len(dispensed) > len(set(dispensed)), "the stopped worker's ids were handed out again"
+
+
+def test_items_released_to_a_worker_that_stops_become_orphans(redis_server) -> None:
+    a, b = frontier(redis_server, "a", lease_ms=200), frontier(redis_server, "b", lease_ms=200)
+    a.add_target(target(direction="asc", max=1002, margin=0))
+    b.add_target(target(direction="asc", max=1002, margin=0))
+    ids = [a.next().id for _ in range(3)]
+    assert ids == [1000, 1001, 1002]
+    released = []
+    for id_ in ids:
+        released += a.record("reg:asc", id_, Outcome.FOUND, ("reg:asc", id_, [id_])).released
+    assert [r[1] for r in released] == ids  # a holds them, unacknowledged
+    time.sleep(0.3)
+    b.poll()  # a's heartbeat is too old: its outputs go to the orphans
+    client = redis.Redis.from_url(redis_server.url)
+    assert client.hlen("t:{job}:orphans") == 3
+    adopted = b.job.adopt(args=[b.job.prefix, "b", 10])
+    assert sorted(pickle.loads(adopted[i + 1]) for i in range(0, len(adopted), 2)) == [[1000], [1001], [1002]]
+
+
+def test_the_same_target_name_with_other_parameters_is_refused(redis_server) -> None:
+    a, b = frontier(redis_server, "a"), frontier(redis_server, "b")
+    a.add_target(target())
+    with pytest.raises(TargetConflict, match=r"target 'reg': margin=6 differs from the job's \(margin=5\)"):
+        b.add_target(target(margin=6))
+    b.add_target(target(rate="2:1", attempts=5))  # interleaving and retries may differ per worker
+
+
+def test_the_store_reads_a_distributed_job_as_a_resume_plan(redis_server) -> None:
+    workers = [frontier(redis_server, f"w{i}") for i in range(2)]
+    for w in workers:
+        w.add_target(target())
+    drive(workers, random.Random(3))
+    store = RedisStateStore(redis.Redis.from_url(redis_server.url), "t:{job}:", read_only=True)
+    assert store.targets() == ["reg"]
+    state = store.load("reg")
+    assert state is not None and state.params["start"] == 1000
+    asc = state.lanes["reg:asc"]
+    assert (asc.cut_at, asc.reason, asc.last_found, asc.cursor) == (1024, "margin", 1019, 1025)
+    plan = plan_lane(asc, state.outcomes)
+    assert plan.span == (1000, 1024)
+    assert plan.content == BitMap64(i for i in range(1000, 1025) if exists(i))
+    assert plan.holes[Outcome.MISSING] == BitMap64(i for i in range(1000, 1025) if not exists(i))
+    assert plan.bound == (1020, None)
+    desc = plan_lane(state.lanes["reg:desc"], state.outcomes)
+    assert desc.span == (999, 986)
+
+
+def test_the_store_commits_and_loads_single_process_state(redis_server) -> None:
+    from idcrawl.core.ranges import LaneRecord
+
+    store = RedisStateStore(redis.Redis.from_url(redis_server.url), "s:{job}:")
+    run = store.begin_run("2026-11-26T00:00:00Z")
+    record = LaneRecord("x:asc", 1, 1, 100, 11, 9, None, None)
+    store.commit({"x": {"url": "u", "start": 1}}, {"x": {Outcome.FOUND: BitMap64(range(1, 10))}}, {"x": {"x:asc": record}})
+    store.commit({}, {"x": {Outcome.MISSING: BitMap64([10]), Outcome.FOUND: BitMap64([5])}}, {})
+    store.end_run(run, "2026-11-26T00:01:00Z", "finished", {"found": 9})
+    state = store.load("x")
+    assert state is not None
+    assert state.outcomes[Outcome.FOUND] == BitMap64(range(1, 10))
+    assert state.outcomes[Outcome.MISSING] == BitMap64([10])
+    assert state.lanes["x:asc"] == record
+    assert [(r.id, r.finish_reason, r.counts) for r in store.runs()] == [(1, "finished", {"found": 9})]
+    store.reset("x")
+    assert store.load("x").outcomes == {}
+
+
+def test_decode_bits_reads_two_bits_per_id_in_lane_order() -> None:
+    # positions 0..7: found, missing, found, failed | disallowed, found, found, missing
+    bits = bytes([0b00_01_00_10, 0b11_00_00_01])
+    out = decode_bits(bits, 100, -1, 8)
+    assert out[Outcome.FOUND] == BitMap64([100, 98, 95, 94])
+    assert out[Outcome.MISSING] == BitMap64([99, 93])
+    assert out[Outcome.FAILED] == BitMap64([97])
+    assert out[Outcome.DISALLOWED] == BitMap64([96])
