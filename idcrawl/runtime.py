@@ -47,6 +47,11 @@ _COUNT_FIELDS = tuple(f.name for f in fields(LaneCounts))
 _counts_of = operator.attrgetter(*_COUNT_FIELDS)
 
 
+def _rebind(payload: Payload | None, lane_key: str, id_: int) -> Payload:
+    """Another lane's payload for a shared id (its items once; ``None``: already emitted)."""
+    return (lane_key, id_, payload[2] if payload is not None else [])
+
+
 class Limiter(Protocol):
     """What the scheduler and the runtime ask of the job limits (``idcrawl.limits.IdLimits``)."""
 
@@ -75,7 +80,8 @@ class IdRuntime:
         settings = crawler.settings
         counts_failed = settings.getbool("IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED)
         neutral = frozenset() if counts_failed else frozenset({Outcome.FAILED})
-        self.frontier: Frontier[Payload] = Frontier([], neutral=neutral)
+        self.frontier: Frontier[Payload] = Frontier([], neutral=neutral, rebind=_rebind)
+        self._orphans: list[Any] = []  # outputs released at dispatch (overlapping targets), not yet emitted
         origins: dict[str, int] = {}
         for target in self.targets:
             self._add_target(target, store, origins)
@@ -128,10 +134,20 @@ class IdRuntime:
     # -- dispensing (scheduler side) -------------------------------------------
 
     def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
-        skipped = self.frontier.skipped_found
-        dispatch = self.frontier.next(group_ready)
-        if self.frontier.skipped_found != skipped:
-            self._inc(f"{STATS_PREFIX}/resume/skipped_found", self.frontier.skipped_found - skipped)
+        frontier = self.frontier
+        skipped, deduplicated = frontier.skipped_found, frontier.deduplicated
+        dispatch = frontier.next(group_ready)
+        if frontier.skipped_found != skipped:
+            self._inc(f"{STATS_PREFIX}/resume/skipped_found", frontier.skipped_found - skipped)
+        if frontier.deduplicated != deduplicated:
+            # ids an overlapping target fetched (or is fetching): served without a request
+            self._inc(f"{STATS_PREFIX}/deduplicated", frontier.deduplicated - deduplicated)
+            self._inc("dupefilter/filtered", frontier.deduplicated - deduplicated)
+        if frontier.touched:
+            self._take_touched()
+        if frontier.released:
+            released, frontier.released = frontier.released, []
+            self._orphans += self._released(released)
         if dispatch is not None:
             self._inc(f"{STATS_PREFIX}/dispensed")
             lane = self.frontier.lanes[dispatch.lane]
@@ -155,23 +171,47 @@ class IdRuntime:
         before = _counts_of(lane.counts)
         rec = frontier.record(lane_key, id_, outcome, payload)
         self._inc(f"{STATS_PREFIX}/attempts/{outcome.value}_on/{attempt}")
-        self._count(lane_key, lane, before)
+        self._count(lane_key, before, _counts_of(lane.counts))
         if lane.stopped and not was_stopped:
             self._lane_stopped(lane_key, lane)
         if rec.became_ready:
             self.wake_engine()
-        target = frontier.lane_target[lane_key].name
         if outcome is Outcome.FOUND and self.limiter is not None:
             self.limiter.found(frontier.lane_target[lane_key].host)
         if self.recorder is not None:
-            self.recorder.outcome(target, outcome, id_)
-            for released_lane, released_id, released_outputs in rec.released:
-                self.recorder.released(target, released_lane, released_id, released_outputs)
-        return [output for _, _, released_outputs in rec.released for output in released_outputs]
+            self.recorder.outcome(frontier.lane_target[lane_key].name, outcome, id_)
+        if frontier.touched:
+            self._take_touched()
+        outputs = self._released(rec.released)
+        if self._orphans:
+            outputs, self._orphans = self._orphans + outputs, []
+        return outputs
 
-    def _count(self, lane_key: str, lane: Lane[Payload], before: tuple[int, ...]) -> None:
-        """Move the lane's counters into stats (per lane, and job totals)."""
-        for name, old, new in zip(_COUNT_FIELDS, before, _counts_of(lane.counts), strict=True):
+    def _released(self, released: list[Payload]) -> list[Any]:
+        """The outputs of released payloads, told to the state recorder."""
+        if self.recorder is not None:
+            lane_target = self.frontier.lane_target
+            for released_lane, released_id, released_outputs in released:
+                self.recorder.released(lane_target[released_lane].name, released_lane, released_id, released_outputs)
+        return [output for _, _, released_outputs in released for output in released_outputs]
+
+    def _take_touched(self) -> None:
+        """Stats and state of lanes that another lane's fetch decided an id of."""
+        frontier = self.frontier
+        touched, frontier.touched = frontier.touched, []
+        for change in touched:
+            lane = frontier.lanes[change.lane]
+            self._count(change.lane, _counts_of(change.before), _counts_of(change.after))
+            if change.recorded.stopped:
+                self._lane_stopped(change.lane, lane)
+            if change.recorded.became_ready:
+                self.wake_engine()
+            if self.recorder is not None:
+                self.recorder.outcome(frontier.lane_target[change.lane].name, change.outcome, change.id)
+
+    def _count(self, lane_key: str, before: tuple[int, ...], after: tuple[int, ...]) -> None:
+        """Move the change of a lane's counters into stats (per lane, and job totals)."""
+        for name, old, new in zip(_COUNT_FIELDS, before, after, strict=True):
             if new != old and name != "dispensed":
                 self._inc(f"{STATS_PREFIX}/{name}", new - old)
                 self._inc(f"{STATS_PREFIX}/lanes/{lane_key}/{name}", new - old)
@@ -204,9 +244,14 @@ class IdRuntime:
 
     # -- end of crawl --------------------------------------------------------------
 
+    def take_orphans(self) -> list[Any]:
+        """Outputs released while dispensing (no callback carried them yet)."""
+        outputs, self._orphans = self._orphans, []
+        return outputs
+
     def abandon_lost(self) -> list[Any]:
         """Outcome ``failed`` for ids whose requests vanished (engine idle)."""
-        outputs: list[Any] = []
+        outputs: list[Any] = self.take_orphans()
         for key, lane in self.frontier.lanes.items():
             lost = lane.outstanding() if lane.cut_at is None else []
             if not lost:

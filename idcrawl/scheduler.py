@@ -94,6 +94,10 @@ class IdScheduler(Scheduler):
         self.stats.inc_value("scheduler/dequeued")
         self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}")
         lane_request: Request = self.spider.make_id_request(dispatch)  # type: ignore[attr-defined]
+        # lane requests are never filtered (a false positive would lose a page and bend a margin;
+        # overlapping targets share outcomes in the frontier instead), but the filter learns them,
+        # so a follow-up link to a lane's page is not fetched again
+        self.df.request_seen(lane_request)
         slot_key = self._slot_key(dispatch.target.host)
         self._entering.setdefault(slot_key, weakref.WeakSet()).add(lane_request)
         if limiter is not None:

@@ -225,7 +225,8 @@ def test_interleaved_targets_and_busy_slots_release_the_same_as_alone(
     busy_share: float,
     rnd: random.Random,
 ) -> None:
-    tgts = [replace(t, name=f"t{i}", url=f"https://{host}/{{id}}") for i, (t, host) in enumerate(specs)]
+    # each target sees a different site: distinct URLs (equal URLs would share outcomes, see test_overlap.py)
+    tgts = [replace(t, name=f"t{i}", url=f"https://{host}/t{i}/{{id}}") for i, (t, host) in enumerate(specs)]
     shift = {t.name: 37 * i for i, t in enumerate(tgts)}  # each target sees a different site
     base = outcomes(exists, failing)
 

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from idcrawl.core.interleave import Interleaver
-from idcrawl.core.lanes import Lane, Outcome, Recorded
+from idcrawl.core.lanes import Lane, LaneCounts, Outcome, Recorded
+from idcrawl.core.overlap import IdSpace, space_key
 from idcrawl.core.targets import Direction, Target
 
-__all__ = ["Dispatch", "Frontier", "LaneSpec", "lane_specs"]
+__all__ = ["Dispatch", "Frontier", "LaneSpec", "Touched", "lane_specs"]
 
 P = TypeVar("P")
 
@@ -55,12 +56,32 @@ class Dispatch:
     id: int
 
 
+@dataclass(slots=True)
+class Touched(Generic[P]):
+    """A lane that an outcome of *another* lane decided an id of (overlapping targets)."""
+
+    lane: str
+    id: int
+    outcome: Outcome
+    before: LaneCounts  # its counters before and after the change
+    after: LaneCounts
+    recorded: Recorded[P]
+
+
 class Frontier(Generic[P]):
     """Lanes of many targets behind one interleaver.
 
     ``group_of`` maps a target to its download slot (its host by default);
     lanes of one slot are set aside together when that slot is busy.
     ``neutral`` outcomes neither extend nor reset a lane's run of misses.
+
+    Targets that walk the same URLs (see :mod:`idcrawl.core.overlap`) share
+    an id space: each id is fetched once and every lane gets its outcome.
+    ``rebind(payload, lane, id)`` makes a lane's payload from the fetching
+    lane's (``None`` when that one's items were already emitted); without it,
+    the payload is shared as is and a lane that comes second releases nothing.
+    Lanes decided this way outside :meth:`record`'s own lane are listed in
+    :attr:`touched` until the caller takes them.
     """
 
     def __init__(
@@ -68,9 +89,18 @@ class Frontier(Generic[P]):
         targets: Sequence[Target],
         group_of: Callable[[Target], Hashable] | None = None,
         neutral: frozenset[Outcome] = frozenset(),
+        rebind: Callable[[P | None, str, int], P] | None = None,
     ) -> None:
         self._group_of = group_of or (lambda t: t.host)
         self._neutral = neutral
+        self._rebind = rebind
+        self._space_by_key: dict[Hashable, IdSpace[P]] = {}
+        self._first_by_key: dict[Hashable, str] = {}  # the one target of a key so far
+        self._space: dict[str, IdSpace[P]] = {}  # target name -> its shared id space
+        #: lanes changed by another lane's outcome (or a shared outcome at dispatch), not yet taken
+        self.touched: list[Touched[P]] = []
+        #: payloads released outside :meth:`record` (at dispatch), not yet taken
+        self.released: list[P] = []
         self._iv: Interleaver[str, Hashable] = Interleaver()
         self.targets: dict[str, Target] = {}
         self.lanes: dict[str, Lane[P]] = {}
@@ -100,6 +130,7 @@ class Frontier(Generic[P]):
         self.targets[target.name] = target
         if known_found is not None:
             self._known_found[target.name] = known_found
+        self._join_space(target)
         group = self._group_of(target)
         for spec in lane_specs(target) if specs is None else specs:
             lane: Lane[P] = Lane(
@@ -117,6 +148,26 @@ class Frontier(Generic[P]):
                 self._unsettled.add(spec.key)
             if not lane.stopped:
                 self._iv.add(spec.key, group, spec.weight)
+
+    def _join_space(self, target: Target) -> None:
+        """Share an id space with earlier targets that walk the same URLs."""
+        key = space_key(target)
+        first = self._first_by_key.setdefault(key, target.name)
+        if first == target.name:
+            return
+        space = self._space_by_key.get(key)
+        if space is None:
+            space = self._space_by_key[key] = IdSpace()
+            self._space[first] = space
+        self._space[target.name] = space
+
+    def space_of(self, target_name: str) -> IdSpace[P] | None:
+        return self._space.get(target_name)
+
+    @property
+    def deduplicated(self) -> int:
+        """Lane ids served without a request because an overlapping lane fetched them."""
+        return sum(space.deduplicated for space in self._space_by_key.values())
 
     def id_at(self, lane_key: str, position: int) -> int:
         """The id at a lane position (the same number, except in list lanes)."""
@@ -150,6 +201,14 @@ class Frontier(Generic[P]):
                 self.skipped_found += 1
                 self.record(key, id_, Outcome.FOUND)
                 continue
+            space = self._space.get(target.name)
+            if space is not None:
+                claim = space.claim(key, id_)
+                if not claim.fetch:
+                    if claim.outcome is not None:  # known: decide it now; else wait for the fetch in flight
+                        rec = self._record_shared(space, key, id_, claim.outcome, claim.payload)
+                        self.released.extend(rec.released)
+                    continue
             return Dispatch(target, key, id_)
 
     def _lane_ready(self, key: str) -> bool:
@@ -164,8 +223,42 @@ class Frontier(Generic[P]):
             if id_ not in positions:
                 return Recorded()
             id_ = positions[id_]
+        space = self._space.get(self.lane_target[lane_key].name)
+        if space is not None and space.in_flight(id_):
+            waiting = space.settle(id_, outcome, payload)
+            rec = self._record_shared(space, lane_key, id_, outcome, payload, own=True)
+            for other in waiting:
+                rec.released += self._record_shared(space, other, id_, outcome, payload).released
+            return rec
         rec = lane.record(id_, outcome, payload)
         self._after_change(lane_key, lane, rec)
+        return rec
+
+    def _record_shared(
+        self, space: IdSpace[P], lane_key: str, id_: int, outcome: Outcome, payload: P | None, *, own: bool = False
+    ) -> Recorded[P]:
+        """Record in a lane of a shared space (another lane's fetch unless ``own``).
+
+        The items of an id are released once, by the first lane whose margin
+        allows it; later releases carry an empty payload (``rebind(None, ...)``).
+        """
+        lane = self.lanes[lane_key]
+        before = None if own else _copy_counts(lane.counts)
+        if not own and self._rebind is not None and (payload is not None or outcome is Outcome.FOUND):
+            payload = self._rebind(payload, lane_key, id_)
+        rec = lane.record(id_, outcome, payload)
+        kept: list[P] = []
+        for released, released_id in zip(rec.released, rec.released_ids, strict=True):
+            if space.first_emit(released_id):
+                kept.append(released)
+                continue
+            lane.counts.emitted -= 1
+            if self._rebind is not None:
+                kept.append(self._rebind(None, lane_key, released_id))
+        rec.released = kept
+        self._after_change(lane_key, lane, rec)
+        if before is not None:
+            self.touched.append(Touched(lane_key, id_, outcome, before, _copy_counts(lane.counts), rec))
         return rec
 
     def close_lane(self, lane_key: str, reason: str) -> None:
@@ -197,3 +290,7 @@ class Frontier(Generic[P]):
 
     def outstanding(self) -> int:
         return sum(self.lanes[k].ahead for k in self._unsettled if self.lanes[k].cut_at is None)
+
+
+def _copy_counts(counts: LaneCounts) -> LaneCounts:
+    return LaneCounts(*(getattr(counts, name) for name in LaneCounts.__slots__))

@@ -52,6 +52,7 @@ class Recorded(Generic[P]):
     """What recording one outcome changed."""
 
     released: list[P] = field(default_factory=list)
+    released_ids: list[int] = field(default_factory=list)  # the ids of ``released``, in the same order
     overshoot: bool = False
     became_ready: bool = False
     stopped: bool = False
@@ -205,7 +206,7 @@ class Lane(Generic[P]):
         if outcome is Outcome.FOUND and payload is not None:
             self._held[id_] = payload
         self._advance()
-        result.released = self._release_safe()
+        result.released, result.released_ids = self._release_safe()
         if self.cut_at is not None and outcome is Outcome.FOUND and (id_ - self.cut_at) * self.step > 0:
             result.overshoot = True
         result.became_ready = self.ready and not was_ready
@@ -243,13 +244,13 @@ class Lane(Generic[P]):
         # ``_decided`` now only holds ids past the cut (fewer than window): kept so that
         # a duplicate outcome for one of them is not counted twice
 
-    def _release_safe(self) -> list[P]:
-        """Emit held found ids that no cut can precede, in lane order."""
+    def _release_safe(self) -> tuple[list[P], list[int]]:
+        """Emit held found ids that no cut can precede, in lane order (payloads, ids)."""
         if not self._held:
-            return []
+            return [], []
         # ids the prefix already passed are safe (a cut may have stopped right after them)
-        passed = sorted((i for i in self._held if (i - self.first_undecided) * self.step < 0), key=self._rank)
-        released: list[P] = [self._held.pop(i) for i in passed]
+        ids = sorted((i for i in self._held if (i - self.first_undecided) * self.step < 0), key=self._rank)
+        released: list[P] = [self._held.pop(i) for i in ids]
         run = self.miss_run
         id_ = self.first_undecided
         last = max(self._held, key=self._rank, default=None)
@@ -258,6 +259,7 @@ class Lane(Generic[P]):
             if outcome is Outcome.FOUND:
                 if id_ in self._held:
                     released.append(self._held.pop(id_))
+                    ids.append(id_)
                 run = 0
             elif outcome is None or outcome not in self.neutral:
                 run += 1
@@ -265,7 +267,7 @@ class Lane(Generic[P]):
                     break
             id_ += self.step
         self.counts.emitted += len(released)
-        return released
+        return released, ids
 
     def _rank(self, id_: int) -> int:
         """Position in lane order (larger = later)."""

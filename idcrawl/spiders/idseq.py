@@ -239,8 +239,11 @@ class IdSeqSpider(Spider):
         """The engine is idle: ids still without an outcome were lost on the way."""
         runtime = self.idcrawl
         if runtime.frontier.finished:
-            return
-        outputs = runtime.abandon_lost()
+            outputs = runtime.take_orphans()  # released while dispensing an id an overlapping target fetched
+            if not outputs:
+                return
+        else:
+            outputs = runtime.abandon_lost()
         if outputs:
             # no callback is running to carry them: a data: request does
             self.crawler.engine.crawl(

@@ -1,0 +1,124 @@
+"""Overlapping targets: one fetch per URL, every lane still gets its outcome.
+
+Two targets with the same URL template (and the same rules for telling found
+from missing) walk one *id space*: job files often list a register twice, once
+per year or per start point, and the ranges overlap. A request dupefilter
+would drop the second request for an id, and the second lane would never
+learn the id's outcome: its margin would stall or cut in the wrong place.
+So overlap is handled here, exactly (no Bloom filter false positives): the
+first lane to reach an id fetches it, a lane reaching it while the fetch is
+in flight waits for that outcome, and a lane reaching it later takes the
+outcome already known. Each found id yields its items once, from whichever
+lane may emit it first; a lane that sees it later releases an empty payload so
+its own bookkeeping (state, cursors) still records the id as found.
+
+Memory: the decided ids as compressed bitmaps (a few bits per id for dense
+ranges), ids in flight, and the payloads of found ids not yet emitted by any
+lane (bounded by the lanes' windows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, fields
+from typing import Any, Generic, TypeVar
+
+from pyroaring import BitMap64
+
+from idcrawl.core.lanes import Outcome
+from idcrawl.core.targets import Target
+
+__all__ = ["Claim", "IdSpace", "space_key"]
+
+P = TypeVar("P")
+
+#: Target fields that say *which ids* a target walks and how fast, not what an
+#: id's URL and outcome are: two targets differing only in these share outcomes.
+_WALK_FIELDS = frozenset(
+    {"name", "start", "direction", "margin", "window", "rate_asc", "rate_desc", "min", "max", "resume", "holes"}
+)
+
+
+def space_key(target: Target) -> Hashable:
+    """Targets with equal keys render the same URL for an id and judge it the same way.
+
+    Every field not known to be about walking takes part, so a key added later
+    (a new outcome option) makes targets share less, never wrongly more.
+    """
+    return tuple(
+        (f.name, _hashable(getattr(target, f.name))) for f in fields(target) if f.name not in _WALK_FIELDS
+    )
+
+
+def _hashable(value: Any) -> Hashable:
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim(Generic[P]):
+    """What a lane reaching an id must do: fetch it, wait, or take a known outcome."""
+
+    fetch: bool
+    outcome: Outcome | None = None
+    payload: P | None = None  # a found id's payload no lane has emitted yet
+
+
+_FETCH: Claim[Any] = Claim(fetch=True)
+_WAIT: Claim[Any] = Claim(fetch=False)
+
+
+class IdSpace(Generic[P]):
+    """The ids of one URL template, shared by the lanes of overlapping targets."""
+
+    __slots__ = ("_decided", "_emitted", "_in_flight", "_payloads", "deduplicated")
+
+    def __init__(self) -> None:
+        self._decided: dict[Outcome, BitMap64] = {outcome: BitMap64() for outcome in Outcome}
+        self._in_flight: dict[int, list[str]] = {}  # id -> lanes waiting for its outcome
+        self._payloads: dict[int, P] = {}  # found, not yet emitted by any lane
+        self._emitted = BitMap64()
+        #: lane ids served without a request (waited for, or already known)
+        self.deduplicated = 0
+
+    def outcome_of(self, id_: int) -> Outcome | None:
+        for outcome, ids in self._decided.items():
+            if id_ in ids:
+                return outcome
+        return None
+
+    def claim(self, lane: str, id_: int) -> Claim[P]:
+        """A lane reached ``id_``: the first one fetches, the others share its outcome."""
+        waiting = self._in_flight.get(id_)
+        if waiting is not None:
+            waiting.append(lane)
+            self.deduplicated += 1
+            return _WAIT
+        outcome = self.outcome_of(id_)
+        if outcome is None:
+            self._in_flight[id_] = []
+            return _FETCH
+        self.deduplicated += 1
+        payload = self._payloads.get(id_) if outcome is Outcome.FOUND else None
+        return Claim(fetch=False, outcome=outcome, payload=payload)
+
+    def settle(self, id_: int, outcome: Outcome, payload: P | None) -> list[str]:
+        """The fetch of ``id_`` ended with ``outcome``; returns the lanes that were waiting for it."""
+        self._decided[outcome].add(id_)  # ids are >= 0 (lanes end at 0)
+        if outcome is Outcome.FOUND and payload is not None and id_ not in self._emitted:
+            self._payloads[id_] = payload
+        return self._in_flight.pop(id_, None) or []
+
+    def in_flight(self, id_: int) -> bool:
+        return id_ in self._in_flight
+
+    def first_emit(self, id_: int) -> bool:
+        """Whether this is the first release of ``id_``'s items (then they are emitted)."""
+        if id_ in self._emitted:
+            return False
+        self._emitted.add(id_)
+        self._payloads.pop(id_, None)
+        return True

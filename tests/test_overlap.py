@@ -1,0 +1,155 @@
+"""Overlapping targets (same URL template): one fetch per id, every lane its own outcome.
+
+The property: whatever the overlap, concurrency and completion order, each id
+is requested at most once, every lane's cut and found ids equal what the lane
+would get alone, and each found id's items are emitted exactly once.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from idcrawl.core.frontier import Dispatch, Frontier, lane_specs
+from idcrawl.core.lanes import Outcome
+from idcrawl.core.overlap import IdSpace, space_key
+from idcrawl.core.targets import Target, parse_target
+from tests.support.reference import lane_truth
+
+FOUND, MISSING, FAILED = Outcome.FOUND, Outcome.MISSING, Outcome.FAILED
+URL = "https://register.example/notice/{id}"
+Payload = tuple[str, int, list[Any]]
+
+
+def target(**raw: Any) -> Target:
+    raw.setdefault("url", URL)
+    return parse_target({k: v for k, v in raw.items() if v is not None})
+
+
+def rebind(payload: Payload | None, lane: str, id_: int) -> Payload:
+    return (lane, id_, payload[2] if payload is not None else [])
+
+
+def test_space_key_ignores_how_a_target_walks_but_not_what_an_id_means() -> None:
+    a = target(name="a", start=10, direction="both", margin=3, min=0, max=100)
+    b = target(name="b", start=50, direction="asc", margin=7, rate="3")
+    assert space_key(a) == space_key(b)
+    assert space_key(a) != space_key(target(name="c", start=1, url="https://register.example/other/{id}"))
+    assert space_key(a) != space_key(target(name="d", start=1, missing_statuses="404"))
+    assert space_key(a) != space_key(target(name="e", start=1, attempts=5))
+
+
+def test_claim_fetch_wait_then_known() -> None:
+    space: IdSpace[str] = IdSpace()
+    assert space.claim("a:asc", 7).fetch
+    waiting = space.claim("b:asc", 7)
+    assert not waiting.fetch and waiting.outcome is None
+    assert space.settle(7, FOUND, "items of 7") == ["b:asc"]
+    known = space.claim("c:asc", 7)
+    assert (known.fetch, known.outcome, known.payload) == (False, FOUND, "items of 7")
+    assert space.first_emit(7) and not space.first_emit(7)
+    assert space.claim("d:asc", 7).payload is None  # emitted: nothing left to hand over
+    assert space.deduplicated == 3
+
+
+def test_two_overlapping_targets_fetch_each_id_once_in_sequence() -> None:
+    exists = set(range(0, 60)) - {5, 6, 7, 30, 31, 32, 33}
+    a, b = target(name="a", start=0, max=40, margin=0), target(name="b", start=20, max=59, margin=0)
+    frontier: Frontier[Payload] = Frontier([a, b], rebind=rebind)
+    fetched: Counter[int] = Counter()
+    emitted: list[int] = []
+    found_by_lane: dict[str, list[int]] = defaultdict(list)
+    while True:
+        dispatch = frontier.next()
+        released = list(frontier.released)  # ids decided at dispatch (known from the other target)
+        frontier.released.clear()
+        if dispatch is not None:
+            fetched[dispatch.id] += 1
+            outcome = FOUND if dispatch.id in exists else MISSING
+            payload = (dispatch.lane, dispatch.id, [dispatch.id]) if outcome is FOUND else None
+            released += frontier.record(dispatch.lane, dispatch.id, outcome, payload).released
+        for lane, id_, outputs in released:
+            found_by_lane[lane].append(id_)
+            emitted += outputs
+        frontier.touched.clear()
+        if dispatch is None:
+            break
+    assert frontier.finished
+    assert set(fetched) == set(range(60)) and max(fetched.values()) == 1
+    assert sorted(emitted) == sorted(exists)
+    assert sorted(found_by_lane["a:asc"]) == sorted(i for i in exists if i <= 40)
+    assert sorted(found_by_lane["b:asc"]) == sorted(i for i in exists if i >= 20)
+    assert frontier.deduplicated == 21  # ids 20..40
+
+
+@st.composite
+def overlapping(draw: st.DrawFn) -> list[Target]:
+    count = draw(st.integers(2, 4))
+    targets = []
+    for i in range(count):
+        start = draw(st.integers(0, 120))
+        direction = draw(st.sampled_from(["asc", "desc", "both"]))
+        margin = draw(st.integers(1, 6))
+        lo = draw(st.one_of(st.none(), st.integers(0, start)))
+        hi = draw(st.one_of(st.none(), st.integers(start, 160)))
+        window = draw(st.integers(1, 30))
+        targets.append(target(name=f"t{i}", start=start, direction=direction, margin=margin, min=lo, max=hi,
+                              window=window))
+    return targets
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    targets=overlapping(),
+    exists=st.sets(st.integers(0, 170), max_size=150),
+    failing=st.sets(st.integers(0, 170), max_size=15),
+    concurrency=st.integers(1, 40),
+    rnd=st.randoms(use_true_random=True),
+)
+def test_overlapping_targets_match_each_lane_alone(
+    targets: list[Target], exists: set[int], failing: set[int], concurrency: int, rnd: random.Random
+) -> None:
+    def outcome_of(id_: int) -> Outcome:
+        return FAILED if id_ in failing else FOUND if id_ in exists else MISSING
+
+    frontier: Frontier[Payload] = Frontier(targets, rebind=rebind)
+    fetched: Counter[int] = Counter()
+    emitted: list[int] = []
+    released_by_lane: dict[str, list[int]] = defaultdict(list)
+    inflight: list[Dispatch] = []
+
+    def take_released(released: list[Payload]) -> None:
+        for lane, id_, outputs in released:
+            released_by_lane[lane].append(id_)
+            emitted.extend(outputs)
+
+    for _ in range(100_000):
+        while len(inflight) < concurrency and (dispatch := frontier.next()) is not None:
+            fetched[dispatch.id] += 1
+            inflight.append(dispatch)
+        take_released(frontier.released)
+        frontier.released.clear()
+        if not inflight:
+            assert frontier.next() is None
+            take_released(frontier.released)
+            break
+        dispatch = inflight.pop(rnd.randrange(len(inflight)))
+        outcome = outcome_of(dispatch.id)
+        payload = (dispatch.lane, dispatch.id, [dispatch.id]) if outcome is FOUND else None
+        take_released(frontier.record(dispatch.lane, dispatch.id, outcome, payload).released)
+        frontier.touched.clear()
+    assert frontier.finished
+    assert max(fetched.values(), default=1) == 1, "an id was requested twice"
+    expected_items: set[int] = set()
+    for tgt in targets:
+        for spec in lane_specs(tgt):
+            found, cut = lane_truth(lambda i: outcome_of(i) is FOUND, spec.start, spec.step, spec.stop, tgt.margin)
+            lane = frontier.lanes[spec.key]
+            assert lane.cut_at == cut, spec.key
+            assert sorted(released_by_lane[spec.key]) == sorted(found), spec.key
+            expected_items |= set(found)
+    assert sorted(emitted) == sorted(expected_items), "each found id's items exactly once"
