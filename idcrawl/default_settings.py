@@ -119,6 +119,25 @@ IDCRAWL_PROFILE = None
 #: An extra folder of ``NAME.toml`` profiles, searched before the project's own.
 IDCRAWL_PROFILES_DIR = None
 
+# -- Monitoring (idcrawl.monitors; the optional extra idcrawl[monitoring]) ------------
+
+#: Run idcrawl's Spidermon suite when the spider closes: adds Spidermon's
+#: extension and idcrawl.monitors.IdCrawlMonitorSuite to SPIDERMON_SPIDER_CLOSE_MONITORS.
+IDCRAWL_SPIDERMON = False
+
+#: The failed_ratio check: failed ids per decided id (found, missing, failed, disallowed).
+IDCRAWL_MONITOR_MAX_FAILED_RATIO = 0.05
+
+#: The finish_reason check: the finish reasons that count as a good run.
+IDCRAWL_MONITOR_FINISH_REASONS = ["finished"]
+
+#: The incidents check: incidents written to the XML log in one run.
+IDCRAWL_MONITOR_MAX_INCIDENTS = 0
+
+#: The overshoot_ratio check: found ids fetched past a margin cut per found id
+#: (more means the margin cuts lanes that still have content).
+IDCRAWL_MONITOR_MAX_OVERSHOOT_RATIO = 0.01
+
 # -- Distributed runs on Redis (idcrawl.distributed; README "Distributed runs") --------
 # The connection comes from scrapy-redis's settings: REDIS_URL (or REDIS_HOST and
 # REDIS_PORT) and REDIS_PARAMS.

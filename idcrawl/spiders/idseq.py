@@ -87,6 +87,10 @@ class IdSeqSpider(Spider):
         from idcrawl.scheduler import IdScheduler
 
         apply_profile(settings)
+        # IDCRAWL_SPIDERMON is read by an add-on: add-ons run later, after a job file's profile too
+        from idcrawl.monitoring import Monitoring
+
+        Monitoring.add_to(settings)
 
         current = settings.get("SCHEDULER")
         scheduler = load_object(current) if current else None

@@ -1,0 +1,141 @@
+"""Spidermon monitors over idcrawl's stats (optional: ``pip install 'idcrawl[monitoring]'``).
+
+``IDCRAWL_SPIDERMON = True`` (project settings, a profile or ``-s``) wires this
+module in (:mod:`idcrawl.monitoring`): Spidermon's extension, and
+:class:`IdCrawlMonitorSuite` appended to ``SPIDERMON_SPIDER_CLOSE_MONITORS``.
+The suite checks, when the spider closes:
+
+- the share of failed ids among decided ones (``IDCRAWL_MONITOR_MAX_FAILED_RATIO``):
+  a site that is down, blocks the crawler or throttles it hard;
+- the finish reason (``IDCRAWL_MONITOR_FINISH_REASONS``): a job stopped by a
+  limit, a timeout or a shutdown did not cover its targets;
+- incidents written to the XML log this run (``IDCRAWL_MONITOR_MAX_INCIDENTS``);
+- overshoot, found ids fetched past a cut, per found id
+  (``IDCRAWL_MONITOR_MAX_OVERSHOOT_RATIO``): content continued after the margin
+  cut a lane, so the margin is too small for the site;
+- lost ids (requests that vanished without a response or an error): always 0.
+
+Each check's verdict also goes into the stats (``idcrawl/monitors/<check>``,
+``OK``/``FAIL``/``ERROR``), so scrapyd's and Zyte's stats views show it without
+a Spidermon action; add your own actions (Slack, e-mail, ...) by subclassing
+the suite and naming the subclass in ``SPIDERMON_SPIDER_CLOSE_MONITORS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from scrapy.settings import BaseSettings
+
+from idcrawl import default_settings
+from idcrawl.runtime import STATS_PREFIX
+
+try:
+    from spidermon import Action, Monitor, MonitorSuite, monitors
+except ImportError as exc:  # an optional extra
+    raise ImportError(f"idcrawl.monitors needs spidermon: pip install 'idcrawl[monitoring]' ({exc})") from exc
+
+__all__ = ["IdCrawlMonitor", "IdCrawlMonitorSuite", "VerdictsToStats"]
+
+PREFIX = f"{STATS_PREFIX}/monitors"
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _named(name: str) -> Callable[[_F], _F]:
+    """Spidermon's ``monitors.name``, typed: the check's name in logs and in ``idcrawl/monitors/<name>``."""
+    decorator: Callable[[_F], _F] = monitors.name(name)
+    return decorator
+
+
+class _StatsMonitor(Monitor):  # type: ignore[misc]  # spidermon is untyped
+    """Base: idcrawl stats and settings of the crawl being monitored."""
+
+    def stat(self, name: str) -> int:
+        value = self.data.stats.get(f"{STATS_PREFIX}/{name}", 0)
+        return int(value or 0)
+
+    @property
+    def settings(self) -> BaseSettings:
+        settings: BaseSettings = self.data.crawler.settings
+        return settings
+
+
+@monitors.name("idcrawl")
+class IdCrawlMonitor(_StatsMonitor):
+    """idcrawl: failed ids, finish reason, incidents, overshoot, lost ids."""
+
+    @_named("failed_ratio")
+    def test_failed_ratio(self) -> None:
+        """Failed ids per decided id at most IDCRAWL_MONITOR_MAX_FAILED_RATIO."""
+        limit = self.settings.getfloat(
+            "IDCRAWL_MONITOR_MAX_FAILED_RATIO", default_settings.IDCRAWL_MONITOR_MAX_FAILED_RATIO
+        )
+        failed = self.stat("failed")
+        decided = sum(self.stat(name) for name in ("found", "missing", "disallowed")) + failed
+        ratio = failed / decided if decided else 0.0
+        self.assertLessEqual(
+            ratio, limit, msg=f"{failed} of {decided} decided ids failed ({ratio:.1%} > {limit:.1%})"
+        )
+
+    @_named("finish_reason")
+    def test_finish_reason(self) -> None:
+        """The finish reason is one of IDCRAWL_MONITOR_FINISH_REASONS."""
+        expected = [
+            str(r) for r in self.settings.getlist(
+                "IDCRAWL_MONITOR_FINISH_REASONS", default_settings.IDCRAWL_MONITOR_FINISH_REASONS
+            )
+        ]
+        reason = self.data.stats.get("finish_reason")
+        self.assertIn(reason, expected, msg=f"finish reason {reason!r} is not one of {expected}")
+
+    @_named("incidents")
+    def test_incidents(self) -> None:
+        """At most IDCRAWL_MONITOR_MAX_INCIDENTS incidents were written this run."""
+        limit = self.settings.getint("IDCRAWL_MONITOR_MAX_INCIDENTS", default_settings.IDCRAWL_MONITOR_MAX_INCIDENTS)
+        count = self.stat("incidents")
+        self.assertLessEqual(count, limit, msg=f"{count} incidents written (at most {limit} expected)")
+
+    @_named("overshoot_ratio")
+    def test_overshoot_ratio(self) -> None:
+        """Found ids past a cut per found id at most IDCRAWL_MONITOR_MAX_OVERSHOOT_RATIO."""
+        limit = self.settings.getfloat(
+            "IDCRAWL_MONITOR_MAX_OVERSHOOT_RATIO", default_settings.IDCRAWL_MONITOR_MAX_OVERSHOOT_RATIO
+        )
+        overshoot, found = self.stat("overshoot"), self.stat("found")
+        ratio = overshoot / found if found else float(overshoot > 0)
+        self.assertLessEqual(
+            ratio, limit,
+            msg=f"{overshoot} found ids past a margin cut for {found} found ({ratio:.1%} > {limit:.1%}): "
+                "the margin is too small for this site",
+        )
+
+    @_named("lost")
+    def test_lost(self) -> None:
+        """No id lost its request without a response or an error."""
+        lost = self.stat("lost")
+        self.assertEqual(lost, 0, msg=f"{lost} ids lost their request (counted as failed)")
+
+
+class VerdictsToStats(Action):  # type: ignore[misc]
+    """Each check's status into ``idcrawl/monitors/<check>``, plus the passed and failed counts."""
+
+    def run_action(self) -> None:
+        stats = self.data.crawler.stats
+        passed = failed = 0
+        for result in self.result.monitor_results:
+            name = str(result.monitor.method_name)
+            stats.set_value(f"{PREFIX}/{name}", result.status)
+            if result.status in ("FAIL", "ERROR"):
+                failed += 1
+            else:
+                passed += 1
+        stats.set_value(f"{PREFIX}/passed", passed)
+        stats.set_value(f"{PREFIX}/failed", failed)
+
+
+class IdCrawlMonitorSuite(MonitorSuite):  # type: ignore[misc]
+    """idcrawl's close monitors; subclass to add actions."""
+
+    monitors: list[Any] = [IdCrawlMonitor]
+    monitors_finished_actions: list[Any] = [VerdictsToStats]
