@@ -140,6 +140,9 @@ def _apply_values(settings: BaseSettings, values: dict[str, Any]) -> None:
         current = settings.get(key)
         if isinstance(value, dict) and isinstance(current, BaseSettings):
             current.update(value, priority=PROFILE_PRIORITY)  # a table adds to a component dict, key by key
+            if (settings.getpriority(key) or 0) < PROFILE_PRIORITY:
+                # so that scrapy crawl's second merge of the process settings does not replace the dict
+                settings.set(key, current, priority=PROFILE_PRIORITY)
         else:
             settings.set(key, value, priority=PROFILE_PRIORITY)
 

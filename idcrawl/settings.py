@@ -10,19 +10,11 @@ SPIDER_MODULES = ["idcrawl.spiders"]
 NEWSPIDER_MODULE = "idcrawl.spiders"
 COMMANDS_MODULE = "idcrawl.commands"  # scrapy idplan, scrapy idcoverage
 
-SCHEDULER = "idcrawl.scheduler.IdScheduler"
-EXTENSIONS = {
-    "idcrawl.extensions.IdProgress": 500,
-    "idcrawl.politeness.IdPoliteness": 100,
-    "idcrawl.limits.IdLimits": 200,
-}
+# the idcrawl add-on wires the scheduler, middlewares, extensions and the rest at add-on priority
+# (see idcrawl/addon.py); a setting below, or -s, overrides any single piece
+ADDONS = {"idcrawl.addon.IdCrawl": 0}
 
 ROBOTSTXT_OBEY = True
-# Scrapy's, except that requests waiting for a host's robots.txt are checked too (see idcrawl/robots.py)
-DOWNLOADER_MIDDLEWARES = {
-    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    "idcrawl.robots.IdRobotsTxtMiddleware": 100,
-}
 USER_AGENT = "idcrawl (+https://github.com/idcrawl/idcrawl)"
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 8

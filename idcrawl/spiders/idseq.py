@@ -83,7 +83,18 @@ class IdSeqSpider(Spider):
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
+        """What an id crawl cannot run without, with or without the ``idcrawl.addon.IdCrawl`` add-on.
+
+        The add-on wires every idcrawl piece at ``addon`` priority for a whole
+        project; a project that only uses this spider (no add-on) keeps working
+        because the spider sets its three needs itself: the profile
+        (``IDCRAWL_PROFILE``, and the :class:`~idcrawl.profiles.JobProfile` add-on
+        for a job file's ``profile`` key), an ``IdScheduler`` (forced: a project's
+        other scheduler would never dispense an id) and the attempts middleware
+        (lane requests carry ``dont_retry``; without it they get no attempts).
+        """
         super().update_settings(settings)
+        from idcrawl.addon import ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, SCHEDULER, setdefault_component
         from idcrawl.scheduler import IdScheduler
 
         apply_profile(settings)
@@ -91,19 +102,18 @@ class IdSeqSpider(Spider):
         from idcrawl.monitoring import Monitoring
 
         Monitoring.add_to(settings)
+        setdefault_component(settings, "ADDONS", "idcrawl.profiles.JobProfile", -1, priority="spider")
 
         current = settings.get("SCHEDULER")
         scheduler = load_object(current) if current else None
-        if not (isinstance(scheduler, type) and issubclass(scheduler, IdScheduler)):
-            settings.set("SCHEDULER", "idcrawl.scheduler.IdScheduler", priority="spider")
+        # the MRO, not issubclass(): Scrapy's BaseSchedulerMeta makes every scheduler a "subclass" of any other
+        if not (isinstance(scheduler, type) and IdScheduler in scheduler.__mro__):
+            settings.set("SCHEDULER", SCHEDULER, priority="spider")
         if distributed(settings) and load_object(settings.get("SCHEDULER")) is IdScheduler:
             # shared retries and fleet-wide politeness through Redis (idcrawl.distributed.scheduler)
             settings.set("SCHEDULER", "idcrawl.distributed.scheduler.RedisIdScheduler", priority="spider")
-        middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
-        if _ATTEMPTS_MIDDLEWARE not in middlewares:
-            # lane requests carry dont_retry: without this middleware they would get no attempts at all
-            middlewares[_ATTEMPTS_MIDDLEWARE] = 549  # beside RetryMiddleware (550)
-            settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority="spider")
+        # a project may move it or turn it off (None) by listing it; otherwise it is added
+        setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> IdSeqSpider:

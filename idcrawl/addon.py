@@ -1,0 +1,158 @@
+"""``IdCrawl``: the Scrapy add-on that wires idcrawl into a project in one line.
+
+.. code-block:: python
+
+    # settings.py of any Scrapy project, after `pip install idcrawl`
+    ADDONS = {"idcrawl.addon.IdCrawl": 0}
+
+Everything is written at Scrapy's ``addon`` priority (15, below the project's
+settings file), and a component is only added when the project has not
+mentioned it in the same setting, so any single piece stays overridable:
+``SCHEDULER = ...`` in the project replaces the scheduler,
+``EXTENSIONS = {"idcrawl.extensions.IdProgress": None}`` drops the progress
+lines, ``DOWNLOADER_MIDDLEWARES = {"idcrawl.middlewares.IdAttemptsMiddleware": 600}``
+moves a middleware. What it wires:
+
+==========================  ==============================================================
+``SCHEDULER``               ``idcrawl.scheduler.IdScheduler`` (Scrapy's scheduler + lanes;
+                            exactly Scrapy's for spiders that are not id crawls)
+``DOWNLOADER_MIDDLEWARES``  ``IdAttemptsMiddleware`` at 549 (beside RetryMiddleware);
+                            Scrapy's ``RobotsTxtMiddleware`` swapped for
+                            ``idcrawl.robots.IdRobotsTxtMiddleware`` at 100
+``EXTENSIONS``              ``IdProgress`` 500, ``IdPoliteness`` 100, ``IdLimits`` 200 (the
+                            last two load only when their settings turn them on)
+``DUPEFILTER_CLASS``        ``idcrawl.dupefilters.IdDupeFilter``
+``ITEM_PIPELINES``          ``idcrawl.pipelines.ContentDuplicates``
+``IDCRAWL_PROFILE``         the profile it names is applied (see :mod:`idcrawl.profiles`)
+==========================  ==============================================================
+
+Not wired: ``COMMANDS_MODULE``. Scrapy resolves commands from the project's
+settings before any add-on runs, so ``scrapy idplan`` and ``scrapy idcoverage``
+reach other projects through the ``scrapy.commands`` entry points of
+idcrawl's package metadata instead.
+
+The ``idseq`` spider works without the add-on too: it sets what it cannot
+run without (the scheduler, the attempts middleware, the profile) itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy.settings import BaseSettings, get_settings_priority
+from scrapy.utils.misc import load_object
+
+from idcrawl.profiles import apply_profile
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = ["ADDON_PRIORITY", "IdCrawl", "mentions_component", "raise_dict_priority", "setdefault_component"]
+
+logger = logging.getLogger(__name__)
+
+ADDON_PRIORITY = "addon"
+
+SCHEDULER = "idcrawl.scheduler.IdScheduler"
+ATTEMPTS_MIDDLEWARE = "idcrawl.middlewares.IdAttemptsMiddleware"
+ATTEMPTS_ORDER = 549  # beside Scrapy's RetryMiddleware (550), which lane requests skip (dont_retry)
+SCRAPY_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
+ID_ROBOTS = "idcrawl.robots.IdRobotsTxtMiddleware"
+ROBOTS_ORDER = 100  # Scrapy's own position for robots.txt
+EXTENSIONS = {
+    "idcrawl.extensions.IdProgress": 500,
+    "idcrawl.politeness.IdPoliteness": 100,
+    "idcrawl.limits.IdLimits": 200,
+}
+DUPEFILTER = "idcrawl.dupefilters.IdDupeFilter"
+# TODO(issue 7, add-on): wire the dupefilter once idcrawl/dupefilters.py is committed (another engineer is
+# writing it): settings.set("DUPEFILTER_CLASS", DUPEFILTER, ADDON_PRIORITY) in IdCrawl.update_settings.
+CONTENT_PIPELINE = "idcrawl.pipelines.ContentDuplicates"
+CONTENT_ORDER = 300
+# TODO(issue 7, add-on): wire the pipeline once idcrawl/pipelines.py is committed (another engineer is
+# writing it): setdefault_component(settings, "ITEM_PIPELINES", CONTENT_PIPELINE, CONTENT_ORDER).
+
+
+def _same_object(key: Any, path: str) -> bool:
+    """Whether a component dict key (an import path or the object itself) is the object at ``path``."""
+    if key == path:
+        return True
+    try:
+        return bool(load_object(key) is load_object(path))
+    except (AttributeError, ImportError, NameError, TypeError, ValueError):
+        return False
+
+
+def _component_dict(settings: BaseSettings, name: str) -> BaseSettings:
+    """The component dict ``name`` as a BaseSettings (per-key priorities), creating or converting it."""
+    current = settings.get(name)
+    if isinstance(current, BaseSettings):
+        return current
+    priority = settings.getpriority(name) or 0
+    converted = BaseSettings(settings.getdict(name), priority=priority)
+    settings.set(name, converted, priority=priority)
+    return converted
+
+
+def mentions_component(settings: BaseSettings, name: str, path: str) -> bool:
+    """Whether the component dict setting ``name`` has ``path`` (as a string or an object, even as None)."""
+    current = settings.get(name)
+    keys = current.keys() if isinstance(current, BaseSettings) else settings.getdict(name).keys()
+    return any(_same_object(key, path) for key in keys)
+
+
+def setdefault_component(
+    settings: BaseSettings, name: str, path: str, order: int | None, priority: int | str = ADDON_PRIORITY
+) -> bool:
+    """Add ``path: order`` to the component dict ``name`` unless it is mentioned already; True if added.
+
+    Unlike ``BaseSettings.set_in_component_priority_dict`` (which rewrites the
+    whole dict at the dict's priority) the entry gets its own ``priority``, so a
+    project that lists the same component later, or at a higher priority, wins.
+    """
+    if mentions_component(settings, name, path):
+        return False
+    components = _component_dict(settings, name)
+    components.set(path, order, priority=priority)
+    raise_dict_priority(settings, name, priority)
+    return True
+
+
+def raise_dict_priority(settings: BaseSettings, name: str, priority: int | str) -> None:
+    """Make the dict setting ``name`` as a whole at least as strong as ``priority`` (its keys keep theirs).
+
+    Needed after changing a key in place: ``scrapy crawl`` (Scrapy 2.19) merges the
+    process's settings into the crawler's again after the spider's ``update_settings``
+    ran, and that merge replaces a whole dict whose own priority is not higher, which
+    would silently undo what the spider added to ``ADDONS`` or ``DOWNLOADER_MIDDLEWARES``.
+    """
+    wanted = get_settings_priority(priority)
+    if (settings.getpriority(name) or 0) < wanted:
+        settings.set(name, settings[name], priority=wanted)  # a copy that keeps each key's priority
+
+
+class IdCrawl:
+    """The idcrawl add-on: ``ADDONS = {"idcrawl.addon.IdCrawl": 0}``."""
+
+    def __init__(self, crawler: Crawler | None = None) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> IdCrawl:
+        return cls(crawler)
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        # per crawler, not in update_pre_crawler_settings: an unknown profile raised there (while
+        # Scrapy builds its crawler process) would be a traceback instead of one line. For idseq
+        # spiders the profile is already applied (their update_settings runs first); again is a no-op.
+        apply_profile(settings)
+        settings.set("SCHEDULER", SCHEDULER, priority=ADDON_PRIORITY)
+        setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER)
+        # robots.txt: the two middlewares are one piece; a project that lists either decides for both
+        if not (mentions_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_ROBOTS)
+                or mentions_component(settings, "DOWNLOADER_MIDDLEWARES", ID_ROBOTS)):
+            setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_ROBOTS, None)
+            setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ID_ROBOTS, ROBOTS_ORDER)
+        for path, order in EXTENSIONS.items():
+            setdefault_component(settings, "EXTENSIONS", path, order)
