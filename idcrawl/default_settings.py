@@ -138,6 +138,20 @@ IDCRAWL_MONITOR_MAX_INCIDENTS = 0
 #: (more means the margin cuts lanes that still have content).
 IDCRAWL_MONITOR_MAX_OVERSHOOT_RATIO = 0.01
 
+# -- Content duplicates (idcrawl.pipelines.ContentDuplicates) -----------------------------
+
+#: What the ContentDuplicates pipeline does with an item whose body checksum an
+#: earlier item of the crawl had: "mark" adds ``duplicate_of`` (the first
+#: item's id), "drop" drops the item, "off" disables the pipeline. The index
+#: keeps about 130 bytes per distinct page for the whole crawl.
+IDCRAWL_CONTENT_DUPLICATES = "mark"
+
+#: Near-duplicates: items whose visible text has at least this Jaccard
+#: similarity (MinHash of 3-word shingles) to an earlier item's get
+#: ``near_duplicate_of`` (or are dropped with "drop"). 0 = off, the default: it
+#: costs a MinHash per found page and about 2.2 KB per distinct page.
+IDCRAWL_CONTENT_NEAR_DUPLICATES = 0.0
+
 # -- Distributed runs on Redis (idcrawl.distributed; README "Distributed runs") --------
 # The connection comes from scrapy-redis's settings: REDIS_URL (or REDIS_HOST and
 # REDIS_PORT) and REDIS_PARAMS.

@@ -125,3 +125,124 @@ def test_three_workers_produce_the_single_process_result_fetching_each_id_once(
     # the workers' counts add up to the job's
     assert sum(r.stats.get("idcrawl/emitted", 0) for r in results) == len(single_items)
     assert sum(r.stats.get("idcrawl/found", 0) for r in results) == len(single_items)
+
+
+class SlowModel(GapModel):
+    """A few ms per page, so a worker can be killed mid-crawl."""
+
+    def reply(self, id_: int, host: str, nth: int) -> Reply:
+        reply = super().reply(id_, host, nth)
+        return Reply(reply.status, reply.body, reply.headers, 0.004)
+
+
+KILL_GAPS = {1010, 1011, 1040, 1041, 1042, 1100, 1101, 1102, 1230, 1231, 1390, 1391, 1392, 1393, 1394,
+             950, 951, 952, 953}
+
+
+@pytest.mark.parametrize("kill_after", [40, 160])
+def test_a_worker_killed_with_sigkill_loses_nothing_after_the_lease(
+    make_site, redis_server, tmp_path: Path, kill_after: int
+) -> None:
+    model = SlowModel(900, 1400, KILL_GAPS)
+    site = make_site(model)
+    args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "name": "reg"}
+    settings = worker_settings(redis_server, job="kill", IDCRAWL_REDIS_LEASE_TIMEOUT=1.5,
+                               IDCRAWL_STATE_COMMIT_ITEMS=10, IDCRAWL_STATE_COMMIT_INTERVAL=0.3)
+    procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(3)]
+    deadline = time.monotonic() + 60
+    while len(site.ids()) < kill_after and time.monotonic() < deadline:
+        time.sleep(0.005)
+    procs[0].send_signal(signal.SIGKILL)
+    procs[0].wait(timeout=30)
+    killed_items = read_items(tmp_path / "w0" / "items.jsonl")
+    survivors = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs) if n]
+    for result in survivors:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stats["finish_reason"] == "finished"
+    got = {i["id"] for i in killed_items} | {i["id"] for r in survivors for i in r.items}
+    assert sorted(got) == target_truth(model.exists, 1000, "both", 5), f"killed after {kill_after} requests"
+    import redis
+
+    job = redis.Redis.from_url(redis_server.url).hgetall("idcrawl:{kill}:job")
+    assert int(job.get(b"reclaimed_workers", 0)) == 1
+
+
+def test_a_target_pushed_through_the_feed_key_is_crawled_by_idle_workers(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    import redis
+
+    model = GapModel(0, 400, {150, 151, 152, 153, 40, 41, 42})
+    site = make_site(model)
+    settings = worker_settings(redis_server, job="feed", IDCRAWL_REDIS_IDLE_TIMEOUT=5)
+    procs = [start_worker(tmp_path / f"w{n}", {}, settings) for n in range(2)]
+    client = redis.Redis.from_url(redis_server.url)
+    deadline = time.monotonic() + 60
+    while client.zcard("idcrawl:{feed}:workers") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.zcard("idcrawl:{feed}:workers") == 2, "the workers did not start waiting"
+    assert site.ids() == []
+    client.rpush("idcrawl:{feed}:feed", json.dumps(
+        {"name": "pushed", "url": site.url(), "start": 100, "direction": "both", "margin": 3, "window": 8}))
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stats["finish_reason"] == "idcrawl_idle_timeout"
+    items = [i["id"] for r in results for i in r.items]
+    assert sorted(items) == target_truth(model.exists, 100, "both", 3)
+    assert len(items) == len(set(items))
+    assert sum(r.stats.get("idcrawl/redis/feed_taken", 0) for r in results) == 1
+    assert all(r.stats.get("idcrawl/dispensed", 0) > 0 for r in results), "a worker did not join the pushed target"
+
+
+def test_a_pushed_target_with_bad_keys_is_refused_with_a_log_line(make_site, redis_server, tmp_path: Path) -> None:
+    import redis
+
+    settings = worker_settings(redis_server, job="bad", IDCRAWL_REDIS_IDLE_TIMEOUT=1.5)
+    client = redis.Redis.from_url(redis_server.url)
+    client.rpush("idcrawl:{bad}:feed", json.dumps({"name": "x", "url": "http://127.0.0.1:1/n", "start": 1}))
+    result = finish(start_worker(tmp_path, {}, settings), tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stats.get("idcrawl/redis/feed_refused") == 1
+    assert "pushed target refused" in result.stderr and "must contain exactly one {id} field" in result.stderr
+
+
+def test_politeness_holds_for_the_fleet_not_per_worker(make_site, redis_server, tmp_path: Path) -> None:
+    site = make_site(GapModel(0, 1000, set()))
+    args = {"url": site.url(), "start": 10, "max": 33, "margin": 0}
+    settings = worker_settings(redis_server, job="polite", DOWNLOAD_DELAY=0.3, RANDOMIZE_DOWNLOAD_DELAY=False)
+    procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(3)]
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+    times = [e.at for e in site.log if e.id is not None]
+    assert sorted(e.id for e in site.log if e.id is not None) == list(range(10, 34))
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    # the reservation is made when the request leaves the scheduler: a few ms of local latency may shorten a gap
+    assert min(gaps) >= 0.25, sorted(gaps)[:5]
+    assert sum(1 for r in results if r.stats.get("idcrawl/dispensed", 0)) >= 2, "one worker did everything"
+
+
+def test_redis_unreachable_at_start_is_one_error_line(make_site, tmp_path: Path) -> None:
+    site = make_site(GapModel(0, 100, set()))
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 1, "max": 5, "margin": 0},
+                       {"IDCRAWL_DISTRIBUTED": True, "REDIS_URL": "redis://127.0.0.1:1/0"})
+    assert result.returncode != 0
+    errors = result.error_lines()
+    assert len(errors) == 1, result.stderr[-3000:]
+    assert "Redis at REDIS_URL='redis://127.0.0.1:1/0' is unreachable" in errors[0]
+    assert site.log == []
+
+
+def test_two_workers_with_one_target_name_and_other_parameters_are_refused(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    site = make_site(GapModel(0, 100, set()))
+    settings = worker_settings(redis_server, job="clash")
+    first = run_crawl(tmp_path, {"url": site.url(), "start": 1, "max": 5, "margin": 0, "name": "t"}, settings)
+    assert first.returncode == 0, first.stderr[-3000:]
+    site.log.clear()
+    second = run_crawl(tmp_path, {"url": site.url(), "start": 2, "max": 5, "margin": 0, "name": "t"}, settings)
+    assert second.returncode != 0
+    assert "target 't': start=2 differs from the job's (start=1)" in second.error_lines()[0]
+    assert site.log == []

@@ -86,11 +86,15 @@ DEFAULTS: dict[str, Any] = {
     "resume": "none",
     "holes": "failed",
     "missing_statuses": tuple(sorted(DEFAULT_MISSING_STATUSES)),  # IDCRAWL_MISSING_STATUSES
+    # learned soft 404s: a 2xx page at least this similar (Jaccard of 3-word
+    # shingles, digits normalised) to the soft404_probe page is missing. High on
+    # purpose: a false positive skips a real page, a miss only costs an item.
+    "soft404_similarity": 0.9,
 }
 
 #: Every key a target accepts, in spider arguments and in job files.
 TARGET_KEYS = frozenset(
-    {"name", "url", "start", "min", "max", *DEFAULTS.keys(), *OUTCOME_KEYS}
+    {"name", "url", "start", "min", "max", "soft404_probe", *DEFAULTS.keys(), *OUTCOME_KEYS}
 )
 
 
@@ -119,6 +123,9 @@ class Target:
     resume: str = "none"
     holes: str = "failed"
     rule: OutcomeRule = DEFAULT_RULE
+    #: URL of a page known not to exist (``soft404_probe``: an id or a URL); None: nothing to learn
+    soft404_probe: str | None = None
+    soft404_similarity: float = 0.9
 
     def url_for(self, id_: int) -> str:
         return self.url.format(id=id_)
@@ -226,6 +233,33 @@ def _statuses(value: Any) -> frozenset[int]:
     return frozenset(statuses)
 
 
+def _probe(value: Any, url: str) -> str | None:
+    """``soft404_probe``: an id known not to exist (rendered with the template) or a full URL; empty = none."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    reason = "must be an id known not to exist (an integer >= 0) or an http(s) URL"
+    if isinstance(value, bool):
+        raise TargetError("soft404_probe", value, reason)
+    if isinstance(value, int) or (isinstance(value, str) and value.strip().replace("_", "").isdecimal()):
+        id_ = _int("soft404_probe", value)
+        if id_ < 0:
+            raise TargetError("soft404_probe", value, reason)
+        return url.format(id=id_)
+    if isinstance(value, str):
+        text = value.strip()
+        parts = urlsplit(text)
+        if parts.scheme in ("http", "https") and parts.hostname:
+            return text
+    raise TargetError("soft404_probe", value, reason)
+
+
+def _similarity(value: Any) -> float:
+    result = _float("soft404_similarity", value)
+    if not 0.0 < result <= 1.0:
+        raise TargetError("soft404_similarity", value, "must be a number > 0 and <= 1 (a Jaccard similarity)")
+    return result
+
+
 def _outcome_rule(merged: Mapping[str, Any]) -> OutcomeRule:
     """The outcome rule from the ``missing_statuses`` and soft-404 keys (empty = not set)."""
     texts: dict[str, str | None] = {}
@@ -313,6 +347,9 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
     resume = _choice("resume", merged["resume"], ("none", "bound", "holes", "all"))
     holes = _choice("holes", merged["holes"], ("failed", "all"))
     rule = _outcome_rule(merged)
+    probe = _probe(merged.get("soft404_probe"), url)
+    raw_similarity = merged["soft404_similarity"]
+    similarity = _similarity(DEFAULTS["soft404_similarity"] if raw_similarity in (None, "") else raw_similarity)
 
     name_value = merged.get("name")
     if name_value in (None, ""):
@@ -339,6 +376,8 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
         resume=resume,
         holes=holes,
         rule=rule,
+        soft404_probe=probe,
+        soft404_similarity=similarity,
     )
 
 

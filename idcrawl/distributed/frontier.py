@@ -126,6 +126,8 @@ class RedisFrontier(Generic[P]):
         #: monotonic time of the last id this worker dispensed or decided
         self.last_activity = time.monotonic()
         self.round_trips = 0
+        #: a worker started without targets waits for pushed ones even when the job is finished
+        self.wait_for_feed = False
 
     # -- targets ---------------------------------------------------------------
 
@@ -338,7 +340,7 @@ class RedisFrontier(Generic[P]):
     @property
     def finished(self) -> bool:
         """Nothing left in the job: every lane settled, no retry waiting, no orphaned items, no pushed target."""
-        return not self._unsettled and not self.inflight and self.status.finished
+        return not self._unsettled and not self.inflight and self.status.finished and not self.wait_for_feed
 
     def can_dispense(self) -> bool:
         """Work is left in this worker or in the job (the engine must not go idle while others work)."""

@@ -125,6 +125,7 @@ class RedisRuntime(IdRuntime):
                 raise BadInputError(f"{spider_name}: bad input: {exc}") from None
         #: started without targets: waits for pushed ones (until the idle timeout)
         self.feeder = not self.targets
+        self.frontier.wait_for_feed = self.feeder
         self._tver = -1
         self._loop: Any = None
         self._idle_since = time.monotonic()
@@ -152,6 +153,7 @@ class RedisRuntime(IdRuntime):
         super().open()
         self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
         self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
+        self._idle_since = time.monotonic()
         self.poll()
         self._loop = create_looping_call(self.poll)
         self._loop.start(self.poll_interval, now=False)
@@ -429,19 +431,27 @@ class RedisRuntime(IdRuntime):
             return self._due.pop(0)
         return None
 
-    def fleet_gate(self, slot: str, gap: float) -> bool:
-        """Reserve the slot's next start for the whole fleet; False (and a wake-up later) if not yet."""
-        now = time.monotonic()
-        until = self._gate_until.get(slot, 0.0)
-        if now < until:
-            return False
+    def fleet_gate(self, slot: str) -> bool:
+        """Whether the slot may take a request as far as this worker knows (no round trip):
+        False while another worker holds the slot's next start (a wake-up is armed)."""
+        until = self._gate_until.get(slot)
+        if until is None:
+            return True
+        wait = until - time.monotonic()
+        if wait <= 0:
+            del self._gate_until[slot]
+            return True
+        self._arm(wait)
+        return False
+
+    def reserve(self, slot: str, gap: float) -> float:
+        """Reserve the slot's next start for the fleet (``POLITE``): 0 = go now, else seconds to wait."""
         wait_ms = int(self.job.polite(args=[self.job.prefix, slot, max(1, int(gap * 1000))]))
         self.frontier.round_trips += 1
         if wait_ms <= 0:
-            return True
-        self._gate_until[slot] = now + wait_ms / 1000
-        self._arm(wait_ms / 1000)
-        return False
+            return 0.0
+        self._gate_until[slot] = time.monotonic() + wait_ms / 1000
+        return wait_ms / 1000
 
     def _arm(self, wait: float) -> None:
         """Wake the engine after ``wait`` seconds (one timer: the earliest wins)."""

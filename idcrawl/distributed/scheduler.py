@@ -6,12 +6,11 @@ through Redis:
 - **Retries wait in the job's shared delayed set** (``P delayed``, a sorted set
   by due time on the Redis clock), not in the worker's memory: any worker
   takes a retry that falls due, and a worker that stops loses none.
-- **Politeness holds for the fleet.** Before a lane request goes to a host
-  whose download slot has a delay (``DOWNLOAD_DELAY``, a ``DOWNLOAD_SLOTS``
-  delay, or the gap :class:`idcrawl.politeness.IdPoliteness` set), the worker
-  reserves the host's next start time in Redis (``P polite:<slot>``): the gap
-  holds between the requests of all workers together, not per worker. A host
-  reserved by another worker is skipped (other hosts go on) until its time.
+- **Politeness holds for the fleet.** The downloader middleware
+  :class:`idcrawl.distributed.politeness.FleetPoliteness` reserves each
+  request's start in Redis so that a host's gap holds between the requests of
+  all workers together; here a host that another worker reserved is skipped
+  (the other hosts go on) until the time it left, without a round trip.
 
 ``idseq`` sets this scheduler itself when ``IDCRAWL_DISTRIBUTED`` is on.
 """
@@ -69,10 +68,4 @@ class RedisIdScheduler(IdScheduler):
         if not super()._group_ready(group):
             return False
         runtime = self._redis()
-        assert self.crawler is not None and self.crawler.engine is not None
-        key = self._slot_key(str(group))
-        slot = self.crawler.engine.downloader.slots.get(key)
-        gap = slot.delay if slot is not None else self.crawler.settings.getfloat("DOWNLOAD_DELAY")
-        if runtime is None or gap <= 0:
-            return True
-        return runtime.fleet_gate(key, gap)
+        return runtime is None or runtime.fleet_gate(self._slot_key(str(group)))

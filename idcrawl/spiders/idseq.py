@@ -56,6 +56,8 @@ _HANDLED_STATUSES = list(range(400, 600))
 #: The message of the IgnoreRequest raised by Scrapy's RobotsTxtMiddleware.
 _ROBOTS_FORBIDDEN = "Forbidden by robots.txt"
 _ATTEMPTS_MIDDLEWARE = "idcrawl.middlewares.IdAttemptsMiddleware"
+#: Per-host gaps for all workers of a distributed job together (idcrawl.distributed.politeness).
+_FLEET_POLITENESS = "idcrawl.distributed.politeness.FleetPoliteness"
 
 
 class IdSeqSpider(Spider):
@@ -112,6 +114,10 @@ class IdSeqSpider(Spider):
         if distributed(settings) and load_object(settings.get("SCHEDULER")) is IdScheduler:
             # shared retries and fleet-wide politeness through Redis (idcrawl.distributed.scheduler)
             settings.set("SCHEDULER", "idcrawl.distributed.scheduler.RedisIdScheduler", priority="spider")
+        middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+        if distributed(settings) and _FLEET_POLITENESS not in middlewares:
+            # last before the download handler: after robots.txt, which may hold a request a while
+            settings.set("DOWNLOADER_MIDDLEWARES", {**middlewares, _FLEET_POLITENESS: 950}, priority="spider")
         # a project may move it or turn it off (None) by listing it; otherwise it is added
         setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, priority="spider")
 

@@ -1,0 +1,150 @@
+"""Item pipelines: ``ContentDuplicates`` marks (or drops) items whose page an earlier item already had.
+
+The decisions live in :mod:`idcrawl.core.fingerprints`; this is the Scrapy
+shell: settings, stats, item fields.
+
+- ``IDCRAWL_CONTENT_DUPLICATES``: ``mark`` (the default) adds ``duplicate_of``
+  (the first item's id; ``duplicate_of_target`` too when that item belongs to
+  another target) to an item whose ``checksum`` an earlier item of the crawl
+  had; ``drop`` drops it instead; ``off`` disables the pipeline.
+- ``IDCRAWL_CONTENT_NEAR_DUPLICATES``: a Jaccard threshold (0 = off, the
+  default). Above 0, the spider attaches a MinHash signature of each found
+  page's visible text to its item (under the private key
+  ``ITEM_SIGNATURE_KEY``, removed here) and items whose page is that similar
+  to an earlier one get ``near_duplicate_of`` (``near_duplicate_of_target``,
+  ``near_duplicate_similarity``), or are dropped with ``drop``.
+
+Which of two duplicates is "first" is the order items reach the pipeline:
+lane order within a lane, arrival order across lanes and targets. The content
+is the same either way, but with ``drop`` the surviving id of a pair from two
+lanes may differ between runs.
+
+Items without ``target``, ``id`` and ``checksum`` (follow-up items of site
+spiders) pass untouched. The index is per crawl: a resumed run does not know
+the checksums of earlier runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter
+from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.misc import load_object
+
+from idcrawl import default_settings
+from idcrawl.core.fingerprints import ITEM_SIGNATURE_KEY, ContentIndex
+from idcrawl.errors import BadInputError
+from idcrawl.runtime import STATS_PREFIX
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+
+__all__ = ["ContentDuplicates", "content_settings", "signatures_wanted"]
+
+logger = logging.getLogger(__name__)
+
+MODES = ("mark", "drop", "off")
+
+
+def content_settings(settings: BaseSettings) -> tuple[str, float]:
+    """``(mode, near threshold)`` from the settings; bad values raise :class:`BadInputError` naming the setting."""
+    raw_mode = settings.get("IDCRAWL_CONTENT_DUPLICATES", default_settings.IDCRAWL_CONTENT_DUPLICATES)
+    mode = str(raw_mode).strip().lower() if raw_mode is not None else ""
+    if mode not in MODES:
+        raise BadInputError(f"IDCRAWL_CONTENT_DUPLICATES={raw_mode!r}: must be one of {', '.join(MODES)}")
+    raw_near = settings.get("IDCRAWL_CONTENT_NEAR_DUPLICATES", default_settings.IDCRAWL_CONTENT_NEAR_DUPLICATES)
+    try:
+        near = float(raw_near if raw_near not in (None, "") else 0.0)
+    except (TypeError, ValueError):
+        near = -1.0
+    if isinstance(raw_near, bool) or not 0.0 <= near <= 1.0:
+        raise BadInputError(
+            f"IDCRAWL_CONTENT_NEAR_DUPLICATES={raw_near!r}: must be a Jaccard threshold in [0, 1] (0 = off)"
+        )
+    return mode, near
+
+
+def _enabled(settings: BaseSettings) -> bool:
+    """Whether ``ContentDuplicates`` (or a subclass) is in ``ITEM_PIPELINES``."""
+    for path, order in settings.getwithbase("ITEM_PIPELINES").items():
+        if order is None:
+            continue
+        try:
+            cls = load_object(path) if isinstance(path, str) else path
+        except (ImportError, NameError, ValueError):
+            continue
+        if isinstance(cls, type) and issubclass(cls, ContentDuplicates):
+            return True
+    return False
+
+
+def signatures_wanted(settings: BaseSettings) -> bool:
+    """Whether the spider should attach MinHash signatures to items.
+
+    Only when near-duplicates are on *and* this pipeline is enabled: nobody
+    else would remove the private key, and a feed cannot serialise it.
+    """
+    mode, near = content_settings(settings)
+    if mode == "off" or near <= 0:
+        return False
+    if not _enabled(settings):
+        logger.warning(
+            "idcrawl: IDCRAWL_CONTENT_NEAR_DUPLICATES=%s has no effect: "
+            "idcrawl.pipelines.ContentDuplicates is not in ITEM_PIPELINES", near,
+        )
+        return False
+    return True
+
+
+class ContentDuplicates:
+    """Mark or drop items whose content an earlier item of the crawl had (see the module docstring)."""
+
+    def __init__(self, crawler: Crawler, mode: str, near: float) -> None:
+        self.crawler = crawler
+        self.mode = mode
+        self.index = ContentIndex(near)
+        stats = crawler.stats
+        assert stats is not None
+        self.stats = stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ContentDuplicates:
+        mode, near = content_settings(crawler.settings)
+        if mode == "off":
+            raise NotConfigured("IDCRAWL_CONTENT_DUPLICATES is off")
+        return cls(crawler, mode, near)
+
+    def process_item(self, item: Any, spider: Any = None) -> Any:
+        adapter = ItemAdapter(item)
+        minhash = None
+        if ITEM_SIGNATURE_KEY in adapter:
+            minhash = adapter[ITEM_SIGNATURE_KEY]
+            del adapter[ITEM_SIGNATURE_KEY]
+        target, id_, checksum = adapter.get("target"), adapter.get("id"), adapter.get("checksum")
+        if not (isinstance(target, str) and isinstance(id_, int) and isinstance(checksum, str)):
+            return item
+        match = self.index.check(target, id_, checksum, minhash)
+        if match is None:
+            return item
+        if match.kind == "exact":
+            self.stats.inc_value(f"{STATS_PREFIX}/content/duplicates")
+            adapter["duplicate_of"] = match.id
+            if match.target != target:
+                adapter["duplicate_of_target"] = match.target
+        else:
+            self.stats.inc_value(f"{STATS_PREFIX}/content/near_duplicates")
+            adapter["near_duplicate_of"] = match.id
+            if match.target != target:
+                adapter["near_duplicate_of_target"] = match.target
+            adapter["near_duplicate_similarity"] = round(match.similarity, 3)
+        if self.mode == "drop":
+            of = match.id if match.target == target else f"{match.target} {match.id}"
+            kind = "duplicate" if match.kind == "exact" else f"near-duplicate ({match.similarity:.3f})"
+            raise DropItem(f"{target} {id_}: {kind} of {of}", log_level="DEBUG")
+        return item
+
+    def close_spider(self, spider: Any = None) -> None:
+        self.stats.set_value(f"{STATS_PREFIX}/content/distinct", len(self.index))
