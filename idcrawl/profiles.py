@@ -83,8 +83,9 @@ _NOT_IN_A_PROFILE = frozenset({"IDCRAWL_PROFILE", "IDCRAWL_PROFILES_DIR"})
 #: Settings the idseq spider reads when it is created (target defaults, state
 #: location and backend, Redis), before a job file's profile can be applied.
 _SPIDER_CREATION_NAMES = frozenset({"JOBDIR", "IDCRAWL_MARGIN", "IDCRAWL_MARGIN_COUNTS_FAILED", "IDCRAWL_WINDOW",
-                                    "IDCRAWL_MISSING_STATUSES"})
-_SPIDER_CREATION_PREFIXES = ("IDCRAWL_STATE", "IDCRAWL_REDIS", "IDCRAWL_DISTRIBUTED", "REDIS_")
+                                    "IDCRAWL_MISSING_STATUSES", "IDCRAWL_STATE", "IDCRAWL_DISTRIBUTED"})
+#: ... and every setting that starts with one of these (a trailing "_" marks a prefix, not a setting)
+_SPIDER_CREATION_PREFIXES = ("IDCRAWL_STATE_", "IDCRAWL_REDIS_", "REDIS_")
 
 
 def read_at_spider_creation(name: str) -> bool:

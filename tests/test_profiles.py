@@ -23,10 +23,6 @@ from idcrawl.spiders.idseq import IdSeqSpider
 from tests.conftest import GapModel
 from tests.support.crawl import REPO, run_crawl
 
-#: idcrawl settings a shipped profile may name before the code that reads them is in (the Redis
-#: backend, issue 8, in progress); the loader warns that they have no effect until then.
-PENDING_SETTINGS = {"IDCRAWL_STATE_BACKEND"}
-
 
 def applied(values: dict[str, object], priority: str = "project") -> Settings:
     settings = Settings()
@@ -93,7 +89,7 @@ def test_a_shipped_profile_is_small_commented_and_names_known_settings(name: str
     values = load_profile(name)
     assert 1 <= len(values) <= 20
     unknown = {k for k in values if k.startswith("IDCRAWL_") and not hasattr(default_settings, k)}
-    assert unknown <= PENDING_SETTINGS
+    assert unknown == set()
     text = (REPO / "idcrawl" / "settings_profiles" / f"{name}.toml").read_text()
     setting_lines = [line for line in text.splitlines() if re.match(r"\s*[A-Z][A-Z0-9_]*\s*=", line)]
     assert len(setting_lines) == len(values)
@@ -192,7 +188,7 @@ def test_a_job_profile_may_not_set_what_the_spider_read_before_the_job_file(tmp_
     with pytest.raises(BadInputError, match=r"profile='early': the profile sets IDCRAWL_MARGIN, which is read before "
                                             r"the job file; pick it with -s IDCRAWL_PROFILE=early instead"):
         apply_job_profile(settings, str(job_file(tmp_path, "early")))
-    with pytest.raises(BadInputError, match=r"profile='distributed': the profile sets IDCRAWL_STATE_BACKEND"):
+    with pytest.raises(BadInputError, match=r"profile='distributed': the profile sets IDCRAWL_DISTRIBUTED"):
         apply_job_profile(Settings(), str(job_file(tmp_path, "distributed")))
 
 
