@@ -46,6 +46,7 @@ from scrapy.utils.defer import _schedule_coro
 
 from idcrawl import default_settings
 from idcrawl.core.limits import RULES, DomainLimits, JobLimits, LimitError, Limits, Trigger
+from idcrawl.distributed.connection import RedisUnavailable, distributed
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.incidents import Incident, IncidentLog, IncidentLogError
 from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime
@@ -141,9 +142,16 @@ class IdLimits:
         if not any(domain.enabled()) and not any(job.enabled()):
             raise NotConfigured  # every rule off (the default): the crawl is exactly as without limits
         try:
-            log = IncidentLog(incident_log_path(settings, crawler.spidercls.name))
+            if distributed(settings):  # every worker's incidents go to one Redis list (idcrawl.distributed.incidents)
+                from idcrawl.distributed.incidents import incident_log
+
+                log: IncidentLog = incident_log(settings, crawler.spidercls.name)
+            else:
+                log = IncidentLog(incident_log_path(settings, crawler.spidercls.name))
         except IncidentLogError as exc:
             raise BadInputError(f"bad setting: IDCRAWL_INCIDENT_LOG: {exc}") from None
+        except RedisUnavailable as exc:
+            raise BadInputError(f"{crawler.spidercls.name}: {exc}") from None
         ext = cls(crawler, domain, job, log, frozenset(rules))
         crawler.signals.connect(ext._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext._spider_closed, signal=signals.spider_closed)

@@ -43,13 +43,39 @@ def check_args(args: list[str]) -> None:
             raise UsageError(f"unknown option {arg}", print_help=False)
 
 
+class RedisState(str):
+    """A job's state in Redis (``IDCRAWL_STATE_BACKEND = "redis"`` or ``IDCRAWL_DISTRIBUTED``):
+    shown as ``<where> <key prefix>``; read with the command's settings (``REDIS_URL``, ...)."""
+
+    settings: Any
+    spider: str
+
+    def exists(self) -> bool:
+        return False  # not a file (``idcoverage`` compares its output file with the state's)
+
+
 def resolve_state(settings: Any, opts: argparse.Namespace) -> Path:
+    if not opts.state:
+        from idcrawl.distributed.connection import describe, job_prefix, state_backend
+
+        if state_backend(settings) == "redis":
+            where = RedisState(f"{describe(settings)} {job_prefix(settings, opts.spider)}")
+            where.settings, where.spider = settings, opts.spider
+            return where  # type: ignore[return-value]  # used as a str and for exists()
     return Path(opts.state) if opts.state else state_path(settings, opts.spider)
 
 
 def load_views(path: Path, targets: list[str], job: str | None) -> list[TargetView]:
     """Read the plan of ``targets`` (and the job's) from the state file at ``path``, read-only."""
     job_targets = parse_job(job) if job else []
+    if isinstance(path, RedisState):
+        from idcrawl.state.factory import open_store
+
+        redis_store = open_store(path.settings, path.spider, read_only=True)
+        try:
+            return collect(redis_store, targets, job_targets)
+        finally:
+            redis_store.close()
     if not path.exists():
         raise ReportError(
             f"state file {str(path)!r} does not exist: no crawl recorded state there "

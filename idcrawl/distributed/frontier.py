@@ -121,6 +121,7 @@ class RedisFrontier(Generic[P]):
         self._buffers: dict[str, deque[int]] = {}
         self._parked: set[str] = set()
         self._unsettled: set[str] = set()
+        self._closed_here: set[str] = set()  # lanes a limit stopped in this worker (the job's lane goes on)
         #: ids handed to this worker's downloader and not decided yet: (lane, id)
         self.inflight: set[tuple[str, int]] = set()
         #: monotonic time of the last id this worker dispensed or decided
@@ -308,6 +309,8 @@ class RedisFrontier(Generic[P]):
         if lane.reason is None:
             lane.reason = reason
         self._unsettled.discard(lane_key)
+        self._closed_here.add(lane_key)
+        self._buffers[lane_key].clear()  # claimed, never dispensed: taken back when this worker leaves
         if lane_key in self._iv:
             self._iv.remove(lane_key)
 
@@ -340,7 +343,14 @@ class RedisFrontier(Generic[P]):
     @property
     def finished(self) -> bool:
         """Nothing left in the job: every lane settled, no retry waiting, no orphaned items, no pushed target."""
-        return not self._unsettled and not self.inflight and self.status.finished and not self.wait_for_feed
+        if self._unsettled or self.inflight or self.wait_for_feed:
+            return False
+        # every lane settled in the job, or stopped here by a limit: nothing more for this worker
+        return self.status.finished or (bool(self._closed_here) and self._closed_here | self._settled_keys()
+                                         >= set(self.lanes))
+
+    def _settled_keys(self) -> set[str]:
+        return {key for key, lane in self.lanes.items() if lane.settled}
 
     def can_dispense(self) -> bool:
         """Work is left in this worker or in the job (the engine must not go idle while others work)."""

@@ -1,0 +1,157 @@
+"""``scrapy idjob status|push|clean|incidents``: a distributed job in Redis.
+
+The job is found like the workers find it: scrapy-redis's ``REDIS_URL`` (or
+``REDIS_HOST``/``REDIS_PORT``, ``REDIS_PARAMS``), ``IDCRAWL_REDIS_PREFIX`` and
+``IDCRAWL_REDIS_JOB`` (default: ``--spider``, ``idseq``).
+
+- ``status [--json]``: workers and their heartbeats, per lane the first
+  undecided id, cut and counts, and what the job still waits for;
+- ``push TARGET.json ...`` (``-`` = stdin): push targets to the running
+  fleet (a JSON object of job-file keys, or a list of them), validated here
+  first so a typo is one error line, not a worker's log line;
+- ``clean [--force]``: delete every key of the job (refused while a worker's
+  heartbeat is fresh, unless ``--force``);
+- ``incidents -o FILE``: move the incidents every worker pushed into the
+  job's list into one XML incident log (valid against the shipped schema).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from idcrawl import default_settings
+from idcrawl.core.targets import TargetError
+
+__all__ = ["Command"]
+
+ACTIONS = ("status", "push", "clean", "incidents")
+
+
+class Command(ScrapyCommand):
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "status|push|clean|incidents [ARGS] [--spider NAME] [--json] [--force] [-o FILE]"
+
+    def short_desc(self) -> str:
+        return "Show, feed, export the incidents of, or clean up a distributed job in Redis"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--spider", metavar="NAME", default="idseq",
+                            help="the job's spider (its name is the job's default name; default: idseq)")
+        parser.add_argument("--json", action="store_true", help="status: print a JSON document")
+        parser.add_argument("--force", action="store_true", help="clean: even while workers are alive")
+        parser.add_argument("-o", "--output", metavar="FILE", help="incidents: the XML incident log to append to")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if not args or args[0] not in ACTIONS:
+            raise UsageError(f"give one of {', '.join(ACTIONS)}", print_help=False)
+        from idcrawl.distributed.connection import RedisUnavailable, connect, job_prefix
+
+        try:
+            self.client = connect(self.settings)
+        except RedisUnavailable as exc:
+            self._fail(str(exc))
+            return
+        self.prefix = job_prefix(self.settings, opts.spider)
+        action, rest = args[0], args[1:]
+        try:
+            getattr(self, f"_{action}")(rest, opts)
+        except (TargetError, ValueError, OSError) as exc:
+            self._fail(str(exc))
+
+    def _fail(self, message: str) -> None:
+        print(f"idjob: error: {message}", file=sys.stderr)
+        self.exitcode = 1
+
+    # -- status ----------------------------------------------------------------------
+
+    def _status(self, rest: list[str], opts: argparse.Namespace) -> None:
+        from idcrawl.distributed.status import job_status, render_status
+
+        document = job_status(self.client, self.prefix, self._lease())
+        if opts.json:
+            sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        else:
+            sys.stdout.write(render_status(document))
+
+    def _lease(self) -> float:
+        assert self.settings is not None
+        return self.settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)
+
+    # -- push --------------------------------------------------------------------------
+
+    def _push(self, rest: list[str], opts: argparse.Namespace) -> None:
+        from idcrawl.distributed.runtime import parse_pushed
+
+        if not rest:
+            raise UsageError("push needs a JSON file (or - for stdin)", print_help=False)
+        assert self.settings is not None
+        defaults = {
+            "margin": self.settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),
+            "window": self.settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
+            "missing_statuses": self.settings.getlist(
+                "IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES
+            ),
+        }
+        entries = []
+        for source in rest:
+            text = sys.stdin.read() if source == "-" else open(source, encoding="utf-8").read()  # noqa: SIM115
+            try:
+                targets = parse_pushed(text, defaults)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{source}: not JSON ({exc})") from None
+            except TargetError as exc:
+                raise ValueError(f"{source}: {exc}") from None
+            entries.append(text.strip())
+            for target in targets:
+                print(f"idjob: pushing target {target.name!r} ({target.url}) to {self.prefix}feed")
+        self.client.rpush(self.prefix + "feed", *entries)
+
+    # -- clean ---------------------------------------------------------------------------
+
+    def _clean(self, rest: list[str], opts: argparse.Namespace) -> None:
+
+        seconds, micros = self.client.time()
+        now_ms = seconds * 1000 + micros // 1000
+        alive = self.client.zrangebyscore(self.prefix + "workers", now_ms - self._lease() * 1000, "+inf")
+        if alive and not opts.force:
+            raise ValueError(f"{len(alive)} worker(s) of {self.prefix!r} are alive; stop them or give --force")
+        deleted = 0
+        for batch in _batches(self.client.scan_iter(match=_escape(self.prefix) + "*", count=1000), 500):
+            deleted += int(self.client.delete(*batch))
+        print(f"idjob: deleted {deleted} keys of {self.prefix!r}")
+
+    # -- incidents ------------------------------------------------------------------------
+
+    def _incidents(self, rest: list[str], opts: argparse.Namespace) -> None:
+        from idcrawl.distributed.incidents import drain_incidents
+
+        if not opts.output:
+            raise UsageError("incidents needs -o FILE (the XML incident log)", print_help=False)
+        moved = drain_incidents(self.client, self.prefix, opts.output)
+        print(f"idjob: {moved} incidents moved to {opts.output}")
+
+
+def _escape(prefix: str) -> str:
+    """A key prefix as a SCAN pattern (the job's braces and any glob characters escaped)."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in prefix)
+
+
+def _batches(items: Any, size: int) -> Any:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -1,0 +1,79 @@
+"""A distributed job's progress as a document (``scrapy idjob status``).
+
+Read-only: a few commands per lane, nothing changes in Redis (stopped workers
+are shown as stale, and taken back by the next worker poll, not here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["job_status", "render_status"]
+
+_COUNTS = ("dispensed", "found", "missing", "failed", "disallowed", "emitted", "overshoot", "past_cut")
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
+    """Workers, lanes and what the job still waits for."""
+    seconds, micros = client.time()
+    now_ms = seconds * 1000 + micros // 1000
+    workers = [
+        {"worker": _text(w), "heartbeat_age": round((now_ms - score) / 1000, 3),
+         "alive": now_ms - score <= lease * 1000}
+        for w, score in client.zrange(prefix + "workers", 0, -1, withscores=True)
+    ]
+    lanes = []
+    for name in sorted(_text(n) for n in client.hkeys(prefix + "specs")):
+        for key in (_text(k) for k in client.lrange(prefix + "tl:" + name, 0, -1)):
+            raw = {_text(k): _text(v) for k, v in client.hgetall(prefix + "L:" + key).items()}
+            if not raw:
+                continue
+            fu, nxt, step = int(raw["fu"]), int(raw["next"]), int(raw["step"])
+            settled = bool(raw["reason"]) and (bool(raw["cut"]) or fu == nxt)
+            lanes.append({
+                "key": key, "target": name, "start": int(raw["start"]),
+                "stop": int(raw["stop"]) if raw["stop"] else None,
+                "first_undecided": fu, "next": nxt, "in_flight": (nxt - fu) * step,
+                "cut_at": int(raw["cut"]) if raw["cut"] else None, "reason": raw["reason"] or None,
+                "last_found": int(raw["last"]) if raw["last"] else None, "settled": settled,
+                "taken_back": int(client.llen(prefix + "L:" + key + ":free")),
+                "counts": {name: int(raw.get(f"c_{name}", 0) or 0) for name in _COUNTS},
+            })
+    job = {_text(k): int(v) for k, v in client.hgetall(prefix + "job").items()}
+    waiting = {
+        "unsettled_lanes": int(client.scard(prefix + "unsettled")),
+        "delayed_retries": int(client.zcard(prefix + "delayed")),
+        "orphaned_items": int(client.hlen(prefix + "orphans")),
+        "pushed_targets": int(client.llen(prefix + "feed")),
+        "incidents": int(client.llen(prefix + "incidents")),
+    }
+    finished = not any(v for k, v in waiting.items() if k != "incidents") and bool(lanes)
+    return {"format": 1, "job": prefix, "finished": finished, "workers": workers, "waiting": waiting,
+            "taken_back": job, "lanes": lanes}
+
+
+def render_status(document: dict[str, Any]) -> str:
+    lines = [f"job {document['job']}: {'finished' if document['finished'] else 'running'}"]
+    for w in document["workers"]:
+        state = "alive" if w["alive"] else "stale (its ids are taken back at the next poll)"
+        lines.append(f"  worker {w['worker']}: heartbeat {w['heartbeat_age']:.1f} s ago, {state}")
+    if not document["workers"]:
+        lines.append("  no workers")
+    waiting = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in document["waiting"].items())
+    lines.append(f"  waiting: {waiting}")
+    for lane in document["lanes"]:
+        c = lane["counts"]
+        where = (f"cut at {lane['cut_at']} ({lane['reason']})" if lane["cut_at"] is not None
+                 else f"{lane['reason'] or 'at'} {lane['first_undecided']}")
+        lines.append(
+            f"  {lane['key']}: {where}; in flight {lane['in_flight']}; found {c['found']}, missing {c['missing']}, "
+            f"failed {c['failed']}, emitted {c['emitted']}, overshoot {c['overshoot']}"
+            + ("; settled" if lane["settled"] else "")
+        )
+    return "\n".join(lines) + "\n"
