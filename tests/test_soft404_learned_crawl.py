@@ -36,15 +36,17 @@ class BoilerplateSoftModel(GapModel):
     a missing id gets a 200 "not found" page; ``slow_probe`` delays the probe so lane responses come first."""
 
     def __init__(self, *args: Any, slow_probe: float = 0.0, probe_status: int = 200,
-                 same_body: dict[int, int] | None = None) -> None:
+                 same_body: dict[int, int] | None = None, frozen_time: datetime | None = None) -> None:
         super().__init__(*args)
         self.slow_probe = slow_probe
         self.probe_status = probe_status
         self.same_body = same_body or {}
+        self.frozen_time = frozen_time
+        self.visits = 0
 
-    @staticmethod
-    def chrome(id_: int, content: str) -> bytes:
-        now = datetime.now(UTC).isoformat(timespec="microseconds")
+    def chrome(self, id_: int, content: str) -> bytes:
+        now = (self.frozen_time or datetime.now(UTC)).isoformat(timespec="microseconds")
+        self.visits += 1
         return (
             "<!doctype html><html><head><meta charset='utf-8'><title>Regional procurement register</title>"
             "<script>window.analytics = {page: 'notice', token: '" + f"{random.random()}" + "'};</script></head><body>"
@@ -56,7 +58,7 @@ class BoilerplateSoftModel(GapModel):
             "region, as required by the procurement act.</p></header>"
             f"<main>{content}</main>"
             "<footer><p>Regional procurement register office, all rights reserved. Terms of use, privacy "
-            f"policy and accessibility statement. Served at {now}.</p></footer></body></html>"
+            f"policy and accessibility statement. Served at {now}, visit {self.visits}.</p></footer></body></html>"
         ).encode()
 
     def real_page(self, id_: int) -> bytes:
@@ -248,7 +250,9 @@ def test_drop_mode_drops_duplicates_and_the_state_still_records_them_found(make_
 
 
 def test_near_duplicates_are_marked_with_similarity(make_site, tmp_path: Path) -> None:
-    site = make_site(model(same_body={1053: 1051}))  # same content, a different time in the boilerplate
+    # the same content as 1051, another visit counter in the footer (the time is frozen: crossing a
+    # minute changes more words of the page, and the similarity with them)
+    site = make_site(model(same_body={1053: 1051}, frozen_time=datetime(2026, 11, 26, 4, 0, tzinfo=UTC)))
     result = run_crawl(
         tmp_path, {"url": site.url(), "name": "reg", "start": 1050, "max": 1057, "margin": 0,
                    "soft404_probe": PROBE},
