@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
+import socket
 import subprocess
 import time
 from collections import Counter
@@ -149,9 +151,19 @@ def test_a_worker_killed_with_sigkill_loses_nothing_after_the_lease(
     settings = worker_settings(redis_server, job="kill", IDCRAWL_REDIS_LEASE_TIMEOUT=1.5,
                                IDCRAWL_STATE_COMMIT_ITEMS=10, IDCRAWL_STATE_COMMIT_INTERVAL=0.3)
     procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(3)]
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url)
+    victim = f"{socket.gethostname()}:{procs[0].pid}:".encode()
+
+    def victim_holds_ids() -> bool:
+        owners = [*client.hvals("idcrawl:{kill}:L:reg:asc:own"), *client.hvals("idcrawl:{kill}:L:reg:desc:own")]
+        return any(owner.startswith(victim) for owner in owners)
+
     deadline = time.monotonic() + 60
-    while len(site.ids()) < kill_after and time.monotonic() < deadline:
+    while (len(site.ids()) < kill_after or not victim_holds_ids()) and time.monotonic() < deadline:
         time.sleep(0.005)
+    assert victim_holds_ids(), "the worker to kill never claimed an id"
     procs[0].send_signal(signal.SIGKILL)
     procs[0].wait(timeout=30)
     killed_items = read_items(tmp_path / "w0" / "items.jsonl")
@@ -161,9 +173,7 @@ def test_a_worker_killed_with_sigkill_loses_nothing_after_the_lease(
         assert result.stats["finish_reason"] == "finished"
     got = {i["id"] for i in killed_items} | {i["id"] for r in survivors for i in r.items}
     assert sorted(got) == target_truth(model.exists, 1000, "both", 5), f"killed after {kill_after} requests"
-    import redis
-
-    job = redis.Redis.from_url(redis_server.url).hgetall("idcrawl:{kill}:job")
+    job = client.hgetall("idcrawl:{kill}:job")
     assert int(job.get(b"reclaimed_workers", 0)) == 1
 
 
@@ -217,8 +227,8 @@ def test_politeness_holds_for_the_fleet_not_per_worker(make_site, redis_server, 
         assert result.returncode == 0, result.stderr[-3000:]
     times = [e.at for e in site.log if e.id is not None]
     assert sorted(e.id for e in site.log if e.id is not None) == list(range(10, 34))
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-    # the reservation is made when the request leaves the scheduler: a few ms of local latency may shorten a gap
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    # the reservation is made just before the request leaves: a few ms of local latency may shorten a gap
     assert min(gaps) >= 0.25, sorted(gaps)[:5]
     assert sum(1 for r in results if r.stats.get("idcrawl/dispensed", 0)) >= 2, "one worker did everything"
 
@@ -246,3 +256,35 @@ def test_two_workers_with_one_target_name_and_other_parameters_are_refused(
     assert second.returncode != 0
     assert "target 't': start=2 differs from the job's (start=1)" in second.error_lines()[0]
     assert site.log == []
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+def test_redis_restarting_mid_crawl(make_site, tmp_path: Path, persistent: bool) -> None:
+    """With persistence the worker waits for Redis and completes the job; without, the job's state is
+    gone and the worker stops with a clear reason instead of finishing a job it did not crawl."""
+    from tests.support.redis_server import RedisServer, redis_server_missing
+
+    if redis_server_missing():
+        pytest.skip(redis_server_missing())
+    server = RedisServer(persistent=persistent).start()
+    try:
+        model = SlowModel(900, 1400, KILL_GAPS)
+        site = make_site(model)
+        args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "name": "reg"}
+        proc = start_worker(tmp_path, args, worker_settings(server, job="restart", IDCRAWL_REDIS_LEASE_TIMEOUT=20))
+        deadline = time.monotonic() + 60
+        while len(site.ids()) < 60 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        server.restart(downtime=1.0)
+        result = finish(proc, tmp_path)
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "does not answer" in result.stderr
+    if persistent:
+        assert result.stats["finish_reason"] == "finished"
+        assert "Redis answers again" in result.stderr
+        assert sorted(i["id"] for i in result.items) == target_truth(model.exists, 1000, "both", 5)
+    else:
+        assert result.stats["finish_reason"] == "idcrawl_redis_state_lost"
+        assert "are gone from Redis" in result.stderr

@@ -46,6 +46,13 @@ def connect(settings: Any) -> redis.Redis:
         raise RedisUnavailable(f"{exc.name} is not installed: pip install 'idcrawl[distributed]'") from None
     try:
         client: redis.Redis = get_redis_from_settings(settings)
+        if "retry" not in settings.getdict("REDIS_PARAMS"):
+            # a short retry inside a call (the reactor waits on it); longer outages are retried by the
+            # worker's poll with a log line (idcrawl.distributed.runtime), not by blocking here
+            from redis.backoff import ExponentialBackoff
+            from redis.retry import Retry
+
+            client.set_retry(Retry(ExponentialBackoff(cap=0.5, base=0.05), 3))
         client.ping()
         version = str(client.info("server").get("redis_version", "0"))
     except (redis.RedisError, OSError, ValueError) as exc:

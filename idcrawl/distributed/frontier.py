@@ -127,6 +127,8 @@ class RedisFrontier(Generic[P]):
         #: monotonic time of the last id this worker dispensed or decided
         self.last_activity = time.monotonic()
         self.round_trips = 0
+        #: lanes this worker knows that Redis no longer has (the last poll)
+        self.vanished: set[str] = set()
         #: a worker started without targets waits for pushed ones even when the job is finished
         self.wait_for_feed = False
 
@@ -322,9 +324,11 @@ class RedisFrontier(Generic[P]):
         reply = self.job.status(args=[self.job.prefix, self.worker, self.lease_ms, *keys])
         self.round_trips += 1
         woken: list[str] = []
+        self.vanished = set()
         for key, state in zip(keys, reply[:-1], strict=True):
             fu, nxt, reason, cut, last, free = state
             if not _text(fu):
+                self.vanished.add(key)  # the job's state is gone (Redis restarted empty, or cleaned)
                 continue
             self._sync(key, fu, nxt, reason, cut, last)
             lane = self.lanes[key]

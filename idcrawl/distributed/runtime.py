@@ -36,6 +36,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
+from redis.exceptions import RedisError
 from scrapy import Request, signals
 from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, StdoutFeedStorage
 from scrapy.utils.asyncio import call_later, create_looping_call
@@ -48,7 +49,7 @@ from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.targets import Target, TargetError, parse_target
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
-from idcrawl.distributed.connection import connect, job_prefix, worker_id
+from idcrawl.distributed.connection import connect, describe, job_prefix, worker_id
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
@@ -144,13 +145,19 @@ class RedisRuntime(IdRuntime):
         self._gate_until: dict[str, float] = {}  # slot -> monotonic time another worker reserved it until
         self._timer: Any = None
         self._timer_due = 0.0
+        self._due_local: list[tuple[float, Request]] = []  # retries Redis did not take (an outage)
+        self._unrecorded: list[tuple[str, int, Outcome, list[Any] | None, int]] = []
+        self._down_since: float | None = None
+        self._acked_recently: set[str] = set()
         logger.info("idcrawl: worker %s of Redis job %r (%d targets of its own)",
                     self.worker, self.job.prefix, len(self.targets))
 
     # -- lifecycle ---------------------------------------------------------------
 
     def open(self) -> None:
-        super().open()
+        # not IdRuntime.open(): its state recorder and resume loading are the single-process kind
+        self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.targets))
+        self.stats.set_value(f"{STATS_PREFIX}/lanes", len(self.frontier.lanes))
         self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
         self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
         self._idle_since = time.monotonic()
@@ -163,8 +170,16 @@ class RedisRuntime(IdRuntime):
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         self._closed = True
-        self.ack(force=True)
-        taken = self.job.leave(args=[self.job.prefix, self.worker])
+        taken = 0
+        try:
+            self.ack(force=True)
+            taken = self.job.leave(args=[self.job.prefix, self.worker])
+        except RedisError as exc:
+            logger.warning("idcrawl: could not leave the Redis job cleanly (%s): the other workers take back "
+                           "this worker's ids after IDCRAWL_REDIS_LEASE_TIMEOUT", exc)
+        if self._unrecorded:
+            logger.error("idcrawl: %d outcomes could not be recorded in Redis; their ids are fetched again",
+                         len(self._unrecorded))
         frontier = self.frontier
         for key, lane in frontier.lanes.items():
             self.stats.set_value(f"{STATS_PREFIX}/lanes/{key}/cursor", lane.first_undecided)
@@ -177,7 +192,11 @@ class RedisRuntime(IdRuntime):
     # -- dispensing ------------------------------------------------------------------
 
     def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
-        dispatch = self.frontier.next(group_ready)
+        try:
+            dispatch = self.frontier.next(group_ready)
+        except RedisError as exc:
+            self._outage(exc)
+            return None
         if dispatch is not None:
             self._inc(f"{STATS_PREFIX}/dispensed")
             self._idle_since = time.monotonic()
@@ -196,7 +215,14 @@ class RedisRuntime(IdRuntime):
         lane = frontier.lanes[lane_key]
         before = (lane.counts.found, lane.counts.missing, lane.counts.failed, lane.counts.disallowed,
                   lane.counts.emitted, lane.counts.overshoot, lane.counts.past_cut)
-        rec = frontier.record(lane_key, id_, outcome, payload)
+        try:
+            rec = frontier.record(lane_key, id_, outcome, payload)
+        except RedisError as exc:
+            # kept, and recorded by the poll once Redis answers again (the id stays this worker's)
+            frontier.inflight.add((lane_key, id_))
+            self._unrecorded.append((lane_key, id_, outcome, outputs, attempt))
+            self._outage(exc)
+            return []
         self._inc(f"{STATS_PREFIX}/attempts/{outcome.value}_on/{attempt}")
         self._count_mirror(lane_key, before)
         if rec.stopped:
@@ -258,19 +284,85 @@ class RedisRuntime(IdRuntime):
         if not _flush_feeds(self.crawler) and not force:
             return  # a feed that is only durable at close: the outputs stay unacknowledged until then
         fields, self._written = self._written, []
-        self.client.hdel(self.job.key("W:", self.worker, ":emit"), *fields)
+        try:
+            self.client.hdel(self.job.key("W:", self.worker, ":emit"), *fields)
+        except RedisError as exc:
+            self._written = fields + self._written
+            self._outage(exc)
+            return
         self.frontier.round_trips += 1
         self._last_ack = time.monotonic()
+        self._acked_recently = set(fields)  # an HDEL cut by an outage may not have been applied
         self._inc(f"{PREFIX}/acknowledged", len(fields))
 
     # -- the poll ------------------------------------------------------------------------
 
     def poll(self) -> None:
-        """Heartbeat and news from the job (see the module docstring)."""
+        """Heartbeat and news from the job (see the module docstring); Redis outages are retried here."""
         if self._closed:
             return
+        try:
+            self._poll()
+        except RedisError as exc:
+            self._outage(exc)
+            return
+        if self._down_since is not None:
+            logger.warning("idcrawl: Redis answers again after %.1f s", time.monotonic() - self._down_since)
+            self._down_since = None
+            try:
+                self._recover_emits()
+            except RedisError as exc:
+                self._outage(exc)
+
+    def _recover_emits(self) -> None:
+        """Outputs Redis released to this worker in a reply that never arrived (a call cut by the outage)."""
+        known = {entry[0] for entry in self._unwritten.values()} | set(self._written) | self._acked_recently
+        raw = self.client.hgetall(self.job.key("W:", self.worker, ":emit"))
+        self.frontier.round_trips += 1
+        released: list[Payload] = []
+        spider = self.crawler.spider
+        for field_raw, blob in raw.items():
+            field = field_raw.decode() if isinstance(field_raw, bytes) else str(field_raw)
+            if field in known:
+                continue
+            lane_key, _, id_text = field.rpartition("|")
+            released.append((lane_key, int(id_text), decode_outputs(blob, spider)))
+        if released:
+            logger.warning("idcrawl: %d items released during the Redis outage are emitted now", len(released))
+            self._inc(f"{PREFIX}/recovered", len(released))
+            self._emit(self._take(released))
+
+    def _outage(self, exc: Exception) -> None:
+        """Redis did not answer: carry on polling, and stop cleanly after the lease timeout."""
+        now = time.monotonic()
+        self._inc(f"{PREFIX}/errors")
+        if self._down_since is None:
+            self._down_since = now
+            logger.warning("idcrawl: Redis at %s does not answer (%s); retrying every %.1f s for up to %.0f s",
+                           describe(self.crawler.settings), exc, self.poll_interval, self.lease)
+            return
+        if now - self._down_since > self.lease and not self._closed:
+            logger.error("idcrawl: Redis at %s has not answered for %.0f s: stopping this worker (what Redis "
+                         "holds is intact; start the worker again when Redis is back)",
+                         describe(self.crawler.settings), now - self._down_since)
+            self._stop("idcrawl_redis_unavailable")
+
+    def _stop(self, reason: str) -> None:
+        engine = self.crawler.engine
+        if engine is not None and not self._closed:
+            self._closed = True
+            _schedule_coro(engine.close_spider_async(reason=reason))
+
+    def _poll(self) -> None:
         frontier = self.frontier
+        if self._unrecorded:
+            self._replay()
         woken = frontier.poll()
+        if frontier.vanished:
+            logger.error("idcrawl: the job's lanes %s are gone from Redis (restarted without persistence, or "
+                         "cleaned): stopping this worker", sorted(frontier.vanished)[:5])
+            self._stop("idcrawl_redis_state_lost")
+            return
         status = frontier.status
         if status.next_due >= 0:
             self._due_at = min(self._due_at, time.monotonic() + status.next_due)
@@ -288,6 +380,22 @@ class RedisRuntime(IdRuntime):
             self.wake_engine()
         if not frontier.finished or self.feeder:
             self._check_idle()
+
+    def _replay(self) -> None:
+        """Record the outcomes that arrived while Redis did not answer; emit what they release."""
+        pending, self._unrecorded = self._unrecorded, []
+        outputs: list[Any] = []
+        for lane_key, id_, outcome, lane_outputs, attempt in pending:
+            outputs.extend(self.record(lane_key, id_, outcome, lane_outputs, attempt=attempt))
+        self._emit(outputs)
+
+    def _emit(self, outputs: list[Any]) -> None:
+        """Outputs no callback is carrying: a data: request does (as the spider's idle handler)."""
+        engine = self.crawler.engine
+        emit = getattr(self.crawler.spider, "_emit", None)
+        if outputs and engine is not None and emit is not None:
+            engine.crawl(Request("data:,", callback=emit, cb_kwargs={"outputs": outputs}, dont_filter=True,
+                                 meta={"dont_obey_robotstxt": True}))
 
     def _load_targets(self) -> None:
         """Targets other workers added (or pushed): join their lanes."""
@@ -347,13 +455,7 @@ class RedisRuntime(IdRuntime):
         if not released:
             return
         self._inc(f"{PREFIX}/adopted", len(released))
-        outputs = self._take(released)
-        engine = self.crawler.engine
-        emit = getattr(spider, "_emit", None)
-        if engine is not None and emit is not None:
-            # no callback is running to carry them: a data: request does (as the spider's idle handler)
-            engine.crawl(Request("data:,", callback=emit, cb_kwargs={"outputs": outputs}, dont_filter=True,
-                                 meta={"dont_obey_robotstxt": True}))
+        self._emit(self._take(released))
         self._idle_since = time.monotonic()
 
     def _check_lost(self) -> None:
@@ -374,16 +476,15 @@ class RedisRuntime(IdRuntime):
         self._quiet_polls += 1
         if self._quiet_polls < 2:
             return
-        lost = sorted(frontier.inflight)
+        lost = sorted(frontier.inflight - {(lane, id_) for lane, id_, *_ in self._unrecorded})
+        if not lost:
+            return
         logger.warning("idcrawl: ids %s never got an outcome; counted as failed", lost[:10])
         self._inc(f"{STATS_PREFIX}/lost", len(lost))
         outputs: list[Any] = []
         for lane_key, id_ in lost:
             outputs.extend(self.record(lane_key, id_, Outcome.FAILED))
-        emit = getattr(self.crawler.spider, "_emit", None)
-        if outputs and emit is not None:
-            engine.crawl(Request("data:,", callback=emit, cb_kwargs={"outputs": outputs}, dont_filter=True,
-                                 meta={"dont_obey_robotstxt": True}))
+        self._emit(outputs)
 
     def _check_idle(self) -> None:
         if self.idle_timeout <= 0 or time.monotonic() - self._idle_since < self.idle_timeout:
@@ -393,8 +494,7 @@ class RedisRuntime(IdRuntime):
         engine = self.crawler.engine
         if engine is not None and not self._closed:
             logger.info("idcrawl: no work for %.1f s (IDCRAWL_REDIS_IDLE_TIMEOUT): closing", self.idle_timeout)
-            self._closed = True
-            _schedule_coro(engine.close_spider_async(reason="idcrawl_idle_timeout"))
+            self._stop("idcrawl_idle_timeout")
 
     # -- shared retries and fleet politeness (RedisIdScheduler) ---------------------------
 
@@ -404,7 +504,13 @@ class RedisRuntime(IdRuntime):
         meta = {k: v for k, v in request.meta.items() if k != DUE_KEY}
         blob = picklecompat.dumps(request.replace(meta=meta).to_dict(spider=self.crawler.spider))
         member = f"{info['lane']}\t{info['id']}\n".encode() + blob
-        self.job.delay(args=[self.job.prefix, info["lane"], info["id"], max(1, int(wait * 1000)), member])
+        try:
+            self.job.delay(args=[self.job.prefix, info["lane"], info["id"], max(1, int(wait * 1000)), member])
+        except RedisError as exc:  # kept here instead: this worker retries it itself
+            self._outage(exc)
+            self._due_local.append((time.monotonic() + wait, request))
+            self._arm(wait)
+            return
         self.frontier.round_trips += 1
         self.frontier.inflight.discard((info["lane"], info["id"]))  # the delayed set holds it now
         self._inc(f"{PREFIX}/retries_shared")
@@ -414,7 +520,12 @@ class RedisRuntime(IdRuntime):
 
     def due_retry(self) -> Request | None:
         """A retry of the job that fell due (taken from Redis in small batches), or None."""
-        if not self._due and time.monotonic() >= self._due_at:
+        now = time.monotonic()
+        for i, (due, request) in enumerate(self._due_local):
+            if due <= now:
+                del self._due_local[i]
+                return request
+        if not self._due and now >= self._due_at and self._down_since is None:
             members = self.job.pop_delayed(args=[self.job.prefix, self.worker, 16])
             self.frontier.round_trips += 1
             self._due_at = float("inf")  # the next poll says when the next one is due
@@ -446,7 +557,11 @@ class RedisRuntime(IdRuntime):
 
     def reserve(self, slot: str, gap: float) -> float:
         """Reserve the slot's next start for the fleet (``POLITE``): 0 = go now, else seconds to wait."""
-        wait_ms = int(self.job.polite(args=[self.job.prefix, slot, max(1, int(gap * 1000))]))
+        try:
+            wait_ms = int(self.job.polite(args=[self.job.prefix, slot, max(1, int(gap * 1000))]))
+        except RedisError as exc:
+            self._outage(exc)
+            return gap  # no reservation possible: wait a whole gap, then ask again
         self.frontier.round_trips += 1
         if wait_ms <= 0:
             return 0.0

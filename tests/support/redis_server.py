@@ -35,7 +35,8 @@ def _free_port() -> int:
 class RedisServer:
     """``redis-server --port <free> --bind 127.0.0.1 --save '' --appendonly no`` in a temp dir."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, persistent: bool = False) -> None:
+        self.persistent = persistent  # an append-only file fsync'd on every write: survives a restart
         self.port = 0
         self.dir = Path(tempfile.mkdtemp(prefix="idcrawl-redis-"))
         self.proc: subprocess.Popen[bytes] | None = None
@@ -47,7 +48,8 @@ class RedisServer:
     def start(self, port: int | None = None) -> RedisServer:
         self.port = port or _free_port()
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "yes" if self.persistent else "no", "--appendfsync", "always",
              "--dir", str(self.dir), "--daemonize", "no", "--protected-mode", "no"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.dir,
         )
@@ -76,12 +78,13 @@ class RedisServer:
         self.proc = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def restart(self) -> None:
-        """Stop and start again on the same port (the data is gone: no persistence)."""
+    def restart(self, downtime: float = 0.0) -> None:
+        """Stop, wait ``downtime`` seconds, start again on the same port (the data survives only if persistent)."""
         port = self.port
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=10)
+        time.sleep(downtime)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.start(port)
 
