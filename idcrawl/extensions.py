@@ -1,4 +1,5 @@
-"""``IdProgress``: a periodic log line per target that people can follow.
+"""``IdProgress``: a periodic log line per target that people can follow;
+``IdStateLoader``: the durable state read after the other extensions.
 
 Modelled on Scrapy's LogStats: one looping call, interval from a setting,
 ``NotConfigured`` when off or when the spider is not an id crawl.
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
-__all__ = ["IdProgress", "progress_lines"]
+__all__ = ["IdProgress", "IdStateLoader", "progress_lines"]
 
 logger = logging.getLogger(__name__)
 
@@ -88,3 +89,27 @@ class IdProgress:
             self._done.clear()
             for line in progress_lines(spider.idcrawl, self._done, 0):  # type: ignore[attr-defined]
                 logger.info("final %s", line, extra={"spider": spider})
+
+
+class IdStateLoader:
+    """Reads an id crawl's durable state once every other extension is built.
+
+    The idseq spider is created before the extensions, but an extension may
+    bring the state file in when it is built (Zyte's DotScrapy Persistence
+    downloads ``.scrapy`` then). Built last (the spider adds it at order
+    ``STATE_LOADER_ORDER``), this one reads the state after them and still
+    before the engine exists, so a corrupt, locked or foreign state stops the
+    crawl with one line and a non-zero exit, like a bad argument.
+    """
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> IdStateLoader:
+        runtime = getattr(crawler.spider, "idcrawl", None)
+        if not isinstance(runtime, IdRuntime):
+            raise NotConfigured
+        runtime.load_state()
+        return cls()
+
+
+#: ``EXTENSIONS`` order of :class:`IdStateLoader`: after every usual extension.
+STATE_LOADER_ORDER = 10_000

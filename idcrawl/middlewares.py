@@ -24,14 +24,12 @@ from scrapy.utils.misc import load_object
 
 from idcrawl import default_settings
 from idcrawl.core.attempts import parse_retry_after, retry_delay
-from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX
+from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-
-    from idcrawl.runtime import IdRuntime
 
 __all__ = ["IdAttemptsMiddleware"]
 
@@ -54,6 +52,11 @@ class IdAttemptsMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdAttemptsMiddleware:
+        runtime = getattr(crawler.spider, "idcrawl", None)
+        if isinstance(runtime, IdRuntime):
+            # built after the extensions and before the engine starts: if a project's explicit
+            # EXTENSIONS left IdStateLoader out, the state is read here, still failing cleanly
+            runtime.load_state()
         return cls(crawler)
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Request | Response:

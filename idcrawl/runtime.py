@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import operator
-from collections.abc import Container, Hashable, Sequence
+from collections.abc import Callable, Container, Hashable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -24,8 +24,6 @@ from idcrawl.recorder import StateRecorder
 from idcrawl.state.base import StateStore
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
@@ -74,7 +72,20 @@ class IdRuntime:
     #: Set by the job-limits extension when a limit is configured; None: no limits.
     limiter: Limiter | None = None
 
-    def __init__(self, targets: Sequence[Target], crawler: Crawler, store: StateStore | None = None) -> None:
+    def __init__(
+        self,
+        targets: Sequence[Target],
+        crawler: Crawler,
+        store: StateStore | Callable[[], StateStore | None] | None = None,
+    ) -> None:
+        """``store`` may be a function that opens it: then the state is read in :meth:`open`.
+
+        The spider passes a function, because the state must be read after the
+        extensions are built: an extension such as Zyte's DotScrapy Persistence
+        brings the state file in when it is built. ``IdStateLoader``, the last
+        extension, reads it (a bad state then stops the crawl as cleanly as bad
+        arguments do); without it, the scheduler's ``open`` does.
+        """
         self.crawler = crawler
         self.targets = list(targets)
         settings = crawler.settings
@@ -82,13 +93,22 @@ class IdRuntime:
         neutral = frozenset() if counts_failed else frozenset({Outcome.FAILED})
         self.frontier: Frontier[Payload] = Frontier([], neutral=neutral, rebind=_rebind)
         self._orphans: list[Any] = []  # outputs released at dispatch (overlapping targets), not yet emitted
+        self.recorder: StateRecorder | None = None
+        self._opener: Callable[[], StateStore | None] | None = None
+        if callable(store):
+            self._opener = store
+        else:
+            self._load(store)
+
+    def _load(self, store: StateStore | None) -> None:
+        """The targets' lanes, planned from the stored state when there is one."""
+        settings = self.crawler.settings
         origins: dict[str, int] = {}
         for target in self.targets:
             self._add_target(target, store, origins)
-        self.recorder: StateRecorder | None = None
         if store is not None:
             self.recorder = StateRecorder(
-                store, crawler, self.frontier, origins,
+                store, self.crawler, self.frontier, origins,
                 batch=settings.getint("IDCRAWL_STATE_COMMIT_ITEMS", default_settings.IDCRAWL_STATE_COMMIT_ITEMS),
                 interval=settings.getfloat(
                     "IDCRAWL_STATE_COMMIT_INTERVAL", default_settings.IDCRAWL_STATE_COMMIT_INTERVAL
@@ -125,7 +145,14 @@ class IdRuntime:
         assert stats is not None
         return stats
 
+    def load_state(self) -> None:
+        """Open the state store and plan the lanes (once); BadInputError if the state cannot be used."""
+        if self._opener is not None:
+            opener, self._opener = self._opener, None
+            self._load(opener())
+
     def open(self) -> None:
+        self.load_state()  # normally done already by the IdStateLoader extension
         self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.targets))
         self.stats.set_value(f"{STATS_PREFIX}/lanes", len(self.frontier.lanes))
         if self.recorder is not None:

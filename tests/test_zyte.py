@@ -106,11 +106,6 @@ def test_the_package_builds_an_sdist_and_a_wheel_with_the_profiles_inside(tmp_pa
     assert {"setup.py", "pyproject.toml", "idcrawl/settings_profiles/survey.toml"} <= members
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the spider opens and reads the state file when it is created, before Scrapy builds the "
-    "extensions, so DotScrapy's download comes too late for resume (see the report to the lead)",
-)
 def test_dotscrapy_persistence_carries_the_resume_state_to_the_next_job(make_site, tmp_path: Path) -> None:
     """Each Scrapy Cloud job starts in a fresh container: only the synced .scrapy folder carries over."""
     model = GapModel(1000, 1049, {1007, 1020, 1021})

@@ -36,7 +36,7 @@ from idcrawl.distributed.connection import distributed
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.profiles import apply_profile
 from idcrawl.runtime import META_KEY, IdRuntime
-from idcrawl.state import StateError
+from idcrawl.state import StateError, StateStore
 from idcrawl.state.factory import open_store
 
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ class IdSeqSpider(Spider):
         """
         super().update_settings(settings)
         from idcrawl.addon import ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, SCHEDULER, setdefault_component
+        from idcrawl.extensions import STATE_LOADER_ORDER
         from idcrawl.scheduler import IdScheduler
 
         apply_profile(settings)
@@ -120,6 +121,9 @@ class IdSeqSpider(Spider):
             settings.set("DOWNLOADER_MIDDLEWARES", {**middlewares, _FLEET_POLITENESS: 950}, priority="spider")
         # a project may move it or turn it off (None) by listing it; otherwise it is added
         setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, priority="spider")
+        # the state is read after the other extensions (one may bring the file in: DotScrapy Persistence)
+        setdefault_component(settings, "EXTENSIONS", "idcrawl.extensions.IdStateLoader", STATE_LOADER_ORDER,
+                             priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> IdSeqSpider:
@@ -136,13 +140,17 @@ class IdSeqSpider(Spider):
             targets = spider.targets_from_arguments(crawler.settings)
         except TargetError as exc:
             raise BadInputError(f"{spider.name}: bad input: {exc}") from None
-        store = None
+        opener = None
         if crawler.settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
-            try:
-                store = open_store(crawler.settings, spider.name)  # IDCRAWL_STATE_BACKEND: sqlite or redis
-            except StateError as exc:
-                raise BadInputError(f"{spider.name}: {exc}") from None
-        spider.idcrawl = IdRuntime(targets, crawler, store)
+
+            def opener() -> StateStore:
+                # called when the crawl opens, after the extensions are built (DotScrapy brings the file in then)
+                try:
+                    return open_store(crawler.settings, spider.name)  # IDCRAWL_STATE_BACKEND: sqlite or redis
+                except StateError as exc:
+                    raise BadInputError(f"{spider.name}: {exc}") from None
+
+        spider.idcrawl = IdRuntime(targets, crawler, opener)
         crawler.signals.connect(spider._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._spider_closed, signal=signals.spider_closed)
         return spider
