@@ -22,6 +22,7 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.spider import iterate_spider_output
 
 from idcrawl import default_settings
+from idcrawl.core.fingerprints import ITEM_SIGNATURE_KEY, SoftPage, shingles, signature, visible_text, words
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.targets import (
@@ -35,7 +36,7 @@ from idcrawl.core.targets import (
 from idcrawl.distributed.connection import distributed
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.profiles import apply_profile
-from idcrawl.runtime import META_KEY, IdRuntime
+from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime
 from idcrawl.state import StateError, StateStore
 from idcrawl.state.factory import open_store
 
@@ -58,6 +59,8 @@ _ROBOTS_FORBIDDEN = "Forbidden by robots.txt"
 _ATTEMPTS_MIDDLEWARE = "idcrawl.middlewares.IdAttemptsMiddleware"
 #: Per-host gaps for all workers of a distributed job together (idcrawl.distributed.politeness).
 _FLEET_POLITENESS = "idcrawl.distributed.politeness.FleetPoliteness"
+#: ``request.meta`` key of a soft-404 probe request: the target's name.
+PROBE_KEY = "idcrawl_soft404_probe"
 
 
 class IdSeqSpider(Spider):
@@ -187,9 +190,11 @@ class IdSeqSpider(Spider):
             raise TargetError(exc.field, exc.value, exc.reason) from None
 
     async def start(self) -> Any:
-        """No start requests: the scheduler dispenses ids lazily."""
-        return
-        yield  # pragma: no cover
+        """No start requests: the scheduler dispenses ids lazily. Targets with a
+        ``soft404_probe`` fetch it first (a subclass overriding this must yield
+        from ``super().start()``, or their responses wait for a probe forever)."""
+        for request in self._probe_requests():
+            yield request
 
     # -- requests --------------------------------------------------------------
 
@@ -216,20 +221,25 @@ class IdSeqSpider(Spider):
         (``idcrawl.core.outcomes``). Override to decide in code; ``super().classify(response)``
         gives the rule's verdict.
         """
-        rule = self.idcrawl.frontier.targets[response.meta[META_KEY]["target"]].rule
+        target = self.idcrawl.frontier.targets[response.meta[META_KEY]["target"]]
+        rule = target.rule
         if isinstance(response, HtmlResponse):  # selector tests reuse the tree that parse_found's css() uses
-            return rule.evaluate(
+            outcome = rule.evaluate(
                 response.status, response.body, text=lambda: response.text, root=lambda: response.selector.root
             )
-        if isinstance(response, TextResponse):
-            return rule.evaluate(
+        elif isinstance(response, TextResponse):
+            outcome = rule.evaluate(
                 response.status, response.body, text=lambda: response.text, encoding=response.encoding
             )
-        return rule.evaluate(response.status, response.body)
+        else:
+            outcome = rule.evaluate(response.status, response.body)
+        if outcome is Outcome.FOUND and target.soft404_probe is not None and self._learned_soft404(response, target):
+            return Outcome.MISSING
+        return outcome
 
     def base_item(self, response: Response) -> dict[str, Any]:
         info = response.meta[META_KEY]
-        return {
+        item: dict[str, Any] = {
             "target": info["target"],
             "id": info["id"],
             "url": response.url,
@@ -238,12 +248,20 @@ class IdSeqSpider(Spider):
             "attempts": info.get("attempt", 1),
             "checksum": hashlib.sha1(response.body).hexdigest(),  # noqa: S324 - a fingerprint, not security
         }
+        if self._signatures_wanted():
+            # near-duplicates: the pipeline needs the page's MinHash, and items do not carry the body
+            text = self._page_text(response)
+            if text is not None:
+                item[ITEM_SIGNATURE_KEY] = signature(shingles(words(text)))
+        return item
 
     def parse_found(self, response: Response, item: dict[str, Any]) -> Iterable[Any]:
         """Extract fields of a found page: yield the item, follow-up requests, more items."""
         yield item
 
     def _id_response(self, response: Response) -> Iterator[Any]:
+        if self._held_for_probe(response):
+            return  # judged when the target's soft-404 probe is settled
         info = response.meta[META_KEY]
         outcome = self.classify(response)
         payload = None
@@ -260,6 +278,132 @@ class IdSeqSpider(Spider):
             outcome = Outcome.FAILED
             logger.debug("idcrawl: %s failed: %r", request.url, failure.value)
         yield from self.idcrawl.record(info["lane"], info["id"], outcome, attempt=info.get("attempt", 1))
+
+    # -- learned soft 404s and content signatures --------------------------------
+    #
+    # A target with ``soft404_probe`` fetches that page (an id known not to
+    # exist) before any of its ids is judged: its lane responses that arrive
+    # first are held (at most the lanes' windows) and judged when the probe is
+    # settled, so every id is classified against the same knowledge whatever
+    # the concurrency. Nothing in the scheduler or the frontier waits.
+
+    def _probe_requests(self) -> list[Request]:
+        """One request per target with a probe; the targets' lane responses wait for it."""
+        waiting: dict[str, list[Response]] = {}
+        self.__dict__["_soft404_waiting"] = waiting
+        self.__dict__["_soft404_pages"] = {}
+        requests = []
+        for target in self.idcrawl.frontier.targets.values():
+            if target.soft404_probe is None:
+                continue
+            waiting[target.name] = []
+            requests.append(Request(
+                target.soft404_probe, callback=self._probe_response, errback=self._probe_failure,
+                dont_filter=True, priority=1000,  # queued requests go before lane ids anyway
+                # 4xx/5xx reach the callback (a 404 tells us the site has real 404s); redirects are followed
+                meta={PROBE_KEY: target.name, "handle_httpstatus_list": _HANDLED_STATUSES},
+            ))
+        return requests
+
+    def _held_for_probe(self, response: Response) -> bool:
+        """Hold a lane response whose target's probe is not settled yet."""
+        waiting: dict[str, list[Response]] | None = self.__dict__.get("_soft404_waiting")
+        if not waiting:
+            return False
+        held = waiting.get(response.meta[META_KEY]["target"])
+        if held is None:
+            return False
+        held.append(response)
+        return True
+
+    def _probe_response(self, response: Response) -> Iterator[Any]:
+        name = response.meta[PROBE_KEY]
+        target = self.idcrawl.frontier.targets[name]
+        if response.status in target.rule.missing_statuses:
+            logger.info("idcrawl: target %r: the soft-404 probe %s answered %d: the site has real 404s, "
+                        "nothing to learn", name, response.url, response.status)
+            result = "real_404"
+        elif not 200 <= response.status < 300:
+            logger.warning("idcrawl: target %r: the soft-404 probe %s answered %d: nothing learned, "
+                           "soft 404s will be items", name, response.url, response.status)
+            result = "failed"
+        else:
+            text = self._page_text(response)
+            page = SoftPage.learn(text) if text is not None else None
+            if page is None:
+                logger.warning("idcrawl: target %r: the soft-404 probe %s has no text to learn from: nothing "
+                               "learned, soft 404s will be items", name, response.url)
+                result = "failed"
+            else:
+                self.__dict__["_soft404_pages"][name] = page
+                logger.info("idcrawl: target %r: learned its soft-404 page from %s (%d shingles); pages at "
+                            "least %g similar are missing", name, response.url, len(page.shingles),
+                            target.soft404_similarity)
+                result = "learned"
+        self._stats().set_value(f"{STATS_PREFIX}/soft404/probes/{name}", result)
+        yield from self._release_held(name)
+
+    def _probe_failure(self, failure: Failure) -> Iterator[Any]:
+        request = failure.request  # type: ignore[attr-defined]
+        name = request.meta[PROBE_KEY]
+        reason = " ".join(str(failure.value).split()) or type(failure.value).__name__
+        logger.warning("idcrawl: target %r: the soft-404 probe %s failed (%s): nothing learned, "
+                       "soft 404s will be items", name, request.url, reason)
+        self._stats().set_value(f"{STATS_PREFIX}/soft404/probes/{name}", "failed")
+        yield from self._release_held(name)
+
+    def _release_held(self, name: str) -> Iterator[Any]:
+        """Judge the lane responses that waited for the probe (in arrival order)."""
+        waiting: dict[str, list[Response]] = self.__dict__.get("_soft404_waiting", {})
+        for response in waiting.pop(name, []):
+            yield from self._id_response(response)
+
+    def _learned_soft404(self, response: Response, target: Target) -> bool:
+        """Whether a 2xx page is similar enough to the target's learned soft-404 page."""
+        pages: dict[str, SoftPage] = self.__dict__.get("_soft404_pages", {})
+        page = pages.get(target.name)
+        text = self._page_text(response) if page is not None else None
+        if page is None or text is None:
+            return False
+        similarity = page.similarity(text)
+        if similarity < target.soft404_similarity:
+            return False
+        self._stats().inc_value(f"{STATS_PREFIX}/soft404/learned_missing")
+        logger.debug("idcrawl: %s is missing: %.3f similar to the soft-404 page of %r", response.url, similarity,
+                     target.name)
+        return True
+
+    def _page_text(self, response: Response) -> str | None:
+        """The visible text of an HTML page (the decoded text of other text); None for binary bodies.
+
+        The last response's text is kept: classify and base_item both ask for it.
+        """
+        cached = self.__dict__.get("_text_cache")
+        if cached is not None and cached[0] is response:
+            text: str | None = cached[1]
+            return text
+        if isinstance(response, HtmlResponse):
+            text = visible_text(response.selector.root)  # the tree parse_found's css() uses
+        elif isinstance(response, TextResponse):
+            text = response.text
+        else:
+            text = None
+        self.__dict__["_text_cache"] = (response, text)
+        return text
+
+    def _signatures_wanted(self) -> bool:
+        """Near-duplicates on and the ContentDuplicates pipeline enabled (read once)."""
+        wanted: bool | None = self.__dict__.get("_signatures")
+        if wanted is None:
+            from idcrawl.pipelines import signatures_wanted
+
+            wanted = self.__dict__["_signatures"] = signatures_wanted(self.crawler.settings)
+        return wanted
+
+    def _stats(self) -> Any:
+        stats = self.crawler.stats
+        assert stats is not None
+        return stats
 
     # -- lifecycle ---------------------------------------------------------------
 
