@@ -14,10 +14,11 @@ shell: settings, stats, item fields.
   to an earlier one get ``near_duplicate_of`` (``near_duplicate_of_target``,
   ``near_duplicate_similarity``), or are dropped with ``drop``.
 
-Which of two duplicates is "first" is the order items reach the pipeline:
-lane order within a lane, arrival order across lanes and targets. The content
-is the same either way, but with ``drop`` the surviving id of a pair from two
-lanes may differ between runs.
+Which of two duplicates is "first" is the order items reach the pipeline,
+which is the order their ids are decided (a found id is emitted as soon as no
+cut can precede it, not strictly in id order). The pair is always marked, but
+which id carries the mark, and with ``drop`` which id survives, may differ
+between runs; the content is the same either way.
 
 Items without ``target``, ``id`` and ``checksum`` (follow-up items of site
 spiders) pass untouched. The index is per crawl: a resumed run does not know

@@ -230,9 +230,12 @@ def test_an_id_serving_an_earlier_page_is_marked_duplicate(make_site, tmp_path: 
     assert result.returncode == 0, result.stderr[-3000:]
     items = {item["id"]: item for item in result.items}
     assert sorted(items) == [1050, 1051, 1053, 1054, 1057]
-    assert items[1053]["duplicate_of"] == 1051 and items[1054]["duplicate_of"] == 1051
-    assert items[1053]["checksum"] == items[1051]["checksum"]
-    assert all("duplicate_of" not in items[i] for i in (1050, 1051, 1057))
+    assert items[1053]["checksum"] == items[1051]["checksum"] == items[1054]["checksum"]
+    # the first of the three to reach the pipeline (ids are decided in any order) is the original
+    first = [i for i in (1051, 1053, 1054) if "duplicate_of" not in items[i]]
+    assert len(first) == 1
+    assert all(items[i]["duplicate_of"] == first[0] for i in {1051, 1053, 1054} - set(first))
+    assert all("duplicate_of" not in items[i] for i in (1050, 1057))
     assert all("duplicate_of_target" not in item and "_idcrawl_minhash" not in item for item in items.values())
     assert result.stats["idcrawl/content/duplicates"] == 2
 
@@ -244,7 +247,9 @@ def test_drop_mode_drops_duplicates_and_the_state_still_records_them_found(make_
     result = run_crawl(tmp_path, {"url": site.url(), "name": "reg", "start": 1050, "max": 1057, "margin": 0},
                        {"IDCRAWL_CONTENT_DUPLICATES": "drop"})
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.ids == [1050, 1051, 1057]  # 1053 and 1054 served 1050's page
+    # 1053 and 1054 served 1050's page: one of the three is kept
+    kept = set(result.ids) & {1050, 1053, 1054}
+    assert len(kept) == 1 and set(result.ids) == kept | {1051, 1057}
     assert result.stats["idcrawl/content/duplicates"] == 2
     assert result.stats["idcrawl/lanes/reg:asc/found"] == 5  # dropped items are still found ids
 
@@ -262,9 +267,10 @@ def test_near_duplicates_are_marked_with_similarity(make_site, tmp_path: Path) -
     items = {item["id"]: item for item in result.items}
     assert sorted(items) == [1050, 1051, 1053, 1054, 1057]
     assert items[1053]["checksum"] != items[1051]["checksum"]
-    assert items[1053]["near_duplicate_of"] == 1051
-    assert 0.8 <= items[1053]["near_duplicate_similarity"] <= 1.0
-    assert [i for i, item in items.items() if "near_duplicate_of" in item] == [1053]
+    marked = [i for i, item in items.items() if "near_duplicate_of" in item]
+    assert marked in ([1051], [1053])  # whichever of the pair reached the pipeline second
+    assert items[marked[0]]["near_duplicate_of"] == ({1051, 1053} - set(marked)).pop()
+    assert 0.8 <= items[marked[0]]["near_duplicate_similarity"] <= 1.0
     assert all("_idcrawl_minhash" not in item for item in items.values())
     assert result.stats["idcrawl/content/near_duplicates"] == 1
     assert result.stats.get("idcrawl/content/duplicates", 0) == 0
