@@ -86,6 +86,7 @@ class RedisRuntime(IdRuntime):
         self.targets = list(targets)
         self.recorder = None
         self._orphans: list[Any] = []
+        self._opener = None  # IdRuntime's lazy state store: a distributed job's state is in Redis already
         settings = crawler.settings
         spider = crawler.spider
         spider_name = getattr(spider, "name", "idseq")
@@ -153,6 +154,9 @@ class RedisRuntime(IdRuntime):
                     self.worker, self.job.prefix, len(self.targets))
 
     # -- lifecycle ---------------------------------------------------------------
+
+    def load_state(self) -> None:
+        """Nothing to load: the job's state is in Redis, read by the frontier as it goes."""
 
     def open(self) -> None:
         # not IdRuntime.open(): its state recorder and resume loading are the single-process kind
