@@ -212,9 +212,9 @@ def test_scrapyd_deploys_the_egg_runs_idseq_with_a_packaged_profile_and_resumes_
 
     model = GapModel(1000, 1049, {1007, 1020, 1021})
     site = make_site(model)
-    # no name=: scrapyd's queue takes `name` for the spider (SqliteSpiderQueue.add(name, ...)), so the
-    # target is named after its host, 127.0.0.1
-    args: dict[str, object] = {"url": site.url(), "start": 1025, "direction": "both", "margin": 3}
+    # target_name=, not name=: scrapyd's queue takes `name` for the spider (SqliteSpiderQueue.add(name, ...))
+    args: dict[str, object] = {"url": site.url(), "start": 1025, "direction": "both", "margin": 3,
+                               "target_name": "register"}
     # the profile is survey's Table 3; an explicit setting still wins over it (Imax 100 and TST 3
     # would stop this small domain early and make the items depend on timing)
     settings: dict[str, object] = {
@@ -233,6 +233,7 @@ def test_scrapyd_deploys_the_egg_runs_idseq_with_a_packaged_profile_and_resumes_
     truth = target_truth(model.exists, 1025, "both", 3)
     first = scrapyd.items(JOB)
     assert sorted(item["id"] for item in first) == truth  # one JSON line per found id, nothing else
+    assert {item["target"] for item in first} == {"register"}
     assert stat(log, "idcrawl/found") == len(truth)
 
     # the state is in the job's directory (scrapyd's JOBDIR), not in scrapyd's working directory

@@ -68,8 +68,8 @@ class IdSeqSpider(Spider):
 
     Arguments (strings, as ``-a`` and scrapyd deliver them): ``url``, ``start``,
     ``min``, ``max``, ``direction``, ``margin``, ``window``, ``rate``,
-    ``attempts``, ``cooldown``, ``backoff``, ``name`` (the target's name), or
-    ``job`` (a TOML file of many targets).
+    ``attempts``, ``cooldown``, ``backoff``, ``name`` (the target's name; also
+    ``target_name``, which scrapyd can pass), or ``job`` (a TOML file of many targets).
     """
 
     name = "idseq"
@@ -81,6 +81,8 @@ class IdSeqSpider(Spider):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # ``-a name=`` names the target; Spider.__init__ would rename the spider.
         self._target_args = {k: kwargs.pop(k) for k in list(kwargs) if k in TARGET_KEYS}
+        if "target_name" in kwargs:  # scrapyd's schedule.json cannot pass ``name`` (its queue's own field)
+            self._target_args.setdefault("name", kwargs.pop("target_name"))
         self._job_path: str | None = kwargs.pop("job", None)
         unknown = sorted(k for k in kwargs if not k.startswith("_") and k not in self.extra_arguments)
         self._unknown_args = {k: kwargs[k] for k in unknown}
