@@ -9,6 +9,7 @@ target's ``soft404_probe`` teaches the crawl what that page looks like.
 from __future__ import annotations
 
 import random
+import socket
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -195,7 +196,27 @@ def test_a_failing_probe_is_one_warning_and_learns_nothing(make_site, tmp_path: 
     assert len(warnings) == 1, result.stderr[-3000:]
     assert "soft-404 probe" in warnings[0] and "503" in warnings[0] and "nothing learned" in warnings[0]
     assert result.stats["idcrawl/soft404/probes/reg"] == "failed"
-    assert site.ids().count(PROBE) == 2  # Scrapy's own retries apply to the probe
+    assert site.ids().count(PROBE) == 2  # RETRY_TIMES applies to the probe
+    assert result.error_lines() == []  # no "gave up retrying" error besides the warning
+
+
+def test_an_unreachable_probe_is_one_warning_and_learns_nothing(make_site, tmp_path: Path) -> None:
+    site = make_site(model())
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}/notice/{PROBE}"
+    result = run_crawl(
+        tmp_path, {"url": site.url(), "name": "reg", "start": 1050, "max": 1057, "margin": 0, "soft404_probe": closed},
+        {"RETRY_TIMES": 1},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.ids == list(range(1050, 1058))
+    warnings = [line for line in result.stderr.splitlines() if " WARNING: " in line and "probe" in line]
+    assert len(warnings) == 1, result.stderr[-3000:]
+    assert closed in warnings[0] and "failed" in warnings[0] and "nothing learned" in warnings[0]
+    # Scrapy's robots.txt middleware reports the unreachable host itself; idcrawl adds no error
+    assert all("[scrapy.downloadermiddlewares." in line for line in result.error_lines())
+    assert result.stats["idcrawl/soft404/probes/reg"] == "failed"
 
 
 @pytest.mark.parametrize(

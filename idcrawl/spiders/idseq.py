@@ -61,6 +61,8 @@ _ATTEMPTS_MIDDLEWARE = "idcrawl.middlewares.IdAttemptsMiddleware"
 _FLEET_POLITENESS = "idcrawl.distributed.politeness.FleetPoliteness"
 #: ``request.meta`` key of a soft-404 probe request: the target's name.
 PROBE_KEY = "idcrawl_soft404_probe"
+#: ``request.meta`` key of a probe's try (1 = first).
+_PROBE_TRY = "idcrawl_soft404_probe_try"
 
 
 class IdSeqSpider(Spider):
@@ -302,8 +304,9 @@ class IdSeqSpider(Spider):
             requests.append(Request(
                 target.soft404_probe, callback=self._probe_response, errback=self._probe_failure,
                 dont_filter=True, priority=1000,  # queued requests go before lane ids anyway
-                # 4xx/5xx reach the callback (a 404 tells us the site has real 404s); redirects are followed
-                meta={PROBE_KEY: target.name, "handle_httpstatus_list": _HANDLED_STATUSES},
+                # 4xx/5xx reach the callback (a 404 tells us the site has real 404s); redirects are followed;
+                # retried here (_retry_probe), so that a probe that fails is one warning, not Scrapy's error too
+                meta={PROBE_KEY: target.name, "handle_httpstatus_list": _HANDLED_STATUSES, "dont_retry": True},
             ))
         return requests
 
@@ -321,6 +324,11 @@ class IdSeqSpider(Spider):
     def _probe_response(self, response: Response) -> Iterator[Any]:
         name = response.meta[PROBE_KEY]
         target = self.idcrawl.frontier.targets[name]
+        if response.status in self._retry_statuses() and response.status not in target.rule.missing_statuses:
+            retry = self._retry_probe(response.request, f"status {response.status}")
+            if retry is not None:
+                yield retry
+                return
         if response.status in target.rule.missing_statuses:
             logger.info("idcrawl: target %r: the soft-404 probe %s answered %d: the site has real 404s, "
                         "nothing to learn", name, response.url, response.status)
@@ -348,11 +356,34 @@ class IdSeqSpider(Spider):
     def _probe_failure(self, failure: Failure) -> Iterator[Any]:
         request = failure.request  # type: ignore[attr-defined]
         name = request.meta[PROBE_KEY]
+        if not isinstance(failure.value, IgnoreRequest):  # robots.txt forbids it: no use trying again
+            retry = self._retry_probe(request, failure.value)
+            if retry is not None:
+                yield retry
+                return
         reason = " ".join(str(failure.value).split()) or type(failure.value).__name__
         logger.warning("idcrawl: target %r: the soft-404 probe %s failed (%s): nothing learned, "
                        "soft 404s will be items", name, request.url, reason)
         self._stats().set_value(f"{STATS_PREFIX}/soft404/probes/{name}", "failed")
         yield from self._release_held(name)
+
+    def _retry_statuses(self) -> frozenset[int]:
+        return frozenset(int(code) for code in self.crawler.settings.getlist("RETRY_HTTP_CODES"))
+
+    def _retry_probe(self, request: Request | None, reason: Any) -> Request | None:
+        """The probe's next try, or None when ``RETRY_TIMES`` retries are used up.
+
+        Not Scrapy's RetryMiddleware: it logs giving up as an ERROR, and the
+        one warning of :meth:`_probe_response` / :meth:`_probe_failure` says it all.
+        """
+        if request is None:
+            return None
+        tries = int(request.meta.get(_PROBE_TRY, 1))
+        if tries > self.crawler.settings.getint("RETRY_TIMES"):
+            return None
+        logger.debug("idcrawl: retrying the soft-404 probe %s (%s)", request.url, reason)
+        meta = {key: request.meta[key] for key in (PROBE_KEY, "handle_httpstatus_list", "dont_retry")}
+        return request.replace(meta={**meta, _PROBE_TRY: tries + 1}, dont_filter=True)
 
     def _release_held(self, name: str) -> Iterator[Any]:
         """Judge the lane responses that waited for the probe (in arrival order)."""
