@@ -25,6 +25,7 @@ test: lint
 bench: $(VENV)/.installed
 	$(BIN)/python bench/scheduler_lanes.py
 	$(BIN)/python bench/throughput.py
+	$(BIN)/python bench/dedup.py
 
 clean:
 	rm -rf $(VENV) demo-output build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -138,6 +138,33 @@ IDCRAWL_MONITOR_MAX_INCIDENTS = 0
 #: (more means the margin cuts lanes that still have content).
 IDCRAWL_MONITOR_MAX_OVERSHOOT_RATIO = 0.01
 
+# -- Request dupefilter (idcrawl.dupefilters.IdDupeFilter) ----------------------------
+
+#: Where seen request fingerprints are kept: "rbloom" (rbloom Bloom filter on a
+#: stable hash; 4-6x faster than pybloom at the same size and rate), "pybloom"
+#: (pybloom-live Bloom filter) or "set" (exact, about 90 bytes a fingerprint).
+#: See docs/benchmarks.md, "Request dupefilter".
+IDCRAWL_DUPEFILTER_BACKEND = "rbloom"
+
+#: False-positive rate of the Bloom backends: the share of never-seen requests
+#: the filter wrongly calls seen, i.e. pages skipped. 0.001 costs ~1.8 bytes a fingerprint.
+IDCRAWL_DUPEFILTER_ERROR_RATE = 0.001
+
+#: Expected number of distinct requests. 0 = unknown: the filter starts at
+#: 100,000 and grows. A fixed filter that fills up grows too (with one warning).
+IDCRAWL_DUPEFILTER_CAPACITY = 0
+
+#: The filter file. None: <JOBDIR>/idcrawl-seen.<backend> with JOBDIR, else beside
+#: the state file (<state stem>-seen.<backend>; .scrapy/idcrawl/<spider>-seen.<backend>).
+IDCRAWL_DUPEFILTER_PATH = None
+
+#: Save the filter at close (and periodically) and read it when a run continues
+#: the job (JOBDIR, or a target with resume other than none). False: this run only.
+IDCRAWL_DUPEFILTER_PERSIST = True
+
+#: Seconds between saves of the filter while responses arrive; 0 = at close only.
+IDCRAWL_DUPEFILTER_SAVE_INTERVAL = 60.0
+
 # -- Content duplicates (idcrawl.pipelines.ContentDuplicates) -----------------------------
 
 #: What the ContentDuplicates pipeline does with an item whose body checksum an

@@ -1,0 +1,337 @@
+"""``IdDupeFilter``: Scrapy's request dupefilter on a Bloom filter that outlives the run.
+
+``DUPEFILTER_CLASS = "idcrawl.dupefilters.IdDupeFilter"`` (the project
+settings set it). It keeps :class:`scrapy.dupefilters.RFPDupeFilter`'s
+interface and ``dupefilter/filtered`` stat, fingerprints requests with the
+crawler's request fingerprinter (so ``REQUEST_FINGERPRINTER_CLASS`` holds),
+and keeps the fingerprints in a swappable backend (:mod:`idcrawl.core.seen`:
+``rbloom`` (the default), ``pybloom`` or an exact ``set``).
+
+What is remembered across runs: a request's fingerprint is pending from the
+moment the scheduler asks about it until a response for it arrives
+(``response_received``, a final status that is not one of
+``RETRY_HTTP_CODES``); only then is it saved. A run that stops with requests
+queued, fails to fetch some, or is killed, never saves them as seen, so a
+later run fetches them if they come up again: a duplicate fetch is cheap, a
+skipped page is not.
+
+The file: ``IDCRAWL_DUPEFILTER_PATH``, else ``<JOBDIR>/idcrawl-seen.<backend>``,
+else beside the state file (``<state stem>-seen.<backend>``, by default
+``.scrapy/idcrawl/<spider>-seen.<backend>``). It is saved at close and every
+``IDCRAWL_DUPEFILTER_SAVE_INTERVAL`` seconds while responses arrive, and read
+at open when the run continues a job: with ``JOBDIR`` (Scrapy's own resume
+contract), or when a target of an idcrawl spider resumes (``-a resume=``
+other than ``none``). A run that starts over replaces it at close. A file that
+is not a valid filter file of the configured backend stops the crawl with one
+line naming it, and is left as it was.
+
+Scrapy's scheduler never asks about ``dont_filter`` requests (lane requests and
+retries carry it), so they are never filtered. For lane requests the scheduler
+can use :meth:`IdDupeFilter.seen_or_add` and :meth:`IdDupeFilter.add`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.dupefilters import RFPDupeFilter
+
+from idcrawl import default_settings
+from idcrawl.core.seen import (
+    BACKENDS,
+    FingerprintSet,
+    Seen,
+    SeenConfigError,
+    SeenFileError,
+    is_seen_file,
+    load,
+    make_backend,
+)
+from idcrawl.core.seen import dump as dump_seen
+from idcrawl.errors import BadInputError, install_log_filter
+from idcrawl.runtime import META_KEY
+from idcrawl.state.location import job_file
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.settings import BaseSettings
+
+__all__ = ["STATS_PREFIX", "IdDupeFilter", "seen_path"]
+
+logger = logging.getLogger(__name__)
+install_log_filter()
+
+
+class _RaisedWhileOpening(logging.Filter):
+    """One line for a :class:`BadInputError` raised while the engine opens the spider.
+
+    Scrapy builds the scheduler, and so this dupefilter, inside ``open_spider``;
+    an error there makes the crawler's clean-up fail with "Engine slot not
+    assigned", and asyncio logs that error with the :class:`BadInputError` as
+    its context and a traceback. The record becomes the BadInputError's message
+    (the exit status stays non-zero).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        cause, hops = exc, 0
+        while cause is not None and not isinstance(cause, BadInputError) and hops < 8:
+            cause, hops = cause.__cause__ or cause.__context__, hops + 1
+        if isinstance(cause, BadInputError) and cause is not exc:
+            record.msg, record.args = str(cause), ()
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+_OPENING_FILTER = _RaisedWhileOpening()
+for _name in ("asyncio", "scrapy.crawler", "twisted"):
+    if _OPENING_FILTER not in logging.getLogger(_name).filters:
+        logging.getLogger(_name).addFilter(_OPENING_FILTER)
+
+#: Prefix of this component's stats (``dupefilter/filtered`` stays Scrapy's).
+STATS_PREFIX = "idcrawl/dupefilter"
+
+
+def seen_path(settings: BaseSettings | Any, spider_name: str, backend: str) -> Path:
+    """The filter file of a crawl of ``spider_name`` with these settings.
+
+    1. ``IDCRAWL_DUPEFILTER_PATH`` if set;
+    2. else ``<JOBDIR>/idcrawl-seen.<backend>`` if ``JOBDIR`` is set;
+    3. else beside an explicit ``IDCRAWL_STATE_PATH``: ``<its stem>-seen.<backend>``;
+    4. else ``.scrapy/idcrawl/<spider_name>-seen.<backend>`` (beside the default state file).
+    """
+    state = settings.get("IDCRAWL_STATE_PATH")
+    if not settings.get("IDCRAWL_DUPEFILTER_PATH") and not settings.get("JOBDIR") and state:
+        state = Path(state)
+        return state.with_name(f"{state.stem}-seen.{backend}")
+    return job_file(settings, "IDCRAWL_DUPEFILTER_PATH", f"idcrawl-seen.{backend}", f"{spider_name}-seen.{backend}")
+
+
+def _resumes(spider: Spider | None) -> bool:
+    """Does any target of an idcrawl spider continue an earlier run (``resume`` other than none)?"""
+    runtime = getattr(spider, "idcrawl", None)
+    return any(getattr(target, "resume", "none") != "none" for target in getattr(runtime, "targets", ()))
+
+
+class IdDupeFilter(RFPDupeFilter):
+    """Request dupefilter backed by :mod:`idcrawl.core.seen`; see the module docstring."""
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        backend: str = default_settings.IDCRAWL_DUPEFILTER_BACKEND,
+        error_rate: float = default_settings.IDCRAWL_DUPEFILTER_ERROR_RATE,
+        capacity: int = default_settings.IDCRAWL_DUPEFILTER_CAPACITY,
+        *,
+        persist: bool = default_settings.IDCRAWL_DUPEFILTER_PERSIST,
+        save_interval: float = default_settings.IDCRAWL_DUPEFILTER_SAVE_INTERVAL,
+        debug: bool = False,
+    ) -> None:
+        # no path: RFPDupeFilter's own requests.seen file is not kept
+        super().__init__(None, debug, fingerprinter=crawler.request_fingerprinter)
+        self.crawler = crawler
+        self.backend_name, self.error_rate, self.capacity = backend, error_rate, capacity
+        self.persist, self.save_interval = persist, save_interval
+        self.seen = Seen(make_backend(backend, error_rate, capacity, self._full))
+        self.path: Path | None = None
+        self._retry_codes = frozenset(int(code) for code in crawler.settings.getlist("RETRY_HTTP_CODES"))
+        self._last_save = time.monotonic()
+        self._opened = False
+        # requests asked about: their responses are matched to pending fingerprints without
+        # fingerprinting every lane response (~80 us each here, see _response_received)
+        self._asked: weakref.WeakSet[Request] = weakref.WeakSet()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        settings = crawler.settings
+        backend = settings.get("IDCRAWL_DUPEFILTER_BACKEND", default_settings.IDCRAWL_DUPEFILTER_BACKEND)
+        if backend not in BACKENDS:
+            raise BadInputError(
+                f"IDCRAWL_DUPEFILTER_BACKEND={backend!r}: must be one of {', '.join(sorted(BACKENDS))}"
+            )
+        values: dict[str, Any] = {}
+        for name, key, kind in (
+            ("error_rate", "IDCRAWL_DUPEFILTER_ERROR_RATE", float),
+            ("capacity", "IDCRAWL_DUPEFILTER_CAPACITY", int),
+            ("save_interval", "IDCRAWL_DUPEFILTER_SAVE_INTERVAL", float),
+        ):
+            raw = settings.get(key, getattr(default_settings, key))
+            try:
+                values[name] = kind(raw)
+            except (TypeError, ValueError):
+                raise BadInputError(f"{key}={raw!r}: must be {'an integer' if kind is int else 'a number'}") from None
+        if values["save_interval"] < 0:
+            raise BadInputError(f"IDCRAWL_DUPEFILTER_SAVE_INTERVAL={values['save_interval']!r}: must be >= 0")
+        try:
+            dupefilter = cls(
+                crawler,
+                backend,
+                values["error_rate"],
+                values["capacity"],
+                persist=settings.getbool("IDCRAWL_DUPEFILTER_PERSIST", default_settings.IDCRAWL_DUPEFILTER_PERSIST),
+                save_interval=values["save_interval"],
+                debug=settings.getbool("DUPEFILTER_DEBUG"),
+            )
+        except SeenConfigError as exc:
+            key = {"error_rate": "IDCRAWL_DUPEFILTER_ERROR_RATE", "capacity": "IDCRAWL_DUPEFILTER_CAPACITY"}.get(
+                exc.field, "IDCRAWL_DUPEFILTER_BACKEND"
+            )
+            raise BadInputError(f"{key}={exc.value!r}: {exc.reason}") from None
+        dupefilter.prepare()
+        crawler.signals.connect(dupefilter._response_received, signal=signals.response_received)
+        return dupefilter
+
+    # -- what the scheduler asks ----------------------------------------------------------
+
+    def request_seen(self, request: Request) -> bool:
+        """True if the request was seen (this run, or fetched by a run this one continues)."""
+        self._asked.add(request)
+        return self.seen.seen_or_add(self._fingerprint(request))
+
+    def seen_or_add(self, request: Request) -> bool:
+        """:meth:`request_seen` under the name the scheduler uses for lane requests."""
+        return self.request_seen(request)
+
+    def add(self, request: Request, *, fetched: bool = False) -> None:
+        """Record a request without asking: pending until its response arrives, or
+        with ``fetched=True`` as answered already (saved with the filter)."""
+        fp = self._fingerprint(request)
+        if fetched:
+            self._record(fp)
+        else:
+            self._asked.add(request)
+            self.seen.add(fp)
+
+    def is_seen(self, request: Request) -> bool:
+        """Whether the request was seen, without recording it."""
+        return self._fingerprint(request) in self.seen
+
+    @property
+    def backend(self) -> FingerprintSet:
+        return self.seen.backend
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Find the file and read it if this run continues the job.
+
+        Called from :meth:`from_crawler`, before the engine opens anything: a
+        file that cannot be used then stops the crawl with one line (raised
+        from :meth:`open`, Scrapy would first half-open the spider and log the
+        errors of closing it).
+        """
+        spider = self.crawler.spider
+        name = spider.name if spider is not None else "crawl"
+        self.path = seen_path(self.crawler.settings, name, self.backend_name)
+        if self.persist and self.path.exists():
+            if self.crawler.settings.get("JOBDIR") or _resumes(spider):
+                self._load(self.path)
+            elif not self._ours(self.path):
+                raise BadInputError(
+                    f"{self.path}: not an idcrawl dupefilter file; it is left as it is: "
+                    f"set IDCRAWL_DUPEFILTER_PATH to another file"
+                )
+            else:
+                logger.info("dupefilter: not resuming: %s is replaced at close", self.path)
+
+    def open(self) -> None:
+        self._opened = True
+        self._set_stats()
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.set_value(f"{STATS_PREFIX}/backend", self.backend_name)
+            stats.set_value(f"{STATS_PREFIX}/loaded", self.seen.loaded)
+
+    def _ours(self, path: Path) -> bool:
+        try:
+            return is_seen_file(path)
+        except OSError as exc:
+            raise BadInputError(f"{path}: cannot read the dupefilter file ({exc})") from None
+
+    def _load(self, path: Path) -> None:
+        try:
+            backend = load(path, self.backend_name, self._full)
+        except SeenFileError as exc:
+            raise BadInputError(
+                f"{exc}; it is left as it is: remove it, or set IDCRAWL_DUPEFILTER_PATH to another file"
+            ) from None
+        except OSError as exc:
+            raise BadInputError(f"{path}: cannot read the dupefilter file ({exc})") from None
+        if (backend.error_rate, backend.configured_capacity) != (self.error_rate, self.capacity):
+            logger.warning(
+                "dupefilter: %s was made with error rate %s and capacity %s; it keeps them "
+                "(IDCRAWL_DUPEFILTER_ERROR_RATE=%s and IDCRAWL_DUPEFILTER_CAPACITY=%s apply to new files)",
+                path, backend.error_rate, backend.configured_capacity, self.error_rate, self.capacity,
+            )
+        self.seen = Seen(backend, loaded=len(backend))
+        logger.info("dupefilter: loaded %d fingerprints (%s) from %s", len(backend), self.backend_name, path)
+
+    def close(self, reason: str) -> None:
+        super().close(reason)
+        if not self._opened:
+            return
+        self._set_stats()
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.set_value(f"{STATS_PREFIX}/unfetched", len(self.seen.pending))
+        if self.persist and self.path is not None:
+            self._save()
+        self._opened = False
+
+    def _save(self) -> None:
+        assert self.path is not None
+        size = dump_seen(self.seen.backend, self.path)
+        self.seen.unsaved = 0
+        self._last_save = time.monotonic()
+        logger.info(
+            "dupefilter: saved %d fingerprints (%s, %d bytes, estimated false-positive rate %.2g) to %s",
+            len(self.seen.backend), self.backend_name, size, self.seen.backend.estimated_error_rate(), self.path,
+        )
+
+    # -- responses -----------------------------------------------------------------------
+
+    def _response_received(self, response: Response, request: Request, spider: Spider) -> None:
+        """A pending request got its final answer: remember it (unless the answer asks for a retry)."""
+        if response.status in self._retry_codes or not self.seen.pending:
+            return
+        # a request the scheduler never asked about cannot be pending, unless it is a copy of one:
+        # a retry (Scrapy's carry dont_filter and retry_times, a lane id's its attempt) or one read
+        # back from JOBDIR
+        if (
+            request not in self._asked and request.dont_filter and not request.meta.get("retry_times")
+            and (request.meta.get(META_KEY) or {}).get("attempt", 1) <= 1
+        ):
+            return
+        fp = self._fingerprint(request)
+        if self.seen.is_pending(fp):
+            self._record(fp)
+
+    def _record(self, fp: bytes) -> None:
+        self.seen.fetched(fp)
+        if (
+            self.persist and self.save_interval and self.seen.unsaved and self.path is not None
+            and time.monotonic() - self._last_save >= self.save_interval
+        ):
+            self._save()
+            self._set_stats()
+
+    def _full(self, message: str) -> None:
+        logger.warning("dupefilter: %s (IDCRAWL_DUPEFILTER_CAPACITY)", message)
+
+    def _set_stats(self) -> None:
+        stats = self.crawler.stats
+        if stats is None:
+            return
+        backend = self.seen.backend
+        stats.set_value(f"{STATS_PREFIX}/size", len(backend))
+        stats.set_value(f"{STATS_PREFIX}/capacity", backend.capacity)
+        stats.set_value(f"{STATS_PREFIX}/error_rate", backend.estimated_error_rate())
