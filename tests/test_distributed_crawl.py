@@ -288,3 +288,14 @@ def test_redis_restarting_mid_crawl(make_site, tmp_path: Path, persistent: bool)
     else:
         assert result.stats["finish_reason"] == "idcrawl_redis_state_lost"
         assert "are gone from Redis" in result.stderr
+
+
+def test_an_id_whose_callback_raises_does_not_hold_the_job_forever(make_site, redis_server, tmp_path: Path) -> None:
+    site = make_site(GapModel(0, 100, set()))
+    spider = Path(__file__).parent / "support" / "failing_spider.py"
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 1, "max": 8, "margin": 0},
+                       worker_settings(redis_server, job="raises"), runspider=spider, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stats["finish_reason"] == "finished"
+    assert sorted(i["id"] for i in result.items) == [1, 2, 4, 5, 6, 7, 8]
+    assert result.stats["idcrawl/lost"] == 1  # id 3: no outcome from its callback, counted as failed

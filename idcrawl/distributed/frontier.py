@@ -280,9 +280,9 @@ class RedisFrontier(Generic[P]):
         lane = self.lanes.get(lane_key)
         if lane is None:
             return result
+        blob = self._encode(payload) if payload is not None and self._encode is not None else b""
         self.inflight.discard((lane_key, id_))
         self.last_activity = time.monotonic()
-        blob = self._encode(payload) if payload is not None and self._encode is not None else b""
         reply = self.job.record(args=[self.job.prefix, self.worker, lane_key, id_, CODES[outcome], blob])
         self.round_trips += 1
         if not reply:

@@ -32,6 +32,7 @@ import contextlib
 import json
 import logging
 import os
+import pickle
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -88,8 +89,7 @@ class RedisRuntime(IdRuntime):
         self._orphans: list[Any] = []
         self._opener = None  # IdRuntime's lazy state store: a distributed job's state is in Redis already
         settings = crawler.settings
-        spider = crawler.spider
-        spider_name = getattr(spider, "name", "idseq")
+        spider_name = getattr(crawler.spidercls, "name", "idseq")
         for target in self.targets:
             if target.resume in ("holes", "all"):
                 raise BadInputError(
@@ -112,8 +112,9 @@ class RedisRuntime(IdRuntime):
             block=settings.getint("IDCRAWL_REDIS_CLAIM_BLOCK", default_settings.IDCRAWL_REDIS_CLAIM_BLOCK),
             lease_ms=int(self.lease * 1000),
             neutral=frozenset() if counts_failed else frozenset({Outcome.FAILED}),
-            encode=lambda payload: encode_outputs(payload[2], spider),
-            decode=lambda lane, id_, blob: (lane, id_, decode_outputs(blob, spider)),
+            # the crawler's spider is set only once from_crawler returned: looked up when used
+            encode=lambda payload: encode_outputs(payload[2], crawler.spider),
+            decode=lambda lane, id_, blob: (lane, id_, decode_outputs(blob, crawler.spider)),
         )
         self._defaults = {
             "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),
@@ -221,6 +222,13 @@ class RedisRuntime(IdRuntime):
                   lane.counts.emitted, lane.counts.overshoot, lane.counts.past_cut)
         try:
             rec = frontier.record(lane_key, id_, outcome, payload)
+        except (pickle.PicklingError, TypeError, ValueError, AttributeError) as exc:
+            # outputs that cannot travel through Redis (a callback that is not a spider method, an
+            # unpicklable item): emitted now rather than lost, without waiting for the prefix
+            logger.error("idcrawl: the outputs of %s id %s cannot be stored in Redis (%s): emitted at once",
+                         lane_key, id_, exc)
+            self._inc(f"{PREFIX}/unstorable")
+            return [*(outputs or []), *self.record(lane_key, id_, outcome, None, attempt=attempt)]
         except RedisError as exc:
             # kept, and recorded by the poll once Redis answers again (the id stays this worker's)
             frontier.inflight.add((lane_key, id_))

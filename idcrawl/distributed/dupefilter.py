@@ -1,0 +1,186 @@
+"""Request dupefilters shared by all workers of a distributed job.
+
+Two choices, by ``DUPEFILTER_CLASS``:
+
+- ``idcrawl.distributed.dupefilter.RedisBloomDupeFilter``: the
+  :class:`idcrawl.dupefilters.IdDupeFilter` (same rules: a fingerprint is
+  remembered once its response arrived, so a worker that stops loses no page)
+  on :class:`RedisBloomSeen`, a Bloom filter in Redis: ``k`` bits per
+  fingerprint set and tested in one Lua script, in bitmaps of at most 2**32
+  bits each (a Redis string holds at most 512 MB, so the filter is *sharded*:
+  a fingerprint's bits all live in the shard its first hash picks). Sized once
+  from ``IDCRAWL_DUPEFILTER_CAPACITY`` (0: 10,000,000) and
+  ``IDCRAWL_DUPEFILTER_ERROR_RATE``: 10,000,000 fingerprints at 0.1% take 18 MB.
+- ``idcrawl.distributed.dupefilter.RedisRFPDupeFilter``: scrapy-redis's exact
+  ``RFPDupeFilter`` (a Redis set of fingerprints, about 100 bytes each) with the
+  job's key and the crawler's request fingerprinter (scrapy-redis's own
+  ignores ``REQUEST_FINGERPRINTER_CLASS``); it keeps its set when a worker
+  closes (``scrapy idjob clean`` removes it).
+
+Both keep their keys under the job's prefix (``P bloom:<shard>``, ``P bloom:count``,
+``P dupefilter``), so they also remember across runs of the job. Lane requests
+are never filtered (they carry ``dont_filter``); these are for follow-up pages.
+Fingerprints of two workers that schedule the same page at the same moment are
+both pending (not yet fetched) and that page may be fetched twice: a duplicate
+is cheap, a page never fetched is not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from scrapy_redis.dupefilter import RFPDupeFilter as ScrapyRedisRFPDupeFilter
+
+from idcrawl import default_settings
+from idcrawl.core.seen import Seen
+from idcrawl.dupefilters import STATS_PREFIX, IdDupeFilter
+from idcrawl.errors import BadInputError
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+__all__ = ["DEFAULT_CAPACITY", "RedisBloomDupeFilter", "RedisBloomSeen", "RedisRFPDupeFilter"]
+
+#: Capacity of a Redis Bloom filter whose capacity is not set (it does not grow).
+DEFAULT_CAPACITY = 10_000_000
+#: Bits of one shard: a Redis string's limit (512 MB).
+MAX_SHARD_BITS = 2**32
+
+#: ARGV: count key, shard key, add (1) or test (0), bit positions. Returns 1 if every bit was set.
+_BLOOM = r"""
+local count_key, key, add = KEYS[1], KEYS[2], ARGV[1] == '1'
+local all = 1
+for i = 2, #ARGV do
+  if redis.call('GETBIT', key, ARGV[i]) == 0 then
+    all = 0
+    if add then redis.call('SETBIT', key, ARGV[i], 1) end
+  end
+end
+if add and all == 0 then redis.call('INCR', count_key) end
+return all
+"""
+
+
+class RedisBloomSeen:
+    """A fixed-size Bloom filter in Redis (the :class:`idcrawl.core.seen.FingerprintSet` protocol)."""
+
+    name: ClassVar[str] = "redis-bloom"
+    library: ClassVar[str | None] = None
+
+    def __init__(self, client: Any, prefix: str, error_rate: float, capacity: int,
+                 *, shard_bits: int = MAX_SHARD_BITS) -> None:
+        if not 0 < error_rate < 1:
+            raise ValueError(f"error rate must be between 0 and 1, not {error_rate!r}")
+        self.client = client
+        self.prefix = prefix + "bloom:"
+        self.error_rate = error_rate
+        self.configured_capacity = capacity
+        self.size = capacity or DEFAULT_CAPACITY
+        bits = math.ceil(-self.size * math.log(error_rate) / math.log(2) ** 2)
+        self.hashes = max(1, round(bits / self.size * math.log(2)))
+        self.shards = max(1, math.ceil(bits / shard_bits))
+        self.shard_bits = math.ceil(bits / self.shards)
+        self.bits = self.shard_bits * self.shards
+        self._script = client.register_script(_BLOOM)
+
+    def _positions(self, fp: bytes) -> tuple[str, list[int]]:
+        """The fingerprint's shard and its k bit positions (double hashing of a SHA-256 of it)."""
+        digest = hashlib.sha256(fp).digest()
+        h1, h2, h3 = (int.from_bytes(digest[i:i + 8], "big") for i in (0, 8, 16))
+        shard = h3 % self.shards
+        return f"{self.prefix}{shard}", [(h1 + i * h2) % self.shard_bits for i in range(self.hashes)]
+
+    def add(self, fp: bytes) -> bool:
+        key, positions = self._positions(fp)
+        return bool(self._script(keys=[self.prefix + "count", key], args=[1, *positions]))
+
+    def __contains__(self, fp: bytes) -> bool:
+        key, positions = self._positions(fp)
+        return bool(self._script(keys=[self.prefix + "count", key], args=[0, *positions]))
+
+    def __len__(self) -> int:
+        return int(self.client.get(self.prefix + "count") or 0)
+
+    @property
+    def capacity(self) -> int:
+        return self.size
+
+    def estimated_error_rate(self) -> float:
+        n = len(self)
+        return (1 - math.exp(-self.hashes * n / self.bits)) ** self.hashes if n else 0.0
+
+    def dumps(self) -> bytes:
+        """Nothing: the filter lives in Redis."""
+        return b""
+
+
+class RedisBloomDupeFilter(IdDupeFilter):
+    """:class:`IdDupeFilter` on a Bloom filter in the job's Redis keys (no file)."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        from scrapy import signals
+
+        from idcrawl.distributed.connection import RedisUnavailable, connect, job_prefix
+
+        settings = crawler.settings
+        try:
+            error_rate = float(settings.get("IDCRAWL_DUPEFILTER_ERROR_RATE",
+                                            default_settings.IDCRAWL_DUPEFILTER_ERROR_RATE))
+            capacity = int(settings.get("IDCRAWL_DUPEFILTER_CAPACITY", default_settings.IDCRAWL_DUPEFILTER_CAPACITY))
+        except (TypeError, ValueError) as exc:
+            raise BadInputError(f"bad dupefilter setting: {exc}") from None
+        spider = crawler.spider
+        try:
+            client = connect(settings)
+            backend = RedisBloomSeen(client, job_prefix(settings, getattr(spider, "name", "crawl")), error_rate,
+                                     capacity)
+        except RedisUnavailable as exc:
+            raise BadInputError(f"dupefilter: {exc}") from None
+        except ValueError as exc:
+            raise BadInputError(f"IDCRAWL_DUPEFILTER_ERROR_RATE={error_rate!r}: {exc}") from None
+        dupefilter = cls(crawler, "set", error_rate, capacity, persist=False,
+                         debug=settings.getbool("DUPEFILTER_DEBUG"))
+        dupefilter.backend_name = RedisBloomSeen.name
+        dupefilter.seen = Seen(backend, loaded=len(backend))
+        crawler.signals.connect(dupefilter._response_received, signal=signals.response_received)
+        return dupefilter
+
+    def open(self) -> None:
+        super().open()
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.set_value(f"{STATS_PREFIX}/backend", self.backend_name)
+
+
+class RedisRFPDupeFilter(ScrapyRedisRFPDupeFilter):  # type: ignore[misc]
+    """scrapy-redis's exact dupefilter on the job's key, with the crawler's fingerprinter."""
+
+    fingerprinter: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RedisRFPDupeFilter:
+        from idcrawl.distributed.connection import RedisUnavailable, connect, job_prefix
+
+        try:
+            client = connect(crawler.settings)
+        except RedisUnavailable as exc:
+            raise BadInputError(f"dupefilter: {exc}") from None
+        spider = crawler.spider
+        key = job_prefix(crawler.settings, getattr(spider, "name", "crawl")) + "dupefilter"
+        dupefilter = cls(client, key=key, debug=crawler.settings.getbool("DUPEFILTER_DEBUG"))
+        dupefilter.fingerprinter = crawler.request_fingerprinter
+        return dupefilter
+
+    def request_fingerprint(self, request: Request) -> str:
+        if self.fingerprinter is not None:
+            return str(self.fingerprinter.fingerprint(request).hex())
+        return str(super().request_fingerprint(request))
+
+    def close(self, reason: str = "") -> None:
+        """Keep the job's fingerprints (scrapy-redis deletes them when its scheduler closes)."""
