@@ -174,6 +174,9 @@ class RedisRuntime(IdRuntime):
         """This worker leaves: acknowledge what was written, give back claims and the rest at once."""
         if self._loop is not None and self._loop.running:
             self._loop.stop()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._closed = True
         taken = 0
         try:
