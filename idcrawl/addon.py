@@ -21,8 +21,10 @@ moves a middleware. What it wires:
                             ``idcrawl.robots.IdRobotsTxtMiddleware`` at 100
 ``EXTENSIONS``              ``IdProgress`` 500, ``IdPoliteness`` 100, ``IdLimits`` 200 (the
                             last two load only when their settings turn them on)
-``DUPEFILTER_CLASS``        ``idcrawl.dupefilters.IdDupeFilter``
-``ITEM_PIPELINES``          ``idcrawl.pipelines.ContentDuplicates``
+``DUPEFILTER_CLASS``        ``idcrawl.dupefilters.IdDupeFilter`` (follow-up pages; lane requests are
+                            never filtered)
+``ITEM_PIPELINES``          ``idcrawl.pipelines.ContentDuplicates`` at 100 (marks duplicates;
+                            ``IDCRAWL_CONTENT_DUPLICATES = "off"`` turns it off)
 ``IDCRAWL_PROFILE``         the profile it names is applied (see :mod:`idcrawl.profiles`)
 ==========================  ==============================================================
 
@@ -66,12 +68,8 @@ EXTENSIONS = {
     "idcrawl.limits.IdLimits": 200,
 }
 DUPEFILTER = "idcrawl.dupefilters.IdDupeFilter"
-# TODO(issue 7, add-on): wire the dupefilter once idcrawl/dupefilters.py is committed (another engineer is
-# writing it): settings.set("DUPEFILTER_CLASS", DUPEFILTER, ADDON_PRIORITY) in IdCrawl.update_settings.
 CONTENT_PIPELINE = "idcrawl.pipelines.ContentDuplicates"
-CONTENT_ORDER = 300
-# TODO(issue 7, add-on): wire the pipeline once idcrawl/pipelines.py is committed (another engineer is
-# writing it): setdefault_component(settings, "ITEM_PIPELINES", CONTENT_PIPELINE, CONTENT_ORDER).
+CONTENT_ORDER = 100  # early, so that later pipelines see its duplicate_of marks
 
 
 def _same_object(key: Any, path: str) -> bool:
@@ -148,6 +146,8 @@ class IdCrawl:
         # spiders the profile is already applied (their update_settings runs first); again is a no-op.
         apply_profile(settings)
         settings.set("SCHEDULER", SCHEDULER, priority=ADDON_PRIORITY)
+        # Bloom-filter request dedup for follow-up pages that outlives the run (lane requests are never filtered)
+        settings.set("DUPEFILTER_CLASS", DUPEFILTER, priority=ADDON_PRIORITY)
         setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER)
         # robots.txt: the two middlewares are one piece; a project that lists either decides for both
         if not (mentions_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_ROBOTS)
@@ -156,3 +156,5 @@ class IdCrawl:
             setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ID_ROBOTS, ROBOTS_ORDER)
         for path, order in EXTENSIONS.items():
             setdefault_component(settings, "EXTENSIONS", path, order)
+        # marks (IDCRAWL_CONTENT_DUPLICATES = "mark", the default) or drops items whose body an earlier item had
+        setdefault_component(settings, "ITEM_PIPELINES", CONTENT_PIPELINE, CONTENT_ORDER)

@@ -24,9 +24,11 @@ merged key by key into the setting instead of replacing it.
 
 Where a profile is applied:
 
-* ``IdSeqSpider.update_settings`` (every id crawl, add-on or not) and the
-  add-on (:class:`idcrawl.addon.IdCrawl`) apply ``IDCRAWL_PROFILE`` before the
-  spider is created; applying the same profile twice changes nothing.
+* ``IdSeqSpider.update_settings`` applies ``IDCRAWL_PROFILE`` for every id
+  crawl, add-on or not, before the spider is created (so the spider sees the
+  profile's target defaults and state settings); the add-on
+  (:class:`idcrawl.addon.IdCrawl`) applies it again for any spider, which
+  changes nothing when it is already applied.
 * ``profile = "NAME"`` at the top of a job file (``-a job=``): spider
   arguments are not available to ``update_settings`` (a classmethod called
   before the spider exists), so :class:`JobProfile`, a tiny add-on that the

@@ -13,11 +13,6 @@ COMMANDS_MODULE = "idcrawl.commands"  # scrapy idplan, scrapy idcoverage
 # the idcrawl add-on wires the scheduler, middlewares, extensions and the rest at add-on priority
 # (see idcrawl/addon.py); a setting below, or -s, overrides any single piece
 ADDONS = {"idcrawl.addon.IdCrawl": 0}
-DUPEFILTER_CLASS = "idcrawl.dupefilters.IdDupeFilter"  # Bloom-filter request dedup that outlives the run
-# marks items whose page an earlier item had (IDCRAWL_CONTENT_DUPLICATES); early, so later pipelines see the marks
-ITEM_PIPELINES = {
-    "idcrawl.pipelines.ContentDuplicates": 100,
-}
 
 ROBOTSTXT_OBEY = True
 USER_AGENT = "idcrawl (+https://github.com/idcrawl/idcrawl)"

@@ -13,6 +13,8 @@ from scrapy.settings import BaseSettings, Settings
 
 from idcrawl.addon import (
     ATTEMPTS_MIDDLEWARE,
+    CONTENT_PIPELINE,
+    DUPEFILTER,
     EXTENSIONS,
     ID_ROBOTS,
     SCHEDULER,
@@ -58,10 +60,12 @@ def components(settings: BaseSettings, name: str) -> dict[object, object]:
 def test_the_addon_wires_every_piece_at_addon_priority() -> None:
     settings = wired()
     assert settings["SCHEDULER"] == SCHEDULER and settings.getpriority("SCHEDULER") == 15
+    assert settings["DUPEFILTER_CLASS"] == DUPEFILTER and settings.getpriority("DUPEFILTER_CLASS") == 15
     middlewares = components(settings, "DOWNLOADER_MIDDLEWARES")
     assert middlewares == {ATTEMPTS_MIDDLEWARE: 549, SCRAPY_ROBOTS: None, ID_ROBOTS: 100}
     assert components(settings, "EXTENSIONS") == EXTENSIONS
     assert {settings["EXTENSIONS"].getpriority(k) for k in EXTENSIONS} == {15}
+    assert components(settings, "ITEM_PIPELINES") == {CONTENT_PIPELINE: 100}
 
 
 def test_a_project_overrides_any_single_piece() -> None:
@@ -142,7 +146,9 @@ def startproject(tmp_path: Path, addon: bool) -> tuple[Path, dict[str, str]]:
 def crawl_notices(project: Path, env: dict[str, str], url: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "scrapy", "crawl", "notices", "-a", f"url={url}", "-a", "start=100",
-         "-a", "margin=5", "-O", "items.jsonl", "-s", "TELNETCONSOLE_ENABLED=False", "-s", "LOG_LEVEL=INFO"],
+         "-a", "margin=5", "-O", "items.jsonl", "-s", "TELNETCONSOLE_ENABLED=False", "-s", "LOG_LEVEL=INFO",
+         # the startproject template's DOWNLOAD_DELAY = 1 (one id a second) only slows the test down
+         "-s", "DOWNLOAD_DELAY=0"],
         cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False,
     )
 
@@ -158,6 +164,9 @@ def test_a_fresh_startproject_project_with_one_addons_line_runs_an_id_crawl(make
     assert all(item["title"] and item["checksum"] for item in items)
     assert "idcrawl.addon.IdCrawl" in result.stderr  # "Enabled addons"
     assert "idcrawl.extensions.IdProgress" in result.stderr  # "Enabled extensions": wired by the add-on
+    assert "idcrawl.pipelines.ContentDuplicates" in result.stderr  # "Enabled item pipelines"
+    assert "'DUPEFILTER_CLASS': 'idcrawl.dupefilters.IdDupeFilter'" in result.stderr  # "Overridden settings"
+    assert not any("duplicate_of" in item for item in items)  # every notice page differs
     # the commands reach the project through idcrawl's entry points (no COMMANDS_MODULE)
     plan = subprocess.run([sys.executable, "-m", "scrapy", "idplan", "--spider", "notices", "--json"],
                           cwd=project, env=env, capture_output=True, text=True, timeout=60, check=False)
