@@ -8,6 +8,7 @@ from typing import Any
 from lxml import etree
 
 from idcrawl import settings as project_settings
+from idcrawl.addon import EXTENSIONS as ADDON_EXTENSIONS
 from idcrawl.demo.site import Reply
 from idcrawl.incidents import schema
 from tests.conftest import GapModel
@@ -75,7 +76,9 @@ def incidents(tmp_path: Path) -> list[etree._Element]:
 
 
 def test_limits_extension_is_wired_in_the_project_settings() -> None:
-    assert "idcrawl.limits.IdLimits" in project_settings.EXTENSIONS
+    # through the idcrawl add-on, which the project's settings enable
+    assert "idcrawl.addon.IdCrawl" in project_settings.ADDONS
+    assert "idcrawl.limits.IdLimits" in ADDON_EXTENSIONS
 
 
 def test_plmax_stops_one_domain_while_the_other_finishes(make_site, tmp_path: Path) -> None:
