@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -113,6 +114,8 @@ class IdLimits:
         self.crawler = crawler
         self.limits = domain
         self.job = JobLimits(job)
+        #: makes a domain's tracker (a distributed job swaps in one with the fleet's counters)
+        self._new_domain: Callable[[Limits, str], DomainLimits] = DomainLimits
         self.log = log
         self.incident_rules = incident_rules
         self.runtime: IdRuntime | None = None
@@ -153,6 +156,11 @@ class IdLimits:
         except RedisUnavailable as exc:
             raise BadInputError(f"{crawler.spidercls.name}: {exc}") from None
         ext = cls(crawler, domain, job, log, frozenset(rules))
+        if distributed(settings):  # counters and stops shared by the fleet (idcrawl.distributed.limits)
+            from idcrawl.distributed.limits import shared_trackers
+
+            ext._new_domain, new_job = shared_trackers(settings, crawler.spidercls.name)
+            ext.job = new_job(job)
         crawler.signals.connect(ext._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(ext._response_received, signal=signals.response_received)
@@ -313,8 +321,8 @@ class IdLimits:
         logger.warning("idcrawl limits: %s", trigger.message)
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(f"{PREFIX}/{trigger.rule}")
-        if trigger.rule not in self.incident_rules:
-            return
+        if trigger.rule not in self.incident_rules or getattr(tracker, "adopted", False):
+            return  # (adopted: another worker of a distributed job fired it and wrote the incident)
         cursors: dict[str, object] = {}
         if self.runtime is not None:
             lanes = self._lanes_by_slot()
@@ -361,7 +369,7 @@ class IdLimits:
     def _domain(self, slot: str) -> _Domain:
         domain = self._domains.get(slot)
         if domain is None:
-            domain = self._domains[slot] = _Domain(DomainLimits(self.limits, slot))
+            domain = self._domains[slot] = _Domain(self._new_domain(self.limits, slot))
         return domain
 
     def _slot_key(self, host: str) -> str:

@@ -228,8 +228,10 @@ def test_politeness_holds_for_the_fleet_not_per_worker(make_site, redis_server, 
     times = [e.at for e in site.log if e.id is not None]
     assert sorted(e.id for e in site.log if e.id is not None) == list(range(10, 34))
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    # the reservation is made just before the request leaves: a few ms of local latency may shorten a gap
-    assert min(gaps) >= 0.25, sorted(gaps)[:5]
+    # the reservation is made just before the request leaves: local latency (tens of ms on a busy
+    # machine) may shorten one gap, never the fleet's pace; per worker, 3 workers would give ~0.1 s
+    assert min(gaps) >= 0.2, sorted(gaps)[:5]
+    assert times[-1] - times[0] >= (len(times) - 1) * 0.3 * 0.97
     assert sum(1 for r in results if r.stats.get("idcrawl/dispensed", 0)) >= 2, "one worker did everything"
 
 

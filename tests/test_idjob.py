@@ -88,7 +88,9 @@ def test_idjob_push_validates_then_feeds_and_clean_deletes_the_job(redis_server,
     assert client.get("other:{job}:keep") == b"1"
 
 
-def test_incidents_of_every_worker_end_up_in_one_valid_xml_log(make_site, redis_server, tmp_path: Path) -> None:
+def test_limits_are_shared_by_the_fleet_and_incidents_end_up_in_one_valid_xml_log(
+    make_site, redis_server, tmp_path: Path
+) -> None:
     site = make_site(GapModel(0, 10_000, set()))
     job = tmp_path / "job.toml"
     job.write_text(f"""
@@ -99,18 +101,23 @@ start = 1000
 max = 1400
 margin = 0
 """)
-    settings = worker_settings(redis_server, job="inc", IDCRAWL_LIMIT_TTMAX=20)
-    procs = [start_worker(tmp_path / f"w{n}", {"job": job}, settings) for n in range(2)]
-    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
-    for result in results:
-        assert result.returncode == 0, result.stderr[-3000:]
-        assert result.stats["idcrawl/lanes/a:asc/cut_reason"] == "limit:TTmax"
+    settings = worker_settings(redis_server, job="inc", IDCRAWL_LIMIT_TTMAX=30, IDCRAWL_INCIDENT_RULES="TTmax,errors")
+    first = finish(start_worker(tmp_path / "w0", {"job": job}, settings), tmp_path / "w0")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stats["idcrawl/lanes/a:asc/cut_reason"] == "limit:TTmax"
+    assert 30 <= first.stats["idcrawl/dispensed"] <= 34
+    # a worker that joins later sees the fleet's stop: it takes nothing, and writes no second incident
+    second = finish(start_worker(tmp_path / "w1", {"job": job}, settings), tmp_path / "w1")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert second.stats.get("idcrawl/dispensed", 0) == 0
+    assert second.stats["idcrawl/lanes/a:asc/cut_reason"] == "limit:TTmax"
     client = redis.Redis.from_url(redis_server.url)
-    assert client.llen("idcrawl:{inc}:incidents") == 2
+    assert client.hget("idcrawl:{inc}:limits:domain:127.0.0.1", "stopped") == b"TTmax"
+    assert client.llen("idcrawl:{inc}:incidents") == 1
     out = tmp_path / "incidents.xml"
     drained = scrapy(tmp_path, "idjob", "incidents", "-o", str(out), settings=redis_settings(redis_server, "inc"))
     assert drained.returncode == 0, drained.stderr
     assert client.llen("idcrawl:{inc}:incidents") == 0
     tree = etree.parse(str(out))
     schema().assertValid(tree)
-    assert [i.findtext("rule") for i in tree.getroot()] == ["TTmax", "TTmax"]
+    assert [i.findtext("rule") for i in tree.getroot()] == ["TTmax"]

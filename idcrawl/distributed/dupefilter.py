@@ -35,7 +35,7 @@ from scrapy_redis.dupefilter import RFPDupeFilter as ScrapyRedisRFPDupeFilter
 
 from idcrawl import default_settings
 from idcrawl.core.seen import Seen
-from idcrawl.dupefilters import STATS_PREFIX, IdDupeFilter
+from idcrawl.dupefilters import IdDupeFilter
 from idcrawl.errors import BadInputError
 
 if TYPE_CHECKING:
@@ -149,13 +149,7 @@ class RedisBloomDupeFilter(IdDupeFilter):
         dupefilter.backend_name = RedisBloomSeen.name
         dupefilter.seen = Seen(backend, loaded=len(backend))
         crawler.signals.connect(dupefilter._response_received, signal=signals.response_received)
-        return dupefilter
-
-    def open(self) -> None:
-        super().open()
-        stats = self.crawler.stats
-        if stats is not None:
-            stats.set_value(f"{STATS_PREFIX}/backend", self.backend_name)
+        return dupefilter  # its stats (idcrawl/dupefilter/backend: redis-bloom, size, ...) are IdDupeFilter's
 
 
 class RedisRFPDupeFilter(ScrapyRedisRFPDupeFilter):  # type: ignore[misc]

@@ -1,0 +1,118 @@
+"""Job limits shared by the workers of a distributed job.
+
+:class:`idcrawl.limits.IdLimits` keeps one tracker per domain (download
+slot) and one for the job. In a distributed job those trackers are
+:class:`SharedDomainLimits` / :class:`SharedJobLimits`: their counters
+(iterations, page loads, targets, found) are the *fleet's* totals, kept in the
+hash ``P limits:<level>:<key>``, and a rule that fires in one worker stops that
+domain (or the job) in every worker.
+
+To keep Redis off the path of every request, a tracker counts locally and
+syncs every time the extension checks its rules (``CHECK_INTERVAL``, 0.25 s):
+one pipelined round trip adds its unsynced counts and reads the totals back.
+Between syncs a tracker sees the fleet's totals as of the last sync plus its
+own new counts, so a count rule (PLmax, TTmax, Imax) may fire up to one check
+interval of the *other* workers' traffic late; the first worker whose
+estimate reaches the limit fires it and writes the one incident, the others
+stop the domain when their next sync sees it (their stop writes no incident).
+The time rules (TDL, TAC) and TST stay per worker: they measure a worker's
+own iterations on its own clock.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from idcrawl.core.limits import DomainLimits, JobLimits, Limits, LimitTracker, Trigger
+
+__all__ = ["SharedDomainLimits", "SharedJobLimits", "shared_trackers"]
+
+_COUNTERS = ("iterations", "page_loads", "targets", "found_count")
+
+
+class _Shared(LimitTracker):
+    """Counters synced with the fleet's (see the module docstring)."""
+
+    client: Any = None
+    redis_key = ""
+    #: the stop came from another worker: act on it, write no incident
+    adopted = False
+
+    def _bind(self, client: Any, redis_key: str) -> None:
+        self.client, self.redis_key = client, redis_key
+        self._synced = dict.fromkeys(_COUNTERS, 0)  # this tracker's counts already added to the fleet's
+        # a domain the fleet stopped before this worker came takes nothing: the trigger is handed
+        # out by the extension's next take() (new_trigger), not lost here
+        if self.sync(time.monotonic()) is not None:
+            self._unreported = True
+
+    def sync(self, now: float) -> Trigger | None:
+        """Add this worker's new counts, read the fleet's totals; fire what they reach."""
+        if self.client is None or self.finished:
+            return None
+        deltas = {name: getattr(self, name) - self._synced[name] for name in _COUNTERS}
+        # the local counters hold "fleet total at the last sync + own counts since": the own part
+        # goes to Redis, and the totals come back
+        pipe = self.client.pipeline(transaction=False)
+        for name in _COUNTERS:
+            pipe.hincrby(self.redis_key, name, deltas[name])
+        pipe.hget(self.redis_key, "stopped")
+        *totals, stopped = pipe.execute()
+        for name, total in zip(_COUNTERS, totals, strict=True):
+            setattr(self, name, int(total))
+            self._synced[name] = int(total)
+        if self.stopped:
+            return None
+        if stopped is not None:
+            rule = stopped.decode() if isinstance(stopped, bytes) else str(stopped)
+            self.adopted = True
+            self._fire(rule, self.limits.value(rule), self._observed(rule), now)
+            return self.new_trigger()
+        limits = self.limits
+        if limits.plmax and self.page_loads >= limits.plmax:
+            return self._event("PLmax", limits.plmax, self.page_loads, now)
+        if limits.ttmax and self.targets >= limits.ttmax:
+            return self._event("TTmax", limits.ttmax, self.targets, now)
+        return None
+
+    def _observed(self, rule: str) -> int | float:
+        return {"PLmax": self.page_loads, "TTmax": self.targets, "Imax": self.iterations}.get(rule, 0)
+
+    def _fire(self, name: str, limit: int | float, observed: int | float, now: float) -> None:
+        super()._fire(name, limit, observed, now)
+        if self.client is not None and not self.adopted:
+            # the fleet stops too (HSETNX: the first worker's rule stays the domain's rule)
+            self.client.hsetnx(self.redis_key, "stopped", name)
+
+    def check(self, now: float) -> Trigger | None:
+        trigger = self.sync(now) if self.client is not None else None
+        return trigger or super().check(now)
+
+
+class SharedDomainLimits(_Shared, DomainLimits):
+    """A domain's tracker with the fleet's counters."""
+
+
+class SharedJobLimits(_Shared, JobLimits):
+    """The job's tracker with the fleet's counters."""
+
+
+def shared_trackers(settings: Any, spider_name: str) -> tuple[Any, Any]:
+    """The two factories IdLimits uses in a distributed job: (domain tracker, job tracker)."""
+    from idcrawl.distributed.connection import connect, job_prefix
+
+    client = connect(settings)
+    prefix = job_prefix(settings, spider_name)
+
+    def domain(limits: Limits, key: str) -> SharedDomainLimits:
+        tracker = SharedDomainLimits(limits, key)
+        tracker._bind(client, f"{prefix}limits:domain:{key}")
+        return tracker
+
+    def job(limits: Limits) -> SharedJobLimits:
+        tracker = SharedJobLimits(limits)
+        tracker._bind(client, f"{prefix}limits:job")
+        return tracker
+
+    return domain, job
