@@ -124,6 +124,10 @@ def test_three_workers_produce_the_single_process_result_fetching_each_id_once(
         assert max(answered.values()) == 1, "an id was fetched twice (apart from retries)"
         retried = Counter(e.id for e in site.log if e.status == 503)
         assert set(retried) <= FLAKY
+    # every retry waited in the job's shared delayed set (any worker may have taken it)
+    busy = sum(1 for site in (site_a, site_b) for e in site.log if e.status == 503)
+    assert busy == len(FLAKY)
+    assert sum(r.stats.get("idcrawl/redis/retries_shared", 0) for r in results) == busy
     # the workers' counts add up to the job's
     assert sum(r.stats.get("idcrawl/emitted", 0) for r in results) == len(single_items)
     assert sum(r.stats.get("idcrawl/found", 0) for r in results) == len(single_items)
