@@ -541,7 +541,11 @@ class RedisRuntime(IdRuntime):
                 del self._due_local[i]
                 return request
         if not self._due and now >= self._due_at and self._down_since is None:
-            members = self.job.pop_delayed(args=[self.job.prefix, self.worker, 16])
+            try:
+                members = self.job.pop_delayed(args=[self.job.prefix, self.worker, 16])
+            except RedisError as exc:
+                self._outage(exc)
+                return None
             self.frontier.round_trips += 1
             self._due_at = float("inf")  # the next poll says when the next one is due
             spider = self.crawler.spider
@@ -549,8 +553,14 @@ class RedisRuntime(IdRuntime):
                 _, _, blob = member.partition(b"\n")
                 request = request_from_dict(picklecompat.loads(blob), spider=spider)
                 info = request.meta[META_KEY]
-                if info["lane"] in self.frontier.lanes:
-                    self.frontier.inflight.add((info["lane"], info["id"]))
+                if info["lane"] not in self.frontier.lanes:
+                    self._load_targets()  # a target added since the last poll
+                if info["lane"] not in self.frontier.lanes:
+                    logger.error("idcrawl: a retry of unknown lane %r (id %s) goes back to the job",
+                                 info["lane"], info["id"])
+                    self.delay(request, self.poll_interval)
+                    continue
+                self.frontier.inflight.add((info["lane"], info["id"]))
                 self._due.append(request)
         if self._due:
             self._idle_since = time.monotonic()
