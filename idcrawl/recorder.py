@@ -101,7 +101,7 @@ class StateRecorder:
         if self._run_id is not None:
             self.store.end_run(self._run_id, _now(), reason, counts)
         self._ended = True
-        if self._feeds_done or not self._feed_exporters():
+        if self._feeds_done or not feed_exporters(self.crawler):
             self._close_store()
 
     def _feeds_closed(self) -> None:
@@ -125,14 +125,14 @@ class StateRecorder:
 
     def released(self, target: str, lane_key: str, id_: int, outputs: list[Any]) -> None:
         """A found id's outputs were emitted; count the items that stand for it."""
-        own = sum(1 for output in outputs if _key_of(output) == (target, id_))
+        own = sum(1 for output in outputs if item_key(output) == (target, id_))
         if own:
             self._unwritten[(target, id_)] = [lane_key, own]
         else:
             self._found(target, id_, lane_key)
 
     def _item_written(self, item: Any, *args: Any, **kwargs: Any) -> None:
-        key = _key_of(item)
+        key = item_key(item)
         entry = self._unwritten.get(key) if key is not None else None
         if entry is None or key is None:
             return
@@ -160,7 +160,7 @@ class StateRecorder:
         if self._store_closed:
             return
         if flush:
-            self._durable_feeds = self._flush_feeds()
+            self._durable_feeds = flush_feeds(self.crawler)
         outcomes, self._pending = self._pending, defaultdict(lambda: defaultdict(BitMap64))
         if self._durable_feeds:
             for (target, id_) in self._written:
@@ -195,26 +195,28 @@ class StateRecorder:
         reason = lane.reason if lane.settled else None
         return LaneRecord(key, origin, lane.step, lane.stop, cursor, lane.last_found, lane.cut_at, reason)
 
-    def _flush_feeds(self) -> bool:
-        """Flush and fsync local feed files; False if some feed is only durable at close."""
-        durable = True
-        for exporter in self._feed_exporters():
-            for slot in exporter.slots:
-                if isinstance(slot.storage, FileFeedStorage | StdoutFeedStorage):
-                    if slot.file is not None:
-                        # a closed file was flushed by its close
-                        with contextlib.suppress(OSError, ValueError, AttributeError):
-                            slot.file.flush()
-                            os.fsync(slot.file.fileno())
-                else:
-                    durable = False
-        return durable
-
-    def _feed_exporters(self) -> list[FeedExporter]:
-        return [c for c in self.crawler.extensions.middlewares if isinstance(c, FeedExporter)]
+def feed_exporters(crawler: Crawler) -> list[FeedExporter]:
+    return [c for c in crawler.extensions.middlewares if isinstance(c, FeedExporter)]
 
 
-def _key_of(item: Any) -> tuple[str, int] | None:
+def flush_feeds(crawler: Crawler) -> bool:
+    """Flush and fsync local feed files; False if some feed is only durable at close (S3, FTP, ...)."""
+    durable = True
+    for exporter in feed_exporters(crawler):
+        for slot in exporter.slots:
+            if isinstance(slot.storage, FileFeedStorage | StdoutFeedStorage):
+                if slot.file is not None:
+                    # a closed file was flushed by its close
+                    with contextlib.suppress(OSError, ValueError, AttributeError):
+                        slot.file.flush()
+                        os.fsync(slot.file.fileno())
+            else:
+                durable = False
+    return durable
+
+
+def item_key(item: Any) -> tuple[str, int] | None:
+    """The (target, id) an item stands for, or None for other items."""
     try:
         adapter = ItemAdapter(item)
     except TypeError:

@@ -28,18 +28,14 @@ adds:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 import pickle
 import time
 from typing import TYPE_CHECKING, Any
 
-from itemadapter import ItemAdapter
 from redis.exceptions import RedisError
 from scrapy import Request, signals
-from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, StdoutFeedStorage
 from scrapy.utils.asyncio import call_later, create_looping_call
 from scrapy.utils.defer import _schedule_coro
 from scrapy.utils.request import request_from_dict
@@ -53,6 +49,7 @@ from idcrawl.distributed.codec import decode_outputs, encode_outputs
 from idcrawl.distributed.connection import connect, describe, job_prefix, worker_id
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict
 from idcrawl.errors import BadInputError
+from idcrawl.recorder import flush_feeds, item_key
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
 
 if TYPE_CHECKING:
@@ -265,7 +262,7 @@ class RedisRuntime(IdRuntime):
         lane_target = self.frontier.lane_target
         for lane_key, id_, lane_outputs in released:
             target = lane_target[lane_key].name if lane_key in lane_target else lane_key.rpartition(":")[0]
-            own = sum(1 for output in lane_outputs if _key_of(output) == (target, id_))
+            own = sum(1 for output in lane_outputs if item_key(output) == (target, id_))
             field = f"{lane_key}|{id_}"
             if own:
                 self._unwritten[(target, id_)] = [field, own]
@@ -278,7 +275,7 @@ class RedisRuntime(IdRuntime):
         return []
 
     def _item_written(self, item: Any, *args: Any, **kwargs: Any) -> None:
-        key = _key_of(item)
+        key = item_key(item)
         entry = self._unwritten.get(key) if key is not None else None
         if entry is None or key is None:
             return
@@ -296,7 +293,7 @@ class RedisRuntime(IdRuntime):
         due = len(self._written) >= self._ack_batch or time.monotonic() - self._last_ack >= self._ack_interval
         if not (force or due):
             return
-        if not _flush_feeds(self.crawler) and not force:
+        if not flush_feeds(self.crawler) and not force:
             return  # a feed that is only durable at close: the outputs stay unacknowledged until then
         fields, self._written = self._written, []
         try:
@@ -610,32 +607,6 @@ class RedisRuntime(IdRuntime):
     def abandon_lost(self) -> list[Any]:
         """The engine went idle: the job is finished (see ``can_dispense``); nothing is lost here."""
         return []
-
-
-def _key_of(item: Any) -> tuple[str, int] | None:
-    try:
-        adapter = ItemAdapter(item)
-    except TypeError:
-        return None
-    target, id_ = adapter.get("target"), adapter.get("id")
-    if isinstance(target, str) and isinstance(id_, int):
-        return target, id_
-    return None
-
-
-def _flush_feeds(crawler: Crawler) -> bool:
-    """Flush and fsync local feed files; False if some feed is only durable at close (S3, FTP, ...)."""
-    durable = True
-    for exporter in [c for c in crawler.extensions.middlewares if isinstance(c, FeedExporter)]:
-        for slot in exporter.slots:
-            if isinstance(slot.storage, FileFeedStorage | StdoutFeedStorage):
-                if slot.file is not None:
-                    with contextlib.suppress(OSError, ValueError, AttributeError):
-                        slot.file.flush()
-                        os.fsync(slot.file.fileno())
-            else:
-                durable = False
-    return durable
 
 
 def worker_runtime(spider: Any, crawler: Crawler) -> RedisRuntime:
