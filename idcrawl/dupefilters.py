@@ -5,7 +5,7 @@ settings set it). It keeps :class:`scrapy.dupefilters.RFPDupeFilter`'s
 interface and ``dupefilter/filtered`` stat, fingerprints requests with the
 crawler's request fingerprinter (so ``REQUEST_FINGERPRINTER_CLASS`` holds),
 and keeps the fingerprints in a swappable backend (:mod:`idcrawl.core.seen`:
-``rbloom`` (the default), ``pybloom`` or an exact ``set``).
+``pybloom`` (the default), ``rbloom`` (faster) or an exact ``set``).
 
 What is remembered across runs: a request's fingerprint is pending from the
 moment the scheduler asks about it until a response for it arrives
