@@ -47,9 +47,45 @@ if TYPE_CHECKING:
 
     from idcrawl.core.frontier import Frontier
 
-__all__ = ["StateRecorder"]
+__all__ = ["StateRecorder", "UnwrittenItems", "feed_exporters", "flush_feeds", "item_key"]
 
 logger = logging.getLogger(__name__)
+
+
+class UnwrittenItems:
+    """Found ids whose items are on their way to the feeds.
+
+    A found id counts as done only once every item that stands for it (same
+    target and id) has been scraped, so a kill before that refetches it. Each
+    entry carries a token (the lane key here, an emit field in a distributed
+    worker) that the caller gets back when the id's last item is written.
+    """
+
+    def __init__(self) -> None:
+        self._left: dict[tuple[str, int], list[Any]] = {}  # (target, id) -> [token, items left]
+
+    def expect(self, target: str, id_: int, outputs: list[Any], token: Any) -> bool:
+        """Wait for the items of ``outputs`` that stand for ``(target, id_)``; False if there are none."""
+        own = sum(1 for output in outputs if item_key(output) == (target, id_))
+        if own:
+            self._left[(target, id_)] = [token, own]
+        return bool(own)
+
+    def written(self, item: Any) -> tuple[tuple[str, int], Any] | None:
+        """An item was scraped: ``((target, id), token)`` when it was its id's last one, else None."""
+        key = item_key(item)
+        entry = self._left.get(key) if key is not None else None
+        if entry is None or key is None:
+            return None
+        entry[1] -= 1
+        if entry[1] > 0:
+            return None
+        del self._left[key]
+        return key, entry[0]
+
+    def pending(self) -> list[tuple[tuple[str, int], Any]]:
+        """``((target, id), token)`` of every id still waiting for items."""
+        return [(key, entry[0]) for key, entry in self._left.items()]
 
 
 class StateRecorder:
@@ -71,7 +107,7 @@ class StateRecorder:
         self.interval = interval
         self._pending: dict[str, dict[Outcome, BitMap64]] = defaultdict(lambda: defaultdict(BitMap64))
         self._pending_count = 0
-        self._unwritten: dict[tuple[str, int], list[Any]] = {}  # (target, id) -> [lane key, items left]
+        self._unwritten = UnwrittenItems()  # tokens: lane keys
         self._written: dict[tuple[str, int], str] = {}  # found ids whose items are written -> lane key
         self._params = {name: identity(t) for name, t in frontier.targets.items()}
         self._durable_feeds = True
@@ -125,21 +161,14 @@ class StateRecorder:
 
     def released(self, target: str, lane_key: str, id_: int, outputs: list[Any]) -> None:
         """A found id's outputs were emitted; count the items that stand for it."""
-        own = sum(1 for output in outputs if item_key(output) == (target, id_))
-        if own:
-            self._unwritten[(target, id_)] = [lane_key, own]
-        else:
+        if not self._unwritten.expect(target, id_, outputs, lane_key):
             self._found(target, id_, lane_key)
 
     def _item_written(self, item: Any, *args: Any, **kwargs: Any) -> None:
-        key = item_key(item)
-        entry = self._unwritten.get(key) if key is not None else None
-        if entry is None or key is None:
-            return
-        entry[1] -= 1
-        if entry[1] <= 0:
-            del self._unwritten[key]
-            self._found(key[0], key[1], entry[0])
+        done = self._unwritten.written(item)
+        if done is not None:
+            (target, id_), lane_key = done
+            self._found(target, id_, lane_key)
 
     def _found(self, target: str, id_: int, lane_key: str) -> None:
         self._written[(target, id_)] = lane_key
@@ -173,7 +202,7 @@ class StateRecorder:
     def _lane_records(self) -> dict[str, dict[str, LaneRecord]]:
         """Each lane's durable record, pinned before its earliest found id not yet committed."""
         pins: dict[str, int] = {}
-        uncommitted = [(id_, entry[0]) for (_t, id_), entry in self._unwritten.items()]
+        uncommitted = [(id_, lane_key) for (_t, id_), lane_key in self._unwritten.pending()]
         uncommitted += [(id_, lane_key) for (_t, id_), lane_key in self._written.items()]
         for id_, lane_key in uncommitted:
             step = self.frontier.lanes[lane_key].step

@@ -49,8 +49,8 @@ from idcrawl.distributed.codec import decode_outputs, encode_outputs
 from idcrawl.distributed.connection import connect, describe, job_prefix, worker_id
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict
 from idcrawl.errors import BadInputError
-from idcrawl.recorder import flush_feeds, item_key
-from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
+from idcrawl.recorder import UnwrittenItems, flush_feeds
+from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload, _counts_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Sequence
@@ -129,8 +129,8 @@ class RedisRuntime(IdRuntime):
         self._tver = -1
         self._loop: Any = None
         self._idle_since = time.monotonic()
-        # acknowledgements of released outputs: "lane|id" -> items not written yet
-        self._unwritten: dict[tuple[str, int], list[Any]] = {}
+        # acknowledgements of released outputs: tokens are their emit fields, "lane|id"
+        self._unwritten = UnwrittenItems()
         self._written: list[str] = []
         self._ack_batch = settings.getint("IDCRAWL_STATE_COMMIT_ITEMS", default_settings.IDCRAWL_STATE_COMMIT_ITEMS)
         self._ack_interval = settings.getfloat(
@@ -218,8 +218,7 @@ class RedisRuntime(IdRuntime):
             return []
         payload = (lane_key, id_, outputs) if outputs is not None else None
         lane = frontier.lanes[lane_key]
-        before = (lane.counts.found, lane.counts.missing, lane.counts.failed, lane.counts.disallowed,
-                  lane.counts.emitted, lane.counts.overshoot, lane.counts.past_cut)
+        before = _counts_of(lane.counts)
         try:
             rec = frontier.record(lane_key, id_, outcome, payload)
         except (pickle.PicklingError, TypeError, ValueError, AttributeError) as exc:
@@ -236,7 +235,7 @@ class RedisRuntime(IdRuntime):
             self._outage(exc)
             return []
         self._inc(f"{STATS_PREFIX}/attempts/{outcome.value}_on/{attempt}")
-        self._count_mirror(lane_key, before)
+        self._count(lane_key, before, _counts_of(lane.counts))
         if rec.stopped:
             self._lane_stopped(lane_key, lane)
         if rec.became_ready:
@@ -246,27 +245,14 @@ class RedisRuntime(IdRuntime):
         self._idle_since = time.monotonic()
         return self._take(rec.released)
 
-    def _count_mirror(self, lane_key: str, before: tuple[int, ...]) -> None:
-        counts = self.frontier.lanes[lane_key].counts
-        after = (counts.found, counts.missing, counts.failed, counts.disallowed,
-                 counts.emitted, counts.overshoot, counts.past_cut)
-        names = ("found", "missing", "failed", "disallowed", "emitted", "overshoot", "past_cut")
-        for name, old, new in zip(names, before, after, strict=True):
-            if new != old:
-                self._inc(f"{STATS_PREFIX}/{name}", new - old)
-                self._inc(f"{STATS_PREFIX}/lanes/{lane_key}/{name}", new - old)
-
     def _take(self, released: list[Payload]) -> list[Any]:
         """Outputs released to this worker; their items are acknowledged once written."""
         outputs: list[Any] = []
         lane_target = self.frontier.lane_target
         for lane_key, id_, lane_outputs in released:
             target = lane_target[lane_key].name if lane_key in lane_target else lane_key.rpartition(":")[0]
-            own = sum(1 for output in lane_outputs if item_key(output) == (target, id_))
             field = f"{lane_key}|{id_}"
-            if own:
-                self._unwritten[(target, id_)] = [field, own]
-            else:
+            if not self._unwritten.expect(target, id_, lane_outputs, field):
                 self._written.append(field)
             outputs.extend(lane_outputs)
         return outputs
@@ -275,14 +261,9 @@ class RedisRuntime(IdRuntime):
         return []
 
     def _item_written(self, item: Any, *args: Any, **kwargs: Any) -> None:
-        key = item_key(item)
-        entry = self._unwritten.get(key) if key is not None else None
-        if entry is None or key is None:
-            return
-        entry[1] -= 1
-        if entry[1] <= 0:
-            del self._unwritten[key]
-            self._written.append(entry[0])
+        done = self._unwritten.written(item)
+        if done is not None:
+            self._written.append(done[1])
             if len(self._written) >= self._ack_batch:
                 self.ack()
 
@@ -328,7 +309,7 @@ class RedisRuntime(IdRuntime):
 
     def _recover_emits(self) -> None:
         """Outputs Redis released to this worker in a reply that never arrived (a call cut by the outage)."""
-        known = {entry[0] for entry in self._unwritten.values()} | set(self._written) | self._acked_recently
+        known = {field for _, field in self._unwritten.pending()} | set(self._written) | self._acked_recently
         raw = self.client.hgetall(self.job.key("W:", self.worker, ":emit"))
         self.frontier.round_trips += 1
         released: list[Payload] = []
