@@ -9,7 +9,7 @@ thin adapters around it.
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Hashable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from idcrawl.core.interleave import Interleaver
@@ -161,9 +161,6 @@ class Frontier(Generic[P]):
             self._space[first] = space
         self._space[target.name] = space
 
-    def space_of(self, target_name: str) -> IdSpace[P] | None:
-        return self._space.get(target_name)
-
     @property
     def deduplicated(self) -> int:
         """Lane ids served without a request because an overlapping lane fetched them."""
@@ -243,7 +240,7 @@ class Frontier(Generic[P]):
         allows it; later releases carry an empty payload (``rebind(None, ...)``).
         """
         lane = self.lanes[lane_key]
-        before = None if own else _copy_counts(lane.counts)
+        before = None if own else replace(lane.counts)
         if not own and self._rebind is not None and (payload is not None or outcome is Outcome.FOUND):
             payload = self._rebind(payload, lane_key, id_)
         rec = lane.record(id_, outcome, payload)
@@ -258,7 +255,7 @@ class Frontier(Generic[P]):
         rec.released = kept
         self._after_change(lane_key, lane, rec)
         if before is not None:
-            self.touched.append(Touched(lane_key, id_, outcome, before, _copy_counts(lane.counts), rec))
+            self.touched.append(Touched(lane_key, id_, outcome, before, replace(lane.counts), rec))
         return rec
 
     def close_lane(self, lane_key: str, reason: str) -> None:
@@ -290,7 +287,3 @@ class Frontier(Generic[P]):
 
     def outstanding(self) -> int:
         return sum(self.lanes[k].ahead for k in self._unsettled if self.lanes[k].cut_at is None)
-
-
-def _copy_counts(counts: LaneCounts) -> LaneCounts:
-    return LaneCounts(*(getattr(counts, name) for name in LaneCounts.__slots__))
