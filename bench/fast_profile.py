@@ -24,20 +24,18 @@ pass/fail thresholds of the test suite.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from throughput import ROOT, Run, cpu_seconds, expected_ids, print_table, start_server  # noqa: E402
+from throughput import ROOT, Run, expected_ids, measure, print_table, start_server  # noqa: E402
 
 SIDES = ("fast", "plain", "idcrawl")
 
@@ -77,37 +75,8 @@ def crawl(side: str, round_: int, url: str, ids: int, args: argparse.Namespace, 
     for path in (stats_file, state_file):
         path.unlink(missing_ok=True)
     cmd, env, cwd = command(side, url, ids, args, stats_file, state_file)
-    server_before = cpu_seconds(server.pid)
-    usage_before = os.times()
-    started = time.monotonic()
-    with log_file.open("w") as log:
-        try:
-            status = subprocess.run([sys.executable, "-m", *cmd], cwd=cwd, env=env, stdout=log,
-                                    stderr=subprocess.STDOUT, timeout=args.timeout, check=False).returncode
-        except subprocess.TimeoutExpired:
-            message = f"fast_profile: {side} round {round_} took more than {args.timeout}s; log: {log_file}"
-            raise SystemExit(message) from None
-    wall = time.monotonic() - started
-    usage_after = os.times()
-    server_cpu = cpu_seconds(server.pid) - server_before
-    if server.poll() is not None:
-        raise SystemExit(f"fast_profile: the benchmark server died during {side} round {round_}; log: {log_file}")
-    if status != 0 or not stats_file.exists():
-        raise SystemExit(f"fast_profile: {side} round {round_} failed (exit status {status}); log: {log_file}")
-    data = json.loads(stats_file.read_text())
-    stats = data["stats"]
-    cpu = (usage_after.children_user - usage_before.children_user) + (
-        usage_after.children_system - usage_before.children_system)
-    return Run(
-        side=label, round=round_,
-        responses=int(stats.get("response_received_count", 0)),
-        elapsed=float(stats.get("elapsed_time_seconds", 0.0)),
-        steady=(data["last_response"] or 0.0) - (data["first_response"] or 0.0),
-        wall=wall, cpu=cpu, server_cpu=server_cpu,
-        items=int(stats.get("item_scraped_count", 0)),
-        ids=sorted(i for i in data["ids"] if i is not None),
-        finish_reason=str(stats.get("finish_reason")),
-    )
+    return measure(label, round_, [sys.executable, "-m", *cmd], env=env, cwd=cwd, server=server,
+                   stats_file=stats_file, log_file=log_file, timeout=args.timeout, tool="fast_profile")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -179,33 +179,40 @@ def environment() -> dict[str, str]:
 def crawl(side: str, round_: int, url: str, ids: int, args: argparse.Namespace, server: subprocess.Popen[str],
           workdir: Path, profile: Path | None = None) -> Run:
     stats_file = workdir / f"{side}-{round_}.json"
-    log_file = workdir / f"{side}-{round_}.log"
     state_file = workdir / f"{side}-{round_}.state.sqlite"
     for path in (stats_file, state_file):
         path.unlink(missing_ok=True)
     cmd = command(side, url, ids, args, stats_file, state_file)
     prefix = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m"] if profile else [sys.executable, "-m"]
+    return measure(side, round_, prefix + cmd, env=environment(), cwd=ROOT, server=server, stats_file=stats_file,
+                   log_file=workdir / f"{side}-{round_}.log", timeout=args.timeout, tool="throughput")
+
+
+def measure(label: str, round_: int, argv: list[str], *, env: dict[str, str], cwd: Path,
+            server: subprocess.Popen[str], stats_file: Path, log_file: Path, timeout: float, tool: str) -> Run:
+    """Run one crawl to its end and read its rate, CPU and items (shared by the benchmarks)."""
     server_before = cpu_seconds(server.pid)
     usage_before = os.times()
     started = time.monotonic()
     with log_file.open("w") as log:
         try:
-            status = subprocess.run(prefix + cmd, cwd=ROOT, env=environment(), stdout=log, stderr=subprocess.STDOUT,
-                                    timeout=args.timeout, check=False).returncode
+            status = subprocess.run(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    timeout=timeout, check=False).returncode
         except subprocess.TimeoutExpired:
-            message = f"throughput: {side} round {round_} took more than {args.timeout}s; log: {log_file}"
-            raise SystemExit(message) from None
+            raise SystemExit(f"{tool}: {label} round {round_} took more than {timeout}s; log: {log_file}") from None
     wall = time.monotonic() - started
     usage_after = os.times()
     server_cpu = cpu_seconds(server.pid) - server_before
+    if server.poll() is not None:
+        raise SystemExit(f"{tool}: the benchmark server died during {label} round {round_}; log: {log_file}")
     if status != 0 or not stats_file.exists():
-        raise SystemExit(f"throughput: {side} round {round_} failed (exit status {status}); log: {log_file}")
+        raise SystemExit(f"{tool}: {label} round {round_} failed (exit status {status}); log: {log_file}")
     data = json.loads(stats_file.read_text())
     stats = data["stats"]
     cpu = (usage_after.children_user - usage_before.children_user) + (
         usage_after.children_system - usage_before.children_system)
     return Run(
-        side=side, round=round_,
+        side=label, round=round_,
         responses=int(stats.get("response_received_count", 0)),
         elapsed=float(stats.get("elapsed_time_seconds", 0.0)),
         steady=(data["last_response"] or 0.0) - (data["first_response"] or 0.0),
