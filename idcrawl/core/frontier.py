@@ -101,6 +101,8 @@ class Frontier(Generic[P]):
         self.touched: list[Touched[P]] = []
         #: payloads released outside :meth:`record` (at dispatch), not yet taken
         self.released: list[P] = []
+        #: lane ids served without a request because an overlapping lane fetched them
+        self.deduplicated = 0
         self._iv: Interleaver[str, Hashable] = Interleaver()
         self.targets: dict[str, Target] = {}
         self.lanes: dict[str, Lane[P]] = {}
@@ -161,11 +163,6 @@ class Frontier(Generic[P]):
             self._space[first] = space
         self._space[target.name] = space
 
-    @property
-    def deduplicated(self) -> int:
-        """Lane ids served without a request because an overlapping lane fetched them."""
-        return sum(space.deduplicated for space in self._space_by_key.values())
-
     def id_at(self, lane_key: str, position: int) -> int:
         """The id at a lane position (the same number, except in list lanes)."""
         ids = self._ids.get(lane_key)
@@ -202,6 +199,7 @@ class Frontier(Generic[P]):
             if space is not None:
                 claim = space.claim(key, id_)
                 if not claim.fetch:
+                    self.deduplicated += 1
                     if claim.outcome is not None:  # known: decide it now; else wait for the fetch in flight
                         rec = self._record_shared(space, key, id_, claim.outcome, claim.payload)
                         self.released.extend(rec.released)
