@@ -233,6 +233,9 @@ class IncidentLog:
 
     # -- writes ----------------------------------------------------------------------
 
+    def close(self) -> None:
+        """Nothing to do: every append is on disk already (a Redis log sends what waits)."""
+
     def append(self, incident: Incident) -> None:
         """Add ``incident`` and replace the file with the whole document.
 

@@ -148,7 +148,9 @@ class IdLimits:
             if distributed(settings):  # every worker's incidents go to one Redis list (idcrawl.distributed.incidents)
                 from idcrawl.distributed.incidents import incident_log
 
-                log: IncidentLog = incident_log(settings, crawler.spidercls.name)
+                log: IncidentLog = incident_log(
+                    settings, crawler.spidercls.name, incident_log_path(settings, crawler.spidercls.name)
+                )
             else:
                 log = IncidentLog(incident_log_path(settings, crawler.spidercls.name))
         except IncidentLogError as exc:
@@ -190,6 +192,7 @@ class IdLimits:
         if self._task is not None and self._task.running:
             self._task.stop()
         self._figures()
+        self.log.close()
 
     def _figures(self, only: str | None = None) -> None:
         """Per-domain counters into stats (kept current: other spider_closed listeners may run first)."""

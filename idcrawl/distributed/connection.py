@@ -48,12 +48,14 @@ def connect(settings: Any) -> redis.Redis:
     try:
         client: redis.Redis = get_redis_from_settings(settings)
         if "retry" not in settings.getdict("REDIS_PARAMS"):
-            # a short retry inside a call (the reactor waits on it); longer outages are retried by the
-            # worker's poll with a log line (idcrawl.distributed.runtime), not by blocking here
-            from redis.backoff import ExponentialBackoff
+            # no retry inside a call: the job's scripts are not idempotent (a CLAIM whose reply was lost
+            # and that redis-py sent again would leave the first block claimed and unknown), and a
+            # retry would block the reactor. A failed call surfaces as an outage; the worker's poll
+            # retries, then reconciles what the cut replies did (idcrawl.distributed.runtime).
+            from redis.backoff import NoBackoff
             from redis.retry import Retry
 
-            client.set_retry(Retry(ExponentialBackoff(cap=0.5, base=0.05), 3))
+            client.set_retry(Retry(NoBackoff(), 0))
         client.ping()
         version = str(client.info("server").get("redis_version", "0"))
     except (redis.RedisError, OSError, ValueError) as exc:

@@ -28,9 +28,11 @@ is cheap, a page never fetched is not.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from redis.exceptions import RedisError
 from scrapy_redis.dupefilter import RFPDupeFilter as ScrapyRedisRFPDupeFilter
 
 from idcrawl import default_settings
@@ -45,6 +47,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 __all__ = ["DEFAULT_CAPACITY", "RedisBloomDupeFilter", "RedisBloomSeen", "RedisRFPDupeFilter"]
+
+logger = logging.getLogger(__name__)
 
 #: Capacity of a Redis Bloom filter whose capacity is not set (it does not grow).
 DEFAULT_CAPACITY = 10_000_000
@@ -64,6 +68,14 @@ end
 if add and all == 0 then redis.call('INCR', count_key) end
 return all
 """
+
+
+def _outage_once(owner: Any, exc: Exception) -> None:
+    """One warning per outage (the worker's poll reports the outage and its end)."""
+    if not owner._warned:
+        owner._warned = True
+        logger.warning("idcrawl: the Redis dupefilter lets requests through while Redis does not answer (%s); "
+                       "their fingerprints are added once it does", exc)
 
 
 class RedisBloomSeen:
@@ -87,6 +99,8 @@ class RedisBloomSeen:
         self.shard_bits = math.ceil(bits / self.shards)
         self.bits = self.shard_bits * self.shards
         self._script = client.register_script(_BLOOM)
+        self._unsent: list[bytes] = []  # fingerprints added during an outage, sent with the next call
+        self._warned = False
 
     def _positions(self, fp: bytes) -> tuple[str, list[int]]:
         """The fingerprint's shard and its k bit positions (double hashing of a SHA-256 of it)."""
@@ -96,15 +110,36 @@ class RedisBloomSeen:
         return f"{self.prefix}{shard}", [(h1 + i * h2) % self.shard_bits for i in range(self.hashes)]
 
     def add(self, fp: bytes) -> bool:
-        key, positions = self._positions(fp)
-        return bool(self._script(keys=[self.prefix + "count", key], args=[1, *positions]))
+        """During an outage: not seen (the page is fetched; a duplicate is cheap, a skipped page is not),
+        and the fingerprint is added with the next call that reaches Redis."""
+        try:
+            while self._unsent:
+                self._call(self._unsent[-1], 1)
+                self._unsent.pop()
+            return self._call(fp, 1)
+        except RedisError as exc:
+            self._unsent.append(fp)
+            _outage_once(self, exc)
+            return False
 
     def __contains__(self, fp: bytes) -> bool:
+        try:
+            return self._call(fp, 0)
+        except RedisError as exc:
+            _outage_once(self, exc)
+            return fp in self._unsent
+
+    def _call(self, fp: bytes, add: int) -> bool:
         key, positions = self._positions(fp)
-        return bool(self._script(keys=[self.prefix + "count", key], args=[0, *positions]))
+        seen = bool(self._script(keys=[self.prefix + "count", key], args=[add, *positions]))
+        self._warned = False
+        return seen
 
     def __len__(self) -> int:
-        return int(self.client.get(self.prefix + "count") or 0)
+        try:
+            return int(self.client.get(self.prefix + "count") or 0) + len(self._unsent)
+        except RedisError:
+            return len(self._unsent)
 
     @property
     def capacity(self) -> int:
@@ -170,6 +205,26 @@ class RedisRFPDupeFilter(ScrapyRedisRFPDupeFilter):  # type: ignore[misc]
         dupefilter = cls(client, key=key, debug=crawler.settings.getbool("DUPEFILTER_DEBUG"))
         dupefilter.fingerprinter = crawler.request_fingerprinter
         return dupefilter
+
+    _unsent: list[str] | None = None
+    _warned = False
+
+    def request_seen(self, request: Request) -> bool:
+        """scrapy-redis's SADD; during an outage the request goes through (a duplicate is cheap, a skipped
+        page is not) and its fingerprint is added with the next call that reaches Redis."""
+        fp = self.request_fingerprint(request)
+        unsent = self._unsent if self._unsent is not None else []
+        try:
+            if unsent:
+                self.server.sadd(self.key, *unsent)
+                unsent.clear()
+            added = self.server.sadd(self.key, fp)
+        except RedisError as exc:
+            self._unsent = [*unsent, fp]
+            _outage_once(self, exc)
+            return False
+        self._warned = False
+        return bool(added == 0)
 
     def request_fingerprint(self, request: Request) -> str:
         if self.fingerprinter is not None:

@@ -64,6 +64,7 @@ class RedisJob:
         self.delay = client.register_script(scripts.DELAY)
         self.pop_delayed = client.register_script(scripts.POP_DELAYED)
         self.polite = client.register_script(scripts.POLITE)
+        self.give_back = client.register_script(scripts.GIVE_BACK)
 
     def key(self, *parts: str) -> str:
         return self.prefix + "".join(parts)
@@ -271,6 +272,32 @@ class RedisFrontier(Generic[P]):
         if key in self._iv:
             self._iv.unpark(key)
         return True
+
+    def give_back_unknown(self) -> int:
+        """Give back the ids Redis says this worker holds but the worker does not know.
+
+        A claim (or a taken retry) whose reply was cut by an outage leaves ids
+        owned by this worker in Redis that it will never fetch; its heartbeat
+        keeps them from being taken back, so the lane's prefix would wait on
+        them for ever. Called once Redis answers again; returns how many went back.
+        """
+        keys = sorted(self._unsettled)
+        if not keys:
+            return 0
+        pipe = self.job.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hgetall(self.job.key("L:", key, ":own"))
+        owners = pipe.execute()
+        self.round_trips += 1
+        given = 0
+        for key, own in zip(keys, owners, strict=True):
+            known = set(self._buffers[key]) | {id_ for lane, id_ in self.inflight if lane == key}
+            unknown = [_text(id_) for id_, who in own.items() if _text(who) == self.worker
+                       and int(_text(id_)) not in known]
+            if unknown:
+                given += int(self.job.give_back(args=[self.job.prefix, self.worker, key, *unknown]))
+                self.round_trips += 1
+        return given
 
     # -- outcomes ----------------------------------------------------------------
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from idcrawl.core.limits import DomainLimits, JobLimits, Limits, LimitTracker, Trigger
 
 __all__ = ["SharedDomainLimits", "SharedJobLimits", "shared_trackers"]
@@ -38,6 +40,8 @@ class _Shared(LimitTracker):
     redis_key = ""
     #: the stop came from another worker: act on it, write no incident
     adopted = False
+    #: a rule this worker fired that Redis has not heard of yet (an outage)
+    _unshared_stop = ""
 
     def _bind(self, client: Any, redis_key: str) -> None:
         self.client, self.redis_key = client, redis_key
@@ -55,10 +59,21 @@ class _Shared(LimitTracker):
         # the local counters hold "fleet total at the last sync + own counts since": the own part
         # goes to Redis, and the totals come back
         pipe = self.client.pipeline(transaction=False)
+        if self._unshared_stop:
+            pipe.hsetnx(self.redis_key, "stopped", self._unshared_stop)
         for name in _COUNTERS:
             pipe.hincrby(self.redis_key, name, deltas[name])
         pipe.hget(self.redis_key, "stopped")
-        *totals, stopped = pipe.execute()
+        try:
+            *totals, stopped = pipe.execute()
+        except RedisError:
+            # an outage (the worker's poll reports it): the counts stay unsynced and go with the next
+            # sync; a pipeline cut midway may have added some of them, so the fleet may count a few
+            # twice: a limit then fires a little early, never late
+            return None
+        if self._unshared_stop:
+            self._unshared_stop = ""
+            totals = totals[1:]
         for name, total in zip(_COUNTERS, totals, strict=True):
             setattr(self, name, int(total))
             self._synced[name] = int(total)
@@ -82,8 +97,12 @@ class _Shared(LimitTracker):
     def _fire(self, name: str, limit: int | float, observed: int | float, now: float) -> None:
         super()._fire(name, limit, observed, now)
         if self.client is not None and not self.adopted:
-            # the fleet stops too (HSETNX: the first worker's rule stays the domain's rule)
-            self.client.hsetnx(self.redis_key, "stopped", name)
+            # the fleet stops too (HSETNX: the first worker's rule stays the domain's rule); during an
+            # outage the stop goes with the next sync
+            try:
+                self.client.hsetnx(self.redis_key, "stopped", name)
+            except RedisError:
+                self._unshared_stop = name
 
     def check(self, now: float) -> Trigger | None:
         trigger = self.sync(now) if self.client is not None else None

@@ -304,8 +304,13 @@ class RedisRuntime(IdRuntime):
             self._down_since = None
             try:
                 self._recover_emits()
+                given = self.frontier.give_back_unknown()
             except RedisError as exc:
                 self._outage(exc)
+                return
+            if given:
+                logger.warning("idcrawl: %d ids claimed in a reply the outage cut went back to the job", given)
+                self._inc(f"{PREFIX}/given_back_after_outage", given)
 
     def _recover_emits(self) -> None:
         """Outputs Redis released to this worker in a reply that never arrived (a call cut by the outage)."""

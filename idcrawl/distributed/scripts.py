@@ -45,7 +45,9 @@ Ids are Lua numbers (doubles): exact up to 2**53, far above any real id.
 
 from __future__ import annotations
 
-__all__ = ["ADOPT", "CLAIM", "DELAY", "LEAVE", "POLITE", "POP_DELAYED", "RECORD", "REGISTER", "STATUS"]
+__all__ = [
+    "ADOPT", "CLAIM", "DELAY", "GIVE_BACK", "LEAVE", "POLITE", "POP_DELAYED", "RECORD", "REGISTER", "STATUS",
+]
 
 #: Shared helpers, prepended to every script.
 _COMMON = r"""
@@ -323,6 +325,29 @@ return out
 #: its unacknowledged outputs to the orphans at once (no lease timeout to wait for).
 LEAVE = _COMMON + r"""
 return release_worker(ARGV[2])
+"""
+
+#: ARGV: P, worker, lane, id... Ids Redis handed to this worker in a reply that never
+#: arrived (a CLAIM or POP_DELAYED cut by an outage): the worker does not know them, so
+#: they go back to the lane's free list (still undecided) for any worker to claim.
+#: Returns how many went back.
+GIVE_BACK = _COMMON + r"""
+local me, lane = ARGV[2], ARGV[3]
+local L = P .. 'L:' .. lane
+local f = redis.call('HMGET', L, 'step', 'fu', 'next', 'cut')
+if not f[1] then return 0 end
+local step, fu, nxt, cut = tonumber(f[1]), tonumber(f[2]), tonumber(f[3]), f[4]
+local n = 0
+for i = 4, #ARGV do
+  if redis.call('HGET', L .. ':own', ARGV[i]) == me then
+    redis.call('HDEL', L .. ':own', ARGV[i])
+    if undecided(L, tonumber(ARGV[i]), step, fu, nxt, cut) then
+      redis.call('RPUSH', L .. ':free', ARGV[i])
+      n = n + 1
+    end
+  end
+end
+return n
 """
 
 #: ARGV: P, lane, id, delay_ms, member. A retry waits in the shared delayed set; the id
