@@ -38,8 +38,12 @@ def describe(settings: Any) -> str:
     return f"REDIS_URL unset (REDIS_HOST={host!r}, REDIS_PORT={port!r})"
 
 
-def connect(settings: Any) -> redis.Redis:
-    """A client from the scrapy-redis settings, checked with PING (Lua and TIME needed: Redis >= 5)."""
+def connect(settings: Any, *, idempotent: bool = False) -> redis.Redis:
+    """A client from the scrapy-redis settings, checked with PING (Lua and TIME needed: Redis >= 5).
+
+    ``idempotent``: every call the caller makes may be sent twice (the single-process state
+    store's commits merge, reads are reads), so redis-py may retry a call briefly.
+    """
     try:
         import redis
         from scrapy_redis.connection import get_redis_from_settings
@@ -48,14 +52,17 @@ def connect(settings: Any) -> redis.Redis:
     try:
         client: redis.Redis = get_redis_from_settings(settings)
         if "retry" not in settings.getdict("REDIS_PARAMS"):
-            # no retry inside a call: the job's scripts are not idempotent (a CLAIM whose reply was lost
-            # and that redis-py sent again would leave the first block claimed and unknown), and a
-            # retry would block the reactor. A failed call surfaces as an outage; the worker's poll
-            # retries, then reconciles what the cut replies did (idcrawl.distributed.runtime).
-            from redis.backoff import NoBackoff
+            # a worker's calls get no retry inside a call: the job's scripts are not idempotent (a CLAIM
+            # whose reply was lost and that redis-py sent again would leave the first block claimed and
+            # unknown), and a retry would block the reactor. A failed call surfaces as an outage; the
+            # worker's poll retries, then reconciles what the cut replies did (idcrawl.distributed.runtime).
+            from redis.backoff import ExponentialBackoff, NoBackoff
             from redis.retry import Retry
 
-            client.set_retry(Retry(NoBackoff(), 0))
+            if idempotent:
+                client.set_retry(Retry(ExponentialBackoff(cap=0.5, base=0.05), 3))
+            else:
+                client.set_retry(Retry(NoBackoff(), 0))
         client.ping()
         version = str(client.info("server").get("redis_version", "0"))
     except (redis.RedisError, OSError, ValueError) as exc:

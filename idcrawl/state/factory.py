@@ -30,7 +30,7 @@ def open_store(settings: Any, spider_name: str, *, read_only: bool = False) -> S
     from idcrawl.state.redis import RedisStateStore
 
     try:
-        client = connect(settings)
+        client = connect(settings, idempotent=True)
     except RedisUnavailable as exc:
         raise StateError(str(exc)) from None
     return RedisStateStore(client, job_prefix(settings, spider_name), read_only=read_only)
