@@ -206,21 +206,20 @@ class RedisRFPDupeFilter(ScrapyRedisRFPDupeFilter):  # type: ignore[misc]
         dupefilter.fingerprinter = crawler.request_fingerprinter
         return dupefilter
 
-    _unsent: list[str] | None = None
+    _unsent: tuple[str, ...] = ()  # fingerprints seen during an outage, sent with the next call
     _warned = False
 
     def request_seen(self, request: Request) -> bool:
         """scrapy-redis's SADD; during an outage the request goes through (a duplicate is cheap, a skipped
         page is not) and its fingerprint is added with the next call that reaches Redis."""
         fp = self.request_fingerprint(request)
-        unsent = self._unsent if self._unsent is not None else []
         try:
-            if unsent:
-                self.server.sadd(self.key, *unsent)
-                unsent.clear()
+            if self._unsent:
+                self.server.sadd(self.key, *self._unsent)
+                self._unsent = ()
             added = self.server.sadd(self.key, fp)
         except RedisError as exc:
-            self._unsent = [*unsent, fp]
+            self._unsent = (*self._unsent, fp)
             _outage_once(self, exc)
             return False
         self._warned = False

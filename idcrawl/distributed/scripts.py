@@ -77,6 +77,23 @@ local function undecided(L, id, step, fu, nxt, cut)
   if (id - fu) * step < 0 or (id - nxt) * step >= 0 then return false end
   return redis.call('HEXISTS', L .. ':dec', s(id)) == 0
 end
+-- take ids (strings) from worker w: undecided ones go to the lane's free list; returns how many
+local function give_back(L, w, ids)
+  local f = redis.call('HMGET', L, 'step', 'fu', 'next', 'cut')
+  if not f[1] then return 0 end
+  local step, fu, nxt, cut = tonumber(f[1]), tonumber(f[2]), tonumber(f[3]), f[4]
+  local n = 0
+  for _, sid in ipairs(ids) do
+    if redis.call('HGET', L .. ':own', sid) == w then
+      redis.call('HDEL', L .. ':own', sid)
+      if undecided(L, tonumber(sid), step, fu, nxt, cut) then
+        redis.call('RPUSH', L .. ':free', sid)
+        n = n + 1
+      end
+    end
+  end
+  return n
+end
 -- give back what a worker held: its undecided ids to the free lists, its
 -- unacknowledged outputs to the orphans
 local function release_worker(w)
@@ -84,20 +101,11 @@ local function release_worker(w)
   for _, lane in ipairs(redis.call('SMEMBERS', P .. 'unsettled')) do
     local L = P .. 'L:' .. lane
     local own = redis.call('HGETALL', L .. ':own')
-    if #own > 0 then
-      local f = redis.call('HMGET', L, 'step', 'fu', 'next', 'cut')
-      local step, fu, nxt, cut = tonumber(f[1]), tonumber(f[2]), tonumber(f[3]), f[4]
-      for i = 1, #own, 2 do
-        if own[i + 1] == w then
-          redis.call('HDEL', L .. ':own', own[i])
-          local id = tonumber(own[i])
-          if undecided(L, id, step, fu, nxt, cut) then
-            redis.call('RPUSH', L .. ':free', own[i])
-            taken = taken + 1
-          end
-        end
-      end
+    local held = {}
+    for i = 1, #own, 2 do
+      if own[i + 1] == w then held[#held + 1] = own[i] end
     end
+    if #held > 0 then taken = taken + give_back(L, w, held) end
   end
   local E = P .. 'W:' .. w .. ':emit'
   local emit = redis.call('HGETALL', E)
@@ -332,22 +340,9 @@ return release_worker(ARGV[2])
 #: they go back to the lane's free list (still undecided) for any worker to claim.
 #: Returns how many went back.
 GIVE_BACK = _COMMON + r"""
-local me, lane = ARGV[2], ARGV[3]
-local L = P .. 'L:' .. lane
-local f = redis.call('HMGET', L, 'step', 'fu', 'next', 'cut')
-if not f[1] then return 0 end
-local step, fu, nxt, cut = tonumber(f[1]), tonumber(f[2]), tonumber(f[3]), f[4]
-local n = 0
-for i = 4, #ARGV do
-  if redis.call('HGET', L .. ':own', ARGV[i]) == me then
-    redis.call('HDEL', L .. ':own', ARGV[i])
-    if undecided(L, tonumber(ARGV[i]), step, fu, nxt, cut) then
-      redis.call('RPUSH', L .. ':free', ARGV[i])
-      n = n + 1
-    end
-  end
-end
-return n
+local ids = {}
+for i = 4, #ARGV do ids[#ids + 1] = ARGV[i] end
+return give_back(P .. 'L:' .. ARGV[3], ARGV[2], ids)
 """
 
 #: ARGV: P, lane, id, delay_ms, member. A retry waits in the shared delayed set; the id
