@@ -35,7 +35,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from throughput import ROOT, Run, expected_ids, measure, print_table, start_server  # noqa: E402
+from throughput import ROOT, Run, expected_ids, measure, print_table, start_server, stop_server  # noqa: E402
 
 SIDES = ("fast", "plain", "idcrawl")
 
@@ -120,12 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  round {round_} {side:<7}: {run.rate:7.1f} pages/s ({run.responses} responses in "
                       f"{run.elapsed:.1f}s, {run.items} items)", flush=True)
     finally:
-        if server.stdin:
-            server.stdin.close()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_server(server)
 
     print()
     print_table(runs)
@@ -182,12 +177,7 @@ def ablate(args: argparse.Namespace) -> int:
                 print(f"  round {round_} {name:<12}: {run.rate:7.1f} pages/s, {run.cpu_rate:7.1f} pages/CPU-s",
                       flush=True)
     finally:
-        if server.stdin:
-            server.stdin.close()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_server(server)
     base = variants[0][0]
     med = {n: statistics.median(r.rate for r in runs if r.side == n) for n, _ in variants}
     cpu = {n: statistics.median(r.cpu_rate for r in runs if r.side == n) for n, _ in variants}

@@ -107,6 +107,16 @@ def start_server(ids: int) -> tuple[subprocess.Popen[str], int]:
     return proc, int(line[0].split()[1])
 
 
+def stop_server(server: subprocess.Popen[str]) -> None:
+    """Close its stdin (it exits on EOF); kill it if it has not exited after 10 s."""
+    if server.stdin:
+        server.stdin.close()
+    try:
+        server.wait(10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a live process (Linux /proc)."""
     try:
@@ -323,12 +333,7 @@ def main(argv: list[str] | None = None) -> int:
             for side, path in profiles.items():
                 crawl(side, 0, url, args.ids, args, server, workdir, profile=path)
     finally:
-        if server.stdin:
-            server.stdin.close()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_server(server)
 
     print()
     print_table(runs)
