@@ -1,0 +1,92 @@
+"""SIGKILL soak: a real crawl killed several times at seeded moments, resumed each time.
+
+A kill is placed by what the server has seen (the ``k``-th request since the
+run started, ``k`` drawn from a seeded ``random.Random``), not by wall-clock
+sleeps, so a seed always asks for the same kill points. What the checks rely
+on holds for every kill moment, so the moments the seed draws do not matter
+for passing, only for coverage.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from idcrawl.demo.site import DemoModel, IdSite, Reply
+from tests.support.crawl import crawl_command, read_items, run_crawl
+
+
+class SlowDemo(DemoModel):
+    """The demo model with a few ms per page, so a crawl lasts long enough to be killed mid-way."""
+
+    def __init__(self, low: int, high: int, delay: float = 0.003) -> None:
+        super().__init__(low, high)
+        self.delay = delay
+
+    def reply(self, id_: int, host: str, nth: int) -> Reply:
+        reply = super().reply(id_, host, nth)
+        return Reply(reply.status, reply.body, reply.headers, self.delay)
+
+
+@dataclass
+class Soak:
+    runs: list[list[dict[str, Any]]] = field(default_factory=list)  # items of each run, in order
+    kill_points: list[int] = field(default_factory=list)  # requests the server saw in the run before its kill
+    killed: int = 0  # runs that were still running when their kill came
+    final_stderr: str = ""
+    final_returncode: int = 0
+
+    @property
+    def items(self) -> list[dict[str, Any]]:
+        return [item for run in self.runs for item in run]
+
+    def copies(self) -> Counter[tuple[str, int]]:
+        return Counter((item["target"], item["id"]) for item in self.items)
+
+    @property
+    def duplicates(self) -> int:
+        """Items beyond the first of each (target, id), over all runs."""
+        return sum(n - 1 for n in self.copies().values())
+
+
+def kill_soak(
+    workdir: Path,
+    site: IdSite,
+    args: dict[str, Any],
+    settings: dict[str, Any],
+    *,
+    seed: int,
+    kills: int,
+    between: tuple[int, int],
+    timeout: float = 120,
+) -> Soak:
+    """``kills`` runs each SIGKILLed after a seeded number of requests in ``between``, then a last run
+    to the end; every run after the first has ``resume=bound``; run ``i`` writes ``run{i}.jsonl``."""
+    rng = random.Random(seed)
+    soak = Soak()
+    for run in range(kills):
+        kill_after = rng.randint(*between)
+        soak.kill_points.append(kill_after)
+        run_args = {**args, "resume": "bound"} if run else dict(args)
+        output = f"run{run}.jsonl"
+        (workdir / output).unlink(missing_ok=True)
+        command, env = crawl_command(workdir, run_args, settings, output=output)
+        seen = len(site.log)
+        proc = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while len(site.log) - seen < kill_after and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        if proc.poll() is None:
+            soak.killed += 1
+            proc.kill()  # SIGKILL
+        proc.wait(timeout=30)
+        soak.runs.append(read_items(workdir / output))
+    final = run_crawl(workdir, {**args, "resume": "bound"}, settings, output=f"run{kills}.jsonl", timeout=timeout)
+    soak.runs.append(final.items)
+    soak.final_stderr, soak.final_returncode = final.stderr, final.returncode
+    return soak
