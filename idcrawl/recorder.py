@@ -139,6 +139,7 @@ class StateRecorder:
     # -- lifecycle ---------------------------------------------------------------
 
     def open(self) -> None:
+        end_cut_lines(self.crawler)
         self._run_id = self.store.begin_run(_now())
         recovered = {target: {Outcome.FOUND: ids} for target, ids in self._recovered.items() if ids}
         self.store.commit(self._params, recovered, self._lane_records(), feeds=self._marks())
@@ -309,15 +310,44 @@ def feed_marks(crawler: Crawler) -> dict[str, int]:
     return offsets
 
 
-def _readable_back(exporter: FeedExporter, slot: FeedSlot) -> bool:
-    """A plain JSON lines file, one per feed (no post-processing, no batches)."""
+def end_cut_lines(crawler: Crawler) -> None:
+    """End the last line of JSON lines feed files this run appends to, if a kill cut it short.
+
+    Without this, the run's first item would be glued to the cut line and be
+    unreadable (lost, once committed found); now the cut line stays a bad
+    line of its own, which JSON lines readers skip.
+    """
+    for exporter in feed_exporters(crawler):
+        for slot in exporter.slots:
+            storage = slot.storage
+            if not (isinstance(storage, FileFeedStorage) and storage.write_mode == "ab"):
+                continue
+            if not _readable_back(exporter, slot, batches=True):
+                continue
+            try:
+                with open(storage.path, "rb") as file:
+                    if os.fstat(file.fileno()).st_size == 0:
+                        continue
+                    file.seek(-1, os.SEEK_END)
+                    if file.read(1) == b"\n":
+                        continue
+                with open(storage.path, "ab") as file:
+                    file.write(b"\n")
+            except OSError:
+                continue
+            logger.warning("idcrawl: feed %s ended with a line cut short (a killed run); "
+                           "it is left as a bad line of its own", storage.path)
+
+
+def _readable_back(exporter: FeedExporter, slot: FeedSlot, *, batches: bool = False) -> bool:
+    """A plain JSON lines file, one per feed (no post-processing; no batches unless ``batches``)."""
     options = exporter.feeds.get(slot.uri_template, {})
     exporter_class = exporter.exporters.get(slot.format)
     return (
         isinstance(exporter_class, type)
         and issubclass(exporter_class, JsonLinesItemExporter)
         and not options.get("postprocessing")
-        and not options.get("batch_item_count")
+        and (batches or not options.get("batch_item_count"))
     )
 
 
