@@ -139,16 +139,25 @@ class StateRecorder:
     # -- lifecycle ---------------------------------------------------------------
 
     def open(self) -> None:
-        end_cut_lines(self.crawler)
         self._run_id = self.store.begin_run(_now())
         recovered = {target: {Outcome.FOUND: ids} for target, ids in self._recovered.items() if ids}
-        self.store.commit(self._params, recovered, self._lane_records(), feeds=self._marks())
+        self.store.commit(self._params, recovered, self._lane_records())
+        # the feed exporter makes its slots on spider_opened, after this; no item is written before
+        self.crawler.signals.connect(self._feeds_opened, signal=signals.spider_opened)
         self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
         self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
         self.crawler.signals.connect(self._feeds_closed, signal=signals.feed_exporter_closed)
         if self.interval > 0:
             self._loop = create_looping_call(self.checkpoint)
             self._loop.start(self.interval, now=False)
+
+    def _feeds_opened(self) -> None:
+        """Before the first item: end lines a kill cut short, then this run's first feed marks
+        (committed after the ids read back from the last run's marks, so those stay read once)."""
+        end_cut_lines(self.crawler)
+        marks = self._marks()
+        if marks is not None and marks.offsets and not self._store_closed:
+            self.store.commit({}, {}, {}, feeds=marks)
 
     def close(self, reason: str, counts: dict[str, int]) -> None:
         """Last commit and the run's record. The store stays open for found ids

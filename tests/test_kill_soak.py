@@ -1,0 +1,98 @@
+"""SIGKILL soak: a crawl killed 6 times at seeded moments and resumed each time with resume=bound.
+
+What every run checks holds for any kill moment, so the seeds pick which
+moments are exercised, never whether the test passes:
+
+- nothing lost: the union of the runs' feeds holds every existing id;
+- IDCRAWL_STATE_EMIT_ONCE off: a kill leaves at most the found ids written to
+  the feed since the last commit, fewer than IDCRAWL_STATE_COMMIT_ITEMS, to be
+  emitted again by later runs (the recorder commits once that many outcomes,
+  found ids included, have gathered);
+- on (the default): each id once over all the feeds. The ids written after the
+  last commit are past the run's feed marks and read back; the kill can also
+  cut the last line, whose id is then not in that feed (not readable) and is
+  fetched again.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.crawl import crawl_command, read_items
+from tests.support.killsoak import SlowDemo, kill_soak
+from tests.support.reference import target_truth
+
+BATCH = 40
+KILLS = 6
+ARGS = {"start": 10_250, "direction": "both", "margin": 10, "name": "soak"}
+
+
+def soak_site(make_site):  # type: ignore[no-untyped-def]
+    model = SlowDemo(10_000, 10_499, delay=0.004)
+    return model, make_site(model)
+
+
+def truth(model: SlowDemo) -> list[int]:
+    return target_truth(model.exists, 10_250, "both", 10)
+
+
+@pytest.mark.parametrize("seed", [12])
+def test_without_emit_once_a_kill_repeats_at_most_one_commit_batch(make_site, tmp_path: Path, seed: int) -> None:
+    model, site = soak_site(make_site)
+    settings = {"IDCRAWL_STATE_COMMIT_ITEMS": BATCH, "IDCRAWL_STATE_COMMIT_INTERVAL": 0,
+                "IDCRAWL_STATE_EMIT_ONCE": False}
+    soak = kill_soak(tmp_path, site, {**ARGS, "url": site.url()}, settings, seed=seed, kills=KILLS,
+                     between=(25, 70))
+    assert soak.final_returncode == 0, soak.final_stderr[-3000:]
+    assert soak.killed >= 5, f"kill points {soak.kill_points} came after the crawl ended"
+    assert sorted({id_ for _, id_ in soak.copies()}) == truth(model), "an id was lost"
+    for k, run in enumerate(soak.runs[:-1]):
+        again = {i["id"] for i in run} & {i["id"] for later in soak.runs[k + 1:] for i in later}
+        assert len(again) < BATCH, f"kill {k} (after {soak.kill_points[k]} requests) repeated {len(again)} ids"
+    assert soak.duplicates < KILLS * BATCH
+
+
+@pytest.mark.parametrize("seed", [7])
+def test_with_emit_once_each_id_is_in_the_feeds_once(make_site, tmp_path: Path, seed: int) -> None:
+    model, site = soak_site(make_site)
+    settings = {"IDCRAWL_STATE_COMMIT_ITEMS": BATCH, "IDCRAWL_STATE_COMMIT_INTERVAL": 0.5}
+    soak = kill_soak(tmp_path, site, {**ARGS, "url": site.url()}, settings, seed=seed, kills=KILLS,
+                     between=(25, 70))
+    assert soak.final_returncode == 0, soak.final_stderr[-3000:]
+    assert soak.killed >= 5, f"kill points {soak.kill_points} came after the crawl ended"
+    assert sorted({id_ for _, id_ in soak.copies()}) == truth(model), "an id was lost"
+    twice = {key: n for key, n in soak.copies().items() if n > 1}
+    assert not twice, f"emitted more than once: {sorted(twice)[:20]} (kill points {soak.kill_points})"
+
+
+def test_with_emit_once_and_the_state_in_redis_each_id_is_in_the_feeds_once(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    pytest.importorskip("redis")
+    model, site = soak_site(make_site)
+    settings = {"IDCRAWL_STATE_COMMIT_ITEMS": BATCH, "IDCRAWL_STATE_BACKEND": "redis",
+                "REDIS_URL": redis_server.url, "IDCRAWL_REDIS_JOB": "soak"}
+    soak = kill_soak(tmp_path, site, {**ARGS, "url": site.url()}, settings, seed=3, kills=2, between=(60, 150))
+    assert soak.final_returncode == 0, soak.final_stderr[-3000:]
+    assert sorted({id_ for _, id_ in soak.copies()}) == truth(model), "an id was lost"
+    assert max(soak.copies().values()) == 1, f"kill points {soak.kill_points}"
+
+
+def test_a_run_appending_to_a_feed_a_kill_cut_short_keeps_its_first_item_readable(
+    make_site, tmp_path: Path
+) -> None:
+    model, site = soak_site(make_site)
+    feed = tmp_path / "items.jsonl"
+    feed.write_bytes(b'{"target": "soak", "id": 10250, "url": "http://127.0.0.1/no')  # cut by a kill
+    command, env = crawl_command(tmp_path, {**ARGS, "url": site.url()}, output="items.jsonl", overwrite=False)
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ended with a line cut short" in proc.stderr
+    lines = feed.read_bytes().split(b"\n")
+    assert lines[0].startswith(b'{"target": "soak", "id": 10250, "url": "http://127.0.0.1/no')
+    assert sorted(item["id"] for item in read_items(feed)) == truth(model)
+    assert all(json.loads(line) for line in lines[1:] if line)
