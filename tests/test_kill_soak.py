@@ -4,10 +4,11 @@ What every run checks holds for any kill moment, so the seeds pick which
 moments are exercised, never whether the test passes:
 
 - nothing lost: the union of the runs' feeds holds every existing id;
-- IDCRAWL_STATE_EMIT_ONCE off: a kill leaves at most the found ids written to
-  the feed since the last commit, fewer than IDCRAWL_STATE_COMMIT_ITEMS, to be
-  emitted again by later runs (the recorder commits once that many outcomes,
-  found ids included, have gathered);
+- IDCRAWL_STATE_EMIT_ONCE off: a kill leaves the found ids written to the feed
+  since the last commit to be emitted again by later runs: at most
+  IDCRAWL_STATE_COMMIT_ITEMS, since the recorder commits once that many
+  outcomes (found ids included) have gathered; a kill between the flush of the
+  feeds and the commit of a full batch leaves exactly that many;
 - on (the default): each id once over all the feeds. The ids written after the
   last commit are past the run's feed marks and read back; the kill can also
   cut the last line, whose id is then not in that feed (not readable) and is
@@ -52,8 +53,8 @@ def test_without_emit_once_a_kill_repeats_at_most_one_commit_batch(make_site, tm
     assert sorted({id_ for _, id_ in soak.copies()}) == truth(model), "an id was lost"
     for k, run in enumerate(soak.runs[:-1]):
         again = {i["id"] for i in run} & {i["id"] for later in soak.runs[k + 1:] for i in later}
-        assert len(again) < BATCH, f"kill {k} (after {soak.kill_points[k]} requests) repeated {len(again)} ids"
-    assert soak.duplicates < KILLS * BATCH
+        assert len(again) <= BATCH, f"kill {k} (after {soak.kill_points[k]} requests) repeated {len(again)} ids"
+    assert soak.duplicates <= KILLS * BATCH
 
 
 @pytest.mark.parametrize("seed", [7])
