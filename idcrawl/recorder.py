@@ -193,8 +193,13 @@ class StateRecorder:
     def released(self, target: str, lane_key: str, id_: int, outputs: list[Any]) -> None:
         """A found id's outputs were emitted; count the items that stand for it."""
         own = self._unwritten.expect(target, id_, outputs, lane_key)
-        if own > 1:
+        if own > 1 and not self._several_items:
+            # a kill could leave only some of its items in a feed: before they are written, no
+            # feed of this run is read back any more (they go on being fetched again, at least once)
             self._several_items = True
+            marks = self._marks()
+            if marks is not None and marks.offsets and not self._store_closed:
+                self.store.commit({}, {}, {}, feeds=marks)
         if not own:
             self._found(target, id_, lane_key)
 

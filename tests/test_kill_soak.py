@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from idcrawl.state import SqliteStateStore
 from tests.support.crawl import crawl_command, read_items
 from tests.support.killsoak import SlowDemo, kill_soak
 from tests.support.reference import target_truth
@@ -97,3 +98,19 @@ def test_a_run_appending_to_a_feed_a_kill_cut_short_keeps_its_first_item_readabl
     assert lines[0].startswith(b'{"target": "soak", "id": 10250, "url": "http://127.0.0.1/no')
     assert sorted(item["id"] for item in read_items(feed)) == truth(model)
     assert all(json.loads(line) for line in lines[1:] if line)
+
+
+def test_with_several_items_per_id_no_feed_is_read_back_and_no_item_is_lost(make_site, tmp_path: Path) -> None:
+    """Reading back a feed would take an id whose first item was written for done: its second is lost."""
+    model, site = soak_site(make_site)
+    spider = Path(__file__).parent / "support" / "two_items_spider.py"
+    settings = {"IDCRAWL_STATE_COMMIT_ITEMS": BATCH, "IDCRAWL_STATE_PATH": str(tmp_path / "state.sqlite")}
+    args = {**ARGS, "url": site.url()}
+    soak = kill_soak(tmp_path, site, args, settings, seed=5, kills=2, between=(60, 150), runspider=spider)
+    assert soak.final_returncode == 0, soak.final_stderr[-3000:]
+    parts = {(i["id"], i["part"]) for i in soak.items}
+    assert parts == {(id_, part) for id_ in truth(model) for part in (1, 2)}, "an item was lost"
+    store = SqliteStateStore(tmp_path / "state.sqlite", read_only=True)
+    marks = store.feed_marks()
+    store.close()
+    assert marks is not None and set(marks.offsets.values()) == {-1}

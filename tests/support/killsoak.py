@@ -64,6 +64,7 @@ def kill_soak(
     kills: int,
     between: tuple[int, int],
     timeout: float = 120,
+    runspider: Path | None = None,
 ) -> Soak:
     """``kills`` runs each SIGKILLed after a seeded number of requests in ``between``, then a last run
     to the end; every run after the first has ``resume=bound``; run ``i`` writes ``run{i}.jsonl``."""
@@ -75,7 +76,7 @@ def kill_soak(
         run_args = {**args, "resume": "bound"} if run else dict(args)
         output = f"run{run}.jsonl"
         (workdir / output).unlink(missing_ok=True)
-        command, env = crawl_command(workdir, run_args, settings, output=output)
+        command, env = crawl_command(workdir, run_args, settings, output=output, runspider=runspider)
         seen = len(site.log)
         proc = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
@@ -86,7 +87,8 @@ def kill_soak(
             proc.kill()  # SIGKILL
         proc.wait(timeout=30)
         soak.runs.append(read_items(workdir / output))
-    final = run_crawl(workdir, {**args, "resume": "bound"}, settings, output=f"run{kills}.jsonl", timeout=timeout)
+    final = run_crawl(workdir, {**args, "resume": "bound"}, settings, output=f"run{kills}.jsonl", timeout=timeout,
+                      runspider=runspider)
     soak.runs.append(final.items)
     soak.final_stderr, soak.final_returncode = final.stderr, final.returncode
     return soak
