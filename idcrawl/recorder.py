@@ -46,7 +46,7 @@ from itemadapter import ItemAdapter
 from pyroaring import BitMap64
 from scrapy import signals
 from scrapy.exporters import JsonLinesItemExporter
-from scrapy.extensions.feedexport import FeedExporter, FeedSlot, FileFeedStorage, StdoutFeedStorage
+from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, StdoutFeedStorage
 from scrapy.utils.asyncio import create_looping_call
 
 from idcrawl.core.lanes import Lane, Outcome
@@ -56,6 +56,7 @@ from idcrawl.state.base import FeedMarks, StateStore
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.extensions.feedexport import FeedSlot
 
     from idcrawl.core.frontier import Frontier
 
