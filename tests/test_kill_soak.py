@@ -71,6 +71,18 @@ def test_with_emit_once_each_id_is_in_the_feeds_once(make_site, tmp_path: Path, 
     assert not twice, f"emitted more than once: {sorted(twice)[:20]} (kill points {soak.kill_points})"
 
 
+def test_with_emit_once_and_one_feed_appended_to_by_every_run_each_id_is_in_it_once(
+    make_site, tmp_path: Path
+) -> None:
+    model, site = soak_site(make_site)
+    settings = {"IDCRAWL_STATE_COMMIT_ITEMS": BATCH}
+    soak = kill_soak(tmp_path, site, {**ARGS, "url": site.url()}, settings, seed=11, kills=3, between=(40, 120),
+                     append=True)
+    assert soak.final_returncode == 0, soak.final_stderr[-3000:]
+    items = read_items(tmp_path / "items.jsonl")
+    assert sorted(i["id"] for i in items) == truth(model), f"kill points {soak.kill_points}"
+
+
 def test_with_emit_once_and_the_state_in_redis_each_id_is_in_the_feeds_once(
     make_site, redis_server, tmp_path: Path
 ) -> None:

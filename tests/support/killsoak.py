@@ -9,6 +9,7 @@ for passing, only for coverage.
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import time
@@ -18,7 +19,21 @@ from pathlib import Path
 from typing import Any
 
 from idcrawl.demo.site import DemoModel, IdSite, Reply
-from tests.support.crawl import crawl_command, read_items, run_crawl
+from tests.support.crawl import crawl_command, run_crawl
+
+
+def _items_after(path: Path, offset: int) -> list[dict[str, Any]]:
+    """Items on the complete, readable lines of ``path`` past ``offset`` (a line a kill cut is skipped)."""
+    items = []
+    if path.exists():
+        with path.open("rb") as file:
+            file.seek(offset)
+            for line in file:
+                try:
+                    items.append(json.loads(line))
+                except ValueError:
+                    continue
+    return items
 
 
 class SlowDemo(DemoModel):
@@ -65,18 +80,23 @@ def kill_soak(
     between: tuple[int, int],
     timeout: float = 120,
     runspider: Path | None = None,
+    append: bool = False,
 ) -> Soak:
     """``kills`` runs each SIGKILLed after a seeded number of requests in ``between``, then a last run
-    to the end; every run after the first has ``resume=bound``; run ``i`` writes ``run{i}.jsonl``."""
+    to the end; every run after the first has ``resume=bound``; run ``i`` writes ``run{i}.jsonl``
+    (``append``: every run appends to ``items.jsonl``, ``-o``; a run's items are what it added)."""
     rng = random.Random(seed)
     soak = Soak()
     for run in range(kills):
         kill_after = rng.randint(*between)
         soak.kill_points.append(kill_after)
         run_args = {**args, "resume": "bound"} if run else dict(args)
-        output = f"run{run}.jsonl"
-        (workdir / output).unlink(missing_ok=True)
-        command, env = crawl_command(workdir, run_args, settings, output=output, runspider=runspider)
+        output = "items.jsonl" if append else f"run{run}.jsonl"
+        if not append:
+            (workdir / output).unlink(missing_ok=True)
+        before = (workdir / output).stat().st_size if (workdir / output).exists() else 0
+        command, env = crawl_command(workdir, run_args, settings, output=output, runspider=runspider,
+                                     overwrite=not append)
         seen = len(site.log)
         proc = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
@@ -86,7 +106,16 @@ def kill_soak(
             soak.killed += 1
             proc.kill()  # SIGKILL
         proc.wait(timeout=30)
-        soak.runs.append(read_items(workdir / output))
+        soak.runs.append(_items_after(workdir / output, before))
+    if append:
+        before = (workdir / "items.jsonl").stat().st_size if (workdir / "items.jsonl").exists() else 0
+        command, env = crawl_command(workdir, {**args, "resume": "bound"}, settings, output="items.jsonl",
+                                     runspider=runspider, overwrite=False)
+        proc = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout,
+                              check=False)
+        soak.runs.append(_items_after(workdir / "items.jsonl", before))
+        soak.final_stderr, soak.final_returncode = proc.stderr, proc.returncode
+        return soak
     final = run_crawl(workdir, {**args, "resume": "bound"}, settings, output=f"run{kills}.jsonl", timeout=timeout,
                       runspider=runspider)
     soak.runs.append(final.items)
