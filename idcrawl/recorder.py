@@ -39,8 +39,11 @@ import json
 import logging
 import os
 from collections import defaultdict
+from collections.abc import Container
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 from itemadapter import ItemAdapter
 from pyroaring import BitMap64
@@ -61,7 +64,8 @@ if TYPE_CHECKING:
     from idcrawl.core.frontier import Frontier
 
 __all__ = [
-    "StateRecorder", "UnwrittenItems", "feed_exporters", "feed_marks", "flush_feeds", "item_key", "recover_feed_tails",
+    "StateRecorder", "UnwrittenItems", "end_cut_lines", "feed_exporters", "feed_marks", "flush_feeds", "item_key",
+    "overwritten_feeds", "recover_feed_tails",
 ]
 
 logger = logging.getLogger(__name__)
@@ -366,18 +370,37 @@ def _readable_back(exporter: FeedExporter, slot: FeedSlot, *, batches: bool = Fa
     )
 
 
-def recover_feed_tails(marks: FeedMarks | None) -> dict[str, BitMap64]:
+def overwritten_feeds(crawler: Crawler) -> set[str]:
+    """Absolute paths of the local feed files this run overwrites (``-O``, ``overwrite: True``)."""
+    paths: set[str] = set()
+    extensions = getattr(crawler, "extensions", None)
+    if extensions is None:
+        return paths
+    for exporter in feed_exporters(crawler):
+        for uri, options in exporter.feeds.items():
+            if options.get("overwrite") and "://" not in uri.replace("file://", "", 1):
+                path = url2pathname(urlparse(uri).path) if uri.startswith("file:") else uri
+                paths.add(os.path.abspath(path))
+    return paths
+
+
+def recover_feed_tails(marks: FeedMarks | None, skip: Container[str] = ()) -> dict[str, BitMap64]:
     """Target -> ids of the items on complete lines past ``marks`` in their feed files.
 
     These ids were written to a feed by the run of ``marks`` after its last
-    commit. A file that is gone or shorter than its mark (moved, rewritten)
-    is skipped: its ids are fetched again, as without feed marks.
+    commit. A file that is gone or shorter than its mark (moved, rewritten),
+    or in ``skip`` (this run overwrites it), is not read: its ids are fetched
+    again, as without feed marks.
     """
     found: dict[str, BitMap64] = defaultdict(BitMap64)
     if marks is None:
         return found
     for path, offset in marks.offsets.items():
         if offset < 0:
+            continue
+        if path in skip:
+            logger.warning("idcrawl: this run overwrites feed %s of run %d (-O): its items past the last "
+                           "commit are fetched again, the earlier ones are gone", path, marks.run_id)
             continue
         lines = 0
         try:

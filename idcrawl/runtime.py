@@ -22,7 +22,7 @@ from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs
 from idcrawl.core.targets import Target
 from idcrawl.errors import BadInputError
-from idcrawl.recorder import StateRecorder, recover_feed_tails
+from idcrawl.recorder import StateRecorder, overwritten_feeds, recover_feed_tails
 from idcrawl.state.base import StateStore
 
 if TYPE_CHECKING:
@@ -109,7 +109,8 @@ class IdRuntime:
         origins: dict[str, int] = {}
         emit_once = settings.getbool("IDCRAWL_STATE_EMIT_ONCE", default_settings.IDCRAWL_STATE_EMIT_ONCE)
         # ids the last run wrote to its feeds after its last commit: found already, never emitted again
-        recovered = recover_feed_tails(store.feed_marks()) if store is not None and emit_once else {}
+        recovered = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler))
+                     if store is not None and emit_once else {})
         for target in self.targets:
             if target.resume == "none":
                 recovered.pop(target.name, None)  # the target starts over

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from idcrawl.state import SqliteStateStore
-from tests.support.crawl import crawl_command, read_items
+from tests.support.crawl import crawl_command, read_items, run_crawl
 from tests.support.killsoak import SlowDemo, kill_soak
 from tests.support.reference import target_truth
 
@@ -126,3 +127,31 @@ def test_with_several_items_per_id_no_feed_is_read_back_and_no_item_is_lost(make
     marks = store.feed_marks()
     store.close()
     assert marks is not None and set(marks.offsets.values()) == {-1}
+
+
+def test_a_resumed_run_that_overwrites_the_killed_runs_feed_fetches_its_tail_again(
+    make_site, tmp_path: Path
+) -> None:
+    """-O onto the killed run's file destroys it: its tail must not count as found."""
+    _model, site = soak_site(make_site)
+    settings = {"IDCRAWL_STATE_COMMIT_ITEMS": BATCH, "IDCRAWL_STATE_PATH": str(tmp_path / "state.sqlite")}
+    args = {**ARGS, "url": site.url()}
+    command, env = crawl_command(tmp_path, args, settings, output="items.jsonl")
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while len(site.log) < 150 and proc.poll() is None:
+        time.sleep(0.002)
+    proc.kill()
+    proc.wait(timeout=30)
+    store = SqliteStateStore(tmp_path / "state.sqlite", read_only=True)
+    marks = store.feed_marks()
+    store.close()
+    assert marks is not None
+    feed = tmp_path / "items.jsonl"
+    with feed.open("rb") as file:
+        file.seek(marks.offsets[str(feed)])
+        tail = {item["id"] for item in (json.loads(line) for line in file if line.endswith(b"\n"))}
+    second = run_crawl(tmp_path, {**args, "resume": "bound"}, settings, output="items.jsonl")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "this run overwrites feed" in second.stderr
+    assert tail <= set(second.ids), "ids of the overwritten tail were taken for found"
+    assert "idcrawl/resume/recovered_from_feed" not in second.stats
