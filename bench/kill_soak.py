@@ -64,8 +64,11 @@ def main() -> None:
             ids = {(i["target"], i["id"]) for i in soak.runs[k]}
             later = {(i["target"], i["id"]) for run in soak.runs[k + 1:] for i in run}
             caused.append(len(ids & later))
+        for run, status in soak.ended:
+            if status:
+                print(f"seed {seed}: run {run} ended by itself with status {status}:\n{soak.logs[run][-3000:]}")
         row = {
-            "seed": seed, "kill_points": soak.kill_points, "killed": soak.killed,
+            "seed": seed, "kill_points": soak.kill_points, "killed": soak.killed, "ended": soak.ended,
             "items": len(soak.items), "distinct": len(copies), "duplicates": soak.duplicates,
             "max_per_kill": max(caused, default=0), "per_kill": caused, "within_run": sum(per_run),
             "lost": len(truth - {id_ for _, id_ in copies}), "final_rc": soak.final_returncode,

@@ -53,6 +53,8 @@ class Soak:
     runs: list[list[dict[str, Any]]] = field(default_factory=list)  # items of each run, in order
     kill_points: list[int] = field(default_factory=list)  # requests the server saw in the run before its kill
     killed: int = 0  # runs that were still running when their kill came
+    ended: list[tuple[int, int]] = field(default_factory=list)  # (run, exit status) of runs that ended by themselves
+    logs: dict[int, str] = field(default_factory=dict)  # their stderr
     final_stderr: str = ""
     final_returncode: int = 0
 
@@ -98,14 +100,19 @@ def kill_soak(
         command, env = crawl_command(workdir, run_args, settings, output=output, runspider=runspider,
                                      overwrite=not append)
         seen = len(site.log)
-        proc = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with (workdir / f"run{run}.log").open("wb") as log:  # stderr, for a run that ended by itself
+            proc = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + timeout
         while len(site.log) - seen < kill_after and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.002)
-        if proc.poll() is None:
+        running = proc.poll() is None
+        if running:
             soak.killed += 1
             proc.kill()  # SIGKILL
         proc.wait(timeout=30)
+        if not running:
+            soak.ended.append((run, proc.returncode))
+            soak.logs[run] = (workdir / f"run{run}.log").read_text(errors="replace")
         soak.runs.append(_items_after(workdir / output, before))
     if append:
         before = (workdir / "items.jsonl").stat().st_size if (workdir / "items.jsonl").exists() else 0
