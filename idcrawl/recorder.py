@@ -300,7 +300,7 @@ def flush_feeds(crawler: Crawler) -> bool:
 
 
 def feed_marks(crawler: Crawler) -> dict[str, int]:
-    """Each local feed file's absolute path -> its size now (-1: its tail cannot be read back).
+    """Each local feed file's absolute path -> its size now (-1: its tail is not to be read back).
 
     Called right after :func:`flush_feeds`, so the size covers every item
     written so far. A file not opened yet counts from where the run will
@@ -308,13 +308,15 @@ def feed_marks(crawler: Crawler) -> dict[str, int]:
     appended to.
     """
     offsets: dict[str, int] = {}
+    # with several feeds, an id read back from one of them may be missing from another
+    single = sum(len(exporter.slots) for exporter in feed_exporters(crawler)) == 1
     for exporter in feed_exporters(crawler):
         for slot in exporter.slots:
             storage = slot.storage
             if not isinstance(storage, FileFeedStorage):
                 continue
             path = os.path.abspath(storage.path)
-            if not _readable_back(exporter, slot):
+            if not single or not _readable_back(exporter, slot):
                 offsets[path] = -1
                 continue
             try:
