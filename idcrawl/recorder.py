@@ -26,10 +26,11 @@ checkpoint (Python's file buffer spills to the file every 8 KiB), so a kill
 leaves at most one checkpoint's worth of found ids (``IDCRAWL_STATE_COMMIT_ITEMS``
 outcomes) in the feeds but not in the state, and a resumed run would emit
 them again. With ``IDCRAWL_STATE_EMIT_ONCE`` each checkpoint also commits its
-*feed marks* (each local JSON lines feed file's size right after the flush,
-in the same transaction), and a resumed run first reads every complete line
-past the last run's marks (:func:`recover_feed_tails`): those ids are in a
-feed already, so they are committed found and not fetched again.
+*feed marks* (the feed file's size right after the flush, in the same
+transaction; -1 unless the run has a single feed, a local JSON lines file,
+and one item per id), and a resumed run first reads every complete line past
+the last run's marks (:func:`recover_feed_tails`): those ids are in the feed
+already, so they are committed found and not fetched again.
 """
 
 from __future__ import annotations
