@@ -375,15 +375,14 @@ def _readable_back(exporter: FeedExporter, slot: FeedSlot, *, batches: bool = Fa
 
 def overwritten_feeds(crawler: Crawler) -> set[str]:
     """Absolute paths of the local feed files this run overwrites (``-O``, ``overwrite: True``)."""
+    # read from the FEEDS setting (where -O puts its feed), not from the feed exporter: the state is
+    # loaded while components are built, before the crawler has its extensions
     paths: set[str] = set()
-    extensions = getattr(crawler, "extensions", None)
-    if extensions is None:
-        return paths
-    for exporter in feed_exporters(crawler):
-        for uri, options in exporter.feeds.items():
-            if options.get("overwrite") and "://" not in uri.replace("file://", "", 1):
-                path = url2pathname(urlparse(uri).path) if uri.startswith("file:") else uri
-                paths.add(os.path.abspath(path))
+    for uri, options in crawler.settings.getdict("FEEDS").items():
+        uri = str(uri)
+        if (options or {}).get("overwrite") and "://" not in uri.replace("file://", "", 1):
+            path = url2pathname(urlparse(uri).path) if uri.startswith("file:") else uri
+            paths.add(os.path.abspath(path))
     return paths
 
 
