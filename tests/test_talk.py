@@ -22,7 +22,7 @@ from idcrawl.core.talk import (
     summary_lines,
 )
 from idcrawl.core.targets import parse_targets
-from idcrawl.extensions import snapshot
+from idcrawl.extensions import shown_lanes, snapshot
 
 URL = "https://gazette.example/notice/{id}"
 
@@ -81,7 +81,7 @@ def test_lane_stop_says_where_and_why() -> None:
     assert lane_stop_text(desc(reason="bound", cursor=-1, found=1150)) == "desc reached 0"
     assert lane_stop_text(asc(reason="limit:TTMAX", cursor=1220)) == "asc stopped by limit TTMAX at 1220"
     assert lane_stop_text(asc(reason="shutdown", cursor=13057)) == "asc closed early (shutdown) at 13057"
-    assert lane_stop_text(asc(cursor=1160)) == "asc running at 1160"
+    assert lane_stop_text(asc(cursor=1160)) == "asc unfinished at 1160"  # a worker leaving a running job
 
 
 def test_a_holes_lane_counts_refetched_ids() -> None:
@@ -207,9 +207,23 @@ def test_snapshot_shows_the_first_targets_and_sums_the_others() -> None:
         frontier.record(f"t{i}:asc", 10, Outcome.FOUND, object())
         frontier.record(f"t{i}:asc", 11, Outcome.MISSING)
         frontier.record(f"t{i}:asc", 12, Outcome.MISSING)
-    runtime = SimpleNamespace(frontier=frontier, resume_notes={"t12": "resumed (resume=bound): 1 found id known"})
-    shown, rest = snapshot(runtime, 10)  # type: ignore[arg-type]
+    totals = {"idcrawl/found": 15, "idcrawl/missing": 30}  # what IdRuntime keeps in stats
+    runtime = SimpleNamespace(frontier=frontier, resume_notes={"t12": "resumed (resume=bound): 1 found id known"},
+                              stats=SimpleNamespace(get_value=totals.get))
+    keys = shown_lanes(runtime, 10)  # type: ignore[arg-type]
+    assert keys == {f"t{i}": [f"t{i}:asc"] for i in range(10)}
+    shown, rest = snapshot(runtime, keys, full=True)  # type: ignore[arg-type]
     assert [t.name for t in shown] == [f"t{i}" for i in range(10)]
     assert shown[0].lanes[0].found == 1 and shown[0].lanes[0].cut_at == 12
     assert (rest.targets, rest.lanes, rest.found, rest.missing, rest.resumed) == (5, 5, 5, 10, 1)
     assert rest.states == {"cut": 5}
+    # progress lines: the others from the job's totals, without a pass over their lanes
+    shown_again, cheap = snapshot(runtime, keys, full=False)  # type: ignore[arg-type]
+    assert shown_again == shown
+    assert (cheap.targets, cheap.lanes, cheap.found, cheap.missing) == (5, 5, 5, 10)
+    assert not cheap.states
+
+
+def test_the_summary_says_how_many_found_ids_came_from_earlier_runs() -> None:
+    header = summary_lines([gazette()], seconds=1.0, reason="finished", state="state off", known=12)[0]
+    assert "; 12 found ids known from earlier runs, not fetched again; state off" in header

@@ -232,7 +232,7 @@ def lane_stop_text(lane: LaneInfo) -> str:
         bound = "max" if lane.step > 0 else "min"
         return f"{where} reached {bound} {lane.stop}"
     if lane.reason is None:
-        return f"{where} running at {lane.cursor}"
+        return f"{where} unfinished at {lane.cursor}"
     return f"{where} {_stopped_text(lane.reason)} at {lane.cursor}"
 
 
@@ -267,7 +267,11 @@ def _rest_line(kind: str, rest: Tally, body: str) -> str:
 
 
 def _states_text(states: Mapping[str, int]) -> str:
-    return ", ".join(f"{count:,} {state}" for state, count in sorted(states.items(), key=lambda kv: -kv[1]))
+    """``; lanes: 9,020 running, 960 cut`` (nothing when the states were not counted)."""
+    if not states:
+        return ""
+    ordered = sorted(states.items(), key=lambda kv: -kv[1])
+    return "; lanes: " + ", ".join(f"{count:,} {state}" for state, count in ordered)
 
 
 def plan_lines(
@@ -335,8 +339,8 @@ def progress_lines(
     if rest is not None and rest.targets:
         rate = format_rate(rest.decided - before.get("", 0), seconds)
         body = (f"{rest.decided:,} ids done{scope} "
-                f"({_outcomes(rest.found, rest.missing, rest.failed, rest.disallowed)}), {rate}; "
-                f"lanes: {_states_text(rest.states)}")
+                f"({_outcomes(rest.found, rest.missing, rest.failed, rest.disallowed)}), {rate}"
+                f"{_states_text(rest.states)}")
         lines.append(_rest_line("progress", rest, body))
     return lines
 
@@ -357,8 +361,13 @@ def summary_lines(
     state: str,
     rest: Tally | None = None,
     scope: str = "",
+    known: int = 0,
 ) -> list[str]:
-    """At close: a header (reason, time, totals, rate, state), one line per target, one for the rest."""
+    """At close: a header (reason, time, totals, rate, state), one line per target, one for the rest.
+
+    ``known``: found ids of earlier runs the lanes passed without a request; the
+    found counts include them, the header says how many they were.
+    """
     total = Tally()
     for target in targets:
         total.add(target)
@@ -366,10 +375,12 @@ def summary_lines(
         for name in ("targets", "lanes", "found", "missing", "failed", "disallowed", "past_cut", "overshoot"):
             setattr(total, name, getattr(total, name) + getattr(rest, name))
     took = format_duration(seconds) if seconds is not None else "-"
+    earlier = f"; {_plural(known, 'found id')} known from earlier runs, not fetched again" if known else ""
     lines = [
         f"summary: {reason} after {took}: {_plural(total.targets, 'target')}, {total.decided:,} ids done{scope} "
         f"({_outcomes(total.found, total.missing, total.failed, total.disallowed)}), "
-        f"{format_rate(total.decided, seconds)}{_waste_text(total.past_cut, total.overshoot)}; {state}"
+        f"{format_rate(total.decided, seconds)}{_waste_text(total.past_cut, total.overshoot)}"
+        f"{earlier}; {state}"
     ]
     for target in targets:
         found = sum(lane.found for lane in target.lanes)
@@ -385,8 +396,8 @@ def summary_lines(
             f"{format_rate(done, seconds)}; {lanes}{_waste_text(past_cut, overshoot)}"
         )
     if rest is not None and rest.targets:
-        body = (f"{_outcomes(rest.found, rest.missing, rest.failed, rest.disallowed)}{scope}; "
-                f"lanes: {_states_text(rest.states)}{_waste_text(rest.past_cut, rest.overshoot)}")
+        body = (f"{_outcomes(rest.found, rest.missing, rest.failed, rest.disallowed)}{scope}"
+                f"{_states_text(rest.states)}{_waste_text(rest.past_cut, rest.overshoot)}")
         lines.append(_rest_line("summary", rest, body))
     return lines
 
