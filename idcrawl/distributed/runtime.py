@@ -124,10 +124,10 @@ class RedisRuntime(IdRuntime):
                 self.frontier.add_target(target)
             except TargetConflict as exc:
                 raise BadInputError(f"{spider_name}: bad input: {exc}") from None
-        for target in self.targets:
-            lanes = list(self.frontier.lanes_of(target.name))
-            if any(lane.first_undecided != lane.start or lane.stopped for lane in lanes):
-                self.resume_notes[target.name] = "resumed (Redis job): lanes go on where its workers left them"
+        for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
+            if lane.first_undecided != lane.start or lane.stopped:
+                name = self.frontier.lane_target[key].name
+                self.resume_notes[name] = "resumed (Redis job): lanes go on where its workers left them"
         #: started without targets: waits for pushed ones (until the idle timeout)
         self.feeder = not self.targets
         self.frontier.wait_for_feed = self.feeder
