@@ -19,7 +19,16 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later
 
 from idcrawl import default_settings
-from idcrawl.core.talk import LaneInfo, Tally, TargetInfo, done_by_target, plan_lines, progress_lines, summary_lines
+from idcrawl.core.talk import (
+    LaneInfo,
+    Tally,
+    TargetInfo,
+    done_by_target,
+    plan_lines,
+    progress_gaps,
+    progress_lines,
+    summary_lines,
+)
 from idcrawl.runtime import STATS_PREFIX, IdRuntime
 
 if TYPE_CHECKING:
@@ -102,9 +111,8 @@ class IdProgress:
     def __init__(self, crawler: Crawler, interval: float, first: float, shown: int) -> None:
         self.crawler = crawler
         self.interval = interval
-        self.first = min(first, interval) if first > 0 else interval
         self.shown = shown
-        self._gap = self.first
+        self._gaps = progress_gaps(first, interval)
         self._before: dict[str, int] = {}
         self._opened_at: float | None = None
         self._last_at = 0.0
@@ -136,8 +144,9 @@ class IdProgress:
         for line in plan_lines(targets, state=runtime.describe_state(), rest=rest):
             logger.info("%s", line, extra={"spider": spider})
         self._before = done_by_target(targets, rest)
-        if self.interval > 0:
-            self._call = call_later(self._gap, self._tick, spider)
+        gap = next(self._gaps, None)
+        if gap is not None:
+            self._call = call_later(gap, self._tick, spider)
 
     def _snapshot(self, runtime: IdRuntime, *, full: bool) -> tuple[list[TargetInfo], Tally]:
         if len(self._shown) < min(self.shown, len(runtime.frontier.targets)):  # targets were added (Redis feed)
@@ -149,8 +158,7 @@ class IdProgress:
         try:
             self.log(spider)
         finally:
-            self._gap = min(self._gap * 2, self.interval)
-            self._call = call_later(self._gap, self._tick, spider)
+            self._call = call_later(next(self._gaps), self._tick, spider)
 
     def log(self, spider: Spider) -> None:
         """One progress line per shown target (and one for the rest), rates since the last line."""

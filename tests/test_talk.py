@@ -17,6 +17,7 @@ from idcrawl.core.talk import (
     lane_position_text,
     lane_stop_text,
     plan_lines,
+    progress_gaps,
     progress_lines,
     resume_text,
     summary_lines,
@@ -37,6 +38,19 @@ def desc(**kw: object) -> LaneInfo:
     base: dict[str, object] = {"key": "g:desc", "direction": "desc", "start": 1149, "step": -1, "stop": None,
                                "margin": 4, "cursor": 1149}
     return LaneInfo(**{**base, **kw})  # type: ignore[arg-type]
+
+
+# -- cadence ---------------------------------------------------------------------------------------
+
+
+def test_progress_lines_come_early_then_the_gaps_double_up_to_the_interval() -> None:
+    gaps = progress_gaps(3.0, 60.0)
+    assert [next(gaps) for _ in range(8)] == [3, 6, 12, 24, 48, 60, 60, 60]
+    short = progress_gaps(3.0, 0.2)  # an interval shorter than the first gap: every interval
+    assert [next(short) for _ in range(3)] == [0.2, 0.2, 0.2]
+    assert list(progress_gaps(3.0, 0)) == []  # 0: no progress lines
+    unset = progress_gaps(0, 60.0)
+    assert next(unset) == 60.0
 
 
 # -- numbers -------------------------------------------------------------------------------------

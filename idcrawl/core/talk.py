@@ -22,7 +22,7 @@ them into URLs and spider arguments).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from idcrawl.core.lanes import BOUND, MARGIN
@@ -38,6 +38,7 @@ __all__ = [
     "lane_position_text",
     "lane_stop_text",
     "plan_lines",
+    "progress_gaps",
     "progress_lines",
     "resume_text",
     "summary_lines",
@@ -137,6 +138,19 @@ def _reason_kind(reason: str | None) -> str:
     if reason.startswith(LIMIT_PREFIX):
         return "stopped by a limit"
     return f"closed ({reason})"
+
+
+def progress_gaps(first: float, interval: float) -> Iterator[float]:
+    """Seconds before each progress line: ``first``, then doubling up to ``interval`` (3, 6, 12, 24, 48, 60, 60, ...).
+
+    ``first`` above ``interval`` (or not positive) starts at ``interval``; ``interval <= 0``: no lines (empty).
+    """
+    if interval <= 0:
+        return
+    gap = min(first, interval) if first > 0 else interval
+    while True:
+        yield gap
+        gap = min(gap * 2, interval)
 
 
 # -- numbers -----------------------------------------------------------------------------
