@@ -145,3 +145,13 @@ def test_a_distributed_worker_logs_the_same_lines_with_its_own_counts(
     assert again.returncode == 0, again.stderr[-3000:]
     assert "plan: 1 target, 1 lane, 1 resumed; state in Redis job" in again.stderr
     assert "; resumed (Redis job): lanes go on where its workers left them" in again.stderr
+
+
+def test_a_crawl_closed_early_says_where_each_lane_was_left(make_site, tmp_path: Path) -> None:
+    site = make_site(GapModel(1000, 1299, GAPS))
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 1000, "max": 1299, "margin": 0, "name": "t"},
+                       {"CLOSESPIDER_ITEMCOUNT": 5, "CONCURRENT_REQUESTS": 1}, project_defaults=PROJECT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    [summary] = [m for _, _, _, m in log_lines(result.stderr) if m.startswith("summary t: ")]
+    assert re.search(r"; asc closed early \(closespider_itemcount\) at 1\d\d\d$", summary), summary
+    assert "summary: closespider_itemcount after " in result.stderr
