@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from itertools import islice
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -42,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 #: the lane counters the runtime also keeps as job totals (``idcrawl/<name>`` stats)
 _TOTALS = ("found", "missing", "failed", "disallowed", "past_cut", "overshoot")
+_counts, _reason = attrgetter("counts"), attrgetter("reason")
 
 
 def shown_lanes(runtime: IdRuntime, shown: int) -> dict[str, list[str]]:
@@ -80,11 +83,14 @@ def snapshot(runtime: IdRuntime, shown: Mapping[str, Sequence[str]], *, full: bo
     if not rest.targets:
         return targets, rest
     if full:
-        for key, lane in frontier.lanes.items():
-            if frontier.lane_target[key].name not in shown:
-                counts = lane.counts
-                rest.add_lane(counts.found, counts.missing, counts.failed, counts.disallowed, counts.past_cut,
-                              counts.overshoot, lane.reason)
+        skip = {key for keys in shown.values() for key in keys}
+        lanes = [lane for key, lane in frontier.lanes.items() if key not in skip]
+        all_counts = list(map(_counts, lanes))
+        for name in _TOTALS:
+            setattr(rest, name, sum(map(attrgetter(name), all_counts)))
+        reasons: Counter[str | None] = Counter(map(_reason, lanes))
+        for reason, count in reasons.items():
+            rest.add_lanes(reason, count)
         rest.resumed = sum(1 for name, note in notes.items() if name not in shown and note.startswith("resumed"))
         return targets, rest
     stats = runtime.stats

@@ -122,6 +122,11 @@ class Tally:
         self.overshoot += overshoot
         self.states[_reason_kind(reason)] += 1
 
+    def add_lanes(self, reason: str | None, count: int) -> None:
+        """``count`` more lanes in the state of ``reason`` (their counts added separately)."""
+        self.lanes += count
+        self.states[_reason_kind(reason)] += count
+
     def add(self, target: TargetInfo) -> None:
         self.targets += 1
         self.resumed += target.resume is not None and target.resume.startswith("resumed")
