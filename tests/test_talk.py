@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from idcrawl.core.frontier import Frontier
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.talk import (
@@ -241,3 +244,50 @@ def test_snapshot_shows_the_first_targets_and_sums_the_others() -> None:
 def test_the_summary_says_how_many_found_ids_came_from_earlier_runs() -> None:
     header = summary_lines([gazette()], seconds=1.0, reason="finished", state="state off", known=12)[0]
     assert "; 12 found ids known from earlier runs, not fetched again; state off" in header
+
+
+# -- any numbers -------------------------------------------------------------------------------------
+
+lane_infos = st.builds(
+    LaneInfo,
+    key=st.just("t:asc"),
+    direction=st.sampled_from(["asc", "desc", "holes"]),
+    start=st.integers(0, 10**20),
+    step=st.sampled_from([1, -1]),
+    stop=st.none() | st.integers(0, 10**20),
+    margin=st.integers(0, 50),
+    cursor=st.integers(-1, 10**20),
+    reason=st.none() | st.sampled_from(["margin", "bound", "limit:TTMAX", "shutdown", "closespider_timeout"]),
+    cut_at=st.none() | st.integers(0, 10**20),
+    last_found=st.none() | st.integers(0, 10**20),
+    found=st.integers(0, 10**6),
+    missing=st.integers(0, 10**6),
+    failed=st.integers(0, 10**6),
+    disallowed=st.integers(0, 10**6),
+    past_cut=st.integers(0, 10**3),
+    overshoot=st.integers(0, 10**3),
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    targets=st.lists(st.lists(lane_infos, max_size=3), max_size=4),
+    seconds=st.none() | st.floats(0, 10**6),
+    rest_targets=st.integers(0, 3),
+)
+def test_every_line_set_has_a_header_a_line_per_target_and_one_for_the_rest(
+    targets: list[list[LaneInfo]], seconds: float | None, rest_targets: int
+) -> None:
+    infos = [TargetInfo(f"t{i}", URL, tuple(lanes)) for i, lanes in enumerate(targets)]
+    rest = Tally(targets=rest_targets)
+    extra = 1 if rest_targets else 0
+    plan = plan_lines(infos, state="state off", rest=rest)
+    progress = progress_lines(infos, seconds=seconds, before={}, rest=rest)
+    summary = summary_lines(infos, seconds=seconds, reason="finished", state="state off", rest=rest)
+    assert len(plan) == 1 + len(infos) + extra
+    assert len(progress) == len(infos) + extra
+    assert len(summary) == 1 + len(infos) + extra
+    for line in plan + progress + summary:
+        assert "\n" not in line and "None" not in line
+        if not seconds:
+            assert " 0.0 ids/s" not in line  # no time known: a dash, never a made-up zero
