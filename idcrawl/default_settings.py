@@ -78,6 +78,15 @@ IDCRAWL_STATE_COMMIT_ITEMS = 100
 #: Seconds between state commits while outcomes arrive.
 IDCRAWL_STATE_COMMIT_INTERVAL = 5.0
 
+#: Each id once across a killed run and its resumed runs: every commit also
+#: records how far the run's feed file was written (its "feed mark"), and a
+#: resumed run reads the complete lines past the last run's mark and does not
+#: fetch or emit those ids again. Only for a run with one feed, a local JSON
+#: lines file with one item per id; otherwise, or False: a kill can leave up
+#: to one commit batch (IDCRAWL_STATE_COMMIT_ITEMS ids) in the feeds that the
+#: resumed run emits again (at-least-once).
+IDCRAWL_STATE_EMIT_ONCE = True
+
 #: The state file. None (or empty): ``<JOBDIR>/idcrawl-state.sqlite`` when
 #: JOBDIR is set, else ``.scrapy/idcrawl/<spider name>.sqlite`` in the current
 #: directory (see idcrawl.state.location.state_path). ``scrapy idplan`` and

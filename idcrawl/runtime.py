@@ -15,6 +15,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from pyroaring import BitMap64
+
 from idcrawl import default_settings
 from idcrawl.core.frontier import Dispatch, Frontier, lane_specs
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
@@ -22,7 +24,7 @@ from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs
 from idcrawl.core.talk import resume_text
 from idcrawl.core.targets import Target
 from idcrawl.errors import BadInputError
-from idcrawl.recorder import StateRecorder
+from idcrawl.recorder import StateRecorder, overwritten_feeds, recover_feed_tails
 from idcrawl.state.base import StateStore
 
 if TYPE_CHECKING:
@@ -98,6 +100,7 @@ class IdRuntime:
         self.recorder: StateRecorder | None = None
         #: target name -> what it takes from earlier runs, for the plan line (``idcrawl.core.talk.resume_text``)
         self.resume_notes: dict[str, str] = {}
+        self._recovered_count = 0  # found ids read back from the last run's feed tails
         self._opener: Callable[[], StateStore | None] | None = None
         if callable(store):
             self._opener = store
@@ -108,8 +111,15 @@ class IdRuntime:
         """The targets' lanes, planned from the stored state when there is one."""
         settings = self.crawler.settings
         origins: dict[str, int] = {}
+        emit_once = settings.getbool("IDCRAWL_STATE_EMIT_ONCE", default_settings.IDCRAWL_STATE_EMIT_ONCE)
+        # ids the last run wrote to its feeds after its last commit: found already, never emitted again
+        recovered = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler))
+                     if store is not None and emit_once else {})
         for target in self.targets:
-            self._add_target(target, store, origins)
+            if target.resume == "none":
+                recovered.pop(target.name, None)  # the target starts over
+            self._add_target(target, store, origins, recovered.get(target.name))
+        self._recovered_count = sum(len(ids) for ids in recovered.values())
         if store is not None:
             self.recorder = StateRecorder(
                 store, self.crawler, self.frontier, origins,
@@ -117,10 +127,15 @@ class IdRuntime:
                 interval=settings.getfloat(
                     "IDCRAWL_STATE_COMMIT_INTERVAL", default_settings.IDCRAWL_STATE_COMMIT_INTERVAL
                 ),
+                emit_once=emit_once,
+                recovered=recovered,
             )
 
-    def _add_target(self, target: Target, store: StateStore | None, origins: dict[str, int]) -> None:
-        """Fresh lanes, or the lanes of the resume plan of the target's stored past."""
+    def _add_target(
+        self, target: Target, store: StateStore | None, origins: dict[str, int], recovered: BitMap64 | None = None
+    ) -> None:
+        """Fresh lanes, or the lanes of the resume plan of the target's stored past
+        (``recovered``: found ids read back from the last run's feeds, not in the state yet)."""
         state = store.load(target.name) if store is not None else None
         if state is None or target.resume == "none":
             note = resume_text(target.resume, stored=state is not None)
@@ -140,6 +155,9 @@ class IdRuntime:
                     f"target {target.name!r}: {key}={current[key]!r} differs from the stored state "
                     f"({key}={stored[key]!r}); resume=none starts the target over"
                 )
+        if recovered:
+            found = state.outcomes.get(Outcome.FOUND)
+            state.outcomes[Outcome.FOUND] = recovered | found if found is not None else recovered
         specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes)
         origins.update({key: record.start for key, record in state.lanes.items()})
         known = cast("Container[int] | None", state.outcomes.get(Outcome.FOUND))  # a roaring bitmap
@@ -181,6 +199,8 @@ class IdRuntime:
         self.load_state()  # normally done already by the IdStateLoader extension
         self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.targets))
         self.stats.set_value(f"{STATS_PREFIX}/lanes", len(self.frontier.lanes))
+        if self._recovered_count:
+            self.stats.set_value(f"{STATS_PREFIX}/resume/recovered_from_feed", self._recovered_count)
         if self.recorder is not None:
             self.recorder.open()
 

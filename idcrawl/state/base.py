@@ -3,14 +3,17 @@
 Per target: its parameters (a later run with other parameters is detected),
 the outcome of every decided id as compressed bitmaps, and the lanes'
 durable records (cursor, last found id, cut). Per run: start and end times,
-finish reason and counts. Backends only move these values; the rules that
+finish reason, counts, the names of the targets it crawled (one state
+file may serve many jobs: ``scrapy idplan`` shows each target its own last
+run) and its feed marks (how far each local feed file was covered by the
+committed state; see :class:`FeedMarks`). Backends only move these values; the rules that
 use them (the resume plan) live in :mod:`idcrawl.core.ranges`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +22,7 @@ from pyroaring import BitMap64
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord
 
-__all__ = ["RunRecord", "StateError", "StateStore", "TargetState"]
+__all__ = ["FeedMarks", "RunRecord", "StateError", "StateStore", "TargetState"]
 
 
 class StateError(Exception):
@@ -50,6 +53,28 @@ class RunRecord:
     ended_at: str | None
     finish_reason: str | None
     counts: dict[str, int]
+    #: Names of the targets the run crawled; None: not recorded (a state written before idcrawl recorded them).
+    targets: list[str] | None = None
+
+    def took_part(self, name: str) -> bool | None:
+        """Whether target ``name`` was crawled in this run; None if the run did not record its targets."""
+        return None if self.targets is None else name in self.targets
+
+
+@dataclass(slots=True)
+class FeedMarks:
+    """How far a run's local feed files hold only committed items.
+
+    ``offsets`` maps a feed file's absolute path to its size when the state
+    was last committed: every found id whose items lie before that offset is
+    committed *found*; the bytes after it were written since (ids a resumed
+    run would otherwise fetch and emit again). -1: the file's tail cannot be
+    read back (not JSON lines, post-processed, batched, or ids with several
+    items).
+    """
+
+    run_id: int
+    offsets: dict[str, int]
 
 
 class StateStore(ABC):
@@ -69,15 +94,21 @@ class StateStore(ABC):
         params: Mapping[str, dict[str, Any]],
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
+        feeds: FeedMarks | None = None,
     ) -> None:
-        """Atomically: set targets' params, add outcome ids, upsert lane records."""
+        """Atomically: set targets' params, add outcome ids, upsert lane records, set a run's feed marks."""
+
+    def feed_marks(self) -> FeedMarks | None:
+        """The feed marks of the latest run that committed any (None: no run did)."""
+        return None
 
     @abstractmethod
     def reset(self, name: str) -> None:
         """Forget a target's outcomes and lanes (a fresh crawl); run history stays."""
 
     @abstractmethod
-    def begin_run(self, started_at: str) -> int: ...
+    def begin_run(self, started_at: str, targets: Sequence[str] | None = None) -> int:
+        """Record a run's start and the names of the targets it crawls."""
 
     @abstractmethod
     def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int]) -> None: ...

@@ -13,14 +13,17 @@ Two kinds of crawl keep their state here:
 
 Keys (``P`` = ``<IDCRAWL_REDIS_PREFIX>:{<job>}:``): ``P targets`` (hash name ->
 params JSON), ``P o:<target>`` (hash outcome -> roaring bitmap), ``P lanes:<target>``
-(hash lane -> record JSON), ``P runs`` (list of run JSON), ``P runseq``.
+(hash lane -> record JSON), ``P runs`` (list of run JSON: a start row with the
+run's ``targets``, then an end row), ``P runseq``, ``P feeds:<run>`` (hash feed
+file path -> offset: the run's feed marks) and ``P feedrun`` (the latest run
+that wrote feed marks).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +31,7 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
-from idcrawl.state.base import RunRecord, StateError, StateStore, TargetState
+from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
 
 if TYPE_CHECKING:
     import redis
@@ -140,6 +143,18 @@ class RedisStateStore(StateStore):
         bits = self.client.get(self._key("L:", key, ":bits")) or b""
         return record, decode_bits(bits, start, step, length)
 
+    def feed_marks(self) -> FeedMarks | None:
+        import redis
+
+        try:
+            run = self.client.get(self._key("feedrun"))
+            if run is None:
+                return None
+            offsets = self.client.hgetall(self._key("feeds:", _text(run)))
+        except redis.RedisError as exc:
+            raise self._error(exc) from None
+        return FeedMarks(int(run), {_text(path): int(offset) for path, offset in offsets.items()})
+
     def runs(self) -> list[RunRecord]:
         import redis
 
@@ -150,7 +165,8 @@ class RedisStateStore(StateStore):
         by_id: dict[int, dict[str, Any]] = {}
         for row in rows:  # a run's end is appended as a second row with the same id
             by_id.setdefault(row["id"], {}).update(row)
-        return [RunRecord(r["id"], r["started_at"], r.get("ended_at"), r.get("finish_reason"), r.get("counts", {}))
+        return [RunRecord(r["id"], r["started_at"], r.get("ended_at"), r.get("finish_reason"), r.get("counts", {}),
+                          r.get("targets"))
                 for _, r in sorted(by_id.items())]
 
     # -- writes ---------------------------------------------------------------------
@@ -160,6 +176,7 @@ class RedisStateStore(StateStore):
         params: Mapping[str, dict[str, Any]],
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
+        feeds: FeedMarks | None = None,
     ) -> None:
         import redis
 
@@ -188,6 +205,9 @@ class RedisStateStore(StateStore):
                             if records:
                                 pipe.hset(self._key("lanes:", name),
                                           mapping={k: json.dumps(asdict(r)) for k, r in records.items()})
+                        if feeds is not None and feeds.offsets:
+                            pipe.hset(self._key("feeds:", str(feeds.run_id)), mapping=dict(feeds.offsets))
+                            pipe.set(self._key("feedrun"), feeds.run_id)
                         pipe.execute()
                         return
                     except redis.WatchError:
@@ -204,10 +224,13 @@ class RedisStateStore(StateStore):
         except redis.RedisError as exc:
             raise self._error(exc) from None
 
-    def begin_run(self, started_at: str) -> int:
+    def begin_run(self, started_at: str, targets: Sequence[str] | None = None) -> int:
         self._writable()
         run_id = int(self.client.incr(self._key("runseq")))
-        self.client.rpush(self._key("runs"), json.dumps({"id": run_id, "started_at": started_at}))
+        row: dict[str, Any] = {"id": run_id, "started_at": started_at}
+        if targets is not None:
+            row["targets"] = sorted(targets)
+        self.client.rpush(self._key("runs"), json.dumps(row))
         return run_id
 
     def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int]) -> None:

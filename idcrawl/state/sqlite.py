@@ -3,13 +3,16 @@
 One row per target outcome holds a serialized roaring bitmap, so the file
 stays small whatever the range. Every commit is one transaction: killed at
 any moment, the file holds the state of the last completed commit.
+
+Older files get the ``feeds`` table (feed marks, added without a schema
+version change: older idcrawl versions ignore it) when opened for writing.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,7 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
-from idcrawl.state.base import RunRecord, StateError, StateStore, TargetState
+from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
 
 __all__ = ["SCHEMA_VERSION", "SqliteStateStore"]
 
@@ -35,9 +38,18 @@ CREATE TABLE outcomes (
 CREATE TABLE lanes (target TEXT NOT NULL, key TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (target, key));
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL, ended_at TEXT,
-    finish_reason TEXT, counts TEXT NOT NULL DEFAULT '{}'
+    finish_reason TEXT, counts TEXT NOT NULL DEFAULT '{}', targets TEXT
 );
 """
+#: Columns added after schema version 1 shipped, each with how an older file gets it. An older
+#: idcrawl ignores them; a file without them is read as it is (``runs()``: ``targets`` None)
+#: and gets them when opened for writing.
+_ADDED_COLUMNS = {("runs", "targets"): "ALTER TABLE runs ADD COLUMN targets TEXT"}
+#: A table added after schema version 1 (additive: created in older files opened for writing).
+_FEEDS = (
+    "CREATE TABLE IF NOT EXISTS feeds ("
+    "run INTEGER NOT NULL, path TEXT NOT NULL, offset INTEGER NOT NULL, PRIMARY KEY (run, path))"
+)
 
 
 class SqliteStateStore(StateStore):
@@ -63,6 +75,9 @@ class SqliteStateStore(StateStore):
                         "INSERT INTO meta VALUES (?, ?)",
                         [("application", APPLICATION), ("schema_version", str(SCHEMA_VERSION))],
                     )
+            else:
+                self._add_columns()
+            self._db.execute(_FEEDS)
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
         except OSError as exc:
@@ -99,6 +114,17 @@ class SqliteStateStore(StateStore):
             return sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+
+    def _columns(self, table: str) -> set[str]:
+        return {row[0] for row in self._db.execute("SELECT name FROM pragma_table_info(?)", (table,))}
+
+    def _add_columns(self) -> None:
+        """Give a file written by an older idcrawl the columns added since (nothing is rewritten)."""
+        missing = [sql for (table, column), sql in _ADDED_COLUMNS.items() if column not in self._columns(table)]
+        if missing:
+            with self._transaction() as db:
+                for sql in missing:
+                    db.execute(sql)
 
     def _check(self, path: Path, uri: str | None = None) -> None:
         """Validate an existing file read-only, before anything can write to it."""
@@ -151,10 +177,26 @@ class SqliteStateStore(StateStore):
             state.lanes[key] = LaneRecord(**json.loads(record))
         return state
 
+    def feed_marks(self) -> FeedMarks | None:
+        try:
+            rows = self._db.execute(
+                "SELECT run, path, offset FROM feeds WHERE run = (SELECT MAX(run) FROM feeds)"
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # a file written before feed marks, opened read-only
+                return None
+            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+        if not rows:
+            return None
+        return FeedMarks(rows[0][0], {path: offset for _, path, offset in rows})
+
     def runs(self) -> list[RunRecord]:
+        query = "SELECT id, started_at, ended_at, finish_reason, counts, targets FROM runs ORDER BY id"
+        if "targets" not in self._columns("runs"):  # an older file, opened read-only: not recorded
+            query = "SELECT id, started_at, ended_at, finish_reason, counts, NULL FROM runs ORDER BY id"
         return [
-            RunRecord(row[0], row[1], row[2], row[3], json.loads(row[4]))
-            for row in self._db.execute("SELECT id, started_at, ended_at, finish_reason, counts FROM runs ORDER BY id")
+            RunRecord(run_id, started, ended, reason, json.loads(counts), None if names is None else json.loads(names))
+            for run_id, started, ended, reason, counts, names in self._db.execute(query)
         ]
 
     # -- writes ---------------------------------------------------------------------
@@ -164,6 +206,7 @@ class SqliteStateStore(StateStore):
         params: Mapping[str, dict[str, Any]],
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
+        feeds: FeedMarks | None = None,
     ) -> None:
         try:
             with self._transaction() as db:
@@ -190,6 +233,12 @@ class SqliteStateStore(StateStore):
                             "ON CONFLICT(target, key) DO UPDATE SET record = excluded.record",
                             (name, key, json.dumps(asdict(record))),
                         )
+                if feeds is not None:
+                    db.executemany(
+                        "INSERT INTO feeds VALUES (?, ?, ?) "
+                        "ON CONFLICT(run, path) DO UPDATE SET offset = excluded.offset",
+                        [(feeds.run_id, path, offset) for path, offset in feeds.offsets.items()],
+                    )
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
@@ -202,9 +251,10 @@ class SqliteStateStore(StateStore):
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
-    def begin_run(self, started_at: str) -> int:
+    def begin_run(self, started_at: str, targets: Sequence[str] | None = None) -> int:
+        names = None if targets is None else json.dumps(sorted(targets))
         with self._transaction() as db:
-            cursor = db.execute("INSERT INTO runs (started_at) VALUES (?)", (started_at,))
+            cursor = db.execute("INSERT INTO runs (started_at, targets) VALUES (?, ?)", (started_at, names))
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 
