@@ -14,8 +14,17 @@ from idcrawl.core.targets import DEFAULTS as _TARGET_DEFAULTS
 #: reset the run of misses: a host that is down then walks on to the bound.
 IDCRAWL_MARGIN_COUNTS_FAILED = True
 
-#: Seconds between the periodic progress lines (one per target). 0 = off.
+#: Longest gap, in seconds, between the periodic progress lines (one per target). 0 = no
+#: progress lines (the plan and the summary are still logged).
 IDCRAWL_PROGRESS_INTERVAL = 60.0
+
+#: Seconds from the spider's opening to the first progress line; each later gap doubles
+#: until it reaches IDCRAWL_PROGRESS_INTERVAL (3, 6, 12, 24, 48, 60, 60, ... s).
+IDCRAWL_PROGRESS_FIRST = 3.0
+
+#: How many targets get plan, progress and summary lines of their own (the first ones of the
+#: job); the others are summed in one "and N more targets" line.
+IDCRAWL_PROGRESS_TARGETS = 10
 
 #: Default consecutive-miss margin that cuts a lane (per target key ``margin``).
 IDCRAWL_MARGIN: int = _TARGET_DEFAULTS["margin"]  # 10

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import logging
 import operator
-from collections.abc import Callable, Container, Hashable, Sequence
+from collections.abc import Callable, Container, Hashable, Sequence, Sized
 from dataclasses import fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pyroaring import BitMap64
 
 from idcrawl import default_settings
-from idcrawl.core.frontier import Dispatch, Frontier
+from idcrawl.core.frontier import Dispatch, Frontier, lane_specs
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs
+from idcrawl.core.talk import resume_text
 from idcrawl.core.targets import Target
 from idcrawl.errors import BadInputError
 from idcrawl.recorder import StateRecorder, overwritten_feeds, recover_feed_tails
@@ -96,6 +98,8 @@ class IdRuntime:
         self.frontier: Frontier[Payload] = Frontier([], neutral=neutral, rebind=_rebind)
         self._orphans: list[Any] = []  # outputs released at dispatch (overlapping targets), not yet emitted
         self.recorder: StateRecorder | None = None
+        #: target name -> what it takes from earlier runs, for the plan line (``idcrawl.core.talk.resume_text``)
+        self.resume_notes: dict[str, str] = {}
         self._recovered_count = 0  # found ids read back from the last run's feed tails
         self._opener: Callable[[], StateStore | None] | None = None
         if callable(store):
@@ -134,6 +138,9 @@ class IdRuntime:
         (``recovered``: found ids read back from the last run's feeds, not in the state yet)."""
         state = store.load(target.name) if store is not None else None
         if state is None or target.resume == "none":
+            note = resume_text(target.resume, stored=state is not None)
+            if note is not None:
+                self.resume_notes[target.name] = note
             if state is not None and store is not None:
                 store.reset(target.name)
             elif target.resume != "none":
@@ -155,6 +162,25 @@ class IdRuntime:
         origins.update({key: record.start for key, record in state.lanes.items()})
         known = cast("Container[int] | None", state.outcomes.get(Outcome.FOUND))  # a roaring bitmap
         self.frontier.add_target(target, specs, known_found=known)
+        continued = {spec.key for spec in specs}
+        note = resume_text(
+            target.resume, stored=True, known_found=len(known) if isinstance(known, Sized) else 0,
+            finished=[spec.direction for spec in lane_specs(target) if spec.key not in continued],
+        )
+        if note is not None:
+            self.resume_notes[target.name] = note
+
+    #: what follows the counts in progress and summary lines when they are not the whole job's
+    counts_scope = ""
+
+    def describe_state(self) -> str:
+        """Where the durable state is, for the plan and summary lines."""
+        if self.recorder is None:
+            return "state off"
+        where = self.recorder.store.path if hasattr(self.recorder.store, "path") else None
+        if isinstance(where, Path):
+            return f"state {where.resolve()}"
+        return f"state in Redis ({where})" if where else f"state in {type(self.recorder.store).__name__}"
 
     @property
     def stats(self) -> StatsCollector:

@@ -85,6 +85,7 @@ class RedisRuntime(IdRuntime):
         self.recorder = None
         self._orphans: list[Any] = []
         self._opener = None  # IdRuntime's lazy state store: a distributed job's state is in Redis already
+        self.resume_notes: dict[str, str] = {}
         settings = crawler.settings
         spider_name = getattr(crawler.spidercls, "name", "idseq")
         for target in self.targets:
@@ -123,6 +124,10 @@ class RedisRuntime(IdRuntime):
                 self.frontier.add_target(target)
             except TargetConflict as exc:
                 raise BadInputError(f"{spider_name}: bad input: {exc}") from None
+        for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
+            if lane.first_undecided != lane.start or lane.stopped:
+                name = self.frontier.lane_target[key].name
+                self.resume_notes[name] = "resumed (Redis job): lanes go on where its workers left them"
         #: started without targets: waits for pushed ones (until the idle timeout)
         self.feeder = not self.targets
         self.frontier.wait_for_feed = self.feeder
@@ -150,6 +155,12 @@ class RedisRuntime(IdRuntime):
         self._acked_recently: set[str] = set()
         logger.info("idcrawl: worker %s of Redis job %r (%d targets of its own)",
                     self.worker, self.job.prefix, len(self.targets))
+
+    #: a worker's counts are its own share; lane cursors and cuts are the job's
+    counts_scope = " by this worker"
+
+    def describe_state(self) -> str:
+        return f"state in Redis job {self.job.prefix!r} (worker {self.worker})"
 
     # -- lifecycle ---------------------------------------------------------------
 
