@@ -1,15 +1,42 @@
 # The two commands of the README: `make demo` (set up, run the main job) and
 # `make test` (set up, run the whole suite). Both create .venv on first use.
+#
+# `make test` runs the whole suite on the latest Scrapy (.venv), then the Scrapy tier on the
+# oldest Scrapy idcrawl supports (.venv-floor, the pin of constraints-floor.txt, which is also
+# pyproject.toml's `scrapy>=`): FLOOR_TESTS below. `make test-floor` runs that tier alone.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+FLOOR_VENV ?= .venv-floor
+FLOOR_BIN := $(FLOOR_VENV)/bin
+FLOOR_SCRAPY := $(shell sed -n 's/^scrapy==\([0-9.]*\).*/\1/p' constraints-floor.txt)
+# The floor tier: the tests whose outcome can depend on the Scrapy version. The adapter of Scrapy
+# internals (tests/test_scrapy_adapter.py, idcrawl/_scrapy.py) and real `scrapy crawl` runs that
+# exercise each Scrapy internal idcrawl relies on: the dupefilter's fingerprints, the engine wake-up,
+# the delay queue, the slot delays of politeness, closing from an extension (limits, distributed
+# idle timeout), feed flushing for resume, exit statuses of refused input. Left out to keep CI
+# short (about 2.5 min for this tier; the whole suite is about 10): the other crawl modules
+# (soft 404s, overlap, incidents, monitors, demo, idjob, idcoverage, the rest of the distributed
+# ones) and the package builds (packaging, scrapyd, zyte).
+FLOOR_TESTS := tests/test_scrapy_adapter.py tests/test_crawl_core.py tests/test_crawl_errors.py \
+	tests/test_dupefilter.py tests/test_politeness.py tests/test_limits_crawl.py \
+	tests/test_attempts_crawl.py tests/test_resume_crawl.py tests/test_addon.py tests/test_profiles.py \
+	tests/test_distributed_crawl.py::test_three_workers_produce_the_single_process_result_fetching_each_id_once \
+	tests/test_distributed_crawl.py::test_a_target_pushed_through_the_feed_key_is_crawled_by_idle_workers \
+	tests/test_distributed_crawl.py::test_an_id_whose_callback_raises_does_not_hold_the_job_forever
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-floor lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $@
+
+$(FLOOR_VENV)/.installed: pyproject.toml constraints-floor.txt
+	$(PYTHON) -m venv $(FLOOR_VENV)
+	$(FLOOR_BIN)/python -m pip install --quiet --upgrade pip
+	$(FLOOR_BIN)/python -m pip install --quiet -e ".[test]" -c constraints-floor.txt
 	touch $@
 
 demo: $(VENV)/.installed
@@ -19,8 +46,12 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff check idcrawl tests bench
 	$(BIN)/mypy idcrawl
 
-test: lint
+test: lint $(FLOOR_VENV)/.installed
 	$(BIN)/python -m pytest
+	$(MAKE) test-floor
+
+test-floor: $(FLOOR_VENV)/.installed
+	IDCRAWL_EXPECT_SCRAPY=$(FLOOR_SCRAPY) $(FLOOR_BIN)/python -m pytest $(FLOOR_TESTS)
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/scheduler_lanes.py
@@ -28,4 +59,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/dedup.py
 
 clean:
-	rm -rf $(VENV) demo-output build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FLOOR_VENV) demo-output build *.egg-info .pytest_cache .mypy_cache .ruff_cache
