@@ -10,9 +10,12 @@ BIN := $(VENV)/bin
 FLOOR_VENV ?= .venv-floor
 FLOOR_BIN := $(FLOOR_VENV)/bin
 FLOOR_SCRAPY := $(shell sed -n 's/^scrapy==\([0-9.]*\).*/\1/p' constraints-floor.txt)
+ifeq ($(FLOOR_SCRAPY),)
+$(error constraints-floor.txt has no scrapy==X.Y.Z line)
+endif
 # The floor tier: the tests whose outcome can depend on the Scrapy version, chosen to keep CI short
-# (this tier took 8 min for 173 tests on a loaded 2-core machine with whole modules; this selection
-# is about half of that). The adapter of Scrapy internals (tests/test_scrapy_adapter.py,
+# (whole modules took 8 min on a 2-core machine loaded by other work; a first cut, 153 tests, took
+# 5 min there, plus 2 min for the venv; this one is smaller again). The adapter of Scrapy internals (tests/test_scrapy_adapter.py,
 # idcrawl/_scrapy.py) and real `scrapy crawl` runs through each Scrapy internal idcrawl relies on:
 # the dupefilter's fingerprints, the engine wake-up and the delay queue, the slot delays of
 # politeness, closing from an extension (limits, distributed idle timeout), feed flushing for
@@ -20,7 +23,13 @@ FLOOR_SCRAPY := $(shell sed -n 's/^scrapy==\([0-9.]*\).*/\1/p' constraints-floor
 # incidents, monitors, demo, idjob, idcoverage, addon, the rest of the distributed ones), the package
 # builds (packaging, scrapyd, zyte), and the rule and core tests (no Scrapy in them).
 FLOOR_TESTS := tests/test_scrapy_adapter.py tests/test_crawl_core.py tests/test_crawl_errors.py \
-	tests/test_dupefilter.py tests/test_politeness.py tests/test_limits_crawl.py tests/test_profiles.py \
+	tests/test_politeness.py tests/test_limits_crawl.py tests/test_profiles.py \
+	tests/test_dupefilter.py::test_pages_linked_many_times_are_fetched_once_and_a_jobdir_rerun_fetches_none \
+	tests/test_dupefilter.py::test_a_page_that_never_got_a_final_answer_is_not_saved_as_seen \
+	tests/test_dupefilter.py::test_without_jobdir_only_a_resuming_run_reads_the_filter_beside_the_state \
+	tests/test_dupefilter.py::test_the_request_fingerprinter_setting_decides_what_is_a_duplicate \
+	tests/test_dupefilter.py::test_a_corrupt_filter_file_stops_the_crawl_with_one_line_and_is_kept \
+	tests/test_dupefilter.py::test_a_bad_setting_stops_the_crawl_with_one_line \
 	tests/test_attempts_crawl.py::test_retry_after_delays_the_next_attempt \
 	tests/test_resume_crawl.py::test_a_stopped_crawl_resumes_with_the_rest_of_the_bound \
 	"tests/test_resume_crawl.py::test_killed_with_sigkill_at_any_moment_a_resumed_run_loses_nothing[1]" \
