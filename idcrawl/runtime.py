@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pyroaring import BitMap64
 
-from idcrawl import default_settings
+from idcrawl import _scrapy, default_settings
 from idcrawl.core.frontier import Dispatch, Frontier, lane_specs
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs
@@ -303,17 +303,11 @@ class IdRuntime:
         self.stats.inc_value(key, count)
 
     def wake_engine(self) -> None:
-        """Ask the engine to call ``next_request()`` soon.
+        """Ask the engine to call ``next_request()`` soon (:func:`idcrawl._scrapy.wake_engine`).
 
-        Scrapy has no public call for this; ``engine._slot.nextcall`` is what
-        ``engine.crawl()`` itself uses. Without it, a lane freed by a late
-        outcome would wait for the 5 s heartbeat.
+        Without it, a lane freed by a late outcome would wait for the 5 s heartbeat.
         """
-        engine = getattr(self.crawler, "engine", None)
-        slot = getattr(engine, "_slot", None)
-        nextcall = getattr(slot, "nextcall", None)
-        if nextcall is not None:
-            nextcall.schedule()
+        _scrapy.wake_engine(self.crawler)
 
     # -- end of crawl --------------------------------------------------------------
 

@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 from scrapy import Request, signals
 from scrapy.utils.asyncio import call_later, create_looping_call
-from scrapy.utils.defer import _schedule_coro
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
 
 from idcrawl import default_settings
+from idcrawl._scrapy import schedule_coro
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.targets import Target, TargetError, parse_target
@@ -360,7 +360,7 @@ class RedisRuntime(IdRuntime):
         engine = self.crawler.engine
         if engine is not None and not self._closed:
             self._closed = True
-            _schedule_coro(engine.close_spider_async(reason=reason))
+            schedule_coro(engine.close_spider_async(reason=reason))
 
     def _poll(self) -> None:
         frontier = self.frontier
