@@ -141,7 +141,9 @@ max = 1059
         wanted = min(FACTOR * previous, MAX_DELAY)
         # the client measures a bit more than the server's delay, and jitter only lengthens
         assert gap >= wanted - TOLERANCE, (id_, gaps)
-        assert gap <= wanted * 1.3 * (1 + JITTER) + 0.2, (id_, gaps)
+        # generous: a loaded 2-core machine once measured 1.10 s for a wanted 0.5 s (+0.6 s latency);
+        # the gaps idcrawl decides are checked exactly by the stats below and by the rule's unit tests
+        assert gap <= wanted * 1.3 * (1 + JITTER) + 0.6, (id_, gaps)
     # the 0.3 s fetch would want 1.5 s: capped at MAX_DELAY (up to +20% jitter)
     assert gaps[SLOWER_ID + 1] < FACTOR * SLOWER_DELAY - 0.1
     assert result.stats["idcrawl/politeness/capped"] == 1
