@@ -87,6 +87,8 @@ class SqliteStateStore(StateStore):
         meanwhile is not seen); otherwise it is read through its WAL, which may hold
         the last commits of a running or killed crawl.
         """
+        if self.path.is_dir():
+            raise StateError(f"state file {str(self.path)!r}: is a folder, not a state file")
         if not self.path.is_file():
             raise StateError(f"state file {str(self.path)!r}: does not exist")
         if self.path.stat().st_size == 0:
