@@ -30,8 +30,11 @@ def progress_lines(runtime: IdRuntime, done_before: dict[str, int], interval: fl
     """One line per target: ids decided, outcomes, lane cursors, rate, share done."""
     lines = []
     frontier = runtime.frontier
+    by_target: dict[int, list[tuple[str, Any]]] = {}  # one pass: a scan per target is quadratic in targets
+    for key, lane in frontier.lanes.items():
+        by_target.setdefault(id(frontier.lane_target[key]), []).append((key, lane))
     for target in runtime.targets:
-        lanes = [(key, frontier.lanes[key]) for key in frontier.lanes if frontier.lane_target[key] is target]
+        lanes = by_target.get(id(target), [])
         found = sum(lane.counts.found for _, lane in lanes)
         missing = sum(lane.counts.missing for _, lane in lanes)
         failed = sum(lane.counts.failed for _, lane in lanes)

@@ -115,12 +115,13 @@ class StateRecorder:
         self._ended = self._feeds_done = self._store_closed = False
         self._loop: Any = None
         self.commits = 0
+        self._committed: dict[str, LaneRecord] = {}  # lane key -> its record as last committed
 
     # -- lifecycle ---------------------------------------------------------------
 
     def open(self) -> None:
         self._run_id = self.store.begin_run(_now())
-        self.store.commit(self._params, {}, self._lane_records())
+        self._commit(self._params, {})
         self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
         self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
         self.crawler.signals.connect(self._feeds_closed, signal=signals.feed_exporter_closed)
@@ -195,9 +196,22 @@ class StateRecorder:
             for (target, id_) in self._written:
                 outcomes[target][Outcome.FOUND].add(id_)
             self._written = {}
-        self.store.commit({}, outcomes, self._lane_records())
+        self._commit({}, outcomes)
         self._pending_count = len(self._written)
         self.commits += 1
+
+    def _commit(self, params: dict[str, dict[str, Any]], outcomes: dict[str, dict[Outcome, BitMap64]]) -> None:
+        """One transaction; only the lane records that changed since the last commit are written
+        (a job of 100,000 targets would otherwise rewrite every lane's record every few seconds)."""
+        records = self._lane_records()
+        changed: dict[str, dict[str, LaneRecord]] = {}
+        for target, by_key in records.items():
+            for key, record in by_key.items():
+                if self._committed.get(key) != record:
+                    changed.setdefault(target, {})[key] = record
+        self.store.commit(params, outcomes, changed)
+        for by_key in changed.values():
+            self._committed.update(by_key)
 
     def _lane_records(self) -> dict[str, dict[str, LaneRecord]]:
         """Each lane's durable record, pinned before its earliest found id not yet committed."""
