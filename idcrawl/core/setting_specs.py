@@ -207,6 +207,11 @@ def _limit(*, duration: bool) -> Spec:
     return Spec(check, "must be a whole number >= 0 (0 = off)", optional=True)
 
 
+def _rate(value: Any) -> None:
+    if not 0.0 < _as_float(value) < 1.0:
+        raise _Bad
+
+
 #: The largest sensible number of ids between two commits / claimed at once: a guard against typos.
 _MANY: Final = 10**9
 
@@ -215,6 +220,7 @@ SPECS: Final[dict[str, Spec]] = {
     # targets and lanes (defaults of the per-target keys)
     "IDCRAWL_MARGIN": _int(0),
     "IDCRAWL_WINDOW": _int(1),
+    "IDCRAWL_MAX_TARGETS": _int(0, note=" (0 = no limit)"),
     "IDCRAWL_MARGIN_COUNTS_FAILED": _bool(),
     "IDCRAWL_MISSING_STATUSES": _statuses(),
     "IDCRAWL_PROGRESS_INTERVAL": _float(note=" (seconds; 0 = off)"),
@@ -248,7 +254,7 @@ SPECS: Final[dict[str, Spec]] = {
     "IDCRAWL_MONITOR_MAX_OVERSHOOT_RATIO": _float(),
     # request dupefilter
     "IDCRAWL_DUPEFILTER_BACKEND": _choice(("pybloom", "rbloom", "set"), fold=False),
-    "IDCRAWL_DUPEFILTER_ERROR_RATE": _float(0.0, 1.0, above=True, note=" (a rate below 1)"),
+    "IDCRAWL_DUPEFILTER_ERROR_RATE": Spec(_rate, "must be a number between 0 and 1 (exclusive), such as 0.001"),
     "IDCRAWL_DUPEFILTER_CAPACITY": _int(0, note=" (0 = unknown: the filter grows)"),
     "IDCRAWL_DUPEFILTER_PATH": _text("a file path (or unset for the default)"),
     "IDCRAWL_DUPEFILTER_PERSIST": _bool(),

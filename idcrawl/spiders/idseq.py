@@ -190,7 +190,9 @@ class IdSeqSpider(Spider):
             others = sorted(set(args) - set(overrides))
             if others:
                 raise TargetError(others[0], args[others[0]], "give target keys in the job file, not with -a job=")
-            return [replace(target, **overrides) for target in parse_job(self._job_path, defaults)]
+            limit = settings.getint("IDCRAWL_MAX_TARGETS", default_settings.IDCRAWL_MAX_TARGETS)
+            targets = parse_job(self._job_path, defaults, max_targets=limit)
+            return [replace(target, **overrides) for target in targets] if overrides else targets
         if not self._target_args:
             raise TargetError("url", "", "give -a url=TEMPLATE -a start=N, or -a job=FILE.toml")
         try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,8 @@ from idcrawl.state.base import RunRecord, StateError, StateStore, TargetState
 __all__ = ["SCHEMA_VERSION", "SqliteStateStore"]
 
 SCHEMA_VERSION = 1
+#: A lane record's fields, in order (``dataclasses.asdict`` deep-copies: slow for 100,000 lanes).
+_RECORD_FIELDS = tuple(f.name for f in fields(LaneRecord))
 APPLICATION = "idcrawl"
 
 _SCHEMA = """
@@ -185,13 +187,11 @@ class SqliteStateStore(StateStore):
                         "INSERT INTO outcomes VALUES (?, ?, ?)",
                         [(name, outcome.value, ids.serialize()) for outcome, ids in merged.items()],
                     )
-                for name, records in lanes.items():
-                    for key, record in records.items():
-                        db.execute(
-                            "INSERT INTO lanes VALUES (?, ?, ?) "
-                            "ON CONFLICT(target, key) DO UPDATE SET record = excluded.record",
-                            (name, key, json.dumps(asdict(record))),
-                        )
+                db.executemany(  # one statement for every lane (a job may have 100,000)
+                    "INSERT INTO lanes VALUES (?, ?, ?) ON CONFLICT(target, key) DO UPDATE SET record = excluded.record",
+                    ((name, key, json.dumps({f: getattr(record, f) for f in _RECORD_FIELDS}))
+                     for name, records in lanes.items() for key, record in records.items()),
+                )
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
