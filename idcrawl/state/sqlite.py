@@ -188,7 +188,8 @@ class SqliteStateStore(StateStore):
                         [(name, outcome.value, ids.serialize()) for outcome, ids in merged.items()],
                     )
                 db.executemany(  # one statement for every lane (a job may have 100,000)
-                    "INSERT INTO lanes VALUES (?, ?, ?) ON CONFLICT(target, key) DO UPDATE SET record = excluded.record",
+                    "INSERT INTO lanes VALUES (?, ?, ?) "
+                    "ON CONFLICT(target, key) DO UPDATE SET record = excluded.record",
                     ((name, key, json.dumps({f: getattr(record, f) for f in _RECORD_FIELDS}))
                      for name, records in lanes.items() for key, record in records.items()),
                 )
