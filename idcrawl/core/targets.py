@@ -545,7 +545,7 @@ def _check_size(path: str | Path, limit: int, where: str) -> None:
     """Refuse a job with too many ``[[targets]]`` before parsing it (a 50 MB file takes a minute to parse)."""
     try:
         with open(path, "rb") as fh:
-            count = len(_TABLE.findall(fh.read()))
+            count = sum(1 for _ in _TABLE.finditer(fh.read()))
     except OSError:
         return  # _read_job_file says what is wrong
     if count > limit:
