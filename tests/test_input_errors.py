@@ -215,3 +215,11 @@ def test_a_big_job_stops_on_one_sigint(make_site, tmp_path: Path) -> None:
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["finish_reason"] == "shutdown"
     assert "Traceback" not in stderr
+
+
+def test_a_distributed_job_refuses_ids_its_lua_numbers_cannot_hold(make_site, redis_server, tmp_path: Path) -> None:
+    site = make_site()
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 2**53},
+                       {"IDCRAWL_DISTRIBUTED": True, "REDIS_URL": redis_server.url, "IDCRAWL_REDIS_IDLE_TIMEOUT": 1})
+    _assert_refused(result, f"start={2**53}: is above the largest id a distributed job can hold (2**53-1")
+    assert site.log == []
