@@ -36,7 +36,9 @@ from idcrawl.distributed.codec import spec_conflict, spec_json, target_spec
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["CODES", "MAX_DISTRIBUTED_ID", "JobStatus", "RedisFrontier", "RedisJob", "TargetConflict", "check_distributed"]
+__all__ = [
+    "CODES", "MAX_DISTRIBUTED_ID", "JobStatus", "RedisFrontier", "RedisJob", "TargetConflict", "check_distributed",
+]
 
 P = TypeVar("P")
 
