@@ -68,6 +68,11 @@ CASES = [
     ({"start": -1}, {}, "start='-1': must be an integer >= 0"),
     ({"start": 5, "url": "http://127.0.0.1:{port}/notice/{{id:c}}"}, {}, "has a bad format spec for an integer id"),
     ({"start": 5, "url": "http://127.0.0.1:{port}/notice/{{id:99999d}}"}, {}, "has a format spec wider than 1000"),
+    # URLs that parsed as templates but broke later (urlsplit, the scheduler's loop, every request)
+    ({"start": 5, "url": "http://[::1/{{id}}"}, {}, "url='http://[::1/{id}': is not a valid URL (Invalid IPv6 URL)"),
+    ({"start": 5, "url": "http://127.0.0.1:99999/{{id}}"}, {}, "is not a valid URL (Port out of range 0-65535)"),
+    ({"start": 5, "url": "http://ex ample.com/{{id}}"}, {}, "has spaces or control characters in its host"),
+    ({"start": 5, "url": "http://" + "a" * 64 + ".example/{{id}}"}, {}, "has an invalid host name"),
 ]
 
 
@@ -223,3 +228,26 @@ def test_a_distributed_job_refuses_ids_its_lua_numbers_cannot_hold(make_site, re
                        {"IDCRAWL_DISTRIBUTED": True, "REDIS_URL": redis_server.url, "IDCRAWL_REDIS_IDLE_TIMEOUT": 1})
     _assert_refused(result, f"start={2**53}: is above the largest id a distributed job can hold (2**53-1")
     assert site.log == []
+
+
+def test_a_refused_run_leaves_an_earlier_state_untouched(make_site, tmp_path: Path) -> None:
+    site = make_site(DemoModel(low=0, high=30, gap_percent=0))
+    settings = {"JOBDIR": str(tmp_path / "job")}
+    first = run_crawl(tmp_path, {"url": site.url(), "start": 0}, settings)
+    assert first.returncode == 0 and len(first.items) == 31, first.stderr[-3000:]
+    (tmp_path / "items.jsonl").unlink()
+    (tmp_path / "stats.json").unlink()
+    jobdir = tmp_path / "job"
+    before = snapshot(jobdir)
+    mtimes = {p: p.stat().st_mtime_ns for p in jobdir.rglob("*")}
+    requests = len(site.log)
+    for args, extra, message in [
+        ({"start": 0, "resume": "bound"}, {"IDCRAWL_WINDOW": "abc"}, "IDCRAWL_WINDOW='abc'"),
+        ({"start": 2**64, "resume": "bound"}, {}, f"start='{2**64}'"),
+        ({"start": 0, "resume": "bound"}, {"IDCRAWL_STATE_COMMIT_ITEMS": "0"}, "IDCRAWL_STATE_COMMIT_ITEMS='0'"),
+    ]:
+        result = run_crawl(tmp_path, {"url": site.url(), **args}, {**settings, **extra})
+        _assert_refused(result, message)
+    assert len(site.log) == requests
+    assert snapshot(jobdir) == before
+    assert {p: p.stat().st_mtime_ns for p in jobdir.rglob("*")} == mtimes

@@ -48,7 +48,9 @@ def _urls(template: str) -> st.SearchStrategy[str]:
         st.just(template),
         st.sampled_from([f"{base}{{id:08d}}", f"{base}{{id:x}}", f"{base}{{id:c}}", f"{base}{{id!r}}",
                          f"{base}{{id:,}}", f"{base}{{id:>5000d}}", f"{base}{{}}", f"{base}{{id}}{{id}}",
-                         f"{base}{{id:e}}", f"{base}{{id.real}}", base, "ftp://h/{id}", "http:///{id}"]),
+                         f"{base}{{id:e}}", f"{base}{{id.real}}", base, "ftp://h/{id}", "http:///{id}",
+                         "http://[::1/{id}", "http://h:99999/{id}", "http://h:x/{id}", "http://a b/{id}",
+                         "http://h..x/{id}"]),
         _JUNK,
     )
 

@@ -225,11 +225,20 @@ def _template(value: Any) -> str:
             url.format(id=id_)
     except (ValueError, KeyError, IndexError, OverflowError) as exc:
         raise TargetError("url", value, f"has a bad format spec for an integer id ({exc})") from None
-    parts = urlsplit(sample)
+    try:
+        parts = urlsplit(sample)
+        parts.port  # noqa: B018 - raises ValueError for a port out of 0..65535 or not a number
+    except ValueError as exc:
+        raise TargetError("url", value, f"is not a valid URL ({exc})") from None
     if parts.scheme not in ("http", "https"):
         raise TargetError("url", value, "must be an http or https URL")
     if not parts.hostname:
         raise TargetError("url", value, "has no host")
+    if any(ch.isspace() or not ch.isprintable() for ch in parts.netloc):
+        raise TargetError("url", value, "has spaces or control characters in its host")
+    host = parts.hostname.rstrip(".")
+    if not host.startswith("[") and (len(host) > 253 or any(not 0 < len(label) <= 63 for label in host.split("."))):
+        raise TargetError("url", value, f"has an invalid host name {parts.hostname!r} (labels of 1 to 63 characters)")
     return url
 
 
