@@ -3,12 +3,13 @@
 One row per lane, grouped per target: found, missing, failed, disallowed and
 unvisited ids as coloured segments, the start point, the cut, the target's
 bounds (min/max) and the bound of the resume plan. The lanes of one target
-share one axis. An axis of n ids is cut into at most ``width`` buckets (one
-pixel or more each), so a 10,000,000-id lane draws at most ``width``
-segments; each bucket takes the colour of its dominant outcome (the one most
-of its ids have) or, with ``mode="worst"``, of its worst one (failed >
-disallowed > missing > unvisited > found); the legend says which. Runs of
-buckets of one colour are merged into one segment.
+share one axis; the ids of it that a lane never walks are white in its row. An
+axis of n ids is cut into at most ``width`` buckets (one pixel or more each),
+so a 10,000,000-id lane draws at most ``width`` segments; each bucket takes
+the colour of its dominant outcome (the one most of its ids have) or, with
+``mode="worst"``, of its worst one (failed > disallowed > missing > unvisited
+> found); the legend says which. Runs of buckets of one colour are merged into
+one segment.
 
 The SVG is built with lxml (text is escaped by construction); the HTML page
 wraps the same SVG element.
@@ -28,8 +29,8 @@ from idcrawl.core.lanes import BOUND
 from idcrawl.report import HOLE_KINDS, LaneView, TargetView
 
 __all__ = [
-    "CATEGORIES", "COLOURS", "MODES", "Axis", "coverage_svg", "hole_marks", "html_document", "lane_segments",
-    "svg_document",
+    "CAPTION_BAND", "CATEGORIES", "COLOURS", "MODES", "OUTSIDE", "Axis", "coverage_svg", "hole_marks",
+    "html_document", "lane_segments", "outside_spans", "svg_document",
 ]
 
 SVG_NS = "http://www.w3.org/2000/svg"
@@ -49,6 +50,9 @@ MODES = ("dominant", "worst")
 #: "worst" first; also breaks ties of the dominant mode.
 SEVERITY = ("failed", "disallowed", "missing", "unvisited", "found")
 MARKS = {"start": "#212529", "cut": "#7048e8", "limit": "#495057", "bound": "#1c7ed6"}
+#: Ids of the axis that a lane never walks (beyond its start against its direction: an asc
+#: lane's ids below its start are its desc twin's): left white inside the lane's track.
+OUTSIDE = {"fill": "#ffffff", "stroke": "#dee2e6", "label": "not walked by this lane"}
 
 LABEL_W = 110  # left column: lane labels
 PAD = 16
@@ -56,6 +60,11 @@ ROW_H = 58  # one lane: bound bracket, start mark, bar, caption
 BAR_Y = 18  # bar top, inside a row
 BAR_H = 16
 HOLES_H = 4  # the strip of hole marks under a bar of multi-id buckets
+CAPTION_SIZE = 10
+CAPTION_Y = BAR_Y + BAR_H + HOLES_H + 12  # caption baseline, inside a row
+#: The band of a row that its caption's glyphs take (ascent above the baseline, descent below):
+#: the dashed min/max lines leave it free, so they never cross a caption, whatever its length.
+CAPTION_BAND = (CAPTION_Y - CAPTION_SIZE, CAPTION_Y + CAPTION_SIZE // 2)
 HEAD_H = 40  # target heading
 AXIS_H = 26  # tick labels under a target's rows
 LEGEND_H = 58
@@ -229,6 +238,10 @@ def _legend(mode: str, width: float) -> Any:
         )
         group.append(_text(x + 16, 10, category, cls="legend-label"))
         x += 26 + 7 * len(category)
+    group.append(_S.rect({"class": "swatch outside", "fill": OUTSIDE["fill"], "stroke": OUTSIDE["stroke"]},
+                         x=_fmt(x), y="0", width="12", height="12"))
+    group.append(_text(x + 16, 10, OUTSIDE["label"], cls="legend-label"))
+    x += 26 + 7 * len(OUTSIDE["label"])
     marks = [("start", "start"), ("cut", "cut / stop"), ("limit", "min / max"), ("bound", "bound (to crawl)")]
     for mark, label in marks:
         if mark == "start":
@@ -257,9 +270,24 @@ def _legend(mode: str, width: float) -> Any:
     return group
 
 
+def outside_spans(lane: LaneView, axis: Axis) -> list[tuple[int, int]]:
+    """The ids of the axis that the lane never walks, as (first, last) spans."""
+    low, high = _lane_domain(lane)
+    spans = []
+    if low > axis.lo:
+        spans.append((axis.lo, min(low - 1, axis.hi)))
+    if high is not None and high < axis.hi:
+        spans.append((max(high + 1, axis.lo), axis.hi))
+    return spans
+
+
+def _walk(lane: LaneView) -> str:
+    return f"{lane.direction} from {lane.record.start}"
+
+
 def _lane_caption(lane: LaneView) -> str:
     record, plan = lane.record, lane.plan
-    parts = [f"{lane.direction} from {record.start}"]
+    parts = [_walk(lane)]
     parts.append("crawled " + ("nothing yet" if plan.span is None else f"{plan.span[0]}->{plan.span[1]}"))
     parts.append(f"content {len(plan.content)}")
     parts += [f"{kind.value} {len(lane.holes(kind))}" for kind in HOLE_KINDS]
@@ -277,8 +305,16 @@ def _lane_row(lane: LaneView, axis: Axis, y: float, mode: str) -> Any:
     row = _S.g({"class": "lane", "data-lane": lane.key, "data-direction": lane.direction},
                transform=f"translate(0,{_fmt(y)})")
     row.append(_text(-8, BAR_Y + 12, lane.direction, cls="lane-label", anchor="end", bold=True))
-    row.append(_S.rect({"class": "track", "fill": "none", "stroke": "#dee2e6"},
+    row.append(_S.rect({"class": "track", "fill": "none", "stroke": OUTSIDE["stroke"]},
                        x="0", y=str(BAR_Y), width=_fmt(axis.width), height=str(BAR_H)))
+    for first, last in outside_spans(lane, axis):
+        rect = _S.rect(
+            {"class": "outside", "fill": OUTSIDE["fill"], "data-first": str(first), "data-last": str(last)},
+            x=_fmt(axis.left(first)), y=str(BAR_Y), width=_fmt(axis.right(last) - axis.left(first)),
+            height=str(BAR_H),
+        )
+        rect.append(_S.title(f"ids {first}-{last}: {OUTSIDE['label']} ({_walk(lane)})"))
+        row.append(rect)
     for segment in lane_segments(lane, axis, mode):
         rect = _S.rect(
             {"class": f"seg {segment.category}", "fill": COLOURS[segment.category],
@@ -330,8 +366,19 @@ def _lane_row(lane: LaneView, axis: Axis, y: float, mode: str) -> Any:
                           x1=_fmt(x), y1=str(BAR_Y - 4), x2=_fmt(x), y2=str(BAR_Y + BAR_H + 4))
             cut.append(_S.title(f"{record.reason} at {at}"))
             row.append(cut)
-    row.append(_text(0, BAR_Y + BAR_H + HOLES_H + 12, _lane_caption(lane), cls="caption", size=10, fill="#343a40"))
+    row.append(_text(0, CAPTION_Y, _lane_caption(lane), cls="caption", size=CAPTION_SIZE, fill="#343a40"))
     return row
+
+
+def _limit_path(x: float, top: float, rows: int, bottom: float) -> str:
+    """A vertical line at ``x`` through the rows, broken where each row's caption is."""
+    pieces, y = [], top
+    for index in range(rows):
+        row = top + index * ROW_H
+        pieces.append(f"M{_fmt(x)},{_fmt(y)} V{_fmt(row + CAPTION_BAND[0])}")
+        y = row + CAPTION_BAND[1]
+    pieces.append(f"M{_fmt(x)},{_fmt(y)} V{_fmt(bottom)}")
+    return " ".join(pieces)
 
 
 def _target_group(view: TargetView, width: int, mode: str, y: float) -> tuple[Any, float]:
@@ -366,8 +413,8 @@ def _target_group(view: TargetView, width: int, mode: str, y: float) -> tuple[An
             continue
         x = axis.left(value) if label == "min" else axis.right(value)
         limit = _S.g({"class": f"limit {label}", "data-id": str(value)})
-        limit.append(_S.line({"stroke": MARKS["limit"], "stroke-width": "1.5", "stroke-dasharray": "4 3"},
-                             x1=_fmt(x), y1=_fmt(rows_y), x2=_fmt(x), y2=_fmt(bottom + 4)))
+        limit.append(_S.path({"class": "limit-line", "fill": "none", "stroke": MARKS["limit"], "stroke-width": "1.5",
+                              "stroke-dasharray": "4 3"}, d=_limit_path(x, rows_y, len(view.lanes), bottom + 4)))
         limit.append(_S.title(f"{label} {value}"))
         if value not in (axis.lo, axis.hi):  # at an end of the axis, the tick says it
             limit.append(_text(x, bottom + 24, f"{label} {value}", cls="limit-label", size=10,

@@ -120,7 +120,7 @@ class StateRecorder:
     # -- lifecycle ---------------------------------------------------------------
 
     def open(self) -> None:
-        self._run_id = self.store.begin_run(_now())
+        self._run_id = self.store.begin_run(_now(), list(self._params))
         self._commit(self._params, {})
         self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
         self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
@@ -271,5 +271,6 @@ def item_key(item: Any) -> tuple[str, int] | None:
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    """ISO 8601 UTC with milliseconds, like the items' ``fetched_at``: 2026-11-26T10:05:00.123Z."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 

@@ -37,6 +37,7 @@ __all__ = [
     "TargetView",
     "collect",
     "format_runs",
+    "last_run_of",
     "plan_document",
     "render_plan",
     "summarize",
@@ -187,7 +188,9 @@ class TargetView:
     in_state: bool  # False: named by the job file, never recorded
     params: dict[str, Any]
     lanes: list[LaneView]
-    last_run: RunRecord | None  # runs are per job: the store's last run
+    #: The last run that crawled this target (:func:`last_run_of`); its ``targets`` is None
+    #: when the state does not record which targets its runs crawled (an older file).
+    last_run: RunRecord | None
     minimum: int | None
     maximum: int | None
 
@@ -222,6 +225,21 @@ def target_view(
     return TargetView(name, state is not None, params, lanes, last_run, minimum, maximum)
 
 
+def last_run_of(runs: Sequence[RunRecord], name: str) -> RunRecord | None:
+    """The last of ``runs`` that crawled target ``name``.
+
+    One state file may serve many jobs (every ``idseq`` run without ``JOBDIR``
+    shares ``.scrapy/idcrawl/idseq.sqlite``), so the store's last run may not
+    have crawled this target. A run that did not record its targets (a state
+    written by an older idcrawl) may have: then it is the answer, and its
+    ``targets`` None says that this is not known.
+    """
+    for run in reversed(runs):
+        if run.took_part(name) is not False:
+            return run
+    return None
+
+
 def collect(store: StateStore, names: Iterable[str] = (), job: Sequence[Target] = ()) -> list[TargetView]:
     """Views of the named targets and the job's targets; of every stored target if neither.
 
@@ -237,8 +255,12 @@ def collect(store: StateStore, names: Iterable[str] = (), job: Sequence[Target] 
     wanted = list(dict.fromkeys([*names, *(t.name for t in job)])) if names or job else known
     by_name = {t.name: t for t in job}
     runs = store.runs()
-    last_run = runs[-1] if runs else None
-    return [target_view(name, store.load(name), by_name.get(name), last_run) for name in wanted]
+    views = []
+    for name in wanted:
+        state = store.load(name)
+        last_run = last_run_of(runs, name) if state is not None else None  # never crawled: no run of it
+        views.append(target_view(name, state, by_name.get(name), last_run))
+    return views
 
 
 # -- text ---------------------------------------------------------------------------
@@ -270,18 +292,25 @@ def _cut_text(lane: LaneView) -> str:
     if record.reason is None:
         return "not stopped (running, or killed)" if lane.plan.span is not None else "not started"
     if record.reason == MARGIN and record.cut_at is not None:
-        return f"margin, at {record.cut_at} (last found {record.last_found})"
+        found = "nothing found" if record.last_found is None else f"last found {record.last_found}"
+        return f"margin, at {record.cut_at} ({found})"
     if record.reason == BOUND:
         return f"bound, reached {record.stop}" if record.stop is not None else "bound"
     return f"{record.reason} (stopped before {record.cursor})"
 
 
+#: Said of a run that did not record its targets (a state file written before idcrawl recorded them).
+UNKNOWN_TARGETS = "the state's last run; this older state file does not record which targets a run crawled"
+
+
 def _run_line(run: RunRecord | None) -> str:
     if run is None:
-        return "no run recorded"
+        return "none recorded for this target"
     if run.ended_at is None:
-        return f"#{run.id} started {run.started_at}, no end recorded (running, or killed)"
-    return f"#{run.id} {run.started_at} -> {run.ended_at}, {run.finish_reason}"
+        line = f"#{run.id} started {run.started_at}, no end recorded (running, or killed)"
+    else:
+        line = f"#{run.id} {run.started_at} -> {run.ended_at}, {run.finish_reason}"
+    return line if run.targets is not None else f"{line} ({UNKNOWN_TARGETS})"
 
 
 def lane_rows(lane: LaneView, keep: int = 3) -> list[tuple[str, str]]:
@@ -363,7 +392,10 @@ def _lane_json(lane: LaneView, keep: int) -> dict[str, Any]:
 def _run_json(run: RunRecord | None) -> dict[str, Any] | None:
     if run is None:
         return None
-    return {"id": run.id, "started_at": run.started_at, "ended_at": run.ended_at, "finish_reason": run.finish_reason}
+    return {
+        "id": run.id, "started_at": run.started_at, "ended_at": run.ended_at, "finish_reason": run.finish_reason,
+        "targets": run.targets,
+    }
 
 
 def plan_document(views: Sequence[TargetView], *, state: str | None = None, keep: int = 3) -> dict[str, Any]:

@@ -170,7 +170,7 @@ def test_the_store_commits_and_loads_single_process_state(redis_server) -> None:
     from idcrawl.core.ranges import LaneRecord
 
     store = RedisStateStore(redis.Redis.from_url(redis_server.url), "s:{job}:")
-    run = store.begin_run("2026-11-26T00:00:00Z")
+    run = store.begin_run("2026-11-26T00:00:00.000Z", ["x"])
     record = LaneRecord("x:asc", 1, 1, 100, 11, 9, None, None)
     store.commit({"x": {"url": "u", "start": 1}}, {"x": {Outcome.FOUND: BitMap64(range(1, 10))}}, {"x": {"x:asc": record}})
     store.commit({}, {"x": {Outcome.MISSING: BitMap64([10]), Outcome.FOUND: BitMap64([5])}}, {})
@@ -180,7 +180,9 @@ def test_the_store_commits_and_loads_single_process_state(redis_server) -> None:
     assert state.outcomes[Outcome.FOUND] == BitMap64(range(1, 10))
     assert state.outcomes[Outcome.MISSING] == BitMap64([10])
     assert state.lanes["x:asc"] == record
-    assert [(r.id, r.finish_reason, r.counts) for r in store.runs()] == [(1, "finished", {"found": 9})]
+    assert [(r.id, r.finish_reason, r.counts, r.targets) for r in store.runs()] == [(1, "finished", {"found": 9}, ["x"])]
+    store.begin_run("2026-11-26T00:02:00.000Z")  # a run that does not say which targets it crawls
+    assert store.runs()[-1].targets is None
     store.reset("x")
     assert store.load("x").outcomes == {}
 

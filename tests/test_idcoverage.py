@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import time
 import zlib
@@ -13,7 +14,15 @@ from lxml import etree, html
 from pyroaring import BitMap64
 
 from idcrawl.core.ranges import LaneRecord
-from idcrawl.coverage import COLOURS, coverage_svg, html_document, lane_segments, svg_document, target_axis
+from idcrawl.coverage import (
+    COLOURS,
+    OUTSIDE,
+    coverage_svg,
+    html_document,
+    lane_segments,
+    svg_document,
+    target_axis,
+)
 from idcrawl.report import collect, target_view
 from idcrawl.state import SqliteStateStore, TargetState
 from tests.support.states import (
@@ -112,6 +121,60 @@ def test_both_lanes_share_one_axis_with_holes_cut_and_bounds(known: Path) -> Non
     asc_first = _lane(svg, "reg:asc").xpath("s:rect[@data-first='100']", namespaces=NS)[0]
     desc_last = desc.xpath("s:rect[@data-last='99']", namespaces=NS)[0]
     assert float(desc_last.get("x")) + float(desc_last.get("width")) == pytest.approx(float(asc_first.get("x")), abs=0.02)
+
+
+def test_the_legend_lists_the_span_a_lane_never_walks(known: Path) -> None:
+    svg = coverage_svg(_views(known))
+    [swatch] = svg.xpath("//s:g[@class='legend']/s:rect[@class='swatch outside']", namespaces=NS)
+    assert swatch.get("fill") == OUTSIDE["fill"] == "#ffffff"
+    legend = [t.text for t in svg.xpath("//s:g[@class='legend']/s:text", namespaces=NS)]
+    assert legend[5] == "not walked by this lane"
+    # both directions on one axis [50, 120]: each lane's white span is the other side of its start
+    def outside(key: str) -> list[tuple[int, int]]:
+        rects = _lane(svg, key).xpath("s:rect[@class='outside']", namespaces=NS)
+        assert all(rect.get("fill") == OUTSIDE["fill"] for rect in rects)
+        return [(int(rect.get("data-first")), int(rect.get("data-last"))) for rect in rects]
+
+    assert outside("reg:asc") == [(50, 99)] and outside("reg:desc") == [(100, 120)]
+    assert outside("seed:asc") == []  # its axis starts at its start
+
+
+def _translate_y(element: etree._Element) -> float:
+    match = re.fullmatch(r"translate\(([-\d.]+),([-\d.]+)\)", element.get("transform"))
+    assert match
+    return float(match.group(2))
+
+
+@pytest.mark.parametrize("width", [50, 120, 1000])
+def test_the_min_and_max_lines_never_cross_a_lane_caption(width: int) -> None:
+    """The dashed min/max lines cross every row but leave each caption's band free, whatever its length."""
+    big = 10**15
+    records = {
+        "t:asc": LaneRecord("t:asc", big + 5_000, 1, big + 9_999, big + 6_000, last_found=big + 5_990,
+                            cut_at=big + 5_995, reason="margin"),
+        "t:desc": LaneRecord("t:desc", big + 4_999, -1, big, big + 4_000, last_found=big + 4_010, reason="shutdown"),
+    }
+    state = TargetState("t", {"min": big, "max": big + 9_999}, records,
+                        {FOUND: ids((big + 4_010, big + 5_990)), MISSING: ids((big + 5_991, big + 5_995))})
+    svg = coverage_svg([target_view("t", state)], width=width)
+    [target] = svg.xpath("//s:g[@class='target']", namespaces=NS)
+    captions = []
+    for lane in target.xpath("s:g[@class='lane']", namespaces=NS):
+        [caption] = lane.xpath("s:text[@class='caption']", namespaces=NS)
+        assert float(caption.get("x")) == 0 and len(caption.text) > 100  # longer than the axis at small widths
+        baseline, size = _translate_y(lane) + float(caption.get("y")), float(caption.get("font-size"))
+        captions.append((baseline - 0.95 * size, baseline + 0.3 * size))  # DejaVu Sans: ascent, descent
+    limits = target.xpath("s:g[starts-with(@class, 'limit')]", namespaces=NS)
+    assert sorted(g.get("class") for g in limits) == ["limit max", "limit min"]
+    for limit in limits:
+        [line] = limit.xpath("s:path[@class='limit-line']", namespaces=NS)
+        pieces = [(float(a), float(b)) for a, b in re.findall(r"M[-\d.]+,([-\d.]+) V([-\d.]+)", line.get("d"))]
+        assert len(pieces) == 3  # above, between and below the two captions
+        for top, bottom in pieces:
+            for band_top, band_bottom in captions:
+                assert bottom <= band_top or top >= band_bottom, (limit.get("class"), (top, bottom), captions)
+        # still one line through the rows: from the first row's top to under the axis, broken only at captions
+        assert pieces[0][0] == 40 and pieces[-1][1] > max(band for _, band in captions)
 
 
 def test_labels_are_escaped(tmp_path: Path) -> None:

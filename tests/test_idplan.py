@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -14,11 +16,57 @@ from rich.console import Console
 
 from idcrawl.core.ranges import LaneRecord, runs
 from idcrawl.core.targets import parse_job
-from idcrawl.report import ReportError, collect, format_runs, plan_document, render_plan, summarize, target_view
+from idcrawl.report import (
+    UNKNOWN_TARGETS,
+    ReportError,
+    collect,
+    format_runs,
+    last_run_of,
+    plan_document,
+    render_plan,
+    summarize,
+    target_view,
+)
 from idcrawl.state import SqliteStateStore, TargetState
 from idcrawl.state.base import RunRecord
 from idcrawl.state.location import state_path
-from tests.support.states import FOUND, ids, scrapy, scrapy_many, snapshot, write_known_state
+from tests.conftest import GapModel
+from tests.support.crawl import run_crawl
+from tests.support.states import FOUND, MISSING, ids, scrapy, scrapy_many, snapshot, write_known_state
+
+#: ISO 8601 UTC with milliseconds, as the README shows and the items' fetched_at are.
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+
+#: The SQLite schema as idcrawl wrote it before runs recorded their targets.
+OLD_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE targets (name TEXT PRIMARY KEY, params TEXT NOT NULL);
+CREATE TABLE outcomes (target TEXT NOT NULL, outcome TEXT NOT NULL, ids BLOB NOT NULL, PRIMARY KEY (target, outcome));
+CREATE TABLE lanes (target TEXT NOT NULL, key TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (target, key));
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL, ended_at TEXT,
+    finish_reason TEXT, counts TEXT NOT NULL DEFAULT '{}'
+);
+INSERT INTO meta VALUES ('application', 'idcrawl'), ('schema_version', '1');
+"""
+
+
+def write_old_state(path: Path) -> Path:
+    """A state file as an older idcrawl left it: one target ``old``, one run without its targets."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path)
+    db.executescript(OLD_SCHEMA)
+    db.execute("INSERT INTO targets VALUES ('old', ?)", (json.dumps({"url": "https://old.example/{id}", "start": 1}),))
+    db.execute("INSERT INTO outcomes VALUES ('old', 'found', ?)", (ids((1, 4)).serialize(),))
+    db.execute("INSERT INTO outcomes VALUES ('old', 'missing', ?)", (ids((5, 7)).serialize(),))
+    record = {"key": "old:asc", "start": 1, "step": 1, "stop": None, "cursor": 8, "last_found": 4, "cut_at": 5,
+              "reason": "margin"}
+    db.execute("INSERT INTO lanes VALUES ('old', 'old:asc', ?)", (json.dumps(record),))
+    db.execute("INSERT INTO runs (started_at, ended_at, finish_reason, counts) VALUES "
+               "('2026-11-20T09:00:00Z', '2026-11-20T09:01:00Z', 'finished', '{}')")
+    db.commit()
+    db.close()
+    return path
 
 
 @pytest.fixture
@@ -79,12 +127,17 @@ def test_the_last_run_and_the_document_header(known: Path) -> None:
     document = _document(known)
     assert document["format"] == 1 and document["state"] == str(known)
     assert [t["name"] for t in document["targets"]] == ["reg", "seed"]
-    for target in document["targets"]:
-        assert target["in_state"] is True
-        assert target["last_run"] == {
-            "id": 2, "started_at": "2026-11-26T11:00:00.000Z", "ended_at": "2026-11-26T11:02:00.000Z",
-            "finish_reason": "finished",
-        }
+    reg, seed = document["targets"]
+    assert reg["in_state"] is True and seed["in_state"] is True
+    assert reg["last_run"] == {
+        "id": 2, "started_at": "2026-11-26T11:00:00.000Z", "ended_at": "2026-11-26T11:02:00.000Z",
+        "finish_reason": "finished", "targets": ["reg"],
+    }
+    # run #2 did not crawl seed: its last run is #1, not the state's last run
+    assert seed["last_run"] == {
+        "id": 1, "started_at": "2026-11-26T10:00:00.000Z", "ended_at": "2026-11-26T10:05:00.000Z",
+        "finish_reason": "shutdown", "targets": ["reg", "seed"],
+    }
     json.dumps(document)  # JSON-ready as it is
 
 
@@ -98,7 +151,7 @@ def test_a_job_target_never_crawled_is_all_bound(known: Path, tmp_path: Path) ->
     document = _document(known, job=job)
     assert [t["name"] for t in document["targets"]] == ["seed", "fresh"]
     fresh = next(t for t in document["targets"] if t["name"] == "fresh")
-    assert fresh["in_state"] is False and fresh["last_run"]["id"] == 2
+    assert fresh["in_state"] is False and fresh["last_run"] is None  # no run crawled it (was: the state's last run)
     asc, desc = fresh["lanes"]
     assert asc["span"] is None and asc["content"]["count"] == 0 and asc["bound"] == {"from": 500, "to": 600}
     assert desc["span"] is None and desc["bound"] == {"from": 499, "to": 400}
@@ -121,6 +174,7 @@ def test_tables_for_people(known: Path) -> None:
     assert "state file s.sqlite" in text
     assert "target seed  https://sirup.example/paket/{id}" in text
     assert "last run: #2 2026-11-26T11:00:00.000Z -> 2026-11-26T11:02:00.000Z, finished" in text
+    assert "last run: #1 2026-11-26T10:00:00.000Z -> 2026-11-26T10:05:00.000Z, shutdown" in text.split("target seed")[1]
     reg_table = text.split("target reg", 1)[1].split("target seed", 1)[0]
     lines = {line.split("│")[1].strip(): line for line in reg_table.splitlines() if line.count("│") >= 3}
     assert "7 ids in 3 runs: 3-4, 7-8, 10-12" in text
@@ -136,13 +190,134 @@ def test_tables_for_people(known: Path) -> None:
 def test_a_killed_run_and_a_lane_still_running() -> None:
     record = LaneRecord("t:asc", 10, 1, None, 15)  # no reason: not stopped when last committed
     state = TargetState("t", {}, {"t:asc": record}, {FOUND: ids((10, 14))})
-    view = target_view("t", state, None, RunRecord(5, "2026-11-26T12:00:00Z", None, None, {}))
+    view = target_view("t", state, None, RunRecord(5, "2026-11-26T12:00:00.000Z", None, None, {}, ["t"]))
     console = Console(record=True, width=120, color_system=None)
     render_plan([view], console)
     text = console.export_text()
-    assert "last run: #5 started 2026-11-26T12:00:00Z, no end recorded (running, or killed)" in text
+    assert "last run: #5 started 2026-11-26T12:00:00.000Z, no end recorded (running, or killed)\n" in text
     assert "not stopped (running, or killed)" in text and "15 -> unbounded" in text
     assert plan_document([view])["targets"][0]["last_run"]["ended_at"] is None
+
+
+def test_a_margin_cut_with_nothing_found_says_so() -> None:
+    record = LaneRecord("t:asc", 10, 1, None, 13, last_found=None, cut_at=10, reason="margin")
+    state = TargetState("t", {}, {"t:asc": record}, {MISSING: ids((10, 12))})
+    console = Console(record=True, width=120, color_system=None)
+    render_plan([target_view("t", state)], console)
+    text = console.export_text()
+    assert "margin, at 10 (nothing found)" in text
+    assert "None" not in text
+    assert plan_document([target_view("t", state)])["targets"][0]["lanes"][0]["last_found"] is None  # JSON: null
+
+
+# -- runs: each target its own last run --------------------------------------------------
+
+
+def test_each_target_shows_the_last_run_that_crawled_it() -> None:
+    def run(id_: int, targets: list[str] | None) -> RunRecord:
+        return RunRecord(id_, f"2026-11-26T1{id_}:00:00.000Z", None, None, {}, targets)
+
+    runs = [run(1, ["a", "b"]), run(2, ["b"]), run(3, ["c"])]
+    assert last_run_of(runs, "a").id == 1 and last_run_of(runs, "b").id == 2 and last_run_of(runs, "c").id == 3
+    assert last_run_of(runs, "z") is None and last_run_of([], "a") is None
+    # older runs did not record their targets: the newest of them may have crawled it (targets None says so)
+    mixed = [run(1, None), run(2, None), run(3, ["c"])]
+    assert last_run_of(mixed, "a").id == 2 and last_run_of(mixed, "a").targets is None
+    assert last_run_of(mixed, "c").id == 3
+
+
+def test_a_target_no_recorded_run_crawled_says_so(tmp_path: Path) -> None:
+    store = SqliteStateStore(tmp_path / "s.sqlite")
+    store.commit({"a": {"url": "https://a.example/{id}"}, "b": {"url": "https://b.example/{id}"}}, {}, {})
+    store.end_run(store.begin_run("2026-11-26T10:00:00.000Z", ["b"]), "2026-11-26T10:00:01.000Z", "finished", {})
+    views = collect(store)
+    store.close()
+    console = Console(record=True, width=120, color_system=None)
+    render_plan(views, console)
+    text = console.export_text()
+    assert "last run: none recorded for this target" in text.split("target a", 1)[1].split("target b", 1)[0]
+    assert "last run: #1 2026-11-26T10:00:00.000Z -> 2026-11-26T10:00:01.000Z, finished\n" in text
+
+
+def test_an_older_state_file_is_read_as_it_is_and_says_what_it_does_not_know(tmp_path: Path) -> None:
+    old = write_old_state(tmp_path / "old.sqlite")
+    before = snapshot(tmp_path)
+    text, json_run = scrapy_many(tmp_path, ["idplan", "--state", str(old)], ["idplan", "--state", str(old), "--json"])
+    assert text.returncode == 0 and json_run.returncode == 0, text.stderr + json_run.stderr
+    assert "last run: #1 2026-11-20T09:00:00Z -> 2026-11-20T09:01:00Z, finished" in " ".join(text.stdout.split())
+    assert " ".join(UNKNOWN_TARGETS.split()) in " ".join(text.stdout.split())
+    assert "4 ids in 1 run: 1-4" in text.stdout and "margin, at 5 (last found 4)" in text.stdout
+    [target] = json.loads(json_run.stdout)["targets"]
+    assert target["last_run"]["id"] == 1 and target["last_run"]["targets"] is None  # null: not recorded
+    assert snapshot(tmp_path) == before  # read-only: not migrated
+
+
+def test_an_older_state_file_gets_the_run_targets_column_and_loses_nothing(tmp_path: Path) -> None:
+    old = write_old_state(tmp_path / "old.sqlite")
+    reader = SqliteStateStore(old, read_only=True)
+    state_before, runs_before = reader.load("old"), reader.runs()
+    reader.close()
+    store = SqliteStateStore(old)  # opened to write: the column is added, nothing rewritten
+    assert store.load("old") == state_before and store.runs() == runs_before
+    run = store.begin_run("2026-11-26T10:00:00.000Z", ["old", "new"])
+    store.end_run(run, "2026-11-26T10:00:01.000Z", "finished", {"found": 1})
+    store.close()
+    again = SqliteStateStore(old, read_only=True)
+    assert again.load("old") == state_before
+    assert [(r.id, r.targets) for r in again.runs()] == [(1, None), (2, ["new", "old"])]
+    again.close()
+    db = sqlite3.connect(old)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("1",)  # additive
+    db.close()
+
+
+def test_crawls_of_other_targets_sharing_the_default_state_file(make_site, tmp_path: Path) -> None:
+    site = make_site(GapModel(1, 20, set()))
+    for name in ("first", "second"):
+        result = run_crawl(tmp_path, {"url": site.url(), "start": 1, "margin": 2, "name": name})
+        assert result.returncode == 0, result.stderr
+    run = scrapy(tmp_path, "idplan", "--json")  # the default state file both runs shared
+    assert run.returncode == 0, run.stderr
+    document = json.loads(run.stdout)
+    assert document["state"] == ".scrapy/idcrawl/idseq.sqlite"
+    last_runs = {target["name"]: target["last_run"] for target in document["targets"]}
+    assert (last_runs["first"]["id"], last_runs["first"]["targets"]) == (1, ["first"])
+    assert (last_runs["second"]["id"], last_runs["second"]["targets"]) == (2, ["second"])
+    for last_run in last_runs.values():
+        assert TIMESTAMP.fullmatch(last_run["started_at"]) and TIMESTAMP.fullmatch(last_run["ended_at"]), last_run
+    text = scrapy(tmp_path, "idplan", "first")
+    assert "last run: #1 " in text.stdout and "#2" not in text.stdout
+
+
+# -- help ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["idplan", "idcoverage", "idjob"])
+@pytest.mark.parametrize("columns", [40, 60, 80, 120])
+def test_help_underlines_only_the_section_headings(command: str, columns: int, monkeypatch) -> None:
+    """Scrapy's formatter underlined any wrapped help line that ended in ':' (such as '(default:')."""
+    from importlib import import_module
+
+    from scrapy.commands import ScrapyHelpFormatter
+    from scrapy.settings import Settings
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    cmd = import_module(f"idcrawl.commands.{command}").Command()
+    cmd.settings = Settings()
+    parser = argparse.ArgumentParser(formatter_class=ScrapyHelpFormatter, usage=f"scrapy {command} {cmd.syntax()}",
+                                     conflict_handler="resolve", description=cmd.long_desc())
+    cmd.add_options(parser)  # as scrapy.cmdline builds a command's parser
+    lines = parser.format_help().splitlines()
+    headings = [lines[i - 1] for i, line in enumerate(lines) if i and line and set(line) <= {"=", "-"}]
+    expected = {"Usage", "Options", "Global Options"} | ({"State"} if command != "idjob" else set())
+    assert set(headings) == expected, headings
+    assert "default: idseq)" in " ".join(" ".join(lines).split())  # a wrapped help line reads as written
+
+
+def test_the_help_of_the_real_command(tmp_path: Path) -> None:
+    run = scrapy(tmp_path, "idplan", "--help")
+    assert run.returncode == 0
+    assert "the spider whose default state file to read (default: idseq)" in " ".join(run.stdout.split())
 
 
 def test_markup_in_names_is_printed_as_is() -> None:

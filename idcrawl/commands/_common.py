@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from scrapy.commands import ScrapyHelpFormatter
 from scrapy.exceptions import UsageError
 
 from idcrawl.core.targets import TargetError, parse_job
@@ -18,13 +19,41 @@ from idcrawl.state.base import StateError
 from idcrawl.state.location import state_path
 from idcrawl.state.sqlite import SqliteStateStore
 
-__all__ = ["CommandFailed", "add_state_options", "check_args", "fail", "load_views", "resolve_state"]
+__all__ = [
+    "CommandFailed", "PlainHelpFormatter", "add_state_options", "check_args", "fail", "load_views", "resolve_state",
+]
 
 #: Errors that end a command with one line and exit status 1.
 CommandFailed = (ReportError, StateError, TargetError)
 
 
+class PlainHelpFormatter(ScrapyHelpFormatter):
+    """Scrapy's help layout (underlined section headings), without its false headings.
+
+    ``ScrapyHelpFormatter`` underlines every part of the help that ends in ``:``;
+    argparse joins the wrapped lines of an option's help as such parts too, so a
+    line that wraps just after ``(default:`` came out title-cased and underlined.
+    Here only the sections' own headings are; an option's lines are joined as
+    plain text.
+    """
+
+    _in_action = 0
+
+    def _format_action(self, action: argparse.Action) -> str:
+        self._in_action += 1
+        try:
+            return super()._format_action(action)
+        finally:
+            self._in_action -= 1
+
+    def _join_parts(self, part_strings: Any) -> str:
+        if self._in_action:
+            return argparse.HelpFormatter._join_parts(self, part_strings)
+        return super()._join_parts(part_strings)
+
+
 def add_state_options(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = PlainHelpFormatter
     group = parser.add_argument_group(title="State")
     group.add_argument("--job", metavar="FILE", help="the targets of this TOML job file (as -a job=FILE)")
     group.add_argument(

@@ -26,6 +26,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from idcrawl import default_settings
+from idcrawl.commands._common import PlainHelpFormatter
 from idcrawl.core.targets import TargetError
 
 __all__ = ["Command"]
@@ -45,6 +46,7 @@ class Command(ScrapyCommand):
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
+        parser.formatter_class = PlainHelpFormatter
         parser.add_argument("--spider", metavar="NAME", default="idseq",
                             help="the job's spider (its name is the job's default name; default: idseq)")
         parser.add_argument("--json", action="store_true", help="status: print a JSON document")

@@ -3,14 +3,16 @@
 Per target: its parameters (a later run with other parameters is detected),
 the outcome of every decided id as compressed bitmaps, and the lanes'
 durable records (cursor, last found id, cut). Per run: start and end times,
-finish reason and counts. Backends only move these values; the rules that
+finish reason, counts and the names of the targets it crawled (one state
+file may serve many jobs: ``scrapy idplan`` shows each target its own last
+run). Backends only move these values; the rules that
 use them (the resume plan) live in :mod:`idcrawl.core.ranges`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +52,12 @@ class RunRecord:
     ended_at: str | None
     finish_reason: str | None
     counts: dict[str, int]
+    #: Names of the targets the run crawled; None: not recorded (a state written before idcrawl recorded them).
+    targets: list[str] | None = None
+
+    def took_part(self, name: str) -> bool | None:
+        """Whether target ``name`` was crawled in this run; None if the run did not record its targets."""
+        return None if self.targets is None else name in self.targets
 
 
 class StateStore(ABC):
@@ -77,7 +85,8 @@ class StateStore(ABC):
         """Forget a target's outcomes and lanes (a fresh crawl); run history stays."""
 
     @abstractmethod
-    def begin_run(self, started_at: str) -> int: ...
+    def begin_run(self, started_at: str, targets: Sequence[str] | None = None) -> int:
+        """Record a run's start and the names of the targets it crawls."""
 
     @abstractmethod
     def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int]) -> None: ...

@@ -13,14 +13,15 @@ Two kinds of crawl keep their state here:
 
 Keys (``P`` = ``<IDCRAWL_REDIS_PREFIX>:{<job>}:``): ``P targets`` (hash name ->
 params JSON), ``P o:<target>`` (hash outcome -> roaring bitmap), ``P lanes:<target>``
-(hash lane -> record JSON), ``P runs`` (list of run JSON), ``P runseq``.
+(hash lane -> record JSON), ``P runs`` (list of run JSON: a start row with the
+run's ``targets``, then an end row), ``P runseq``.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -150,7 +151,8 @@ class RedisStateStore(StateStore):
         by_id: dict[int, dict[str, Any]] = {}
         for row in rows:  # a run's end is appended as a second row with the same id
             by_id.setdefault(row["id"], {}).update(row)
-        return [RunRecord(r["id"], r["started_at"], r.get("ended_at"), r.get("finish_reason"), r.get("counts", {}))
+        return [RunRecord(r["id"], r["started_at"], r.get("ended_at"), r.get("finish_reason"), r.get("counts", {}),
+                          r.get("targets"))
                 for _, r in sorted(by_id.items())]
 
     # -- writes ---------------------------------------------------------------------
@@ -204,10 +206,13 @@ class RedisStateStore(StateStore):
         except redis.RedisError as exc:
             raise self._error(exc) from None
 
-    def begin_run(self, started_at: str) -> int:
+    def begin_run(self, started_at: str, targets: Sequence[str] | None = None) -> int:
         self._writable()
         run_id = int(self.client.incr(self._key("runseq")))
-        self.client.rpush(self._key("runs"), json.dumps({"id": run_id, "started_at": started_at}))
+        row: dict[str, Any] = {"id": run_id, "started_at": started_at}
+        if targets is not None:
+            row["targets"] = sorted(targets)
+        self.client.rpush(self._key("runs"), json.dumps(row))
         return run_id
 
     def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -37,9 +37,13 @@ CREATE TABLE outcomes (
 CREATE TABLE lanes (target TEXT NOT NULL, key TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (target, key));
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL, ended_at TEXT,
-    finish_reason TEXT, counts TEXT NOT NULL DEFAULT '{}'
+    finish_reason TEXT, counts TEXT NOT NULL DEFAULT '{}', targets TEXT
 );
 """
+#: Columns added after schema version 1 shipped, each with how an older file gets it. An older
+#: idcrawl ignores them; a file without them is read as it is (``runs()``: ``targets`` None)
+#: and gets them when opened for writing.
+_ADDED_COLUMNS = {("runs", "targets"): "ALTER TABLE runs ADD COLUMN targets TEXT"}
 
 
 class SqliteStateStore(StateStore):
@@ -65,6 +69,8 @@ class SqliteStateStore(StateStore):
                         "INSERT INTO meta VALUES (?, ?)",
                         [("application", APPLICATION), ("schema_version", str(SCHEMA_VERSION))],
                     )
+            else:
+                self._add_columns()
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
         except OSError as exc:
@@ -103,6 +109,17 @@ class SqliteStateStore(StateStore):
             return sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+
+    def _columns(self, table: str) -> set[str]:
+        return {row[0] for row in self._db.execute("SELECT name FROM pragma_table_info(?)", (table,))}
+
+    def _add_columns(self) -> None:
+        """Give a file written by an older idcrawl the columns added since (nothing is rewritten)."""
+        missing = [sql for (table, column), sql in _ADDED_COLUMNS.items() if column not in self._columns(table)]
+        if missing:
+            with self._transaction() as db:
+                for sql in missing:
+                    db.execute(sql)
 
     def _check(self, path: Path, uri: str | None = None) -> None:
         """Validate an existing file read-only, before anything can write to it."""
@@ -156,9 +173,12 @@ class SqliteStateStore(StateStore):
         return state
 
     def runs(self) -> list[RunRecord]:
+        query = "SELECT id, started_at, ended_at, finish_reason, counts, targets FROM runs ORDER BY id"
+        if "targets" not in self._columns("runs"):  # an older file, opened read-only: not recorded
+            query = "SELECT id, started_at, ended_at, finish_reason, counts, NULL FROM runs ORDER BY id"
         return [
-            RunRecord(row[0], row[1], row[2], row[3], json.loads(row[4]))
-            for row in self._db.execute("SELECT id, started_at, ended_at, finish_reason, counts FROM runs ORDER BY id")
+            RunRecord(run_id, started, ended, reason, json.loads(counts), None if names is None else json.loads(names))
+            for run_id, started, ended, reason, counts, names in self._db.execute(query)
         ]
 
     # -- writes ---------------------------------------------------------------------
@@ -205,9 +225,10 @@ class SqliteStateStore(StateStore):
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
-    def begin_run(self, started_at: str) -> int:
+    def begin_run(self, started_at: str, targets: Sequence[str] | None = None) -> int:
+        names = None if targets is None else json.dumps(sorted(targets))
         with self._transaction() as db:
-            cursor = db.execute("INSERT INTO runs (started_at) VALUES (?)", (started_at,))
+            cursor = db.execute("INSERT INTO runs (started_at, targets) VALUES (?, ?)", (started_at, names))
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 

@@ -31,7 +31,7 @@ def ids(*parts: int | tuple[int, int]) -> BitMap64:
 
 
 def write_known_state(path: Path) -> Path:
-    """Two targets and two runs:
+    """Two targets and two runs: #1 crawled both (shutdown), #2 only ``reg`` (finished).
 
     ``seed``: the seed's "previous process" (asc from 3, margin 3, terminated after 10 ids)::
 
@@ -62,9 +62,9 @@ def write_known_state(path: Path) -> Path:
             "reg:desc": LaneRecord("reg:desc", 99, -1, 50, 76, last_found=80, cut_at=77, reason="margin"),
         }},
     )
-    first = store.begin_run("2026-11-26T10:00:00.000Z")
+    first = store.begin_run("2026-11-26T10:00:00.000Z", ["seed", "reg"])
     store.end_run(first, "2026-11-26T10:05:00.000Z", "shutdown", {"found": 38})
-    second = store.begin_run("2026-11-26T11:00:00.000Z")
+    second = store.begin_run("2026-11-26T11:00:00.000Z", ["reg"])
     store.end_run(second, "2026-11-26T11:02:00.000Z", "finished", {"found": 7})
     store.close()
     return path
