@@ -230,7 +230,7 @@ def _e2e_inputs(draw: st.DrawFn, template: str) -> tuple[dict[str, str], dict[st
     return draw(_arguments(template, small=True)), values, None
 
 
-@settings(max_examples=10, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_generated_inputs_end_to_end(site: IdSite, tmp_path_factory: pytest.TempPathFactory, data: st.DataObject,
                                      ) -> None:
