@@ -255,3 +255,18 @@ def test_a_refused_run_leaves_an_earlier_state_untouched(make_site, tmp_path: Pa
     assert len(site.log) == requests
     assert snapshot(jobdir) == before
     assert {p: p.stat().st_mtime_ns for p in jobdir.rglob("*")} == mtimes
+
+
+@pytest.mark.parametrize("backend", ["none", "redis"])
+def test_overlapping_targets_at_the_largest_id_without_state_and_in_redis(make_site, redis_server, tmp_path: Path,
+                                                                          backend: str) -> None:
+    site = make_site(DemoModel(low=MAX_ID - 10, high=2**65, gap_percent=0))
+    job = tmp_path / "job.toml"
+    job.write_text(f"[[targets]]\nname = 'a'\nurl = '{site.url()}'\nstart = {MAX_ID - 4}\n"
+                   f"[[targets]]\nname = 'b'\nurl = '{site.url()}'\nstart = {MAX_ID - 2}\ndirection = 'both'\n")
+    settings = ({"IDCRAWL_STATE": False} if backend == "none"
+                else {"IDCRAWL_STATE_BACKEND": "redis", "REDIS_URL": redis_server.url})
+    result = run_crawl(tmp_path, {"job": job}, settings)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr and result.error_lines() == []
+    assert result.ids == list(range(MAX_ID - 10, MAX_ID + 1))
