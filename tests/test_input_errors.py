@@ -270,3 +270,22 @@ def test_overlapping_targets_at_the_largest_id_without_state_and_in_redis(make_s
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Traceback" not in result.stderr and result.error_lines() == []
     assert result.ids == list(range(MAX_ID - 10, MAX_ID + 1))
+
+
+def test_a_job_file_that_is_not_a_regular_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "job.toml"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer forever
+    result = run_crawl(tmp_path, {"job": fifo}, timeout=120)
+    _assert_refused(result, f"job={str(fifo)!r}: is not a regular file")
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [("/dev/zero", "job='/dev/zero': is not a regular file"), ("a\x00b", "job='a\\x00b': is not a valid file path")],
+)
+def test_job_paths_that_never_end_or_cannot_exist(path: str, message: str) -> None:
+    from idcrawl.core.targets import TargetError, parse_job
+
+    with pytest.raises(TargetError) as info:
+        parse_job(path, max_targets=10)
+    assert str(info.value) == message

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import string
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -466,7 +467,23 @@ def parse_targets(
 _LAST_READ: dict[tuple[str, int, int], dict[str, Any]] = {}
 
 
+def _regular_file(path: str | Path) -> bool:
+    """Whether ``path`` is a regular file (a FIFO would block the open, /dev/zero never ends)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def _read_job_file(path: str | Path) -> dict[str, Any]:
+    try:
+        mode = os.stat(path).st_mode
+    except ValueError:  # a NUL in the path (scrapyd's schedule.json can pass one)
+        raise TargetError("job", str(path), "is not a valid file path") from None
+    except OSError:
+        mode = stat.S_IFREG  # open() below says what is wrong
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise TargetError("job", str(path), "is not a regular file")
     try:
         with open(path, "rb") as fh:
             info = os.fstat(fh.fileno())
@@ -552,6 +569,8 @@ def _too_many(count: int, limit: int) -> str:
 
 def _check_size(path: str | Path, limit: int, where: str) -> None:
     """Refuse a job with too many ``[[targets]]`` before parsing it (a 50 MB file takes a minute to parse)."""
+    if not _regular_file(path):
+        return  # _read_job_file says what is wrong
     try:
         with open(path, "rb") as fh:
             count = sum(1 for _ in _TABLE.finditer(fh.read()))
