@@ -289,3 +289,13 @@ def test_job_paths_that_never_end_or_cannot_exist(path: str, message: str) -> No
     with pytest.raises(TargetError) as info:
         parse_job(path, max_targets=10)
     assert str(info.value) == message
+
+
+def test_the_addon_refuses_a_bad_setting_for_any_spider(make_site, tmp_path: Path) -> None:
+    site = make_site()
+    spider = tmp_path / "plain.py"
+    spider.write_text("import scrapy\n\nclass Plain(scrapy.Spider):\n    name = 'plain'\n"
+                      f"    start_urls = [{site.url().format(id=10_000)!r}]\n")
+    result = run_crawl(tmp_path, settings={"IDCRAWL_POLITENESS_FACTOR": "abc"}, runspider=spider)
+    _assert_refused(result, "bad setting: IDCRAWL_POLITENESS_FACTOR='abc': must be a finite number >= 0")
+    assert site.log == []
