@@ -19,8 +19,17 @@ IDCRAWL_MARGIN_COUNTS_FAILED = True
 #: targets open in ~11 s and ~170 MB, 100,000 in ~37 s and ~500 MB). 0 = no limit.
 IDCRAWL_MAX_TARGETS = 100_000
 
-#: Seconds between the periodic progress lines (one per target). 0 = off.
+#: Longest gap, in seconds, between the periodic progress lines (one per target). 0 = no
+#: progress lines (the plan and the summary are still logged).
 IDCRAWL_PROGRESS_INTERVAL = 60.0
+
+#: Seconds from the spider's opening to the first progress line; each later gap doubles
+#: until it reaches IDCRAWL_PROGRESS_INTERVAL (3, 6, 12, 24, 48, 60, 60, ... s).
+IDCRAWL_PROGRESS_FIRST = 3.0
+
+#: How many targets get plan, progress and summary lines of their own (the first ones of the
+#: job); the others are summed in one "and N more targets" line.
+IDCRAWL_PROGRESS_TARGETS = 10
 
 #: Default consecutive-miss margin that cuts a lane (per target key ``margin``).
 IDCRAWL_MARGIN: int = _TARGET_DEFAULTS["margin"]  # 10
@@ -74,6 +83,15 @@ IDCRAWL_STATE_COMMIT_ITEMS = 100
 
 #: Seconds between state commits while outcomes arrive.
 IDCRAWL_STATE_COMMIT_INTERVAL = 5.0
+
+#: Each id once across a killed run and its resumed runs: every commit also
+#: records how far the run's feed file was written (its "feed mark"), and a
+#: resumed run reads the complete lines past the last run's mark and does not
+#: fetch or emit those ids again. Only for a run with one feed, a local JSON
+#: lines file with one item per id; otherwise, or False: a kill can leave up
+#: to one commit batch (IDCRAWL_STATE_COMMIT_ITEMS ids) in the feeds that the
+#: resumed run emits again (at-least-once).
+IDCRAWL_STATE_EMIT_ONCE = True
 
 #: The state file. None (or empty): ``<JOBDIR>/idcrawl-state.sqlite`` when
 #: JOBDIR is set, else ``.scrapy/idcrawl/<spider name>.sqlite`` in the current

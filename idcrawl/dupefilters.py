@@ -195,7 +195,7 @@ class IdDupeFilter(RFPDupeFilter):
     def request_seen(self, request: Request) -> bool:
         """True if the request was seen (this run, or fetched by a run this one continues)."""
         self._asked.add(request)
-        return self.seen.seen_or_add(self._fingerprint(request))
+        return self.seen.seen_or_add(self.fingerprinter.fingerprint(request))
 
     def seen_or_add(self, request: Request) -> bool:
         """:meth:`request_seen` under the name the scheduler uses for lane requests."""
@@ -204,7 +204,7 @@ class IdDupeFilter(RFPDupeFilter):
     def add(self, request: Request, *, fetched: bool = False) -> None:
         """Record a request without asking: pending until its response arrives, or
         with ``fetched=True`` as answered already (saved with the filter)."""
-        fp = self._fingerprint(request)
+        fp = self.fingerprinter.fingerprint(request)
         if fetched:
             self._record(fp)
         else:
@@ -213,7 +213,7 @@ class IdDupeFilter(RFPDupeFilter):
 
     def is_seen(self, request: Request) -> bool:
         """Whether the request was seen, without recording it."""
-        return self._fingerprint(request) in self.seen
+        return self.fingerprinter.fingerprint(request) in self.seen
 
     @property
     def backend(self) -> FingerprintSet:
@@ -311,7 +311,7 @@ class IdDupeFilter(RFPDupeFilter):
             and (request.meta.get(META_KEY) or {}).get("attempt", 1) <= 1
         ):
             return
-        fp = self._fingerprint(request)
+        fp = self.fingerprinter.fingerprint(request)
         if self.seen.is_pending(fp):
             self._record(fp)
 

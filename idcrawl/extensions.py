@@ -1,97 +1,195 @@
-"""``IdProgress``: a periodic log line per target that people can follow;
+"""``IdProgress``: what an id crawl tells people at INFO (plan, progress, summary);
 ``IdStateLoader``: the durable state read after the other extensions.
 
-Modelled on Scrapy's LogStats: one looping call, interval from a setting,
-``NotConfigured`` when off or when the spider is not an id crawl.
+Modelled on Scrapy's LogStats: settings read once, behaviour hung on signals.
+The lines themselves are written by :mod:`idcrawl.core.talk` from plain
+numbers; this module only copies the frontier's lanes into them.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from itertools import islice
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
-from scrapy.utils.asyncio import create_looping_call
+from scrapy.utils.asyncio import call_later
 
 from idcrawl import default_settings
-from idcrawl.runtime import IdRuntime
+from idcrawl.core.talk import (
+    LaneInfo,
+    Tally,
+    TargetInfo,
+    done_by_target,
+    plan_lines,
+    progress_gaps,
+    progress_lines,
+    summary_lines,
+)
+from idcrawl.runtime import STATS_PREFIX, IdRuntime
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
-__all__ = ["IdProgress", "IdStateLoader", "progress_lines"]
+__all__ = ["IdProgress", "IdStateLoader", "shown_lanes", "snapshot"]
 
 logger = logging.getLogger(__name__)
 
 
-def progress_lines(runtime: IdRuntime, done_before: dict[str, int], interval: float) -> list[str]:
-    """One line per target: ids decided, outcomes, lane cursors, rate, share done."""
-    lines = []
+#: the lane counters the runtime also keeps as job totals (``idcrawl/<name>`` stats)
+_TOTALS = ("found", "missing", "failed", "disallowed", "past_cut", "overshoot")
+_counts, _reason = attrgetter("counts"), attrgetter("reason")
+
+
+def shown_lanes(runtime: IdRuntime, shown: int) -> dict[str, list[str]]:
+    """The lane keys of the first ``shown`` targets (one pass over the lanes)."""
     frontier = runtime.frontier
-    by_target: dict[int, list[tuple[str, Any]]] = {}  # one pass: a scan per target is quadratic in targets
-    for key, lane in frontier.lanes.items():
-        by_target.setdefault(id(frontier.lane_target[key]), []).append((key, lane))
-    for target in runtime.targets:
-        lanes = by_target.get(id(target), [])
-        found = sum(lane.counts.found for _, lane in lanes)
-        missing = sum(lane.counts.missing for _, lane in lanes)
-        failed = sum(lane.counts.failed for _, lane in lanes)
-        done = found + missing + failed
-        rate = (done - done_before.get(target.name, 0)) / interval if interval else 0.0
-        done_before[target.name] = done
-        parts = []
-        for key, lane in lanes:
-            direction = frontier.lane_direction[key]
-            state = f"{lane.reason}@{lane.cut_at}" if lane.cut_at is not None else (lane.reason or "at")
-            share = lane.share_done()
-            share_text = f" {share:.0%}" if share is not None else ""
-            parts.append(f"{direction} {state} {lane.first_undecided}{share_text}")
-        lines.append(
-            f"{target.name}: {done} ids done (found {found}, missing {missing}, failed {failed}), "
-            f"{rate:.1f} ids/s; {'; '.join(parts)}"
-        )
-    return lines
+    keys: dict[str, list[str]] = {name: [] for name in islice(frontier.targets, max(0, shown))}
+    for key, target in frontier.lane_target.items():
+        own = keys.get(target.name)
+        if own is not None:
+            own.append(key)
+    return keys
+
+
+def snapshot(runtime: IdRuntime, shown: Mapping[str, Sequence[str]], *, full: bool) -> tuple[list[TargetInfo], Tally]:
+    """The ``shown`` targets (name -> lane keys) lane by lane, and the sums of the other targets.
+
+    ``full``: the others are summed lane by lane (their lanes' states too: one
+    pass over every lane, for the plan and the summary); otherwise from the
+    runtime's job totals (stats) minus the shown lanes, in time independent of
+    the job's size (progress lines of a job of 650,000 targets).
+    """
+    frontier = runtime.frontier
+    targets = []
+    rest = Tally(targets=len(frontier.targets) - len(shown))
+    notes = runtime.resume_notes
+    for name, keys in shown.items():
+        infos = []
+        for key in keys:
+            lane, counts, direction = frontier.lanes[key], frontier.lanes[key].counts, frontier.lane_direction[key]
+            infos.append(LaneInfo(
+                key, direction, lane.start, lane.step, lane.stop, 0 if direction == "holes" else lane.margin,
+                lane.first_undecided, lane.reason, lane.cut_at, lane.last_found, counts.found, counts.missing,
+                counts.failed, counts.disallowed, counts.past_cut, counts.overshoot,
+            ))
+        targets.append(TargetInfo(name, frontier.targets[name].url, tuple(infos), notes.get(name)))
+    if not rest.targets:
+        return targets, rest
+    if full:
+        skip = {key for keys in shown.values() for key in keys}
+        lanes = [lane for key, lane in frontier.lanes.items() if key not in skip]
+        all_counts = list(map(_counts, lanes))
+        for name in _TOTALS:
+            setattr(rest, name, sum(map(attrgetter(name), all_counts)))
+        reasons: Counter[str | None] = Counter(map(_reason, lanes))
+        for reason, count in reasons.items():
+            rest.add_lanes(reason, count)
+        rest.resumed = sum(1 for name, note in notes.items() if name not in shown and note.startswith("resumed"))
+        return targets, rest
+    stats = runtime.stats
+    rest.lanes = len(frontier.lanes) - sum(len(keys) for keys in shown.values())
+    for name in _TOTALS:
+        total = stats.get_value(f"{STATS_PREFIX}/{name}") or 0
+        if name == "found":  # ids an earlier run found are counted found in their lanes, not in the stat
+            total += frontier.skipped_found
+        mine = sum(getattr(lane, name) for target in targets for lane in target.lanes)
+        setattr(rest, name, max(0, total - mine))
+    return targets, rest
 
 
 class IdProgress:
-    def __init__(self, crawler: Crawler, interval: float) -> None:
+    """Logs the plan when the spider opens, progress lines while it runs, a summary when it closes.
+
+    The first progress line comes ``IDCRAWL_PROGRESS_FIRST`` seconds after the
+    spider opened; each gap then doubles until it reaches
+    ``IDCRAWL_PROGRESS_INTERVAL`` (``0``: no progress lines; the plan and the
+    summary are still logged). ``IDCRAWL_PROGRESS_TARGETS`` targets get lines
+    of their own, the others one line of sums.
+    """
+
+    def __init__(self, crawler: Crawler, interval: float, first: float, shown: int) -> None:
         self.crawler = crawler
         self.interval = interval
-        self._done: dict[str, int] = {}
-        self._task: Any = None
+        self.shown = shown
+        self._gaps = progress_gaps(first, interval)
+        self._before: dict[str, int] = {}
+        self._opened_at: float | None = None
+        self._last_at = 0.0
+        self._call: Any = None
+        self._shown: dict[str, list[str]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdProgress:
-        interval = crawler.settings.getfloat(
-            "IDCRAWL_PROGRESS_INTERVAL", default_settings.IDCRAWL_PROGRESS_INTERVAL
-        )
-        if interval <= 0:
-            raise NotConfigured
-        ext = cls(crawler, interval)
+        settings = crawler.settings
+        interval = settings.getfloat("IDCRAWL_PROGRESS_INTERVAL", default_settings.IDCRAWL_PROGRESS_INTERVAL)
+        first = settings.getfloat("IDCRAWL_PROGRESS_FIRST", default_settings.IDCRAWL_PROGRESS_FIRST)
+        shown = settings.getint("IDCRAWL_PROGRESS_TARGETS", default_settings.IDCRAWL_PROGRESS_TARGETS)
+        ext = cls(crawler, max(0.0, interval), first, shown)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
 
+    @staticmethod
+    def _runtime(spider: Spider) -> IdRuntime | None:
+        runtime = getattr(spider, "idcrawl", None)
+        return runtime if isinstance(runtime, IdRuntime) else None
+
     def spider_opened(self, spider: Spider) -> None:
-        if not isinstance(getattr(spider, "idcrawl", None), IdRuntime):
+        runtime = self._runtime(spider)
+        if runtime is None:
             return
-        self._task = create_looping_call(self.log, spider)
-        self._task.start(self.interval, now=False)
+        self._opened_at = self._last_at = time.monotonic()
+        targets, rest = self._snapshot(runtime, full=True)
+        for line in plan_lines(targets, state=runtime.describe_state(), rest=rest):
+            logger.info("%s", line, extra={"spider": spider})
+        self._before = done_by_target(targets, rest)
+        gap = next(self._gaps, None)
+        if gap is not None:
+            self._call = call_later(gap, self._tick, spider)
+
+    def _snapshot(self, runtime: IdRuntime, *, full: bool) -> tuple[list[TargetInfo], Tally]:
+        if len(self._shown) < min(self.shown, len(runtime.frontier.targets)):  # targets were added (Redis feed)
+            self._shown = shown_lanes(runtime, self.shown)
+        return snapshot(runtime, self._shown, full=full)
+
+    def _tick(self, spider: Spider) -> None:
+        self._call = None
+        try:
+            self.log(spider)
+        finally:
+            self._call = call_later(next(self._gaps), self._tick, spider)
 
     def log(self, spider: Spider) -> None:
-        runtime: IdRuntime = spider.idcrawl  # type: ignore[attr-defined]
-        for line in progress_lines(runtime, self._done, self.interval):
-            logger.info("progress %s", line, extra={"spider": spider})
+        """One progress line per shown target (and one for the rest), rates since the last line."""
+        runtime = self._runtime(spider)
+        if runtime is None:
+            return
+        now = time.monotonic()
+        targets, rest = self._snapshot(runtime, full=False)
+        for line in progress_lines(targets, seconds=now - self._last_at, before=self._before, rest=rest,
+                                   scope=runtime.counts_scope):
+            logger.info("%s", line, extra={"spider": spider})
+        self._before, self._last_at = done_by_target(targets, rest), now
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
-        if self._task is not None and self._task.running:
-            self._task.stop()
-        if isinstance(getattr(spider, "idcrawl", None), IdRuntime):
-            self._done.clear()
-            for line in progress_lines(spider.idcrawl, self._done, 0):  # type: ignore[attr-defined]
-                logger.info("final %s", line, extra={"spider": spider})
+        if self._call is not None:
+            self._call.cancel()
+            self._call = None
+        runtime = self._runtime(spider)
+        if runtime is None or self._opened_at is None:
+            return
+        targets, rest = self._snapshot(runtime, full=True)
+        for line in summary_lines(targets, seconds=time.monotonic() - self._opened_at, reason=reason,
+                                  state=runtime.describe_state(), rest=rest, scope=runtime.counts_scope,
+                                  known=runtime.frontier.skipped_found):
+            logger.info("%s", line, extra={"spider": spider})
 
 
 class IdStateLoader:

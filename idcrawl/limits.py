@@ -43,9 +43,9 @@ from urllib.parse import urlsplit
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later, create_looping_call
-from scrapy.utils.defer import _schedule_coro
 
 from idcrawl import default_settings
+from idcrawl._scrapy import schedule_coro
 from idcrawl.core.limits import RULES, DomainLimits, JobLimits, LimitError, Limits, Trigger
 from idcrawl.distributed.connection import RedisUnavailable, distributed
 from idcrawl.errors import BadInputError, install_log_filter
@@ -318,7 +318,7 @@ class IdLimits:
         self._report(trigger, self.job)
         engine = self.crawler.engine
         if engine is not None:
-            _schedule_coro(engine.close_spider_async(reason=f"idcrawl_limit_{trigger.rule}"))
+            schedule_coro(engine.close_spider_async(reason=f"idcrawl_limit_{trigger.rule}"))
 
     def _report(self, trigger: Trigger, tracker: DomainLimits | JobLimits) -> None:
         logger.warning("idcrawl limits: %s", trigger.message)

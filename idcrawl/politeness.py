@@ -15,7 +15,8 @@ done on signals:
   its configured delay (``DOWNLOAD_DELAY`` or its ``DOWNLOAD_SLOTS`` entry)
   becomes the floor, its concurrency becomes 1 (the next fetch waits for the
   duration of the previous one, as in Mercator's and Heritrix's per-host
-  queues), and its jitter is remapped so that it only lengthens gaps.
+  queues), and its jitter is remapped so that it only lengthens gaps (before
+  Scrapy 2.19, whose slots have no jitter, the slot waits the remapped mean).
 - ``response_downloaded``: the slot's delay becomes the rule's gap for the
   request's ``download_latency``, before the slot starts its next request.
 
@@ -39,6 +40,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from idcrawl import default_settings
+from idcrawl._scrapy import set_slot_delay, slot_jitter
 from idcrawl.core.politeness import PolitenessError, PolitenessRule, lengthen_only
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.runtime import STATS_PREFIX
@@ -136,7 +138,7 @@ class IdPoliteness:
         state = self._states.get(key)
         if state is not None and state.slot is slot:
             return state
-        floor, jitter = slot.delay, slot.jitter
+        floor, jitter = slot.delay, slot_jitter(slot)
         if state is None:
             state = self._states[key] = _SlotState(slot, floor, jitter)
             state.gap = self.rule.gap(None, floor)
@@ -148,7 +150,7 @@ class IdPoliteness:
         return state
 
     def _apply(self, key: str, state: _SlotState) -> None:
-        state.slot.delay, state.slot.jitter = lengthen_only(state.gap, state.jitter)
+        set_slot_delay(state.slot, *lengthen_only(state.gap, state.jitter))
         state.max_gap = max(state.max_gap, state.gap)
         # kept current as it changes: other spider_closed listeners (stats exporters) may run first
         stats = self.crawler.stats

@@ -20,34 +20,54 @@ files hold; a resumed run refetches at most what was decided after the last
 checkpoint (plus requests in flight). Feeds that are uploaded only at close
 (S3, GCS, FTP) hold nothing durable before then: with such a feed, found ids
 are committed only after the feed exporter has closed.
+
+Items twice: the feed files may hold items of ids decided after the last
+checkpoint (Python's file buffer spills to the file every 8 KiB), so a kill
+leaves at most one checkpoint's worth of found ids (``IDCRAWL_STATE_COMMIT_ITEMS``
+outcomes) in the feeds but not in the state, and a resumed run would emit
+them again. With ``IDCRAWL_STATE_EMIT_ONCE`` each checkpoint also commits its
+*feed marks* (the feed file's size right after the flush, in the same
+transaction; -1 unless the run has a single feed, a local JSON lines file,
+and one item per id), and a resumed run first reads every complete line past
+the last run's marks (:func:`recover_feed_tails`): those ids are in the feed
+already, so they are committed found and not fetched again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 from collections import defaultdict
+from collections.abc import Container
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 from itemadapter import ItemAdapter
 from pyroaring import BitMap64
 from scrapy import signals
+from scrapy.exporters import JsonLinesItemExporter
 from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, StdoutFeedStorage
 from scrapy.utils.asyncio import create_looping_call
 
 from idcrawl.core.lanes import Lane, Outcome
 from idcrawl.core.ranges import LaneRecord
 from idcrawl.core.resume import identity
-from idcrawl.state.base import StateStore
+from idcrawl.state.base import FeedMarks, StateStore
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.extensions.feedexport import FeedSlot
 
     from idcrawl.core.frontier import Frontier
 
-__all__ = ["StateRecorder", "UnwrittenItems", "feed_exporters", "flush_feeds", "item_key"]
+__all__ = [
+    "StateRecorder", "UnwrittenItems", "end_cut_lines", "feed_exporters", "feed_marks", "flush_feeds", "item_key",
+    "overwritten_feeds", "recover_feed_tails",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -64,12 +84,12 @@ class UnwrittenItems:
     def __init__(self) -> None:
         self._left: dict[tuple[str, int], list[Any]] = {}  # (target, id) -> [token, items left]
 
-    def expect(self, target: str, id_: int, outputs: list[Any], token: Any) -> bool:
-        """Wait for the items of ``outputs`` that stand for ``(target, id_)``; False if there are none."""
+    def expect(self, target: str, id_: int, outputs: list[Any], token: Any) -> int:
+        """Wait for the items of ``outputs`` that stand for ``(target, id_)``; how many (0: none)."""
         own = sum(1 for output in outputs if item_key(output) == (target, id_))
         if own:
             self._left[(target, id_)] = [token, own]
-        return bool(own)
+        return own
 
     def written(self, item: Any) -> tuple[tuple[str, int], Any] | None:
         """An item was scraped: ``((target, id), token)`` when it was its id's last one, else None."""
@@ -98,7 +118,10 @@ class StateRecorder:
         *,
         batch: int,
         interval: float,
+        emit_once: bool = False,
+        recovered: dict[str, BitMap64] | None = None,
     ) -> None:
+        """``recovered``: found ids read back from the last run's feed tails, committed at open."""
         self.store = store
         self.crawler = crawler
         self.frontier = frontier
@@ -115,19 +138,33 @@ class StateRecorder:
         self._ended = self._feeds_done = self._store_closed = False
         self._loop: Any = None
         self.commits = 0
+        self.emit_once = emit_once
+        self._recovered = recovered or {}
+        self._several_items = False  # some found id had more than one item: feed tails cannot be read back
         self._committed: dict[str, LaneRecord] = {}  # lane key -> its record as last committed
 
     # -- lifecycle ---------------------------------------------------------------
 
     def open(self) -> None:
         self._run_id = self.store.begin_run(_now(), list(self._params))
-        self._commit(self._params, {})
+        recovered = {target: {Outcome.FOUND: ids} for target, ids in self._recovered.items() if ids}
+        self._commit(self._params, recovered)
+        # the feed exporter makes its slots on spider_opened, after this; no item is written before
+        self.crawler.signals.connect(self._feeds_opened, signal=signals.spider_opened)
         self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
         self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
         self.crawler.signals.connect(self._feeds_closed, signal=signals.feed_exporter_closed)
         if self.interval > 0:
             self._loop = create_looping_call(self.checkpoint)
             self._loop.start(self.interval, now=False)
+
+    def _feeds_opened(self) -> None:
+        """Before the first item: end lines a kill cut short, then this run's first feed marks
+        (committed after the ids read back from the last run's marks, so those stay read once)."""
+        end_cut_lines(self.crawler)
+        marks = self._marks()
+        if marks is not None and marks.offsets and not self._store_closed:
+            self.store.commit({}, {}, {}, feeds=marks)
 
     def close(self, reason: str, counts: dict[str, int]) -> None:
         """Last commit and the run's record. The store stays open for found ids
@@ -162,7 +199,15 @@ class StateRecorder:
 
     def released(self, target: str, lane_key: str, id_: int, outputs: list[Any]) -> None:
         """A found id's outputs were emitted; count the items that stand for it."""
-        if not self._unwritten.expect(target, id_, outputs, lane_key):
+        own = self._unwritten.expect(target, id_, outputs, lane_key)
+        if own > 1 and not self._several_items:
+            # a kill could leave only some of its items in a feed: before they are written, no
+            # feed of this run is read back any more (they go on being fetched again, at least once)
+            self._several_items = True
+            marks = self._marks()
+            if marks is not None and marks.offsets and not self._store_closed:
+                self.store.commit({}, {}, {}, feeds=marks)
+        if not own:
             self._found(target, id_, lane_key)
 
     def _item_written(self, item: Any, *args: Any, **kwargs: Any) -> None:
@@ -192,15 +237,20 @@ class StateRecorder:
         if flush:
             self._durable_feeds = flush_feeds(self.crawler)
         outcomes, self._pending = self._pending, defaultdict(lambda: defaultdict(BitMap64))
+        marks = None
         if self._durable_feeds:
             for (target, id_) in self._written:
                 outcomes[target][Outcome.FOUND].add(id_)
             self._written = {}
-        self._commit({}, outcomes)
+            marks = self._marks()
+        self._commit({}, outcomes, marks)
         self._pending_count = len(self._written)
         self.commits += 1
 
-    def _commit(self, params: dict[str, dict[str, Any]], outcomes: dict[str, dict[Outcome, BitMap64]]) -> None:
+    def _commit(
+        self, params: dict[str, dict[str, Any]], outcomes: dict[str, dict[Outcome, BitMap64]],
+        feeds: FeedMarks | None = None,
+    ) -> None:
         """One transaction; only the lane records that changed since the last commit are written
         (a job of 100,000 targets would otherwise rewrite every lane's record every few seconds)."""
         records = self._lane_records()
@@ -209,9 +259,18 @@ class StateRecorder:
             for key, record in by_key.items():
                 if self._committed.get(key) != record:
                     changed.setdefault(target, {})[key] = record
-        self.store.commit(params, outcomes, changed)
+        self.store.commit(params, outcomes, changed, feeds=feeds)
         for by_key in changed.values():
             self._committed.update(by_key)
+
+    def _marks(self) -> FeedMarks | None:
+        """This run's feed marks, when ``IDCRAWL_STATE_EMIT_ONCE`` is on (feeds flushed just before)."""
+        if not self.emit_once or self._run_id is None:
+            return None
+        offsets = feed_marks(self.crawler)
+        if self._several_items:
+            offsets = dict.fromkeys(offsets, -1)
+        return FeedMarks(self._run_id, offsets)
 
     def _lane_records(self) -> dict[str, dict[str, LaneRecord]]:
         """Each lane's durable record, pinned before its earliest found id not yet committed."""
@@ -256,6 +315,144 @@ def flush_feeds(crawler: Crawler) -> bool:
             else:
                 durable = False
     return durable
+
+
+def feed_marks(crawler: Crawler) -> dict[str, int]:
+    """Each local feed file's absolute path -> its size now (-1: its tail is not to be read back).
+
+    Called right after :func:`flush_feeds`, so the size covers every item
+    written so far. A file not opened yet counts from where the run will
+    start writing: 0 when it will be overwritten, its present size when
+    appended to.
+    """
+    offsets: dict[str, int] = {}
+    # with several feeds, an id read back from one of them may be missing from another
+    single = sum(len(exporter.slots) for exporter in feed_exporters(crawler)) == 1
+    for exporter in feed_exporters(crawler):
+        for slot in exporter.slots:
+            storage = slot.storage
+            if not isinstance(storage, FileFeedStorage):
+                continue
+            path = os.path.abspath(storage.path)
+            if not single or not _readable_back(exporter, slot):
+                offsets[path] = -1
+                continue
+            try:
+                if slot.file is not None and not slot.file.closed:
+                    offsets[path] = os.fstat(slot.file.fileno()).st_size
+                elif storage.write_mode == "wb" and slot.file is None:
+                    offsets[path] = 0
+                else:
+                    offsets[path] = os.path.getsize(path)
+            except (OSError, ValueError, AttributeError):
+                offsets[path] = 0 if storage.write_mode == "wb" else -1
+    return offsets
+
+
+def end_cut_lines(crawler: Crawler) -> None:
+    """End the last line of JSON lines feed files this run appends to, if a kill cut it short.
+
+    Without this, the run's first item would be glued to the cut line and be
+    unreadable (lost, once committed found); now the cut line stays a bad
+    line of its own, which JSON lines readers skip.
+    """
+    for exporter in feed_exporters(crawler):
+        for slot in exporter.slots:
+            storage = slot.storage
+            if not (isinstance(storage, FileFeedStorage) and storage.write_mode == "ab"):
+                continue
+            if not _readable_back(exporter, slot, batches=True):
+                continue
+            try:
+                with open(storage.path, "rb") as file:
+                    if os.fstat(file.fileno()).st_size == 0:
+                        continue
+                    file.seek(-1, os.SEEK_END)
+                    if file.read(1) == b"\n":
+                        continue
+                with open(storage.path, "ab") as file:
+                    file.write(b"\n")
+            except OSError:
+                continue
+            logger.warning("idcrawl: feed %s ended with a line cut short (a killed run); "
+                           "it is left as a bad line of its own", storage.path)
+
+
+def _readable_back(exporter: FeedExporter, slot: FeedSlot, *, batches: bool = False) -> bool:
+    """A plain JSON lines file, one per feed (no post-processing; no batches unless ``batches``)."""
+    options = exporter.feeds.get(slot.uri_template, {})
+    exporter_class = exporter.exporters.get(slot.format)
+    return (
+        isinstance(exporter_class, type)
+        and issubclass(exporter_class, JsonLinesItemExporter)
+        and not options.get("postprocessing")
+        and (batches or not options.get("batch_item_count"))
+    )
+
+
+def overwritten_feeds(crawler: Crawler) -> set[str]:
+    """Absolute paths of the local feed files this run overwrites (``-O``, ``overwrite: True``)."""
+    # read from the FEEDS setting (where -O puts its feed), not from the feed exporter: the state is
+    # loaded while components are built, before the crawler has its extensions
+    paths: set[str] = set()
+    for uri, options in crawler.settings.getdict("FEEDS").items():
+        uri = str(uri)
+        if (options or {}).get("overwrite") and "://" not in uri.replace("file://", "", 1):
+            path = url2pathname(urlparse(uri).path) if uri.startswith("file:") else uri
+            paths.add(os.path.abspath(path))
+    return paths
+
+
+def recover_feed_tails(marks: FeedMarks | None, skip: Container[str] = ()) -> dict[str, BitMap64]:
+    """Target -> ids of the items on complete lines past ``marks`` in their feed files.
+
+    These ids were written to a feed by the run of ``marks`` after its last
+    commit. A file that is gone or shorter than its mark (moved, rewritten),
+    or in ``skip`` (this run overwrites it), is not read: its ids are fetched
+    again, as without feed marks.
+    """
+    found: dict[str, BitMap64] = defaultdict(BitMap64)
+    if marks is None:
+        return found
+    for path, offset in marks.offsets.items():
+        if offset < 0:
+            continue
+        if path in skip:
+            logger.warning("idcrawl: this run overwrites feed %s of run %d (-O): its items past the last "
+                           "commit are fetched again, the earlier ones are gone", path, marks.run_id)
+            continue
+        lines = 0
+        try:
+            with open(path, "rb") as file:
+                size = os.fstat(file.fileno()).st_size
+                if size < offset:
+                    logger.warning("idcrawl: feed %s is shorter than when run %d last committed (%d < %d bytes); "
+                                   "its last items are fetched again", path, marks.run_id, size, offset)
+                    continue
+                file.seek(offset)
+                for line in file:
+                    if not line.endswith(b"\n"):  # cut short by the kill: fetched again
+                        break
+                    key = _line_key(line)
+                    if key is not None:
+                        found[key[0]].add(key[1])
+                        lines += 1
+        except OSError as exc:
+            logger.warning("idcrawl: feed %s of run %d cannot be read back (%s); its last items are fetched again",
+                           path, marks.run_id, exc.strerror or exc)
+            continue
+        if lines:
+            logger.info("idcrawl: resume: %d items past run %d's last commit in %s; their ids are not fetched again",
+                        lines, marks.run_id, path)
+    return found
+
+
+def _line_key(line: bytes) -> tuple[str, int] | None:
+    try:
+        item = json.loads(line)
+    except ValueError:
+        return None
+    return item_key(item) if isinstance(item, dict) else None
 
 
 def item_key(item: Any) -> tuple[str, int] | None:

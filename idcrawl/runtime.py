@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import logging
 import operator
-from collections.abc import Callable, Container, Hashable, Sequence
+from collections.abc import Callable, Container, Hashable, Sequence, Sized
 from dataclasses import fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from idcrawl import default_settings
-from idcrawl.core.frontier import Dispatch, Frontier
+from pyroaring import BitMap64
+
+from idcrawl import _scrapy, default_settings
+from idcrawl.core.frontier import Dispatch, Frontier, lane_specs
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs
+from idcrawl.core.talk import resume_text
 from idcrawl.core.targets import Target
 from idcrawl.errors import BadInputError
-from idcrawl.recorder import StateRecorder
+from idcrawl.recorder import StateRecorder, overwritten_feeds, recover_feed_tails
 from idcrawl.state.base import StateStore
 
 if TYPE_CHECKING:
@@ -94,6 +98,9 @@ class IdRuntime:
         self.frontier: Frontier[Payload] = Frontier([], neutral=neutral, rebind=_rebind)
         self._orphans: list[Any] = []  # outputs released at dispatch (overlapping targets), not yet emitted
         self.recorder: StateRecorder | None = None
+        #: target name -> what it takes from earlier runs, for the plan line (``idcrawl.core.talk.resume_text``)
+        self.resume_notes: dict[str, str] = {}
+        self._recovered_count = 0  # found ids read back from the last run's feed tails
         self._opener: Callable[[], StateStore | None] | None = None
         if callable(store):
             self._opener = store
@@ -104,8 +111,15 @@ class IdRuntime:
         """The targets' lanes, planned from the stored state when there is one."""
         settings = self.crawler.settings
         origins: dict[str, int] = {}
+        emit_once = settings.getbool("IDCRAWL_STATE_EMIT_ONCE", default_settings.IDCRAWL_STATE_EMIT_ONCE)
+        # ids the last run wrote to its feeds after its last commit: found already, never emitted again
+        recovered = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler))
+                     if store is not None and emit_once else {})
         for target in self.targets:
-            self._add_target(target, store, origins)
+            if target.resume == "none":
+                recovered.pop(target.name, None)  # the target starts over
+            self._add_target(target, store, origins, recovered.get(target.name))
+        self._recovered_count = sum(len(ids) for ids in recovered.values())
         if store is not None:
             self.recorder = StateRecorder(
                 store, self.crawler, self.frontier, origins,
@@ -113,12 +127,20 @@ class IdRuntime:
                 interval=settings.getfloat(
                     "IDCRAWL_STATE_COMMIT_INTERVAL", default_settings.IDCRAWL_STATE_COMMIT_INTERVAL
                 ),
+                emit_once=emit_once,
+                recovered=recovered,
             )
 
-    def _add_target(self, target: Target, store: StateStore | None, origins: dict[str, int]) -> None:
-        """Fresh lanes, or the lanes of the resume plan of the target's stored past."""
+    def _add_target(
+        self, target: Target, store: StateStore | None, origins: dict[str, int], recovered: BitMap64 | None = None
+    ) -> None:
+        """Fresh lanes, or the lanes of the resume plan of the target's stored past
+        (``recovered``: found ids read back from the last run's feeds, not in the state yet)."""
         state = store.load(target.name) if store is not None else None
         if state is None or target.resume == "none":
+            note = resume_text(target.resume, stored=state is not None)
+            if note is not None:
+                self.resume_notes[target.name] = note
             if state is not None and store is not None:
                 store.reset(target.name)
             elif target.resume != "none":
@@ -133,10 +155,32 @@ class IdRuntime:
                     f"target {target.name!r}: {key}={current[key]!r} differs from the stored state "
                     f"({key}={stored[key]!r}); resume=none starts the target over"
                 )
+        if recovered:
+            found = state.outcomes.get(Outcome.FOUND)
+            state.outcomes[Outcome.FOUND] = recovered | found if found is not None else recovered
         specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes)
         origins.update({key: record.start for key, record in state.lanes.items()})
         known = cast("Container[int] | None", state.outcomes.get(Outcome.FOUND))  # a roaring bitmap
         self.frontier.add_target(target, specs, known_found=known)
+        continued = {spec.key for spec in specs}
+        note = resume_text(
+            target.resume, stored=True, known_found=len(known) if isinstance(known, Sized) else 0,
+            finished=[spec.direction for spec in lane_specs(target) if spec.key not in continued],
+        )
+        if note is not None:
+            self.resume_notes[target.name] = note
+
+    #: what follows the counts in progress and summary lines when they are not the whole job's
+    counts_scope = ""
+
+    def describe_state(self) -> str:
+        """Where the durable state is, for the plan and summary lines."""
+        if self.recorder is None:
+            return "state off"
+        where = self.recorder.store.path if hasattr(self.recorder.store, "path") else None
+        if isinstance(where, Path):
+            return f"state {where.resolve()}"
+        return f"state in Redis ({where})" if where else f"state in {type(self.recorder.store).__name__}"
 
     @property
     def stats(self) -> StatsCollector:
@@ -155,6 +199,8 @@ class IdRuntime:
         self.load_state()  # normally done already by the IdStateLoader extension
         self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.targets))
         self.stats.set_value(f"{STATS_PREFIX}/lanes", len(self.frontier.lanes))
+        if self._recovered_count:
+            self.stats.set_value(f"{STATS_PREFIX}/resume/recovered_from_feed", self._recovered_count)
         if self.recorder is not None:
             self.recorder.open()
 
@@ -257,17 +303,11 @@ class IdRuntime:
         self.stats.inc_value(key, count)
 
     def wake_engine(self) -> None:
-        """Ask the engine to call ``next_request()`` soon.
+        """Ask the engine to call ``next_request()`` soon (:func:`idcrawl._scrapy.wake_engine`).
 
-        Scrapy has no public call for this; ``engine._slot.nextcall`` is what
-        ``engine.crawl()`` itself uses. Without it, a lane freed by a late
-        outcome would wait for the 5 s heartbeat.
+        Without it, a lane freed by a late outcome would wait for the 5 s heartbeat.
         """
-        engine = getattr(self.crawler, "engine", None)
-        slot = getattr(engine, "_slot", None)
-        nextcall = getattr(slot, "nextcall", None)
-        if nextcall is not None:
-            nextcall.schedule()
+        _scrapy.wake_engine(self.crawler)
 
     # -- end of crawl --------------------------------------------------------------
 

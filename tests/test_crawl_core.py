@@ -158,8 +158,8 @@ def test_progress_lines_are_logged_per_target(make_site, tmp_path: Path) -> None
         {"IDCRAWL_PROGRESS_INTERVAL": 0.2, "CONCURRENT_REQUESTS": 2},
     )
     assert result.returncode == 0
-    final = [line for line in result.stderr.splitlines() if "final gazette:" in line]
-    assert len(final) == 1
+    summary = [line for line in result.stderr.splitlines() if "summary gazette:" in line]
+    assert len(summary) == 1
     found = len(result.ids)
-    assert f"(found {found}, missing " in final[0]
-    assert "asc margin@1183" in final[0] and "desc margin@1121" in final[0]
+    assert f"summary gazette: found {found}, missing " in summary[0]
+    assert "asc cut at 1183 after 4 misses" in summary[0] and "desc cut at 1121 after 4 misses" in summary[0]

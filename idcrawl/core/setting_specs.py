@@ -224,6 +224,8 @@ SPECS: Final[dict[str, Spec]] = {
     "IDCRAWL_MARGIN_COUNTS_FAILED": _bool(),
     "IDCRAWL_MISSING_STATUSES": _statuses(),
     "IDCRAWL_PROGRESS_INTERVAL": _float(note=" (seconds; 0 = off)"),
+    "IDCRAWL_PROGRESS_FIRST": _float(note=" (seconds)"),
+    "IDCRAWL_PROGRESS_TARGETS": _int(0),
     "IDCRAWL_RETRY_JITTER": _float(),
     "IDCRAWL_RETRY_AFTER_MAX": _float(note=" (seconds)"),
     # politeness
@@ -234,6 +236,7 @@ SPECS: Final[dict[str, Spec]] = {
     "IDCRAWL_STATE": _bool(),
     "IDCRAWL_STATE_COMMIT_ITEMS": _int(1, _MANY, note=" (1 commits after every outcome)"),
     "IDCRAWL_STATE_COMMIT_INTERVAL": _float(above=True, note=" (seconds)"),
+    "IDCRAWL_STATE_EMIT_ONCE": _bool(),
     "IDCRAWL_STATE_PATH": _text("a file path (or unset for the default)"),
     "IDCRAWL_STATE_BACKEND": _choice(("sqlite", "redis")),
     # limits (idcrawl.core.limits checks them the same way)

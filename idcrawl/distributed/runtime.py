@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 from scrapy import Request, signals
 from scrapy.utils.asyncio import call_later, create_looping_call
-from scrapy.utils.defer import _schedule_coro
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
 
 from idcrawl import default_settings
+from idcrawl._scrapy import schedule_coro
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.targets import Target, TargetError, parse_target
@@ -87,6 +87,7 @@ class RedisRuntime(IdRuntime):
         self.recorder = None
         self._orphans: list[Any] = []
         self._opener = None  # IdRuntime's lazy state store: a distributed job's state is in Redis already
+        self.resume_notes: dict[str, str] = {}
         settings = crawler.settings
         spider_name = getattr(crawler.spidercls, "name", "idseq")
         for target in self.targets:
@@ -125,6 +126,10 @@ class RedisRuntime(IdRuntime):
                 self.frontier.add_target(target)
             except TargetConflict as exc:
                 raise BadInputError(f"{spider_name}: bad input: {exc}") from None
+        for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
+            if lane.first_undecided != lane.start or lane.stopped:
+                name = self.frontier.lane_target[key].name
+                self.resume_notes[name] = "resumed (Redis job): lanes go on where its workers left them"
         #: started without targets: waits for pushed ones (until the idle timeout)
         self.feeder = not self.targets
         self.frontier.wait_for_feed = self.feeder
@@ -152,6 +157,12 @@ class RedisRuntime(IdRuntime):
         self._acked_recently: set[str] = set()
         logger.info("idcrawl: worker %s of Redis job %r (%d targets of its own)",
                     self.worker, self.job.prefix, len(self.targets))
+
+    #: a worker's counts are its own share; lane cursors and cuts are the job's
+    counts_scope = " by this worker"
+
+    def describe_state(self) -> str:
+        return f"state in Redis job {self.job.prefix!r} (worker {self.worker})"
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -351,7 +362,7 @@ class RedisRuntime(IdRuntime):
         engine = self.crawler.engine
         if engine is not None and not self._closed:
             self._closed = True
-            _schedule_coro(engine.close_spider_async(reason=reason))
+            schedule_coro(engine.close_spider_async(reason=reason))
 
     def _poll(self) -> None:
         frontier = self.frontier

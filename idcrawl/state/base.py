@@ -3,9 +3,10 @@
 Per target: its parameters (a later run with other parameters is detected),
 the outcome of every decided id as compressed bitmaps, and the lanes'
 durable records (cursor, last found id, cut). Per run: start and end times,
-finish reason, counts and the names of the targets it crawled (one state
+finish reason, counts, the names of the targets it crawled (one state
 file may serve many jobs: ``scrapy idplan`` shows each target its own last
-run). Backends only move these values; the rules that
+run) and its feed marks (how far each local feed file was covered by the
+committed state; see :class:`FeedMarks`). Backends only move these values; the rules that
 use them (the resume plan) live in :mod:`idcrawl.core.ranges`.
 """
 
@@ -21,7 +22,7 @@ from pyroaring import BitMap64
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord
 
-__all__ = ["RunRecord", "StateError", "StateStore", "TargetState"]
+__all__ = ["FeedMarks", "RunRecord", "StateError", "StateStore", "TargetState"]
 
 
 class StateError(Exception):
@@ -60,6 +61,22 @@ class RunRecord:
         return None if self.targets is None else name in self.targets
 
 
+@dataclass(slots=True)
+class FeedMarks:
+    """How far a run's local feed files hold only committed items.
+
+    ``offsets`` maps a feed file's absolute path to its size when the state
+    was last committed: every found id whose items lie before that offset is
+    committed *found*; the bytes after it were written since (ids a resumed
+    run would otherwise fetch and emit again). -1: the file's tail cannot be
+    read back (not JSON lines, post-processed, batched, or ids with several
+    items).
+    """
+
+    run_id: int
+    offsets: dict[str, int]
+
+
 class StateStore(ABC):
     """One job's durable state. Writes are applied by :meth:`commit` atomically."""
 
@@ -77,8 +94,13 @@ class StateStore(ABC):
         params: Mapping[str, dict[str, Any]],
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
+        feeds: FeedMarks | None = None,
     ) -> None:
-        """Atomically: set targets' params, add outcome ids, upsert lane records."""
+        """Atomically: set targets' params, add outcome ids, upsert lane records, set a run's feed marks."""
+
+    def feed_marks(self) -> FeedMarks | None:
+        """The feed marks of the latest run that committed any (None: no run did)."""
+        return None
 
     @abstractmethod
     def reset(self, name: str) -> None:

@@ -14,7 +14,9 @@ Two kinds of crawl keep their state here:
 Keys (``P`` = ``<IDCRAWL_REDIS_PREFIX>:{<job>}:``): ``P targets`` (hash name ->
 params JSON), ``P o:<target>`` (hash outcome -> roaring bitmap), ``P lanes:<target>``
 (hash lane -> record JSON), ``P runs`` (list of run JSON: a start row with the
-run's ``targets``, then an end row), ``P runseq``.
+run's ``targets``, then an end row), ``P runseq``, ``P feeds:<run>`` (hash feed
+file path -> offset: the run's feed marks) and ``P feedrun`` (the latest run
+that wrote feed marks).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
-from idcrawl.state.base import RunRecord, StateError, StateStore, TargetState
+from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
 
 if TYPE_CHECKING:
     import redis
@@ -141,6 +143,18 @@ class RedisStateStore(StateStore):
         bits = self.client.get(self._key("L:", key, ":bits")) or b""
         return record, decode_bits(bits, start, step, length)
 
+    def feed_marks(self) -> FeedMarks | None:
+        import redis
+
+        try:
+            run = self.client.get(self._key("feedrun"))
+            if run is None:
+                return None
+            offsets = self.client.hgetall(self._key("feeds:", _text(run)))
+        except redis.RedisError as exc:
+            raise self._error(exc) from None
+        return FeedMarks(int(run), {_text(path): int(offset) for path, offset in offsets.items()})
+
     def runs(self) -> list[RunRecord]:
         import redis
 
@@ -162,6 +176,7 @@ class RedisStateStore(StateStore):
         params: Mapping[str, dict[str, Any]],
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
+        feeds: FeedMarks | None = None,
     ) -> None:
         import redis
 
@@ -190,6 +205,9 @@ class RedisStateStore(StateStore):
                             if records:
                                 pipe.hset(self._key("lanes:", name),
                                           mapping={k: json.dumps(asdict(r)) for k, r in records.items()})
+                        if feeds is not None and feeds.offsets:
+                            pipe.hset(self._key("feeds:", str(feeds.run_id)), mapping=dict(feeds.offsets))
+                            pipe.set(self._key("feedrun"), feeds.run_id)
                         pipe.execute()
                         return
                     except redis.WatchError:

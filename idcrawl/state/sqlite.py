@@ -3,6 +3,9 @@
 One row per target outcome holds a serialized roaring bitmap, so the file
 stays small whatever the range. Every commit is one transaction: killed at
 any moment, the file holds the state of the last completed commit.
+
+Older files get the ``feeds`` table (feed marks, added without a schema
+version change: older idcrawl versions ignore it) when opened for writing.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
-from idcrawl.state.base import RunRecord, StateError, StateStore, TargetState
+from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
 
 __all__ = ["SCHEMA_VERSION", "SqliteStateStore"]
 
@@ -44,6 +47,11 @@ CREATE TABLE runs (
 #: idcrawl ignores them; a file without them is read as it is (``runs()``: ``targets`` None)
 #: and gets them when opened for writing.
 _ADDED_COLUMNS = {("runs", "targets"): "ALTER TABLE runs ADD COLUMN targets TEXT"}
+#: A table added after schema version 1 (additive: created in older files opened for writing).
+_FEEDS = (
+    "CREATE TABLE IF NOT EXISTS feeds ("
+    "run INTEGER NOT NULL, path TEXT NOT NULL, offset INTEGER NOT NULL, PRIMARY KEY (run, path))"
+)
 
 
 class SqliteStateStore(StateStore):
@@ -71,6 +79,7 @@ class SqliteStateStore(StateStore):
                     )
             else:
                 self._add_columns()
+            self._db.execute(_FEEDS)
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
         except OSError as exc:
@@ -172,6 +181,19 @@ class SqliteStateStore(StateStore):
             state.lanes[key] = LaneRecord(**json.loads(record))
         return state
 
+    def feed_marks(self) -> FeedMarks | None:
+        try:
+            rows = self._db.execute(
+                "SELECT run, path, offset FROM feeds WHERE run = (SELECT MAX(run) FROM feeds)"
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # a file written before feed marks, opened read-only
+                return None
+            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+        if not rows:
+            return None
+        return FeedMarks(rows[0][0], {path: offset for _, path, offset in rows})
+
     def runs(self) -> list[RunRecord]:
         query = "SELECT id, started_at, ended_at, finish_reason, counts, targets FROM runs ORDER BY id"
         if "targets" not in self._columns("runs"):  # an older file, opened read-only: not recorded
@@ -188,6 +210,7 @@ class SqliteStateStore(StateStore):
         params: Mapping[str, dict[str, Any]],
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
+        feeds: FeedMarks | None = None,
     ) -> None:
         try:
             with self._transaction() as db:
@@ -213,6 +236,12 @@ class SqliteStateStore(StateStore):
                     ((name, key, json.dumps({f: getattr(record, f) for f in _RECORD_FIELDS}))
                      for name, records in lanes.items() for key, record in records.items()),
                 )
+                if feeds is not None:
+                    db.executemany(
+                        "INSERT INTO feeds VALUES (?, ?, ?) "
+                        "ON CONFLICT(run, path) DO UPDATE SET offset = excluded.offset",
+                        [(feeds.run_id, path, offset) for path, offset in feeds.offsets.items()],
+                    )
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,13 @@ def crawl_command(
     runspider: Path | None = None,
     output: str = "items.jsonl",
     overwrite: bool = True,
+    project_defaults: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str]]:
-    """The ``scrapy crawl SPIDER -a k=v ... -s K=V ... -O output`` command line and its environment."""
+    """The ``scrapy crawl SPIDER -a k=v ... -s K=V ... -O output`` command line and its environment.
+
+    ``project_defaults`` names settings of the tests' base (``LOG_LEVEL``,
+    ``IDCRAWL_PROGRESS_INTERVAL``) left at the project's value instead.
+    """
     base_settings: dict[str, Any] = {
         "LOG_LEVEL": "INFO",
         "TELNETCONSOLE_ENABLED": False,
@@ -46,6 +52,8 @@ def crawl_command(
         "EXTENSIONS": {"tests.support.statsdump.StatsDump": 0},
         "STATS_DUMP_PATH": str(workdir / "stats.json"),
     }
+    for name in project_defaults:
+        base_settings.pop(name, None)
     merged = {**base_settings, **(settings or {})}
     if "idcrawl.extensions.IdProgress" not in merged["EXTENSIONS"]:
         merged["EXTENSIONS"] = {**merged["EXTENSIONS"], "idcrawl.extensions.IdProgress": 500}
@@ -86,12 +94,14 @@ def run_crawl(
     runspider: Path | None = None,
     timeout: float = 180,
     output: str = "items.jsonl",
+    project_defaults: Sequence[str] = (),
 ) -> CrawlResult:
     """Run ``scrapy crawl`` in ``workdir`` to the end and collect items, stats and stderr."""
     stats_path = workdir / "stats.json"
     for stale in (workdir / output, stats_path):
         stale.unlink(missing_ok=True)
-    command, env = crawl_command(workdir, args, settings, spider=spider, runspider=runspider, output=output)
+    command, env = crawl_command(workdir, args, settings, spider=spider, runspider=runspider, output=output,
+                                 project_defaults=project_defaults)
     proc = subprocess.run(
         command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
