@@ -43,7 +43,7 @@ BAD = [
     ("IDCRAWL_POLITENESS_FACTOR", "nan", "must be a finite number >= 0"),
     ("IDCRAWL_POLITENESS_FACTOR", "inf", "must be a finite number >= 0"),
     ("IDCRAWL_STATE_COMMIT_ITEMS", "0", "IDCRAWL_STATE_COMMIT_ITEMS='0': must be an integer in 1..1000000000"),
-    ("IDCRAWL_STATE_COMMIT_INTERVAL", "0", "must be a finite number > 0"),
+    ("IDCRAWL_STATE_COMMIT_INTERVAL", "-1", "must be a finite number >= 0"),
     ("IDCRAWL_STATE", "yes", "IDCRAWL_STATE='yes': must be True or False"),
     ("IDCRAWL_DISTRIBUTED", "2", "must be True or False"),
     ("IDCRAWL_STATE_BACKEND", "postgres", "must be one of sqlite, redis"),

@@ -235,7 +235,7 @@ SPECS: Final[dict[str, Spec]] = {
     # state
     "IDCRAWL_STATE": _bool(),
     "IDCRAWL_STATE_COMMIT_ITEMS": _int(1, _MANY, note=" (1 commits after every outcome)"),
-    "IDCRAWL_STATE_COMMIT_INTERVAL": _float(above=True, note=" (seconds)"),
+    "IDCRAWL_STATE_COMMIT_INTERVAL": _float(note=" (seconds; 0 = only every IDCRAWL_STATE_COMMIT_ITEMS outcomes)"),
     "IDCRAWL_STATE_EMIT_ONCE": _bool(),
     "IDCRAWL_STATE_PATH": _text("a file path (or unset for the default)"),
     "IDCRAWL_STATE_BACKEND": _choice(("sqlite", "redis")),
