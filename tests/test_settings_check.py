@@ -80,12 +80,6 @@ def test_good_values_pass(name: str, value: object) -> None:
     check_settings({name: value}.get)
 
 
-def test_min_delay_above_max_delay_is_refused() -> None:
-    values = {"IDCRAWL_POLITENESS_MIN_DELAY": "5", "IDCRAWL_POLITENESS_MAX_DELAY": "1"}
-    with pytest.raises(SettingError, match=r"IDCRAWL_POLITENESS_MAX_DELAY='1': must be >= IDCRAWL_POLITENESS_MIN_DELAY"):
-        check_settings(values.get)
-
-
 def _scrapy_reads(name: str, value: object) -> object:
     """What the component reading ``name`` gets from Scrapy's getters (a ValueError is the traceback of issue 12)."""
     from scrapy.settings import Settings

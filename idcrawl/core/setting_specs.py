@@ -306,11 +306,4 @@ def check_settings(get: Callable[[str], Any], names: Sequence[str] | None = None
         if value is None:
             continue  # unset: the component uses the documented default
         check_setting(name, value)
-    _check_pairs(get)
 
-
-def _check_pairs(get: Callable[[str], Any]) -> None:
-    """Checks that involve two settings."""
-    low, high = get("IDCRAWL_POLITENESS_MIN_DELAY"), get("IDCRAWL_POLITENESS_MAX_DELAY")
-    if low is not None and high is not None and _as_float(high) < _as_float(low):
-        raise SettingError("IDCRAWL_POLITENESS_MAX_DELAY", high, f"must be >= IDCRAWL_POLITENESS_MIN_DELAY ({low!r})")
