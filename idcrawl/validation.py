@@ -74,7 +74,7 @@ def _folder_problem(path: Path) -> str | None:
 def _file_problem(path: Path) -> str | None:
     """Why ``path`` cannot be a file idcrawl writes, or None."""
     if path.is_dir():
-        return "is a folder; give a file path"
+        return "is a directory; give a file path"
     blocker = _blocking_file(path.parent)
     if blocker is not None:
         return f"is under {str(blocker)!r}, which is a file, not a folder"

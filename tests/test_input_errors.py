@@ -139,11 +139,11 @@ def test_paths_under_a_regular_file_are_one_line(make_site, tmp_path: Path) -> N
     cases = [
         ({"JOBDIR": str(tmp_path / "afile" / "job")}, "JOBDIR='{d}/afile/job': is under '{d}/afile', which is a file"),
         ({"JOBDIR": str(tmp_path / "afile")}, "JOBDIR='{d}/afile': is a file, not a folder"),
-        ({"IDCRAWL_STATE_PATH": str(tmp_path / "folder")}, "IDCRAWL_STATE_PATH='{d}/folder': is a folder"),
+        ({"IDCRAWL_STATE_PATH": str(tmp_path / "folder")}, "IDCRAWL_STATE_PATH='{d}/folder': is a directory; give a file path"),
         ({"IDCRAWL_STATE_PATH": str(tmp_path / "afile" / "s.sqlite")}, "is under '{d}/afile', which is a file"),
         ({"IDCRAWL_STATE_PATH": str(tmp_path / "state.sqlite")},
          "state file '{d}/state.sqlite': is not an idcrawl state file (corrupt or foreign)"),
-        ({"IDCRAWL_DUPEFILTER_PATH": str(tmp_path / "folder")}, "IDCRAWL_DUPEFILTER_PATH='{d}/folder': is a folder"),
+        ({"IDCRAWL_DUPEFILTER_PATH": str(tmp_path / "folder")}, "IDCRAWL_DUPEFILTER_PATH='{d}/folder': is a directory; give a file path"),
     ]
     workdirs = [tmp_path / "work" / str(i) for i in range(len(cases))]
     for workdir in workdirs:
