@@ -15,8 +15,8 @@ from idcrawl.core.targets import DEFAULTS as _TARGET_DEFAULTS
 IDCRAWL_MARGIN_COUNTS_FAILED = True
 
 #: Most targets a job file may hold; a larger job is refused with one line before
-#: it is parsed. Each target costs about 0.4 ms and 5 KB to start (measured: 20,000
-#: targets open in ~11 s and ~170 MB, 100,000 in ~37 s and ~500 MB). 0 = no limit.
+#: it is parsed. Each target costs about 0.2 ms and 5 KB to start (bench/big_job.py:
+#: 20,000 targets open in ~5 s and ~170 MB, 100,000 in ~20 s and ~500 MB). 0 = no limit.
 IDCRAWL_MAX_TARGETS = 100_000
 
 #: Longest gap, in seconds, between the periodic progress lines (one per target). 0 = no
