@@ -46,6 +46,7 @@ from scrapy.settings import BaseSettings, get_settings_priority
 from scrapy.utils.misc import load_object
 
 from idcrawl.profiles import apply_profile
+from idcrawl.validation import validate_settings
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -145,6 +146,7 @@ class IdCrawl:
         # Scrapy builds its crawler process) would be a traceback instead of one line. For idseq
         # spiders the profile is already applied (their update_settings runs first); again is a no-op.
         apply_profile(settings)
+        validate_settings(settings)  # every IDCRAWL_* setting, one line for the first bad one
         settings.set("SCHEDULER", SCHEDULER, priority=ADDON_PRIORITY)
         # Bloom-filter request dedup for follow-up pages that outlives the run (lane requests are never filtered)
         settings.set("DUPEFILTER_CLASS", DUPEFILTER, priority=ADDON_PRIORITY)

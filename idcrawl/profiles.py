@@ -219,4 +219,7 @@ class JobProfile:
         spider = self.crawler.spider
         job_path = getattr(spider, "_job_path", None) if spider is not None else None
         if apply_job_profile(settings, job_path):
+            from idcrawl.validation import validate_settings
+
+            validate_settings(settings)  # the job's profile may have brought bad values
             logger.info("idcrawl: settings profile %r from job file %s", settings.get("IDCRAWL_PROFILE"), job_path)

@@ -389,7 +389,7 @@ def test_a_corrupt_filter_file_stops_the_crawl_with_one_line_and_is_kept(make_si
     ("setting", "value", "message"),
     [
         ("IDCRAWL_DUPEFILTER_BACKEND", "bloom", "IDCRAWL_DUPEFILTER_BACKEND='bloom': must be one of pybloom, rbloom, set"),
-        ("IDCRAWL_DUPEFILTER_ERROR_RATE", "2", "IDCRAWL_DUPEFILTER_ERROR_RATE=2.0: must be a number between 0 and 1"),
+        ("IDCRAWL_DUPEFILTER_ERROR_RATE", "2", "IDCRAWL_DUPEFILTER_ERROR_RATE='2': must be a number between 0 and 1"),
     ],
 )
 def test_a_bad_setting_stops_the_crawl_with_one_line(make_site, tmp_path: Path, setting: str, value: str,

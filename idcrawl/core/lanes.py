@@ -30,6 +30,10 @@ class Outcome(StrEnum):
 MARGIN = "margin"
 BOUND = "bound"
 
+#: The largest id the state can hold (roaring ``BitMap64``: 0..2**64-1): an ascending lane
+#: without a stop ends there (reason ``bound``); idcrawl.core.targets refuses larger ids.
+MAX_ID = 2**64 - 1
+
 
 @dataclass(slots=True)
 class LaneCounts:
@@ -125,7 +129,7 @@ class Lane(Generic[P]):
     # -- queries ---------------------------------------------------------------
 
     def _past_stop(self, id_: int) -> bool:
-        if id_ < 0:  # ids are non-negative: an unbounded desc lane ends at 0
+        if id_ < 0 or id_ > MAX_ID:  # an unbounded desc lane ends at 0, an unbounded asc lane at MAX_ID
             return True
         if self.stop is None:
             return False

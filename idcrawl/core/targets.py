@@ -8,6 +8,9 @@ the same error text.
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 import string
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -17,10 +20,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from idcrawl.core.lanes import MAX_ID
 from idcrawl.core.outcomes import DEFAULT_MISSING_STATUSES, DEFAULT_RULE, OUTCOME_KEYS, OutcomeRule, OutcomeRuleError
 
 __all__ = [
     "DEFAULTS",
+    "MAX_ID",
     "TARGET_KEYS",
     "Direction",
     "Target",
@@ -50,12 +55,23 @@ class TargetError(ValueError):
         prefix = f"{self.where}: " if self.where else ""
         if self.value is _MISSING:
             return f"{prefix}{self.field}: {self.reason}"
-        return f"{prefix}{self.field}={self.value!r}: {self.reason}"
+        return f"{prefix}{self.field}={_shown(self.value)}: {self.reason}"
 
     def located(self, where: str) -> TargetError:
         """The same error, prefixed with where it was found (job file, target)."""
         inner = f"{where}: {self.where}" if self.where else where
         return TargetError(self.field, self.value, self.reason, where=inner)
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, cut in the middle past :data:`_SHOWN` characters (a 5,000-digit id stays one short line)."""
+    text = repr(value)
+    if len(text) <= _SHOWN:
+        return text
+    return f"{text[:_SHOWN // 2]}...{text[-20:]} ({len(text)} characters)"
+
+
+_SHOWN = 120
 
 
 class _Missing:
@@ -64,6 +80,14 @@ class _Missing:
 
 
 _MISSING: Any = _Missing()
+
+
+# MAX_ID (idcrawl.core.lanes), the largest id a crawl can store: the state's roaring bitmaps
+# (pyroaring ``BitMap64``) hold ids 0..2**64-1. ``start``, ``min``, ``max`` and a ``soft404_probe``
+# id above it are refused, and an ascending lane without ``max`` stops there (implicit bound).
+
+#: Widths in a URL's format spec above this are refused (``{id:1000000000d}`` would build a 1 GB URL).
+_MAX_WIDTH = 1000
 
 
 class Direction(StrEnum):
@@ -138,6 +162,14 @@ class Target:
 # -- value parsers ------------------------------------------------------------
 
 
+def _id(field: str, value: Any) -> int:
+    """An id: an integer in 0..MAX_ID."""
+    result = _int(field, value, minimum=0)
+    if result > MAX_ID:
+        raise TargetError(field, value, f"is above the largest id idcrawl can store (2**64-1 = {MAX_ID})")
+    return result
+
+
 def _int(field: str, value: Any, *, minimum: int | None = None) -> int:
     if isinstance(value, bool):
         raise TargetError(field, value, "must be an integer")
@@ -185,15 +217,29 @@ def _template(value: Any) -> str:
     if fields != ["id"]:
         found = ", ".join("{" + f + "}" for f in fields) or "none"
         raise TargetError("url", value, f"must contain exactly one {{id}} field (found: {found})")
+    specs = [spec for _, f, spec, _ in string.Formatter().parse(url) if f is not None and spec]
+    if any(int(width) > _MAX_WIDTH for spec in specs for width in re.findall(r"[0-9]+", spec)):
+        raise TargetError("url", value, f"has a format spec wider than {_MAX_WIDTH} characters")
     try:
         sample = url.format(id=12345)
-    except (ValueError, KeyError, IndexError) as exc:
+        for id_ in (0, MAX_ID):  # every id a lane may reach must render ({id:c} cannot)
+            url.format(id=id_)
+    except (ValueError, KeyError, IndexError, OverflowError) as exc:
         raise TargetError("url", value, f"has a bad format spec for an integer id ({exc})") from None
-    parts = urlsplit(sample)
+    try:
+        parts = urlsplit(sample)
+        parts.port  # noqa: B018 - raises ValueError for a port out of 0..65535 or not a number
+    except ValueError as exc:
+        raise TargetError("url", value, f"is not a valid URL ({exc})") from None
     if parts.scheme not in ("http", "https"):
         raise TargetError("url", value, "must be an http or https URL")
     if not parts.hostname:
         raise TargetError("url", value, "has no host")
+    if any(ch.isspace() or not ch.isprintable() for ch in parts.netloc):
+        raise TargetError("url", value, "has spaces or control characters in its host")
+    host = parts.hostname.rstrip(".")
+    if not host.startswith("[") and (len(host) > 253 or any(not 0 < len(label) <= 63 for label in host.split("."))):
+        raise TargetError("url", value, f"has an invalid host name {parts.hostname!r} (labels of 1 to 63 characters)")
     return url
 
 
@@ -244,7 +290,7 @@ def _probe(value: Any, url: str) -> str | None:
         id_ = _int("soft404_probe", value)
         if id_ < 0:
             raise TargetError("soft404_probe", value, reason)
-        return url.format(id=id_)
+        return url.format(id=_id("soft404_probe", id_))
     if isinstance(value, str):
         text = value.strip()
         parts = urlsplit(text)
@@ -315,13 +361,13 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
     except ValueError:
         raise TargetError("direction", dvalue, "must be one of asc, desc, both") from None
 
-    lo = _int("min", merged["min"], minimum=0) if merged.get("min") not in (None, "") else None
-    hi = _int("max", merged["max"], minimum=0) if merged.get("max") not in (None, "") else None
+    lo = _id("min", merged["min"]) if merged.get("min") not in (None, "") else None
+    hi = _id("max", merged["max"]) if merged.get("max") not in (None, "") else None
     if lo is not None and hi is not None and lo > hi:
         raise TargetError("min", merged["min"], f"must be <= max ({hi})")
 
     if merged.get("start") not in (None, ""):
-        start = _int("start", merged["start"], minimum=0)
+        start = _id("start", merged["start"])
     elif direction is Direction.ASC and lo is not None:
         start = lo
     elif direction is Direction.DESC and hi is not None:
@@ -416,16 +462,50 @@ def parse_targets(
     return targets
 
 
+#: The last job file read, keyed by (path, mtime, size): the Scrapy shell reads a job's ``profile``
+#: before its targets, and parsing a file of 100,000 targets twice doubles the start-up time.
+_LAST_READ: dict[tuple[str, int, int], dict[str, Any]] = {}
+
+
+def _regular_file(path: str | Path) -> bool:
+    """Whether ``path`` is a regular file (a FIFO would block the open, /dev/zero never ends)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def _read_job_file(path: str | Path) -> dict[str, Any]:
     try:
+        mode = os.stat(path).st_mode
+    except ValueError:  # a NUL in the path (scrapyd's schedule.json can pass one)
+        raise TargetError("job", str(path), "is not a valid file path") from None
+    except OSError:
+        mode = stat.S_IFREG  # open() below says what is wrong
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise TargetError("job", str(path), "is not a regular file")
+    try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
+            info = os.fstat(fh.fileno())
+            key = (os.fspath(path), info.st_mtime_ns, info.st_size)
+            cached = _LAST_READ.get(key)
+            if cached is None:
+                cached = tomllib.load(fh)
+                _LAST_READ.clear()
+                _LAST_READ[key] = cached
+            return cached
     except FileNotFoundError:
         raise TargetError("job", str(path), "file not found") from None
+    except IsADirectoryError:
+        raise TargetError("job", str(path), "is a folder, not a TOML file") from None
     except OSError as exc:
         raise TargetError("job", str(path), f"cannot be read ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
         raise TargetError("job", str(path), f"is not valid TOML ({exc})") from None
+    except UnicodeDecodeError as exc:  # tomllib decodes the whole file first
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise TargetError("job", str(path), f"is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on line {line})"
+                          ) from None
 
 
 def _job_profile(data: Mapping[str, Any], where: str) -> str | None:
@@ -445,7 +525,9 @@ def read_job_profile(path: str | Path) -> str | None:
     return _job_profile(_read_job_file(path), f"job file {str(path)!r}")
 
 
-def parse_job(path: str | Path, defaults: Mapping[str, Any] | None = None) -> list[Target]:
+def parse_job(
+    path: str | Path, defaults: Mapping[str, Any] | None = None, *, max_targets: int = 0
+) -> list[Target]:
     """Read a TOML job file: ``[[targets]]`` tables with the spider-argument keys.
 
     A top-level ``[defaults]`` table sets keys for every target of the file;
@@ -453,6 +535,8 @@ def parse_job(path: str | Path, defaults: Mapping[str, Any] | None = None) -> li
     (see :func:`read_job_profile`; the Scrapy shell applies it).
     """
     where = f"job file {str(path)!r}"
+    if max_targets:
+        _check_size(path, max_targets, where)
     data = _read_job_file(path)
     unknown = sorted(set(data) - {"targets", "defaults", "profile"})
     if unknown:
@@ -469,4 +553,28 @@ def parse_job(path: str | Path, defaults: Mapping[str, Any] | None = None) -> li
     if not isinstance(raws, list):
         raise TargetError("targets", raws if raws is not None else _MISSING,
                           "must be an array of [[targets]] tables", where=where)
+    if max_targets and len(raws) > max_targets:
+        raise TargetError("targets", _MISSING, _too_many(len(raws), max_targets), where=where)
     return parse_targets(raws, {**(defaults or {}), **file_defaults}, where=f"{where}: ")
+
+
+#: A ``[[targets]]`` table header at the start of a line (counted before the file is parsed).
+_TABLE = re.compile(rb"^[ \t]*\[\[[ \t]*targets[ \t]*\]\]", re.MULTILINE)
+
+
+def _too_many(count: int, limit: int) -> str:
+    return (f"has {count} targets, more than IDCRAWL_MAX_TARGETS={limit} "
+            "(split the job, or raise the setting: about 0.2 s and 5 MB per 1,000 targets to start)")
+
+
+def _check_size(path: str | Path, limit: int, where: str) -> None:
+    """Refuse a job with too many ``[[targets]]`` before parsing it (a 50 MB file takes a minute to parse)."""
+    if not _regular_file(path):
+        return  # _read_job_file says what is wrong
+    try:
+        with open(path, "rb") as fh:
+            count = sum(1 for _ in _TABLE.finditer(fh.read()))
+    except OSError:
+        return  # _read_job_file says what is wrong
+    if count > limit:
+        raise TargetError("targets", _MISSING, _too_many(count, limit), where=where)

@@ -29,14 +29,16 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from idcrawl.core.frontier import Dispatch, LaneSpec, lane_specs
 from idcrawl.core.interleave import Interleaver
 from idcrawl.core.lanes import Lane, Outcome, Recorded
-from idcrawl.core.targets import Target
+from idcrawl.core.targets import Target, TargetError
 from idcrawl.distributed import scripts
 from idcrawl.distributed.codec import spec_conflict, spec_json, target_spec
 
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["CODES", "JobStatus", "RedisFrontier", "RedisJob", "TargetConflict"]
+__all__ = [
+    "CODES", "MAX_DISTRIBUTED_ID", "JobStatus", "RedisFrontier", "RedisJob", "TargetConflict", "check_distributed",
+]
 
 P = TypeVar("P")
 
@@ -87,6 +89,20 @@ class JobStatus:
     @property
     def finished(self) -> bool:
         return self.seen and not (self.unsettled or self.delayed or self.orphans or self.feed)
+
+
+#: The largest id a distributed job holds: the job's Lua scripts keep ids as Lua numbers (doubles),
+#: exact up to 2**53. A single-process crawl goes to 2**64-1 (idcrawl.core.lanes.MAX_ID).
+MAX_DISTRIBUTED_ID = 2**53 - 1
+
+
+def check_distributed(target: Target) -> None:
+    """Refuse a target whose ids a distributed job cannot hold exactly (TargetError naming the key)."""
+    for key in ("start", "min", "max"):
+        value = getattr(target, key)
+        if value is not None and value > MAX_DISTRIBUTED_ID:
+            raise TargetError(key, value, f"is above the largest id a distributed job can hold "
+                                          f"(2**53-1 = {MAX_DISTRIBUTED_ID}: Redis's Lua numbers are doubles)")
 
 
 class RedisFrontier(Generic[P]):

@@ -47,7 +47,7 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.core.targets import Target, TargetError, parse_target
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
 from idcrawl.distributed.connection import connect, describe, job_prefix, worker_id
-from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict
+from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict, check_distributed
 from idcrawl.errors import BadInputError
 from idcrawl.recorder import UnwrittenItems, flush_feeds
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload, _counts_of
@@ -72,7 +72,9 @@ def parse_pushed(raw: bytes | str, defaults: dict[str, Any]) -> list[Target]:
     for entry in entries:
         if not isinstance(entry, dict):
             raise TargetError("feed", entry, "must be a JSON object of target keys")
-        targets.append(parse_target({k: v for k, v in entry.items() if k not in ("resume", "holes")}, defaults))
+        target = parse_target({k: v for k, v in entry.items() if k not in ("resume", "holes")}, defaults)
+        check_distributed(target)
+        targets.append(target)
     return targets
 
 
@@ -613,6 +615,8 @@ def worker_runtime(spider: Any, crawler: Crawler) -> RedisRuntime:
     given = spider._target_args or spider._job_path is not None or spider._unknown_args
     try:
         targets = spider.targets_from_arguments(crawler.settings) if given else []
+        for target in targets:
+            check_distributed(target)
     except TargetError as exc:
         raise BadInputError(f"{spider.name}: bad input: {exc}") from None
     try:

@@ -39,6 +39,7 @@ from idcrawl.profiles import apply_profile
 from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime
 from idcrawl.state import StateError, StateStore
 from idcrawl.state.factory import open_store
+from idcrawl.validation import validate_settings
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -114,16 +115,20 @@ class IdSeqSpider(Spider):
         Monitoring.add_to(settings)
         setdefault_component(settings, "ADDONS", "idcrawl.profiles.JobProfile", -1, priority="spider")
 
+        try:
+            shared = distributed(settings)
+        except ValueError:  # -s IDCRAWL_DISTRIBUTED=abc: refused in one line by from_crawler (validate_settings)
+            shared = False
         current = settings.get("SCHEDULER")
         scheduler = load_object(current) if current else None
         # the MRO, not issubclass(): Scrapy's BaseSchedulerMeta makes every scheduler a "subclass" of any other
         if not (isinstance(scheduler, type) and IdScheduler in scheduler.__mro__):
             settings.set("SCHEDULER", SCHEDULER, priority="spider")
-        if distributed(settings) and load_object(settings.get("SCHEDULER")) is IdScheduler:
+        if shared and load_object(settings.get("SCHEDULER")) is IdScheduler:
             # shared retries and fleet-wide politeness through Redis (idcrawl.distributed.scheduler)
             settings.set("SCHEDULER", "idcrawl.distributed.scheduler.RedisIdScheduler", priority="spider")
         middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
-        if distributed(settings) and _FLEET_POLITENESS not in middlewares:
+        if shared and _FLEET_POLITENESS not in middlewares:
             # last before the download handler: after robots.txt, which may hold a request a while
             settings.set("DOWNLOADER_MIDDLEWARES", {**middlewares, _FLEET_POLITENESS: 950}, priority="spider")
         # a project may move it or turn it off (None) by listing it; otherwise it is added
@@ -136,6 +141,7 @@ class IdSeqSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> IdSeqSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, IdSeqSpider)
+        validate_settings(crawler.settings)  # every IDCRAWL_* setting, before anything reads one
         if distributed(crawler.settings):  # one worker of a job shared through Redis (idcrawl.distributed)
             from idcrawl.distributed.runtime import worker_runtime
 
@@ -184,7 +190,9 @@ class IdSeqSpider(Spider):
             others = sorted(set(args) - set(overrides))
             if others:
                 raise TargetError(others[0], args[others[0]], "give target keys in the job file, not with -a job=")
-            return [replace(target, **overrides) for target in parse_job(self._job_path, defaults)]
+            limit = settings.getint("IDCRAWL_MAX_TARGETS", default_settings.IDCRAWL_MAX_TARGETS)
+            targets = parse_job(self._job_path, defaults, max_targets=limit)
+            return [replace(target, **overrides) for target in targets] if overrides else targets
         if not self._target_args:
             raise TargetError("url", "", "give -a url=TEMPLATE -a start=N, or -a job=FILE.toml")
         try:

@@ -1,0 +1,82 @@
+"""A job file of many targets: time to open, time to stop on CLOSESPIDER_TIMEOUT, peak memory.
+
+``python bench/big_job.py 20000 50000`` writes, for each N, a job file of N small
+``[[targets]]`` tables (every URL on 127.0.0.1:9, where nothing listens: each
+request fails at once, so the crawl costs what the targets cost), runs
+``scrapy crawl idseq -a job=FILE -s CLOSESPIDER_TIMEOUT=5 -s IDCRAWL_MAX_TARGETS=0``
+in a fresh work directory and prints one line per N:
+
+    targets  file MB  open s  stop s  close s  peak MB  finish_reason
+
+``open s``: from the command to "Spider opened"; ``stop s``: from "Spider opened" to
+"Closing spider" (the timeout asked for 5 s); ``close s``: from "Closing spider" to
+"Spider closed"; ``peak MB``: the crawl process's maximum RSS. Log timestamps have a
+resolution of one second. Figures, not pass/fail thresholds (the tests assert the
+finish reason, tests/test_input_errors.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \[scrapy\.core\.engine\] INFO: (Spider opened|Closing spider|"
+                    r"Spider closed)")
+
+
+def write_job(path: Path, count: int) -> None:
+    with path.open("w") as fh:
+        for i in range(count):
+            fh.write(f'[[targets]]\nname = "t{i}"\nurl = "http://127.0.0.1:9/{i}/{{id}}"\n'
+                     f"start = {i % 1000}\nmax = {i % 1000 + 50}\n\n")
+
+
+def run(count: int, workdir: Path) -> str:
+    job = workdir / f"job-{count}.toml"
+    write_job(job, count)
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "idcrawl.settings",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    command = [sys.executable, "-m", "scrapy", "crawl", "idseq", "-a", f"job={job}", "-s", "LOG_LEVEL=INFO",
+               "-s", "CLOSESPIDER_TIMEOUT=5", "-s", "IDCRAWL_MAX_TARGETS=0", "-s", "TELNETCONSOLE_ENABLED=0",
+               "-s", f"IDCRAWL_STATE_PATH={workdir / f'state-{count}.sqlite'}"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    started = time.time()
+    proc = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, check=False)
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest child so far
+    stamps: dict[str, float] = {}
+    for line in proc.stderr.splitlines():
+        match = _STAMP.match(line)
+        if match:
+            at = datetime.strptime(match[1], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp()
+            stamps.setdefault(match[2], at)
+    reason = re.search(r"'finish_reason': '([^']+)'", proc.stderr)
+    opened, closing, closed = (stamps.get(k) for k in ("Spider opened", "Closing spider", "Spider closed"))
+    if None in (opened, closing, closed):
+        return f"{count:>8}  run failed (exit {proc.returncode}): {proc.stderr[-500:]}"
+    assert opened is not None and closing is not None and closed is not None
+    peak = f"{peak_kb / 1024:7.0f}" if peak_kb > before else "  (<prev)"
+    return (f"{count:>8}  {job.stat().st_size / 1e6:7.1f}  {opened - started:6.0f}  {closing - opened:6.0f}  "
+            f"{closed - closing:7.0f}  {peak}  {reason[1] if reason else '?'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("counts", nargs="*", type=int, default=[5_000, 20_000])
+    args = parser.parse_args()
+    print("targets  file MB  open s  stop s  close s  peak MB  finish_reason")
+    with tempfile.TemporaryDirectory() as tmp:
+        for count in sorted(args.counts):  # ascending: ru_maxrss of children only grows
+            print(run(count, Path(tmp)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

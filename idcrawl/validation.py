@@ -1,0 +1,104 @@
+"""Settings checked once, before any request: the Scrapy side of :mod:`idcrawl.core.setting_specs`.
+
+Besides every ``IDCRAWL_*`` value's type and range, it checks what a setting
+points at, without creating anything: ``JOBDIR`` and the idcrawl file paths
+must not be (or lie under) a regular file where a folder is needed, and a
+crawl that needs Redis (``IDCRAWL_DISTRIBUTED``, also from the
+``distributed`` profile, or ``IDCRAWL_STATE_BACKEND = "redis"``) needs the
+``distributed`` extra installed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from idcrawl.core.setting_specs import SettingError, check_settings
+from idcrawl.errors import BadInputError, install_log_filter
+
+__all__ = ["validate_settings"]
+
+install_log_filter()  # the add-on validates for any spider: its refusal is one line too
+
+#: Settings that name a file idcrawl writes (its folder is created if missing).
+_FILE_SETTINGS = ("IDCRAWL_STATE_PATH", "IDCRAWL_DUPEFILTER_PATH", "IDCRAWL_INCIDENT_LOG")
+
+
+def validate_settings(settings: Any) -> None:
+    """Every ``IDCRAWL_*`` setting against its spec; the first bad one is a one-line :class:`BadInputError`.
+
+    Called where the settings are final for an id crawl: the idseq spider's
+    ``from_crawler`` (after ``IDCRAWL_PROFILE`` is applied), the
+    ``JobProfile`` add-on after a job file's profile and the ``IdCrawl``
+    add-on for other spiders; each before the engine starts.
+    """
+    try:
+        check_settings(settings.get)
+    except SettingError as exc:
+        raise BadInputError(f"bad setting: {exc}") from None
+    jobdir = settings.get("JOBDIR")
+    if jobdir:
+        problem = _folder_problem(Path(str(jobdir)))
+        if problem:
+            raise BadInputError(f"bad setting: JOBDIR={jobdir!r}: {problem}")
+    for name in _FILE_SETTINGS:
+        value = settings.get(name)
+        if value:
+            problem = _file_problem(Path(str(value)))
+            if problem:
+                raise BadInputError(f"bad setting: {name}={value!r}: {problem}")
+    _check_extras(settings)
+
+
+def _blocking_file(path: Path) -> Path | None:
+    """The nearest existing ancestor of ``path`` (or ``path`` itself) if it is not a folder."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
+
+
+def _folder_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be (made) a folder to write in, or None."""
+    blocker = _blocking_file(path)
+    if blocker == path:
+        return "is a file, not a folder"
+    if blocker is not None:
+        return f"is under {str(blocker)!r}, which is a file, not a folder"
+    if path.is_dir() and not os.access(path, os.W_OK | os.X_OK):
+        return "is a folder this user cannot write in"
+    return None
+
+
+def _file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be a file idcrawl writes, or None."""
+    if path.is_dir():
+        return "is a directory; give a file path"
+    blocker = _blocking_file(path.parent)
+    if blocker is not None:
+        return f"is under {str(blocker)!r}, which is a file, not a folder"
+    return None
+
+
+def _check_extras(settings: Any) -> None:
+    """A crawl that needs Redis without the ``distributed`` extra: one line, before anything imports redis."""
+    from idcrawl.distributed.connection import distributed, state_backend
+
+    if distributed(settings):
+        name = "IDCRAWL_DISTRIBUTED"
+        profile = settings.get("IDCRAWL_PROFILE")
+        value = f"{settings.get(name)!r}" + (f" (from IDCRAWL_PROFILE={profile!r})" if profile else "")
+    elif state_backend(settings) == "redis":
+        name, value = "IDCRAWL_STATE_BACKEND", repr(settings.get("IDCRAWL_STATE_BACKEND"))
+    else:
+        return
+    try:
+        import redis  # noqa: F401
+        import scrapy_redis  # noqa: F401
+    except ImportError as exc:
+        missing = exc.name or "redis"
+        raise BadInputError(
+            f"bad setting: {name}={value}: needs the 'distributed' extra ({missing} is not installed): "
+            "pip install 'idcrawl[distributed]'"
+        ) from None
