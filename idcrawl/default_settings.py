@@ -1,9 +1,11 @@
-"""Every idcrawl setting with its default, in one place, alphabetical.
+"""Every idcrawl setting with its default, in one place, grouped by component.
 
-Components read these through :func:`idcrawl.utils.setting` so that a project
-which wires a single piece by hand (only ``SCHEDULER``, say) still gets the
-documented default. The README's setting reference is checked against this
-module by the test suite.
+Components read a setting with this module's value as the fallback
+(``settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW)``), so that
+a project which wires a single piece by hand (only ``SCHEDULER``, say) still gets
+the documented default. Every value is checked once, before the crawl starts,
+against its entry in :mod:`idcrawl.core.setting_specs` (:mod:`idcrawl.validation`).
+The README's setting reference is checked against this module by the test suite.
 """
 
 from idcrawl.core.outcomes import DEFAULT_MISSING_STATUSES as _DEFAULT_MISSING_STATUSES

@@ -26,8 +26,7 @@ is not a valid filter file of the configured backend stops the crawl with one
 line naming it, and is left as it was.
 
 Scrapy's scheduler never asks about ``dont_filter`` requests (lane requests and
-retries carry it), so they are never filtered. For lane requests the scheduler
-can use :meth:`IdDupeFilter.seen_or_add` and :meth:`IdDupeFilter.add`.
+retries carry it), so they are never filtered.
 """
 
 from __future__ import annotations
@@ -196,24 +195,6 @@ class IdDupeFilter(RFPDupeFilter):
         """True if the request was seen (this run, or fetched by a run this one continues)."""
         self._asked.add(request)
         return self.seen.seen_or_add(self.fingerprinter.fingerprint(request))
-
-    def seen_or_add(self, request: Request) -> bool:
-        """:meth:`request_seen` under the name the scheduler uses for lane requests."""
-        return self.request_seen(request)
-
-    def add(self, request: Request, *, fetched: bool = False) -> None:
-        """Record a request without asking: pending until its response arrives, or
-        with ``fetched=True`` as answered already (saved with the filter)."""
-        fp = self.fingerprinter.fingerprint(request)
-        if fetched:
-            self._record(fp)
-        else:
-            self._asked.add(request)
-            self.seen.add(fp)
-
-    def is_seen(self, request: Request) -> bool:
-        """Whether the request was seen, without recording it."""
-        return self.fingerprinter.fingerprint(request) in self.seen
 
     @property
     def backend(self) -> FingerprintSet:

@@ -163,11 +163,6 @@ class Frontier(Generic[P]):
             self._space[first] = space
         self._space[target.name] = space
 
-    def id_at(self, lane_key: str, position: int) -> int:
-        """The id at a lane position (the same number, except in list lanes)."""
-        ids = self._ids.get(lane_key)
-        return ids[position] if ids is not None else position
-
     def lanes_of(self, target_name: str) -> Iterator[Lane[P]]:
         for key, target in self.lane_target.items():
             if target.name == target_name:

@@ -17,11 +17,10 @@ from pyroaring import BitMap64
 from idcrawl.core.frontier import LaneSpec, lane_specs
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, plan_lane
-from idcrawl.core.targets import Target
+from idcrawl.core.targets import RESUME_MODES, Target
 
 __all__ = ["IDENTITY_KEYS", "RESUME_MODES", "identity", "resume_specs"]
 
-RESUME_MODES = ("none", "bound", "holes", "all")
 #: The target parameters that define which ids a crawl covers: a resumed run
 #: must have the same ones (margin, rate, window, attempts may change freely).
 IDENTITY_KEYS = ("url", "start", "min", "max", "direction")

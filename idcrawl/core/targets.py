@@ -25,7 +25,9 @@ from idcrawl.core.outcomes import DEFAULT_MISSING_STATUSES, DEFAULT_RULE, OUTCOM
 
 __all__ = [
     "DEFAULTS",
+    "HOLES_MODES",
     "MAX_ID",
+    "RESUME_MODES",
     "TARGET_KEYS",
     "Direction",
     "Target",
@@ -390,8 +392,8 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
     attempts = _int("attempts", merged["attempts"], minimum=1)
     cooldown = _float("cooldown", merged["cooldown"])
     backoff = _float("backoff", merged["backoff"], minimum=1.0)
-    resume = _choice("resume", merged["resume"], ("none", "bound", "holes", "all"))
-    holes = _choice("holes", merged["holes"], ("failed", "all"))
+    resume = _choice("resume", merged["resume"], RESUME_MODES)
+    holes = _choice("holes", merged["holes"], HOLES_MODES)
     rule = _outcome_rule(merged)
     probe = _probe(merged.get("soft404_probe"), url)
     raw_similarity = merged["soft404_similarity"]
@@ -428,11 +430,14 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
 
 
 RUN_OPTION_KEYS = ("resume", "holes")
+#: The values of a target's ``resume`` key (seed 000's resume plan) and of ``holes``.
+RESUME_MODES = ("none", "bound", "holes", "all")
+HOLES_MODES = ("failed", "all")
 
 
 def parse_run_options(raw: Mapping[str, Any]) -> dict[str, str]:
     """Validate the keys that may also override a whole job (``-a resume=`` with ``-a job=``)."""
-    choices = {"resume": ("none", "bound", "holes", "all"), "holes": ("failed", "all")}
+    choices = {"resume": RESUME_MODES, "holes": HOLES_MODES}
     return {key: _choice(key, raw[key], choices[key]) for key in RUN_OPTION_KEYS if key in raw}
 
 

@@ -215,9 +215,6 @@ class RedisFrontier(Generic[P]):
         if target.name not in self.targets:
             self._add_lanes(target, lane_specs(target))
 
-    def id_at(self, lane_key: str, position: int) -> int:
-        return position
-
     def lanes_of(self, target_name: str) -> Iterator[Lane[P]]:
         for key, target in self.lane_target.items():
             if target.name == target_name:
