@@ -44,7 +44,6 @@ from collections.abc import Container
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
-from urllib.request import url2pathname
 
 from itemadapter import ItemAdapter
 from pyroaring import BitMap64
@@ -52,6 +51,7 @@ from scrapy import signals
 from scrapy.exporters import JsonLinesItemExporter
 from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, StdoutFeedStorage
 from scrapy.utils.asyncio import create_looping_call
+from w3lib.url import file_uri_to_path
 
 from idcrawl.core.lanes import Lane, Outcome
 from idcrawl.core.ranges import LaneRecord
@@ -390,29 +390,42 @@ def _readable_back(exporter: FeedExporter, slot: FeedSlot, *, batches: bool = Fa
     )
 
 
-def overwritten_feeds(crawler: Crawler) -> set[str]:
-    """Absolute paths of the local feed files this run overwrites (``-O``, ``overwrite: True``)."""
+def overwritten_feeds(crawler: Crawler) -> set[str] | None:
+    """Absolute paths of the local feed files this run overwrites (``-O``, ``overwrite: True``).
+
+    None when such a feed's path has ``%(...)s`` placeholders: which file it
+    overwrites is known only once the feed exporter renders it.
+    """
     # read from the FEEDS setting (where -O puts its feed), not from the feed exporter: the state is
     # loaded while components are built, before the crawler has its extensions
     paths: set[str] = set()
     for uri, options in crawler.settings.getdict("FEEDS").items():
         uri = str(uri)
-        if (options or {}).get("overwrite") and "://" not in uri.replace("file://", "", 1):
-            path = url2pathname(urlparse(uri).path) if uri.startswith("file:") else uri
-            paths.add(os.path.abspath(path))
+        if not (options or {}).get("overwrite") or urlparse(uri).scheme not in ("", "file"):
+            continue
+        if "%(" in uri:
+            return None
+        # as FileFeedStorage makes its path
+        paths.add(os.path.abspath(file_uri_to_path(uri) if uri.startswith("file:") else uri))
     return paths
 
 
-def recover_feed_tails(marks: FeedMarks | None, skip: Container[str] = ()) -> dict[str, BitMap64]:
+def recover_feed_tails(marks: FeedMarks | None, skip: Container[str] | None = ()) -> dict[str, BitMap64]:
     """Target -> ids of the items on complete lines past ``marks`` in their feed files.
 
     These ids were written to a feed by the run of ``marks`` after its last
     commit. A file that is gone or shorter than its mark (moved, rewritten),
     or in ``skip`` (this run overwrites it), is not read: its ids are fetched
-    again, as without feed marks.
+    again, as without feed marks. ``skip`` None (this run overwrites a feed
+    whose path is not known yet): no file is read.
     """
     found: dict[str, BitMap64] = defaultdict(BitMap64)
     if marks is None:
+        return found
+    if skip is None:
+        if any(offset >= 0 for offset in marks.offsets.values()):
+            logger.warning("idcrawl: this run overwrites a feed whose path has placeholders (-O): the items "
+                           "run %d wrote after its last commit are fetched again", marks.run_id)
         return found
     for path, offset in marks.offsets.items():
         if offset < 0:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from pyroaring import BitMap64
+from scrapy.settings import Settings
 
 from idcrawl.core.lanes import Outcome
-from idcrawl.recorder import recover_feed_tails
+from idcrawl.recorder import overwritten_feeds, recover_feed_tails
 from idcrawl.state import SqliteStateStore
 from idcrawl.state.base import FeedMarks
 
@@ -99,3 +101,20 @@ def test_a_feed_that_cannot_be_read_back_gives_nothing(tmp_path: Path) -> None:
     })
     assert not recover_feed_tails(marks)
     assert not recover_feed_tails(None)
+
+
+def test_the_feeds_a_run_overwrites_are_read_from_the_feeds_setting(tmp_path: Path) -> None:
+    def crawler(feeds: dict[str, dict[str, object]]) -> SimpleNamespace:
+        return SimpleNamespace(settings=Settings({"FEEDS": feeds}))
+
+    plain, uri = tmp_path / "a.jsonl", (tmp_path / "b.jsonl").as_uri()
+    feeds = {str(plain): {"overwrite": True}, uri: {"overwrite": True}, str(tmp_path / "c.jsonl"): {},
+             "s3://bucket/d.jsonl": {"overwrite": True}}
+    assert overwritten_feeds(crawler(feeds)) == {str(plain), str(tmp_path / "b.jsonl")}
+    # a path with placeholders: which file it overwrites is not known yet, so no feed is read back
+    templated = crawler({str(tmp_path / "items-%(name)s.jsonl"): {"overwrite": True}})
+    assert overwritten_feeds(templated) is None
+    feed = tmp_path / "items-idseq.jsonl"
+    feed.write_bytes(_line("t", 1))
+    assert not recover_feed_tails(FeedMarks(2, {str(feed): 0}), skip=overwritten_feeds(templated))
+    assert sorted(recover_feed_tails(FeedMarks(2, {str(feed): 0}))["t"]) == [1]
