@@ -22,7 +22,7 @@ from typing import Any
 from idcrawl.core.frontier import Frontier
 from idcrawl.core.talk import progress_lines
 from idcrawl.core.targets import parse_targets
-from idcrawl.extensions import shown_lanes, snapshot
+from idcrawl.extensions.progress import shown_lanes, snapshot
 
 
 def best(repeats: int, func: Callable[[], object]) -> float:

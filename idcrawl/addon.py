@@ -9,8 +9,8 @@ Everything is written at Scrapy's ``addon`` priority (15, below the project's
 settings file), and a component is only added when the project has not
 mentioned it in the same setting, so any single piece stays overridable:
 ``SCHEDULER = ...`` in the project replaces the scheduler,
-``EXTENSIONS = {"idcrawl.extensions.IdProgress": None}`` drops the progress
-lines, ``DOWNLOADER_MIDDLEWARES = {"idcrawl.middlewares.IdAttemptsMiddleware": 600}``
+``EXTENSIONS = {"idcrawl.extensions.progress.IdProgress": None}`` drops the progress
+lines, ``DOWNLOADER_MIDDLEWARES = {"idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddleware": 600}``
 moves a middleware. What it wires:
 
 ==========================  ==============================================================
@@ -18,14 +18,14 @@ moves a middleware. What it wires:
                             exactly Scrapy's for spiders that are not id crawls)
 ``DOWNLOADER_MIDDLEWARES``  ``IdAttemptsMiddleware`` at 549 (beside RetryMiddleware);
                             Scrapy's ``RobotsTxtMiddleware`` swapped for
-                            ``idcrawl.robots.IdRobotsTxtMiddleware`` at 100
+                            ``idcrawl.downloadermiddlewares.robotstxt.IdRobotsTxtMiddleware`` at 100
 ``EXTENSIONS``              ``IdProgress`` 500, ``IdPoliteness`` 100, ``IdLimits`` 200 (the
                             last two load only when their settings turn them on)
 ``DUPEFILTER_CLASS``        ``idcrawl.dupefilters.IdDupeFilter`` (follow-up pages; lane requests are
                             never filtered)
 ``ITEM_PIPELINES``          ``idcrawl.pipelines.ContentDuplicates`` at 100 (marks duplicates;
                             ``IDCRAWL_CONTENT_DUPLICATES = "off"`` turns it off)
-``IDCRAWL_PROFILE``         the profile it names is applied (see :mod:`idcrawl.profiles`)
+``IDCRAWL_PROFILE``         the profile it names is applied (see :mod:`idcrawl.settings_profiles`)
 ==========================  ==============================================================
 
 Not wired: ``COMMANDS_MODULE``. Scrapy resolves commands from the project's
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.settings import BaseSettings, get_settings_priority
 from scrapy.utils.misc import load_object
 
-from idcrawl.profiles import apply_profile
+from idcrawl.settings_profiles import apply_profile
 from idcrawl.validation import validate_settings
 
 if TYPE_CHECKING:
@@ -58,15 +58,15 @@ logger = logging.getLogger(__name__)
 ADDON_PRIORITY = "addon"
 
 SCHEDULER = "idcrawl.scheduler.IdScheduler"
-ATTEMPTS_MIDDLEWARE = "idcrawl.middlewares.IdAttemptsMiddleware"
+ATTEMPTS_MIDDLEWARE = "idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddleware"
 ATTEMPTS_ORDER = 549  # beside Scrapy's RetryMiddleware (550), which lane requests skip (dont_retry)
 SCRAPY_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
-ID_ROBOTS = "idcrawl.robots.IdRobotsTxtMiddleware"
+ID_ROBOTS = "idcrawl.downloadermiddlewares.robotstxt.IdRobotsTxtMiddleware"
 ROBOTS_ORDER = 100  # Scrapy's own position for robots.txt
 EXTENSIONS = {
-    "idcrawl.extensions.IdProgress": 500,
-    "idcrawl.politeness.IdPoliteness": 100,
-    "idcrawl.limits.IdLimits": 200,
+    "idcrawl.extensions.progress.IdProgress": 500,
+    "idcrawl.extensions.politeness.IdPoliteness": 100,
+    "idcrawl.extensions.limits.IdLimits": 200,
 }
 DUPEFILTER = "idcrawl.dupefilters.IdDupeFilter"
 CONTENT_PIPELINE = "idcrawl.pipelines.ContentDuplicates"

@@ -54,7 +54,7 @@ IDCRAWL_RETRY_JITTER = 0.1
 #: Longest wait, in seconds, that a ``Retry-After`` header may impose.
 IDCRAWL_RETRY_AFTER_MAX = 600.0
 
-# -- Politeness (idcrawl.politeness.IdPoliteness) ------------------------------------
+# -- Politeness (idcrawl.extensions.politeness.IdPoliteness) ------------------------------------
 # The gap between two requests to one host is at least max(the slot's own delay,
 # FACTOR x the duration of the last fetch from that host), the latter clamped to
 # [MIN_DELAY, MAX_DELAY]; one request at a time per host while it is on.
@@ -72,7 +72,7 @@ IDCRAWL_POLITENESS_MAX_DELAY = 30.0
 #: Shortest gap, in seconds, between two requests to one host (Heritrix: 3).
 IDCRAWL_POLITENESS_MIN_DELAY = 0.0
 
-# -- State (idcrawl.recorder.StateRecorder) -------------------------------------------
+# -- State (idcrawl.state.recorder.StateRecorder) -------------------------------------------
 
 #: Keep durable state (outcomes, lane cursors, run history) so that a job can
 #: resume (``-a resume=bound|holes|all``) and ``scrapy idplan`` can show it.
@@ -101,7 +101,7 @@ IDCRAWL_STATE_EMIT_ONCE = True
 #: ``scrapy idcoverage`` read the same file.
 IDCRAWL_STATE_PATH = None
 
-# -- Job limits (idcrawl.limits.IdLimits; seed 002, Table 3) --------------------------
+# -- Job limits (idcrawl.extensions.limits.IdLimits; seed 002, Table 3) --------------------------
 # Per domain crawl (a download slot: a host by default) and per job. 0 = off, the
 # default: with every rule off the extension is not loaded. Durations (TDL, TAC)
 # accept 15m, 900s or 900 (seconds).
@@ -136,7 +136,7 @@ IDCRAWL_INCIDENT_LOG = None
 #: add "errors" to also log unhandled spider errors as incidents.
 IDCRAWL_INCIDENT_RULES = ["TTmax", "TDL", "TAC"]
 
-# -- Profiles (idcrawl.profiles) ------------------------------------------------------
+# -- Profiles (idcrawl.settings_profiles) ------------------------------------------------------
 
 #: Name of a settings profile in ``settings_profiles/`` (e.g. ``survey``) applied
 #: above the project settings and below explicit ``-s`` settings. None = no profile.
@@ -145,10 +145,10 @@ IDCRAWL_PROFILE = None
 #: An extra folder of ``NAME.toml`` profiles, searched before the project's own.
 IDCRAWL_PROFILES_DIR = None
 
-# -- Monitoring (idcrawl.monitors; the optional extra idcrawl[monitoring]) ------------
+# -- Monitoring (idcrawl.spidermon.monitors; the optional extra idcrawl[monitoring]) ------------
 
 #: Run idcrawl's Spidermon suite when the spider closes: adds Spidermon's
-#: extension and idcrawl.monitors.IdCrawlMonitorSuite to SPIDERMON_SPIDER_CLOSE_MONITORS.
+#: extension and idcrawl.spidermon.monitors.IdCrawlMonitorSuite to SPIDERMON_SPIDER_CLOSE_MONITORS.
 IDCRAWL_SPIDERMON = False
 
 #: The failed_ratio check: failed ids per decided id (found, missing, failed, disallowed).

@@ -24,8 +24,8 @@ from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs
 from idcrawl.core.talk import resume_text
 from idcrawl.core.targets import Target
 from idcrawl.errors import BadInputError
-from idcrawl.recorder import StateRecorder, overwritten_feeds, recover_feed_tails
 from idcrawl.state.base import StateStore
+from idcrawl.state.recorder import StateRecorder, overwritten_feeds, recover_feed_tails
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -55,7 +55,7 @@ def _rebind(payload: Payload | None, lane_key: str, id_: int) -> Payload:
 
 
 class Limiter(Protocol):
-    """What the scheduler and the runtime ask of the job limits (``idcrawl.limits.IdLimits``)."""
+    """What the scheduler and the runtime ask of the job limits (``idcrawl.extensions.limits.IdLimits``)."""
 
     def admit(self, slot: str) -> bool:
         """May the download slot take a lane request now (it has free concurrency)?"""

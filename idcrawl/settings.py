@@ -15,7 +15,7 @@ COMMANDS_MODULE = "idcrawl.commands"  # scrapy idplan, scrapy idcoverage
 ADDONS = {"idcrawl.addon.IdCrawl": 0}
 
 # Scrapy's default is DEBUG (a line per request and item); at INFO an id crawl logs its plan,
-# progress and summary (idcrawl.extensions.IdProgress). -L DEBUG or -s LOG_LEVEL=DEBUG for more.
+# progress and summary (idcrawl.extensions.progress.IdProgress). -L DEBUG or -s LOG_LEVEL=DEBUG for more.
 LOG_LEVEL = "INFO"
 ROBOTSTXT_OBEY = True
 USER_AGENT = "idcrawl (+https://github.com/idcrawl/idcrawl)"

@@ -22,8 +22,8 @@ from idcrawl.addon import (
     IdCrawl,
     setdefault_component,
 )
-from idcrawl.extensions import IdProgress
-from idcrawl.middlewares import IdAttemptsMiddleware
+from idcrawl.downloadermiddlewares.attempts import IdAttemptsMiddleware
+from idcrawl.extensions.progress import IdProgress
 from idcrawl.scheduler import IdScheduler
 from idcrawl.spiders.idseq import IdSeqSpider
 from tests.conftest import GapModel
@@ -79,8 +79,8 @@ def test_a_project_overrides_any_single_piece() -> None:
     assert middlewares[ATTEMPTS_MIDDLEWARE] == 600
     assert middlewares[ID_ROBOTS] == 100
     extensions = components(settings, "EXTENSIONS")
-    assert extensions[IdProgress] is None and "idcrawl.extensions.IdProgress" not in extensions
-    assert extensions["idcrawl.limits.IdLimits"] == 200
+    assert extensions[IdProgress] is None and "idcrawl.extensions.progress.IdProgress" not in extensions
+    assert extensions["idcrawl.extensions.limits.IdLimits"] == 200
 
 
 def test_a_project_that_lists_either_robots_middleware_decides_for_both() -> None:
@@ -110,7 +110,7 @@ def test_the_idseq_spider_works_without_the_addon() -> None:
     IdSeqSpider.update_settings(settings)
     assert settings["SCHEDULER"] == SCHEDULER
     assert components(settings, "DOWNLOADER_MIDDLEWARES") == {ATTEMPTS_MIDDLEWARE: 549}
-    assert "idcrawl.profiles.JobProfile" in settings.getdict("ADDONS")
+    assert "idcrawl.settings_profiles.JobProfile" in settings.getdict("ADDONS")
 
 
 def test_the_idseq_spider_replaces_another_scheduler_but_keeps_a_subclass() -> None:
@@ -163,7 +163,7 @@ def test_a_fresh_startproject_project_with_one_addons_line_runs_an_id_crawl(make
     assert sorted(item["id"] for item in items) == [i for i in range(100, 161) if i not in gaps]
     assert all(item["title"] and item["checksum"] for item in items)
     assert "idcrawl.addon.IdCrawl" in result.stderr  # "Enabled addons"
-    assert "idcrawl.extensions.IdProgress" in result.stderr  # "Enabled extensions": wired by the add-on
+    assert "idcrawl.extensions.progress.IdProgress" in result.stderr  # "Enabled extensions": wired by the add-on
     assert "idcrawl.pipelines.ContentDuplicates" in result.stderr  # "Enabled item pipelines"
     assert "'DUPEFILTER_CLASS': 'idcrawl.dupefilters.IdDupeFilter'" in result.stderr  # "Overridden settings"
     assert not any("duplicate_of" in item for item in items)  # every notice page differs

@@ -62,7 +62,7 @@ def test_a_crawl_at_default_settings_logs_its_plan_progress_and_a_summary_per_ta
     assert lines, result.stderr[-3000:]
     assert [m for _, _, level, m in lines if level == "DEBUG"] == []  # INFO is the project's level
 
-    talk = [(at, m) for at, name, _, m in lines if name == "idcrawl.extensions"]
+    talk = [(at, m) for at, name, _, m in lines if name == "idcrawl.extensions.progress"]
     messages = [m for _, m in talk]
     state = (tmp_path / ".scrapy" / "idcrawl" / "idseq.sqlite").resolve()
     assert messages[0] == f"plan: 2 targets, 2 lanes; state {state}"
@@ -100,7 +100,7 @@ def test_a_resumed_run_says_what_it_takes_from_the_state(make_site, tmp_path: Pa
     found = len(first.items)
     again = run_crawl(tmp_path, {**args, "resume": "bound"}, project_defaults=PROJECT)
     assert again.returncode == 0, again.stderr[-3000:]
-    messages = [m for _, name, _, m in log_lines(again.stderr) if name == "idcrawl.extensions"]
+    messages = [m for _, name, _, m in log_lines(again.stderr) if name == "idcrawl.extensions.progress"]
     state = (tmp_path / ".scrapy" / "idcrawl" / "idseq.sqlite").resolve()
     assert messages[0] == f"plan: 1 target, 1 lane, 1 resumed; state {state}"
     # the lane goes on just after the last found id (1179): new ids may have appeared at the tail
@@ -132,7 +132,7 @@ def test_a_distributed_worker_logs_the_same_lines_with_its_own_counts(
                 "IDCRAWL_REDIS_POLL_INTERVAL": 0.1}
     result = run_crawl(tmp_path, args, settings, project_defaults=PROJECT)
     assert result.returncode == 0, result.stderr[-3000:]
-    messages = [m for _, name, _, m in log_lines(result.stderr) if name == "idcrawl.extensions"]
+    messages = [m for _, name, _, m in log_lines(result.stderr) if name == "idcrawl.extensions.progress"]
     assert re.fullmatch(r"plan: 1 target, 1 lane; state in Redis job '.*talk.*' \(worker .+\)", messages[0])
     assert messages[1] == f"plan up: {site.url()}, margin 4: asc 1150 -> no max"
     found, cut = lane_truth(site.model.exists, 1150, 1, None, 4)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from idcrawl.distributed.dupefilter import RedisBloomSeen
+from idcrawl.distributed.dupefilters import RedisBloomSeen
 from tests.conftest import GapModel
 from tests.support.crawl import run_crawl
 from tests.test_distributed_crawl import worker_settings
@@ -44,7 +44,7 @@ def test_a_detail_page_one_worker_fetched_is_not_fetched_by_another(
     make_site, redis_server, tmp_path: Path, dupefilter: str
 ) -> None:
     site = make_site(GapModel(0, 10_000, set()))
-    settings = worker_settings(redis_server, job="df", DUPEFILTER_CLASS=f"idcrawl.distributed.dupefilter.{dupefilter}",
+    settings = worker_settings(redis_server, job="df", DUPEFILTER_CLASS=f"idcrawl.distributed.dupefilters.{dupefilter}",
                                CONCURRENT_REQUESTS=1)
     first = run_crawl(tmp_path, {"url": site.url(), "start": 0, "max": 19, "margin": 0, "name": "a"}, settings,
                       runspider=SPIDER)

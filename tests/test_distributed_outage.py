@@ -13,7 +13,7 @@ import pytest
 from lxml import etree
 
 from idcrawl.core.lanes import Outcome
-from idcrawl.incidents import Incident, IncidentLog, schema
+from idcrawl.extensions.incidents import Incident, IncidentLog, schema
 from tests.support.redis_server import RedisServer, in_ci, redis_server_missing
 from tests.test_distributed_frontier import frontier, target
 
@@ -93,7 +93,7 @@ def test_the_bloom_dupefilter_lets_requests_through_during_an_outage_and_remembe
     from scrapy.settings import Settings
 
     from idcrawl.distributed.connection import connect
-    from idcrawl.distributed.dupefilter import RedisBloomSeen
+    from idcrawl.distributed.dupefilters import RedisBloomSeen
 
     seen = RedisBloomSeen(connect(Settings({"REDIS_URL": durable_redis.url})), "t:{job}:", 0.001, 10_000)
     assert seen.add(b"a" * 20) is False
@@ -112,7 +112,7 @@ def test_the_exact_dupefilter_lets_requests_through_during_an_outage_and_remembe
     from scrapy import Request
     from scrapy.utils.test import get_crawler
 
-    from idcrawl.distributed.dupefilter import RedisRFPDupeFilter
+    from idcrawl.distributed.dupefilters import RedisRFPDupeFilter
 
     crawler = get_crawler(settings_dict={"REDIS_URL": durable_redis.url})
     df = RedisRFPDupeFilter.from_crawler(crawler)

@@ -12,9 +12,9 @@ from pyroaring import BitMap64
 from scrapy.settings import Settings
 
 from idcrawl.core.lanes import Outcome
-from idcrawl.recorder import overwritten_feeds, recover_feed_tails
 from idcrawl.state import SqliteStateStore
 from idcrawl.state.base import FeedMarks
+from idcrawl.state.recorder import overwritten_feeds, recover_feed_tails
 
 
 def _line(target: str, id_: int) -> bytes:

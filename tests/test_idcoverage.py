@@ -13,8 +13,7 @@ import pytest
 from lxml import etree, html
 from pyroaring import BitMap64
 
-from idcrawl.core.ranges import LaneRecord
-from idcrawl.coverage import (
+from idcrawl.commands.coverage import (
     COLOURS,
     OUTSIDE,
     coverage_svg,
@@ -23,7 +22,8 @@ from idcrawl.coverage import (
     svg_document,
     target_axis,
 )
-from idcrawl.report import collect, target_view
+from idcrawl.commands.report import collect, target_view
+from idcrawl.core.ranges import LaneRecord
 from idcrawl.state import SqliteStateStore, TargetState
 from tests.support.states import (
     DISALLOWED,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from lxml import etree
 
-from idcrawl.incidents import schema
+from idcrawl.extensions.incidents import schema
 from tests.conftest import GapModel
 from tests.support.crawl import REPO, run_crawl
 from tests.support.reference import lane_truth

@@ -14,9 +14,7 @@ import pytest
 from pyroaring import BitMap64
 from rich.console import Console
 
-from idcrawl.core.ranges import LaneRecord, runs
-from idcrawl.core.targets import parse_job
-from idcrawl.report import (
+from idcrawl.commands.report import (
     UNKNOWN_TARGETS,
     ReportError,
     collect,
@@ -27,6 +25,8 @@ from idcrawl.report import (
     summarize,
     target_view,
 )
+from idcrawl.core.ranges import LaneRecord, runs
+from idcrawl.core.targets import parse_job
 from idcrawl.state import SqliteStateStore, TargetState
 from idcrawl.state.base import RunRecord
 from idcrawl.state.location import state_path

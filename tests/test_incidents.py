@@ -14,7 +14,7 @@ import pytest
 from lxml import etree
 
 from idcrawl.core.limits import DomainLimits, Limits
-from idcrawl.incidents import SCHEMA_PATH, Incident, IncidentLog, IncidentLogError, schema
+from idcrawl.extensions.incidents import SCHEMA_PATH, Incident, IncidentLog, IncidentLogError, schema
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -171,7 +171,7 @@ def test_a_disk_error_is_a_clear_error_and_keeps_the_file(tmp_path: Path, monkey
 WRITER = """
 import sys
 from datetime import UTC, datetime
-from idcrawl.incidents import Incident, IncidentLog
+from idcrawl.extensions.incidents import Incident, IncidentLog
 log = IncidentLog(sys.argv[1])
 print("ready", flush=True)
 for i in range(100000):
@@ -201,7 +201,7 @@ def test_a_writer_killed_while_writing_leaves_a_valid_file(tmp_path: Path, delay
 PAUSING_WRITER = """
 import os, sys, time
 from datetime import UTC, datetime
-from idcrawl.incidents import Incident, IncidentLog
+from idcrawl.extensions.incidents import Incident, IncidentLog
 log = IncidentLog(sys.argv[1])
 for i in range(3):
     log.append(Incident.error(f"d{i}.example", "done", time=datetime.now(UTC), counters={"i": i}))

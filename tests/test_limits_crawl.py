@@ -1,4 +1,4 @@
-"""Job limits (idcrawl.limits.IdLimits) in real ``scrapy crawl`` runs: one domain stops, the other goes on."""
+"""Job limits (idcrawl.extensions.limits.IdLimits) in real ``scrapy crawl`` runs: one domain stops, the other goes on."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from lxml import etree
 from idcrawl import settings as project_settings
 from idcrawl.addon import EXTENSIONS as ADDON_EXTENSIONS
 from idcrawl.demo.site import Reply
-from idcrawl.incidents import schema
+from idcrawl.extensions.incidents import schema
 from tests.conftest import GapModel
 from tests.support.crawl import CrawlResult, run_crawl
 
 STOPPED, OTHER = "127.0.0.1", "localhost"
-EXTENSIONS = {"tests.support.statsdump.StatsDump": 0, "idcrawl.limits.IdLimits": 200}
+EXTENSIONS = {"tests.support.statsdump.StatsDump": 0, "idcrawl.extensions.limits.IdLimits": 200}
 
 
 class SlowModel(GapModel):
@@ -78,7 +78,7 @@ def incidents(tmp_path: Path) -> list[etree._Element]:
 def test_limits_extension_is_wired_in_the_project_settings() -> None:
     # through the idcrawl add-on, which the project's settings enable
     assert "idcrawl.addon.IdCrawl" in project_settings.ADDONS
-    assert "idcrawl.limits.IdLimits" in ADDON_EXTENSIONS
+    assert "idcrawl.extensions.limits.IdLimits" in ADDON_EXTENSIONS
 
 
 def test_plmax_stops_one_domain_while_the_other_finishes(make_site, tmp_path: Path) -> None:

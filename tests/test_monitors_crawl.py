@@ -8,8 +8,8 @@ from typing import ClassVar
 from scrapy.settings import Settings
 
 from idcrawl.demo.site import Reply
-from idcrawl.monitoring import EXTENSION, SUITE, Monitoring
-from idcrawl.monitors import IdCrawlMonitorSuite
+from idcrawl.spidermon.addon import EXTENSION, SUITE, Monitoring
+from idcrawl.spidermon.monitors import IdCrawlMonitorSuite
 from tests.conftest import GapModel
 from tests.support.crawl import run_crawl
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from idcrawl.profiles import known_profiles
+from idcrawl.settings_profiles import known_profiles
 from tests.support.crawl import REPO
 
 BIN = Path(sys.executable).parent
@@ -52,7 +52,7 @@ def test_the_egg_scrapyd_deploy_builds_holds_the_profiles_and_loads_them_zipped(
     assert {"default", "polite", "fast", "survey", "distributed"} <= {
         Path(n).stem for n in names if n.startswith("idcrawl/settings_profiles/") and n.endswith(".toml")}
     # scrapyd imports the project from the egg file itself (zipimport): so do we
-    probe = ("import json, idcrawl.profiles as p; "
+    probe = ("import json, idcrawl.settings_profiles as p; "
              "print(json.dumps([p.__file__, p.known_profiles(), p.load_profile('survey')['IDCRAWL_LIMIT_IMAX']]))")
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={"PYTHONPATH": str(egg)},
                             capture_output=True, text=True, timeout=60, check=False)

@@ -14,7 +14,7 @@ from idcrawl.demo.site import Reply
 from tests.conftest import GapModel
 from tests.support.crawl import run_crawl
 
-EXTENSIONS = {"tests.support.statsdump.StatsDump": 0, "idcrawl.politeness.IdPoliteness": 100}
+EXTENSIONS = {"tests.support.statsdump.StatsDump": 0, "idcrawl.extensions.politeness.IdPoliteness": 100}
 
 # -- the rule -------------------------------------------------------------------------
 

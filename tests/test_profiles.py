@@ -18,7 +18,7 @@ from idcrawl import default_settings
 from idcrawl.core.limits import SURVEY_TABLE_3, Limits
 from idcrawl.core.targets import TargetError, parse_job
 from idcrawl.errors import BadInputError
-from idcrawl.profiles import PROFILE_PRIORITY, apply_job_profile, apply_profile, known_profiles, load_profile
+from idcrawl.settings_profiles import PROFILE_PRIORITY, apply_job_profile, apply_profile, known_profiles, load_profile
 from idcrawl.spiders.idseq import IdSeqSpider
 from tests.conftest import GapModel
 from tests.support.crawl import REPO, run_crawl
@@ -138,7 +138,7 @@ def test_an_unknown_idcrawl_setting_in_a_profile_warns_and_other_settings_pass(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     (tmp_path / "odd.toml").write_text('IDCRAWL_MARGN = 3  # typo\nSOME_ADDON_SETTING = "x"  # not ours\n')
-    with caplog.at_level(logging.WARNING, logger="idcrawl.profiles"):
+    with caplog.at_level(logging.WARNING, logger="idcrawl.settings_profiles"):
         settings = applied({"IDCRAWL_PROFILE": "odd", "IDCRAWL_PROFILES_DIR": str(tmp_path)})
     assert settings["SOME_ADDON_SETTING"] == "x"
     assert "IDCRAWL_MARGN, which this version of idcrawl does not know" in caplog.text
@@ -205,8 +205,8 @@ TELNETCONSOLE_ENABLED = False
 PREC_PROJECT = "project"
 PREC_PROFILE = "project"
 PREC_CMDLINE = "project"
-DOWNLOADER_MIDDLEWARES = {"idcrawl.middlewares.IdAttemptsMiddleware": 600}
-EXTENSIONS = {"idcrawl.extensions.IdProgress": None}
+DOWNLOADER_MIDDLEWARES = {"idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddleware": 600}
+EXTENSIONS = {"idcrawl.extensions.progress.IdProgress": None}
 """
 
 PRECEDENCE_PROFILE = """\
@@ -240,11 +240,11 @@ def test_precedence_defaults_addon_project_spider_profile_cmdline(tmp_path: Path
     assert value["SCHEDULER"] == "idcrawl.scheduler.IdScheduler"  # add-on > Scrapy default
     assert dump["SCHEDULER"]["priority"] == 15
     middlewares = value["DOWNLOADER_MIDDLEWARES"]
-    assert middlewares["idcrawl.middlewares.IdAttemptsMiddleware"] == 600  # project > add-on, one piece
-    assert middlewares["idcrawl.robots.IdRobotsTxtMiddleware"] == 100  # the add-on's other pieces stay
+    assert middlewares["idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddleware"] == 600  # project > add-on, one piece
+    assert middlewares["idcrawl.downloadermiddlewares.robotstxt.IdRobotsTxtMiddleware"] == 100  # the add-on's other pieces stay
     assert middlewares["scrapy.downloadermiddlewares.useragent.UserAgentMiddleware"] == 401  # profile table merged
-    assert value["EXTENSIONS"]["idcrawl.extensions.IdProgress"] is None  # project > add-on
-    assert value["EXTENSIONS"]["idcrawl.limits.IdLimits"] == 200
+    assert value["EXTENSIONS"]["idcrawl.extensions.progress.IdProgress"] is None  # project > add-on
+    assert value["EXTENSIONS"]["idcrawl.extensions.limits.IdLimits"] == 200
     assert value["PREC_PROJECT"] == "project"
     assert value["PREC_PROFILE"] == "profile"  # profile > project settings file
     assert value["PREC_SPIDER"] == "spider"

@@ -26,7 +26,7 @@ from idcrawl.core.talk import (
     summary_lines,
 )
 from idcrawl.core.targets import parse_targets
-from idcrawl.extensions import shown_lanes, snapshot
+from idcrawl.extensions.progress import shown_lanes, snapshot
 
 URL = "https://gazette.example/notice/{id}"
 

@@ -100,7 +100,7 @@ def test_the_package_builds_an_sdist_and_a_wheel_with_the_profiles_inside(tmp_pa
     names = set(zipfile.ZipFile(wheel).namelist())
     profiles = sorted(p.name for p in (REPO / "idcrawl" / "settings_profiles").glob("*.toml"))
     assert profiles and {f"idcrawl/settings_profiles/{name}" for name in profiles} <= names
-    assert {"idcrawl/schemas/incidents.xsd", "idcrawl/py.typed", "idcrawl/monitors.py"} <= names
+    assert {"idcrawl/schemas/incidents.xsd", "idcrawl/py.typed", "idcrawl/spidermon/monitors.py"} <= names
     (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     assert "settings = idcrawl.settings" in zipfile.ZipFile(wheel).read(entry_points).decode()
     with tarfile.open(sdist) as tar:

@@ -13,8 +13,8 @@ from typing import Any
 from scrapy.commands import ScrapyHelpFormatter
 from scrapy.exceptions import UsageError
 
+from idcrawl.commands.report import ReportError, TargetView, collect
 from idcrawl.core.targets import TargetError, parse_job
-from idcrawl.report import ReportError, TargetView, collect
 from idcrawl.state.base import StateError
 from idcrawl.state.location import state_path
 from idcrawl.state.sqlite import SqliteStateStore

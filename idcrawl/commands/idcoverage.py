@@ -10,7 +10,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, load_views, resolve_state
-from idcrawl.coverage import MODES, html_document, svg_document
+from idcrawl.commands.coverage import MODES, html_document, svg_document
 
 FORMATS = {".svg": "svg", ".html": "html", ".htm": "html"}
 

@@ -12,7 +12,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, load_views, resolve_state
-from idcrawl.report import plan_document, render_plan
+from idcrawl.commands.report import plan_document, render_plan
 
 
 class Command(ScrapyCommand):

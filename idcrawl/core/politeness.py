@@ -11,7 +11,7 @@ fetch from that host took, so a host that slows down is asked less often.
 delay is never shortened, not even by ``max_delay``, which only caps what a
 slow fetch can impose.
 
-Pure functions with no Scrapy imports; :mod:`idcrawl.politeness` applies them
+Pure functions with no Scrapy imports; :mod:`idcrawl.extensions.politeness` applies them
 to Scrapy's download slots.
 """
 

@@ -1,7 +1,7 @@
 """What a crawl tells people at INFO: its plan, its progress, its summary.
 
 Pure formatting from plain numbers (no Scrapy, no frontier): the
-``IdProgress`` extension (:mod:`idcrawl.extensions`) copies what it needs
+``IdProgress`` extension (:mod:`idcrawl.extensions.progress`) copies what it needs
 into :class:`LaneInfo` / :class:`TargetInfo` and logs the lines these
 functions return. Three kinds of lines, each starting with its kind:
 

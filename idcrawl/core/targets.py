@@ -547,7 +547,7 @@ def parse_job(
     if unknown:
         raise TargetError(unknown[0], data[unknown[0]], "unknown top-level key (known: defaults, profile, targets)",
                           where=where)
-    _job_profile(data, where)  # applied as a settings profile by the Scrapy shell (idcrawl.profiles)
+    _job_profile(data, where)  # applied as a settings profile by the Scrapy shell (idcrawl.settings_profiles)
     file_defaults = data.get("defaults", {})
     if not isinstance(file_defaults, dict):
         raise TargetError("defaults", file_defaults, "must be a table", where=where)

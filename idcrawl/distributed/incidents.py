@@ -5,7 +5,7 @@ the file is rewritten whole on each append so that it is valid at every
 moment). So a worker's incident log is :class:`RedisIncidentLog`: ``append``
 pushes the incident (pickled plain data) onto the job's ``incidents`` list.
 ``scrapy idjob incidents -o FILE`` drains it into one
-:class:`idcrawl.incidents.IncidentLog`, in the order the workers pushed them:
+:class:`idcrawl.extensions.incidents.IncidentLog`, in the order the workers pushed them:
 each incident is appended to the file (which is valid after every append)
 before it is removed from the list, so a drain that is killed midway repeats
 at most one incident next time and loses none.
@@ -20,7 +20,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from idcrawl.incidents import Incident, IncidentLog
+from idcrawl.extensions.incidents import Incident, IncidentLog
 
 __all__ = ["RedisIncidentLog", "drain_incidents", "incident_log"]
 

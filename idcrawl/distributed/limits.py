@@ -1,6 +1,6 @@
 """Job limits shared by the workers of a distributed job.
 
-:class:`idcrawl.limits.IdLimits` keeps one tracker per domain (download
+:class:`idcrawl.extensions.limits.IdLimits` keeps one tracker per domain (download
 slot) and one for the job. In a distributed job those trackers are
 :class:`SharedDomainLimits` / :class:`SharedJobLimits`: their counters
 (iterations, page loads, targets, found) are the *fleet's* totals, kept in the

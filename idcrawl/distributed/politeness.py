@@ -1,7 +1,7 @@
 """``FleetPoliteness``: a host's gap holds for all workers of a job together.
 
 A download slot's delay (``DOWNLOAD_DELAY``, a ``DOWNLOAD_SLOTS`` entry, or
-the gap :class:`idcrawl.politeness.IdPoliteness` derived from fetch times)
+the gap :class:`idcrawl.extensions.politeness.IdPoliteness` derived from fetch times)
 spaces the requests of *one* process. With N workers on one host that would
 be N requests per gap. This downloader middleware, the last before the
 download handler (order 950: after robots.txt, which may hold a request for a

@@ -49,8 +49,8 @@ from idcrawl.distributed.codec import decode_outputs, encode_outputs
 from idcrawl.distributed.connection import connect, describe, job_prefix, worker_id
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict, check_distributed
 from idcrawl.errors import BadInputError
-from idcrawl.recorder import UnwrittenItems, flush_feeds
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload, _counts_of
+from idcrawl.state.recorder import UnwrittenItems, flush_feeds
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Sequence

@@ -1,7 +1,225 @@
-"""The settings profiles shipped with idcrawl, one ``NAME.toml`` file each.
+"""Settings profiles: named sets of settings a job picks with ``IDCRAWL_PROFILE``.
 
-A package (not a top-level folder) so that the files travel inside every
-build: wheels, sdists and the eggs that ``scrapyd-deploy`` and ``shub deploy``
-upload. :mod:`idcrawl.profiles` reads them with :mod:`importlib.resources`, so
-they load from a zipped egg too.
+A profile is a small TOML file, one ``NAME = value`` per setting with a
+comment each. idcrawl's own profiles (``default``, ``polite``, ``fast``,
+``survey``, ``distributed``) are package data in ``idcrawl/settings_profiles/``
+and are read with :mod:`importlib.resources`, so they load the same from a
+source checkout, a wheel, or the zipped egg that ``scrapyd-deploy`` uploads.
+``IDCRAWL_PROFILES_DIR`` names an extra folder of ``NAME.toml`` files,
+searched first (a profile there shadows a packaged one of the same name).
+
+Precedence (lowest first)::
+
+    Scrapy defaults < idcrawl add-on < project settings file < spider custom_settings
+        < profile (PROFILE_PRIORITY) < -s on the command line (cmdline)
+
+A profile is applied at :data:`PROFILE_PRIORITY` (35, between Scrapy's
+``spider`` and ``cmdline`` priorities), so the result does not depend on the
+order in which Scrapy's hooks run: a profile beats the project's settings
+file (a job's choice beats the project's standing defaults, and idcrawl's own
+settings file sets concurrency that would otherwise silently defeat ``polite``
+or ``fast``), and an explicit ``-s`` (also scrapyd's ``setting=`` and
+``shub schedule -s``) always wins. A TOML table (``[EXTENSIONS]``, say) is
+merged key by key into the setting instead of replacing it.
+
+Where a profile is applied:
+
+* ``IdSeqSpider.update_settings`` applies ``IDCRAWL_PROFILE`` for every id
+  crawl, add-on or not, before the spider is created (so the spider sees the
+  profile's target defaults and state settings); the add-on
+  (:class:`idcrawl.addon.IdCrawl`) applies it again for any spider, which
+  changes nothing when it is already applied.
+* ``profile = "NAME"`` at the top of a job file (``-a job=``): spider
+  arguments are not available to ``update_settings`` (a classmethod called
+  before the spider exists), so :class:`JobProfile`, a tiny add-on that the
+  idseq spider registers, applies it after the spider is created and before
+  Scrapy freezes the settings (Scrapy 2.19 creates the spider first, then runs
+  the add-ons, then freezes). It counts as ``IDCRAWL_PROFILE`` at ``spider``
+  priority: ``-s IDCRAWL_PROFILE`` beats it. Settings the spider has already
+  read by then (:func:`read_at_spider_creation`: target defaults, the state
+  location and backend) cannot come from a job file's profile; such a profile
+  is refused with one line that says to pick it with ``-s`` instead.
 """
+
+from __future__ import annotations
+
+import logging
+import tomllib
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+
+from idcrawl import default_settings
+from idcrawl.core.targets import TargetError, read_job_profile
+from idcrawl.errors import BadInputError
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = [
+    "PACKAGE",
+    "PROFILE_PRIORITY",
+    "JobProfile",
+    "apply_job_profile",
+    "apply_profile",
+    "known_profiles",
+    "load_profile",
+    "profile_sources",
+    "read_at_spider_creation",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The package whose ``*.toml`` files are idcrawl's own profiles.
+PACKAGE = "idcrawl.settings_profiles"
+
+#: Between ``spider`` (30: custom_settings) and ``cmdline`` (40: ``-s``).
+PROFILE_PRIORITY = SETTINGS_PRIORITIES["spider"] + 5
+
+#: Settings a profile must not set: they choose profiles.
+_NOT_IN_A_PROFILE = frozenset({"IDCRAWL_PROFILE", "IDCRAWL_PROFILES_DIR"})
+
+#: Settings the idseq spider reads when it is created (target defaults, state
+#: location and backend, Redis), before a job file's profile can be applied.
+_SPIDER_CREATION_NAMES = frozenset({"JOBDIR", "IDCRAWL_MARGIN", "IDCRAWL_MARGIN_COUNTS_FAILED", "IDCRAWL_WINDOW",
+                                    "IDCRAWL_MISSING_STATUSES", "IDCRAWL_STATE", "IDCRAWL_DISTRIBUTED"})
+#: ... and every setting that starts with one of these (a trailing "_" marks a prefix, not a setting)
+_SPIDER_CREATION_PREFIXES = ("IDCRAWL_STATE_", "IDCRAWL_REDIS_", "REDIS_")
+
+
+def read_at_spider_creation(name: str) -> bool:
+    """Whether the idseq spider reads setting ``name`` when it is created (before a job file's profile)."""
+    return name in _SPIDER_CREATION_NAMES or name.startswith(_SPIDER_CREATION_PREFIXES)
+
+
+def profile_sources(settings: BaseSettings | None = None) -> dict[str, Traversable]:
+    """Every known profile name and its file: ``IDCRAWL_PROFILES_DIR`` first, then the packaged ones."""
+    sources: dict[str, Traversable] = {}
+    folders: list[Traversable] = []
+    extra = settings.get("IDCRAWL_PROFILES_DIR") if settings is not None else None
+    if extra:
+        folders.append(Path(extra))
+    folders.append(resources.files(PACKAGE))
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for entry in folder.iterdir():
+            if entry.name.endswith(".toml") and entry.is_file():
+                sources.setdefault(entry.name.removesuffix(".toml"), entry)
+    return sources
+
+
+def known_profiles(settings: BaseSettings | None = None) -> list[str]:
+    return sorted(profile_sources(settings))
+
+
+def load_profile(name: str, settings: BaseSettings | None = None) -> dict[str, Any]:
+    """The settings of profile ``name``; one-line :class:`BadInputError` if unknown or broken."""
+    sources = profile_sources(settings)
+    source = sources.get(name)  # looked up by name: a value never becomes a path
+    if source is None:
+        known = ", ".join(sorted(sources)) or "none"
+        raise BadInputError(f"IDCRAWL_PROFILE={name!r}: unknown profile (known: {known})")
+    try:
+        values = tomllib.loads(source.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"IDCRAWL_PROFILE={name!r}: {source} is not valid TOML ({exc})") from None
+    forbidden = sorted(set(values) & _NOT_IN_A_PROFILE)
+    if forbidden:
+        raise BadInputError(f"IDCRAWL_PROFILE={name!r}: {source} sets {forbidden[0]}; a profile cannot pick profiles")
+    # Scrapy settings and other add-ons' settings pass as they are; only idcrawl's own names are checked
+    unknown = sorted(k for k in values if k.startswith("IDCRAWL_") and not hasattr(default_settings, k))
+    for key in unknown:
+        logger.warning("idcrawl: profile %r sets %s, which this version of idcrawl does not know: it has no effect",
+                       name, key)
+    return values
+
+
+def _apply_values(settings: BaseSettings, values: dict[str, Any]) -> None:
+    for key, value in values.items():
+        current = settings.get(key)
+        if isinstance(value, dict) and isinstance(current, BaseSettings):
+            current.update(value, priority=PROFILE_PRIORITY)  # a table adds to a component dict, key by key
+            if (settings.getpriority(key) or 0) < PROFILE_PRIORITY:
+                # so that scrapy crawl's second merge of the process settings does not replace the dict
+                settings.set(key, current, priority=PROFILE_PRIORITY)
+        else:
+            settings.set(key, value, priority=PROFILE_PRIORITY)
+
+
+def apply_profile(settings: BaseSettings) -> str | None:
+    """Apply the profile ``IDCRAWL_PROFILE`` names, if any; returns its name.
+
+    Idempotent: the same profile applied again sets the same values at the same priority.
+    """
+    name = settings.get("IDCRAWL_PROFILE")
+    if not name:
+        return None
+    _apply_values(settings, load_profile(str(name), settings))
+    return str(name)
+
+
+def apply_job_profile(settings: BaseSettings, job_path: str | None) -> str | None:
+    """Apply the ``profile`` key of a job file, if it has one; returns the profile applied by it.
+
+    The job's profile counts as ``IDCRAWL_PROFILE`` at ``spider`` priority: ``-s IDCRAWL_PROFILE``
+    beats it; a different profile from the project's settings, already applied, is a conflict.
+    """
+    if not job_path:
+        return None
+    try:
+        name = read_job_profile(job_path)
+    except TargetError as exc:
+        raise BadInputError(f"bad input: {exc}") from None
+    if name is None:
+        return None
+    where = f"job file {job_path!r}: profile={name!r}"
+    current = settings.get("IDCRAWL_PROFILE")
+    if current == name:
+        return None  # already applied from the settings
+    if current and (settings.getpriority("IDCRAWL_PROFILE") or 0) >= SETTINGS_PRIORITIES["cmdline"]:
+        logger.info("idcrawl: %s is overridden by -s IDCRAWL_PROFILE=%s", where, current)
+        return None
+    if current:
+        raise BadInputError(
+            f"{where}: the settings already applied IDCRAWL_PROFILE={current!r}; "
+            f"remove one, or pick it with -s IDCRAWL_PROFILE={name}"
+        )
+    values = load_profile(name, settings)
+    early = sorted(k for k in values if read_at_spider_creation(k))
+    if early:
+        raise BadInputError(
+            f"{where}: the profile sets {early[0]}, which is read before the job file; "
+            f"pick it with -s IDCRAWL_PROFILE={name} instead"
+        )
+    settings.set("IDCRAWL_PROFILE", name, priority="spider")
+    _apply_values(settings, values)
+    return name
+
+
+class JobProfile:
+    """Add-on that applies a job file's ``profile`` key (the idseq spider registers it).
+
+    Scrapy runs add-ons after it has created the spider and before it freezes
+    the settings: the one moment when both the spider's ``-a job=`` argument
+    and writable settings exist.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> JobProfile:
+        return cls(crawler)
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        spider = self.crawler.spider
+        job_path = getattr(spider, "_job_path", None) if spider is not None else None
+        if apply_job_profile(settings, job_path):
+            from idcrawl.validation import validate_settings
+
+            validate_settings(settings)  # the job's profile may have brought bad values
+            logger.info("idcrawl: settings profile %r from job file %s", settings.get("IDCRAWL_PROFILE"), job_path)

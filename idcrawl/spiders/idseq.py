@@ -35,8 +35,8 @@ from idcrawl.core.targets import (
 )
 from idcrawl.distributed.connection import distributed
 from idcrawl.errors import BadInputError, install_log_filter
-from idcrawl.profiles import apply_profile
 from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime
+from idcrawl.settings_profiles import apply_profile
 from idcrawl.state import StateError, StateStore
 from idcrawl.state.factory import open_store
 from idcrawl.validation import validate_settings
@@ -57,7 +57,7 @@ install_log_filter()
 _HANDLED_STATUSES = list(range(400, 600))
 #: The message of the IgnoreRequest raised by Scrapy's RobotsTxtMiddleware.
 _ROBOTS_FORBIDDEN = "Forbidden by robots.txt"
-_ATTEMPTS_MIDDLEWARE = "idcrawl.middlewares.IdAttemptsMiddleware"
+_ATTEMPTS_MIDDLEWARE = "idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddleware"
 #: Per-host gaps for all workers of a distributed job together (idcrawl.distributed.politeness).
 _FLEET_POLITENESS = "idcrawl.distributed.politeness.FleetPoliteness"
 #: ``request.meta`` key of a soft-404 probe request: the target's name.
@@ -98,22 +98,22 @@ class IdSeqSpider(Spider):
         The add-on wires every idcrawl piece at ``addon`` priority for a whole
         project; a project that only uses this spider (no add-on) keeps working
         because the spider sets its three needs itself: the profile
-        (``IDCRAWL_PROFILE``, and the :class:`~idcrawl.profiles.JobProfile` add-on
+        (``IDCRAWL_PROFILE``, and the :class:`~idcrawl.settings_profiles.JobProfile` add-on
         for a job file's ``profile`` key), an ``IdScheduler`` (forced: a project's
         other scheduler would never dispense an id) and the attempts middleware
         (lane requests carry ``dont_retry``; without it they get no attempts).
         """
         super().update_settings(settings)
         from idcrawl.addon import ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, SCHEDULER, setdefault_component
-        from idcrawl.extensions import STATE_LOADER_ORDER
+        from idcrawl.extensions.state import STATE_LOADER_ORDER
         from idcrawl.scheduler import IdScheduler
 
         apply_profile(settings)
         # IDCRAWL_SPIDERMON is read by an add-on: add-ons run later, after a job file's profile too
-        from idcrawl.monitoring import Monitoring
+        from idcrawl.spidermon.addon import Monitoring
 
         Monitoring.add_to(settings)
-        setdefault_component(settings, "ADDONS", "idcrawl.profiles.JobProfile", -1, priority="spider")
+        setdefault_component(settings, "ADDONS", "idcrawl.settings_profiles.JobProfile", -1, priority="spider")
 
         try:
             shared = distributed(settings)
@@ -134,7 +134,7 @@ class IdSeqSpider(Spider):
         # a project may move it or turn it off (None) by listing it; otherwise it is added
         setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, priority="spider")
         # the state is read after the other extensions (one may bring the file in: DotScrapy Persistence)
-        setdefault_component(settings, "EXTENSIONS", "idcrawl.extensions.IdStateLoader", STATE_LOADER_ORDER,
+        setdefault_component(settings, "EXTENSIONS", "idcrawl.extensions.state.IdStateLoader", STATE_LOADER_ORDER,
                              priority="spider")
 
     @classmethod

@@ -55,8 +55,8 @@ def crawl_command(
     for name in project_defaults:
         base_settings.pop(name, None)
     merged = {**base_settings, **(settings or {})}
-    if "idcrawl.extensions.IdProgress" not in merged["EXTENSIONS"]:
-        merged["EXTENSIONS"] = {**merged["EXTENSIONS"], "idcrawl.extensions.IdProgress": 500}
+    if "idcrawl.extensions.progress.IdProgress" not in merged["EXTENSIONS"]:
+        merged["EXTENSIONS"] = {**merged["EXTENSIONS"], "idcrawl.extensions.progress.IdProgress": 500}
     command = [sys.executable, "-m", "scrapy"]
     command += ["runspider", str(runspider)] if runspider else ["crawl", spider]
     for key, value in (args or {}).items():

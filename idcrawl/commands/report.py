@@ -5,7 +5,7 @@ into the seed's three parts (:func:`idcrawl.core.ranges.plan_lane`):
 content, holes by kind, and bound. :func:`render_plan` prints them as tables,
 :func:`plan_document` as a JSON-ready dict (shape documented in the README,
 ``format`` 1). Both only read; ``scrapy idplan`` is a thin shell around them
-and ``scrapy idcoverage`` draws the same views (:mod:`idcrawl.coverage`).
+and ``scrapy idcoverage`` draws the same views (:mod:`idcrawl.commands.coverage`).
 
 Id ranges are listed in ascending id order and abbreviated to the first and
 last few runs; spans and bounds are given in lane order (from, to).

@@ -1,7 +1,7 @@
 """Spidermon monitors over idcrawl's stats (optional: ``pip install 'idcrawl[monitoring]'``).
 
 ``IDCRAWL_SPIDERMON = True`` (project settings, a profile or ``-s``) wires this
-module in (:mod:`idcrawl.monitoring`): Spidermon's extension, and
+module in (:mod:`idcrawl.spidermon.addon`): Spidermon's extension, and
 :class:`IdCrawlMonitorSuite` appended to ``SPIDERMON_SPIDER_CLOSE_MONITORS``.
 The suite checks, when the spider closes:
 
@@ -34,7 +34,7 @@ from idcrawl.runtime import STATS_PREFIX
 try:
     from spidermon import Action, Monitor, MonitorSuite, monitors
 except ImportError as exc:  # an optional extra
-    raise ImportError(f"idcrawl.monitors needs spidermon: pip install 'idcrawl[monitoring]' ({exc})") from exc
+    raise ImportError(f"idcrawl.spidermon.monitors needs spidermon: pip install 'idcrawl[monitoring]' ({exc})") from exc
 
 __all__ = ["IdCrawlMonitor", "IdCrawlMonitorSuite", "VerdictsToStats"]
 

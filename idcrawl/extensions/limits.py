@@ -24,7 +24,7 @@ When a job rule fires, the spider closes with the reason
 ``idcrawl_limit_<rule>``. Stats: ``idcrawl/limits/<rule>`` (triggers),
 ``idcrawl/limits/domains/<slot>/rule`` and the per-domain counters. TTmax,
 TDL and TAC (``IDCRAWL_INCIDENT_RULES``) append an incident to the XML log
-(:mod:`idcrawl.incidents`).
+(:mod:`idcrawl.extensions.incidents`).
 
 Follow-up requests are served before lane ids and do not take part in
 iterations; they count as targets and page loads of their slot.
@@ -49,7 +49,7 @@ from idcrawl._scrapy import schedule_coro
 from idcrawl.core.limits import RULES, DomainLimits, JobLimits, LimitError, Limits, Trigger
 from idcrawl.distributed.connection import RedisUnavailable, distributed
 from idcrawl.errors import BadInputError, install_log_filter
-from idcrawl.incidents import Incident, IncidentLog, IncidentLogError
+from idcrawl.extensions.incidents import Incident, IncidentLog, IncidentLogError
 from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime
 from idcrawl.state.location import job_file
 

@@ -25,8 +25,8 @@ from lxml import etree
 from lxml.builder import ElementMaker
 from pyroaring import BitMap64
 
+from idcrawl.commands.report import HOLE_KINDS, LaneView, TargetView
 from idcrawl.core.lanes import BOUND
-from idcrawl.report import HOLE_KINDS, LaneView, TargetView
 
 __all__ = [
     "CAPTION_BAND", "CATEGORIES", "COLOURS", "MODES", "OUTSIDE", "Axis", "coverage_svg", "hole_marks",

@@ -2,7 +2,7 @@
 
 Two choices, by ``DUPEFILTER_CLASS``:
 
-- ``idcrawl.distributed.dupefilter.RedisBloomDupeFilter``: the
+- ``idcrawl.distributed.dupefilters.RedisBloomDupeFilter``: the
   :class:`idcrawl.dupefilters.IdDupeFilter` (same rules: a fingerprint is
   remembered once its response arrived, so a worker that stops loses no page)
   on :class:`RedisBloomSeen`, a Bloom filter in Redis: ``k`` bits per
@@ -11,7 +11,7 @@ Two choices, by ``DUPEFILTER_CLASS``:
   a fingerprint's bits all live in the shard its first hash picks). Sized once
   from ``IDCRAWL_DUPEFILTER_CAPACITY`` (0: 10,000,000) and
   ``IDCRAWL_DUPEFILTER_ERROR_RATE``: 10,000,000 fingerprints at 0.1% take 18 MB.
-- ``idcrawl.distributed.dupefilter.RedisRFPDupeFilter``: scrapy-redis's exact
+- ``idcrawl.distributed.dupefilters.RedisRFPDupeFilter``: scrapy-redis's exact
   ``RFPDupeFilter`` (a Redis set of fingerprints, about 100 bytes each) with the
   job's key and the crawler's request fingerprinter (scrapy-redis's own
   ignores ``REQUEST_FINGERPRINTER_CLASS``); it keeps its set when a worker

@@ -6,7 +6,7 @@ adds to ``ADDONS`` for itself. Add-ons run after the spider's own
 works from the project settings, a profile (``IDCRAWL_PROFILE`` or a job file's
 ``profile``) or ``-s``. This module does not import Spidermon, an optional
 extra: only a crawl that asks for it needs it installed. The suite itself is
-:mod:`idcrawl.monitors`.
+:mod:`idcrawl.spidermon.monitors`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ EXTENSION = "spidermon.contrib.scrapy.extensions.Spidermon"
 #: IdLimits (200) and IdProgress (500). Signal handlers run in the order the
 #: extensions were built, lowest number first.
 EXTENSION_PRIORITY = 1000
-SUITE = "idcrawl.monitors.IdCrawlMonitorSuite"
+SUITE = "idcrawl.spidermon.monitors.IdCrawlMonitorSuite"
 
 
 def enable_spidermon(settings: BaseSettings) -> None:

@@ -1,5 +1,4 @@
-"""``IdProgress``: what an id crawl tells people at INFO (plan, progress, summary);
-``IdStateLoader``: the durable state read after the other extensions.
+"""``IdProgress``: what an id crawl tells people at INFO (plan, progress, summary).
 
 Modelled on Scrapy's LogStats: settings read once, behaviour hung on signals.
 The lines themselves are written by :mod:`idcrawl.core.talk` from plain
@@ -17,7 +16,6 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later
 
 from idcrawl import default_settings
@@ -37,7 +35,7 @@ if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
-__all__ = ["IdProgress", "IdStateLoader", "shown_lanes", "snapshot"]
+__all__ = ["IdProgress", "shown_lanes", "snapshot"]
 
 logger = logging.getLogger(__name__)
 
@@ -190,27 +188,3 @@ class IdProgress:
                                   state=runtime.describe_state(), rest=rest, scope=runtime.counts_scope,
                                   known=runtime.frontier.skipped_found):
             logger.info("%s", line, extra={"spider": spider})
-
-
-class IdStateLoader:
-    """Reads an id crawl's durable state once every other extension is built.
-
-    The idseq spider is created before the extensions, but an extension may
-    bring the state file in when it is built (Zyte's DotScrapy Persistence
-    downloads ``.scrapy`` then). Built last (the spider adds it at order
-    ``STATE_LOADER_ORDER``), this one reads the state after them and still
-    before the engine exists, so a corrupt, locked or foreign state stops the
-    crawl with one line and a non-zero exit, like a bad argument.
-    """
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> IdStateLoader:
-        runtime = getattr(crawler.spider, "idcrawl", None)
-        if not isinstance(runtime, IdRuntime):
-            raise NotConfigured
-        runtime.load_state()
-        return cls()
-
-
-#: ``EXTENSIONS`` order of :class:`IdStateLoader`: after every usual extension.
-STATE_LOADER_ORDER = 10_000

@@ -1,0 +1,5 @@
+"""idcrawl's downloader middlewares (``DOWNLOADER_MIDDLEWARES``), wired by the ``idcrawl.addon.IdCrawl`` add-on.
+
+- :mod:`~idcrawl.downloadermiddlewares.attempts`: ``IdAttemptsMiddleware``, a lane request's attempts and cool-downs;
+- :mod:`~idcrawl.downloadermiddlewares.robotstxt`: ``IdRobotsTxtMiddleware``: robots.txt, ``disallowed`` outcome.
+"""
