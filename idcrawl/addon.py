@@ -19,6 +19,8 @@ moves a middleware. What it wires:
 ``DOWNLOADER_MIDDLEWARES``  ``IdAttemptsMiddleware`` at 549 (beside RetryMiddleware);
                             Scrapy's ``RobotsTxtMiddleware`` swapped for
                             ``idcrawl.downloadermiddlewares.robotstxt.IdRobotsTxtMiddleware`` at 100
+``SPIDER_MIDDLEWARES``      ``idcrawl.spidermiddlewares.soft404.IdSoft404Middleware`` at 1100
+                            (the soft-404 probes, ``soft404_probe``)
 ``EXTENSIONS``              ``IdProgress`` 500, ``IdPoliteness`` 100, ``IdLimits`` 200 (the
                             last two load only when their settings turn them on)
 ``DUPEFILTER_CLASS``        ``idcrawl.dupefilters.IdDupeFilter`` (follow-up pages; lane requests are
@@ -34,7 +36,8 @@ reach other projects through the ``scrapy.commands`` entry points of
 idcrawl's package metadata instead.
 
 The ``idseq`` spider works without the add-on too: it sets what it cannot
-run without (the scheduler, the attempts middleware, the profile) itself.
+run without (the scheduler, the attempts middleware, the soft-404 probe, the
+profile) itself.
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ ADDON_PRIORITY = "addon"
 SCHEDULER = "idcrawl.scheduler.IdScheduler"
 ATTEMPTS_MIDDLEWARE = "idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddleware"
 ATTEMPTS_ORDER = 549  # beside Scrapy's RetryMiddleware (550), which lane requests skip (dont_retry)
+SOFT404_MIDDLEWARE = "idcrawl.spidermiddlewares.soft404.IdSoft404Middleware"
+SOFT404_ORDER = 1100  # spider side of Scrapy's own (up to 1000): its probes pass them all, as start requests do
 SCRAPY_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 ID_ROBOTS = "idcrawl.downloadermiddlewares.robotstxt.IdRobotsTxtMiddleware"
 ROBOTS_ORDER = 100  # Scrapy's own position for robots.txt
@@ -151,6 +156,7 @@ class IdCrawl:
         # Bloom-filter request dedup for follow-up pages that outlives the run (lane requests are never filtered)
         settings.set("DUPEFILTER_CLASS", DUPEFILTER, priority=ADDON_PRIORITY)
         setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER)
+        setdefault_component(settings, "SPIDER_MIDDLEWARES", SOFT404_MIDDLEWARE, SOFT404_ORDER)
         # robots.txt: the two middlewares are one piece; a project that lists either decides for both
         if not (mentions_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_ROBOTS)
                 or mentions_component(settings, "DOWNLOADER_MIDDLEWARES", ID_ROBOTS)):

@@ -19,12 +19,14 @@ from idcrawl.addon import (
     ID_ROBOTS,
     SCHEDULER,
     SCRAPY_ROBOTS,
+    SOFT404_MIDDLEWARE,
     IdCrawl,
     setdefault_component,
 )
 from idcrawl.downloadermiddlewares.attempts import IdAttemptsMiddleware
 from idcrawl.extensions.progress import IdProgress
 from idcrawl.scheduler import IdScheduler
+from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
 from idcrawl.spiders.idseq import IdSeqSpider
 from tests.conftest import GapModel
 from tests.support.crawl import read_items
@@ -63,6 +65,8 @@ def test_the_addon_wires_every_piece_at_addon_priority() -> None:
     assert settings["DUPEFILTER_CLASS"] == DUPEFILTER and settings.getpriority("DUPEFILTER_CLASS") == 15
     middlewares = components(settings, "DOWNLOADER_MIDDLEWARES")
     assert middlewares == {ATTEMPTS_MIDDLEWARE: 549, SCRAPY_ROBOTS: None, ID_ROBOTS: 100}
+    assert components(settings, "SPIDER_MIDDLEWARES") == {SOFT404_MIDDLEWARE: 1100}
+    assert settings["SPIDER_MIDDLEWARES"].getpriority(SOFT404_MIDDLEWARE) == 15
     assert components(settings, "EXTENSIONS") == EXTENSIONS
     assert {settings["EXTENSIONS"].getpriority(k) for k in EXTENSIONS} == {15}
     assert components(settings, "ITEM_PIPELINES") == {CONTENT_PIPELINE: 100}
@@ -72,12 +76,14 @@ def test_a_project_overrides_any_single_piece() -> None:
     settings = wired({
         "SCHEDULER": "tests.test_addon.MyScheduler",
         "DOWNLOADER_MIDDLEWARES": {ATTEMPTS_MIDDLEWARE: 600},
+        "SPIDER_MIDDLEWARES": {IdSoft404Middleware: None},
         "EXTENSIONS": {IdProgress: None},  # a class as the key: still recognised
     })
     assert settings["SCHEDULER"] == "tests.test_addon.MyScheduler"
     middlewares = components(settings, "DOWNLOADER_MIDDLEWARES")
     assert middlewares[ATTEMPTS_MIDDLEWARE] == 600
     assert middlewares[ID_ROBOTS] == 100
+    assert components(settings, "SPIDER_MIDDLEWARES") == {IdSoft404Middleware: None}
     extensions = components(settings, "EXTENSIONS")
     assert extensions[IdProgress] is None and "idcrawl.extensions.progress.IdProgress" not in extensions
     assert extensions["idcrawl.extensions.limits.IdLimits"] == 200
@@ -110,6 +116,7 @@ def test_the_idseq_spider_works_without_the_addon() -> None:
     IdSeqSpider.update_settings(settings)
     assert settings["SCHEDULER"] == SCHEDULER
     assert components(settings, "DOWNLOADER_MIDDLEWARES") == {ATTEMPTS_MIDDLEWARE: 549}
+    assert components(settings, "SPIDER_MIDDLEWARES") == {SOFT404_MIDDLEWARE: 1100}
     assert "idcrawl.settings_profiles.JobProfile" in settings.getdict("ADDONS")
 
 
@@ -126,6 +133,12 @@ def test_the_idseq_spider_leaves_a_listed_attempts_middleware_alone() -> None:
     settings = Settings({"DOWNLOADER_MIDDLEWARES": {IdAttemptsMiddleware: None}})
     IdSeqSpider.update_settings(settings)
     assert components(settings, "DOWNLOADER_MIDDLEWARES") == {IdAttemptsMiddleware: None}
+
+
+def test_the_idseq_spider_leaves_a_listed_soft404_middleware_alone() -> None:
+    settings = Settings({"SPIDER_MIDDLEWARES": {IdSoft404Middleware: None}})
+    IdSeqSpider.update_settings(settings)
+    assert components(settings, "SPIDER_MIDDLEWARES") == {IdSoft404Middleware: None}
 
 
 # -- a fresh `scrapy startproject` project ----------------------------------------------------

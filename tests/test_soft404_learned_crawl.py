@@ -135,6 +135,31 @@ def test_a_learned_soft_404_page_cuts_like_real_404s(make_site, tmp_path: Path, 
     assert "learned its soft-404 page" in result.stderr
 
 
+def test_a_site_spider_with_its_own_start_still_probes_first(make_site, tmp_path: Path) -> None:
+    """The probe comes from IdSoft404Middleware, whatever the spider's ``start()`` yields."""
+    site = make_site(model(slow_probe=0.5))
+    result = run_crawl(
+        tmp_path, {"url": site.url(), **ARGS, "soft404_probe": PROBE, "soft404_similarity": "0.8"},
+        runspider=Path(__file__).parent / "support" / "own_start_spider.py",
+    )
+    assert_ground_truth(result)
+    assert result.stats["idcrawl/soft404/probes/reg"] == "learned"
+    assert site.ids().count(PROBE) == 1
+    assert "own start request answered: hello" in result.stderr
+
+
+def test_with_the_probe_middleware_turned_off_nothing_is_probed_or_held(make_site, tmp_path: Path) -> None:
+    site = make_site(model())
+    result = run_crawl(
+        tmp_path, {"url": site.url(), "name": "reg", "start": 1050, "max": 1063, "margin": 0, "soft404_probe": PROBE},
+        {"SPIDER_MIDDLEWARES": {"idcrawl.spidermiddlewares.soft404.IdSoft404Middleware": None}},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.ids == list(range(1050, 1064))  # the soft 404s are items, as without the probe
+    assert PROBE not in site.ids()
+    assert "idcrawl/soft404/probes/reg" not in result.stats
+
+
 def test_without_the_probe_every_id_is_found(make_site, tmp_path: Path) -> None:
     site = make_site(model())
     result = run_crawl(tmp_path, {"url": site.url(), "name": "reg", "start": 1050, "max": 1063, "margin": 0})

@@ -1,0 +1,62 @@
+"""What idcrawl reads from a response: its outcome by a target's rule, its text, its MinHash signature.
+
+The Scrapy side of :mod:`idcrawl.core.outcomes` and :mod:`idcrawl.core.fingerprints`:
+which of a response's forms (body, decoded text, parsed tree) each needs, so that
+a page is decoded and parsed once whoever asks. The spider's ``classify`` uses
+:func:`rule_outcome`, its ``base_item`` :func:`page_signature` (near-duplicates,
+``idcrawl.pipelines.ContentDuplicates``); the soft-404 probe
+(``idcrawl.spidermiddlewares.soft404``) learns and compares :func:`page_text`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+from scrapy.http import HtmlResponse, TextResponse
+
+from idcrawl.core.fingerprints import shingles, signature, visible_text, words
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
+
+    from idcrawl.core.lanes import Outcome
+    from idcrawl.core.outcomes import OutcomeRule
+
+__all__ = ["page_signature", "page_text", "rule_outcome"]
+
+#: The text of each response still alive: a found page's text serves the probe's comparison
+#: (``classify``) and its signature (``base_item``), and is extracted once.
+_TEXTS: WeakKeyDictionary[Response, str | None] = WeakKeyDictionary()
+
+
+def rule_outcome(rule: OutcomeRule, response: Response) -> Outcome:
+    """The outcome ``rule`` gives a final response: found, missing or failed."""
+    if isinstance(response, HtmlResponse):  # selector tests reuse the tree that parse_found's css() uses
+        return rule.evaluate(
+            response.status, response.body, text=lambda: response.text, root=lambda: response.selector.root
+        )
+    if isinstance(response, TextResponse):
+        return rule.evaluate(response.status, response.body, text=lambda: response.text, encoding=response.encoding)
+    return rule.evaluate(response.status, response.body)
+
+
+def page_text(response: Response) -> str | None:
+    """The visible text of an HTML page (the decoded text of other text); None for binary bodies."""
+    if response in _TEXTS:
+        return _TEXTS[response]
+    text: str | None
+    if isinstance(response, HtmlResponse):
+        text = visible_text(response.selector.root)  # the tree parse_found's css() uses
+    elif isinstance(response, TextResponse):
+        text = response.text
+    else:
+        text = None
+    _TEXTS[response] = text
+    return text
+
+
+def page_signature(response: Response) -> Any:
+    """The MinHash signature of a page's text (near-duplicates), or None for a binary body."""
+    text = page_text(response)
+    return None if text is None else signature(shingles(words(text)))

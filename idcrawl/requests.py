@@ -1,0 +1,63 @@
+"""The lane request: what is sent for one id, and what its failure means.
+
+:meth:`idcrawl.spiders.idseq.IdSeqSpider.make_id_request` builds it with
+:func:`lane_request`, passing its own callbacks (spider methods: requests are
+serialised with their callbacks by name, into ``JOBDIR`` and, for retries,
+into Redis). A site spider that needs headers, cookies or more meta overrides
+that hook and changes what ``super().make_id_request(dispatch)`` returns.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
+
+from idcrawl.core.lanes import Outcome
+from idcrawl.runtime import META_KEY
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from twisted.python.failure import Failure
+
+    from idcrawl.core.frontier import Dispatch
+
+__all__ = ["HANDLED_STATUSES", "failure_outcome", "lane_request"]
+
+logger = logging.getLogger(__name__)
+
+#: Statuses handed to the callback instead of being dropped by HttpErrorMiddleware
+#: (3xx stay out so that redirects are still followed).
+HANDLED_STATUSES = list(range(400, 600))
+#: The message of the IgnoreRequest raised by Scrapy's RobotsTxtMiddleware.
+_ROBOTS_FORBIDDEN = "Forbidden by robots.txt"
+
+
+def lane_request(dispatch: Dispatch, *, callback: Callable[..., Any], errback: Callable[..., Any]) -> Request:
+    """The request for one dispatched id: never filtered, every status to ``callback``, no Scrapy retries.
+
+    ``request.meta[META_KEY]`` carries the lane, id, target and attempt that the
+    outcome is recorded under.
+    """
+    return Request(
+        dispatch.target.url_for(dispatch.id),
+        callback=callback,
+        errback=errback,
+        dont_filter=True,
+        meta={
+            META_KEY: {"lane": dispatch.lane, "id": dispatch.id, "target": dispatch.target.name, "attempt": 1},
+            "handle_httpstatus_list": HANDLED_STATUSES,
+            "dont_retry": True,  # IdAttemptsMiddleware retries lane requests, with a cool-down
+        },
+    )
+
+
+def failure_outcome(failure: Failure) -> Outcome:
+    """The outcome of a lane request that got no response: ``disallowed`` by robots.txt, else ``failed``."""
+    if isinstance(failure.value, IgnoreRequest) and str(failure.value) == _ROBOTS_FORBIDDEN:
+        return Outcome.DISALLOWED
+    logger.debug("idcrawl: %s failed: %r", failure.request.url, failure.value)  # type: ignore[attr-defined]
+    return Outcome.FAILED
