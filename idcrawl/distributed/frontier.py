@@ -108,7 +108,7 @@ class RedisJob:
 
     def claim(self, worker: str, lane: str, n: int, lease_ms: int) -> Any:
         """Heartbeat, reclaim, up to ``n`` ids of the lane: ``[fu, next, reason, cut, last, id...]``."""
-        keys = self._reclaim_keys() + self.lane_keys(lane, "own", "free", "dec")
+        keys = [*self._reclaim_keys(), *self.lane_keys(lane, "own", "free", "dec")]
         return self._claim(keys=keys, args=[worker, n, lease_ms])
 
     def record(self, worker: str, lane: str, id_: int, code: int, payload: bytes) -> Any:
@@ -119,7 +119,7 @@ class RedisJob:
 
     def status(self, worker: str, lease_ms: int, lanes: Sequence[str]) -> Any:
         """Heartbeat, reclaim, then ``[fu, next, reason, cut, last, free]`` per lane and the job's counts."""
-        keys = self._reclaim_keys() + [self.key("delayed"), self.key("feed"), self.key("tver")]
+        keys = [*self._reclaim_keys(), self.key("delayed"), self.key("feed"), self.key("tver")]
         for lane in lanes:
             keys += self.lane_keys(lane, "free")
         return self._status(keys=keys, args=[worker, lease_ms])
