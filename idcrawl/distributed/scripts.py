@@ -54,7 +54,9 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
 ``P feed``             list  targets pushed to the fleet (JSON)
 ``P incidents``        list  incident log entries from every worker
 ``P polite:<slot>``    int   the earliest time (ms) the next request to a slot may start
+``P limits:<level>:<key>``  hash  the fleet's limit counts (:mod:`idcrawl.distributed.limits`)
 ``P bloom:<shard>``    string  the Bloom dupefilter's bits (``BLOOM``), ``P bloom:count`` its size
+``P dupefilter``       set   the exact dupefilter's fingerprints (scrapy-redis's RFPDupeFilter)
 
 Ids are Lua numbers (doubles): exact up to 2**53, far above any real id.
 """
