@@ -16,7 +16,8 @@ so it loads from a wheel or a zipped scrapyd egg alike); its header says its
 front of every script's own file when this module is imported (plain
 concatenation: the helpers are ``local`` functions, so each script is one Lua
 chunk as Redis's ``EVALSHA`` wants). Callers go through
-:class:`idcrawl.distributed.frontier.RedisJob`, which builds the keys.
+:class:`idcrawl.distributed.frontier.RedisJob`, which builds the keys (``BLOOM``
+through :class:`idcrawl.distributed.dupefilters.RedisBloomSeen`).
 
 **Keys.** A script is passed in ``KEYS`` every key its caller can name. The keys
 it discovers while running (the lanes of a worker that stopped, its emit hash,
