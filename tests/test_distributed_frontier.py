@@ -59,7 +59,7 @@ def drive(workers: list[RedisFrontier], rng: random.Random, *, stop_after: dict[
             w = workers[i]
             w.poll()
             if w.status.orphans:  # outputs a stopped worker had not acknowledged: emitted again
-                adopted = w.job.adopt(args=[w.job.prefix, w.worker, 100])
+                adopted = w.job.adopt(w.worker, 100)
                 emitted += [int(adopted[j].decode().rpartition("|")[2]) for j in range(0, len(adopted), 2)]
                 w.job.client.delete(w.job.key("W:", w.worker, ":emit"))
         if all(w.status.finished for w in (workers[i] for i in alive)) and not any(held[i] for i in alive):
@@ -134,7 +134,7 @@ def test_items_released_to_a_worker_that_stops_become_orphans(redis_server) -> N
     b.poll()  # a's heartbeat is too old: its outputs go to the orphans
     client = redis.Redis.from_url(redis_server.url)
     assert client.hlen("t:{job}:orphans") == 3
-    adopted = b.job.adopt(args=[b.job.prefix, "b", 10])
+    adopted = b.job.adopt("b", 10)
     assert sorted(pickle.loads(adopted[i + 1]) for i in range(0, len(adopted), 2)) == [[1000], [1001], [1002]]
 
 

@@ -47,7 +47,7 @@ def test_ids_claimed_in_a_lost_reply_go_back_to_the_job(redis_server) -> None:
     first = worker.next()
     assert first is not None and first.id == 1000  # 1001 and 1002 wait in the worker's buffer
     # a CLAIM that ran in Redis but whose reply the worker never read (the connection dropped)
-    lost = worker.job.claim(args=[worker.job.prefix, "w1", "reg:asc", 3, 60_000])
+    lost = worker.job.claim("w1", "reg:asc", 3, 60_000)
     assert [int(i) for i in lost[5:]] == [1003, 1004, 1005]
 
     assert worker.give_back_unknown() == 3  # only the unknown ones: 1000 in flight, 1001-1002 buffered
@@ -79,10 +79,10 @@ def test_a_taken_retry_whose_reply_was_lost_is_fetched_again(redis_server) -> No
     d = worker.next()
     assert d is not None and d.id == 1000
     job = worker.job
-    job.delay(args=[job.prefix, "reg:asc", 1000, 1, b"reg:asc\t1000\nrequest"])
+    job.delay("reg:asc", 1000, 1, b"reg:asc\t1000\nrequest")
     worker.inflight.discard(("reg:asc", 1000))  # the delayed set holds it now
     time.sleep(0.01)
-    assert len(job.pop_delayed(args=[job.prefix, "w1", 16])) == 1  # ... and the reply is lost
+    assert len(job.pop_delayed("w1", 16)) == 1  # ... and the reply is lost
     assert worker.give_back_unknown() == 1
     worker.poll()
     again = worker.next()

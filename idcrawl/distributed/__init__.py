@@ -1,7 +1,8 @@
 """Distributed crawls: many workers, one job, shared through Redis.
 
 - :mod:`idcrawl.distributed.scripts`: the Lua scripts (claims, outcomes and
-  cuts, leases, retries, politeness) and the job's key layout;
+  cuts, leases, retries, politeness; the ``.lua`` files of
+  ``idcrawl/distributed/lua/``) and the job's key layout;
 - :mod:`idcrawl.distributed.frontier`: ``RedisFrontier``, the core frontier's
   interface over those scripts;
 - :mod:`idcrawl.distributed.runtime`: ``RedisRuntime``, the worker's runtime

@@ -5,8 +5,9 @@ The client comes from scrapy-redis's ``get_redis_from_settings`` (``REDIS_URL``,
 scrapy-redis points idcrawl at the same server with the same settings. Each
 job's keys live under one prefix, ``<IDCRAWL_REDIS_PREFIX>:{<job>}:``; the job
 is ``IDCRAWL_REDIS_JOB`` or the spider's name, and the braces are a Redis
-Cluster hash tag that would keep a job's keys in one slot (Cluster itself is
-not supported yet: the Lua scripts build key names as they go).
+Cluster hash tag that keeps a job's keys in one slot (the Lua scripts are
+passed their keys or build them from the prefix of one: README "Key layout and
+Redis Cluster" says what Cluster support still needs).
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from scrapy_redis.dupefilter import RFPDupeFilter as ScrapyRedisRFPDupeFilter
 
 from idcrawl import default_settings
 from idcrawl.core.seen import Seen
+from idcrawl.distributed import scripts
 from idcrawl.dupefilters import IdDupeFilter
 from idcrawl.errors import BadInputError
 
@@ -54,20 +55,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_CAPACITY = 10_000_000
 #: Bits of one shard: a Redis string's limit (512 MB).
 MAX_SHARD_BITS = 2**32
-
-#: ARGV: count key, shard key, add (1) or test (0), bit positions. Returns 1 if every bit was set.
-_BLOOM = r"""
-local count_key, key, add = KEYS[1], KEYS[2], ARGV[1] == '1'
-local all = 1
-for i = 2, #ARGV do
-  if redis.call('GETBIT', key, ARGV[i]) == 0 then
-    all = 0
-    if add then redis.call('SETBIT', key, ARGV[i], 1) end
-  end
-end
-if add and all == 0 then redis.call('INCR', count_key) end
-return all
-"""
 
 
 def _outage_once(owner: Any, exc: Exception) -> None:
@@ -98,7 +85,7 @@ class RedisBloomSeen:
         self.shards = max(1, math.ceil(bits / shard_bits))
         self.shard_bits = math.ceil(bits / self.shards)
         self.bits = self.shard_bits * self.shards
-        self._script = client.register_script(_BLOOM)
+        self._script = client.register_script(scripts.BLOOM)
         self._unsent: list[bytes] = []  # fingerprints added during an outage, sent with the next call
         self._warned = False
 

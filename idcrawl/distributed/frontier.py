@@ -52,28 +52,101 @@ class TargetConflict(ValueError):
 
 
 class RedisJob:
-    """One job's keys and scripts on one Redis client."""
+    """One job's keys and scripts on one Redis client.
+
+    Each script has a method that takes only its non-key arguments and passes
+    the keys it touches in ``KEYS`` (:mod:`idcrawl.distributed.scripts`).
+    """
+
+    #: KEYS[1..4] of the scripts that take back the work of stopped workers (CLAIM, STATUS, LEAVE)
+    _RECLAIM = ("workers", "unsettled", "orphans", "job")
 
     def __init__(self, client: redis.Redis, prefix: str) -> None:
         self.client = client
         self.prefix = prefix
-        self.register = client.register_script(scripts.REGISTER)
-        self.claim = client.register_script(scripts.CLAIM)
-        self.record = client.register_script(scripts.RECORD)
-        self.status = client.register_script(scripts.STATUS)
-        self.adopt = client.register_script(scripts.ADOPT)
-        self.leave = client.register_script(scripts.LEAVE)
-        self.delay = client.register_script(scripts.DELAY)
-        self.pop_delayed = client.register_script(scripts.POP_DELAYED)
-        self.polite = client.register_script(scripts.POLITE)
-        self.give_back = client.register_script(scripts.GIVE_BACK)
+        self._register = client.register_script(scripts.REGISTER)
+        self._claim = client.register_script(scripts.CLAIM)
+        self._record = client.register_script(scripts.RECORD)
+        self._status = client.register_script(scripts.STATUS)
+        self._adopt = client.register_script(scripts.ADOPT)
+        self._leave = client.register_script(scripts.LEAVE)
+        self._delay = client.register_script(scripts.DELAY)
+        self._pop_delayed = client.register_script(scripts.POP_DELAYED)
+        self._polite = client.register_script(scripts.POLITE)
+        self._give_back = client.register_script(scripts.GIVE_BACK)
 
     def key(self, *parts: str) -> str:
         return self.prefix + "".join(parts)
 
+    def lane_keys(self, lane: str, *subkeys: str) -> list[str]:
+        """``P L:<lane>`` and then ``P L:<lane>:<subkey>`` for each subkey."""
+        hash_key = self.key("L:", lane)
+        return [hash_key, *(f"{hash_key}:{sub}" for sub in subkeys)]
+
+    def emit_key(self, worker: str) -> str:
+        """The hash of outputs released to ``worker`` and not yet acknowledged."""
+        return self.key("W:", worker, ":emit")
+
+    def _reclaim_keys(self) -> list[str]:
+        return [self.key(name) for name in self._RECLAIM]
+
     def specs(self) -> dict[str, dict[str, Any]]:
         raw = self.client.hgetall(self.key("specs"))
         return {_text(name): json.loads(value) for name, value in raw.items()}
+
+    # -- scripts ---------------------------------------------------------------------
+
+    def register(self, name: str, spec: str, lanes: Sequence[Sequence[Any]]) -> Any:
+        """Create a target's lanes (rows of lane, start, step, stop, margin, window, neutral, weight)
+        unless the job has it; returns the job's spec (JSON) of that name, or None if created."""
+        keys = [self.key("specs"), self.key("tver"), self.key("unsettled"), self.key("tl:", name)]
+        args: list[Any] = [name, spec]
+        for row in lanes:
+            keys.append(self.key("L:", row[0]))
+            args += row
+        return self._register(keys=keys, args=args)
+
+    def claim(self, worker: str, lane: str, n: int, lease_ms: int) -> Any:
+        """Heartbeat, reclaim, up to ``n`` ids of the lane: ``[fu, next, reason, cut, last, id...]``."""
+        keys = [*self._reclaim_keys(), *self.lane_keys(lane, "own", "free", "dec")]
+        return self._claim(keys=keys, args=[worker, n, lease_ms])
+
+    def record(self, worker: str, lane: str, id_: int, code: int, payload: bytes) -> Any:
+        """An id's outcome: ``[fu, next, reason, cut, last, 7 counts, duplicate, settled, lane|id, blob...]``."""
+        keys = [*self.lane_keys(lane, "own", "dec", "pay", "bits", "free"), self.emit_key(worker),
+                self.key("unsettled")]
+        return self._record(keys=keys, args=[lane, id_, code, payload])
+
+    def status(self, worker: str, lease_ms: int, lanes: Sequence[str]) -> Any:
+        """Heartbeat, reclaim, then ``[fu, next, reason, cut, last, free]`` per lane and the job's counts."""
+        keys = [*self._reclaim_keys(), self.key("delayed"), self.key("feed"), self.key("tver")]
+        for lane in lanes:
+            keys += self.lane_keys(lane, "free")
+        return self._status(keys=keys, args=[worker, lease_ms])
+
+    def adopt(self, worker: str, n: int) -> Any:
+        """Take up to ``n`` orphaned outputs: ``[lane|id, blob, ...]``."""
+        return self._adopt(keys=[self.key("orphans"), self.emit_key(worker)], args=[n])
+
+    def leave(self, worker: str) -> Any:
+        """Give back the worker's claims and unacknowledged outputs at once; returns how many ids went back."""
+        return self._leave(keys=[*self._reclaim_keys(), self.emit_key(worker)], args=[worker])
+
+    def give_back(self, worker: str, lane: str, ids: Sequence[str | int]) -> Any:
+        """Ids the worker holds in Redis but never received go back to the lane's free list; returns how many."""
+        return self._give_back(keys=self.lane_keys(lane, "own", "free", "dec"), args=[worker, *ids])
+
+    def delay(self, lane: str, id_: int | str, delay_ms: int, member: bytes) -> Any:
+        """Put a retry (``member`` = ``lane\\tid\\n`` + request) in the shared delayed set."""
+        return self._delay(keys=[self.key("delayed"), *self.lane_keys(lane, "own")], args=[id_, delay_ms, member])
+
+    def pop_delayed(self, worker: str, n: int) -> Any:
+        """Take up to ``n`` due retries (their members)."""
+        return self._pop_delayed(keys=[self.key("delayed")], args=[worker, n])
+
+    def polite(self, slot: str, gap_ms: int) -> Any:
+        """Reserve the slot's next start for the fleet: 0 = go now, else ms to wait."""
+        return self._polite(keys=[self.key("polite:", slot)], args=[gap_ms])
 
 
 class JobStatus:
@@ -170,11 +243,9 @@ class RedisFrontier(Generic[P]):
         mine = target_spec(target)
         lanes = lane_specs(target)
         neutral = "1" if Outcome.FAILED in self._neutral else "0"
-        args: list[Any] = [self.job.prefix, target.name, spec_json(mine)]
-        for spec in lanes:
-            stop = "" if spec.stop is None else str(spec.stop)
-            args += [spec.key, spec.start, spec.step, stop, target.margin, target.window, neutral, spec.weight]
-        stored = self.job.register(args=args)
+        rows = [(spec.key, spec.start, spec.step, "" if spec.stop is None else str(spec.stop), target.margin,
+                 target.window, neutral, spec.weight) for spec in lanes]
+        stored = self.job.register(target.name, spec_json(mine), rows)
         self.round_trips += 1
         if stored is not None:
             conflict = spec_conflict(mine, json.loads(stored))
@@ -270,7 +341,7 @@ class RedisFrontier(Generic[P]):
         return bool(self._buffers[key]) or key in self._unsettled
 
     def _claim(self, key: str) -> list[int]:
-        reply = self.job.claim(args=[self.job.prefix, self.worker, key, self.block, self.lease_ms])
+        reply = self.job.claim(self.worker, key, self.block, self.lease_ms)
         self.round_trips += 1
         if not reply:
             return []
@@ -308,7 +379,7 @@ class RedisFrontier(Generic[P]):
             unknown = [_text(id_) for id_, who in own.items() if _text(who) == self.worker
                        and int(_text(id_)) not in known]
             if unknown:
-                given += int(self.job.give_back(args=[self.job.prefix, self.worker, key, *unknown]))
+                given += int(self.job.give_back(self.worker, key, unknown))
                 self.round_trips += 1
         return given
 
@@ -323,7 +394,7 @@ class RedisFrontier(Generic[P]):
         blob = self._encode(payload) if payload is not None and self._encode is not None else b""
         self.inflight.discard((lane_key, id_))
         self.last_activity = time.monotonic()
-        reply = self.job.record(args=[self.job.prefix, self.worker, lane_key, id_, CODES[outcome], blob])
+        reply = self.job.record(self.worker, lane_key, id_, CODES[outcome], blob)
         self.round_trips += 1
         if not reply:
             return result
@@ -361,7 +432,7 @@ class RedisFrontier(Generic[P]):
     def poll(self) -> list[str]:
         """Heartbeat, take back ids of stopped workers, refresh every lane; returns lanes that got room."""
         keys = sorted(self._unsettled)
-        reply = self.job.status(args=[self.job.prefix, self.worker, self.lease_ms, *keys])
+        reply = self.job.status(self.worker, self.lease_ms, keys)
         self.round_trips += 1
         woken: list[str] = []
         self.vanished = set()

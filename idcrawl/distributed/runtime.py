@@ -191,7 +191,7 @@ class RedisRuntime(IdRuntime):
         taken = 0
         try:
             self.ack(force=True)
-            taken = self.job.leave(args=[self.job.prefix, self.worker])
+            taken = self.job.leave(self.worker)
         except RedisError as exc:
             logger.warning("idcrawl: could not leave the Redis job cleanly (%s): the other workers take back "
                            "this worker's ids after IDCRAWL_REDIS_LEASE_TIMEOUT", exc)
@@ -455,7 +455,7 @@ class RedisRuntime(IdRuntime):
 
     def _adopt(self) -> None:
         """Emit the outputs a stopped worker had received but not acknowledged."""
-        reply = self.job.adopt(args=[self.job.prefix, self.worker, 64])
+        reply = self.job.adopt(self.worker, 64)
         self.frontier.round_trips += 1
         released: list[Payload] = []
         spider = self.crawler.spider
@@ -516,7 +516,7 @@ class RedisRuntime(IdRuntime):
         blob = picklecompat.dumps(request.replace(meta=meta).to_dict(spider=self.crawler.spider))
         member = f"{info['lane']}\t{info['id']}\n".encode() + blob
         try:
-            self.job.delay(args=[self.job.prefix, info["lane"], info["id"], max(1, int(wait * 1000)), member])
+            self.job.delay(info["lane"], info["id"], max(1, int(wait * 1000)), member)
         except RedisError as exc:  # kept here instead: this worker retries it itself
             self._outage(exc)
             self._due_local.append((time.monotonic() + wait, request))
@@ -538,7 +538,7 @@ class RedisRuntime(IdRuntime):
                 return request
         if not self._due and now >= self._due_at and self._down_since is None:
             try:
-                members = self.job.pop_delayed(args=[self.job.prefix, self.worker, 16])
+                members = self.job.pop_delayed(self.worker, 16)
             except RedisError as exc:
                 self._outage(exc)
                 return None
@@ -579,7 +579,7 @@ class RedisRuntime(IdRuntime):
     def reserve(self, slot: str, gap: float) -> float:
         """Reserve the slot's next start for the fleet (``POLITE``): 0 = go now, else seconds to wait."""
         try:
-            wait_ms = int(self.job.polite(args=[self.job.prefix, slot, max(1, int(gap * 1000))]))
+            wait_ms = int(self.job.polite(slot, max(1, int(gap * 1000))))
         except RedisError as exc:
             self._outage(exc)
             return gap  # no reservation possible: wait a whole gap, then ask again

@@ -35,8 +35,9 @@ def _free_port() -> int:
 class RedisServer:
     """``redis-server --port <free> --bind 127.0.0.1 --save '' --appendonly no`` in a temp dir."""
 
-    def __init__(self, *, persistent: bool = False) -> None:
+    def __init__(self, *, persistent: bool = False, extra_args: tuple[str, ...] = ()) -> None:
         self.persistent = persistent  # an append-only file fsync'd on every write: survives a restart
+        self.extra_args = extra_args  # more options, e.g. ("--cluster-enabled", "yes")
         self.port = 0
         self.dir = Path(tempfile.mkdtemp(prefix="idcrawl-redis-"))
         self.proc: subprocess.Popen[bytes] | None = None
@@ -50,7 +51,7 @@ class RedisServer:
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "yes" if self.persistent else "no", "--appendfsync", "always",
-             "--dir", str(self.dir), "--daemonize", "no", "--protected-mode", "no"],
+             "--dir", str(self.dir), "--daemonize", "no", "--protected-mode", "no", *self.extra_args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.dir,
         )
         deadline = time.monotonic() + 10

@@ -1,0 +1,26 @@
+-- REGISTER: create a target's lanes unless the job has the target already.
+-- KEYS: P specs, P tver, P unsettled, P tl:<target>, then P L:<lane> for each lane.
+-- ARGV: target name, spec (JSON), then per lane: lane, start, step, stop ('' = none), margin,
+--   window, neutral (1: failed ids are neutral), weight.
+-- Returns the stored spec if the job has the target (nothing changes), else nil.
+local specs, tver, unsettled, tl = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local name, spec = ARGV[1], ARGV[2]
+assert(#KEYS - 4 == (#ARGV - 2) / 8, 'idcrawl: REGISTER needs one key per lane')
+local current = redis.call('HGET', specs, name)
+if current then return current end
+redis.call('HSET', specs, name, spec)
+local k = 5
+for i = 3, #ARGV, 8 do
+  local lane, start, step, stop = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3]
+  local L = KEYS[k]
+  k = k + 1
+  local reason = ''
+  if start < 0 or past(start, step, stop) then reason = 'bound' end
+  redis.call('HSET', L, 'start', s(start), 'step', s(step), 'stop', stop, 'margin', ARGV[i + 4],
+    'window', ARGV[i + 5], 'neutral', ARGV[i + 6], 'weight', ARGV[i + 7], 'next', s(start), 'fu', s(start),
+    'run', '0', 'last', '', 'cut', '', 'reason', reason, 'target', name)
+  redis.call('RPUSH', tl, lane)
+  if reason == '' then redis.call('SADD', unsettled, lane) end
+end
+redis.call('INCR', tver)
+return false
