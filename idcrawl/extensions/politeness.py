@@ -40,9 +40,9 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from idcrawl import default_settings
-from idcrawl._scrapy import set_slot_delay, slot_jitter
+from idcrawl._scrapy import download_slot, set_slot_delay, slot_jitter
 from idcrawl.core.politeness import PolitenessError, PolitenessRule, lengthen_only
-from idcrawl.errors import BadInputError, install_log_filter
+from idcrawl.errors import BadInputError
 from idcrawl.runtime import STATS_PREFIX
 
 if TYPE_CHECKING:
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["IdPoliteness"]
 
 logger = logging.getLogger(__name__)
-install_log_filter()
 
 PREFIX = f"{STATS_PREFIX}/politeness"
 _SETTING_OF_FIELD = {
@@ -127,10 +126,9 @@ class IdPoliteness:
 
     def _slot(self, request: Request) -> tuple[str, Slot] | None:
         key = request.meta.get("download_slot")
-        engine = self.crawler.engine
-        if key is None or engine is None:
+        if key is None:
             return None
-        slot = engine.downloader.slots.get(key)
+        slot = download_slot(self.crawler, key)
         return (key, slot) if slot is not None else None
 
     def _adopt(self, key: str, slot: Slot) -> _SlotState:

@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 __all__ = ["IdSeqSpider"]
 
 logger = logging.getLogger(__name__)
-install_log_filter()
 
 #: Statuses handed to the callback instead of being dropped by HttpErrorMiddleware
 #: (3xx stay out so that redirects are still followed).
@@ -103,6 +102,7 @@ class IdSeqSpider(Spider):
         other scheduler would never dispense an id) and the attempts middleware
         (lane requests carry ``dont_retry``; without it they get no attempts).
         """
+        install_log_filter()  # a crawl starts: its refusals of bad input are one line (idcrawl.errors)
         super().update_settings(settings)
         from idcrawl.addon import ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, SCHEDULER, setdefault_component
         from idcrawl.extensions.state import STATE_LOADER_ORDER
