@@ -124,7 +124,7 @@ class IdPoliteness:
 
     # -- slots ----------------------------------------------------------------------
 
-    def _slot(self, request: Request) -> tuple[str, Slot] | None:
+    def _slot_of(self, request: Request) -> tuple[str, Slot] | None:
         key = request.meta.get("download_slot")
         if key is None:
             return None
@@ -160,13 +160,13 @@ class IdPoliteness:
     # -- signals ----------------------------------------------------------------------
 
     def _reached_downloader(self, request: Request, spider: Any = None) -> None:
-        found = self._slot(request)
+        found = self._slot_of(request)
         if found is not None:
             self._adopt(*found)
 
     def _response_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
         latency = request.meta.get("download_latency")
-        found = self._slot(request)
+        found = self._slot_of(request)
         if latency is None or found is None:
             return
         key, slot = found
