@@ -1,44 +1,87 @@
 """The Scrapy internals idcrawl relies on, in one place, for every Scrapy that ``pyproject.toml`` admits.
 
-Scrapy has no public call for a few things idcrawl needs (wake the engine now,
-schedule a coroutine without awaiting it, set a download slot's jitter). Each
-is one small function here, in the spirit of Scrapy's own
-``DownloaderInterface`` (``scrapy/pqueues.py``): callers never touch a private
-Scrapy name themselves, and where Scrapy versions differ the difference is
+Scrapy has no public call for a few things idcrawl needs: wake the engine now,
+close the spider from a component without awaiting it, look up a download
+slot and its room, set a slot's jitter, tell whether the engine still holds a
+request, read the robots.txt middleware's parser table, walk the feed
+exporter's slots. Each is one small function here, in the spirit of Scrapy's
+own ``DownloaderInterface`` (``scrapy/pqueues.py``): callers never touch a
+Scrapy internal themselves, and where Scrapy versions differ the difference is
 handled here, by testing for the feature (never by comparing version numbers).
 
-Supported: from the floor pinned in ``constraints-floor.txt`` (the same number
-as ``pyproject.toml``'s ``scrapy>=``) to the latest release. ``make test``
-runs ``tests/test_scrapy_adapter.py`` and the crawl tests on both (README,
-"Supported Scrapy versions"). What each function relies on, by version:
+Supported: from the floor pinned in ``constraints-floor.txt`` (2.18.0, the
+same number as ``pyproject.toml``'s ``scrapy>=``) to the latest release
+(2.19). ``make test`` runs ``tests/test_scrapy_adapter.py`` and the crawl
+tests on both (README, "Supported Scrapy versions"). What each function
+relies on, by version:
 
 - :func:`wake_engine`: ``engine._slot.nextcall`` (``CallLaterOnce``), the
-  call ``engine.crawl()`` itself makes; the same from 2.14 to 2.19.
-- :func:`schedule_coro`: ``scrapy.utils.defer._schedule_coro``; the same from
-  2.14 to 2.19.
+  call ``engine.crawl()`` itself makes; the same in 2.18 and 2.19.
+- :func:`close_spider`: ``ExecutionEngine.close_spider_async(reason=...)``
+  run as a task by ``scrapy.utils.defer._schedule_coro``; the same in 2.18
+  and 2.19.
+- :func:`engine_busy`: ``engine.downloader.active``, ``engine.scraper.slot``
+  (``is_idle()``), ``engine._slot.inprogress`` and ``engine._slot.scheduler``;
+  the same in 2.18 and 2.19.
+- :func:`slot_key`, :func:`download_slot`, :func:`slot_has_room`:
+  ``engine.downloader.get_slot_key()``, ``engine.downloader.slots`` (key ->
+  ``scrapy.core.downloader.Slot``, whose ``delay``, ``concurrency``,
+  ``active`` and ``queue`` are read) and ``engine.downloader.domain_concurrency``
+  (the concurrency of a slot not made yet); the same in 2.18 and 2.19.
 - :func:`slot_jitter` and :func:`set_slot_delay`: Scrapy 2.19 gave download
   slots a ``jitter`` (a wait is drawn from ``delay * (1 +- jitter)``); before
   that a slot had a ``randomize_delay`` flag that means +-50%, and any other
   spread cannot be had: such a slot waits its mean, ``delay``, every time.
+- :func:`robots_parser`: ``RobotsTxtMiddleware._parsers`` (netloc -> parser,
+  ``None`` after a failed download, or the ``Deferred`` of a download under
+  way); the same in 2.18 and 2.19.
+- :func:`feed_slots` and :func:`has_feed_exporter`: the ``FeedExporter``
+  among ``crawler.extensions.middlewares``, its ``slots`` (``FeedSlot``:
+  ``storage``, ``file``, ``uri_template``, ``format``), ``feeds`` (uri
+  template -> options) and ``exporters`` (format -> exporter class); the same
+  in 2.18 and 2.19.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.downloader import Slot
+from scrapy.extensions.feedexport import FeedExporter
 from scrapy.utils.defer import _schedule_coro
+from twisted.internet.defer import Deferred
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
+    from typing import IO
 
+    from scrapy import Request
     from scrapy.crawler import Crawler
+    from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+    from scrapy.robotstxt import RobotParser
 
-__all__ = ["SLOT_HAS_JITTER", "schedule_coro", "set_slot_delay", "slot_jitter", "wake_engine"]
+__all__ = [
+    "SLOT_HAS_JITTER",
+    "FeedSlotView",
+    "close_spider",
+    "download_slot",
+    "engine_busy",
+    "feed_slots",
+    "has_feed_exporter",
+    "robots_parser",
+    "set_slot_delay",
+    "slot_has_room",
+    "slot_jitter",
+    "slot_key",
+    "wake_engine",
+]
 
 #: Scrapy >= 2.19: ``Slot.jitter`` (a float); before, ``Slot.randomize_delay`` (a bool meaning +-50%).
 SLOT_HAS_JITTER: bool = hasattr(Slot, "jitter")
 _OLD_JITTER = 0.5  # what randomize_delay=True meant before 2.19
+
+
+# -- the engine ---------------------------------------------------------------------------
 
 
 def wake_engine(crawler: Crawler | Any) -> None:
@@ -54,9 +97,78 @@ def wake_engine(crawler: Crawler | Any) -> None:
         nextcall.schedule()
 
 
-def schedule_coro(coro: Coroutine[Any, Any, Any]) -> None:
-    """Run a coroutine (``engine.close_spider_async(...)``) as a task of the running loop, not awaited."""
-    _schedule_coro(coro)
+def close_spider(crawler: Crawler | Any, reason: str) -> bool:
+    """Close the spider with ``reason``, from a component that cannot await it (a signal handler, a timer).
+
+    The close runs as a task of the running loop; False (nothing done) when
+    the crawler has no engine (before the spider opens, after it closed).
+    """
+    engine = getattr(crawler, "engine", None)
+    if engine is None:
+        return False
+    _schedule_coro(engine.close_spider_async(reason=reason))
+    return True
+
+
+def engine_busy(crawler: Crawler | Any) -> bool:
+    """Does the engine hold a request: downloading, being scraped, on its way from the scheduler
+    to the downloader, or queued in the scheduler (its queues, and idcrawl's delay queue)?
+
+    Not Scrapy's ``engine.spider_is_idle()``: that one also asks the scheduler's
+    ``has_pending_requests()``, which for idcrawl's scheduler includes ids the
+    frontier could still hand out, and it raises before the spider opened.
+    False when the crawler has no engine.
+    """
+    engine = getattr(crawler, "engine", None)
+    if engine is None:
+        return False
+    slot = getattr(engine, "_slot", None)
+    scheduler = getattr(slot, "scheduler", None)
+    scraper = engine.scraper.slot
+    return bool(
+        engine.downloader.active
+        or (scraper is not None and not scraper.is_idle())
+        or (slot is not None and slot.inprogress)
+        or (scheduler is not None and (len(scheduler) or getattr(scheduler, "_delayed", None)))
+    )
+
+
+# -- download slots -----------------------------------------------------------------------
+
+
+def slot_key(crawler: Crawler | Any, request: Request) -> str:
+    """The key of the download slot that serves ``request``: its ``download_slot`` meta if set, else
+    the downloader's choice (hostname, or IP with ``CONCURRENT_REQUESTS_PER_IP``). Needs the engine."""
+    key: str = crawler.engine.downloader.get_slot_key(request)
+    return key
+
+
+def download_slot(crawler: Crawler | Any, key: str) -> Slot | None:
+    """The downloader's slot of that key; None before the engine exists, or until the slot's first
+    request (and again after Scrapy's slot GC dropped it while idle)."""
+    engine = getattr(crawler, "engine", None)
+    if engine is None:
+        return None
+    slot: Slot | None = engine.downloader.slots.get(key)
+    return slot
+
+
+def slot_has_room(crawler: Crawler | Any, key: str, entering: int = 0) -> bool:
+    """May one more request go to slot ``key`` now, without waiting on it?
+
+    ``entering`` counts requests on their way to that slot (in the downloader
+    middlewares, not in the slot yet). A slot with a delay has room only when
+    nothing waits on it; otherwise while its active requests plus ``entering``
+    stay under its concurrency (``CONCURRENT_REQUESTS_PER_DOMAIN`` for a slot
+    not made yet).
+    """
+    downloader = crawler.engine.downloader
+    slot = downloader.slots.get(key)
+    if slot is None:
+        return entering < downloader.domain_concurrency
+    if slot.delay and (slot.queue or entering):
+        return False
+    return len(slot.active) + entering < slot.concurrency
 
 
 def slot_jitter(slot: Any) -> float:
@@ -78,3 +190,50 @@ def set_slot_delay(slot: Any, delay: float, jitter: float) -> None:
         slot.jitter = jitter
     else:
         slot.randomize_delay = jitter == _OLD_JITTER
+
+
+# -- robots.txt ---------------------------------------------------------------------------
+
+
+def robots_parser(middleware: RobotsTxtMiddleware, netloc: str) -> RobotParser | None:
+    """The parser the robots.txt middleware holds for ``netloc``: None while its robots.txt is still
+    downloading, when the download failed, or when it was never asked for."""
+    stored = middleware._parsers.get(netloc)
+    return None if isinstance(stored, Deferred) else stored
+
+
+# -- feed exports -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FeedSlotView:
+    """One feed of Scrapy's feed exporter, as it is when read (its ``file`` opens and closes later)."""
+
+    storage: Any  #: the feed storage (``FileFeedStorage``, ``StdoutFeedStorage``, ...)
+    file: IO[bytes] | None  #: the file written to, None before the feed opened it
+    exporter_class: Any  #: the item exporter class of the feed's format (None if unknown)
+    options: dict[str, Any]  #: the feed's options (``FEEDS`` entry with defaults filled in)
+
+
+def _feed_exporters(crawler: Crawler | Any) -> list[FeedExporter]:
+    extensions = getattr(crawler, "extensions", None)
+    return [c for c in getattr(extensions, "middlewares", ()) if isinstance(c, FeedExporter)]
+
+
+def has_feed_exporter(crawler: Crawler | Any) -> bool:
+    """Is Scrapy's feed exporter enabled in this crawl (it closes its feeds after the spider)?"""
+    return bool(_feed_exporters(crawler))
+
+
+def feed_slots(crawler: Crawler | Any) -> list[FeedSlotView]:
+    """Every feed the feed exporter writes in this crawl (none before ``spider_opened``, when it makes them)."""
+    return [
+        FeedSlotView(
+            storage=slot.storage,
+            file=slot.file,
+            exporter_class=exporter.exporters.get(slot.format),
+            options=exporter.feeds.get(slot.uri_template, {}),
+        )
+        for exporter in _feed_exporters(crawler)
+        for slot in exporter.slots
+    ]

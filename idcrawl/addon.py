@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.settings import BaseSettings, get_settings_priority
 from scrapy.utils.misc import load_object
 
+from idcrawl.errors import install_log_filter
 from idcrawl.settings_profiles import apply_profile
 from idcrawl.validation import validate_settings
 
@@ -150,6 +151,7 @@ class IdCrawl:
         # per crawler, not in update_pre_crawler_settings: an unknown profile raised there (while
         # Scrapy builds its crawler process) would be a traceback instead of one line. For idseq
         # spiders the profile is already applied (their update_settings runs first); again is a no-op.
+        install_log_filter()  # a crawl starts: its refusals of bad input are one line (idcrawl.errors)
         apply_profile(settings)
         validate_settings(settings)  # every IDCRAWL_* setting, one line for the first bad one
         settings.set("SCHEDULER", SCHEDULER, priority=ADDON_PRIORITY)

@@ -52,7 +52,7 @@ from idcrawl.core.seen import (
     make_backend,
 )
 from idcrawl.core.seen import dump as dump_seen
-from idcrawl.errors import BadInputError, install_log_filter
+from idcrawl.errors import BadInputError
 from idcrawl.runtime import META_KEY
 from idcrawl.state.location import job_file
 
@@ -67,34 +67,6 @@ if TYPE_CHECKING:
 __all__ = ["STATS_PREFIX", "IdDupeFilter", "seen_path"]
 
 logger = logging.getLogger(__name__)
-install_log_filter()
-
-
-class _RaisedWhileOpening(logging.Filter):
-    """One line for a :class:`BadInputError` raised while the engine opens the spider.
-
-    Scrapy builds the scheduler, and so this dupefilter, inside ``open_spider``;
-    an error there makes the crawler's clean-up fail with "Engine slot not
-    assigned", and asyncio logs that error with the :class:`BadInputError` as
-    its context and a traceback. The record becomes the BadInputError's message
-    (the exit status stays non-zero).
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        cause, hops = exc, 0
-        while cause is not None and not isinstance(cause, BadInputError) and hops < 8:
-            cause, hops = cause.__cause__ or cause.__context__, hops + 1
-        if isinstance(cause, BadInputError) and cause is not exc:
-            record.msg, record.args = str(cause), ()
-            record.exc_info, record.exc_text = None, None
-        return True
-
-
-_OPENING_FILTER = _RaisedWhileOpening()
-for _name in ("asyncio", "scrapy.crawler", "twisted"):
-    if _OPENING_FILTER not in logging.getLogger(_name).filters:
-        logging.getLogger(_name).addFilter(_OPENING_FILTER)
 
 #: Prefix of this component's stats (``dupefilter/filtered`` stays Scrapy's).
 STATS_PREFIX = "idcrawl/dupefilter"

@@ -24,6 +24,7 @@ from scrapy import Request, signals
 from scrapy.core.scheduler import Scheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
+from idcrawl._scrapy import slot_has_room, slot_key
 from idcrawl.core.delays import DelayQueue
 from idcrawl.runtime import DUE_KEY, STATS_PREFIX, IdRuntime, Limiter
 
@@ -120,8 +121,7 @@ class IdScheduler(Scheduler):
         assert self.crawler is not None and self.crawler.engine is not None
         if request.url.startswith("data:"):
             return False
-        slot = request.meta.get("download_slot") or self.crawler.engine.downloader.get_slot_key(request)
-        if not limiter.closed(slot):
+        if not limiter.closed(slot_key(self.crawler, request)):
             return False
         assert self.stats is not None
         self.stats.inc_value(f"{STATS_PREFIX}/limits/dropped")
@@ -154,8 +154,7 @@ class IdScheduler(Scheduler):
         key = self._slot_of_host.get(host)
         if key is None:
             assert self.crawler is not None and self.crawler.engine is not None
-            downloader = self.crawler.engine.downloader
-            key = downloader.get_slot_key(Request(f"http://{host}/"))
+            key = slot_key(self.crawler, Request(f"http://{host}/"))
             self._slot_of_host[host] = key
         return key
 
@@ -172,14 +171,7 @@ class IdScheduler(Scheduler):
         key = self._slot_key(str(group))
         entering = self._entering.get(key)
         pending = len(entering) if entering is not None else 0
-        slot = self.crawler.engine.downloader.slots.get(key)
-        if slot is None:
-            ready = pending < self.crawler.engine.downloader.domain_concurrency
-        elif slot.delay and (slot.queue or pending):
-            ready = False
-        else:
-            ready = len(slot.active) + pending < slot.concurrency
-        if not ready:
+        if not slot_has_room(self.crawler, key, pending):
             return False
         limiter = self.runtime.limiter if self.runtime is not None else None
         # the job limits: may the slot take one more request (LT per iteration, stop rules)?

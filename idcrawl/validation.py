@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from idcrawl.core.setting_specs import SettingError, check_settings
-from idcrawl.errors import BadInputError, install_log_filter
+from idcrawl.errors import BadInputError
 
 __all__ = ["validate_settings"]
-
-install_log_filter()  # the add-on validates for any spider: its refusal is one line too
 
 #: Settings that name a file idcrawl writes (its folder is created if missing).
 _FILE_SETTINGS = ("IDCRAWL_STATE_PATH", "IDCRAWL_DUPEFILTER_PATH", "IDCRAWL_INCIDENT_LOG")

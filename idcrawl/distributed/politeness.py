@@ -26,6 +26,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import reactor
 from twisted.internet.task import deferLater
 
+from idcrawl._scrapy import download_slot, slot_key
 from idcrawl.runtime import STATS_PREFIX
 
 if TYPE_CHECKING:
@@ -50,11 +51,10 @@ class FleetPoliteness:
         engine = self.crawler.engine
         if not isinstance(runtime, RedisRuntime) or engine is None or request.url.startswith("data:"):
             return
-        downloader = engine.downloader
-        key = request.meta.get("download_slot") or downloader.get_slot_key(request)
+        key = slot_key(self.crawler, request)
         waited = 0.0
         while True:
-            slot = downloader.slots.get(key)
+            slot = download_slot(self.crawler, key)
             gap = slot.delay if slot is not None else self.crawler.settings.getfloat("DOWNLOAD_DELAY")
             if gap <= 0:
                 break

@@ -41,7 +41,7 @@ from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
 
 from idcrawl import default_settings
-from idcrawl._scrapy import schedule_coro
+from idcrawl._scrapy import close_spider, engine_busy
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.targets import Target, TargetError, parse_target
@@ -362,7 +362,7 @@ class RedisRuntime(IdRuntime):
         engine = self.crawler.engine
         if engine is not None and not self._closed:
             self._closed = True
-            schedule_coro(engine.close_spider_async(reason=reason))
+            close_spider(self.crawler, reason)
 
     def _poll(self) -> None:
         frontier = self.frontier
@@ -475,13 +475,7 @@ class RedisRuntime(IdRuntime):
         engine = self.crawler.engine
         if not frontier.inflight or engine is None:
             return
-        slot = getattr(engine, "_slot", None)
-        scheduler = getattr(slot, "scheduler", None)
-        scraper = engine.scraper.slot
-        busy = (engine.downloader.active or (scraper is not None and not scraper.is_idle())
-                or (slot is not None and slot.inprogress)
-                or (scheduler is not None and (len(scheduler) or getattr(scheduler, "_delayed", None))))
-        if busy:
+        if engine_busy(self.crawler):
             self._quiet_polls = 0
             return
         self._quiet_polls += 1

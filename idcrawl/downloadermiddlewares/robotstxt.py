@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.utils.httpobj import urlparse_cached
-from twisted.internet.defer import Deferred
+
+from idcrawl._scrapy import robots_parser
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -34,7 +35,5 @@ class IdRobotsTxtMiddleware(RobotsTxtMiddleware):
     async def robot_parser(self, request: Request) -> RobotParser | None:
         parser = await super().robot_parser(request)
         if parser is None:
-            stored = self._parsers.get(urlparse_cached(request).netloc)
-            if not isinstance(stored, Deferred):
-                return stored
+            return robots_parser(self, urlparse_cached(request).netloc)
         return parser

@@ -45,10 +45,10 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later, create_looping_call
 
 from idcrawl import default_settings
-from idcrawl._scrapy import schedule_coro
+from idcrawl._scrapy import close_spider, slot_key
 from idcrawl.core.limits import RULES, DomainLimits, JobLimits, LimitError, Limits, Trigger
 from idcrawl.distributed.connection import RedisUnavailable, distributed
-from idcrawl.errors import BadInputError, install_log_filter
+from idcrawl.errors import BadInputError
 from idcrawl.extensions.incidents import Incident, IncidentLog, IncidentLogError
 from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime
 from idcrawl.state.location import job_file
@@ -62,7 +62,6 @@ if TYPE_CHECKING:
 __all__ = ["CHECK_INTERVAL", "DOMAIN_SETTINGS", "JOB_SETTINGS", "IdLimits", "incident_log_path"]
 
 logger = logging.getLogger(__name__)
-install_log_filter()
 
 PREFIX = f"{STATS_PREFIX}/limits"
 #: The name in ``IDCRAWL_INCIDENT_RULES`` that also logs unhandled spider errors as incidents.
@@ -316,9 +315,7 @@ class IdLimits:
             return
         self._job_closing = True
         self._report(trigger, self.job)
-        engine = self.crawler.engine
-        if engine is not None:
-            schedule_coro(engine.close_spider_async(reason=f"idcrawl_limit_{trigger.rule}"))
+        close_spider(self.crawler, f"idcrawl_limit_{trigger.rule}")
 
     def _report(self, trigger: Trigger, tracker: DomainLimits | JobLimits) -> None:
         logger.warning("idcrawl limits: %s", trigger.message)
@@ -382,12 +379,8 @@ class IdLimits:
         return key
 
     def _request_slot(self, request: Request) -> str:
-        slot = request.meta.get("download_slot")
-        if slot is not None:
-            return str(slot)
-        engine = self.crawler.engine
-        assert engine is not None
-        return engine.downloader.get_slot_key(request)
+        assert self.crawler.engine is not None
+        return str(slot_key(self.crawler, request))
 
     def _lanes_by_slot(self) -> dict[str, dict[str, Any]]:
         runtime = self.runtime

@@ -40,9 +40,9 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from idcrawl import default_settings
-from idcrawl._scrapy import set_slot_delay, slot_jitter
+from idcrawl._scrapy import download_slot, set_slot_delay, slot_jitter
 from idcrawl.core.politeness import PolitenessError, PolitenessRule, lengthen_only
-from idcrawl.errors import BadInputError, install_log_filter
+from idcrawl.errors import BadInputError
 from idcrawl.runtime import STATS_PREFIX
 
 if TYPE_CHECKING:
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["IdPoliteness"]
 
 logger = logging.getLogger(__name__)
-install_log_filter()
 
 PREFIX = f"{STATS_PREFIX}/politeness"
 _SETTING_OF_FIELD = {
@@ -125,12 +124,11 @@ class IdPoliteness:
 
     # -- slots ----------------------------------------------------------------------
 
-    def _slot(self, request: Request) -> tuple[str, Slot] | None:
+    def _slot_of(self, request: Request) -> tuple[str, Slot] | None:
         key = request.meta.get("download_slot")
-        engine = self.crawler.engine
-        if key is None or engine is None:
+        if key is None:
             return None
-        slot = engine.downloader.slots.get(key)
+        slot = download_slot(self.crawler, key)
         return (key, slot) if slot is not None else None
 
     def _adopt(self, key: str, slot: Slot) -> _SlotState:
@@ -162,13 +160,13 @@ class IdPoliteness:
     # -- signals ----------------------------------------------------------------------
 
     def _reached_downloader(self, request: Request, spider: Any = None) -> None:
-        found = self._slot(request)
+        found = self._slot_of(request)
         if found is not None:
             self._adopt(*found)
 
     def _response_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
         latency = request.meta.get("download_latency")
-        found = self._slot(request)
+        found = self._slot_of(request)
         if latency is None or found is None:
             return
         key, slot = found

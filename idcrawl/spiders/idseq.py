@@ -54,8 +54,6 @@ if TYPE_CHECKING:
 
 __all__ = ["IdSeqSpider"]
 
-install_log_filter()
-
 #: Per-host gaps for all workers of a distributed job together (idcrawl.distributed.politeness).
 _FLEET_POLITENESS = "idcrawl.distributed.politeness.FleetPoliteness"
 
@@ -113,6 +111,7 @@ class IdSeqSpider(Spider):
         (lane requests carry ``dont_retry``; without it they get no attempts) and
         the soft-404 probe (``IdSoft404Middleware``; without it ``soft404_probe`` learns nothing).
         """
+        install_log_filter()  # a crawl starts: its refusals of bad input are one line (idcrawl.errors)
         super().update_settings(settings)
         from idcrawl.addon import (
             ATTEMPTS_MIDDLEWARE,

@@ -49,10 +49,11 @@ from itemadapter import ItemAdapter
 from pyroaring import BitMap64
 from scrapy import signals
 from scrapy.exporters import JsonLinesItemExporter
-from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, StdoutFeedStorage
+from scrapy.extensions.feedexport import FileFeedStorage, StdoutFeedStorage
 from scrapy.utils.asyncio import create_looping_call
 from w3lib.url import file_uri_to_path
 
+from idcrawl._scrapy import feed_slots, has_feed_exporter
 from idcrawl.core.lanes import Lane, Outcome
 from idcrawl.core.ranges import LaneRecord
 from idcrawl.core.resume import identity
@@ -60,12 +61,12 @@ from idcrawl.state.base import FeedMarks, StateStore
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from scrapy.extensions.feedexport import FeedSlot
 
+    from idcrawl._scrapy import FeedSlotView
     from idcrawl.core.frontier import Frontier
 
 __all__ = [
-    "StateRecorder", "UnwrittenItems", "end_cut_lines", "feed_exporters", "feed_marks", "flush_feeds", "item_key",
+    "StateRecorder", "UnwrittenItems", "end_cut_lines", "feed_marks", "flush_feeds", "item_key",
     "overwritten_feeds", "recover_feed_tails",
 ]
 
@@ -175,7 +176,7 @@ class StateRecorder:
         if self._run_id is not None:
             self.store.end_run(self._run_id, _now(), reason, counts)
         self._ended = True
-        if self._feeds_done or not feed_exporters(self.crawler):
+        if self._feeds_done or not has_feed_exporter(self.crawler):
             self._close_store()
 
     def _feeds_closed(self) -> None:
@@ -297,23 +298,18 @@ class StateRecorder:
         reason = lane.reason if lane.settled else None
         return LaneRecord(key, origin, lane.step, lane.stop, cursor, lane.last_found, lane.cut_at, reason)
 
-def feed_exporters(crawler: Crawler) -> list[FeedExporter]:
-    return [c for c in crawler.extensions.middlewares if isinstance(c, FeedExporter)]
-
-
 def flush_feeds(crawler: Crawler) -> bool:
     """Flush and fsync local feed files; False if some feed is only durable at close (S3, FTP, ...)."""
     durable = True
-    for exporter in feed_exporters(crawler):
-        for slot in exporter.slots:
-            if isinstance(slot.storage, FileFeedStorage | StdoutFeedStorage):
-                if slot.file is not None:
-                    # a closed file was flushed by its close
-                    with contextlib.suppress(OSError, ValueError, AttributeError):
-                        slot.file.flush()
-                        os.fsync(slot.file.fileno())
-            else:
-                durable = False
+    for slot in feed_slots(crawler):
+        if isinstance(slot.storage, FileFeedStorage | StdoutFeedStorage):
+            if slot.file is not None:
+                # a closed file was flushed by its close
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    slot.file.flush()
+                    os.fsync(slot.file.fileno())
+        else:
+            durable = False
     return durable
 
 
@@ -327,25 +323,25 @@ def feed_marks(crawler: Crawler) -> dict[str, int]:
     """
     offsets: dict[str, int] = {}
     # with several feeds, an id read back from one of them may be missing from another
-    single = sum(len(exporter.slots) for exporter in feed_exporters(crawler)) == 1
-    for exporter in feed_exporters(crawler):
-        for slot in exporter.slots:
-            storage = slot.storage
-            if not isinstance(storage, FileFeedStorage):
-                continue
-            path = os.path.abspath(storage.path)
-            if not single or not _readable_back(exporter, slot):
-                offsets[path] = -1
-                continue
-            try:
-                if slot.file is not None and not slot.file.closed:
-                    offsets[path] = os.fstat(slot.file.fileno()).st_size
-                elif storage.write_mode == "wb" and slot.file is None:
-                    offsets[path] = 0
-                else:
-                    offsets[path] = os.path.getsize(path)
-            except (OSError, ValueError, AttributeError):
-                offsets[path] = 0 if storage.write_mode == "wb" else -1
+    slots = feed_slots(crawler)
+    single = len(slots) == 1
+    for slot in slots:
+        storage = slot.storage
+        if not isinstance(storage, FileFeedStorage):
+            continue
+        path = os.path.abspath(storage.path)
+        if not single or not _readable_back(slot):
+            offsets[path] = -1
+            continue
+        try:
+            if slot.file is not None and not slot.file.closed:
+                offsets[path] = os.fstat(slot.file.fileno()).st_size
+            elif storage.write_mode == "wb" and slot.file is None:
+                offsets[path] = 0
+            else:
+                offsets[path] = os.path.getsize(path)
+        except (OSError, ValueError, AttributeError):
+            offsets[path] = 0 if storage.write_mode == "wb" else -1
     return offsets
 
 
@@ -356,32 +352,30 @@ def end_cut_lines(crawler: Crawler) -> None:
     unreadable (lost, once committed found); now the cut line stays a bad
     line of its own, which JSON lines readers skip.
     """
-    for exporter in feed_exporters(crawler):
-        for slot in exporter.slots:
-            storage = slot.storage
-            if not (isinstance(storage, FileFeedStorage) and storage.write_mode == "ab"):
-                continue
-            if not _readable_back(exporter, slot, batches=True):
-                continue
-            try:
-                with open(storage.path, "rb") as file:
-                    if os.fstat(file.fileno()).st_size == 0:
-                        continue
-                    file.seek(-1, os.SEEK_END)
-                    if file.read(1) == b"\n":
-                        continue
-                with open(storage.path, "ab") as file:
-                    file.write(b"\n")
-            except OSError:
-                continue
-            logger.warning("idcrawl: feed %s ended with a line cut short (a killed run); "
-                           "it is left as a bad line of its own", storage.path)
+    for slot in feed_slots(crawler):
+        storage = slot.storage
+        if not (isinstance(storage, FileFeedStorage) and storage.write_mode == "ab"):
+            continue
+        if not _readable_back(slot, batches=True):
+            continue
+        try:
+            with open(storage.path, "rb") as file:
+                if os.fstat(file.fileno()).st_size == 0:
+                    continue
+                file.seek(-1, os.SEEK_END)
+                if file.read(1) == b"\n":
+                    continue
+            with open(storage.path, "ab") as file:
+                file.write(b"\n")
+        except OSError:
+            continue
+        logger.warning("idcrawl: feed %s ended with a line cut short (a killed run); "
+                       "it is left as a bad line of its own", storage.path)
 
 
-def _readable_back(exporter: FeedExporter, slot: FeedSlot, *, batches: bool = False) -> bool:
+def _readable_back(slot: FeedSlotView, *, batches: bool = False) -> bool:
     """A plain JSON lines file, one per feed (no post-processing; no batches unless ``batches``)."""
-    options = exporter.feeds.get(slot.uri_template, {})
-    exporter_class = exporter.exporters.get(slot.format)
+    options, exporter_class = slot.options, slot.exporter_class
     return (
         isinstance(exporter_class, type)
         and issubclass(exporter_class, JsonLinesItemExporter)
