@@ -9,7 +9,7 @@ handled here, by testing for the feature (never by comparing version numbers).
 
 Supported: from the floor pinned in ``constraints-floor.txt`` (the same number
 as ``pyproject.toml``'s ``scrapy>=``) to the latest release. ``make test``
-runs ``tests/test_scrapy_adapter.py`` and the crawl tests on both (README,
+runs ``tests/unit/test_scrapy_adapter.py`` and the crawl tests on both (README,
 "Supported Scrapy versions"). What each function relies on, by version:
 
 - :func:`wake_engine`: ``engine._slot.nextcall`` (``CallLaterOnce``), the

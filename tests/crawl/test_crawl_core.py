@@ -140,7 +140,7 @@ def test_site_spider_subclass_extracts_fields_with_css(make_site, tmp_path: Path
 
 def test_follow_up_requests_go_through_the_scheduler(make_site, tmp_path: Path) -> None:
     site = make_site(GapModel(0, 10_000, {5}))
-    spider_file = Path(__file__).parent / "support" / "followup_spider.py"
+    spider_file = Path(__file__).parents[1] / "support" / "followup_spider.py"
     result = run_crawl(
         tmp_path, {"url": site.url(), "start": 1, "max": 8, "margin": 0}, runspider=spider_file
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from idcrawl.demo.site import DemoModel
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_demo_job_writes_every_page_of_the_demo_site(tmp_path: Path) -> None:

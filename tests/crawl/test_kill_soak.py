@@ -118,7 +118,7 @@ def test_a_run_appending_to_a_feed_a_kill_cut_short_keeps_its_first_item_readabl
 def test_with_several_items_per_id_no_feed_is_read_back_and_no_item_is_lost(make_site, tmp_path: Path) -> None:
     """Reading back a feed would take an id whose first item was written for done: its second is lost."""
     model, site = soak_site(make_site)
-    spider = Path(__file__).parent / "support" / "two_items_spider.py"
+    spider = Path(__file__).parents[1] / "support" / "two_items_spider.py"
     settings = {"IDCRAWL_STATE_COMMIT_ITEMS": BATCH, "IDCRAWL_STATE_PATH": str(tmp_path / "state.sqlite")}
     args = {**ARGS, "url": site.url()}
     soak = kill_soak(tmp_path, site, args, settings, seed=5, kills=2, between=(60, 150), runspider=spider)

@@ -199,7 +199,7 @@ def test_unhandled_spider_errors_are_incidents_when_asked(make_site, tmp_path: P
         {"url": site.url(), "start": 1, "max": 5, "margin": 0},
         {"EXTENSIONS": EXTENSIONS, "IDCRAWL_LIMIT_PLMAX": 1000, "IDCRAWL_INCIDENT_LOG": str(log),
          "IDCRAWL_INCIDENT_RULES": "TTmax,errors"},
-        runspider=Path(__file__).parent / "support" / "failing_spider.py",
+        runspider=Path(__file__).parents[1] / "support" / "failing_spider.py",
     )
     assert result.returncode == 0, result.stderr[-3000:]
     doc = etree.parse(str(log))

@@ -165,7 +165,7 @@ def test_missing_statuses_from_argument_or_setting(make_site, tmp_path: Path, re
 
 def test_a_spider_subclass_decides_in_classify(make_site, tmp_path: Path, reference) -> None:
     site = make_site(SoftModel(LOW, HIGH, GAPS))
-    spider_file = Path(__file__).parent / "support" / "classify_spider.py"
+    spider_file = Path(__file__).parents[1] / "support" / "classify_spider.py"
     result = run_crawl(tmp_path, {"url": site.url(), **ARGS}, runspider=spider_file)
     assert_same_crawl(result, reference)
     assert {i["title"] for i in result.items} == {f"Procurement notice {i}" for i in reference.ids}

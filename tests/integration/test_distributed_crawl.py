@@ -298,7 +298,7 @@ def test_redis_restarting_mid_crawl(make_site, tmp_path: Path, persistent: bool)
 
 def test_an_id_whose_callback_raises_does_not_hold_the_job_forever(make_site, redis_server, tmp_path: Path) -> None:
     site = make_site(GapModel(0, 100, set()))
-    spider = Path(__file__).parent / "support" / "failing_spider.py"
+    spider = Path(__file__).parents[1] / "support" / "failing_spider.py"
     result = run_crawl(tmp_path, {"url": site.url(), "start": 1, "max": 8, "margin": 0},
                        worker_settings(redis_server, job="raises"), runspider=spider, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -9,12 +9,12 @@ import pytest
 
 from idcrawl.distributed.dupefilters import RedisBloomSeen
 from tests.conftest import GapModel
+from tests.integration.test_distributed_crawl import worker_settings
 from tests.support.crawl import run_crawl
-from tests.test_distributed_crawl import worker_settings
 
 redis = pytest.importorskip("redis")
 
-SPIDER = Path(__file__).parent / "support" / "shared_detail_spider.py"
+SPIDER = Path(__file__).parents[1] / "support" / "shared_detail_spider.py"
 
 
 def fp(i: int) -> bytes:

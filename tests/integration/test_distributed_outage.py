@@ -14,8 +14,8 @@ from lxml import etree
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.extensions.incidents import Incident, IncidentLog, schema
+from tests.integration.test_distributed_frontier import frontier, target
 from tests.support.redis_server import RedisServer, in_ci, redis_server_missing
-from tests.test_distributed_frontier import frontier, target
 
 redis = pytest.importorskip("redis")
 

@@ -13,9 +13,9 @@ from lxml import etree
 
 from idcrawl.extensions.incidents import schema
 from tests.conftest import GapModel
+from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
 from tests.support.crawl import REPO, run_crawl
 from tests.support.reference import lane_truth
-from tests.test_distributed_crawl import finish, start_worker, worker_settings
 
 redis = pytest.importorskip("redis")
 

@@ -40,7 +40,7 @@ from idcrawl.state.location import STATE_FILENAME
 from tests.conftest import GapModel
 from tests.support.reference import target_truth
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PROJECT = "idcrawl"
 JOB = "reg-e2e"  # one job id for both runs: one JOBDIR, one state
 EGG_ONLY_PROFILE = "e2e_egg_only"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import GapModel
+from tests.integration.test_idjob import scrapy
 from tests.support.crawl import run_crawl
 from tests.support.reference import target_truth
-from tests.test_idjob import scrapy
 
 redis = pytest.importorskip("redis")
 

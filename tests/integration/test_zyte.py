@@ -27,7 +27,7 @@ from packaging.version import Version
 from tests.conftest import GapModel
 from tests.support.crawl import run_crawl
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 STACK = re.compile(r"scrapy:(?P<version>\d+\.\d+)(?:-py3)?(?:-(?P<date>\d{8}))?$")
 
 
@@ -59,7 +59,7 @@ def test_scrapinghub_yml_names_a_stack_that_has_the_scrapy_idcrawl_needs() -> No
     match = STACK.match(str(stack))
     assert match, f"stack {stack!r} is not a scrapy:X.Y[-YYYYMMDD] stack"
     (scrapy,) = [r for r in runtime_requirements() if canonicalize_name(r.name) == "scrapy"]
-    # the series X.Y holds a Scrapy that pyproject admits (tests/test_scrapy_adapter.py: the floor's series)
+    # the series X.Y holds a Scrapy that pyproject admits (tests/unit/test_scrapy_adapter.py: the floor's series)
     series = Version(match["version"])
     assert any(scrapy.specifier.contains(Version(f"{series}.{patch}")) for patch in range(10)), (stack, str(scrapy))
 

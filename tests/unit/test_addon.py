@@ -70,11 +70,11 @@ def test_the_addon_wires_every_piece_at_addon_priority() -> None:
 
 def test_a_project_overrides_any_single_piece() -> None:
     settings = wired({
-        "SCHEDULER": "tests.test_addon.MyScheduler",
+        "SCHEDULER": "tests.unit.test_addon.MyScheduler",
         "DOWNLOADER_MIDDLEWARES": {ATTEMPTS_MIDDLEWARE: 600},
         "EXTENSIONS": {IdProgress: None},  # a class as the key: still recognised
     })
-    assert settings["SCHEDULER"] == "tests.test_addon.MyScheduler"
+    assert settings["SCHEDULER"] == "tests.unit.test_addon.MyScheduler"
     middlewares = components(settings, "DOWNLOADER_MIDDLEWARES")
     assert middlewares[ATTEMPTS_MIDDLEWARE] == 600
     assert middlewares[ID_ROBOTS] == 100
@@ -117,9 +117,9 @@ def test_the_idseq_spider_replaces_another_scheduler_but_keeps_a_subclass() -> N
     other = Settings({"SCHEDULER": "scrapy.core.scheduler.Scheduler"})
     IdSeqSpider.update_settings(other)
     assert other["SCHEDULER"] == SCHEDULER
-    mine = Settings({"SCHEDULER": "tests.test_addon.MyScheduler"})
+    mine = Settings({"SCHEDULER": "tests.unit.test_addon.MyScheduler"})
     IdSeqSpider.update_settings(mine)
-    assert mine["SCHEDULER"] == "tests.test_addon.MyScheduler"
+    assert mine["SCHEDULER"] == "tests.unit.test_addon.MyScheduler"
 
 
 def test_the_idseq_spider_leaves_a_listed_attempts_middleware_alone() -> None:

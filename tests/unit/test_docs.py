@@ -8,7 +8,7 @@ from pathlib import Path
 
 from idcrawl import default_settings
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def settings_read_by_code() -> set[str]:

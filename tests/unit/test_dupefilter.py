@@ -240,7 +240,7 @@ def test_the_filter_file_sits_in_jobdir_or_beside_the_state_file() -> None:
 
 # -- real crawls ----------------------------------------------------------------------------------
 
-SPIDER = Path(__file__).parent / "support" / "linking_spider.py"
+SPIDER = Path(__file__).parents[1] / "support" / "linking_spider.py"
 ARGS = {"start": 1, "max": RING, "margin": 0}
 
 

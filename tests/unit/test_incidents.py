@@ -49,7 +49,7 @@ def tdl_incident(host: str = "b.example") -> Incident:
 
 def test_schema_is_shipped_in_the_package() -> None:
     assert SCHEMA_PATH.is_file() and SCHEMA_PATH.parent.name == "schemas"
-    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     assert '"schemas/*.xsd"' in pyproject
     assert isinstance(schema(), etree.XMLSchema)
 

@@ -32,7 +32,7 @@ from scrapy.core.downloader import Slot
 from idcrawl import _scrapy
 from idcrawl.core.politeness import lengthen_only
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def floor_version() -> Version:
