@@ -84,19 +84,6 @@ def test_with_emit_once_and_one_feed_appended_to_by_every_run_each_id_is_in_it_o
     assert sorted(i["id"] for i in items) == truth(model), f"kill points {soak.kill_points}"
 
 
-def test_with_emit_once_and_the_state_in_redis_each_id_is_in_the_feeds_once(
-    make_site, redis_server, tmp_path: Path
-) -> None:
-    pytest.importorskip("redis")
-    model, site = soak_site(make_site)
-    settings = {"IDCRAWL_STATE_COMMIT_ITEMS": BATCH, "IDCRAWL_STATE_BACKEND": "redis",
-                "REDIS_URL": redis_server.url, "IDCRAWL_REDIS_JOB": "soak"}
-    soak = kill_soak(tmp_path, site, {**ARGS, "url": site.url()}, settings, seed=3, kills=2, between=(60, 150))
-    assert soak.final_returncode == 0, soak.final_stderr[-3000:]
-    assert sorted({id_ for _, id_ in soak.copies()}) == truth(model), "an id was lost"
-    assert max(soak.copies().values()) == 1, f"kill points {soak.kill_points}"
-
-
 def test_a_run_appending_to_a_feed_a_kill_cut_short_keeps_its_first_item_readable(
     make_site, tmp_path: Path
 ) -> None:

@@ -1,4 +1,5 @@
-"""Feed marks (IDCRAWL_STATE_EMIT_ONCE): stored by both state stores, read back from feed files."""
+"""Feed marks (IDCRAWL_STATE_EMIT_ONCE): stored by both state stores (Redis: tests/integration/test_feed_marks_redis.py),
+read back from feed files."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
 from pyroaring import BitMap64
 from scrapy.settings import Settings
 
@@ -57,23 +57,6 @@ def test_a_state_file_from_before_feed_marks_is_read_and_gets_the_table_when_wri
     writer.commit({}, {}, {}, feeds=FeedMarks(3, {"/a.jsonl": 7}))
     assert writer.feed_marks() == FeedMarks(3, {"/a.jsonl": 7})
     writer.close()
-
-
-def test_redis_keeps_the_feed_marks_of_the_latest_run(redis_server) -> None:
-    redis = pytest.importorskip("redis")
-    from idcrawl.state.redis import RedisStateStore
-
-    client = redis.Redis.from_url(redis_server.url)
-    store = RedisStateStore(client, "test:{marks}:")
-    assert store.feed_marks() is None
-    store.commit({"t": {}}, {}, {}, feeds=FeedMarks(1, {"/a.jsonl": 10, "/b.jsonl": -1}))
-    store.commit({}, {"t": {Outcome.FOUND: BitMap64([5])}}, {}, feeds=FeedMarks(1, {"/a.jsonl": 250}))
-    assert store.feed_marks() == FeedMarks(1, {"/a.jsonl": 250, "/b.jsonl": -1})
-    store.commit({}, {}, {}, feeds=FeedMarks(2, {"/c.jsonl": 0}))
-    store.commit({}, {}, {})
-    assert store.feed_marks() == FeedMarks(2, {"/c.jsonl": 0})
-    state = store.load("t")
-    assert state is not None and list(state.outcomes[Outcome.FOUND]) == [5]
 
 
 # -- reading a feed's tail back ---------------------------------------------------------

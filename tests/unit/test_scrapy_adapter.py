@@ -8,7 +8,7 @@ Where the adapter's calls are exercised by real crawls:
 ``wake_engine`` by every crawl (lanes freed by late outcomes), ``schedule_coro``
 by ``test_limits_crawl.py::test_a_job_limit_closes_the_spider_with_its_rule``
 and ``test_distributed_crawl.py``'s idle timeout, the slot jitter by
-``test_politeness.py``.
+``test_politeness_crawl.py``.
 """
 
 from __future__ import annotations
