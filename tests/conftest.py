@@ -1,6 +1,6 @@
 """Shared by the three tiers: the tier markers, the demo site and redis-server fixtures.
 
-The tiers (README, "Tests"): ``tests/unit`` runs in-process (``make test-fast``), ``tests/crawl``
+The tiers (README, "Tests"): ``tests/unit`` starts no server and no crawl (``make test-fast``), ``tests/crawl``
 starts real ``scrapy`` processes against local sites, ``tests/integration`` needs other programs
 (redis-server, scrapyd, package builds). Each test gets its folder's marker, so ``pytest -m unit``
 runs what ``pytest tests/unit`` runs.
