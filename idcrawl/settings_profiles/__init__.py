@@ -224,8 +224,8 @@ class JobProfile:
         spider = self.crawler.spider
         job_path = getattr(spider, "_job_path", None) if spider is not None else None
         # the idseq spider read the job file with its targets, when it was created: the profile came with them
-        job = getattr(spider, "_job", None) or job_path
-        if apply_job_profile(settings, job):
+        job = getattr(spider, "_job_file", None)
+        if apply_job_profile(settings, job if isinstance(job, JobFile) else job_path):
             from idcrawl.validation import validate_settings
 
             validate_settings(settings)  # the job's profile may have brought bad values
