@@ -1,9 +1,11 @@
 # The two commands of the README: `make demo` (set up, run the main job) and
 # `make test` (set up, run the whole suite). Both create .venv on first use.
 #
-# `make test` runs the whole suite on the latest Scrapy (.venv), then the Scrapy tier on the
+# `make test` runs lint and the whole suite on the latest Scrapy (.venv), then the Scrapy tier on the
 # oldest Scrapy idcrawl supports (.venv-floor, the pin of constraints-floor.txt, which is also
 # pyproject.toml's `scrapy>=`): FLOOR_TESTS below. `make test-floor` runs that tier alone.
+# `make test-fast` runs the unit tier alone (tests/unit: no server, no crawl, about a minute); the suite's
+# other tiers are tests/crawl (real scrapy runs) and tests/integration (redis-server, scrapyd, builds).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -15,31 +17,33 @@ $(error constraints-floor.txt has no scrapy==X.Y.Z line)
 endif
 # The floor tier: the tests whose outcome can depend on the Scrapy version, chosen to keep CI short
 # (on a 2-core machine loaded by other work: whole modules took 8 min; a first cut, 153 tests,
-# 5 min; this one, 118 tests, 4 min, plus 2 min to create .venv-floor). The adapter of Scrapy internals (tests/test_scrapy_adapter.py,
-# idcrawl/_scrapy.py) and real `scrapy crawl` runs through each Scrapy internal idcrawl relies on:
-# the dupefilter's fingerprints, the engine wake-up and the delay queue, the slot delays of
-# politeness, closing from an extension (limits, distributed idle timeout), feed flushing for
-# resume, the exit status of refused input. Left out: the other crawl modules (soft 404s, overlap,
-# incidents, monitors, demo, idjob, idcoverage, addon, the rest of the distributed ones), the package
-# builds (packaging, scrapyd, zyte), and the rule and core tests (no Scrapy in them).
-FLOOR_TESTS := tests/test_scrapy_adapter.py tests/test_crawl_core.py tests/test_crawl_errors.py \
-	tests/test_politeness.py tests/test_limits_crawl.py tests/test_profiles.py \
-	tests/test_dupefilter.py::test_pages_linked_many_times_are_fetched_once_and_a_jobdir_rerun_fetches_none \
-	tests/test_dupefilter.py::test_a_page_that_never_got_a_final_answer_is_not_saved_as_seen \
-	tests/test_dupefilter.py::test_without_jobdir_only_a_resuming_run_reads_the_filter_beside_the_state \
-	tests/test_dupefilter.py::test_the_request_fingerprinter_setting_decides_what_is_a_duplicate \
-	tests/test_dupefilter.py::test_a_corrupt_filter_file_stops_the_crawl_with_one_line_and_is_kept \
-	tests/test_dupefilter.py::test_a_bad_setting_stops_the_crawl_with_one_line \
-	tests/test_attempts_crawl.py::test_retry_after_delays_the_next_attempt \
-	tests/test_resume_crawl.py::test_a_stopped_crawl_resumes_with_the_rest_of_the_bound \
-	"tests/test_resume_crawl.py::test_killed_with_sigkill_at_any_moment_a_resumed_run_loses_nothing[1]" \
-	tests/test_resume_crawl.py::test_resume_with_other_parameters_is_refused \
-	tests/test_resume_crawl.py::test_a_corrupt_state_file_stops_the_crawl_and_is_left_intact \
-	tests/test_distributed_crawl.py::test_a_target_pushed_through_the_feed_key_is_crawled_by_idle_workers \
-	tests/test_distributed_crawl.py::test_an_id_whose_callback_raises_does_not_hold_the_job_forever \
-	--deselect tests/test_crawl_core.py::test_unbounded_range_costs_no_more_memory_than_a_small_one
+# 5 min; this one, 118 tests, 4 min, plus 2 min to create .venv-floor). The adapter of Scrapy
+# internals (tests/unit/test_scrapy_adapter.py, idcrawl/_scrapy.py) and real `scrapy crawl` runs
+# through each Scrapy internal idcrawl relies on: the dupefilter's fingerprints, the engine wake-up
+# and the delay queue, the slot delays of politeness, closing from an extension (limits, distributed
+# idle timeout), feed flushing for resume, the exit status of refused input (the in-process halves
+# of politeness and profiles ride along, as when each was one module). Left out: the other crawl
+# modules (soft 404s, overlap, incidents, monitors, demo, idjob, idcoverage, addon, the rest of the
+# distributed ones), the package builds (packaging, scrapyd, zyte), and the rest of tests/unit.
+FLOOR_TESTS := tests/unit/test_scrapy_adapter.py tests/crawl/test_crawl_core.py tests/crawl/test_crawl_errors.py \
+	tests/unit/test_politeness.py tests/crawl/test_politeness_crawl.py tests/crawl/test_limits_crawl.py \
+	tests/unit/test_profiles.py tests/crawl/test_profiles_crawl.py \
+	tests/crawl/test_dupefilter_crawl.py::test_pages_linked_many_times_are_fetched_once_and_a_jobdir_rerun_fetches_none \
+	tests/crawl/test_dupefilter_crawl.py::test_a_page_that_never_got_a_final_answer_is_not_saved_as_seen \
+	tests/crawl/test_dupefilter_crawl.py::test_without_jobdir_only_a_resuming_run_reads_the_filter_beside_the_state \
+	tests/crawl/test_dupefilter_crawl.py::test_the_request_fingerprinter_setting_decides_what_is_a_duplicate \
+	tests/crawl/test_dupefilter_crawl.py::test_a_corrupt_filter_file_stops_the_crawl_with_one_line_and_is_kept \
+	tests/crawl/test_dupefilter_crawl.py::test_a_bad_setting_stops_the_crawl_with_one_line \
+	tests/crawl/test_attempts_crawl.py::test_retry_after_delays_the_next_attempt \
+	tests/crawl/test_resume_crawl.py::test_a_stopped_crawl_resumes_with_the_rest_of_the_bound \
+	"tests/crawl/test_resume_crawl.py::test_killed_with_sigkill_at_any_moment_a_resumed_run_loses_nothing[1]" \
+	tests/crawl/test_resume_crawl.py::test_resume_with_other_parameters_is_refused \
+	tests/crawl/test_resume_crawl.py::test_a_corrupt_state_file_stops_the_crawl_and_is_left_intact \
+	tests/integration/test_distributed_crawl.py::test_a_target_pushed_through_the_feed_key_is_crawled_by_idle_workers \
+	tests/integration/test_distributed_crawl.py::test_an_id_whose_callback_raises_does_not_hold_the_job_forever \
+	--deselect tests/crawl/test_crawl_core.py::test_unbounded_range_costs_no_more_memory_than_a_small_one
 
-.PHONY: demo test test-floor lint bench clean
+.PHONY: demo test test-fast test-floor lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +67,9 @@ lint: $(VENV)/.installed
 test: lint $(FLOOR_VENV)/.installed
 	$(BIN)/python -m pytest
 	$(MAKE) test-floor
+
+test-fast: $(VENV)/.installed
+	$(BIN)/python -m pytest tests/unit
 
 test-floor: $(FLOOR_VENV)/.installed
 	IDCRAWL_EXPECT_SCRAPY=$(FLOOR_SCRAPY) $(FLOOR_BIN)/python -m pytest $(FLOOR_TESTS)

@@ -12,7 +12,7 @@ in a fresh work directory and prints one line per N:
 "Closing spider" (the timeout asked for 5 s); ``close s``: from "Closing spider" to
 "Spider closed"; ``peak MB``: the crawl process's maximum RSS. Log timestamps have a
 resolution of one second. Figures, not pass/fail thresholds (the tests assert the
-finish reason, tests/test_input_errors.py).
+finish reason, tests/crawl/test_input_errors.py).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ handled here, by testing for the feature (never by comparing version numbers).
 
 Supported: from the floor pinned in ``constraints-floor.txt`` (2.18.0, the
 same number as ``pyproject.toml``'s ``scrapy>=``) to the latest release
-(2.19). ``make test`` runs ``tests/test_scrapy_adapter.py`` and the crawl
+(2.19). ``make test`` runs ``tests/unit/test_scrapy_adapter.py`` and the crawl
 tests on both (README, "Supported Scrapy versions"). What each function
 relies on, by version:
 

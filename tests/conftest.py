@@ -1,10 +1,44 @@
+"""Shared by the three tiers: the tier markers, the demo site and redis-server fixtures.
+
+The tiers (README, "Tests"): ``tests/unit`` starts no server and no crawl (``make test-fast``), ``tests/crawl``
+starts real ``scrapy`` processes against local sites, ``tests/integration`` needs other programs
+(redis-server, scrapyd, package builds). Each test gets its folder's marker, so ``pytest -m unit``
+runs what ``pytest tests/unit`` runs.
+"""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from idcrawl.demo.site import DemoModel, IdSite
+
+#: The tier folders of tests/, each also the name of its marker (registered in pyproject.toml).
+TIERS = ("unit", "crawl", "integration")
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with its tier (its folder under tests/); a test module outside the tiers is an error."""
+    outside: set[str] = set()
+    for item in items:
+        path = item.path.resolve()
+        try:
+            folder = path.relative_to(TESTS).parts[0]
+        except ValueError:  # not under tests/ (a path given on the command line): no tier to give
+            continue
+        if folder in TIERS:
+            item.add_marker(getattr(pytest.mark, folder))
+        else:
+            outside.add(str(path.relative_to(TESTS.parent)))
+    if outside:
+        raise pytest.UsageError(
+            f"{', '.join(sorted(outside))}: a test module must be in one tier folder "
+            f"(tests/unit, tests/crawl or tests/integration; README, \"Tests\")"
+        )
 
 
 class GapModel(DemoModel):

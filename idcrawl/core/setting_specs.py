@@ -11,7 +11,7 @@ starts, before any request, and turns the first bad value into one
 The conversions here accept exactly what Scrapy's getters accept (so a value
 that passes is read the same way later), then check the range. The table
 :data:`SPECS` has an entry for every setting of :mod:`idcrawl.default_settings`;
-``tests/test_settings_check.py`` fails for a new setting without one.
+``tests/unit/test_settings_check.py`` fails for a new setting without one.
 """
 
 from __future__ import annotations

@@ -30,11 +30,13 @@ __all__ = [
     "RESUME_MODES",
     "TARGET_KEYS",
     "Direction",
+    "JobFile",
     "Target",
     "TargetError",
     "parse_job",
     "parse_target",
     "parse_targets",
+    "read_job",
     "read_job_profile",
 ]
 
@@ -467,47 +469,35 @@ def parse_targets(
     return targets
 
 
-#: The last job file read, keyed by (path, mtime, size): the Scrapy shell reads a job's ``profile``
-#: before its targets, and parsing a file of 100,000 targets twice doubles the start-up time.
-_LAST_READ: dict[tuple[str, int, int], dict[str, Any]] = {}
-
-
-def _regular_file(path: str | Path) -> bool:
-    """Whether ``path`` is a regular file (a FIFO would block the open, /dev/zero never ends)."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
-
-
-def _read_job_file(path: str | Path) -> dict[str, Any]:
+def _read_job_file(path: str | Path, *, max_targets: int = 0, where: str = "") -> dict[str, Any]:
+    """The TOML of a job file, read once; with ``max_targets``, a job with more ``[[targets]]`` tables
+    is refused from the bytes, before they are parsed (a 50 MB file takes a minute to parse)."""
     try:
         mode = os.stat(path).st_mode
     except ValueError:  # a NUL in the path (scrapyd's schedule.json can pass one)
         raise TargetError("job", str(path), "is not a valid file path") from None
     except OSError:
         mode = stat.S_IFREG  # open() below says what is wrong
-    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):  # a FIFO would block the open, /dev/zero never ends
         raise TargetError("job", str(path), "is not a regular file")
     try:
         with open(path, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            key = (os.fspath(path), info.st_mtime_ns, info.st_size)
-            cached = _LAST_READ.get(key)
-            if cached is None:
-                cached = tomllib.load(fh)
-                _LAST_READ.clear()
-                _LAST_READ[key] = cached
-            return cached
+            data = fh.read()
     except FileNotFoundError:
         raise TargetError("job", str(path), "file not found") from None
     except IsADirectoryError:
         raise TargetError("job", str(path), "is a folder, not a TOML file") from None
     except OSError as exc:
         raise TargetError("job", str(path), f"cannot be read ({exc.strerror})") from None
+    if max_targets:
+        count = sum(1 for _ in _TABLE.finditer(data))
+        if count > max_targets:
+            raise TargetError("targets", _MISSING, _too_many(count, max_targets), where=where)
+    try:
+        return tomllib.loads(data.decode())
     except tomllib.TOMLDecodeError as exc:
         raise TargetError("job", str(path), f"is not valid TOML ({exc})") from None
-    except UnicodeDecodeError as exc:  # tomllib decodes the whole file first
+    except UnicodeDecodeError as exc:
         line = exc.object[: exc.start].count(b"\n") + 1
         raise TargetError("job", str(path), f"is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on line {line})"
                           ) from None
@@ -522,32 +512,34 @@ def _job_profile(data: Mapping[str, Any], where: str) -> str | None:
 
 
 def read_job_profile(path: str | Path) -> str | None:
-    """The ``profile = "NAME"`` key at the top of a job file, or None.
-
-    Read on its own because the settings profile must be applied before the
-    targets are built (their defaults may come from settings).
-    """
+    """The ``profile = "NAME"`` key at the top of a job file, or None (a :class:`JobFile` holds it too)."""
     return _job_profile(_read_job_file(path), f"job file {str(path)!r}")
 
 
-def parse_job(
-    path: str | Path, defaults: Mapping[str, Any] | None = None, *, max_targets: int = 0
-) -> list[Target]:
+@dataclass(frozen=True)
+class JobFile:
+    """A job file, read once: its targets and the settings profile its ``profile`` key names (or None)."""
+
+    path: str
+    targets: list[Target]
+    profile: str | None
+
+
+def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max_targets: int = 0) -> JobFile:
     """Read a TOML job file: ``[[targets]]`` tables with the spider-argument keys.
 
     A top-level ``[defaults]`` table sets keys for every target of the file;
     a top-level ``profile = "NAME"`` picks a settings profile for the job
-    (see :func:`read_job_profile`; the Scrapy shell applies it).
+    (the Scrapy shell applies it: ``idcrawl.settings_profiles.JobProfile``).
+    With ``max_targets``, a file with more targets is refused before it is parsed.
     """
     where = f"job file {str(path)!r}"
-    if max_targets:
-        _check_size(path, max_targets, where)
-    data = _read_job_file(path)
+    data = _read_job_file(path, max_targets=max_targets, where=where)
     unknown = sorted(set(data) - {"targets", "defaults", "profile"})
     if unknown:
         raise TargetError(unknown[0], data[unknown[0]], "unknown top-level key (known: defaults, profile, targets)",
                           where=where)
-    _job_profile(data, where)  # applied as a settings profile by the Scrapy shell (idcrawl.settings_profiles)
+    profile = _job_profile(data, where)
     file_defaults = data.get("defaults", {})
     if not isinstance(file_defaults, dict):
         raise TargetError("defaults", file_defaults, "must be a table", where=where)
@@ -560,7 +552,15 @@ def parse_job(
                           "must be an array of [[targets]] tables", where=where)
     if max_targets and len(raws) > max_targets:
         raise TargetError("targets", _MISSING, _too_many(len(raws), max_targets), where=where)
-    return parse_targets(raws, {**(defaults or {}), **file_defaults}, where=f"{where}: ")
+    targets = parse_targets(raws, {**(defaults or {}), **file_defaults}, where=f"{where}: ")
+    return JobFile(str(path), targets, profile)
+
+
+def parse_job(
+    path: str | Path, defaults: Mapping[str, Any] | None = None, *, max_targets: int = 0
+) -> list[Target]:
+    """The targets of a job file (:func:`read_job`)."""
+    return read_job(path, defaults, max_targets=max_targets).targets
 
 
 #: A ``[[targets]]`` table header at the start of a line (counted before the file is parsed).
@@ -570,16 +570,3 @@ _TABLE = re.compile(rb"^[ \t]*\[\[[ \t]*targets[ \t]*\]\]", re.MULTILINE)
 def _too_many(count: int, limit: int) -> str:
     return (f"has {count} targets, more than IDCRAWL_MAX_TARGETS={limit} "
             "(split the job, or raise the setting: about 0.2 s and 5 MB per 1,000 targets to start)")
-
-
-def _check_size(path: str | Path, limit: int, where: str) -> None:
-    """Refuse a job with too many ``[[targets]]`` before parsing it (a 50 MB file takes a minute to parse)."""
-    if not _regular_file(path):
-        return  # _read_job_file says what is wrong
-    try:
-        with open(path, "rb") as fh:
-            count = sum(1 for _ in _TABLE.finditer(fh.read()))
-    except OSError:
-        return  # _read_job_file says what is wrong
-    if count > limit:
-        raise TargetError("targets", _MISSING, _too_many(count, limit), where=where)

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from idcrawl import default_settings
-from idcrawl.core.targets import TargetError, read_job_profile
+from idcrawl.core.targets import JobFile, TargetError, read_job_profile
 from idcrawl.errors import BadInputError
 
 if TYPE_CHECKING:
@@ -162,18 +162,23 @@ def apply_profile(settings: BaseSettings) -> str | None:
     return str(name)
 
 
-def apply_job_profile(settings: BaseSettings, job_path: str | None) -> str | None:
+def apply_job_profile(settings: BaseSettings, job: JobFile | str | None) -> str | None:
     """Apply the ``profile`` key of a job file, if it has one; returns the profile applied by it.
 
+    ``job``: the job file as the spider read it (its profile is not read again), or its path.
     The job's profile counts as ``IDCRAWL_PROFILE`` at ``spider`` priority: ``-s IDCRAWL_PROFILE``
     beats it; a different profile from the project's settings, already applied, is a conflict.
     """
-    if not job_path:
+    if not job:
         return None
-    try:
-        name = read_job_profile(job_path)
-    except TargetError as exc:
-        raise BadInputError(f"bad input: {exc}") from None
+    if isinstance(job, JobFile):
+        job_path, name = job.path, job.profile
+    else:
+        job_path = job
+        try:
+            name = read_job_profile(job_path)
+        except TargetError as exc:
+            raise BadInputError(f"bad input: {exc}") from None
     if name is None:
         return None
     where = f"job file {job_path!r}: profile={name!r}"
@@ -218,7 +223,9 @@ class JobProfile:
     def update_settings(self, settings: BaseSettings) -> None:
         spider = self.crawler.spider
         job_path = getattr(spider, "_job_path", None) if spider is not None else None
-        if apply_job_profile(settings, job_path):
+        # the idseq spider read the job file with its targets, when it was created: the profile came with them
+        job = getattr(spider, "_job_file", None)
+        if apply_job_profile(settings, job if isinstance(job, JobFile) else job_path):
             from idcrawl.validation import validate_settings
 
             validate_settings(settings)  # the job's profile may have brought bad values

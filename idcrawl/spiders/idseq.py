@@ -28,11 +28,12 @@ from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.targets import (
     TARGET_KEYS,
+    JobFile,
     Target,
     TargetError,
-    parse_job,
     parse_run_options,
     parse_targets,
+    read_job,
 )
 from idcrawl.distributed.connection import distributed
 from idcrawl.errors import BadInputError, install_log_filter
@@ -97,6 +98,8 @@ class IdSeqSpider(Spider):
         unknown = sorted(k for k in kwargs if not k.startswith("_") and k not in self.extra_arguments)
         self._unknown_args = {k: kwargs[k] for k in unknown}
         super().__init__(*args, **kwargs)
+        # after Spider.__init__, which sets every other keyword as an attribute (scrapyd passes _job=JOBID)
+        self._job_file: JobFile | None = None  # the job file, once read (its profile: settings_profiles.JobProfile)
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -208,7 +211,8 @@ class IdSeqSpider(Spider):
             if others:
                 raise TargetError(others[0], args[others[0]], "give target keys in the job file, not with -a job=")
             limit = settings.getint("IDCRAWL_MAX_TARGETS", default_settings.IDCRAWL_MAX_TARGETS)
-            targets = parse_job(self._job_path, defaults, max_targets=limit)
+            self._job_file = read_job(self._job_path, defaults, max_targets=limit)
+            targets = self._job_file.targets
             return [replace(target, **overrides) for target in targets] if overrides else targets
         if not self._target_args:
             raise TargetError("url", "", "give -a url=TEMPLATE -a start=N, or -a job=FILE.toml")

@@ -1,0 +1,80 @@
+"""A fresh ``scrapy startproject`` project that adopts idcrawl with one ADDONS line (and one without it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import GapModel
+from tests.support.crawl import read_items
+
+NOTICES_SPIDER = '''\
+from idcrawl.spiders.idseq import IdSeqSpider
+
+
+class NoticesSpider(IdSeqSpider):
+    name = "notices"
+
+    def parse_found(self, response, item):
+        item["title"] = response.css("h1::text").get()
+        yield item
+'''
+
+
+def startproject(tmp_path: Path, addon: bool) -> tuple[Path, dict[str, str]]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SCRAPY_SETTINGS_MODULE", "PYTHONPATH")}
+    subprocess.run([sys.executable, "-m", "scrapy", "startproject", "shop"], cwd=tmp_path, env=env,
+                   check=True, capture_output=True)
+    project = tmp_path / "shop"
+    (project / "shop" / "spiders" / "notices.py").write_text(NOTICES_SPIDER)
+    if addon:
+        with (project / "shop" / "settings.py").open("a") as fh:
+            fh.write('\nADDONS = {"idcrawl.addon.IdCrawl": 0}\n')
+    return project, env
+
+
+def crawl_notices(project: Path, env: dict[str, str], url: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "notices", "-a", f"url={url}", "-a", "start=100",
+         "-a", "margin=5", "-O", "items.jsonl", "-s", "TELNETCONSOLE_ENABLED=False", "-s", "LOG_LEVEL=INFO",
+         # the startproject template's DOWNLOAD_DELAY = 1 (one id a second) only slows the test down
+         "-s", "DOWNLOAD_DELAY=0"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def test_a_fresh_startproject_project_with_one_addons_line_runs_an_id_crawl(make_site, tmp_path: Path) -> None:
+    gaps = {103, 110, 111, 150}
+    site = make_site(GapModel(100, 160, gaps))
+    project, env = startproject(tmp_path, addon=True)
+    result = crawl_notices(project, env, site.url())
+    assert result.returncode == 0, result.stderr[-3000:]
+    items = read_items(project / "items.jsonl")
+    assert sorted(item["id"] for item in items) == [i for i in range(100, 161) if i not in gaps]
+    assert all(item["title"] and item["checksum"] for item in items)
+    assert "idcrawl.addon.IdCrawl" in result.stderr  # "Enabled addons"
+    assert "idcrawl.extensions.progress.IdProgress" in result.stderr  # "Enabled extensions": wired by the add-on
+    assert "idcrawl.pipelines.ContentDuplicates" in result.stderr  # "Enabled item pipelines"
+    assert "'DUPEFILTER_CLASS': 'idcrawl.dupefilters.IdDupeFilter'" in result.stderr  # "Overridden settings"
+    assert not any("duplicate_of" in item for item in items)  # every notice page differs
+    # the commands reach the project through idcrawl's entry points (no COMMANDS_MODULE)
+    plan = subprocess.run([sys.executable, "-m", "scrapy", "idplan", "--spider", "notices", "--json"],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert plan.returncode == 0, plan.stderr
+    lane = json.loads(plan.stdout)["targets"][0]["lanes"][0]
+    assert lane["cut_reason"] == "margin" and lane["content"]["count"] == len(items)
+
+
+def test_a_fresh_project_without_the_addon_still_runs_idseq_spiders(make_site, tmp_path: Path) -> None:
+    site = make_site(GapModel(100, 120, {105}))
+    project, env = startproject(tmp_path, addon=False)
+    result = crawl_notices(project, env, site.url())
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(item["id"] for item in read_items(project / "items.jsonl")) == [
+        i for i in range(100, 121) if i != 105
+    ]
+    assert "idcrawl.scheduler.IdScheduler" in result.stderr  # forced by the spider: Scrapy's would dispense nothing
+    assert "idcrawl.addon.IdCrawl" not in result.stderr

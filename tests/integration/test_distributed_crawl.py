@@ -1,0 +1,307 @@
+"""Distributed crawls: real redis-server, real ``scrapy crawl`` workers, local sites with request logs."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import signal
+import socket
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from idcrawl.demo.site import Reply
+from tests.conftest import GapModel
+from tests.support.crawl import CrawlResult, crawl_command, read_items, run_crawl
+from tests.support.reference import target_truth
+
+pytest.importorskip("redis")
+
+GAPS_A = {2010, 2011, 2012, 2030, 2031, 2032, 2033, 2034, 2035,  # asc cut at 2034 (margin 5)
+          1990, 1970, 1971, 1972, 1973, 1974}  # desc cut at 1974
+GAPS_B = {520, 521, 522, 523, 540, 541, 542, 543, 544, 545, 546,  # asc cut at 543 (margin 4)
+          480, 481, 482, 483}  # desc cut at 482
+FLAKY = {2005, 2020, 1995, 510, 495}
+
+
+class FlakyModel(GapModel):
+    """Gaps, a few ms per page (so responses cross), and ids that answer 503 on their first request."""
+
+    def reply(self, id_: int, host: str, nth: int) -> Reply:
+        if id_ in FLAKY and nth == 1:
+            return Reply(503, b"busy")
+        reply = super().reply(id_, host, nth)
+        return Reply(reply.status, reply.body, reply.headers, (id_ * 7919 % 7) / 1000)
+
+
+def job_file(path: Path, site_a, site_b) -> Path:
+    path.write_text(f"""
+[defaults]
+direction = "both"
+attempts = 3
+cooldown = 0.3
+backoff = 1.0
+window = 12
+
+[[targets]]
+name = "a"
+url = "{site_a.url()}"
+start = 2000
+margin = 5
+
+[[targets]]
+name = "b"
+url = "{site_b.url()}"
+start = 500
+margin = 4
+""")
+    return path
+
+
+def worker_settings(redis_server, job: str = "acc", **extra: Any) -> dict[str, Any]:
+    return {
+        "IDCRAWL_DISTRIBUTED": True,
+        "REDIS_URL": redis_server.url,
+        "IDCRAWL_REDIS_JOB": job,
+        "IDCRAWL_REDIS_POLL_INTERVAL": 0.1,
+        "IDCRAWL_REDIS_CLAIM_BLOCK": 2,
+        "CONCURRENT_REQUESTS": 4,
+        **extra,
+    }
+
+
+def start_worker(workdir: Path, args: dict[str, Any], settings: dict[str, Any]) -> subprocess.Popen[str]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    command, env = crawl_command(workdir, args, settings)
+    return subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def finish(proc: subprocess.Popen[str], workdir: Path, timeout: float = 120) -> CrawlResult:
+    _, stderr = proc.communicate(timeout=timeout)
+    result = CrawlResult(proc.returncode, stderr, read_items(workdir / "items.jsonl"))
+    stats = workdir / "stats.json"
+    if stats.exists():
+        result.stats = json.loads(stats.read_text())
+    return result
+
+
+def truth() -> set[tuple[str, int]]:
+    a = target_truth(FlakyModel(1900, 2100, GAPS_A).exists, 2000, "both", 5)
+    b = target_truth(FlakyModel(400, 600, GAPS_B).exists, 500, "both", 4)
+    return {("a", i) for i in a} | {("b", i) for i in b}
+
+
+def test_three_workers_produce_the_single_process_result_fetching_each_id_once(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    site_a, site_b = make_site(FlakyModel(1900, 2100, GAPS_A)), make_site(FlakyModel(400, 600, GAPS_B))
+    job = job_file(tmp_path / "job.toml", site_a, site_b)
+    (tmp_path / "single").mkdir()
+    single = run_crawl(tmp_path / "single", {"job": job})
+    assert single.returncode == 0, single.stderr[-3000:]
+    single_items = {(i["target"], i["id"]) for i in single.items}
+    assert single_items == truth()
+    for site in (site_a, site_b):
+        site.log.clear()
+        site._counts.clear()
+
+    procs = [start_worker(tmp_path / f"w{n}", {"job": job}, worker_settings(redis_server)) for n in range(3)]
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stats["finish_reason"] == "finished"
+    union = [(i["target"], i["id"]) for r in results for i in r.items]
+    assert set(union) == single_items
+    assert len(union) == len(set(union)), "an item was emitted twice"
+    assert all(r.stats.get("idcrawl/dispensed", 0) > 0 for r in results), "a worker did nothing"
+    for site in (site_a, site_b):
+        answered = Counter(e.id for e in site.log if e.id is not None and e.status != 503)
+        assert max(answered.values()) == 1, "an id was fetched twice (apart from retries)"
+        retried = Counter(e.id for e in site.log if e.status == 503)
+        assert set(retried) <= FLAKY
+    # every retry waited in the job's shared delayed set (any worker may have taken it)
+    busy = sum(1 for site in (site_a, site_b) for e in site.log if e.status == 503)
+    assert busy == len(FLAKY)
+    assert sum(r.stats.get("idcrawl/redis/retries_shared", 0) for r in results) == busy
+    # the workers' counts add up to the job's
+    assert sum(r.stats.get("idcrawl/emitted", 0) for r in results) == len(single_items)
+    assert sum(r.stats.get("idcrawl/found", 0) for r in results) == len(single_items)
+
+
+class SlowModel(GapModel):
+    """A few ms per page, so a worker can be killed mid-crawl."""
+
+    def reply(self, id_: int, host: str, nth: int) -> Reply:
+        reply = super().reply(id_, host, nth)
+        return Reply(reply.status, reply.body, reply.headers, 0.004)
+
+
+KILL_GAPS = {1010, 1011, 1040, 1041, 1042, 1100, 1101, 1102, 1230, 1231, 1390, 1391, 1392, 1393, 1394,
+             950, 951, 952, 953}
+
+
+@pytest.mark.parametrize("kill_after", [40, 160])
+def test_a_worker_killed_with_sigkill_loses_nothing_after_the_lease(
+    make_site, redis_server, tmp_path: Path, kill_after: int
+) -> None:
+    model = SlowModel(900, 1400, KILL_GAPS)
+    site = make_site(model)
+    args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "name": "reg"}
+    settings = worker_settings(redis_server, job="kill", IDCRAWL_REDIS_LEASE_TIMEOUT=1.5,
+                               IDCRAWL_STATE_COMMIT_ITEMS=10, IDCRAWL_STATE_COMMIT_INTERVAL=0.3)
+    procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(3)]
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url)
+    victim = f"{socket.gethostname()}:{procs[0].pid}:".encode()
+
+    def victim_holds_ids() -> bool:
+        owners = [*client.hvals("idcrawl:{kill}:L:reg:asc:own"), *client.hvals("idcrawl:{kill}:L:reg:desc:own")]
+        return any(owner.startswith(victim) for owner in owners)
+
+    deadline = time.monotonic() + 60
+    while (len(site.ids()) < kill_after or not victim_holds_ids()) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert victim_holds_ids(), "the worker to kill never claimed an id"
+    procs[0].send_signal(signal.SIGKILL)
+    procs[0].wait(timeout=30)
+    killed_items = read_items(tmp_path / "w0" / "items.jsonl")
+    survivors = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs) if n]
+    for result in survivors:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stats["finish_reason"] == "finished"
+    got = {i["id"] for i in killed_items} | {i["id"] for r in survivors for i in r.items}
+    assert sorted(got) == target_truth(model.exists, 1000, "both", 5), f"killed after {kill_after} requests"
+    job = client.hgetall("idcrawl:{kill}:job")
+    assert int(job.get(b"reclaimed_workers", 0)) == 1
+
+
+def test_a_target_pushed_through_the_feed_key_is_crawled_by_idle_workers(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    import redis
+
+    model = GapModel(0, 400, {150, 151, 152, 153, 40, 41, 42})
+    site = make_site(model)
+    settings = worker_settings(redis_server, job="feed", IDCRAWL_REDIS_IDLE_TIMEOUT=5)
+    procs = [start_worker(tmp_path / f"w{n}", {}, settings) for n in range(2)]
+    client = redis.Redis.from_url(redis_server.url)
+    deadline = time.monotonic() + 60
+    while client.zcard("idcrawl:{feed}:workers") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.zcard("idcrawl:{feed}:workers") == 2, "the workers did not start waiting"
+    assert site.ids() == []
+    client.rpush("idcrawl:{feed}:feed", json.dumps(
+        {"name": "pushed", "url": site.url(), "start": 100, "direction": "both", "margin": 3, "window": 8}))
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stats["finish_reason"] == "idcrawl_idle_timeout"
+    items = [i["id"] for r in results for i in r.items]
+    assert sorted(items) == target_truth(model.exists, 100, "both", 3)
+    assert len(items) == len(set(items))
+    assert sum(r.stats.get("idcrawl/redis/feed_taken", 0) for r in results) == 1
+    assert all(r.stats.get("idcrawl/dispensed", 0) > 0 for r in results), "a worker did not join the pushed target"
+
+
+def test_a_pushed_target_with_bad_keys_is_refused_with_a_log_line(make_site, redis_server, tmp_path: Path) -> None:
+    import redis
+
+    settings = worker_settings(redis_server, job="bad", IDCRAWL_REDIS_IDLE_TIMEOUT=1.5)
+    client = redis.Redis.from_url(redis_server.url)
+    client.rpush("idcrawl:{bad}:feed", json.dumps({"name": "x", "url": "http://127.0.0.1:1/n", "start": 1}))
+    result = finish(start_worker(tmp_path, {}, settings), tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stats.get("idcrawl/redis/feed_refused") == 1
+    assert "pushed target refused" in result.stderr and "must contain exactly one {id} field" in result.stderr
+
+
+def test_politeness_holds_for_the_fleet_not_per_worker(make_site, redis_server, tmp_path: Path) -> None:
+    site = make_site(GapModel(0, 1000, set()))
+    args = {"url": site.url(), "start": 10, "max": 33, "margin": 0}
+    settings = worker_settings(redis_server, job="polite", DOWNLOAD_DELAY=0.3, RANDOMIZE_DOWNLOAD_DELAY=False)
+    procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(3)]
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+    times = [e.at for e in site.log if e.id is not None]
+    assert sorted(e.id for e in site.log if e.id is not None) == list(range(10, 34))
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    # the reservation is made just before the request leaves: local latency (tens of ms on a busy
+    # machine) may shorten one gap, never the fleet's pace; per worker, 3 workers would give ~0.1 s
+    assert min(gaps) >= 0.2, sorted(gaps)[:5]
+    assert times[-1] - times[0] >= (len(times) - 1) * 0.3 * 0.97
+    assert sum(1 for r in results if r.stats.get("idcrawl/dispensed", 0)) >= 2, "one worker did everything"
+
+
+def test_redis_unreachable_at_start_is_one_error_line(make_site, tmp_path: Path) -> None:
+    site = make_site(GapModel(0, 100, set()))
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 1, "max": 5, "margin": 0},
+                       {"IDCRAWL_DISTRIBUTED": True, "REDIS_URL": "redis://127.0.0.1:1/0"})
+    assert result.returncode != 0
+    errors = result.error_lines()
+    assert len(errors) == 1, result.stderr[-3000:]
+    assert "Redis at REDIS_URL='redis://127.0.0.1:1/0' is unreachable" in errors[0]
+    assert site.log == []
+
+
+def test_two_workers_with_one_target_name_and_other_parameters_are_refused(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    site = make_site(GapModel(0, 100, set()))
+    settings = worker_settings(redis_server, job="clash")
+    first = run_crawl(tmp_path, {"url": site.url(), "start": 1, "max": 5, "margin": 0, "name": "t"}, settings)
+    assert first.returncode == 0, first.stderr[-3000:]
+    site.log.clear()
+    second = run_crawl(tmp_path, {"url": site.url(), "start": 2, "max": 5, "margin": 0, "name": "t"}, settings)
+    assert second.returncode != 0
+    assert "target 't': start=2 differs from the job's (start=1)" in second.error_lines()[0]
+    assert site.log == []
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+def test_redis_restarting_mid_crawl(make_site, tmp_path: Path, persistent: bool) -> None:
+    """With persistence the worker waits for Redis and completes the job; without, the job's state is
+    gone and the worker stops with a clear reason instead of finishing a job it did not crawl."""
+    from tests.support.redis_server import RedisServer, redis_server_missing
+
+    if redis_server_missing():
+        pytest.skip(redis_server_missing())
+    server = RedisServer(persistent=persistent).start()
+    try:
+        model = SlowModel(900, 1400, KILL_GAPS)
+        site = make_site(model)
+        args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "name": "reg"}
+        proc = start_worker(tmp_path, args, worker_settings(server, job="restart", IDCRAWL_REDIS_LEASE_TIMEOUT=20))
+        deadline = time.monotonic() + 60
+        while len(site.ids()) < 60 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        server.restart(downtime=1.0)
+        result = finish(proc, tmp_path)
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "does not answer" in result.stderr
+    if persistent:
+        assert result.stats["finish_reason"] == "finished"
+        assert "Redis answers again" in result.stderr
+        assert sorted(i["id"] for i in result.items) == target_truth(model.exists, 1000, "both", 5)
+    else:
+        assert result.stats["finish_reason"] == "idcrawl_redis_state_lost"
+        assert "are gone from Redis" in result.stderr
+
+
+def test_an_id_whose_callback_raises_does_not_hold_the_job_forever(make_site, redis_server, tmp_path: Path) -> None:
+    site = make_site(GapModel(0, 100, set()))
+    spider = Path(__file__).parents[1] / "support" / "failing_spider.py"
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 1, "max": 8, "margin": 0},
+                       worker_settings(redis_server, job="raises"), runspider=spider, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stats["finish_reason"] == "finished"
+    assert sorted(i["id"] for i in result.items) == [1, 2, 4, 5, 6, 7, 8]
+    assert result.stats["idcrawl/lost"] == 1  # id 3: no outcome from its callback, counted as failed

@@ -1,0 +1,60 @@
+"""Dupefilters shared by the workers of a distributed job (real redis-server)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from idcrawl.distributed.dupefilters import RedisBloomSeen
+from tests.conftest import GapModel
+from tests.integration.test_distributed_crawl import worker_settings
+from tests.support.crawl import run_crawl
+
+redis = pytest.importorskip("redis")
+
+SPIDER = Path(__file__).parents[1] / "support" / "shared_detail_spider.py"
+
+
+def fp(i: int) -> bytes:
+    return hashlib.sha1(str(i).encode()).digest()
+
+
+def test_the_redis_bloom_filter_is_sharded_and_keeps_its_rate(redis_server) -> None:
+    client = redis.Redis.from_url(redis_server.url)
+    bloom = RedisBloomSeen(client, "t:{j}:", 0.01, 2000, shard_bits=4096)
+    assert bloom.shards > 1 and bloom.bits >= 2000 * 9  # ~9.6 bits per item at 1%
+    added = [bloom.add(fp(i)) for i in range(2000)]
+    assert sum(added) <= 2000 * 0.02  # "was there already" is a false positive here
+    assert all(fp(i) in bloom for i in range(2000))
+    assert len(bloom) == 2000 - sum(added)
+    false_positives = sum(fp(i) in bloom for i in range(10_000, 20_000))
+    assert false_positives <= 10_000 * 0.01 * 2.5
+    assert 0.003 < bloom.estimated_error_rate() < 0.02
+    shards = client.keys("t:{j}:bloom:*")
+    assert len(shards) == bloom.shards + 1  # + the count
+    # another worker's view of the same keys
+    other = RedisBloomSeen(redis.Redis.from_url(redis_server.url), "t:{j}:", 0.01, 2000, shard_bits=4096)
+    assert all(fp(i) in other for i in range(0, 2000, 97))
+
+
+@pytest.mark.parametrize("dupefilter", ["RedisBloomDupeFilter", "RedisRFPDupeFilter"])
+def test_a_detail_page_one_worker_fetched_is_not_fetched_by_another(
+    make_site, redis_server, tmp_path: Path, dupefilter: str
+) -> None:
+    site = make_site(GapModel(0, 10_000, set()))
+    settings = worker_settings(redis_server, job="df", DUPEFILTER_CLASS=f"idcrawl.distributed.dupefilters.{dupefilter}",
+                               CONCURRENT_REQUESTS=1)
+    first = run_crawl(tmp_path, {"url": site.url(), "start": 0, "max": 19, "margin": 0, "name": "a"}, settings,
+                      runspider=SPIDER)
+    assert first.returncode == 0, first.stderr[-3000:]
+    details = sorted(i for i in site.ids() if i >= 5000)
+    assert details == [5000, 5001, 5002, 5003, 5004]  # each once within one worker too
+    site.log.clear()
+    second = run_crawl(tmp_path, {"url": site.url(), "start": 20, "max": 39, "margin": 0, "name": "b"}, settings,
+                       runspider=SPIDER)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert sorted(site.ids()) == list(range(20, 40)), "a detail page was fetched again"
+    if dupefilter == "RedisBloomDupeFilter":  # scrapy-redis's filter does not count dupefilter/filtered
+        assert second.stats.get("dupefilter/filtered", 0) >= 20

@@ -1,0 +1,123 @@
+"""The IdCrawl add-on: what it wires, and that a project overrides any single piece (a fresh
+``scrapy startproject`` project that adopts idcrawl with one ADDONS line: tests/crawl/test_addon_crawl.py)."""
+
+from __future__ import annotations
+
+import json
+
+from scrapy.settings import BaseSettings, Settings
+
+from idcrawl.addon import (
+    ATTEMPTS_MIDDLEWARE,
+    CONTENT_PIPELINE,
+    DUPEFILTER,
+    EXTENSIONS,
+    ID_ROBOTS,
+    SCHEDULER,
+    SCRAPY_ROBOTS,
+    SOFT404_MIDDLEWARE,
+    IdCrawl,
+    setdefault_component,
+)
+from idcrawl.downloadermiddlewares.attempts import IdAttemptsMiddleware
+from idcrawl.extensions.progress import IdProgress
+from idcrawl.scheduler import IdScheduler
+from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
+from idcrawl.spiders.idseq import IdSeqSpider
+
+
+class MyScheduler(IdScheduler):
+    """A project's own subclass of IdScheduler."""
+
+
+def wired(project: dict[str, object] | None = None, priority: str = "project") -> Settings:
+    settings = Settings()
+    settings.setdict(project or {}, priority=priority)
+    IdCrawl().update_settings(settings)
+    return settings
+
+
+def components(settings: BaseSettings, name: str) -> dict[object, object]:
+    return dict(settings.getdict(name))
+
+
+def test_the_addon_wires_every_piece_at_addon_priority() -> None:
+    settings = wired()
+    assert settings["SCHEDULER"] == SCHEDULER and settings.getpriority("SCHEDULER") == 15
+    assert settings["DUPEFILTER_CLASS"] == DUPEFILTER and settings.getpriority("DUPEFILTER_CLASS") == 15
+    middlewares = components(settings, "DOWNLOADER_MIDDLEWARES")
+    assert middlewares == {ATTEMPTS_MIDDLEWARE: 549, SCRAPY_ROBOTS: None, ID_ROBOTS: 100}
+    assert components(settings, "SPIDER_MIDDLEWARES") == {SOFT404_MIDDLEWARE: 1100}
+    assert settings["SPIDER_MIDDLEWARES"].getpriority(SOFT404_MIDDLEWARE) == 15
+    assert components(settings, "EXTENSIONS") == EXTENSIONS
+    assert {settings["EXTENSIONS"].getpriority(k) for k in EXTENSIONS} == {15}
+    assert components(settings, "ITEM_PIPELINES") == {CONTENT_PIPELINE: 100}
+
+
+def test_a_project_overrides_any_single_piece() -> None:
+    settings = wired({
+        "SCHEDULER": "tests.unit.test_addon.MyScheduler",
+        "DOWNLOADER_MIDDLEWARES": {ATTEMPTS_MIDDLEWARE: 600},
+        "SPIDER_MIDDLEWARES": {IdSoft404Middleware: None},
+        "EXTENSIONS": {IdProgress: None},  # a class as the key: still recognised
+    })
+    assert settings["SCHEDULER"] == "tests.unit.test_addon.MyScheduler"
+    middlewares = components(settings, "DOWNLOADER_MIDDLEWARES")
+    assert middlewares[ATTEMPTS_MIDDLEWARE] == 600
+    assert middlewares[ID_ROBOTS] == 100
+    assert components(settings, "SPIDER_MIDDLEWARES") == {IdSoft404Middleware: None}
+    extensions = components(settings, "EXTENSIONS")
+    assert extensions[IdProgress] is None and "idcrawl.extensions.progress.IdProgress" not in extensions
+    assert extensions["idcrawl.extensions.limits.IdLimits"] == 200
+
+
+def test_a_project_that_lists_either_robots_middleware_decides_for_both() -> None:
+    keep_scrapys = wired({"DOWNLOADER_MIDDLEWARES": {SCRAPY_ROBOTS: 100}})
+    assert components(keep_scrapys, "DOWNLOADER_MIDDLEWARES") == {SCRAPY_ROBOTS: 100, ATTEMPTS_MIDDLEWARE: 549}
+    no_ours = wired({"DOWNLOADER_MIDDLEWARES": {ID_ROBOTS: None}})
+    assert components(no_ours, "DOWNLOADER_MIDDLEWARES") == {ID_ROBOTS: None, ATTEMPTS_MIDDLEWARE: 549}
+
+
+def test_a_component_dict_from_the_command_line_still_gets_the_other_pieces() -> None:
+    # -s EXTENSIONS='{"x": 0}' arrives as a JSON string at cmdline priority
+    settings = wired({"EXTENSIONS": json.dumps({"tests.support.statsdump.StatsDump": 0})}, priority="cmdline")
+    extensions = components(settings, "EXTENSIONS")
+    assert extensions == {"tests.support.statsdump.StatsDump": 0, **EXTENSIONS}
+    assert settings["EXTENSIONS"].getpriority("tests.support.statsdump.StatsDump") == 40
+
+
+def test_setdefault_component_keeps_a_higher_priority_entry() -> None:
+    settings = BaseSettings({"ITEM_PIPELINES": {"a.B": 1}}, priority="cmdline")
+    assert not setdefault_component(settings, "ITEM_PIPELINES", "a.B", 300)
+    assert setdefault_component(settings, "ITEM_PIPELINES", "c.D", 300)
+    assert settings.getdict("ITEM_PIPELINES") == {"a.B": 1, "c.D": 300}
+
+
+def test_the_idseq_spider_works_without_the_addon() -> None:
+    settings = Settings()  # Scrapy's defaults: its own scheduler
+    IdSeqSpider.update_settings(settings)
+    assert settings["SCHEDULER"] == SCHEDULER
+    assert components(settings, "DOWNLOADER_MIDDLEWARES") == {ATTEMPTS_MIDDLEWARE: 549}
+    assert components(settings, "SPIDER_MIDDLEWARES") == {SOFT404_MIDDLEWARE: 1100}
+    assert "idcrawl.settings_profiles.JobProfile" in settings.getdict("ADDONS")
+
+
+def test_the_idseq_spider_replaces_another_scheduler_but_keeps_a_subclass() -> None:
+    other = Settings({"SCHEDULER": "scrapy.core.scheduler.Scheduler"})
+    IdSeqSpider.update_settings(other)
+    assert other["SCHEDULER"] == SCHEDULER
+    mine = Settings({"SCHEDULER": "tests.unit.test_addon.MyScheduler"})
+    IdSeqSpider.update_settings(mine)
+    assert mine["SCHEDULER"] == "tests.unit.test_addon.MyScheduler"
+
+
+def test_the_idseq_spider_leaves_a_listed_attempts_middleware_alone() -> None:
+    settings = Settings({"DOWNLOADER_MIDDLEWARES": {IdAttemptsMiddleware: None}})
+    IdSeqSpider.update_settings(settings)
+    assert components(settings, "DOWNLOADER_MIDDLEWARES") == {IdAttemptsMiddleware: None}
+
+
+def test_the_idseq_spider_leaves_a_listed_soft404_middleware_alone() -> None:
+    settings = Settings({"SPIDER_MIDDLEWARES": {IdSoft404Middleware: None}})
+    IdSeqSpider.update_settings(settings)
+    assert components(settings, "SPIDER_MIDDLEWARES") == {IdSoft404Middleware: None}

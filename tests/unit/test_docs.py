@@ -1,0 +1,152 @@
+"""The README's setting reference must cover every IDCRAWL_* setting the code reads."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from pathlib import Path
+
+from idcrawl import default_settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def settings_read_by_code() -> set[str]:
+    names: set[str] = set()
+    for path in (REPO / "idcrawl").rglob("*.py"):
+        names |= set(re.findall(r"\bIDCRAWL_[A-Z0-9_]+\b", path.read_text()))
+    return {n for n in names if not n.endswith("_")}  # a trailing "_" marks a prefix (IDCRAWL_REDIS_), not a setting
+
+
+def test_every_setting_the_code_reads_is_in_the_readme() -> None:
+    readme = (REPO / "README.md").read_text()
+    undocumented = sorted(n for n in settings_read_by_code() if f"`{n}`" not in readme)
+    assert undocumented == []
+
+
+def test_every_setting_the_code_reads_has_a_default() -> None:
+    defaults = {n for n in dir(default_settings) if n.startswith("IDCRAWL_")}
+    assert sorted(settings_read_by_code() - defaults) == []
+    assert defaults <= settings_read_by_code()
+
+
+SETTINGS_SECTION = "## Settings"
+
+
+def settings_table_names() -> set[str]:
+    """``IDCRAWL_*`` names in the first column of the README's Settings table."""
+    readme = (REPO / "README.md").read_text()
+    section = readme.split(f"\n{SETTINGS_SECTION}\n", 1)[1].split("\n## ", 1)[0]
+    names: set[str] = set()
+    for line in section.splitlines():
+        if line.startswith("| `IDCRAWL_"):
+            names |= set(re.findall(r"`(IDCRAWL_[A-Z0-9_]+)`", line.split(" | ", 1)[0]))
+    return names
+
+
+def test_every_default_setting_has_a_row_in_the_settings_table() -> None:
+    defaults = {n for n in dir(default_settings) if n.startswith("IDCRAWL_")}
+    assert sorted(defaults - settings_table_names()) == []
+
+
+def test_the_settings_table_lists_no_setting_that_does_not_exist() -> None:
+    assert sorted(settings_table_names() - {n for n in dir(default_settings) if n.startswith("IDCRAWL_")}) == []
+
+
+def test_readme_names_the_two_commands_first_the_demo() -> None:
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("```sh", 1)[1].split("```", 1)[0]
+    commands = [line.split("#")[0].strip() for line in block.strip().splitlines()]
+    assert commands == ["make demo", "make test"]
+
+
+# -- stats: every idcrawl/... key the code writes is in README's "Stats and finish reasons" table
+
+STATS_SECTION = "## Stats and finish reasons"
+
+
+def stat_keys_written_by_code() -> set[str]:
+    """Stat key templates under ``idcrawl/`` from the code's f-strings, ``{...}`` left in place.
+
+    A key is an f-string that starts with ``{STATS_PREFIX}/`` or with a name bound
+    to such an f-string in the same file (``PREFIX = f"{STATS_PREFIX}/limits"``,
+    ``prefix = f"{STATS_PREFIX}/lanes/{lane_key}"``) or to an ``"idcrawl/..."``
+    string (``STATS_PREFIX = "idcrawl/dupefilter"``); those bindings are prefixes,
+    not keys.
+    """
+    keys: set[str] = set()
+    for path in (REPO / "idcrawl").rglob("*.py"):
+        text = path.read_text()
+        aliases = {"STATS_PREFIX": "idcrawl"}
+        # a module's own prefix constant: STATS_PREFIX = "idcrawl/dupefilter"
+        aliases.update(re.findall(r'^(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*"(idcrawl(?:/[^"]*)?)"', text, re.M))
+        bound: set[str] = set()
+        for _ in range(3):  # a prefix built on another prefix
+            for name, body in re.findall(r'^[ \t]*(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*f"([^"]*)"', text, re.M):
+                head = re.match(r"\{(\w+)\}(/.*)?$", body)
+                if head and head.group(1) in aliases and name != head.group(1):
+                    aliases[name] = aliases[head.group(1)] + (head.group(2) or "")
+                    bound.add(body)
+        for body in re.findall(r'f"([^"]*)"', text):
+            head = re.match(r"\{(\w+)\}(/.*)$", body)
+            if head and head.group(1) in aliases and body not in bound and not body.endswith("/"):
+                keys.add(aliases[head.group(1)] + head.group(2))
+    return keys
+
+
+def stat_keys_documented() -> list[str]:
+    """Backticked keys in the first column of the README's stats table; ``.../x`` = the previous key's parent + x."""
+    readme = (REPO / "README.md").read_text()
+    section = readme.split(STATS_SECTION, 1)[1].split("\n## ", 1)[0]
+    keys: list[str] = []
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue
+        first_cell = re.split(r"(?<!\\)\|", line)[1]
+        previous = ""
+        for key in re.findall(r"`([^`]+)`", first_cell):
+            key = key.replace("\\|", "|")
+            if key.startswith(".../"):
+                key = previous.rsplit("/", 1)[0] + key[3:]
+            if key.startswith("idcrawl/"):
+                keys.append(key)
+                previous = key
+    return keys
+
+
+def _segment_pattern(segment: str) -> str:
+    return re.sub(r"\{[^}]*\}|<[^>]*>", "*", segment)
+
+
+def documented(key: str, patterns: list[str]) -> bool:
+    """A ``{placeholder}`` of the code and a ``<placeholder>`` of the README each match any text."""
+    parts = [_segment_pattern(s) for s in key.split("/")]
+    for pattern in patterns:
+        other = [_segment_pattern(s) for s in pattern.split("/")]
+        if len(other) == len(parts) and all(
+            fnmatch.fnmatchcase(a, b) or fnmatch.fnmatchcase(b, a) for a, b in zip(parts, other, strict=True)
+        ):
+            return True
+    return False
+
+
+def test_the_stat_key_scan_finds_the_known_keys() -> None:
+    """The scan itself: if the code's way of writing keys changes, this fails instead of passing vacuously."""
+    keys = stat_keys_written_by_code()
+    assert {"idcrawl/targets", "idcrawl/dispensed", "idcrawl/lanes/{lane_key}/cut_reason"} <= keys
+    assert any(key.startswith("idcrawl/limits/") for key in keys)
+    assert any(key.startswith("idcrawl/politeness/") for key in keys)
+    assert "idcrawl/lanes/{lane_key}" not in keys  # a prefix, not a key
+    assert "idcrawl/politeness/slots/<slot>/max_delay" in stat_keys_documented()
+
+
+def test_every_stat_the_code_writes_is_in_the_readme_stats_table() -> None:
+    patterns = stat_keys_documented()
+    undocumented = sorted(key for key in stat_keys_written_by_code() if not documented(key, patterns))
+    assert undocumented == []
+
+
+def test_a_made_up_stat_would_be_reported() -> None:
+    patterns = stat_keys_documented()
+    assert not documented("idcrawl/nonsense", patterns)
+    assert not documented("idcrawl/lanes/{key}/nonsense/deeper", patterns)

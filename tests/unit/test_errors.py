@@ -1,0 +1,114 @@
+"""Bad input is one line: the log filter of :mod:`idcrawl.errors`, and when it is installed.
+
+The crawls that check the line itself are in ``test_input_errors.py``,
+``test_crawl_errors.py`` and ``test_dupefilter.py``; here: no idcrawl module
+installs a log filter when imported, a crawl installs it as it starts, and
+the filter rewrites only records that carry a :class:`BadInputError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from idcrawl import errors
+from idcrawl.errors import BadInputError
+
+REPO = Path(__file__).resolve().parents[2]
+LOGGERS = ("asyncio", "scrapy.crawler", "twisted")
+
+
+def run_python(code: str) -> str:
+    """``code`` in a fresh interpreter (no filter installed by this test process); its stdout."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False,
+                          cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip()
+
+
+FILTERS = """
+import logging
+names = ["", *logging.Logger.manager.loggerDict]
+print(sorted(n for n in names if getattr(logging.getLogger(n), "filters", None)))
+"""
+
+
+def test_importing_idcrawl_installs_no_log_filter() -> None:
+    code = """
+import importlib, pkgutil, idcrawl
+for module in pkgutil.walk_packages(idcrawl.__path__, "idcrawl."):
+    if not module.name.endswith(".__main__"):
+        importlib.import_module(module.name)
+""" + FILTERS
+    assert run_python(code) == "[]"
+
+
+def test_making_a_crawler_of_an_idseq_spider_installs_it() -> None:
+    code = """
+from scrapy.crawler import Crawler
+from idcrawl.spiders.idseq import IdSeqSpider
+Crawler(IdSeqSpider, {})
+""" + FILTERS
+    assert run_python(code) == str(sorted(LOGGERS))
+
+
+def test_the_addon_installs_it_for_any_spider() -> None:
+    code = """
+from scrapy.settings import Settings
+from idcrawl.addon import IdCrawl
+IdCrawl().update_settings(Settings())
+""" + FILTERS
+    assert run_python(code) == str(sorted(LOGGERS))
+
+
+def test_installing_twice_adds_one_filter() -> None:
+    errors.install_log_filter()
+    errors.install_log_filter()
+    for name in LOGGERS:
+        assert logging.getLogger(name).filters.count(errors._FILTER) == 1
+
+
+def record_of(exc: BaseException | None, msg: str = "Task exception was never retrieved") -> logging.LogRecord:
+    exc_info = (type(exc), exc, exc.__traceback__) if exc is not None else None
+    return logging.LogRecord("asyncio", logging.ERROR, __file__, 1, msg, (), exc_info)
+
+
+def raised(exc: BaseException) -> BaseException:
+    try:
+        raise exc
+    except BaseException as caught:
+        return caught
+
+
+def test_a_bad_input_error_becomes_its_message() -> None:
+    record = record_of(raised(BadInputError("bad setting: IDCRAWL_WINDOW='abc': must be an integer >= 1")))
+    assert errors._FILTER.filter(record)
+    assert (record.getMessage(), record.exc_info, record.exc_text) == (
+        "bad setting: IDCRAWL_WINDOW='abc': must be an integer >= 1", None, None,
+    )
+
+
+def test_an_error_raised_while_handling_one_becomes_its_message() -> None:
+    """The crawler's clean-up after a refusal while the engine opens: "Engine slot not assigned"."""
+    try:
+        try:
+            raise BadInputError("job/idcrawl-seen.pybloom: corrupt header")
+        except BadInputError:
+            raise RuntimeError("Engine slot not assigned")  # noqa: B904
+    except RuntimeError as exc:
+        record = record_of(exc)
+    assert errors._FILTER.filter(record)
+    assert record.getMessage() == "job/idcrawl-seen.pybloom: corrupt header" and record.exc_info is None
+
+
+@pytest.mark.parametrize("exc", [None, raised(ValueError("other")), raised(RuntimeError("Engine slot not assigned"))])
+def test_any_other_record_passes_unchanged(exc: BaseException | None) -> None:
+    record = record_of(exc, "something %s")
+    record.args = ("else",)
+    exc_info = record.exc_info
+    assert errors._FILTER.filter(record)
+    assert (record.getMessage(), record.exc_info) == ("something else", exc_info)

@@ -1,0 +1,364 @@
+"""The Scrapy versions idcrawl supports, and ``idcrawl/_scrapy.py``, the one place that touches Scrapy internals.
+
+``make test`` runs this module and the crawl tests twice: in ``.venv`` (the
+latest Scrapy) and in ``.venv-floor`` (the floor of ``constraints-floor.txt``),
+with ``IDCRAWL_EXPECT_SCRAPY`` set to the version that tier must be testing.
+
+Where the adapter's calls are exercised by real crawls:
+``wake_engine`` by every crawl (lanes freed by late outcomes), ``close_spider``
+by ``test_limits_crawl.py::test_a_job_limit_closes_the_spider_with_its_rule``
+and ``test_distributed_crawl.py``'s idle timeout, the slot jitter by
+``tests/crawl/test_politeness_crawl.py``, the slot key and room by every crawl of several hosts
+(``tests/crawl/test_crawl_core.py``), ``engine_busy`` by ``tests/integration/test_distributed_outage.py``,
+``robots_parser`` by the robots.txt tests, ``feed_slots`` by
+``tests/crawl/test_kill_soak.py`` and the emit-once tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import scrapy
+import yaml
+from packaging.requirements import Requirement
+from packaging.version import Version
+from scrapy.core.downloader import Slot
+
+from idcrawl import _scrapy
+from idcrawl.core.politeness import lengthen_only
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def floor_version() -> Version:
+    """The floor Scrapy that ``make test`` installs in .venv-floor (constraints-floor.txt)."""
+    lines = [line.split("#", 1)[0].strip() for line in (REPO / "constraints-floor.txt").read_text().splitlines()]
+    (pin,) = [Requirement(line) for line in lines if line and Requirement(line).name.lower() == "scrapy"]
+    (spec,) = pin.specifier
+    assert spec.operator == "==", pin
+    return Version(spec.version)
+
+
+def pyproject_scrapy() -> Requirement:
+    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    (scrapy_requirement,) = [Requirement(d) for d in dependencies if Requirement(d).name.lower() == "scrapy"]
+    return scrapy_requirement
+
+
+# -- the versions -------------------------------------------------------------------------
+
+
+def test_the_floor_in_pyproject_is_the_floor_make_test_checks() -> None:
+    floor = floor_version()
+    (spec,) = pyproject_scrapy().specifier
+    assert (spec.operator, Version(spec.version)) == (">=", floor), (str(spec), str(floor))
+
+
+def test_the_zyte_stack_is_the_floor_series() -> None:
+    """scrapinghub.yml's stack brings a Scrapy of the floor's series (the series tag, or a dated one of it)."""
+    config = yaml.safe_load((REPO / "scrapinghub.yml").read_text())
+    match = re.fullmatch(r"scrapy:(\d+)\.(\d+)(?:-\d{8})?", str(config["stack"]))
+    assert match, config["stack"]
+    floor = floor_version()
+    assert (int(match[1]), int(match[2])) == floor.release[:2], (config["stack"], str(floor))
+
+
+def test_the_crawls_run_the_scrapy_of_this_tier() -> None:
+    """The crawl tests start ``sys.executable -m scrapy``: the same Scrapy as this process, the expected one."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy", "version"], capture_output=True, text=True, timeout=120, check=False,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split()[-1] == scrapy.__version__, proc.stdout
+    print(f"Scrapy {scrapy.__version__} from {Path(scrapy.__file__).parent} (python {sys.executable})")
+    expected = os.environ.get("IDCRAWL_EXPECT_SCRAPY")
+    if expected:
+        assert scrapy.__version__ == expected
+    assert pyproject_scrapy().specifier.contains(scrapy.__version__)
+
+
+# -- the adapter --------------------------------------------------------------------------
+
+
+def make_slot(delay: float, jitter: float) -> Slot:
+    """A download slot of the installed Scrapy, as its downloader builds one."""
+    if _scrapy.SLOT_HAS_JITTER:
+        return Slot(1, delay, jitter)
+    assert jitter in (0.0, 0.5)
+    return Slot(1, delay, bool(jitter))
+
+
+def test_the_feature_test_matches_the_installed_slot() -> None:
+    assert (Version(scrapy.__version__) >= Version("2.19")) == _scrapy.SLOT_HAS_JITTER
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.5])
+def test_slot_jitter_reads_what_the_downloader_set(jitter: float) -> None:
+    assert _scrapy.slot_jitter(make_slot(2.0, jitter)) == jitter
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.2, 0.5, 1.0])
+def test_a_slot_set_to_lengthen_only_never_waits_less_than_the_gap(jitter: float) -> None:
+    gap = 1.0
+    slot = make_slot(0.0, 0.5)
+    _scrapy.set_slot_delay(slot, *lengthen_only(gap, jitter))
+    random.seed(12)  # Scrapy draws with the random module
+    draws = [slot.download_delay() for _ in range(2000)]
+    assert min(draws) >= gap - 1e-9
+    assert max(draws) <= gap * (1 + jitter) + 1e-9
+    assert sum(draws) / len(draws) == pytest.approx(gap * (1 + jitter / 2), rel=0.05)
+    if _scrapy.SLOT_HAS_JITTER and jitter:
+        assert max(draws) - min(draws) > jitter * gap / 2  # the spread is kept where Scrapy has one
+    elif not _scrapy.SLOT_HAS_JITTER:
+        assert set(draws) == {gap * (1 + jitter / 2)}  # before 2.19: the mean, every time
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.5])
+def test_set_slot_delay_round_trips_the_jitters_every_version_has(jitter: float) -> None:
+    slot = make_slot(1.0, 0.5 - jitter)
+    _scrapy.set_slot_delay(slot, 3.0, jitter)
+    assert (slot.delay, _scrapy.slot_jitter(slot)) == (3.0, jitter)
+
+
+def test_wake_engine_schedules_the_engines_next_call() -> None:
+    calls: list[str] = []
+    nextcall = SimpleNamespace(schedule=lambda: calls.append("schedule"))
+    _scrapy.wake_engine(SimpleNamespace(engine=SimpleNamespace(_slot=SimpleNamespace(nextcall=nextcall))))
+    assert calls == ["schedule"]
+    _scrapy.wake_engine(SimpleNamespace(engine=None))  # before the spider opens, after it closes
+    _scrapy.wake_engine(SimpleNamespace(engine=SimpleNamespace(_slot=None)))
+    assert calls == ["schedule"]
+
+
+def test_the_engine_names_wake_engine_relies_on_exist() -> None:
+    """``engine._slot.nextcall`` of the installed Scrapy (the fakes above would pass on any version)."""
+    import inspect
+
+    from scrapy.core import engine
+
+    assert "self._slot" in inspect.getsource(engine.ExecutionEngine.__init__)
+    assert "nextcall" in inspect.signature(engine._Slot.__init__).parameters
+    assert callable(getattr(engine.CallLaterOnce, "schedule", None))
+
+
+# -- closing the spider -------------------------------------------------------------------
+
+
+def test_close_spider_runs_the_engines_close_as_a_task() -> None:
+    reasons: list[str] = []
+
+    async def close_spider_async(*, reason: str = "cancelled") -> None:
+        reasons.append(reason)
+
+    crawler = SimpleNamespace(engine=SimpleNamespace(close_spider_async=close_spider_async))
+
+    async def component() -> bool:
+        scheduled = _scrapy.close_spider(crawler, "idcrawl_limit_PLmax")
+        assert reasons == []  # not awaited: the caller goes on
+        await asyncio.sleep(0)
+        return scheduled
+
+    assert asyncio.run(component()) is True
+    assert reasons == ["idcrawl_limit_PLmax"]
+    assert _scrapy.close_spider(SimpleNamespace(engine=None), "x") is False  # before open, after close
+
+
+def test_the_engine_names_close_spider_relies_on_exist() -> None:
+    import inspect
+
+    from scrapy.core.engine import ExecutionEngine
+    from scrapy.utils import defer
+
+    assert inspect.iscoroutinefunction(ExecutionEngine.close_spider_async)
+    assert "reason" in inspect.signature(ExecutionEngine.close_spider_async).parameters
+    assert callable(defer._schedule_coro)
+
+
+# -- engine idleness ----------------------------------------------------------------------
+
+
+def fake_engine(
+    *, active: int = 0, scraping: bool = False, inprogress: int = 0, queued: int = 0, delayed: int = 0
+) -> SimpleNamespace:
+    scheduler = type("Scheduler", (), {"__len__": lambda self: queued, "_delayed": [object()] * delayed})()
+    return SimpleNamespace(
+        downloader=SimpleNamespace(active={object() for _ in range(active)}),
+        scraper=SimpleNamespace(slot=SimpleNamespace(is_idle=lambda: not scraping)),
+        _slot=SimpleNamespace(inprogress={object() for _ in range(inprogress)}, scheduler=scheduler),
+    )
+
+
+@pytest.mark.parametrize(
+    ("held", "busy"),
+    [
+        ({}, False),
+        ({"active": 1}, True),
+        ({"scraping": True}, True),
+        ({"inprogress": 1}, True),
+        ({"queued": 1}, True),
+        ({"delayed": 1}, True),
+    ],
+)
+def test_engine_busy_sees_a_request_wherever_the_engine_holds_it(held: dict[str, Any], busy: bool) -> None:
+    assert _scrapy.engine_busy(SimpleNamespace(engine=fake_engine(**held))) is busy
+
+
+def test_engine_busy_without_an_engine_or_a_slot() -> None:
+    assert _scrapy.engine_busy(SimpleNamespace(engine=None)) is False
+    engine = fake_engine()
+    engine._slot = None
+    engine.scraper.slot = None
+    assert _scrapy.engine_busy(SimpleNamespace(engine=engine)) is False
+
+
+def test_the_engine_names_engine_busy_relies_on_exist() -> None:
+    import inspect
+
+    from scrapy.core import engine, scraper
+    from scrapy.core.downloader import Downloader
+
+    assert "self.inprogress" in inspect.getsource(engine._Slot.__init__)
+    assert "scheduler" in inspect.signature(engine._Slot.__init__).parameters
+    assert "self.scraper" in inspect.getsource(engine.ExecutionEngine.__init__)
+    assert "self.slot" in inspect.getsource(scraper.Scraper.__init__)
+    assert callable(getattr(scraper.Slot, "is_idle", None))
+    assert "self.active" in inspect.getsource(Downloader.__init__)
+
+
+# -- download slots -----------------------------------------------------------------------
+
+
+def fake_downloader(slots: dict[str, Slot], domain_concurrency: int = 8) -> SimpleNamespace:
+    """A downloader with the installed Scrapy's own ``get_slot_key`` (hostname; meta first)."""
+    from scrapy.core.downloader import Downloader
+
+    downloader = SimpleNamespace(
+        slots=slots, domain_concurrency=domain_concurrency, DOWNLOAD_SLOT=Downloader.DOWNLOAD_SLOT, ip_concurrency=0,
+    )
+    downloader.get_slot_key = lambda request: Downloader.get_slot_key(downloader, request)  # type: ignore[arg-type]
+    return downloader
+
+
+def test_slot_key_is_the_meta_slot_else_the_host() -> None:
+    from scrapy import Request
+
+    crawler = SimpleNamespace(engine=SimpleNamespace(downloader=fake_downloader({})))
+    assert _scrapy.slot_key(crawler, Request("http://a.example:8080/1")) == "a.example"
+    assert _scrapy.slot_key(crawler, Request("http://a.example/1", meta={"download_slot": "mine"})) == "mine"
+
+
+def test_download_slot_finds_the_downloaders_slot() -> None:
+    slot = make_slot(1.0, 0.0)
+    crawler = SimpleNamespace(engine=SimpleNamespace(downloader=fake_downloader({"a.example": slot})))
+    assert _scrapy.download_slot(crawler, "a.example") is slot
+    assert _scrapy.download_slot(crawler, "b.example") is None
+    assert _scrapy.download_slot(SimpleNamespace(engine=None), "a.example") is None
+
+
+def test_slot_has_room_by_concurrency_delay_and_requests_on_their_way() -> None:
+    from scrapy import Request
+
+    free = make_slot(0.0, 0.0)
+    free.concurrency = 2
+    delayed = make_slot(1.0, 0.0)
+    crawler = SimpleNamespace(engine=SimpleNamespace(downloader=fake_downloader({"f": free, "d": delayed}, 3)))
+    # a slot not made yet: the per-domain concurrency
+    assert [_scrapy.slot_has_room(crawler, "new", n) for n in range(4)] == [True, True, True, False]
+    # a free slot: its concurrency, counting active requests and those on their way
+    assert [_scrapy.slot_has_room(crawler, "f", n) for n in range(3)] == [True, True, False]
+    free.active.add(Request("http://f/1"))
+    assert [_scrapy.slot_has_room(crawler, "f", n) for n in range(2)] == [True, False]
+    # a slot with a delay: only while nothing waits on it
+    assert _scrapy.slot_has_room(crawler, "d") is True
+    assert _scrapy.slot_has_room(crawler, "d", 1) is False
+    delayed.queue.append((Request("http://d/1"), None))
+    assert _scrapy.slot_has_room(crawler, "d") is False
+
+
+def test_the_downloader_names_the_slot_functions_rely_on_exist() -> None:
+    import inspect
+
+    from scrapy.core.downloader import Downloader
+
+    source = inspect.getsource(Downloader.__init__)
+    assert "self.slots" in source and "self.domain_concurrency" in source
+    assert callable(getattr(Downloader, "get_slot_key", None))
+    slot = make_slot(1.0, 0.0)
+    assert (slot.active, len(slot.queue), slot.concurrency, slot.delay) == (set(), 0, 1, 1.0)
+
+
+# -- robots.txt ---------------------------------------------------------------------------
+
+
+def test_robots_parser_reads_the_middlewares_table() -> None:
+    from scrapy import Spider
+    from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+    from scrapy.utils.test import get_crawler
+    from twisted.internet.defer import Deferred
+
+    middleware = RobotsTxtMiddleware.from_crawler(get_crawler(Spider, {"ROBOTSTXT_OBEY": True}))
+    parser = object()
+    middleware._parsers.update({"done.example": parser, "failed.example": None, "pending.example": Deferred()})
+    assert _scrapy.robots_parser(middleware, "done.example") is parser
+    assert _scrapy.robots_parser(middleware, "failed.example") is None
+    assert _scrapy.robots_parser(middleware, "pending.example") is None
+    assert _scrapy.robots_parser(middleware, "never.example") is None
+
+
+# -- feed exports -------------------------------------------------------------------------
+
+
+def test_feed_slots_show_each_feed_with_its_storage_file_exporter_and_options(tmp_path: Path) -> None:
+    from scrapy import Spider
+    from scrapy.exporters import CsvItemExporter, JsonLinesItemExporter
+    from scrapy.extensions.feedexport import FeedExporter, FileFeedStorage, StdoutFeedStorage
+    from scrapy.utils.test import get_crawler
+
+    path = str(tmp_path / "items.jsonl")
+    feeds = {path: {"format": "jsonlines", "batch_item_count": 0}, "stdout:": {"format": "csv"}}
+    crawler = get_crawler(Spider, {"FEEDS": feeds})
+    exporter = FeedExporter.from_crawler(crawler)
+    holder = SimpleNamespace(extensions=SimpleNamespace(middlewares=[object(), exporter]))
+    assert _scrapy.has_feed_exporter(holder)
+    assert _scrapy.feed_slots(holder) == []  # the exporter makes its slots when the spider opens
+    exporter.open_spider(Spider("plain"))
+    file_feed, stdout_feed = _scrapy.feed_slots(holder)
+    assert isinstance(file_feed.storage, FileFeedStorage) and file_feed.storage.path == path
+    assert isinstance(stdout_feed.storage, StdoutFeedStorage)
+    assert (file_feed.exporter_class, stdout_feed.exporter_class) == (JsonLinesItemExporter, CsvItemExporter)
+    assert file_feed.options["format"] == "jsonlines" and "batch_item_count" in file_feed.options
+    assert file_feed.file is None  # opened with the first item
+
+
+def test_no_feed_exporter_no_feed_slots() -> None:
+    holder = SimpleNamespace(extensions=SimpleNamespace(middlewares=[object()]))
+    assert not _scrapy.has_feed_exporter(holder)
+    assert _scrapy.feed_slots(holder) == []
+    assert _scrapy.feed_slots(SimpleNamespace(extensions=None)) == []
+
+
+# -- one module -----------------------------------------------------------------------------
+
+
+def test_scrapy_private_names_appear_in_the_adapter_only() -> None:
+    """The Scrapy private names idcrawl relies on (attributes, also read by ``getattr``) are used in ``_scrapy.py`` only."""
+    private = re.compile(r"\b_(?:slot|Slot|parsers|schedule_coro|start)\b")
+    offenders = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for path in sorted((REPO / "idcrawl").rglob("*.py"))
+        if path.name != "_scrapy.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if private.search(line)
+    ]
+    assert offenders == []
