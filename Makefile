@@ -18,14 +18,14 @@ endif
 # The floor tier: the tests whose outcome can depend on the Scrapy version, chosen to keep CI short
 # (on a 2-core machine loaded by other work: whole modules took 8 min; a first cut, 153 tests,
 # 5 min; this one, 118 tests, 4 min, plus 2 min to create .venv-floor). The adapter of Scrapy
-# internals (tests/unit/test_scrapy_adapter.py, idcrawl/_scrapy.py) and real `scrapy crawl` runs
+# internals (tests/unit/test_scrapy_adapter.py, idcrawl/_scrapy.py), the one-line refusal filter (tests/unit/test_errors.py) and real `scrapy crawl` runs
 # through each Scrapy internal idcrawl relies on: the dupefilter's fingerprints, the engine wake-up
 # and the delay queue, the slot delays of politeness, closing from an extension (limits, distributed
 # idle timeout), feed flushing for resume, the exit status of refused input (the in-process halves
 # of politeness and profiles ride along, as when each was one module). Left out: the other crawl
 # modules (soft 404s, overlap, incidents, monitors, demo, idjob, idcoverage, addon, the rest of the
 # distributed ones), the package builds (packaging, scrapyd, zyte), and the rest of tests/unit.
-FLOOR_TESTS := tests/unit/test_scrapy_adapter.py tests/crawl/test_crawl_core.py tests/crawl/test_crawl_errors.py \
+FLOOR_TESTS := tests/unit/test_scrapy_adapter.py tests/unit/test_errors.py tests/crawl/test_crawl_core.py tests/crawl/test_crawl_errors.py \
 	tests/unit/test_politeness.py tests/crawl/test_politeness_crawl.py tests/crawl/test_limits_crawl.py \
 	tests/unit/test_profiles.py tests/crawl/test_profiles_crawl.py \
 	tests/crawl/test_dupefilter_crawl.py::test_pages_linked_many_times_are_fetched_once_and_a_jobdir_rerun_fetches_none \
