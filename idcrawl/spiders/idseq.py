@@ -33,12 +33,9 @@ from idcrawl.core.targets import (
     parse_run_options,
     parse_targets,
 )
-from idcrawl.distributed.connection import distributed
 from idcrawl.errors import BadInputError, install_log_filter
-from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime
+from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, runtime_of
 from idcrawl.settings_profiles import apply_profile
-from idcrawl.state import StateError, StateStore
-from idcrawl.state.factory import open_store
 from idcrawl.validation import validate_settings
 
 if TYPE_CHECKING:
@@ -58,8 +55,6 @@ _HANDLED_STATUSES = list(range(400, 600))
 #: The message of the IgnoreRequest raised by Scrapy's RobotsTxtMiddleware.
 _ROBOTS_FORBIDDEN = "Forbidden by robots.txt"
 _ATTEMPTS_MIDDLEWARE = "idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddleware"
-#: Per-host gaps for all workers of a distributed job together (idcrawl.distributed.politeness).
-_FLEET_POLITENESS = "idcrawl.distributed.politeness.FleetPoliteness"
 #: ``request.meta`` key of a soft-404 probe request: the target's name.
 PROBE_KEY = "idcrawl_soft404_probe"
 #: ``request.meta`` key of a probe's try (1 = first).
@@ -78,8 +73,6 @@ class IdSeqSpider(Spider):
     name = "idseq"
     #: Spider arguments a subclass accepts besides the target keys and ``job``.
     extra_arguments: ClassVar[frozenset[str]] = frozenset()
-
-    idcrawl: IdRuntime
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # ``-a name=`` names the target; Spider.__init__ would rename the spider.
@@ -102,6 +95,9 @@ class IdSeqSpider(Spider):
         for a job file's ``profile`` key), an ``IdScheduler`` (forced: a project's
         other scheduler would never dispense an id) and the attempts middleware
         (lane requests carry ``dont_retry``; without it they get no attempts).
+        Two add-ons that read their own switch are listed too: Spidermon
+        (``IDCRAWL_SPIDERMON``) and the distributed layer (``IDCRAWL_DISTRIBUTED``,
+        :class:`idcrawl.distributed.addon.Distributed`).
         """
         super().update_settings(settings)
         from idcrawl.addon import ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, SCHEDULER, setdefault_component
@@ -113,24 +109,17 @@ class IdSeqSpider(Spider):
         from idcrawl.spidermon.addon import Monitoring
 
         Monitoring.add_to(settings)
+        # IDCRAWL_DISTRIBUTED is read by an add-on too: it swaps in the Redis classes
+        from idcrawl.distributed.addon import Distributed
+
+        Distributed.add_to(settings)
         setdefault_component(settings, "ADDONS", "idcrawl.settings_profiles.JobProfile", -1, priority="spider")
 
-        try:
-            shared = distributed(settings)
-        except ValueError:  # -s IDCRAWL_DISTRIBUTED=abc: refused in one line by from_crawler (validate_settings)
-            shared = False
         current = settings.get("SCHEDULER")
         scheduler = load_object(current) if current else None
         # the MRO, not issubclass(): Scrapy's BaseSchedulerMeta makes every scheduler a "subclass" of any other
         if not (isinstance(scheduler, type) and IdScheduler in scheduler.__mro__):
             settings.set("SCHEDULER", SCHEDULER, priority="spider")
-        if shared and load_object(settings.get("SCHEDULER")) is IdScheduler:
-            # shared retries and fleet-wide politeness through Redis (idcrawl.distributed.scheduler)
-            settings.set("SCHEDULER", "idcrawl.distributed.scheduler.RedisIdScheduler", priority="spider")
-        middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
-        if shared and _FLEET_POLITENESS not in middlewares:
-            # last before the download handler: after robots.txt, which may hold a request a while
-            settings.set("DOWNLOADER_MIDDLEWARES", {**middlewares, _FLEET_POLITENESS: 950}, priority="spider")
         # a project may move it or turn it off (None) by listing it; otherwise it is added
         setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, priority="spider")
         # the state is read after the other extensions (one may bring the file in: DotScrapy Persistence)
@@ -142,31 +131,27 @@ class IdSeqSpider(Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, IdSeqSpider)
         validate_settings(crawler.settings)  # every IDCRAWL_* setting, before anything reads one
-        if distributed(crawler.settings):  # one worker of a job shared through Redis (idcrawl.distributed)
-            from idcrawl.distributed.runtime import worker_runtime
-
-            spider.idcrawl = worker_runtime(spider, crawler)
-            crawler.signals.connect(spider._spider_idle, signal=signals.spider_idle)
-            crawler.signals.connect(spider._spider_closed, signal=signals.spider_closed)
-            return spider
+        missing = None
         try:
             targets = spider.targets_from_arguments(crawler.settings)
         except TargetError as exc:
-            raise BadInputError(f"{spider.name}: bad input: {exc}") from None
-        opener = None
-        if crawler.settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
-
-            def opener() -> StateStore:
-                # called when the crawl opens, after the extensions are built (DotScrapy brings the file in then)
-                try:
-                    return open_store(crawler.settings, spider.name)  # IDCRAWL_STATE_BACKEND: sqlite or redis
-                except StateError as exc:
-                    raise BadInputError(f"{spider.name}: {exc}") from None
-
-        spider.idcrawl = IdRuntime(targets, crawler, opener)
+            error = BadInputError(f"{spider.name}: bad input: {exc}")
+            if spider._target_args or spider._job_path is not None or spider._unknown_args:
+                raise error from None
+            # none given: bad input for a crawl of its own; a distributed worker waits for pushed targets
+            targets, missing = [], error
+        # the crawler's runtime (runtime_of); its worker, with the state, is built after the extensions
+        IdRuntime(crawler, targets, missing_targets=missing)
         crawler.signals.connect(spider._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._spider_closed, signal=signals.spider_closed)
         return spider
+
+    @property
+    def runtime(self) -> IdRuntime:
+        """The crawl's runtime (:func:`idcrawl.runtime.runtime_of`): its frontier, ``record()``."""
+        runtime = runtime_of(self.crawler)
+        assert runtime is not None, "an IdSeqSpider made without from_crawler()"
+        return runtime
 
     def targets_from_arguments(self, settings: BaseSettings) -> list[Target]:
         """Validate the arguments into targets (one place for -a, scrapyd and job files)."""
@@ -233,7 +218,7 @@ class IdSeqSpider(Spider):
         (``idcrawl.core.outcomes``). Override to decide in code; ``super().classify(response)``
         gives the rule's verdict.
         """
-        target = self.idcrawl.frontier.targets[response.meta[META_KEY]["target"]]
+        target = self.runtime.frontier.targets[response.meta[META_KEY]["target"]]
         rule = target.rule
         if isinstance(response, HtmlResponse):  # selector tests reuse the tree that parse_found's css() uses
             outcome = rule.evaluate(
@@ -279,7 +264,7 @@ class IdSeqSpider(Spider):
         payload = None
         if outcome is Outcome.FOUND:
             payload = list(iterate_spider_output(self.parse_found(response, self.base_item(response))))
-        yield from self.idcrawl.record(info["lane"], info["id"], outcome, payload, attempt=info.get("attempt", 1))
+        yield from self.runtime.record(info["lane"], info["id"], outcome, payload, attempt=info.get("attempt", 1))
 
     def _id_failure(self, failure: Failure) -> Iterator[Any]:
         request = failure.request  # type: ignore[attr-defined]
@@ -289,7 +274,7 @@ class IdSeqSpider(Spider):
         else:
             outcome = Outcome.FAILED
             logger.debug("idcrawl: %s failed: %r", request.url, failure.value)
-        yield from self.idcrawl.record(info["lane"], info["id"], outcome, attempt=info.get("attempt", 1))
+        yield from self.runtime.record(info["lane"], info["id"], outcome, attempt=info.get("attempt", 1))
 
     # -- learned soft 404s and content signatures --------------------------------
     #
@@ -305,7 +290,7 @@ class IdSeqSpider(Spider):
         self.__dict__["_soft404_waiting"] = waiting
         self.__dict__["_soft404_pages"] = {}
         requests = []
-        for target in self.idcrawl.frontier.targets.values():
+        for target in self.runtime.frontier.targets.values():
             if target.soft404_probe is None:
                 continue
             waiting[target.name] = []
@@ -331,7 +316,7 @@ class IdSeqSpider(Spider):
 
     def _probe_response(self, response: Response) -> Iterator[Any]:
         name = response.meta[PROBE_KEY]
-        target = self.idcrawl.frontier.targets[name]
+        target = self.runtime.frontier.targets[name]
         if response.status in self._retry_statuses() and response.status not in target.rule.missing_statuses:
             retry = self._retry_probe(response.request, f"status {response.status}")
             if retry is not None:
@@ -450,7 +435,7 @@ class IdSeqSpider(Spider):
 
     def _spider_idle(self) -> None:
         """The engine is idle: ids still without an outcome were lost on the way."""
-        runtime = self.idcrawl
+        runtime = self.runtime
         if runtime.frontier.finished:
             outputs = runtime.take_orphans()  # released while dispensing an id an overlapping target fetched
             if not outputs:
@@ -471,4 +456,4 @@ class IdSeqSpider(Spider):
         return outputs
 
     def _spider_closed(self, reason: str) -> None:
-        self.idcrawl.close(reason)
+        self.runtime.close(reason)
