@@ -39,7 +39,7 @@ from idcrawl.core.limits import Trigger
 
 __all__ = ["SCHEMA_PATH", "VERSION", "Incident", "IncidentLog", "IncidentLogError", "schema"]
 
-SCHEMA_PATH = Path(__file__).with_name("schemas") / "incidents.xsd"
+SCHEMA_PATH = Path(__file__).parent.parent / "schemas" / "incidents.xsd"
 VERSION = 1
 ROOT = "incidents"
 
