@@ -3,9 +3,10 @@
 Besides every ``IDCRAWL_*`` value's type and range, it checks what a setting
 points at, without creating anything: ``JOBDIR`` and the idcrawl file paths
 must not be (or lie under) a regular file where a folder is needed, and a
-crawl that needs Redis (``IDCRAWL_DISTRIBUTED``, also from the
-``distributed`` profile, or ``IDCRAWL_STATE_BACKEND = "redis"``) needs the
-``distributed`` extra installed.
+crawl that needs Redis (a distributed one, also from the ``distributed``
+profile, or ``IDCRAWL_STATE_BACKEND = "redis"``:
+:func:`idcrawl.distributed.connection.needs_redis`) needs the ``distributed``
+extra installed.
 """
 
 from __future__ import annotations
@@ -83,16 +84,12 @@ def _file_problem(path: Path) -> str | None:
 
 def _check_extras(settings: Any) -> None:
     """A crawl that needs Redis without the ``distributed`` extra: one line, before anything imports redis."""
-    from idcrawl.distributed.connection import distributed, state_backend
+    from idcrawl.distributed.connection import needs_redis
 
-    if distributed(settings):
-        name = "IDCRAWL_DISTRIBUTED"
-        profile = settings.get("IDCRAWL_PROFILE")
-        value = f"{settings.get(name)!r}" + (f" (from IDCRAWL_PROFILE={profile!r})" if profile else "")
-    elif state_backend(settings) == "redis":
-        name, value = "IDCRAWL_STATE_BACKEND", repr(settings.get("IDCRAWL_STATE_BACKEND"))
-    else:
+    needed = needs_redis(settings)
+    if needed is None:
         return
+    name, value = needed
     try:
         import redis  # noqa: F401
         import scrapy_redis  # noqa: F401

@@ -96,8 +96,8 @@ class IdSeqSpider(Spider):
         other scheduler would never dispense an id) and the attempts middleware
         (lane requests carry ``dont_retry``; without it they get no attempts).
         Two add-ons that read their own switch are listed too: Spidermon
-        (``IDCRAWL_SPIDERMON``) and the distributed layer (``IDCRAWL_DISTRIBUTED``,
-        :class:`idcrawl.distributed.addon.Distributed`).
+        (``IDCRAWL_SPIDERMON``) and the distributed layer
+        (:class:`idcrawl.distributed.addon.Distributed`).
         """
         super().update_settings(settings)
         from idcrawl.addon import ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, SCHEDULER, setdefault_component
@@ -109,7 +109,7 @@ class IdSeqSpider(Spider):
         from idcrawl.spidermon.addon import Monitoring
 
         Monitoring.add_to(settings)
-        # IDCRAWL_DISTRIBUTED is read by an add-on too: it swaps in the Redis classes
+        # the distributed layer is an add-on with its own switch: it swaps in the Redis classes
         from idcrawl.distributed.addon import Distributed
 
         Distributed.add_to(settings)
