@@ -57,7 +57,7 @@ def connect(settings: Any, *, idempotent: bool = False) -> redis.Redis:
             # a worker's calls get no retry inside a call: the job's scripts are not idempotent (a CLAIM
             # whose reply was lost and that redis-py sent again would leave the first block claimed and
             # unknown), and a retry would block the reactor. A failed call surfaces as an outage; the
-            # worker's poll retries, then reconciles what the cut replies did (idcrawl.distributed.runtime).
+            # worker's poll retries, then reconciles what the cut replies did (idcrawl.distributed.worker).
             from redis.backoff import ExponentialBackoff, NoBackoff
             from redis.retry import Retry
 
