@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pyroaring import BitMap64
+from scrapy import signals
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.misc import load_object
 
@@ -46,7 +47,9 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-__all__ = ["DUE_KEY", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter", "LocalWorker", "Worker", "runtime_of"]
+__all__ = [
+    "DUE_KEY", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter", "LocalWorker", "Worker", "is_id_crawl", "runtime_of",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +166,11 @@ class IdRuntime:
         self._timer_due = 0.0
         self._worker: Worker | None = None
         _RUNTIMES[crawler] = self
+        # the runtime refers to its crawler: left in the registry, a finished crawler would stay in memory
+        crawler.signals.connect(self._forget, signal=signals.engine_stopped)
+
+    def _forget(self) -> None:
+        _RUNTIMES.pop(self.crawler, None)
 
     def start(self) -> None:
         """Build the worker (its frontier, the state loaded) once; BadInputError if it cannot be used."""
@@ -400,8 +408,13 @@ class IdRuntime:
                 if k.startswith(f"{STATS_PREFIX}/") and k.count("/") == 1 and isinstance(v, int)}
 
 
-#: crawler -> its id crawl's runtime (weakly: a finished crawler takes its runtime with it)
+#: crawler -> its id crawl's runtime, until the crawler's engine stops
 _RUNTIMES: weakref.WeakKeyDictionary[Crawler, IdRuntime] = weakref.WeakKeyDictionary()
+
+
+def is_id_crawl(crawler: Crawler) -> bool:
+    """Whether ``crawler`` runs an id crawl (its spider made a runtime), without building the worker."""
+    return crawler in _RUNTIMES
 
 
 def runtime_of(crawler: Crawler | None) -> IdRuntime | None:

@@ -29,10 +29,11 @@ _FILE_SETTINGS = ("IDCRAWL_STATE_PATH", "IDCRAWL_DUPEFILTER_PATH", "IDCRAWL_INCI
 def validate_settings(settings: Any) -> None:
     """Every ``IDCRAWL_*`` setting against its spec; the first bad one is a one-line :class:`BadInputError`.
 
-    Called where the settings are final for an id crawl: the idseq spider's
-    ``from_crawler`` (after ``IDCRAWL_PROFILE`` is applied), the
-    ``JobProfile`` add-on after a job file's profile and the ``IdCrawl``
-    add-on for other spiders; each before the engine starts.
+    Called once where the settings are final, before the engine starts: for an
+    id crawl by the idseq spider's ``from_crawler`` (after ``IDCRAWL_PROFILE``
+    is applied; the ``IdCrawl`` add-on then leaves it to the spider), for other
+    spiders by the ``IdCrawl`` add-on; and again by the ``JobProfile`` add-on
+    only when a job file's profile changed settings.
     """
     try:
         check_settings(settings.get)

@@ -9,7 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from scrapy import Spider
 from scrapy.settings import BaseSettings, Settings
+from scrapy.utils.test import get_crawler
 
 from idcrawl.addon import (
     ATTEMPTS_MIDDLEWARE,
@@ -24,6 +26,7 @@ from idcrawl.addon import (
 )
 from idcrawl.downloadermiddlewares.attempts import IdAttemptsMiddleware
 from idcrawl.extensions.progress import IdProgress
+from idcrawl.runtime import IdRuntime
 from idcrawl.scheduler import IdScheduler
 from idcrawl.spiders.idseq import IdSeqSpider
 from tests.conftest import GapModel
@@ -126,6 +129,18 @@ def test_the_idseq_spider_leaves_a_listed_attempts_middleware_alone() -> None:
     settings = Settings({"DOWNLOADER_MIDDLEWARES": {IdAttemptsMiddleware: None}})
     IdSeqSpider.update_settings(settings)
     assert components(settings, "DOWNLOADER_MIDDLEWARES") == {IdAttemptsMiddleware: None}
+
+
+def test_the_addon_checks_settings_only_of_crawls_whose_spider_did_not(monkeypatch) -> None:
+    checked: list[object] = []
+    monkeypatch.setattr("idcrawl.addon.validate_settings", checked.append)
+    id_crawl = get_crawler(IdSeqSpider)
+    IdRuntime(id_crawl, [])  # what IdSeqSpider.from_crawler makes, after its own validate_settings
+    IdCrawl(id_crawl).update_settings(Settings())  # (the crawler's own are frozen by get_crawler)
+    assert checked == []
+    settings = Settings()
+    IdCrawl(get_crawler(Spider)).update_settings(settings)
+    assert checked == [settings]
 
 
 # -- a fresh `scrapy startproject` project ----------------------------------------------------
