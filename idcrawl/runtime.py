@@ -184,9 +184,12 @@ class IdRuntime:
 
     @property
     def worker(self) -> Worker:
-        self.start()
-        assert self._worker is not None
-        return self._worker
+        worker = self._worker
+        if worker is None:
+            self.start()
+            worker = self._worker
+            assert worker is not None
+        return worker
 
     @property
     def frontier(self) -> IdFrontier[Payload]:
@@ -426,7 +429,7 @@ def runtime_of(crawler: Crawler | None) -> IdRuntime | None:
     :class:`~idcrawl.errors.BadInputError`.
     """
     runtime = _RUNTIMES.get(crawler) if crawler is not None else None
-    if runtime is not None:
+    if runtime is not None and runtime._worker is None:
         runtime.start()
     return runtime
 

@@ -149,8 +149,11 @@ class IdSeqSpider(Spider):
     @property
     def runtime(self) -> IdRuntime:
         """The crawl's runtime (:func:`idcrawl.runtime.runtime_of`): its frontier, ``record()``."""
-        runtime = runtime_of(self.crawler)
-        assert runtime is not None, "an IdSeqSpider made without from_crawler()"
+        runtime: IdRuntime | None = self.__dict__.get("_runtime")  # looked up once: asked for per response
+        if runtime is None:
+            runtime = runtime_of(self.crawler)
+            assert runtime is not None, "an IdSeqSpider made without from_crawler()"
+            self.__dict__["_runtime"] = runtime
         return runtime
 
     def targets_from_arguments(self, settings: BaseSettings) -> list[Target]:
