@@ -49,6 +49,7 @@ from scrapy.settings import BaseSettings, get_settings_priority
 from scrapy.utils.misc import load_object
 
 from idcrawl.errors import install_log_filter
+from idcrawl.runtime import is_id_crawl
 from idcrawl.settings_profiles import apply_profile
 from idcrawl.validation import validate_settings
 
@@ -153,7 +154,10 @@ class IdCrawl:
         # spiders the profile is already applied (their update_settings runs first); again is a no-op.
         install_log_filter()  # a crawl starts: its refusals of bad input are one line (idcrawl.errors)
         apply_profile(settings)
-        validate_settings(settings)  # every IDCRAWL_* setting, one line for the first bad one
+        if self.crawler is None or not is_id_crawl(self.crawler):
+            # every IDCRAWL_* setting, one line for the first bad one; an id crawl's spider checked
+            # them already (from_crawler), and the JobProfile add-on checks what a job's profile brings
+            validate_settings(settings)
         settings.set("SCHEDULER", SCHEDULER, priority=ADDON_PRIORITY)
         # Bloom-filter request dedup for follow-up pages that outlives the run (lane requests are never filtered)
         settings.set("DUPEFILTER_CLASS", DUPEFILTER, priority=ADDON_PRIORITY)

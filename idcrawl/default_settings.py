@@ -215,6 +215,11 @@ IDCRAWL_CONTENT_NEAR_DUPLICATES = 0.0
 #: any machines) crawl the job together with the result of a single process.
 IDCRAWL_DISTRIBUTED = False
 
+#: The class that gives an id crawl's runtime its frontier and makes outcomes
+#: durable: ``idcrawl.runtime.LocalWorker`` (lanes in this process, the state
+#: recorder). The distributed add-on swaps in ``idcrawl.distributed.worker.RedisWorker``.
+IDCRAWL_WORKER_CLASS = "idcrawl.runtime.LocalWorker"
+
 #: Where a crawl keeps its durable state: "sqlite" (a file, the default) or
 #: "redis" (REDIS_URL, under the job's key prefix). A distributed crawl always
 #: keeps it in Redis.

@@ -53,7 +53,7 @@ from idcrawl.core.seen import (
 )
 from idcrawl.core.seen import dump as dump_seen
 from idcrawl.errors import BadInputError
-from idcrawl.runtime import META_KEY
+from idcrawl.runtime import META_KEY, runtime_of
 from idcrawl.state.location import job_file
 
 if TYPE_CHECKING:
@@ -87,10 +87,10 @@ def seen_path(settings: BaseSettings | Any, spider_name: str, backend: str) -> P
     return job_file(settings, "IDCRAWL_DUPEFILTER_PATH", f"idcrawl-seen.{backend}", f"{spider_name}-seen.{backend}")
 
 
-def _resumes(spider: Spider | None) -> bool:
-    """Does any target of an idcrawl spider continue an earlier run (``resume`` other than none)?"""
-    runtime = getattr(spider, "idcrawl", None)
-    return any(getattr(target, "resume", "none") != "none" for target in getattr(runtime, "targets", ()))
+def _resumes(crawler: Crawler) -> bool:
+    """Does any target of an id crawl continue an earlier run (``resume`` other than none)?"""
+    runtime = runtime_of(crawler)
+    return runtime is not None and any(target.resume != "none" for target in runtime.targets)
 
 
 class IdDupeFilter(RFPDupeFilter):
@@ -186,7 +186,7 @@ class IdDupeFilter(RFPDupeFilter):
         name = spider.name if spider is not None else "crawl"
         self.path = seen_path(self.crawler.settings, name, self.backend_name)
         if self.persist and self.path.exists():
-            if self.crawler.settings.get("JOBDIR") or _resumes(spider):
+            if self.crawler.settings.get("JOBDIR") or _resumes(self.crawler):
                 self._load(self.path)
             elif not self._ours(self.path):
                 raise BadInputError(

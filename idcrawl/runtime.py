@@ -1,37 +1,55 @@
-"""The Scrapy-side companion of the core frontier for one running crawl.
+"""The runtime of one id crawl: the one driver of a frontier, found with :func:`runtime_of`.
 
-The spider creates it (targets come from spider arguments); the scheduler
-pulls ids from it; the spider's callbacks push outcomes into it. It keeps the
-``idcrawl/...`` stats current and wakes the engine when a lane that was
-waiting can dispense again, so nobody waits for Scrapy's 5 s heartbeat.
+The spider creates it from its arguments (the targets) and every other
+component looks it up by crawler: the scheduler pulls ids from it, the
+spider's callbacks push outcomes into it, the limits, the progress lines, the
+dupefilter and the attempts middleware read it. It keeps the ``idcrawl/...``
+stats current and wakes the engine when a lane that was waiting can dispense
+again (or at a time a component asked for), so nobody waits for Scrapy's 5 s
+heartbeat.
+
+It has two plug-ins, both given by its *worker* (``IDCRAWL_WORKER_CLASS``):
+the frontier (:class:`idcrawl.core.frontier.IdFrontier`) and the durability of
+outcomes. :class:`LocalWorker`, the default, keeps the lanes in this process
+and the state in a store (SQLite or Redis) through the state recorder; the
+distributed layer swaps in :class:`idcrawl.distributed.worker.RedisWorker`
+(lanes shared through Redis, durability by acknowledgements).
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 import operator
+import time
+import weakref
 from collections.abc import Callable, Container, Hashable, Sequence, Sized
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pyroaring import BitMap64
+from scrapy import signals
+from scrapy.utils.asyncio import call_later
+from scrapy.utils.misc import load_object
 
 from idcrawl import _scrapy, default_settings
-from idcrawl.core.frontier import Dispatch, Frontier, lane_specs
+from idcrawl.core.frontier import Dispatch, Frontier, IdFrontier, lane_specs
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs
 from idcrawl.core.talk import resume_text
 from idcrawl.core.targets import Target
 from idcrawl.errors import BadInputError
-from idcrawl.state.base import StateStore
+from idcrawl.state.base import StateError, StateStore
 from idcrawl.state.recorder import StateRecorder, overwritten_feeds, recover_feed_tails
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-__all__ = ["DUE_KEY", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter"]
+__all__ = [
+    "DUE_KEY", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter", "LocalWorker", "Worker", "is_id_crawl", "runtime_of",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -70,42 +88,381 @@ class Limiter(Protocol):
         """A lane id of a target on ``host`` was found."""
 
 
+class Worker(Protocol):
+    """The runtime's plug-ins: the frontier it drives, and what makes outcomes durable.
+
+    Built by the runtime from ``IDCRAWL_WORKER_CLASS`` (``cls(runtime)``) when
+    the crawl's components first look the runtime up, after every extension
+    was built: an extension may bring the state in (Zyte's DotScrapy
+    Persistence), and a bad state or an unreachable server raises
+    :class:`~idcrawl.errors.BadInputError` there, before the engine starts.
+    """
+
+    @property
+    def frontier(self) -> IdFrontier[Payload]:
+        """The lanes this worker dispenses from and records outcomes in."""
+
+    @property
+    def counts_scope(self) -> str:
+        """What follows the counts in progress and summary lines when they are not the whole job's."""
+
+    @property
+    def resume_notes(self) -> dict[str, str]:
+        """Target name -> what it takes from earlier runs, for the plan line (``idcrawl.core.talk.resume_text``)."""
+
+    @property
+    def errors(self) -> tuple[type[Exception], ...]:
+        """Exceptions of frontier calls this worker handles (a server outage); others propagate."""
+
+    def describe_state(self) -> str:
+        """Where the durable state is, for the plan and summary lines."""
+
+    def open(self) -> None:
+        """The crawl opens (stats are available)."""
+
+    def unavailable(self, exc: Exception) -> None:
+        """A frontier call raised one of :attr:`errors` while dispensing."""
+
+    def record_failed(
+        self, exc: Exception, lane_key: str, id_: int, outcome: Outcome, outputs: list[Any] | None, attempt: int
+    ) -> list[Any]:
+        """Recording an outcome raised one of :attr:`errors`: keep it (or emit its outputs); returns outputs."""
+
+    def decided(self, target: str, outcome: Outcome, id_: int) -> None:
+        """An id of ``target`` got its final outcome (made durable at the next commit)."""
+
+    def released(self, lane_key: str, id_: int, outputs: list[Any]) -> None:
+        """The outputs of a found id are about to be emitted."""
+
+    def stop(self, reason: str) -> None:
+        """The crawl is closing: stop timers and loops; lanes that go no further stop."""
+
+    def close(self, reason: str) -> None:
+        """Last: commit or acknowledge, and the worker's own closing figures."""
+
+
 class IdRuntime:
-    """Frontier + stats + engine wake-up for one crawl."""
+    """Drives the frontier of one crawl: dispensing, outcomes, stats, engine wake-ups."""
 
     #: Set by the job-limits extension when a limit is configured; None: no limits.
     limiter: Limiter | None = None
 
     def __init__(
-        self,
-        targets: Sequence[Target],
-        crawler: Crawler,
-        store: StateStore | Callable[[], StateStore | None] | None = None,
+        self, crawler: Crawler, targets: Sequence[Target], *, missing_targets: BadInputError | None = None
     ) -> None:
-        """``store`` may be a function that opens it: then the state is read in :meth:`open`.
+        """The runtime of ``crawler``'s crawl of ``targets`` (what :func:`runtime_of` returns from now on).
 
-        The spider passes a function, because the state must be read after the
-        extensions are built: an extension such as Zyte's DotScrapy Persistence
-        brings the state file in when it is built. ``IdStateLoader``, the last
-        extension, reads it (a bad state then stops the crawl as cleanly as bad
-        arguments do); without it, the scheduler's ``open`` does.
+        ``missing_targets``: no targets were given, and why that is bad input
+        for a worker that needs some (a distributed worker waits for pushed ones).
+        The worker is built on first use (:meth:`start`).
         """
         self.crawler = crawler
         self.targets = list(targets)
+        self.missing_targets = missing_targets
+        self._orphans: list[Any] = []  # outputs released at dispatch (overlapping targets), not yet emitted
+        self._wakes: list[float] = []  # heap of monotonic times the engine is to be woken at
+        self._wake_set: set[float] = set()  # the same times, to keep each once
+        self._timer: Any = None
+        self._timer_due = 0.0
+        self._worker: Worker | None = None
+        _RUNTIMES[crawler] = self
+        # the runtime refers to its crawler: left in the registry, a finished crawler would stay in memory
+        crawler.signals.connect(self._forget, signal=signals.engine_stopped)
+
+    def _forget(self) -> None:
+        _RUNTIMES.pop(self.crawler, None)
+
+    def start(self) -> None:
+        """Build the worker (its frontier, the state loaded) once; BadInputError if it cannot be used."""
+        if self._worker is None:
+            path = self.crawler.settings.get("IDCRAWL_WORKER_CLASS") or default_settings.IDCRAWL_WORKER_CLASS
+            try:
+                worker_cls = load_object(path) if isinstance(path, str) else path
+            except (ImportError, AttributeError, NameError, ValueError) as exc:
+                raise BadInputError(f"bad setting: IDCRAWL_WORKER_CLASS={path!r}: cannot be imported ({exc})") from None
+            self._worker = worker_cls(self)
+
+    @property
+    def worker(self) -> Worker:
+        worker = self._worker
+        if worker is None:
+            self.start()
+            worker = self._worker
+            assert worker is not None
+        return worker
+
+    @property
+    def frontier(self) -> IdFrontier[Payload]:
+        return self.worker.frontier
+
+    @property
+    def resume_notes(self) -> dict[str, str]:
+        return self.worker.resume_notes
+
+    @property
+    def counts_scope(self) -> str:
+        return self.worker.counts_scope
+
+    def describe_state(self) -> str:
+        """Where the durable state is, for the plan and summary lines."""
+        return self.worker.describe_state()
+
+    @property
+    def stats(self) -> StatsCollector:
+        # the crawler's stats exist only once the crawl starts, after the spider
+        stats = self.crawler.stats
+        assert stats is not None
+        return stats
+
+    def open(self) -> None:
+        frontier = self.frontier
+        self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.targets))
+        self.stats.set_value(f"{STATS_PREFIX}/lanes", len(frontier.lanes))
+        self.worker.open()
+
+    # -- dispensing (scheduler side) -------------------------------------------
+
+    def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
+        worker = self.worker
+        frontier = worker.frontier
+        skipped, deduplicated = frontier.skipped_found, frontier.deduplicated
+        try:
+            dispatch = frontier.next(group_ready)
+        except worker.errors as exc:
+            worker.unavailable(exc)
+            return None
+        if frontier.skipped_found != skipped:
+            self._inc(f"{STATS_PREFIX}/resume/skipped_found", frontier.skipped_found - skipped)
+        if frontier.deduplicated != deduplicated:
+            # ids an overlapping target fetched (or is fetching): served without a request
+            self._inc(f"{STATS_PREFIX}/deduplicated", frontier.deduplicated - deduplicated)
+            self._inc("dupefilter/filtered", frontier.deduplicated - deduplicated)
+        if frontier.touched:
+            self._take_touched()
+        if frontier.released:
+            released, frontier.released = frontier.released, []
+            self._orphans += self._released(released)
+        if dispatch is not None:
+            self._inc(f"{STATS_PREFIX}/dispensed")
+            lane = frontier.lanes[dispatch.lane]
+            if lane.stopped:
+                self._lane_stopped(dispatch.lane, lane)
+        return dispatch
+
+    # -- outcomes (spider side) ------------------------------------------------
+
+    def record(
+        self, lane_key: str, id_: int, outcome: Outcome, outputs: list[Any] | None = None, *, attempt: int = 1
+    ) -> list[Any]:
+        """Record an id's final outcome; returns the outputs now safe to emit, in order."""
+        worker = self.worker
+        frontier = worker.frontier
+        if lane_key not in frontier.lanes:
+            logger.warning("idcrawl: outcome for unknown lane %r (id %s) ignored", lane_key, id_)
+            return []
+        payload = (lane_key, id_, outputs) if outputs is not None else None
+        lane = frontier.lanes[lane_key]
+        before = _counts_of(lane.counts)
+        try:
+            rec = frontier.record(lane_key, id_, outcome, payload)
+        except worker.errors as exc:
+            return worker.record_failed(exc, lane_key, id_, outcome, outputs, attempt)
+        self._inc(f"{STATS_PREFIX}/attempts/{outcome.value}_on/{attempt}")
+        self._count(lane_key, before, _counts_of(lane.counts))
+        if rec.stopped:
+            self._lane_stopped(lane_key, lane)
+        if rec.became_ready:
+            self.wake_engine()
+        target = frontier.lane_target[lane_key]
+        if outcome is Outcome.FOUND and self.limiter is not None:
+            self.limiter.found(target.host)
+        worker.decided(target.name, outcome, id_)
+        if frontier.touched:
+            self._take_touched()
+        outputs = self._released(rec.released)
+        if self._orphans:
+            outputs, self._orphans = self._orphans + outputs, []
+        return outputs
+
+    def _released(self, released: list[Payload]) -> list[Any]:
+        """The outputs of released payloads, told to the worker."""
+        worker = self.worker
+        for released_lane, released_id, released_outputs in released:
+            worker.released(released_lane, released_id, released_outputs)
+        return [output for _, _, released_outputs in released for output in released_outputs]
+
+    def _take_touched(self) -> None:
+        """Stats and state of lanes that another lane's fetch decided an id of."""
+        frontier = self.frontier
+        touched, frontier.touched = frontier.touched, []
+        for change in touched:
+            lane = frontier.lanes[change.lane]
+            self._count(change.lane, _counts_of(change.before), _counts_of(change.after))
+            if change.recorded.stopped:
+                self._lane_stopped(change.lane, lane)
+            if change.recorded.became_ready:
+                self.wake_engine()
+            self.worker.decided(frontier.lane_target[change.lane].name, change.outcome, change.id)
+
+    def _count(self, lane_key: str, before: tuple[int, ...], after: tuple[int, ...]) -> None:
+        """Move the change of a lane's counters into stats (per lane, and job totals)."""
+        for name, old, new in zip(_COUNT_FIELDS, before, after, strict=True):
+            if new != old and name != "dispensed":
+                self._inc(f"{STATS_PREFIX}/{name}", new - old)
+                self._inc(f"{STATS_PREFIX}/lanes/{lane_key}/{name}", new - old)
+
+    def lane_stopped(self, lane_key: str, lane: Lane[Payload]) -> None:
+        """Stats of a lane that stopped (its reason, where it was cut)."""
+        self._lane_stopped(lane_key, lane)
+
+    def _lane_stopped(self, lane_key: str, lane: Lane[Payload]) -> None:
+        prefix = f"{STATS_PREFIX}/lanes/{lane_key}"
+        self.stats.set_value(f"{prefix}/cut_reason", lane.reason)
+        if lane.cut_at is not None:
+            self.stats.set_value(f"{prefix}/cut_at", lane.cut_at)
+
+    def _inc(self, key: str, count: int = 1) -> None:
+        self.stats.inc_value(key, count)
+
+    # -- waking the engine ---------------------------------------------------------
+
+    def wake_engine(self) -> None:
+        """Ask the engine to call ``next_request()`` soon (:func:`idcrawl._scrapy.wake_engine`).
+
+        Without it, a lane freed by a late outcome would wait for the 5 s heartbeat.
+        """
+        _scrapy.wake_engine(self.crawler)
+
+    def wake_at(self, due: float) -> None:
+        """Wake the engine at ``due`` (``time.monotonic()``): a retry falls due, a host's gap ends.
+
+        One timer for every component: it is set for the earliest time asked
+        for, and when it fires it is set again for the next one.
+        """
+        due = round(due, 3)  # asked again and again (a host's gap): kept once
+        if due not in self._wake_set:
+            self._wake_set.add(due)
+            heapq.heappush(self._wakes, due)
+        if self._timer is not None and self._timer_due <= due:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_due = due
+        self._timer = call_later(max(0.0, due - time.monotonic()), self._timer_fired)
+
+    def wake_in(self, wait: float) -> None:
+        """:meth:`wake_at` ``wait`` seconds from now."""
+        self.wake_at(time.monotonic() + wait)
+
+    def _timer_fired(self) -> None:
+        self._timer = None
+        now = time.monotonic()
+        wakes = self._wakes
+        while wakes and wakes[0] <= now:
+            self._wake_set.discard(heapq.heappop(wakes))
+        if wakes:
+            self._timer_due = wakes[0]
+            self._timer = call_later(max(0.0, wakes[0] - now), self._timer_fired)
+        self.wake_engine()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._wakes.clear()
+        self._wake_set.clear()
+
+    # -- end of crawl --------------------------------------------------------------
+
+    def take_orphans(self) -> list[Any]:
+        """Outputs released while dispensing (no callback carried them yet)."""
+        outputs, self._orphans = self._orphans, []
+        return outputs
+
+    def abandon_lost(self) -> list[Any]:
+        """Outcome ``failed`` for ids whose requests vanished (engine idle)."""
+        outputs: list[Any] = self.take_orphans()
+        for key, lost in self.frontier.lost():
+            logger.warning("idcrawl: lane %s: ids %s never got an outcome; counted as failed", key, lost[:10])
+            self._inc(f"{STATS_PREFIX}/lost", len(lost))
+            for id_ in lost:
+                outputs.extend(self.record(key, id_, Outcome.FAILED))
+        return outputs
+
+    def close(self, reason: str) -> None:
+        """Spider closing: the worker stops, lanes' final figures into stats, the last commit."""
+        self._cancel_timer()
+        worker = self.worker
+        worker.stop(reason)
+        frontier = worker.frontier
+        for key, lane in frontier.lanes.items():
+            if lane.reason is not None:
+                self._lane_stopped(key, lane)
+            self.stats.set_value(f"{STATS_PREFIX}/lanes/{key}/cursor", lane.first_undecided)
+        held = sum(lane.held for lane in frontier.lanes.values())
+        if held:
+            logger.info("idcrawl: %d found ids held at close were not emitted (reason %s)", held, reason)
+            self._inc(f"{STATS_PREFIX}/held_at_close", held)
+        worker.close(reason)
+
+    def job_counts(self) -> dict[str, int]:
+        """The job totals of this run (``idcrawl/<name>`` stats), for the run's record."""
+        return {k.split("/", 1)[1]: v for k, v in self.stats.get_stats().items()
+                if k.startswith(f"{STATS_PREFIX}/") and k.count("/") == 1 and isinstance(v, int)}
+
+
+#: crawler -> its id crawl's runtime, until the crawler's engine stops
+_RUNTIMES: weakref.WeakKeyDictionary[Crawler, IdRuntime] = weakref.WeakKeyDictionary()
+
+
+def is_id_crawl(crawler: Crawler) -> bool:
+    """Whether ``crawler`` runs an id crawl (its spider made a runtime), without building the worker."""
+    return crawler in _RUNTIMES
+
+
+def runtime_of(crawler: Crawler | None) -> IdRuntime | None:
+    """The runtime of ``crawler``'s id crawl, its worker built (state loaded) on first use; None if not an id crawl.
+
+    Components call it once they are built (from ``from_crawler`` at the
+    earliest: after the spider, which creates the runtime); the first call
+    builds the worker (:meth:`IdRuntime.start`), which may raise
+    :class:`~idcrawl.errors.BadInputError`.
+    """
+    runtime = _RUNTIMES.get(crawler) if crawler is not None else None
+    if runtime is not None and runtime._worker is None:
+        runtime.start()
+    return runtime
+
+
+class LocalWorker:
+    """Lanes in this process (:class:`~idcrawl.core.frontier.Frontier`), state through the state recorder."""
+
+    counts_scope = ""
+    errors: tuple[type[Exception], ...] = ()
+
+    def __init__(self, runtime: IdRuntime) -> None:
+        """The runtime's targets planned from the stored state (``IDCRAWL_STATE``), or fresh."""
+        if runtime.missing_targets is not None:
+            raise runtime.missing_targets
+        self.runtime = runtime
+        self.crawler = crawler = runtime.crawler
         settings = crawler.settings
         counts_failed = settings.getbool("IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED)
         neutral = frozenset() if counts_failed else frozenset({Outcome.FAILED})
         self.frontier: Frontier[Payload] = Frontier([], neutral=neutral, rebind=_rebind)
-        self._orphans: list[Any] = []  # outputs released at dispatch (overlapping targets), not yet emitted
         self.recorder: StateRecorder | None = None
-        #: target name -> what it takes from earlier runs, for the plan line (``idcrawl.core.talk.resume_text``)
         self.resume_notes: dict[str, str] = {}
         self._recovered_count = 0  # found ids read back from the last run's feed tails
-        self._opener: Callable[[], StateStore | None] | None = None
-        if callable(store):
-            self._opener = store
-        else:
-            self._load(store)
+        store = None
+        if settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
+            from idcrawl.state.factory import open_store
+
+            name = getattr(crawler.spidercls, "name", "idseq")
+            try:
+                store = open_store(settings, name)  # IDCRAWL_STATE_BACKEND: sqlite or redis
+            except StateError as exc:
+                raise BadInputError(f"{name}: {exc}") from None
+        self._load(store)
 
     def _load(self, store: StateStore | None) -> None:
         """The targets' lanes, planned from the stored state when there is one."""
@@ -115,7 +472,7 @@ class IdRuntime:
         # ids the last run wrote to its feeds after its last commit: found already, never emitted again
         recovered = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler))
                      if store is not None and emit_once else {})
-        for target in self.targets:
+        for target in self.runtime.targets:
             if target.resume == "none":
                 recovered.pop(target.name, None)  # the target starts over
             self._add_target(target, store, origins, recovered.get(target.name))
@@ -170,11 +527,7 @@ class IdRuntime:
         if note is not None:
             self.resume_notes[target.name] = note
 
-    #: what follows the counts in progress and summary lines when they are not the whole job's
-    counts_scope = ""
-
     def describe_state(self) -> str:
-        """Where the durable state is, for the plan and summary lines."""
         if self.recorder is None:
             return "state off"
         where = self.recorder.store.path if hasattr(self.recorder.store, "path") else None
@@ -182,166 +535,42 @@ class IdRuntime:
             return f"state {where.resolve()}"
         return f"state in Redis ({where})" if where else f"state in {type(self.recorder.store).__name__}"
 
-    @property
-    def stats(self) -> StatsCollector:
-        # the crawler's stats exist only once the crawl starts, after the spider
-        stats = self.crawler.stats
-        assert stats is not None
-        return stats
-
-    def load_state(self) -> None:
-        """Open the state store and plan the lanes (once); BadInputError if the state cannot be used."""
-        if self._opener is not None:
-            opener, self._opener = self._opener, None
-            self._load(opener())
-
     def open(self) -> None:
-        self.load_state()  # normally done already by the IdStateLoader extension
-        self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.targets))
-        self.stats.set_value(f"{STATS_PREFIX}/lanes", len(self.frontier.lanes))
         if self._recovered_count:
-            self.stats.set_value(f"{STATS_PREFIX}/resume/recovered_from_feed", self._recovered_count)
+            self.runtime.stats.set_value(f"{STATS_PREFIX}/resume/recovered_from_feed", self._recovered_count)
         if self.recorder is not None:
             self.recorder.open()
 
-    # -- dispensing (scheduler side) -------------------------------------------
+    def unavailable(self, exc: Exception) -> None:  # pragma: no cover - errors is empty
+        raise exc
 
-    def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
-        frontier = self.frontier
-        skipped, deduplicated = frontier.skipped_found, frontier.deduplicated
-        dispatch = frontier.next(group_ready)
-        if frontier.skipped_found != skipped:
-            self._inc(f"{STATS_PREFIX}/resume/skipped_found", frontier.skipped_found - skipped)
-        if frontier.deduplicated != deduplicated:
-            # ids an overlapping target fetched (or is fetching): served without a request
-            self._inc(f"{STATS_PREFIX}/deduplicated", frontier.deduplicated - deduplicated)
-            self._inc("dupefilter/filtered", frontier.deduplicated - deduplicated)
-        if frontier.touched:
-            self._take_touched()
-        if frontier.released:
-            released, frontier.released = frontier.released, []
-            self._orphans += self._released(released)
-        if dispatch is not None:
-            self._inc(f"{STATS_PREFIX}/dispensed")
-            lane = self.frontier.lanes[dispatch.lane]
-            if lane.stopped:
-                self._lane_stopped(dispatch.lane, lane)
-        return dispatch
+    def record_failed(
+        self, exc: Exception, lane_key: str, id_: int, outcome: Outcome, outputs: list[Any] | None, attempt: int
+    ) -> list[Any]:  # pragma: no cover - errors is empty
+        raise exc
 
-    # -- outcomes (spider side) ------------------------------------------------
-
-    def record(
-        self, lane_key: str, id_: int, outcome: Outcome, outputs: list[Any] | None = None, *, attempt: int = 1
-    ) -> list[Any]:
-        """Record an id's final outcome; returns the outputs now safe to emit, in order."""
-        payload = (lane_key, id_, outputs) if outputs is not None else None
-        frontier = self.frontier
-        if lane_key not in frontier.lanes:
-            logger.warning("idcrawl: outcome for unknown lane %r (id %s) ignored", lane_key, id_)
-            return []
-        lane = frontier.lanes[lane_key]
-        was_stopped = lane.stopped
-        before = _counts_of(lane.counts)
-        rec = frontier.record(lane_key, id_, outcome, payload)
-        self._inc(f"{STATS_PREFIX}/attempts/{outcome.value}_on/{attempt}")
-        self._count(lane_key, before, _counts_of(lane.counts))
-        if lane.stopped and not was_stopped:
-            self._lane_stopped(lane_key, lane)
-        if rec.became_ready:
-            self.wake_engine()
-        if outcome is Outcome.FOUND and self.limiter is not None:
-            self.limiter.found(frontier.lane_target[lane_key].host)
+    def decided(self, target: str, outcome: Outcome, id_: int) -> None:
         if self.recorder is not None:
-            self.recorder.outcome(frontier.lane_target[lane_key].name, outcome, id_)
-        if frontier.touched:
-            self._take_touched()
-        outputs = self._released(rec.released)
-        if self._orphans:
-            outputs, self._orphans = self._orphans + outputs, []
-        return outputs
+            self.recorder.outcome(target, outcome, id_)
 
-    def _released(self, released: list[Payload]) -> list[Any]:
-        """The outputs of released payloads, told to the state recorder."""
+    def released(self, lane_key: str, id_: int, outputs: list[Any]) -> None:
         if self.recorder is not None:
-            lane_target = self.frontier.lane_target
-            for released_lane, released_id, released_outputs in released:
-                self.recorder.released(lane_target[released_lane].name, released_lane, released_id, released_outputs)
-        return [output for _, _, released_outputs in released for output in released_outputs]
+            self.recorder.released(self.frontier.lane_target[lane_key].name, lane_key, id_, outputs)
 
-    def _take_touched(self) -> None:
-        """Stats and state of lanes that another lane's fetch decided an id of."""
-        frontier = self.frontier
-        touched, frontier.touched = frontier.touched, []
-        for change in touched:
-            lane = frontier.lanes[change.lane]
-            self._count(change.lane, _counts_of(change.before), _counts_of(change.after))
-            if change.recorded.stopped:
-                self._lane_stopped(change.lane, lane)
-            if change.recorded.became_ready:
-                self.wake_engine()
-            if self.recorder is not None:
-                self.recorder.outcome(frontier.lane_target[change.lane].name, change.outcome, change.id)
-
-    def _count(self, lane_key: str, before: tuple[int, ...], after: tuple[int, ...]) -> None:
-        """Move the change of a lane's counters into stats (per lane, and job totals)."""
-        for name, old, new in zip(_COUNT_FIELDS, before, after, strict=True):
-            if new != old and name != "dispensed":
-                self._inc(f"{STATS_PREFIX}/{name}", new - old)
-                self._inc(f"{STATS_PREFIX}/lanes/{lane_key}/{name}", new - old)
-
-    def lane_stopped(self, lane_key: str, lane: Lane[Payload]) -> None:
-        """Stats of a lane that stopped (its reason, where it was cut)."""
-        self._lane_stopped(lane_key, lane)
-
-    def _lane_stopped(self, lane_key: str, lane: Lane[Payload]) -> None:
-        prefix = f"{STATS_PREFIX}/lanes/{lane_key}"
-        self.stats.set_value(f"{prefix}/cut_reason", lane.reason)
-        if lane.cut_at is not None:
-            self.stats.set_value(f"{prefix}/cut_at", lane.cut_at)
-
-    def _inc(self, key: str, count: int = 1) -> None:
-        self.stats.inc_value(key, count)
-
-    def wake_engine(self) -> None:
-        """Ask the engine to call ``next_request()`` soon (:func:`idcrawl._scrapy.wake_engine`).
-
-        Without it, a lane freed by a late outcome would wait for the 5 s heartbeat.
-        """
-        _scrapy.wake_engine(self.crawler)
-
-    # -- end of crawl --------------------------------------------------------------
-
-    def take_orphans(self) -> list[Any]:
-        """Outputs released while dispensing (no callback carried them yet)."""
-        outputs, self._orphans = self._orphans, []
-        return outputs
-
-    def abandon_lost(self) -> list[Any]:
-        """Outcome ``failed`` for ids whose requests vanished (engine idle)."""
-        outputs: list[Any] = self.take_orphans()
-        for key, lane in self.frontier.lanes.items():
-            lost = lane.outstanding() if lane.cut_at is None else []
-            if not lost:
-                continue
-            logger.warning("idcrawl: lane %s: ids %s never got an outcome; counted as failed", key, lost[:10])
-            self._inc(f"{STATS_PREFIX}/lost", len(lost))
-            for id_ in lost:
-                outputs.extend(self.record(key, id_, Outcome.FAILED))
-        return outputs
-
-    def close(self, reason: str) -> None:
-        """Spider closing: lanes still running stop with the close reason; last commit."""
+    def stop(self, reason: str) -> None:
+        """Lanes still running stop with the close reason."""
         for key, lane in self.frontier.lanes.items():
             if not lane.stopped:
                 self.frontier.close_lane(key, reason)
-            self._lane_stopped(key, lane)
-            self.stats.set_value(f"{STATS_PREFIX}/lanes/{key}/cursor", lane.first_undecided)
-        held = sum(lane.held for lane in self.frontier.lanes.values())
-        if held:
-            logger.info("idcrawl: %d found ids held at close were not emitted (reason %s)", held, reason)
-            self._inc(f"{STATS_PREFIX}/held_at_close", held)
+
+    def close(self, reason: str) -> None:
+        """The last commit of the state, with the run's totals."""
         if self.recorder is not None:
-            counts = {k.split("/", 1)[1]: v for k, v in self.stats.get_stats().items()
-                      if k.startswith(f"{STATS_PREFIX}/") and k.count("/") == 1 and isinstance(v, int)}
-            self.recorder.close(reason, counts)
-            self.stats.set_value(f"{STATS_PREFIX}/state/commits", self.recorder.commits)
+            self.recorder.close(reason, self.runtime.job_counts())
+            self.runtime.stats.set_value(f"{STATS_PREFIX}/state/commits", self.recorder.commits)
+
+
+if TYPE_CHECKING:  # mypy checks that the in-process worker is a Worker and its frontier an IdFrontier
+
+    def _is_a_worker(worker: LocalWorker) -> Worker:
+        return worker

@@ -9,8 +9,8 @@ and skips lanes whose download slot is busy, so a slow host never holds up
 the others (no head-of-line blocking).
 
 Set ``SCHEDULER = "idcrawl.scheduler.IdScheduler"`` (the idseq spider does
-it for you). With a spider that has no ``idcrawl`` runtime it behaves exactly
-like Scrapy's default scheduler.
+it for you). In a crawl without an id runtime (:func:`idcrawl.runtime.runtime_of`)
+it behaves exactly like Scrapy's default scheduler.
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.core.scheduler import Scheduler
-from scrapy.utils.asyncio import CallLaterResult, call_later
 
 from idcrawl._scrapy import slot_has_room, slot_key
 from idcrawl.core.delays import DelayQueue
-from idcrawl.runtime import DUE_KEY, STATS_PREFIX, IdRuntime, Limiter
+from idcrawl.runtime import DUE_KEY, STATS_PREFIX, IdRuntime, Limiter, runtime_of
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -40,14 +39,11 @@ class IdScheduler(Scheduler):
 
     def open(self, spider: Spider) -> Deferred[None] | None:
         result = super().open(spider)
-        runtime = getattr(spider, "idcrawl", None)
-        self.runtime = runtime if isinstance(runtime, IdRuntime) else None
+        self.runtime = runtime_of(self.crawler)
         self._slot_of_host: dict[str, str] = {}
         # lane requests handed to the engine that have not reached their slot yet
         self._entering: dict[str, weakref.WeakSet[Request]] = {}
         self._delayed: DelayQueue[Request] = DelayQueue()
-        self._timer: CallLaterResult | None = None
-        self._timer_due = 0.0
         if self.runtime is not None:
             self.runtime.open()
             assert self.crawler is not None
@@ -55,9 +51,6 @@ class IdScheduler(Scheduler):
         return result
 
     def close(self, reason: str) -> Deferred[None] | None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         if self._delayed:
             assert self.stats is not None
             self.stats.set_value(f"{STATS_PREFIX}/attempts/pending_at_close", len(self._delayed))
@@ -130,22 +123,13 @@ class IdScheduler(Scheduler):
     # -- delay queue ------------------------------------------------------------------
 
     def _arm_timer(self) -> None:
-        """Wake the engine when the earliest delayed request falls due.
+        """Wake the engine when the earliest delayed request falls due (the runtime's timer).
 
         Without it, a retry would wait for Scrapy's 5 s heartbeat.
         """
         due = self._delayed.next_due()
-        if due is None or (self._timer is not None and self._timer_due <= due):
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_due = due
-        self._timer = call_later(max(0.0, due - time.monotonic()), self._timer_fired)
-
-    def _timer_fired(self) -> None:
-        self._timer = None
-        if self.runtime is not None:
-            self.runtime.wake_engine()
+        if due is not None and self.runtime is not None:
+            self.runtime.wake_at(due)
 
     # -- download-slot awareness ---------------------------------------------------
 

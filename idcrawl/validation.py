@@ -3,9 +3,10 @@
 Besides every ``IDCRAWL_*`` value's type and range, it checks what a setting
 points at, without creating anything: ``JOBDIR`` and the idcrawl file paths
 must not be (or lie under) a regular file where a folder is needed, and a
-crawl that needs Redis (``IDCRAWL_DISTRIBUTED``, also from the
-``distributed`` profile, or ``IDCRAWL_STATE_BACKEND = "redis"``) needs the
-``distributed`` extra installed.
+crawl that needs Redis (a distributed one, also from the ``distributed``
+profile, or ``IDCRAWL_STATE_BACKEND = "redis"``:
+:func:`idcrawl.distributed.connection.needs_redis`) needs the ``distributed``
+extra installed.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ _FILE_SETTINGS = ("IDCRAWL_STATE_PATH", "IDCRAWL_DUPEFILTER_PATH", "IDCRAWL_INCI
 def validate_settings(settings: Any) -> None:
     """Every ``IDCRAWL_*`` setting against its spec; the first bad one is a one-line :class:`BadInputError`.
 
-    Called where the settings are final for an id crawl: the idseq spider's
-    ``from_crawler`` (after ``IDCRAWL_PROFILE`` is applied), the
-    ``JobProfile`` add-on after a job file's profile and the ``IdCrawl``
-    add-on for other spiders; each before the engine starts.
+    Called once where the settings are final, before the engine starts: for an
+    id crawl by the idseq spider's ``from_crawler`` (after ``IDCRAWL_PROFILE``
+    is applied; the ``IdCrawl`` add-on then leaves it to the spider), for other
+    spiders by the ``IdCrawl`` add-on; and again by the ``JobProfile`` add-on
+    only when a job file's profile changed settings.
     """
     try:
         check_settings(settings.get)
@@ -81,16 +83,12 @@ def _file_problem(path: Path) -> str | None:
 
 def _check_extras(settings: Any) -> None:
     """A crawl that needs Redis without the ``distributed`` extra: one line, before anything imports redis."""
-    from idcrawl.distributed.connection import distributed, state_backend
+    from idcrawl.distributed.connection import needs_redis
 
-    if distributed(settings):
-        name = "IDCRAWL_DISTRIBUTED"
-        profile = settings.get("IDCRAWL_PROFILE")
-        value = f"{settings.get(name)!r}" + (f" (from IDCRAWL_PROFILE={profile!r})" if profile else "")
-    elif state_backend(settings) == "redis":
-        name, value = "IDCRAWL_STATE_BACKEND", repr(settings.get("IDCRAWL_STATE_BACKEND"))
-    else:
+    needed = needs_redis(settings)
+    if needed is None:
         return
+    name, value = needed
     try:
         import redis  # noqa: F401
         import scrapy_redis  # noqa: F401

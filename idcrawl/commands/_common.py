@@ -73,7 +73,7 @@ def check_args(args: list[str]) -> None:
 
 
 class RedisState(str):
-    """A job's state in Redis (``IDCRAWL_STATE_BACKEND = "redis"`` or ``IDCRAWL_DISTRIBUTED``):
+    """A job's state in Redis (``IDCRAWL_STATE_BACKEND = "redis"``, or a distributed job):
     shown as ``<where> <key prefix>``; read with the command's settings (``REDIS_URL``, ...)."""
 
     settings: Any
@@ -100,7 +100,7 @@ def load_views(path: Path, targets: list[str], job: str | None) -> list[TargetVi
     if isinstance(path, RedisState):
         from idcrawl.state.factory import open_store
 
-        redis_store = open_store(path.settings, path.spider, read_only=True)
+        redis_store = open_store(path.settings, path.spider, read_only=True, backend="redis")
         try:
             return collect(redis_store, targets, job_targets)
         finally:

@@ -92,7 +92,7 @@ class Command(ScrapyCommand):
     # -- push --------------------------------------------------------------------------
 
     def _push(self, rest: list[str], opts: argparse.Namespace) -> None:
-        from idcrawl.distributed.runtime import parse_pushed
+        from idcrawl.distributed.worker import parse_pushed
 
         if not rest:
             raise UsageError("push needs a JSON file (or - for stdin)", print_help=False)

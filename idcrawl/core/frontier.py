@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from idcrawl.core.interleave import Interleaver
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome, Recorded
 from idcrawl.core.overlap import IdSpace, space_key
 from idcrawl.core.targets import Direction, Target
 
-__all__ = ["Dispatch", "Frontier", "LaneSpec", "Touched", "lane_specs"]
+__all__ = ["Dispatch", "Frontier", "IdFrontier", "LaneSpec", "Touched", "lane_specs"]
 
 P = TypeVar("P")
 
@@ -66,6 +66,63 @@ class Touched(Generic[P]):
     before: LaneCounts  # its counters before and after the change
     after: LaneCounts
     recorded: Recorded[P]
+
+
+class IdFrontier(Protocol[P]):
+    """What the runtime, the scheduler, the spider, the limits and the progress lines use of a frontier.
+
+    Two implementations: :class:`Frontier` (lanes in this process) and
+    :class:`idcrawl.distributed.frontier.RedisFrontier` (lanes of a job shared
+    through Redis, whose ``lanes`` are mirrors: cursor and cut are the job's,
+    counts this worker's share).
+    """
+
+    #: target name -> target
+    targets: dict[str, Target]
+    #: lane key -> lane (its counters, cursor, cut, reason)
+    lanes: dict[str, Lane[P]]
+    #: lane key -> its target
+    lane_target: dict[str, Target]
+    #: lane key -> ``asc``, ``desc`` or ``holes``
+    lane_direction: dict[str, str]
+    #: lanes that an outcome of another lane decided an id of, not yet taken
+    touched: list[Touched[P]]
+    #: payloads released while dispensing, not yet taken
+    released: list[P]
+    #: ids not fetched because an earlier run already found them
+    skipped_found: int
+    #: lane ids served without a request because an overlapping lane fetched them
+    deduplicated: int
+
+    def add_target(
+        self, target: Target, specs: Sequence[LaneSpec] | None = None, known_found: Container[int] | None = None
+    ) -> None:
+        """Add a target's lanes."""
+
+    def lanes_of(self, target_name: str) -> Iterator[Lane[P]]:
+        """The lanes of one target."""
+
+    def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
+        """The next id to fetch, or None."""
+
+    def record(self, lane_key: str, id_: int, outcome: Outcome, payload: P | None = None) -> Recorded[P]:
+        """Record an id's final outcome; says what it released."""
+
+    def close_lane(self, lane_key: str, reason: str) -> None:
+        """Stop dispensing a lane."""
+
+    @property
+    def finished(self) -> bool:
+        """Nothing more to dispense or to wait for."""
+
+    def can_dispense(self) -> bool:
+        """Work is left (the engine must not go idle)."""
+
+    def outstanding(self) -> int:
+        """Ids handed out and not decided."""
+
+    def lost(self) -> list[tuple[str, list[int]]]:
+        """Per lane, the ids handed out that never got an outcome, when the engine has gone idle."""
 
 
 class Frontier(Generic[P]):
@@ -280,3 +337,12 @@ class Frontier(Generic[P]):
 
     def outstanding(self) -> int:
         return sum(self.lanes[k].ahead for k in self._unsettled if self.lanes[k].cut_at is None)
+
+    def lost(self) -> list[tuple[str, list[int]]]:
+        """Dispensed ids without an outcome of lanes not cut (meaningful once the engine is idle)."""
+        lost = []
+        for key, lane in self.lanes.items():
+            ids = lane.outstanding() if lane.cut_at is None else []
+            if ids:
+                lost.append((key, ids))
+        return lost

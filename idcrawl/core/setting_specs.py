@@ -268,6 +268,8 @@ SPECS: Final[dict[str, Spec]] = {
                                             optional=True),
     # distributed runs
     "IDCRAWL_DISTRIBUTED": _bool(),
+    "IDCRAWL_WORKER_CLASS": _text("the import path of a worker class such as idcrawl.runtime.LocalWorker",
+                                  optional=False),
     "IDCRAWL_REDIS_PREFIX": _text("a non-empty key prefix"),
     "IDCRAWL_REDIS_JOB": _text("a job name (or unset for the spider's name)"),
     "IDCRAWL_REDIS_LEASE_TIMEOUT": _float(above=True, note=" (seconds)"),

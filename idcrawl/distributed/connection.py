@@ -22,7 +22,9 @@ from idcrawl import default_settings
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["RedisUnavailable", "connect", "describe", "distributed", "job_prefix", "state_backend", "worker_id"]
+__all__ = [
+    "RedisUnavailable", "connect", "describe", "distributed", "job_prefix", "needs_redis", "state_backend", "worker_id",
+]
 
 
 class RedisUnavailable(Exception):
@@ -56,7 +58,7 @@ def connect(settings: Any, *, idempotent: bool = False) -> redis.Redis:
             # a worker's calls get no retry inside a call: the job's scripts are not idempotent (a CLAIM
             # whose reply was lost and that redis-py sent again would leave the first block claimed and
             # unknown), and a retry would block the reactor. A failed call surfaces as an outage; the
-            # worker's poll retries, then reconciles what the cut replies did (idcrawl.distributed.runtime).
+            # worker's poll retries, then reconciles what the cut replies did (idcrawl.distributed.worker).
             from redis.backoff import ExponentialBackoff, NoBackoff
             from redis.retry import Retry
 
@@ -88,6 +90,17 @@ def state_backend(settings: Any) -> str:
     """``sqlite`` or ``redis`` (a distributed crawl keeps its state in Redis whatever this says)."""
     backend = str(settings.get("IDCRAWL_STATE_BACKEND") or default_settings.IDCRAWL_STATE_BACKEND).strip().lower()
     return "redis" if distributed(settings) else backend
+
+
+def needs_redis(settings: Any) -> tuple[str, str] | None:
+    """The setting that makes a crawl need Redis and its value as shown in an error line, or None."""
+    if distributed(settings):
+        name = "IDCRAWL_DISTRIBUTED"
+        profile = settings.get("IDCRAWL_PROFILE")
+        return name, f"{settings.get(name)!r}" + (f" (from IDCRAWL_PROFILE={profile!r})" if profile else "")
+    if state_backend(settings) == "redis":
+        return "IDCRAWL_STATE_BACKEND", repr(settings.get("IDCRAWL_STATE_BACKEND"))
+    return None
 
 
 def worker_id() -> str:

@@ -1,6 +1,6 @@
 """``RedisFrontier``: the frontier of one worker of a job whose lanes live in Redis.
 
-It has the interface of :class:`idcrawl.core.frontier.Frontier` (``next``,
+It implements :class:`idcrawl.core.frontier.IdFrontier` (``next``,
 ``record``, ``close_lane``, ``finished``, ``can_dispense``, ``targets``,
 ``lanes``, ...), so the runtime, the scheduler, the spider, the progress
 lines and the limits use it unchanged. What differs is where decisions are
@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable, Container, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from idcrawl.core.frontier import Dispatch, LaneSpec, lane_specs
+from idcrawl.core.frontier import Dispatch, LaneSpec, Touched, lane_specs
 from idcrawl.core.interleave import Interleaver
 from idcrawl.core.lanes import Lane, Outcome, Recorded
 from idcrawl.core.targets import Target, TargetError
@@ -206,7 +206,10 @@ class RedisFrontier(Generic[P]):
         self.lanes: dict[str, Lane[P]] = {}
         self.lane_target: dict[str, Target] = {}
         self.lane_direction: dict[str, str] = {}
-        self.skipped_found = 0
+        self.skipped_found = 0  # a Redis job resumes by itself: no ids known from an earlier run
+        self.deduplicated = 0  # overlapping targets are not shared between lanes of a Redis job
+        self.touched: list[Touched[P]] = []  # (the same: stays empty)
+        self.released: list[P] = []  # items are released by outcomes only (stays empty)
         self.status = JobStatus()
         self._buffers: dict[str, deque[int]] = {}
         self._parked: set[str] = set()
@@ -473,6 +476,10 @@ class RedisFrontier(Generic[P]):
 
     def outstanding(self) -> int:
         return len(self.inflight)
+
+    def lost(self) -> list[tuple[str, list[int]]]:
+        """Nothing: the worker's poll finds ids that vanished (it knows when the engine holds nothing)."""
+        return []
 
 
 def _text(value: Any) -> str:

@@ -22,13 +22,20 @@ own iterations on its own clock.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
 from idcrawl.core.limits import DomainLimits, JobLimits, Limits, LimitTracker, Trigger
+from idcrawl.distributed.connection import RedisUnavailable
+from idcrawl.errors import BadInputError
+from idcrawl.extensions.incidents import IncidentLog
+from idcrawl.extensions.limits import IdLimits, incident_log_path
 
-__all__ = ["SharedDomainLimits", "SharedJobLimits", "shared_trackers"]
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = ["FleetLimits", "SharedDomainLimits", "SharedJobLimits", "shared_trackers"]
 
 _COUNTERS = ("iterations", "page_loads", "targets", "found_count")
 
@@ -135,3 +142,25 @@ def shared_trackers(settings: Any, spider_name: str) -> tuple[Any, Any]:
         return tracker
 
     return domain, job
+
+
+class FleetLimits(IdLimits):
+    """``IdLimits`` of a distributed worker (the distributed add-on swaps it in): the fleet's
+    counters and stops (:func:`shared_trackers`), every worker's incidents in one Redis list."""
+
+    @classmethod
+    def _incident_log(cls, crawler: Crawler) -> IncidentLog:
+        from idcrawl.distributed.incidents import incident_log
+
+        name = crawler.spidercls.name
+        try:
+            return incident_log(crawler.settings, name, incident_log_path(crawler.settings, name))
+        except RedisUnavailable as exc:
+            raise BadInputError(f"{name}: {exc}") from None
+
+    def _share(self, job: Limits) -> None:
+        try:
+            self._new_domain, new_job = shared_trackers(self.crawler.settings, self.crawler.spidercls.name)
+        except RedisUnavailable as exc:
+            raise BadInputError(f"{self.crawler.spidercls.name}: {exc}") from None
+        self.job = new_job(job)

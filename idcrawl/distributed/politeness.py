@@ -9,7 +9,7 @@ while), reserves the host's next start time in Redis (``P polite:<slot>``, the
 ``POLITE`` script): the request goes on when the reservation succeeds, and
 otherwise waits (without blocking other hosts) until the time another worker
 left it. The scheduler meanwhile skips a host it knows to be reserved
-(:meth:`RedisRuntime.fleet_gate`), so the waiting is short.
+(:meth:`RedisWorker.fleet_gate`), so the waiting is short.
 
 The gap is measured from reservation to reservation; the request leaves a few
 milliseconds later (the slot's queue), so the gaps a server sees may be a few
@@ -27,7 +27,7 @@ from twisted.internet import reactor
 from twisted.internet.task import deferLater
 
 from idcrawl._scrapy import download_slot, slot_key
-from idcrawl.runtime import STATS_PREFIX
+from idcrawl.runtime import STATS_PREFIX, runtime_of
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -45,11 +45,12 @@ class FleetPoliteness:
         return cls(crawler)
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
-        from idcrawl.distributed.runtime import RedisRuntime
+        from idcrawl.distributed.worker import RedisWorker
 
-        runtime = getattr(self.crawler.spider, "idcrawl", None)
+        runtime = runtime_of(self.crawler)
+        worker = runtime.worker if runtime is not None else None
         engine = self.crawler.engine
-        if not isinstance(runtime, RedisRuntime) or engine is None or request.url.startswith("data:"):
+        if not isinstance(worker, RedisWorker) or engine is None or request.url.startswith("data:"):
             return
         key = slot_key(self.crawler, request)
         waited = 0.0
@@ -58,7 +59,7 @@ class FleetPoliteness:
             gap = slot.delay if slot is not None else self.crawler.settings.getfloat("DOWNLOAD_DELAY")
             if gap <= 0:
                 break
-            wait = runtime.reserve(key, gap)
+            wait = worker.reserve(key, gap)
             if wait <= 0:
                 break
             waited += wait

@@ -12,7 +12,8 @@ through Redis:
   all workers together; here a host that another worker reserved is skipped
   (the other hosts go on) until the time it left, without a round trip.
 
-``idseq`` sets this scheduler itself when ``IDCRAWL_DISTRIBUTED`` is on.
+The distributed add-on (:mod:`idcrawl.distributed.addon`) swaps it in for
+``IdScheduler``.
 """
 
 from __future__ import annotations
@@ -27,36 +28,36 @@ from idcrawl.scheduler import IdScheduler
 if TYPE_CHECKING:
     from scrapy import Request
 
-    from idcrawl.distributed.runtime import RedisRuntime
+    from idcrawl.distributed.worker import RedisWorker
 
 __all__ = ["RedisIdScheduler"]
 
 
 class RedisIdScheduler(IdScheduler):
-    def _redis(self) -> RedisRuntime | None:
-        from idcrawl.distributed.runtime import RedisRuntime
+    def _redis(self) -> RedisWorker | None:
+        from idcrawl.distributed.worker import RedisWorker
 
-        runtime = self.runtime
-        return runtime if isinstance(runtime, RedisRuntime) else None
+        worker = self.runtime.worker if self.runtime is not None else None
+        return worker if isinstance(worker, RedisWorker) else None
 
     def enqueue_request(self, request: Request) -> bool:
-        runtime = self._redis()
+        worker = self._redis()
         due = request.meta.get(DUE_KEY)
-        if runtime is None or due is None or META_KEY not in request.meta:
+        if worker is None or due is None or META_KEY not in request.meta:
             return super().enqueue_request(request)
         wait = due - time.monotonic()
         if wait <= 0:
             return super().enqueue_request(request)
-        runtime.delay(request, wait)
+        worker.delay(request, wait)
         assert self.stats is not None
         self.stats.inc_value("scheduler/enqueued")
         self.stats.inc_value(f"scheduler/enqueued/{STATS_PREFIX}_delayed")
         return True
 
     def next_request(self) -> Request | None:
-        runtime = self._redis()
-        if runtime is not None:
-            request = runtime.due_retry()
+        worker = self._redis()
+        if worker is not None:
+            request = worker.due_retry()
             if request is not None:
                 assert self.stats is not None
                 self.stats.inc_value("scheduler/dequeued")
@@ -67,5 +68,5 @@ class RedisIdScheduler(IdScheduler):
     def _group_ready(self, group: Hashable) -> bool:
         if not super()._group_ready(group):
             return False
-        runtime = self._redis()
-        return runtime is None or runtime.fleet_gate(self._slot_key(str(group)))
+        worker = self._redis()
+        return worker is None or worker.fleet_gate(self._slot_key(str(group)))

@@ -24,7 +24,7 @@ from scrapy.utils.misc import load_object
 
 from idcrawl import default_settings
 from idcrawl.core.attempts import parse_retry_after, retry_delay
-from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime
+from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, runtime_of
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -52,11 +52,10 @@ class IdAttemptsMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdAttemptsMiddleware:
-        runtime = getattr(crawler.spider, "idcrawl", None)
-        if isinstance(runtime, IdRuntime):
-            # built after the extensions and before the engine starts: if a project's explicit
-            # EXTENSIONS left IdStateLoader out, the state is read here, still failing cleanly
-            runtime.load_state()
+        # built after the extensions and before the engine starts: if a project's explicit
+        # EXTENSIONS left IdStateLoader out, the runtime's worker is built (its state read) here,
+        # still failing cleanly
+        runtime_of(crawler)
         return cls(crawler)
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Request | Response:
@@ -74,7 +73,7 @@ class IdAttemptsMiddleware:
         return self._retry(request, type(exception).__name__, None)
 
     def _retry(self, request: Request, reason: str, retry_after: float | None) -> Request | None:
-        runtime: IdRuntime | None = getattr(self.crawler.spider, "idcrawl", None)
+        runtime = runtime_of(self.crawler)
         info = request.meta[META_KEY]
         stats = self.crawler.stats
         assert stats is not None

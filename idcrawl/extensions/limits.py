@@ -47,10 +47,9 @@ from scrapy.utils.asyncio import call_later, create_looping_call
 from idcrawl import default_settings
 from idcrawl._scrapy import close_spider, slot_key
 from idcrawl.core.limits import RULES, DomainLimits, JobLimits, LimitError, Limits, Trigger
-from idcrawl.distributed.connection import RedisUnavailable, distributed
 from idcrawl.errors import BadInputError
 from idcrawl.extensions.incidents import Incident, IncidentLog, IncidentLogError
-from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime
+from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, runtime_of
 from idcrawl.state.location import job_file
 
 if TYPE_CHECKING:
@@ -113,7 +112,7 @@ class IdLimits:
         self.crawler = crawler
         self.limits = domain
         self.job = JobLimits(job)
-        #: makes a domain's tracker (a distributed job swaps in one with the fleet's counters)
+        #: makes a domain's tracker (a distributed job's ``FleetLimits`` makes one with the fleet's counters)
         self._new_domain: Callable[[Limits, str], DomainLimits] = DomainLimits
         self.log = log
         self.incident_rules = incident_rules
@@ -144,24 +143,11 @@ class IdLimits:
         if not any(domain.enabled()) and not any(job.enabled()):
             raise NotConfigured  # every rule off (the default): the crawl is exactly as without limits
         try:
-            if distributed(settings):  # every worker's incidents go to one Redis list (idcrawl.distributed.incidents)
-                from idcrawl.distributed.incidents import incident_log
-
-                log: IncidentLog = incident_log(
-                    settings, crawler.spidercls.name, incident_log_path(settings, crawler.spidercls.name)
-                )
-            else:
-                log = IncidentLog(incident_log_path(settings, crawler.spidercls.name))
+            log = cls._incident_log(crawler)
         except IncidentLogError as exc:
             raise BadInputError(f"bad setting: IDCRAWL_INCIDENT_LOG: {exc}") from None
-        except RedisUnavailable as exc:
-            raise BadInputError(f"{crawler.spidercls.name}: {exc}") from None
         ext = cls(crawler, domain, job, log, frozenset(rules))
-        if distributed(settings):  # counters and stops shared by the fleet (idcrawl.distributed.limits)
-            from idcrawl.distributed.limits import shared_trackers
-
-            ext._new_domain, new_job = shared_trackers(settings, crawler.spidercls.name)
-            ext.job = new_job(job)
+        ext._share(job)
         crawler.signals.connect(ext._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(ext._response_received, signal=signals.response_received)
@@ -170,11 +156,19 @@ class IdLimits:
             crawler.signals.connect(ext._spider_error, signal=signals.spider_error)
         return ext
 
+    @classmethod
+    def _incident_log(cls, crawler: Crawler) -> IncidentLog:
+        """Where incidents go: the XML file (``IDCRAWL_INCIDENT_LOG``)."""
+        return IncidentLog(incident_log_path(crawler.settings, crawler.spidercls.name))
+
+    def _share(self, job: Limits) -> None:
+        """Make the trackers (``FleetLimits`` shares them with the other workers of a job)."""
+
     # -- lifecycle ------------------------------------------------------------------
 
     def _spider_opened(self, spider: Spider) -> None:
-        runtime = getattr(spider, "idcrawl", None)
-        if not isinstance(runtime, IdRuntime):
+        runtime = runtime_of(self.crawler)
+        if runtime is None:
             return
         self.runtime = runtime
         runtime.limiter = self

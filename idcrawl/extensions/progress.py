@@ -29,7 +29,7 @@ from idcrawl.core.talk import (
     progress_lines,
     summary_lines,
 )
-from idcrawl.runtime import STATS_PREFIX, IdRuntime
+from idcrawl.runtime import STATS_PREFIX, IdRuntime, runtime_of
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -134,10 +134,8 @@ class IdProgress:
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
 
-    @staticmethod
-    def _runtime(spider: Spider) -> IdRuntime | None:
-        runtime = getattr(spider, "idcrawl", None)
-        return runtime if isinstance(runtime, IdRuntime) else None
+    def _runtime(self, spider: Spider) -> IdRuntime | None:
+        return runtime_of(self.crawler)
 
     def spider_opened(self, spider: Spider) -> None:
         runtime = self._runtime(spider)

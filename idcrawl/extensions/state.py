@@ -1,4 +1,4 @@
-"""``IdStateLoader``: reads an id crawl's durable state after every other extension is built."""
+"""``IdStateLoader``: builds an id crawl's runtime worker (reads its state) after every other extension."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
-from idcrawl.runtime import IdRuntime
+from idcrawl.runtime import runtime_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -20,17 +20,18 @@ class IdStateLoader:
     The idseq spider is created before the extensions, but an extension may
     bring the state file in when it is built (Zyte's DotScrapy Persistence
     downloads ``.scrapy`` then). Built last (the spider adds it at order
-    ``STATE_LOADER_ORDER``), this one reads the state after them and still
-    before the engine exists, so a corrupt, locked or foreign state stops the
-    crawl with one line and a non-zero exit, like a bad argument.
+    ``STATE_LOADER_ORDER``), this one asks for the runtime
+    (:func:`idcrawl.runtime.runtime_of`), whose first use builds its worker and
+    reads the state, after them and still before the engine exists, so a
+    corrupt, locked or foreign state stops the crawl with one line and a
+    non-zero exit, like a bad argument. Without it, the next component that
+    asks for the runtime does (the attempts middleware, else the scheduler).
     """
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdStateLoader:
-        runtime = getattr(crawler.spider, "idcrawl", None)
-        if not isinstance(runtime, IdRuntime):
+        if runtime_of(crawler) is None:
             raise NotConfigured
-        runtime.load_state()
         return cls()
 
 

@@ -31,7 +31,7 @@ from scrapy.exceptions import IgnoreRequest
 from idcrawl.core.fingerprints import SoftPage
 from idcrawl.pages import page_text
 from idcrawl.requests import HANDLED_STATUSES
-from idcrawl.runtime import META_KEY, STATS_PREFIX
+from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, runtime_of
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -73,9 +73,9 @@ class IdSoft404Middleware:
     def from_crawler(cls, crawler: Crawler) -> IdSoft404Middleware:
         return cls(crawler)
 
-    def _runtime(self) -> Any:
-        """The id crawl's runtime (None for a spider that is not an id crawl)."""
-        return getattr(self.crawler.spider, "idcrawl", None)
+    def _runtime(self) -> IdRuntime | None:
+        """The id crawl's runtime (None for a crawl that is not an id crawl)."""
+        return runtime_of(self.crawler)
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """The probe requests first, then the spider's own start requests and items."""
@@ -133,7 +133,9 @@ class IdSoft404Middleware:
     def answered(self, response: Response, judge: Callable[[Response], Iterable[Any]]) -> Iterator[Any]:
         """A probe's response: learn from it (or retry it); then judge the lane responses that waited."""
         name = response.meta[PROBE_KEY]
-        target = self._runtime().frontier.targets[name]
+        runtime = self._runtime()
+        assert runtime is not None  # it made the probe request
+        target = runtime.frontier.targets[name]
         if response.status in self.retry_statuses and response.status not in target.rule.missing_statuses:
             retry = self._retry(response.request, f"status {response.status}")
             if retry is not None:

@@ -35,16 +35,13 @@ from idcrawl.core.targets import (
     parse_targets,
     read_job,
 )
-from idcrawl.distributed.connection import distributed
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.pages import page_signature, rule_outcome
 from idcrawl.pipelines import signatures_wanted
 from idcrawl.requests import failure_outcome, lane_request
-from idcrawl.runtime import META_KEY, IdRuntime
+from idcrawl.runtime import META_KEY, IdRuntime, runtime_of
 from idcrawl.settings_profiles import apply_profile
 from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
-from idcrawl.state import StateError, StateStore
-from idcrawl.state.factory import open_store
 from idcrawl.validation import validate_settings
 
 if TYPE_CHECKING:
@@ -55,8 +52,6 @@ if TYPE_CHECKING:
 
 __all__ = ["IdSeqSpider"]
 
-#: Per-host gaps for all workers of a distributed job together (idcrawl.distributed.politeness).
-_FLEET_POLITENESS = "idcrawl.distributed.politeness.FleetPoliteness"
 
 
 class IdSeqSpider(Spider):
@@ -87,8 +82,6 @@ class IdSeqSpider(Spider):
     #: Spider arguments a subclass accepts besides the target keys and ``job``.
     extra_arguments: ClassVar[frozenset[str]] = frozenset()
 
-    idcrawl: IdRuntime
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # ``-a name=`` names the target; Spider.__init__ would rename the spider.
         self._target_args = {k: kwargs.pop(k) for k in list(kwargs) if k in TARGET_KEYS}
@@ -113,6 +106,9 @@ class IdSeqSpider(Spider):
         other scheduler would never dispense an id), the attempts middleware
         (lane requests carry ``dont_retry``; without it they get no attempts) and
         the soft-404 probe (``IdSoft404Middleware``; without it ``soft404_probe`` learns nothing).
+        Two add-ons that read their own switch are listed too: Spidermon
+        (``IDCRAWL_SPIDERMON``) and the distributed layer
+        (:class:`idcrawl.distributed.addon.Distributed`).
         """
         install_log_filter()  # a crawl starts: its refusals of bad input are one line (idcrawl.errors)
         super().update_settings(settings)
@@ -132,24 +128,17 @@ class IdSeqSpider(Spider):
         from idcrawl.spidermon.addon import Monitoring
 
         Monitoring.add_to(settings)
+        # the distributed layer is an add-on with its own switch: it swaps in the Redis classes
+        from idcrawl.distributed.addon import Distributed
+
+        Distributed.add_to(settings)
         setdefault_component(settings, "ADDONS", "idcrawl.settings_profiles.JobProfile", -1, priority="spider")
 
-        try:
-            shared = distributed(settings)
-        except ValueError:  # -s IDCRAWL_DISTRIBUTED=abc: refused in one line by from_crawler (validate_settings)
-            shared = False
         current = settings.get("SCHEDULER")
         scheduler = load_object(current) if current else None
         # the MRO, not issubclass(): Scrapy's BaseSchedulerMeta makes every scheduler a "subclass" of any other
         if not (isinstance(scheduler, type) and IdScheduler in scheduler.__mro__):
             settings.set("SCHEDULER", SCHEDULER, priority="spider")
-        if shared and load_object(settings.get("SCHEDULER")) is IdScheduler:
-            # shared retries and fleet-wide politeness through Redis (idcrawl.distributed.scheduler)
-            settings.set("SCHEDULER", "idcrawl.distributed.scheduler.RedisIdScheduler", priority="spider")
-        middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
-        if shared and _FLEET_POLITENESS not in middlewares:
-            # last before the download handler: after robots.txt, which may hold a request a while
-            settings.set("DOWNLOADER_MIDDLEWARES", {**middlewares, _FLEET_POLITENESS: 950}, priority="spider")
         # a project may move it or turn it off (None) by listing it; otherwise it is added
         setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, priority="spider")
         setdefault_component(settings, "SPIDER_MIDDLEWARES", SOFT404_MIDDLEWARE, SOFT404_ORDER, priority="spider")
@@ -162,31 +151,30 @@ class IdSeqSpider(Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, IdSeqSpider)
         validate_settings(crawler.settings)  # every IDCRAWL_* setting, before anything reads one
-        if distributed(crawler.settings):  # one worker of a job shared through Redis (idcrawl.distributed)
-            from idcrawl.distributed.runtime import worker_runtime
-
-            spider.idcrawl = worker_runtime(spider, crawler)
-            crawler.signals.connect(spider._spider_idle, signal=signals.spider_idle)
-            crawler.signals.connect(spider._spider_closed, signal=signals.spider_closed)
-            return spider
+        missing = None
         try:
             targets = spider.targets_from_arguments(crawler.settings)
         except TargetError as exc:
-            raise BadInputError(f"{spider.name}: bad input: {exc}") from None
-        opener = None
-        if crawler.settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
-
-            def opener() -> StateStore:
-                # called when the crawl opens, after the extensions are built (DotScrapy brings the file in then)
-                try:
-                    return open_store(crawler.settings, spider.name)  # IDCRAWL_STATE_BACKEND: sqlite or redis
-                except StateError as exc:
-                    raise BadInputError(f"{spider.name}: {exc}") from None
-
-        spider.idcrawl = IdRuntime(targets, crawler, opener)
+            error = BadInputError(f"{spider.name}: bad input: {exc}")
+            if spider._target_args or spider._job_path is not None or spider._unknown_args:
+                raise error from None
+            # none given: bad input for a crawl of its own; a distributed worker waits for pushed targets
+            targets, missing = [], error
+        # the crawler's runtime (runtime_of); its worker, with the state, is built after the extensions
+        IdRuntime(crawler, targets, missing_targets=missing)
         crawler.signals.connect(spider._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._spider_closed, signal=signals.spider_closed)
         return spider
+
+    @property
+    def runtime(self) -> IdRuntime:
+        """The crawl's runtime (:func:`idcrawl.runtime.runtime_of`): its frontier, ``record()``."""
+        runtime: IdRuntime | None = self.__dict__.get("_runtime")  # looked up once: asked for per response
+        if runtime is None:
+            runtime = runtime_of(self.crawler)
+            assert runtime is not None, "an IdSeqSpider made without from_crawler()"
+            self.__dict__["_runtime"] = runtime
+        return runtime
 
     def targets_from_arguments(self, settings: BaseSettings) -> list[Target]:
         """Validate the arguments into targets (one place for -a, scrapyd and job files)."""
@@ -243,7 +231,7 @@ class IdSeqSpider(Spider):
         page (``soft404_probe``) is missing. Override to decide in code;
         ``super().classify(response)`` gives the rule's verdict.
         """
-        target = self.idcrawl.frontier.targets[response.meta[META_KEY]["target"]]
+        target = self.runtime.frontier.targets[response.meta[META_KEY]["target"]]
         outcome = rule_outcome(target.rule, response)
         if outcome is Outcome.FOUND and self._soft404 is not None and self._soft404.is_soft404(response, target):
             return Outcome.MISSING
@@ -283,12 +271,12 @@ class IdSeqSpider(Spider):
         payload = None
         if outcome is Outcome.FOUND:
             payload = list(iterate_spider_output(self.parse_found(response, self.base_item(response))))
-        yield from self.idcrawl.record(info["lane"], info["id"], outcome, payload, attempt=info.get("attempt", 1))
+        yield from self.runtime.record(info["lane"], info["id"], outcome, payload, attempt=info.get("attempt", 1))
 
     def _id_failure(self, failure: Failure) -> Iterator[Any]:
         info = failure.request.meta[META_KEY]  # type: ignore[attr-defined]
         outcome = failure_outcome(failure)
-        yield from self.idcrawl.record(info["lane"], info["id"], outcome, attempt=info.get("attempt", 1))
+        yield from self.runtime.record(info["lane"], info["id"], outcome, attempt=info.get("attempt", 1))
 
     def _probe_response(self, response: Response) -> Iterator[Any]:
         """A soft-404 probe answered (IdSoft404Middleware); the lane responses that waited are judged."""
@@ -313,7 +301,7 @@ class IdSeqSpider(Spider):
 
     def _spider_idle(self) -> None:
         """The engine is idle: ids still without an outcome were lost on the way."""
-        runtime = self.idcrawl
+        runtime = self.runtime
         if runtime.frontier.finished:
             outputs = runtime.take_orphans()  # released while dispensing an id an overlapping target fetched
             if not outputs:
@@ -334,4 +322,4 @@ class IdSeqSpider(Spider):
         return outputs
 
     def _spider_closed(self, reason: str) -> None:
-        self.idcrawl.close(reason)
+        self.runtime.close(reason)

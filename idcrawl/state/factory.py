@@ -1,13 +1,14 @@
 """Which state store a crawl (or a command reading its state) opens: SQLite or Redis.
 
 ``IDCRAWL_STATE_BACKEND`` picks it (``sqlite``, the default, or ``redis``); a
-distributed crawl (``IDCRAWL_DISTRIBUTED``) always keeps its state in Redis.
+command that found the state in Redis says so with ``backend``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from idcrawl import default_settings
 from idcrawl.state.base import StateError, StateStore
 from idcrawl.state.location import state_path
 from idcrawl.state.sqlite import SqliteStateStore
@@ -17,20 +18,22 @@ __all__ = ["BACKENDS", "open_store"]
 BACKENDS = ("sqlite", "redis")
 
 
-def open_store(settings: Any, spider_name: str, *, read_only: bool = False) -> StateStore:
-    """The store of a crawl of ``spider_name`` with these settings; StateError names what is wrong."""
-    from idcrawl.distributed.connection import state_backend
+def open_store(settings: Any, spider_name: str, *, read_only: bool = False, backend: str | None = None) -> StateStore:
+    """The store of a crawl of ``spider_name`` with these settings; StateError names what is wrong.
 
-    backend = state_backend(settings)
+    ``backend``: ``sqlite`` or ``redis``; None: ``IDCRAWL_STATE_BACKEND``.
+    """
+    if backend is None:
+        backend = str(settings.get("IDCRAWL_STATE_BACKEND") or default_settings.IDCRAWL_STATE_BACKEND).strip().lower()
     if backend == "sqlite":
         return SqliteStateStore(state_path(settings, spider_name), read_only=read_only)
     if backend != "redis":
         raise StateError(f"bad setting: IDCRAWL_STATE_BACKEND={backend!r}: must be one of {', '.join(BACKENDS)}")
     from idcrawl.distributed.connection import RedisUnavailable, connect, job_prefix
-    from idcrawl.state.redis import RedisStateStore
+    from idcrawl.distributed.state import JobStateStore  # reads a distributed job's lanes too
 
     try:
         client = connect(settings, idempotent=True)
     except RedisUnavailable as exc:
         raise StateError(str(exc)) from None
-    return RedisStateStore(client, job_prefix(settings, spider_name), read_only=read_only)
+    return JobStateStore(client, job_prefix(settings, spider_name), read_only=read_only)

@@ -1,15 +1,11 @@
 """Redis state store: the same interface as the SQLite file, under a job's key prefix.
 
-Two kinds of crawl keep their state here:
-
-- a single-process crawl with ``IDCRAWL_STATE_BACKEND = "redis"``: per target
-  its params, one serialized roaring bitmap per outcome and its lane records,
-  written by :meth:`RedisStateStore.commit` in one optimistic transaction
-  (WATCH/MULTI: a concurrent writer makes it retry, never lose an id);
-- a distributed job (``IDCRAWL_DISTRIBUTED``): its lanes live in the hashes
-  and 2-bit outcome fields of :mod:`idcrawl.distributed.scripts`, which
-  :meth:`RedisStateStore.load` turns into the same :class:`TargetState`
-  (lane records and outcome bitmaps), so ``scrapy idplan`` shows both.
+A single-process crawl with ``IDCRAWL_STATE_BACKEND = "redis"`` keeps here,
+per target, its params, one serialized roaring bitmap per outcome and its lane
+records, written by :meth:`RedisStateStore.commit` in one optimistic
+transaction (WATCH/MULTI: a concurrent writer makes it retry, never lose an
+id). The lanes of a distributed job live elsewhere (the scripts' hashes and
+2-bit fields); :class:`idcrawl.distributed.state.JobStateStore` reads them too.
 
 Keys (``P`` = ``<IDCRAWL_REDIS_PREFIX>:{<job>}:``): ``P targets`` (hash name ->
 params JSON), ``P o:<target>`` (hash outcome -> roaring bitmap), ``P lanes:<target>``
@@ -22,7 +18,6 @@ that wrote feed marks).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -36,36 +31,7 @@ from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, Tar
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["RedisStateStore", "decode_bits"]
-
-#: Outcome of each 2-bit code of a distributed lane's bitfield.
-_BY_CODE = (Outcome.FOUND, Outcome.MISSING, Outcome.FAILED, Outcome.DISALLOWED)
-_NONZERO = re.compile(rb"[^\x00]")
-
-
-def decode_bits(bits: bytes, start: int, step: int, length: int) -> dict[Outcome, BitMap64]:
-    """Outcome bitmaps of the first ``length`` ids of a lane from its 2-bit field (0 = found).
-
-    Only bytes that hold a non-found id are decoded one by one, so a lane of
-    10,000,000 ids with 1% gaps converts in well under a second.
-    """
-    result: dict[Outcome, BitMap64] = {outcome: BitMap64() for outcome in _BY_CODE}
-    if length <= 0:
-        return {}
-    found = result[Outcome.FOUND]
-    lo, hi = (start, start + length - 1) if step > 0 else (start - length + 1, start)
-    found.add_range(lo, hi + 1)
-    for match in _NONZERO.finditer(bits):
-        index, byte = match.start(), match.group()[0]
-        for j in range(4):
-            code = (byte >> (6 - 2 * j)) & 3
-            position = index * 4 + j
-            if code and position < length:
-                id_ = start + position * step
-                found.discard(id_)
-                result[_BY_CODE[code]].add(id_)
-    return {outcome: ids for outcome, ids in result.items() if ids}
-
+__all__ = ["RedisStateStore"]
 
 def _text(value: Any) -> str:
     if value is None:
@@ -94,54 +60,38 @@ class RedisStateStore(StateStore):
         import redis
 
         try:
-            names = {_text(n) for n in self.client.hkeys(self._key("targets"))}
-            names |= {_text(n) for n in self.client.hkeys(self._key("specs"))}
+            names = self._names()
         except redis.RedisError as exc:
             raise self._error(exc) from None
         return sorted(names)
+
+    def _names(self) -> set[str]:
+        return {_text(n) for n in self.client.hkeys(self._key("targets"))}
+
+    def _params(self, name: str) -> dict[str, Any] | None:
+        """A stored target's identity params, or None if the state has no such target."""
+        raw = self.client.hget(self._key("targets"), name)
+        return json.loads(raw) if raw is not None else None
+
+    def _more_lanes(self, name: str, state: TargetState) -> None:
+        """Add lanes kept elsewhere (a distributed job's: :mod:`idcrawl.distributed.state`)."""
 
     def load(self, name: str) -> TargetState | None:
         import redis
 
         try:
-            params_raw = self.client.hget(self._key("targets"), name)
-            spec_raw = self.client.hget(self._key("specs"), name)
-            if params_raw is None and spec_raw is None:
+            params = self._params(name)
+            if params is None:
                 return None
-            params = json.loads(params_raw) if params_raw is not None else _params_of_spec(json.loads(spec_raw))
             state = TargetState(name, params)
             for outcome, blob in self.client.hgetall(self._key("o:", name)).items():
                 state.outcomes[Outcome(_text(outcome))] = BitMap64.deserialize(blob)
             for key, raw in self.client.hgetall(self._key("lanes:", name)).items():
                 state.lanes[_text(key)] = LaneRecord(**json.loads(raw))
-            for key in (_text(k) for k in self.client.lrange(self._key("tl:", name), 0, -1)):
-                lane, outcomes = self._distributed_lane(key)
-                if lane is not None:
-                    state.lanes[key] = lane
-                    state.outcomes = merge_outcomes(state.outcomes, outcomes)
+            self._more_lanes(name, state)
         except redis.RedisError as exc:
             raise self._error(exc) from None
         return state
-
-    def _distributed_lane(self, key: str) -> tuple[LaneRecord | None, dict[Outcome, BitMap64]]:
-        """A distributed lane's record and the outcomes of the ids its prefix passed."""
-        fields = self.client.hmget(self._key("L:", key), "start", "step", "stop", "fu", "last", "cut", "reason", "next")
-        if fields[0] is None:
-            return None, {}
-        start, step, cursor, nxt = int(fields[0]), int(fields[1]), int(fields[3]), int(fields[7])
-        stop_text, last, cut, reason = (_text(f) for f in (fields[2], fields[4], fields[5], fields[6]))
-        if not stop_text and step < 0:
-            stop_text = "0"
-        settled = bool(reason) and (bool(cut) or cursor == nxt)
-        # as the SQLite recorder writes it: a cut lane's cursor is just past its cut (the
-        # scripts leave fu there), and a lane still being crawled has no reason yet
-        record = LaneRecord(
-            key, start, step, int(stop_text) if stop_text else None, cursor,
-            int(last) if last else None, int(cut) if cut else None, reason if settled else None,
-        )
-        length = (cursor - start) * step
-        bits = self.client.get(self._key("L:", key, ":bits")) or b""
-        return record, decode_bits(bits, start, step, length)
 
     def feed_marks(self) -> FeedMarks | None:
         import redis
@@ -245,13 +195,3 @@ class RedisStateStore(StateStore):
     def _writable(self) -> None:
         if self.read_only:
             raise StateError(f"Redis state {self.prefix!r}: opened read-only")
-
-
-def _params_of_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """The identity params of a distributed target, from its spec."""
-    direction = spec.get("direction", "asc")
-    start = spec.get("start")
-    if start is None:
-        start = spec.get("min") if direction == "asc" else spec.get("max")
-    return {"url": spec.get("url"), "start": start, "min": spec.get("min"), "max": spec.get("max"),
-            "direction": direction}

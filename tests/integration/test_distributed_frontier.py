@@ -14,7 +14,8 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import plan_lane
 from idcrawl.core.targets import parse_target
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict
-from idcrawl.state.redis import RedisStateStore, decode_bits
+from idcrawl.distributed.state import JobStateStore, decode_bits
+from idcrawl.state.redis import RedisStateStore
 from tests.support.reference import lane_truth
 
 redis = pytest.importorskip("redis")
@@ -151,7 +152,7 @@ def test_the_store_reads_a_distributed_job_as_a_resume_plan(redis_server) -> Non
     for w in workers:
         w.add_target(target())
     drive(workers, random.Random(3))
-    store = RedisStateStore(redis.Redis.from_url(redis_server.url), "t:{job}:", read_only=True)
+    store = JobStateStore(redis.Redis.from_url(redis_server.url), "t:{job}:", read_only=True)
     assert store.targets() == ["reg"]
     state = store.load("reg")
     assert state is not None and state.params["start"] == 1000

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
+from scrapy import Spider
 from scrapy.settings import BaseSettings, Settings
+from scrapy.utils.test import get_crawler
 
 from idcrawl.addon import (
     ATTEMPTS_MIDDLEWARE,
@@ -21,6 +23,7 @@ from idcrawl.addon import (
 )
 from idcrawl.downloadermiddlewares.attempts import IdAttemptsMiddleware
 from idcrawl.extensions.progress import IdProgress
+from idcrawl.runtime import IdRuntime
 from idcrawl.scheduler import IdScheduler
 from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
 from idcrawl.spiders.idseq import IdSeqSpider
@@ -121,3 +124,15 @@ def test_the_idseq_spider_leaves_a_listed_soft404_middleware_alone() -> None:
     settings = Settings({"SPIDER_MIDDLEWARES": {IdSoft404Middleware: None}})
     IdSeqSpider.update_settings(settings)
     assert components(settings, "SPIDER_MIDDLEWARES") == {IdSoft404Middleware: None}
+
+
+def test_the_addon_checks_settings_only_of_crawls_whose_spider_did_not(monkeypatch) -> None:
+    checked: list[object] = []
+    monkeypatch.setattr("idcrawl.addon.validate_settings", checked.append)
+    id_crawl = get_crawler(IdSeqSpider)
+    IdRuntime(id_crawl, [])  # what IdSeqSpider.from_crawler makes, after its own validate_settings
+    IdCrawl(id_crawl).update_settings(Settings())  # (the crawler's own are frozen by get_crawler)
+    assert checked == []
+    settings = Settings()
+    IdCrawl(get_crawler(Spider)).update_settings(settings)
+    assert checked == [settings]

@@ -39,7 +39,10 @@ def middleware(**targets: str | None) -> tuple[IdSoft404Middleware, Any]:
     )
     crawler = get_crawler(IdSeqSpider, {"RETRY_TIMES": 1})
     crawler.spider = spider  # type: ignore[assignment]
-    return IdSoft404Middleware.from_crawler(crawler), spider
+    mw = IdSoft404Middleware.from_crawler(crawler)
+    # a stand-in runtime (the real one is found with runtime_of(crawler)): its targets are all the probe reads
+    mw._runtime = lambda: getattr(spider, "idcrawl", None)  # type: ignore[method-assign]
+    return mw, spider
 
 
 def lane_response(target: str, id_: int, body: str) -> HtmlResponse:

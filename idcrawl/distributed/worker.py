@@ -1,9 +1,9 @@
-"""``RedisRuntime``: the runtime of one worker of a distributed job.
+"""``RedisWorker``: one worker of a distributed job, the runtime's plug-in.
 
-It is an :class:`idcrawl.runtime.IdRuntime` (the scheduler, the spider, the
-middlewares, the limits and the progress lines see the same object) whose
-frontier is a :class:`~idcrawl.distributed.frontier.RedisFrontier`. What it
-adds:
+The distributed add-on (:mod:`idcrawl.distributed.addon`) makes it the
+runtime's worker (``IDCRAWL_WORKER_CLASS``): the one
+:class:`idcrawl.runtime.IdRuntime` then drives a
+:class:`~idcrawl.distributed.frontier.RedisFrontier`, and this object adds:
 
 - **A poll** every ``IDCRAWL_REDIS_POLL_INTERVAL`` seconds: heartbeat (the
   lease of everything this worker claimed), taking back the ids of workers
@@ -36,28 +36,27 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 from scrapy import Request, signals
-from scrapy.utils.asyncio import call_later, create_looping_call
+from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
 
 from idcrawl import default_settings
 from idcrawl._scrapy import close_spider, engine_busy
-from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.targets import Target, TargetError, parse_target
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
-from idcrawl.distributed.connection import connect, describe, job_prefix, worker_id
+from idcrawl.distributed.connection import RedisUnavailable, connect, describe, job_prefix, worker_id
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict, check_distributed
 from idcrawl.errors import BadInputError
-from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload, _counts_of
+from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
 from idcrawl.state.recorder import UnwrittenItems, flush_feeds
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Sequence
+    from scrapy.statscollectors import StatsCollector
 
-    from scrapy.crawler import Crawler
+    from idcrawl.runtime import Worker
 
-__all__ = ["RedisRuntime", "parse_pushed", "worker_runtime"]
+__all__ = ["RedisWorker", "parse_pushed"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,25 +77,34 @@ def parse_pushed(raw: bytes | str, defaults: dict[str, Any]) -> list[Target]:
     return targets
 
 
-class RedisRuntime(IdRuntime):
-    """Frontier in Redis + stats + engine wake-up + item acknowledgements, for one worker."""
+class RedisWorker:
+    """Frontier in Redis + polling + item acknowledgements, for one worker of a job."""
 
-    def __init__(self, targets: Sequence[Target], crawler: Crawler, store: Any = None) -> None:
-        self.crawler = crawler
-        self.targets = list(targets)
-        self.recorder = None
-        self._orphans: list[Any] = []
-        self._opener = None  # IdRuntime's lazy state store: a distributed job's state is in Redis already
-        self.resume_notes: dict[str, str] = {}
+    #: Redis did not answer; or (recording) outputs that cannot be stored in Redis
+    errors: tuple[type[Exception], ...] = (RedisError, pickle.PicklingError, TypeError, ValueError, AttributeError)
+
+    def __init__(self, runtime: IdRuntime) -> None:
+        """Join the Redis job with the runtime's targets (none: wait for pushed ones), or one error line."""
+        self.runtime = runtime
+        self.crawler = crawler = runtime.crawler
         settings = crawler.settings
         spider_name = getattr(crawler.spidercls, "name", "idseq")
-        for target in self.targets:
+        try:
+            for target in runtime.targets:
+                check_distributed(target)
+        except TargetError as exc:
+            raise BadInputError(f"{spider_name}: bad input: {exc}") from None
+        for target in runtime.targets:
             if target.resume in ("holes", "all"):
                 raise BadInputError(
                     f"{spider_name}: bad input: resume={target.resume!r}: a distributed job resumes by itself "
                     "(start workers again); refetching holes is not supported with IDCRAWL_DISTRIBUTED"
                 )
-        self.client: Any = connect(settings)
+        self.resume_notes: dict[str, str] = {}
+        try:
+            self.client: Any = connect(settings)
+        except RedisUnavailable as exc:
+            raise BadInputError(f"{spider_name}: {exc}") from None
         self.job = RedisJob(self.client, job_prefix(settings, spider_name))
         self.worker = worker_id()
         counts_failed = settings.getbool("IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED)
@@ -107,7 +115,7 @@ class RedisRuntime(IdRuntime):
         self.idle_timeout = settings.getfloat(
             "IDCRAWL_REDIS_IDLE_TIMEOUT", default_settings.IDCRAWL_REDIS_IDLE_TIMEOUT
         )
-        self.frontier: RedisFrontier[Payload] = RedisFrontier(  # type: ignore[assignment]
+        self.frontier: RedisFrontier[Payload] = RedisFrontier(
             self.job, self.worker,
             block=settings.getint("IDCRAWL_REDIS_CLAIM_BLOCK", default_settings.IDCRAWL_REDIS_CLAIM_BLOCK),
             lease_ms=int(self.lease * 1000),
@@ -121,7 +129,7 @@ class RedisRuntime(IdRuntime):
             "window": settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
             "missing_statuses": settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES),
         }
-        for target in self.targets:
+        for target in runtime.targets:
             try:
                 self.frontier.add_target(target)
             except TargetConflict as exc:
@@ -131,7 +139,7 @@ class RedisRuntime(IdRuntime):
                 name = self.frontier.lane_target[key].name
                 self.resume_notes[name] = "resumed (Redis job): lanes go on where its workers left them"
         #: started without targets: waits for pushed ones (until the idle timeout)
-        self.feeder = not self.targets
+        self.feeder = not runtime.targets
         self.frontier.wait_for_feed = self.feeder
         self._tver = -1
         self._loop: Any = None
@@ -149,30 +157,27 @@ class RedisRuntime(IdRuntime):
         self._due: list[Request] = []  # shared retries taken from Redis, not yet handed out
         self._due_at = 0.0  # monotonic time from which a shared retry may be due
         self._gate_until: dict[str, float] = {}  # slot -> monotonic time another worker reserved it until
-        self._timer: Any = None
-        self._timer_due = 0.0
         self._due_local: list[tuple[float, Request]] = []  # retries Redis did not take (an outage)
         self._unrecorded: list[tuple[str, int, Outcome, list[Any] | None, int]] = []
         self._down_since: float | None = None
         self._acked_recently: set[str] = set()
+        self._taken = 0  # ids given back to the job when this worker left
         logger.info("idcrawl: worker %s of Redis job %r (%d targets of its own)",
-                    self.worker, self.job.prefix, len(self.targets))
+                    self.worker, self.job.prefix, len(runtime.targets))
+
+    @property
+    def stats(self) -> StatsCollector:
+        return self.runtime.stats
+
+    def _inc(self, key: str, count: int = 1) -> None:
+        self.stats.inc_value(key, count)
 
     #: a worker's counts are its own share; lane cursors and cuts are the job's
     counts_scope = " by this worker"
 
-    def describe_state(self) -> str:
-        return f"state in Redis job {self.job.prefix!r} (worker {self.worker})"
-
     # -- lifecycle ---------------------------------------------------------------
 
-    def load_state(self) -> None:
-        """Nothing to load: the job's state is in Redis, read by the frontier as it goes."""
-
     def open(self) -> None:
-        # not IdRuntime.open(): its state recorder and resume loading are the single-process kind
-        self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.targets))
-        self.stats.set_value(f"{STATS_PREFIX}/lanes", len(self.frontier.lanes))
         self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
         self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
         self._idle_since = time.monotonic()
@@ -180,98 +185,75 @@ class RedisRuntime(IdRuntime):
         self._loop = create_looping_call(self.poll)
         self._loop.start(self.poll_interval, now=False)
 
-    def close(self, reason: str) -> None:
-        """This worker leaves: acknowledge what was written, give back claims and the rest at once."""
+    def stop(self, reason: str) -> None:
+        """This worker leaves: acknowledge what was written, give back claims and the rest at once.
+
+        The job's lanes go on (other workers, a later start): they keep the job's reason.
+        """
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         self._closed = True
-        taken = 0
         try:
             self.ack(force=True)
-            taken = self.job.leave(self.worker)
+            self._taken = self.job.leave(self.worker)
         except RedisError as exc:
             logger.warning("idcrawl: could not leave the Redis job cleanly (%s): the other workers take back "
                            "this worker's ids after IDCRAWL_REDIS_LEASE_TIMEOUT", exc)
         if self._unrecorded:
             logger.error("idcrawl: %d outcomes could not be recorded in Redis; their ids are fetched again",
                          len(self._unrecorded))
+
+    def close(self, reason: str) -> None:
         frontier = self.frontier
-        for key, lane in frontier.lanes.items():
-            self.stats.set_value(f"{STATS_PREFIX}/lanes/{key}/cursor", lane.first_undecided)
-            if lane.reason is not None:
-                self._lane_stopped(key, lane)
-        self.stats.set_value(f"{PREFIX}/given_back", int(taken))
+        self.stats.set_value(f"{PREFIX}/given_back", int(self._taken))
         self.stats.set_value(f"{PREFIX}/round_trips", frontier.round_trips)
         self.stats.set_value(f"{PREFIX}/job_finished", frontier.status.finished)
 
-    # -- dispensing ------------------------------------------------------------------
+    # -- the runtime's calls that Redis did not answer ---------------------------------
 
-    def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
-        try:
-            dispatch = self.frontier.next(group_ready)
-        except RedisError as exc:
-            self._outage(exc)
-            return None
-        if dispatch is not None:
-            self._inc(f"{STATS_PREFIX}/dispensed")
-            self._idle_since = time.monotonic()
-        return dispatch
+    def unavailable(self, exc: Exception) -> None:
+        if not isinstance(exc, RedisError):
+            raise exc  # only recording an outcome stores outputs (the other errors are theirs)
+        self._outage(exc)
 
-    # -- outcomes ----------------------------------------------------------------------
-
-    def record(
-        self, lane_key: str, id_: int, outcome: Outcome, outputs: list[Any] | None = None, *, attempt: int = 1
+    def record_failed(
+        self, exc: Exception, lane_key: str, id_: int, outcome: Outcome, outputs: list[Any] | None, attempt: int
     ) -> list[Any]:
-        frontier = self.frontier
-        if lane_key not in frontier.lanes:
-            logger.warning("idcrawl: outcome for unknown lane %r (id %s) ignored", lane_key, id_)
-            return []
-        payload = (lane_key, id_, outputs) if outputs is not None else None
-        lane = frontier.lanes[lane_key]
-        before = _counts_of(lane.counts)
-        try:
-            rec = frontier.record(lane_key, id_, outcome, payload)
-        except (pickle.PicklingError, TypeError, ValueError, AttributeError) as exc:
+        """Kept, and recorded by the poll once Redis answers again (the id stays this worker's)."""
+        if not isinstance(exc, RedisError):
             # outputs that cannot travel through Redis (a callback that is not a spider method, an
             # unpicklable item): emitted now rather than lost, without waiting for the prefix
             logger.error("idcrawl: the outputs of %s id %s cannot be stored in Redis (%s): emitted at once",
                          lane_key, id_, exc)
             self._inc(f"{PREFIX}/unstorable")
-            return [*(outputs or []), *self.record(lane_key, id_, outcome, None, attempt=attempt)]
-        except RedisError as exc:
-            # kept, and recorded by the poll once Redis answers again (the id stays this worker's)
-            frontier.inflight.add((lane_key, id_))
-            self._unrecorded.append((lane_key, id_, outcome, outputs, attempt))
-            self._outage(exc)
-            return []
-        self._inc(f"{STATS_PREFIX}/attempts/{outcome.value}_on/{attempt}")
-        self._count(lane_key, before, _counts_of(lane.counts))
-        if rec.stopped:
-            self._lane_stopped(lane_key, lane)
-        if rec.became_ready:
-            self.wake_engine()
-        if outcome is Outcome.FOUND and self.limiter is not None:
-            self.limiter.found(frontier.lane_target[lane_key].host)
+            return [*(outputs or []), *self.runtime.record(lane_key, id_, outcome, None, attempt=attempt)]
+        self.frontier.inflight.add((lane_key, id_))
+        self._unrecorded.append((lane_key, id_, outcome, outputs, attempt))
+        self._outage(exc)
+        return []
+
+    def decided(self, target: str, outcome: Outcome, id_: int) -> None:
+        """Durable already: Redis recorded it."""
         self._idle_since = time.monotonic()
-        return self._take(rec.released)
+
+    def released(self, lane_key: str, id_: int, outputs: list[Any]) -> None:
+        """Expect the items of released outputs; they are acknowledged once written."""
+        lane_target = self.frontier.lane_target
+        target = lane_target[lane_key].name if lane_key in lane_target else lane_key.rpartition(":")[0]
+        field = f"{lane_key}|{id_}"
+        if not self._unwritten.expect(target, id_, outputs, field):
+            self._written.append(field)
+
+    def describe_state(self) -> str:
+        return f"state in Redis job {self.job.prefix!r} (worker {self.worker})"
 
     def _take(self, released: list[Payload]) -> list[Any]:
-        """Outputs released to this worker; their items are acknowledged once written."""
+        """Outputs released to this worker outside an outcome of its own (adopted, recovered)."""
         outputs: list[Any] = []
-        lane_target = self.frontier.lane_target
         for lane_key, id_, lane_outputs in released:
-            target = lane_target[lane_key].name if lane_key in lane_target else lane_key.rpartition(":")[0]
-            field = f"{lane_key}|{id_}"
-            if not self._unwritten.expect(target, id_, lane_outputs, field):
-                self._written.append(field)
+            self.released(lane_key, id_, lane_outputs)
             outputs.extend(lane_outputs)
         return outputs
-
-    def take_orphans(self) -> list[Any]:
-        return []
 
     def _item_written(self, item: Any, *args: Any, **kwargs: Any) -> None:
         done = self._unwritten.written(item)
@@ -377,7 +359,7 @@ class RedisRuntime(IdRuntime):
         status = frontier.status
         if status.next_due >= 0:
             self._due_at = min(self._due_at, time.monotonic() + status.next_due)
-            self._arm(status.next_due)
+            self.runtime.wake_in(status.next_due)
         if status.tver != self._tver:
             self._tver = status.tver
             self._load_targets()
@@ -388,7 +370,7 @@ class RedisRuntime(IdRuntime):
         self.ack()
         self._check_lost()
         if woken or frontier.can_dispense():
-            self.wake_engine()
+            self.runtime.wake_engine()
         if not frontier.finished or self.feeder:
             self._check_idle()
 
@@ -397,7 +379,7 @@ class RedisRuntime(IdRuntime):
         pending, self._unrecorded = self._unrecorded, []
         outputs: list[Any] = []
         for lane_key, id_, outcome, lane_outputs, attempt in pending:
-            outputs.extend(self.record(lane_key, id_, outcome, lane_outputs, attempt=attempt))
+            outputs.extend(self.runtime.record(lane_key, id_, outcome, lane_outputs, attempt=attempt))
         self._emit(outputs)
 
     def _emit(self, outputs: list[Any]) -> None:
@@ -419,8 +401,8 @@ class RedisRuntime(IdRuntime):
                 logger.error("idcrawl: job target %r cannot be used here: %s", name, exc)
                 continue
             self.frontier.join(target)
-            self.targets.append(target)
-            self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.targets))
+            self.runtime.targets.append(target)
+            self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.runtime.targets))
             self.stats.set_value(f"{STATS_PREFIX}/lanes", len(self.frontier.lanes))
             logger.info("idcrawl: joined target %r of the job", name)
             self._idle_since = time.monotonic()
@@ -448,7 +430,7 @@ class RedisRuntime(IdRuntime):
                     logger.error("idcrawl: pushed target refused: %s", exc)
                     self._inc(f"{PREFIX}/feed_refused")
                     continue
-                self.targets.append(target)
+                self.runtime.targets.append(target)
                 self._inc(f"{PREFIX}/feed_taken")
                 logger.info("idcrawl: took pushed target %r", target.name)
             self._idle_since = time.monotonic()
@@ -488,11 +470,13 @@ class RedisRuntime(IdRuntime):
         self._inc(f"{STATS_PREFIX}/lost", len(lost))
         outputs: list[Any] = []
         for lane_key, id_ in lost:
-            outputs.extend(self.record(lane_key, id_, Outcome.FAILED))
+            outputs.extend(self.runtime.record(lane_key, id_, Outcome.FAILED))
         self._emit(outputs)
 
     def _check_idle(self) -> None:
-        if self.idle_timeout <= 0 or time.monotonic() - self._idle_since < self.idle_timeout:
+        # the frontier's last dispensed or decided id counts as activity too
+        idle_since = max(self._idle_since, self.frontier.last_activity)
+        if self.idle_timeout <= 0 or time.monotonic() - idle_since < self.idle_timeout:
             return
         if self.frontier.inflight or any(self.frontier._buffers.values()):
             return
@@ -514,14 +498,14 @@ class RedisRuntime(IdRuntime):
         except RedisError as exc:  # kept here instead: this worker retries it itself
             self._outage(exc)
             self._due_local.append((time.monotonic() + wait, request))
-            self._arm(wait)
+            self.runtime.wake_in(wait)
             return
         self.frontier.round_trips += 1
         self.frontier.inflight.discard((info["lane"], info["id"]))  # the delayed set holds it now
         self._inc(f"{PREFIX}/retries_shared")
         due = time.monotonic() + wait
         self._due_at = min(self._due_at, due)
-        self._arm(wait)
+        self.runtime.wake_in(wait)
 
     def due_retry(self) -> Request | None:
         """A retry of the job that fell due (taken from Redis in small batches), or None."""
@@ -567,7 +551,7 @@ class RedisRuntime(IdRuntime):
         if wait <= 0:
             del self._gate_until[slot]
             return True
-        self._arm(wait)
+        self.runtime.wake_in(wait)
         return False
 
     def reserve(self, slot: str, gap: float) -> float:
@@ -583,37 +567,8 @@ class RedisRuntime(IdRuntime):
         self._gate_until[slot] = time.monotonic() + wait_ms / 1000
         return wait_ms / 1000
 
-    def _arm(self, wait: float) -> None:
-        """Wake the engine after ``wait`` seconds (one timer: the earliest wins)."""
-        due = time.monotonic() + wait
-        if self._timer is not None and self._timer_due <= due:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_due = due
-        self._timer = call_later(max(0.0, wait), self._timer_fired)
 
-    def _timer_fired(self) -> None:
-        self._timer = None
-        self.wake_engine()
+if TYPE_CHECKING:  # mypy checks that the Redis worker is a Worker and its frontier an IdFrontier
 
-    def abandon_lost(self) -> list[Any]:
-        """The engine went idle: the job is finished (see ``can_dispense``); nothing is lost here."""
-        return []
-
-
-def worker_runtime(spider: Any, crawler: Crawler) -> RedisRuntime:
-    """The runtime of a distributed worker: the spider's targets (none: wait for pushed ones), or one error line."""
-    from idcrawl.distributed.connection import RedisUnavailable
-
-    given = spider._target_args or spider._job_path is not None or spider._unknown_args
-    try:
-        targets = spider.targets_from_arguments(crawler.settings) if given else []
-        for target in targets:
-            check_distributed(target)
-    except TargetError as exc:
-        raise BadInputError(f"{spider.name}: bad input: {exc}") from None
-    try:
-        return RedisRuntime(targets, crawler)
-    except RedisUnavailable as exc:
-        raise BadInputError(f"{spider.name}: {exc}") from None
+    def _is_a_worker(worker: RedisWorker) -> Worker:
+        return worker

@@ -1,0 +1,104 @@
+"""The state store of a Redis job: also reads the lanes of a distributed job.
+
+A distributed job's lanes live in the hashes and 2-bit outcome fields of
+:mod:`idcrawl.distributed.scripts`, not in the records the state recorder
+writes; :class:`JobStateStore` turns them into the same
+:class:`~idcrawl.state.base.TargetState` (lane records and outcome bitmaps),
+so ``scrapy idplan`` shows a single-process crawl's Redis state and a
+distributed job's alike. The Redis backend (``idcrawl.state.factory``) opens this one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pyroaring import BitMap64
+
+from idcrawl.core.lanes import Outcome
+from idcrawl.core.ranges import LaneRecord, merge_outcomes
+from idcrawl.state.base import TargetState
+from idcrawl.state.redis import RedisStateStore, _text
+
+__all__ = ["JobStateStore", "decode_bits"]
+
+#: Outcome of each 2-bit code of a distributed lane's bitfield.
+_BY_CODE = (Outcome.FOUND, Outcome.MISSING, Outcome.FAILED, Outcome.DISALLOWED)
+_NONZERO = re.compile(rb"[^\x00]")
+
+
+def decode_bits(bits: bytes, start: int, step: int, length: int) -> dict[Outcome, BitMap64]:
+    """Outcome bitmaps of the first ``length`` ids of a lane from its 2-bit field (0 = found).
+
+    Only bytes that hold a non-found id are decoded one by one, so a lane of
+    10,000,000 ids with 1% gaps converts in well under a second.
+    """
+    result: dict[Outcome, BitMap64] = {outcome: BitMap64() for outcome in _BY_CODE}
+    if length <= 0:
+        return {}
+    found = result[Outcome.FOUND]
+    lo, hi = (start, start + length - 1) if step > 0 else (start - length + 1, start)
+    found.add_range(lo, hi + 1)
+    for match in _NONZERO.finditer(bits):
+        index, byte = match.start(), match.group()[0]
+        for j in range(4):
+            code = (byte >> (6 - 2 * j)) & 3
+            position = index * 4 + j
+            if code and position < length:
+                id_ = start + position * step
+                found.discard(id_)
+                result[_BY_CODE[code]].add(id_)
+    return {outcome: ids for outcome, ids in result.items() if ids}
+
+
+
+class JobStateStore(RedisStateStore):
+    """A Redis state store that reads a distributed job's targets and lanes too."""
+
+    def _names(self) -> set[str]:
+        return super()._names() | {_text(n) for n in self.client.hkeys(self._key("specs"))}
+
+    def _params(self, name: str) -> dict[str, Any] | None:
+        params = super()._params(name)
+        if params is not None:
+            return params
+        spec_raw = self.client.hget(self._key("specs"), name)
+        return _params_of_spec(json.loads(spec_raw)) if spec_raw is not None else None
+
+    def _more_lanes(self, name: str, state: TargetState) -> None:
+        for key in (_text(k) for k in self.client.lrange(self._key("tl:", name), 0, -1)):
+            lane, outcomes = self._job_lane(key)
+            if lane is not None:
+                state.lanes[key] = lane
+                state.outcomes = merge_outcomes(state.outcomes, outcomes)
+
+    def _job_lane(self, key: str) -> tuple[LaneRecord | None, dict[Outcome, BitMap64]]:
+        """A distributed lane's record and the outcomes of the ids its prefix passed."""
+        fields = self.client.hmget(self._key("L:", key), "start", "step", "stop", "fu", "last", "cut", "reason", "next")
+        if fields[0] is None:
+            return None, {}
+        start, step, cursor, nxt = int(fields[0]), int(fields[1]), int(fields[3]), int(fields[7])
+        stop_text, last, cut, reason = (_text(f) for f in (fields[2], fields[4], fields[5], fields[6]))
+        if not stop_text and step < 0:
+            stop_text = "0"
+        settled = bool(reason) and (bool(cut) or cursor == nxt)
+        # as the SQLite recorder writes it: a cut lane's cursor is just past its cut (the
+        # scripts leave fu there), and a lane still being crawled has no reason yet
+        record = LaneRecord(
+            key, start, step, int(stop_text) if stop_text else None, cursor,
+            int(last) if last else None, int(cut) if cut else None, reason if settled else None,
+        )
+        length = (cursor - start) * step
+        bits = self.client.get(self._key("L:", key, ":bits")) or b""
+        return record, decode_bits(bits, start, step, length)
+
+
+def _params_of_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """The identity params of a distributed target, from its spec."""
+    direction = spec.get("direction", "asc")
+    start = spec.get("start")
+    if start is None:
+        start = spec.get("min") if direction == "asc" else spec.get("max")
+    return {"url": spec.get("url"), "start": start, "min": spec.get("min"), "max": spec.get("max"),
+            "direction": direction}
