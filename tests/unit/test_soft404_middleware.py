@@ -33,7 +33,7 @@ def middleware(**targets: str | None) -> tuple[IdSoft404Middleware, Any]:
             raw["soft404_probe"] = probe
         parsed[name] = parse_target(raw)
     spider = SimpleNamespace(
-        idcrawl=SimpleNamespace(frontier=SimpleNamespace(targets=parsed)),
+        runtime=SimpleNamespace(frontier=SimpleNamespace(targets=parsed)),
         _probe_response=lambda response: None,
         _probe_failure=lambda failure: None,
     )
@@ -41,7 +41,7 @@ def middleware(**targets: str | None) -> tuple[IdSoft404Middleware, Any]:
     crawler.spider = spider  # type: ignore[assignment]
     mw = IdSoft404Middleware.from_crawler(crawler)
     # a stand-in runtime (the real one is found with runtime_of(crawler)): its targets are all the probe reads
-    mw._runtime = lambda: getattr(spider, "idcrawl", None)  # type: ignore[method-assign]
+    mw._runtime = lambda: getattr(spider, "runtime", None)  # type: ignore[method-assign]
     return mw, spider
 
 
@@ -86,7 +86,7 @@ def test_probes_go_before_the_spiders_own_start_requests() -> None:
 
 def test_a_spider_that_is_not_an_id_crawl_passes_through() -> None:
     mw, spider = middleware()
-    del spider.idcrawl
+    del spider.runtime
     own = Request("https://elsewhere.example/")
     assert started(mw, [own]) == [own]
 
