@@ -24,7 +24,7 @@ import pytest
 
 from idcrawl.core.lanes import Lane, Outcome
 from idcrawl.distributed.frontier import CODES, RedisJob
-from idcrawl.state.redis import decode_bits
+from idcrawl.distributed.state import decode_bits
 from tests.support.reference import lane_truth
 
 redis = pytest.importorskip("redis")
