@@ -174,7 +174,7 @@ def test_a_spider_subclass_decides_in_classify(make_site, tmp_path: Path, refere
 def test_a_spider_subclass_adds_to_the_lane_request(make_site, tmp_path: Path, reference) -> None:
     """``make_id_request`` overridden as the README shows: the same crawl, every request with its header."""
     site = make_site(GapModel(LOW, HIGH, GAPS))
-    spider_file = Path(__file__).parent / "support" / "header_spider.py"
+    spider_file = Path(__file__).parents[1] / "support" / "header_spider.py"
     result = run_crawl(tmp_path, {"url": site.url(), **ARGS}, runspider=spider_file)
     assert_same_crawl(result, reference)
     assert {i["id"]: i["token"] for i in result.items} == {i: f"token-{i}" for i in reference.ids}

@@ -140,7 +140,7 @@ def test_a_site_spider_with_its_own_start_still_probes_first(make_site, tmp_path
     site = make_site(model(slow_probe=0.5))
     result = run_crawl(
         tmp_path, {"url": site.url(), **ARGS, "soft404_probe": PROBE, "soft404_similarity": "0.8"},
-        runspider=Path(__file__).parent / "support" / "own_start_spider.py",
+        runspider=Path(__file__).parents[1] / "support" / "own_start_spider.py",
     )
     assert_ground_truth(result)
     assert result.stats["idcrawl/soft404/probes/reg"] == "learned"
