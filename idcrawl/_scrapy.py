@@ -35,6 +35,9 @@ relies on, by version:
 - :func:`robots_parser`: ``RobotsTxtMiddleware._parsers`` (netloc -> parser,
   ``None`` after a failed download, or the ``Deferred`` of a download under
   way); the same in 2.18 and 2.19.
+- :func:`command_crawler`: ``BaseRunSpiderCommand._create_crawler`` (the
+  crawler ``scrapy crawl`` makes, with its unused-feed warning); the same in
+  2.18 and 2.19, and ``CrawlerProcess.create_crawler`` where it is missing.
 - :func:`feed_slots` and :func:`has_feed_exporter`: the ``FeedExporter``
   among ``crawler.extensions.middlewares``, its ``slots`` (``FeedSlot``:
   ``storage``, ``file``, ``uri_template``, ``format``), ``feeds`` (uri
@@ -64,6 +67,7 @@ __all__ = [
     "SLOT_HAS_JITTER",
     "FeedSlotView",
     "close_spider",
+    "command_crawler",
     "download_slot",
     "engine_busy",
     "feed_slots",
@@ -108,6 +112,14 @@ def close_spider(crawler: Crawler | Any, reason: str) -> bool:
         return False
     _schedule_coro(engine.close_spider_async(reason=reason))
     return True
+
+
+def command_crawler(command: Any, spidercls: Any) -> Crawler:
+    """The crawler a ``scrapy crawl`` command makes for ``spidercls`` (a spider name or class)."""
+    create = getattr(command, "_create_crawler", None)
+    if create is None:
+        return command.crawler_process.create_crawler(spidercls)  # type: ignore[no-any-return]
+    return create(spidercls)  # type: ignore[no-any-return]
 
 
 def engine_busy(crawler: Crawler | Any) -> bool:

@@ -296,6 +296,34 @@ def test_redis_restarting_mid_crawl(make_site, tmp_path: Path, persistent: bool)
         assert "are gone from Redis" in result.stderr
 
 
+@pytest.mark.parametrize("exit_code", [0, 3])
+def test_a_worker_whose_redis_is_gone_for_good_exits_with_the_failure_status_asked_for(
+    make_site, tmp_path: Path, exit_code: int
+) -> None:
+    """Finish reason idcrawl_redis_unavailable after the lease; the exit status is IDCRAWL_FAIL_EXIT_CODE
+    (0 by default: Scrapy's)."""
+    from tests.support.redis_server import RedisServer, redis_server_missing
+
+    if redis_server_missing():
+        pytest.skip(redis_server_missing())
+    server = RedisServer().start()
+    try:
+        site = make_site(SlowModel(900, 1400, KILL_GAPS))
+        args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "name": "gone"}
+        settings = worker_settings(server, job="gone", IDCRAWL_REDIS_LEASE_TIMEOUT=1.0)
+        if exit_code:
+            settings["IDCRAWL_FAIL_EXIT_CODE"] = exit_code
+        proc = start_worker(tmp_path, args, settings)
+        deadline = time.monotonic() + 60
+        while len(site.ids()) < 20 and time.monotonic() < deadline:
+            time.sleep(0.005)
+    finally:
+        server.stop()
+    result = finish(proc, tmp_path)
+    assert result.stats["finish_reason"] == "idcrawl_redis_unavailable", result.stderr[-3000:]
+    assert result.returncode == exit_code, result.stderr[-3000:]
+
+
 def test_an_id_whose_callback_raises_does_not_hold_the_job_forever(make_site, redis_server, tmp_path: Path) -> None:
     site = make_site(GapModel(0, 100, set()))
     spider = Path(__file__).parents[1] / "support" / "failing_spider.py"
