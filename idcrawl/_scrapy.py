@@ -28,6 +28,10 @@ relies on, by version:
   ``scrapy.core.downloader.Slot``, whose ``delay``, ``concurrency``,
   ``active`` and ``queue`` are read) and ``engine.downloader.domain_concurrency``
   (the concurrency of a slot not made yet); the same in 2.18 and 2.19.
+- :func:`new_slot_delay`: the delay ``Downloader._get_slot`` gives a slot it
+  makes (its ``DOWNLOAD_SLOTS`` entry's ``delay``, else ``downloader._delay``,
+  2.19's ``DOWNLOAD_DELAY`` or the spider's ``download_delay``); where
+  ``_delay`` is missing, ``DOWNLOAD_DELAY`` itself.
 - :func:`slot_jitter` and :func:`set_slot_delay`: Scrapy 2.19 gave download
   slots a ``jitter`` (a wait is drawn from ``delay * (1 +- jitter)``); before
   that a slot had a ``randomize_delay`` flag that means +-50%, and any other
@@ -72,6 +76,7 @@ __all__ = [
     "engine_busy",
     "feed_slots",
     "has_feed_exporter",
+    "new_slot_delay",
     "robots_parser",
     "set_slot_delay",
     "slot_has_room",
@@ -163,6 +168,16 @@ def download_slot(crawler: Crawler | Any, key: str) -> Slot | None:
         return None
     slot: Slot | None = engine.downloader.slots.get(key)
     return slot
+
+
+def new_slot_delay(crawler: Crawler | Any, key: str) -> float:
+    """The delay the downloader will give slot ``key`` when its first request makes it. Needs the engine."""
+    downloader = crawler.engine.downloader
+    entry = getattr(downloader, "per_slot_settings", {}).get(key, {})
+    if "delay" in entry:
+        return float(entry["delay"])
+    default = getattr(downloader, "_delay", None)
+    return float(default) if default is not None else crawler.settings.getfloat("DOWNLOAD_DELAY")
 
 
 def slot_has_room(crawler: Crawler | Any, key: str, entering: int = 0) -> bool:
