@@ -101,10 +101,12 @@ class _Shared(LimitTracker):
         # the fleet's times on this worker's clock (the reply's round trip is their error)
         if int(since_first) >= 0:
             fleet_first = now - int(since_first) / 1000
-            self.first_request_at = min(self.first_request_at or fleet_first, fleet_first)
+            mine = self.first_request_at
+            self.first_request_at = fleet_first if mine is None else min(mine, fleet_first)
         if int(since_last) >= 0:
             fleet_last = now - int(since_last) / 1000
-            self.last_iteration_at = max(self.last_iteration_at or fleet_last, fleet_last)
+            mine = self.last_iteration_at
+            self.last_iteration_at = fleet_last if mine is None else max(mine, fleet_last)
         self._changed_at = max(self._changed_at, int(changed))
         if self.stopped:
             return None
