@@ -28,6 +28,10 @@ relies on, by version:
   ``scrapy.core.downloader.Slot``, whose ``delay``, ``concurrency``,
   ``active`` and ``queue`` are read) and ``engine.downloader.domain_concurrency``
   (the concurrency of a slot not made yet); the same in 2.18 and 2.19.
+- :func:`new_slot_delay`: the delay ``Downloader._get_slot`` gives a slot it
+  makes (its ``DOWNLOAD_SLOTS`` entry's ``delay``, else ``downloader._delay``,
+  2.19's ``DOWNLOAD_DELAY`` or the spider's ``download_delay``); where
+  ``_delay`` is missing, ``DOWNLOAD_DELAY`` itself.
 - :func:`slot_jitter` and :func:`set_slot_delay`: Scrapy 2.19 gave download
   slots a ``jitter`` (a wait is drawn from ``delay * (1 +- jitter)``); before
   that a slot had a ``randomize_delay`` flag that means +-50%, and any other
@@ -35,6 +39,9 @@ relies on, by version:
 - :func:`robots_parser`: ``RobotsTxtMiddleware._parsers`` (netloc -> parser,
   ``None`` after a failed download, or the ``Deferred`` of a download under
   way); the same in 2.18 and 2.19.
+- :func:`command_crawler`: ``BaseRunSpiderCommand._create_crawler`` (the
+  crawler ``scrapy crawl`` makes, with its unused-feed warning); the same in
+  2.18 and 2.19, and ``CrawlerProcess.create_crawler`` where it is missing.
 - :func:`feed_slots` and :func:`has_feed_exporter`: the ``FeedExporter``
   among ``crawler.extensions.middlewares``, its ``slots`` (``FeedSlot``:
   ``storage``, ``file``, ``uri_template``, ``format``), ``feeds`` (uri
@@ -64,10 +71,12 @@ __all__ = [
     "SLOT_HAS_JITTER",
     "FeedSlotView",
     "close_spider",
+    "command_crawler",
     "download_slot",
     "engine_busy",
     "feed_slots",
     "has_feed_exporter",
+    "new_slot_delay",
     "robots_parser",
     "set_slot_delay",
     "slot_has_room",
@@ -108,6 +117,14 @@ def close_spider(crawler: Crawler | Any, reason: str) -> bool:
         return False
     _schedule_coro(engine.close_spider_async(reason=reason))
     return True
+
+
+def command_crawler(command: Any, spidercls: Any) -> Crawler:
+    """The crawler a ``scrapy crawl`` command makes for ``spidercls`` (a spider name or class)."""
+    create = getattr(command, "_create_crawler", None)
+    if create is None:
+        return command.crawler_process.create_crawler(spidercls)  # type: ignore[no-any-return]
+    return create(spidercls)  # type: ignore[no-any-return]
 
 
 def engine_busy(crawler: Crawler | Any) -> bool:
@@ -151,6 +168,16 @@ def download_slot(crawler: Crawler | Any, key: str) -> Slot | None:
         return None
     slot: Slot | None = engine.downloader.slots.get(key)
     return slot
+
+
+def new_slot_delay(crawler: Crawler | Any, key: str) -> float:
+    """The delay the downloader will give slot ``key`` when its first request makes it. Needs the engine."""
+    downloader = crawler.engine.downloader
+    entry = getattr(downloader, "per_slot_settings", {}).get(key, {})
+    if "delay" in entry:
+        return float(entry["delay"])
+    default = getattr(downloader, "_delay", None)
+    return float(default) if default is not None else crawler.settings.getfloat("DOWNLOAD_DELAY")
 
 
 def slot_has_room(crawler: Crawler | Any, key: str, entering: int = 0) -> bool:

@@ -247,3 +247,12 @@ IDCRAWL_REDIS_POLL_INTERVAL = 0.5
 #: long as the job is unfinished (a worker started without targets then waits
 #: for pushed targets forever, like scrapy-redis's RedisSpider).
 IDCRAWL_REDIS_IDLE_TIMEOUT = 0.0
+
+#: The exit status of ``scrapy crawl`` (idcrawl's command) when the spider
+#: closed with one of IDCRAWL_FAIL_REASONS; 0 = Scrapy's (0 for every finish
+#: reason).
+IDCRAWL_FAIL_EXIT_CODE = 0
+
+#: Finish reasons that mean the crawl failed, for IDCRAWL_FAIL_EXIT_CODE: a
+#: worker whose Redis was gone for longer than its lease, or came back empty.
+IDCRAWL_FAIL_REASONS = ["idcrawl_redis_unavailable", "idcrawl_redis_state_lost"]

@@ -1,8 +1,11 @@
 """Scrapy commands of idcrawl: ``scrapy idplan`` (the resume plan of a job's
-state) and ``scrapy idcoverage`` (a picture of it).
+state), ``scrapy idcoverage`` (a picture of it), ``scrapy idjob`` (a
+distributed job in Redis), and ``scrapy crawl`` (Scrapy's, with
+``IDCRAWL_FAIL_EXIT_CODE``).
 
 Registered by ``COMMANDS_MODULE = "idcrawl.commands"`` in this project and by
 the ``scrapy.commands`` entry points for projects that use idcrawl as a
-library. Scrapy registers every command class found in this package under its
+library (all but ``crawl``: an entry point would replace Scrapy's ``crawl`` in
+every project of the environment). Scrapy registers every command class found in this package under its
 module's name, so shared code here is plain functions (``_common``).
 """

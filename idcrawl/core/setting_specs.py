@@ -276,6 +276,8 @@ SPECS: Final[dict[str, Spec]] = {
     "IDCRAWL_REDIS_CLAIM_BLOCK": _int(1, _MANY),
     "IDCRAWL_REDIS_POLL_INTERVAL": _float(above=True, note=" (seconds)"),
     "IDCRAWL_REDIS_IDLE_TIMEOUT": _float(note=" (seconds; 0 = wait while the job is unfinished)"),
+    "IDCRAWL_FAIL_EXIT_CODE": _int(0, 255, note=" (an exit status; 0 = off)"),
+    "IDCRAWL_FAIL_REASONS": _strings(),
 }
 
 

@@ -11,6 +11,12 @@ otherwise waits (without blocking other hosts) until the time another worker
 left it. The scheduler meanwhile skips a host it knows to be reserved
 (:meth:`RedisWorker.fleet_gate`), so the waiting is short.
 
+The first request of a host in a worker (its robots.txt, with
+``ROBOTSTXT_OBEY``) comes before Scrapy made the host's slot: its gap is the
+one the slot will get (its ``DOWNLOAD_SLOTS`` entry, else ``DOWNLOAD_DELAY``,
+and IdPoliteness's first gap when that is on), so each worker's robots.txt
+fetch takes its place in the fleet's gaps too.
+
 The gap is measured from reservation to reservation; the request leaves a few
 milliseconds later (the slot's queue), so the gaps a server sees may be a few
 milliseconds shorter or longer. Scrapy's ``DOWNLOAD_DELAY_JITTER`` (or
@@ -26,7 +32,8 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import reactor
 from twisted.internet.task import deferLater
 
-from idcrawl._scrapy import download_slot, slot_key
+from idcrawl._scrapy import download_slot, new_slot_delay, slot_key
+from idcrawl.extensions.politeness import IdPoliteness
 from idcrawl.runtime import STATS_PREFIX, runtime_of
 
 if TYPE_CHECKING:
@@ -44,6 +51,17 @@ class FleetPoliteness:
     def from_crawler(cls, crawler: Crawler) -> FleetPoliteness:
         return cls(crawler)
 
+    def gap(self, key: str) -> float:
+        """The gap of slot ``key``: its delay; for a slot not made yet (the first request of a host, which
+        is its robots.txt), the delay the slot will get: its ``DOWNLOAD_SLOTS`` entry or
+        ``DOWNLOAD_DELAY``, and the first gap of :class:`IdPoliteness` if it is on."""
+        slot = download_slot(self.crawler, key)
+        if slot is not None:
+            return float(slot.delay)
+        gap = new_slot_delay(self.crawler, key)
+        politeness = self.crawler.get_extension(IdPoliteness)
+        return politeness.first_gap(key, gap) if politeness is not None else gap
+
     async def process_request(self, request: Request, spider: Any = None) -> None:
         from idcrawl.distributed.worker import RedisWorker
 
@@ -55,8 +73,7 @@ class FleetPoliteness:
         key = slot_key(self.crawler, request)
         waited = 0.0
         while True:
-            slot = download_slot(self.crawler, key)
-            gap = slot.delay if slot is not None else self.crawler.settings.getfloat("DOWNLOAD_DELAY")
+            gap = self.gap(key)
             if gap <= 0:
                 break
             wait = worker.reserve(key, gap)

@@ -55,7 +55,9 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
 ``P feed``             list  targets pushed to the fleet (JSON)
 ``P incidents``        list  incident log entries from every worker
 ``P polite:<slot>``    int   the earliest time (ms) the next request to a slot may start
-``P limits:<level>:<key>``  hash  the fleet's limit counts (:mod:`idcrawl.distributed.limits`)
+``P limits:<level>:<key>``  hash  the fleet's limit counts, stop, first and last iteration
+                             start (ms), found-change iteration (``LIMITS``,
+                             :mod:`idcrawl.distributed.limits`)
 ``P bloom:<shard>``    string  the Bloom dupefilter's bits (``BLOOM``), ``P bloom:count`` its size
 ``P dupefilter``       set   the exact dupefilter's fingerprints (scrapy-redis's RFPDupeFilter)
 
@@ -67,7 +69,7 @@ from __future__ import annotations
 from importlib import resources
 
 __all__ = [
-    "ADOPT", "BLOOM", "CLAIM", "DELAY", "GIVE_BACK", "LEAVE", "PACKAGE", "POLITE", "POP_DELAYED", "RECORD",
+    "ADOPT", "BLOOM", "CLAIM", "DELAY", "GIVE_BACK", "LEAVE", "LIMITS", "PACKAGE", "POLITE", "POP_DELAYED", "RECORD",
     "REGISTER", "STATUS", "load",
 ]
 
@@ -95,3 +97,4 @@ DELAY = load("delay")
 POP_DELAYED = load("pop_delayed")
 POLITE = load("polite")
 BLOOM = load("bloom")
+LIMITS = load("limits")

@@ -124,6 +124,12 @@ class IdPoliteness:
 
     # -- slots ----------------------------------------------------------------------
 
+    def first_gap(self, key: str, floor: float) -> float:
+        """The gap slot ``key`` will have once adopted, for a request that makes the slot (its first, or
+        the first after Scrapy's slot GC): the last known gap, else the rule's gap with no fetch yet."""
+        state = self._states.get(key)
+        return max(state.gap, floor) if state is not None else self.rule.gap(None, floor)
+
     def _slot_of(self, request: Request) -> tuple[str, Slot] | None:
         key = request.meta.get("download_slot")
         if key is None:

@@ -239,6 +239,35 @@ def test_politeness_holds_for_the_fleet_not_per_worker(make_site, redis_server, 
     assert sum(1 for r in results if r.stats.get("idcrawl/dispensed", 0)) >= 2, "one worker did everything"
 
 
+@pytest.mark.parametrize("delay_from", ["DOWNLOAD_DELAY", "DOWNLOAD_SLOTS", "IDCRAWL_POLITENESS"])
+def test_robots_txt_fetches_keep_the_fleets_gaps_too(
+    make_site, redis_server, tmp_path: Path, delay_from: str
+) -> None:
+    """Every worker fetches the host's robots.txt first: those fetches take their place in the fleet's
+    gaps like any request, whether the gap is DOWNLOAD_DELAY or the host's DOWNLOAD_SLOTS entry (a
+    slot Scrapy has not made yet when the first request of the host, robots.txt, leaves)."""
+    site = make_site(GapModel(0, 1000, set()), robots_txt="User-agent: *\nDisallow: /private\n")
+    args = {"url": site.url(), "start": 10, "max": 21, "margin": 0}
+    gap = {
+        "DOWNLOAD_DELAY": {"DOWNLOAD_DELAY": 0.3},
+        "DOWNLOAD_SLOTS": {"DOWNLOAD_DELAY": 0, "DOWNLOAD_SLOTS": {"127.0.0.1": {"delay": 0.3}}},
+        "IDCRAWL_POLITENESS": {"DOWNLOAD_DELAY": 0, "IDCRAWL_POLITENESS_FACTOR": 2,
+                               "IDCRAWL_POLITENESS_MIN_DELAY": 0.3, "IDCRAWL_POLITENESS_MAX_DELAY": 0.3},
+    }[delay_from]
+    settings = worker_settings(redis_server, job=f"robots-{delay_from}", ROBOTSTXT_OBEY=True,
+                               RANDOMIZE_DOWNLOAD_DELAY=False, DOWNLOAD_DELAY_JITTER=0, **gap)
+    procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(3)]
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(e.id for e in site.log if e.id is not None) == list(range(10, 22))
+    assert [e.path for e in site.log].count("/robots.txt") == 3
+    times = [e.at for e in site.log]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    # as in the test above: local latency may shorten one gap a little, never halve it
+    assert min(gaps) >= 0.2, [(e.path, round(e.at - times[0], 3)) for e in site.log]
+
+
 def test_redis_unreachable_at_start_is_one_error_line(make_site, tmp_path: Path) -> None:
     site = make_site(GapModel(0, 100, set()))
     result = run_crawl(tmp_path, {"url": site.url(), "start": 1, "max": 5, "margin": 0},
@@ -294,6 +323,34 @@ def test_redis_restarting_mid_crawl(make_site, tmp_path: Path, persistent: bool)
     else:
         assert result.stats["finish_reason"] == "idcrawl_redis_state_lost"
         assert "are gone from Redis" in result.stderr
+
+
+@pytest.mark.parametrize("exit_code", [0, 3])
+def test_a_worker_whose_redis_is_gone_for_good_exits_with_the_failure_status_asked_for(
+    make_site, tmp_path: Path, exit_code: int
+) -> None:
+    """Finish reason idcrawl_redis_unavailable after the lease; the exit status is IDCRAWL_FAIL_EXIT_CODE
+    (0 by default: Scrapy's)."""
+    from tests.support.redis_server import RedisServer, redis_server_missing
+
+    if redis_server_missing():
+        pytest.skip(redis_server_missing())
+    server = RedisServer().start()
+    try:
+        site = make_site(SlowModel(900, 1400, KILL_GAPS))
+        args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "name": "gone"}
+        settings = worker_settings(server, job="gone", IDCRAWL_REDIS_LEASE_TIMEOUT=1.0)
+        if exit_code:
+            settings["IDCRAWL_FAIL_EXIT_CODE"] = exit_code
+        proc = start_worker(tmp_path, args, settings)
+        deadline = time.monotonic() + 60
+        while len(site.ids()) < 20 and time.monotonic() < deadline:
+            time.sleep(0.005)
+    finally:
+        server.stop()
+    result = finish(proc, tmp_path)
+    assert result.stats["finish_reason"] == "idcrawl_redis_unavailable", result.stderr[-3000:]
+    assert result.returncode == exit_code, result.stderr[-3000:]
 
 
 def test_an_id_whose_callback_raises_does_not_hold_the_job_forever(make_site, redis_server, tmp_path: Path) -> None:

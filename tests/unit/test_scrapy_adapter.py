@@ -33,6 +33,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 from scrapy.core.downloader import Slot
+from scrapy.settings import Settings
 
 from idcrawl import _scrapy
 from idcrawl.core.politeness import lengthen_only
@@ -284,6 +285,28 @@ def test_slot_has_room_by_concurrency_delay_and_requests_on_their_way() -> None:
     assert _scrapy.slot_has_room(crawler, "d", 1) is False
     delayed.queue.append((Request("http://d/1"), None))
     assert _scrapy.slot_has_room(crawler, "d") is False
+
+
+def test_new_slot_delay_is_the_slots_entry_else_the_downloaders_delay() -> None:
+    downloader = fake_downloader({})
+    downloader.per_slot_settings = {"a.example": {"delay": 0.7}, "b.example": {"concurrency": 2}}
+    downloader._delay = 0.2
+    crawler = SimpleNamespace(engine=SimpleNamespace(downloader=downloader), settings=Settings({"DOWNLOAD_DELAY": 9}))
+    assert _scrapy.new_slot_delay(crawler, "a.example") == 0.7
+    assert _scrapy.new_slot_delay(crawler, "b.example") == 0.2
+    assert _scrapy.new_slot_delay(crawler, "c.example") == 0.2
+    del downloader._delay  # a Scrapy without it: DOWNLOAD_DELAY
+    assert _scrapy.new_slot_delay(crawler, "c.example") == 9.0
+
+
+def test_the_downloader_names_new_slot_delay_relies_on_exist() -> None:
+    import inspect
+
+    from scrapy.core.downloader import Downloader
+
+    assert "self.per_slot_settings" in inspect.getsource(Downloader.__init__)
+    source = inspect.getsource(Downloader)
+    assert 'slot_settings.get("delay", self._delay)' in source or "self._delay" not in source
 
 
 def test_the_downloader_names_the_slot_functions_rely_on_exist() -> None:
