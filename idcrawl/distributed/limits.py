@@ -124,11 +124,12 @@ class SharedJobLimits(_Shared, JobLimits):
     """The job's tracker with the fleet's counters."""
 
 
-def shared_trackers(settings: Any, spider_name: str) -> tuple[Any, Any]:
-    """The two factories IdLimits uses in a distributed job: (domain tracker, job tracker)."""
+def shared_trackers(settings: Any, spider_name: str, stats: Any = None) -> tuple[Any, Any]:
+    """The two factories IdLimits uses in a distributed job: (domain tracker, job tracker); ``stats``
+    counts their calls to Redis."""
     from idcrawl.distributed.connection import connect, job_prefix
 
-    client = connect(settings)
+    client = connect(settings, stats=stats)
     prefix = job_prefix(settings, spider_name)
 
     def domain(limits: Limits, key: str) -> SharedDomainLimits:
@@ -154,13 +155,15 @@ class FleetLimits(IdLimits):
 
         name = crawler.spidercls.name
         try:
-            return incident_log(crawler.settings, name, incident_log_path(crawler.settings, name))
+            return incident_log(crawler.settings, name, incident_log_path(crawler.settings, name),
+                                stats=crawler.stats)
         except RedisUnavailable as exc:
             raise BadInputError(f"{name}: {exc}") from None
 
     def _share(self, job: Limits) -> None:
         try:
-            self._new_domain, new_job = shared_trackers(self.crawler.settings, self.crawler.spidercls.name)
+            self._new_domain, new_job = shared_trackers(self.crawler.settings, self.crawler.spidercls.name,
+                                                        self.crawler.stats)
         except RedisUnavailable as exc:
             raise BadInputError(f"{self.crawler.spidercls.name}: {exc}") from None
         self.job = new_job(job)

@@ -64,10 +64,11 @@ Ids are Lua numbers (doubles): exact up to 2**53, far above any real id.
 
 from __future__ import annotations
 
+import hashlib
 from importlib import resources
 
 __all__ = [
-    "ADOPT", "BLOOM", "CLAIM", "DELAY", "GIVE_BACK", "LEAVE", "PACKAGE", "POLITE", "POP_DELAYED", "RECORD",
+    "ADOPT", "BLOOM", "CLAIM", "DELAY", "GIVE_BACK", "LEAVE", "NAMES", "PACKAGE", "POLITE", "POP_DELAYED", "RECORD",
     "REGISTER", "STATUS", "load",
 ]
 
@@ -79,9 +80,16 @@ def _read(name: str) -> str:
     return resources.files(PACKAGE).joinpath(name).read_text(encoding="utf-8")
 
 
+#: Script name by the SHA-1 of its source (what ``EVALSHA`` names it by), for every script loaded:
+#: how calls are counted (:func:`idcrawl.distributed.connection.count_calls`).
+NAMES: dict[str, str] = {}
+
+
 def load(name: str) -> str:
     """The source of script ``name`` (``claim``: ``claim.lua``), ``common.lua`` in front."""
-    return f"{_read('common.lua')}\n-- {name}.lua\n{_read(name + '.lua')}"
+    source = f"{_read('common.lua')}\n-- {name}.lua\n{_read(name + '.lua')}"
+    NAMES[hashlib.sha1(source.encode()).hexdigest()] = name  # noqa: S324 - Redis's own script hash
+    return source
 
 
 REGISTER = load("register")
@@ -95,3 +103,4 @@ DELAY = load("delay")
 POP_DELAYED = load("pop_delayed")
 POLITE = load("polite")
 BLOOM = load("bloom")
+
