@@ -22,7 +22,9 @@ Both keep their keys under the job's prefix (``P bloom:<shard>``, ``P bloom:coun
 are never filtered and never cost a call: the scheduler shows each to the
 dupefilter (a single process's filter learns them, so a link to a lane's page
 is not fetched again), but these skip them (:func:`lane_request`), since the
-job's frontier knows every lane id exactly; they are for follow-up pages. The
+job's frontier knows every lane id exactly: a follow-up whose URL is a page of
+a lane that the job already handed out is filtered without a call
+(:func:`dispensed_lane_page`). They are for follow-up pages. The
 Bloom filter asks Redis once per follow-up request; the fingerprints of
 follow-ups whose responses arrived travel with that call (or in one call per
 :data:`ADD_BATCH`, at most :data:`ADD_DELAY` s late, and at close).
@@ -33,9 +35,11 @@ is cheap, a page never fetched is not.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import math
+import string
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -55,9 +59,11 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
+    from idcrawl.core.targets import Target
+
 __all__ = [
     "ADD_BATCH", "ADD_DELAY", "DEFAULT_CAPACITY", "RedisBloomDupeFilter", "RedisBloomSeen", "RedisRFPDupeFilter",
-    "lane_request",
+    "dispensed_lane_page", "id_in_url", "lane_request",
 ]
 
 logger = logging.getLogger(__name__)
@@ -202,6 +208,53 @@ def lane_request(request: Request) -> bool:
     return bool(request.dont_filter) and META_KEY in request.meta
 
 
+@functools.lru_cache(maxsize=4096)
+def _template_ends(template: str) -> tuple[str, str]:
+    """The literal text before and after a target template's one ``{id}`` field."""
+    before: list[str] = []
+    after: list[str] = []
+    seen_field = False
+    for literal, field, _, _ in string.Formatter().parse(template):
+        (after if seen_field else before).append(literal)
+        seen_field = seen_field or field is not None
+    return "".join(before), "".join(after)
+
+
+def id_in_url(target: Target, url: str) -> int | None:
+    """The id whose URL under ``target``'s template is exactly ``url``, or None."""
+    before, after = _template_ends(target.url)
+    if len(url) <= len(before) + len(after) or not (url.startswith(before) and url.endswith(after)):
+        return None
+    middle = url[len(before):len(url) - len(after)]
+    if not middle.isdigit():
+        return None
+    id_ = int(middle)
+    return id_ if target.url_for(id_) == url else None
+
+
+def dispensed_lane_page(crawler: Crawler, request: Request) -> bool:
+    """Is ``request`` (a follow-up) a page of a lane of the job that the job already handed out?
+
+    A single process's dupefilter learns every lane request, so that a link to a lane's page is
+    not fetched again; the shared dupefilters never see lane requests (no call), so they ask the
+    job's frontier instead, whose lane cursors are the job's as this worker last saw them.
+    """
+    from idcrawl.runtime import runtime_of
+
+    runtime = runtime_of(crawler)
+    if runtime is None:
+        return False
+    frontier = runtime.frontier
+    for target in list(frontier.targets.values()):
+        id_ = id_in_url(target, request.url)
+        if id_ is None:
+            continue
+        for lane in frontier.lanes_of(target.name):
+            if (id_ - lane.start) * lane.step >= 0 and (lane.next_id - id_) * lane.step > 0:
+                return True
+    return False
+
+
 class RedisBloomDupeFilter(IdDupeFilter):
     """:class:`IdDupeFilter` on a Bloom filter in the job's Redis keys (no file)."""
 
@@ -238,6 +291,8 @@ class RedisBloomDupeFilter(IdDupeFilter):
         """A follow-up: one ``BLOOM`` call (carrying the adds that wait); a lane request: no call."""
         if lane_request(request):
             return False
+        if dispensed_lane_page(self.crawler, request):
+            return True
         return super().request_seen(request)
 
     def _record(self, fp: bytes) -> None:
@@ -258,6 +313,7 @@ class RedisRFPDupeFilter(ScrapyRedisRFPDupeFilter):  # type: ignore[misc]
     """scrapy-redis's exact dupefilter on the job's key, with the crawler's fingerprinter."""
 
     fingerprinter: Any = None
+    crawler: Any = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisRFPDupeFilter:
@@ -271,6 +327,7 @@ class RedisRFPDupeFilter(ScrapyRedisRFPDupeFilter):  # type: ignore[misc]
         key = job_prefix(crawler.settings, getattr(spider, "name", "crawl")) + "dupefilter"
         dupefilter = cls(client, key=key, debug=crawler.settings.getbool("DUPEFILTER_DEBUG"))
         dupefilter.fingerprinter = crawler.request_fingerprinter
+        dupefilter.crawler = crawler
         return dupefilter
 
     _unsent: tuple[str, ...] = ()  # fingerprints seen during an outage, sent with the next call
@@ -281,6 +338,8 @@ class RedisRFPDupeFilter(ScrapyRedisRFPDupeFilter):  # type: ignore[misc]
         page is not) and its fingerprint is added with the next call that reaches Redis."""
         if lane_request(request):
             return False  # no call: the job's frontier knows every lane id
+        if self.crawler is not None and dispensed_lane_page(self.crawler, request):
+            return True
         fp = self.request_fingerprint(request)
         try:
             if self._unsent:
