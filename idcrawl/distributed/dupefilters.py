@@ -26,8 +26,9 @@ job's frontier knows every lane id exactly: a follow-up whose URL is a page of
 a lane that the job already handed out is filtered without a call
 (:func:`dispensed_lane_page`). They are for follow-up pages. The
 Bloom filter asks Redis once per follow-up request; the fingerprints of
-follow-ups whose responses arrived travel with that call (or in one call per
-:data:`ADD_BATCH`, at most :data:`ADD_DELAY` s late, and at close).
+follow-ups whose responses arrived travel with that call, or go in a call of
+their own once :data:`ADD_BATCH` wait or when one more arrives after the
+oldest waited :data:`ADD_DELAY` s, and at close.
 Fingerprints of two workers that schedule the same page at the same moment are
 both pending (not yet fetched) and that page may be fetched twice: a duplicate
 is cheap, a page never fetched is not.
@@ -75,8 +76,8 @@ MAX_SHARD_BITS = 2**32
 #: Fingerprints whose responses arrived are added to the Bloom filter with the worker's next test, or
 #: in one call once this many wait ...
 ADD_BATCH = 64
-#: ... or the oldest waited this long (s): other workers learn of a fetched page this late at most
-#: (while this worker asks nothing); until then they may fetch it too (a duplicate, never a loss).
+#: ... or when one more arrives after the oldest waited this long (s). Until a fingerprint reaches
+#: Redis other workers may fetch its page too (a duplicate, never a loss).
 ADD_DELAY = 1.0
 
 
@@ -92,9 +93,9 @@ class RedisBloomSeen:
     """A fixed-size Bloom filter in Redis (the :class:`idcrawl.core.seen.FingerprintSet` protocol).
 
     :meth:`add` and ``in`` are one ``BLOOM`` call each, which also carries every add waiting in
-    ``_unsent``: the adds :meth:`defer` put off (a response arrived; sent with the next test, or
-    once :data:`ADD_BATCH` wait or the oldest waited :data:`ADD_DELAY` seconds, or at
-    :meth:`flush`) and those an outage kept from Redis.
+    ``_unsent``: the adds :meth:`defer` put off (a response arrived; sent with the next test, or by
+    :meth:`defer` itself once :data:`ADD_BATCH` wait or the oldest waited :data:`ADD_DELAY` seconds,
+    or at :meth:`flush`) and those an outage kept from Redis.
     """
 
     name: ClassVar[str] = "redis-bloom"
