@@ -24,7 +24,7 @@ dupefilter (a single process's filter learns them, so a link to a lane's page
 is not fetched again), but these skip them (:func:`lane_request`), since the
 job's frontier knows every lane id exactly: a follow-up whose URL is a page of
 a lane that the job already handed out is filtered without a call
-(:func:`dispensed_lane_page`). They are for follow-up pages. The
+(:class:`LanePages`). They are for follow-up pages. The
 Bloom filter asks Redis once per follow-up request; the fingerprints of
 follow-ups whose responses arrived travel with that call, or go in a call of
 their own once :data:`ADD_BATCH` wait or when one more arrives after the
@@ -63,8 +63,8 @@ if TYPE_CHECKING:
     from idcrawl.core.targets import Target
 
 __all__ = [
-    "ADD_BATCH", "ADD_DELAY", "DEFAULT_CAPACITY", "RedisBloomDupeFilter", "RedisBloomSeen", "RedisRFPDupeFilter",
-    "dispensed_lane_page", "id_in_url", "lane_request",
+    "ADD_BATCH", "ADD_DELAY", "DEFAULT_CAPACITY", "LanePages", "RedisBloomDupeFilter", "RedisBloomSeen",
+    "RedisRFPDupeFilter", "id_in_url", "lane_request",
 ]
 
 logger = logging.getLogger(__name__)
@@ -233,31 +233,46 @@ def id_in_url(target: Target, url: str) -> int | None:
     return id_ if target.url_for(id_) == url else None
 
 
-def dispensed_lane_page(crawler: Crawler, request: Request) -> bool:
-    """Is ``request`` (a follow-up) a page of a lane of the job that the job already handed out?
+class LanePages:
+    """Which follow-up URLs are pages of lanes the job already handed out.
 
     A single process's dupefilter learns every lane request, so that a link to a lane's page is
     not fetched again; the shared dupefilters never see lane requests (no call), so they ask the
     job's frontier instead, whose lane cursors are the job's as this worker last saw them.
     """
-    from idcrawl.runtime import runtime_of
 
-    runtime = runtime_of(crawler)
-    if runtime is None:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._known = -1  # targets the groups were made of
+        self._groups: dict[str, list[Target]] = {}
+
+    def dispensed(self, request: Request) -> bool:
+        from idcrawl.runtime import runtime_of
+
+        runtime = runtime_of(self.crawler)
+        if runtime is None:
+            return False
+        frontier = runtime.frontier
+        if len(frontier.targets) != self._known:  # targets of one template share the URL parsing
+            self._groups = {}
+            for target in list(frontier.targets.values()):
+                self._groups.setdefault(target.url, []).append(target)
+            self._known = len(frontier.targets)
+        for targets in self._groups.values():
+            id_ = id_in_url(targets[0], request.url)
+            if id_ is None:
+                continue
+            for target in targets:
+                for lane in frontier.lanes_of(target.name):
+                    if (id_ - lane.start) * lane.step >= 0 and (lane.next_id - id_) * lane.step > 0:
+                        return True
         return False
-    frontier = runtime.frontier
-    for target in list(frontier.targets.values()):
-        id_ = id_in_url(target, request.url)
-        if id_ is None:
-            continue
-        for lane in frontier.lanes_of(target.name):
-            if (id_ - lane.start) * lane.step >= 0 and (lane.next_id - id_) * lane.step > 0:
-                return True
-    return False
 
 
 class RedisBloomDupeFilter(IdDupeFilter):
     """:class:`IdDupeFilter` on a Bloom filter in the job's Redis keys (no file)."""
+
+    lane_pages: LanePages
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -285,6 +300,7 @@ class RedisBloomDupeFilter(IdDupeFilter):
                          debug=settings.getbool("DUPEFILTER_DEBUG"))
         dupefilter.backend_name = RedisBloomSeen.name
         dupefilter.seen = Seen(backend, loaded=len(backend))
+        dupefilter.lane_pages = LanePages(crawler)
         crawler.signals.connect(dupefilter._response_received, signal=signals.response_received)
         return dupefilter  # its stats (idcrawl/dupefilter/backend: redis-bloom, size, ...) are IdDupeFilter's
 
@@ -292,7 +308,7 @@ class RedisBloomDupeFilter(IdDupeFilter):
         """A follow-up: one ``BLOOM`` call (carrying the adds that wait); a lane request: no call."""
         if lane_request(request):
             return False
-        if dispensed_lane_page(self.crawler, request):
+        if self.lane_pages.dispensed(request):
             return True
         return super().request_seen(request)
 
@@ -314,7 +330,7 @@ class RedisRFPDupeFilter(ScrapyRedisRFPDupeFilter):  # type: ignore[misc]
     """scrapy-redis's exact dupefilter on the job's key, with the crawler's fingerprinter."""
 
     fingerprinter: Any = None
-    crawler: Any = None
+    lane_pages: LanePages | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisRFPDupeFilter:
@@ -328,7 +344,7 @@ class RedisRFPDupeFilter(ScrapyRedisRFPDupeFilter):  # type: ignore[misc]
         key = job_prefix(crawler.settings, getattr(spider, "name", "crawl")) + "dupefilter"
         dupefilter = cls(client, key=key, debug=crawler.settings.getbool("DUPEFILTER_DEBUG"))
         dupefilter.fingerprinter = crawler.request_fingerprinter
-        dupefilter.crawler = crawler
+        dupefilter.lane_pages = LanePages(crawler)
         return dupefilter
 
     _unsent: tuple[str, ...] = ()  # fingerprints seen during an outage, sent with the next call
@@ -339,7 +355,7 @@ class RedisRFPDupeFilter(ScrapyRedisRFPDupeFilter):  # type: ignore[misc]
         page is not) and its fingerprint is added with the next call that reaches Redis."""
         if lane_request(request):
             return False  # no call: the job's frontier knows every lane id
-        if self.crawler is not None and dispensed_lane_page(self.crawler, request):
+        if self.lane_pages is not None and self.lane_pages.dispensed(request):
             return True
         fp = self.request_fingerprint(request)
         try:
