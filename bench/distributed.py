@@ -11,7 +11,7 @@ missing) and, for each worker count, a fresh private ``redis-server`` on
   workers' item ids must be exactly the site's pages, each once, or the script
   exits with 1.
 * **Redis round trips per id**, two ways: the workers' own count
-  (``idcrawl/redis/round_trips``: scripts and commands they sent) and, in a
+  (``idcrawl/redis/calls``: every call their clients made, counted by the connection) and, in a
   separate run of the same crawl, a ``MONITOR`` client counting every command
   clients sent (commands that Lua scripts run inside Redis are told apart and
   not counted as round trips; connection set-up such as ``CLIENT SETINFO`` is
@@ -122,7 +122,7 @@ def run_fleet(url: str, ids: int, workers: int, args: argparse.Namespace, workdi
     first = min(s["first_response"] for s in stats if s.get("first_response"))
     last = max(s["last_response"] for s in stats if s.get("last_response"))
     responses = sum(s["stats"].get("response_received_count", 0) for s in stats)
-    trips = sum(s["stats"].get("idcrawl/redis/round_trips", 0) for s in stats)
+    trips = sum(s["stats"].get("idcrawl/redis/calls", 0) for s in stats)
     return Fleet(workers, responses, last - first, trips, ids, counted[0] if counted else None)
 
 

@@ -459,7 +459,7 @@ class LocalWorker:
 
             name = getattr(crawler.spidercls, "name", "idseq")
             try:
-                store = open_store(settings, name)  # IDCRAWL_STATE_BACKEND: sqlite or redis
+                store = open_store(settings, name, stats=crawler.stats)  # IDCRAWL_STATE_BACKEND: sqlite or redis
             except StateError as exc:
                 raise BadInputError(f"{name}: {exc}") from None
         self._load(store)

@@ -8,10 +8,19 @@ is ``IDCRAWL_REDIS_JOB`` or the spider's name, and the braces are a Redis
 Cluster hash tag that keeps a job's keys in one slot (the Lua scripts are
 passed their keys or build them from the prefix of one: README "Key layout and
 Redis Cluster" says what Cluster support still needs).
+
+Every call a crawl's clients make is counted in its stats by one wrapper,
+:func:`count_calls` (``connect(settings, stats=crawler.stats)``): the worker,
+the fleet's limits and incidents, the dupefilter and the state store each
+connect with the crawler's stats, so ``idcrawl/redis/calls`` is every round
+trip of the process and ``idcrawl/redis/commands/<name>`` every command by
+name (a script by its name: ``claim``, ``record``, ...; see
+:func:`count_calls`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 import uuid
@@ -23,8 +32,13 @@ if TYPE_CHECKING:
     import redis
 
 __all__ = [
-    "RedisUnavailable", "connect", "describe", "distributed", "job_prefix", "needs_redis", "state_backend", "worker_id",
+    "CALLS_PREFIX", "RedisUnavailable", "command_name", "connect", "count_calls", "describe", "distributed",
+    "job_prefix", "needs_redis", "state_backend", "worker_id",
 ]
+
+
+#: Prefix of the call counts in a crawl's stats (see :func:`count_calls`).
+CALLS_PREFIX = "idcrawl/redis"
 
 
 class RedisUnavailable(Exception):
@@ -41,11 +55,13 @@ def describe(settings: Any) -> str:
     return f"REDIS_URL unset (REDIS_HOST={host!r}, REDIS_PORT={port!r})"
 
 
-def connect(settings: Any, *, idempotent: bool = False) -> redis.Redis:
+def connect(settings: Any, *, idempotent: bool = False, stats: Any = None) -> redis.Redis:
     """A client from the scrapy-redis settings, checked with PING (Lua and TIME needed: Redis >= 5).
 
     ``idempotent``: every call the caller makes may be sent twice (the single-process state
     store's commits merge, reads are reads), so redis-py may retry a call briefly.
+    ``stats``: a Scrapy stats collector that counts every call of the client (:func:`count_calls`),
+    the two of the check included.
     """
     try:
         import redis
@@ -66,6 +82,8 @@ def connect(settings: Any, *, idempotent: bool = False) -> redis.Redis:
                 client.set_retry(Retry(ExponentialBackoff(cap=0.5, base=0.05), 3))
             else:
                 client.set_retry(Retry(NoBackoff(), 0))
+        if stats is not None:
+            count_calls(client, stats)
         client.ping()
         version = str(client.info("server").get("redis_version", "0"))
     except (redis.RedisError, OSError, ValueError) as exc:
@@ -73,6 +91,62 @@ def connect(settings: Any, *, idempotent: bool = False) -> redis.Redis:
     if int(version.split(".")[0]) < 5:
         raise RedisUnavailable(f"Redis at {describe(settings)} is version {version}; idcrawl needs 5 or later")
     return client
+
+
+def command_name(args: tuple[Any, ...]) -> str:
+    """The name a command is counted under: lower case, a job script by its name (``EVALSHA <sha of
+    claim.lua>``: ``claim``; an unknown script: ``evalsha``)."""
+    name = _text(args[0]).lower() if args else "?"
+    if name in ("evalsha", "eval") and len(args) > 1:
+        from idcrawl.distributed.scripts import NAMES
+
+        body = _text(args[1])
+        key = body if name == "evalsha" else hashlib.sha1(body.encode()).hexdigest()  # noqa: S324 - Redis's own
+        return NAMES.get(key, name)
+    return name
+
+
+def count_calls(client: Any, stats: Any, prefix: str = CALLS_PREFIX) -> Any:
+    """Count every call ``client`` makes in ``stats``, sent or attempted (a call during an outage counts).
+
+    ``<prefix>/calls``: round trips (one command, or one pipeline of many); ``<prefix>/commands``:
+    the commands they carried, and ``<prefix>/commands/<name>`` per command (:func:`command_name`).
+    Commands that the job's Lua scripts run inside Redis are not calls and are not counted. The
+    client's ``execute_command`` and ``pipeline`` are wrapped in place (scripts go through
+    ``execute_command``), so every caller of the client is counted; returns the client.
+    """
+    execute = client.execute_command
+    make_pipeline = client.pipeline
+
+    def count(commands: list[tuple[Any, ...]]) -> None:
+        stats.inc_value(f"{prefix}/calls")
+        stats.inc_value(f"{prefix}/commands", len(commands))
+        for args in commands:
+            stats.inc_value(f"{prefix}/commands/{command_name(args)}")
+
+    def counted(*args: Any, **options: Any) -> Any:
+        count([args])
+        return execute(*args, **options)
+
+    def pipeline(*args: Any, **kwargs: Any) -> Any:
+        pipe = make_pipeline(*args, **kwargs)
+        run = pipe.execute
+
+        def counted_execute(*run_args: Any, **run_kwargs: Any) -> Any:
+            if pipe.command_stack:
+                count([command_args for command_args, _ in pipe.command_stack])
+            return run(*run_args, **run_kwargs)
+
+        pipe.execute = counted_execute
+        return pipe
+
+    client.execute_command = counted
+    client.pipeline = pipeline
+    return client
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def job_prefix(settings: Any, spider_name: str) -> str:

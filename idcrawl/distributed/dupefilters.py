@@ -19,7 +19,16 @@ Two choices, by ``DUPEFILTER_CLASS``:
 
 Both keep their keys under the job's prefix (``P bloom:<shard>``, ``P bloom:count``,
 ``P dupefilter``), so they also remember across runs of the job. Lane requests
-are never filtered (they carry ``dont_filter``); these are for follow-up pages.
+are never filtered and never cost a call: the scheduler shows each to the
+dupefilter (a single process's filter learns them, so a link to a lane's page
+is not fetched again), but these skip them (:func:`lane_request`), since the
+job's frontier knows every lane id exactly: a follow-up whose URL is a page of
+a lane that the job already handed out is filtered without a call
+(:class:`LanePages`). They are for follow-up pages. The
+Bloom filter asks Redis once per follow-up request; the fingerprints of
+follow-ups whose responses arrived travel with that call, or go in a call of
+their own once :data:`ADD_BATCH` wait or when one more arrives after the
+oldest waited :data:`ADD_DELAY` s, and at close.
 Fingerprints of two workers that schedule the same page at the same moment are
 both pending (not yet fetched) and that page may be fetched twice: a duplicate
 is cheap, a page never fetched is not.
@@ -27,9 +36,12 @@ is cheap, a page never fetched is not.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import math
+import string
+import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from redis.exceptions import RedisError
@@ -40,6 +52,7 @@ from idcrawl.core.seen import Seen
 from idcrawl.distributed import scripts
 from idcrawl.dupefilters import IdDupeFilter
 from idcrawl.errors import BadInputError
+from idcrawl.runtime import META_KEY
 
 if TYPE_CHECKING:
     from typing import Self
@@ -47,7 +60,12 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-__all__ = ["DEFAULT_CAPACITY", "RedisBloomDupeFilter", "RedisBloomSeen", "RedisRFPDupeFilter"]
+    from idcrawl.core.targets import Target
+
+__all__ = [
+    "ADD_BATCH", "ADD_DELAY", "DEFAULT_CAPACITY", "LanePages", "RedisBloomDupeFilter", "RedisBloomSeen",
+    "RedisRFPDupeFilter", "id_in_url", "lane_request",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +73,12 @@ logger = logging.getLogger(__name__)
 DEFAULT_CAPACITY = 10_000_000
 #: Bits of one shard: a Redis string's limit (512 MB).
 MAX_SHARD_BITS = 2**32
+#: Fingerprints whose responses arrived are added to the Bloom filter with the worker's next test, or
+#: in one call once this many wait ...
+ADD_BATCH = 64
+#: ... or when one more arrives after the oldest waited this long (s). Until a fingerprint reaches
+#: Redis other workers may fetch its page too (a duplicate, never a loss).
+ADD_DELAY = 1.0
 
 
 def _outage_once(owner: Any, exc: Exception) -> None:
@@ -66,7 +90,13 @@ def _outage_once(owner: Any, exc: Exception) -> None:
 
 
 class RedisBloomSeen:
-    """A fixed-size Bloom filter in Redis (the :class:`idcrawl.core.seen.FingerprintSet` protocol)."""
+    """A fixed-size Bloom filter in Redis (the :class:`idcrawl.core.seen.FingerprintSet` protocol).
+
+    :meth:`add` and ``in`` are one ``BLOOM`` call each, which also carries every add waiting in
+    ``_unsent``: the adds :meth:`defer` put off (a response arrived; sent with the next test, or by
+    :meth:`defer` itself once :data:`ADD_BATCH` wait or the oldest waited :data:`ADD_DELAY` seconds,
+    or at :meth:`flush`) and those an outage kept from Redis.
+    """
 
     name: ClassVar[str] = "redis-bloom"
     library: ClassVar[str | None] = None
@@ -86,7 +116,8 @@ class RedisBloomSeen:
         self.shard_bits = math.ceil(bits / self.shards)
         self.bits = self.shard_bits * self.shards
         self._script = client.register_script(scripts.BLOOM)
-        self._unsent: list[bytes] = []  # fingerprints added during an outage, sent with the next call
+        self._unsent: list[bytes] = []  # fingerprints to add, sent with the next call
+        self._unsent_since = 0.0  # monotonic time the oldest of them waits since
         self._warned = False
 
     def _positions(self, fp: bytes) -> tuple[str, list[int]]:
@@ -100,14 +131,26 @@ class RedisBloomSeen:
         """During an outage: not seen (the page is fetched; a duplicate is cheap, a skipped page is not),
         and the fingerprint is added with the next call that reaches Redis."""
         try:
-            while self._unsent:
-                self._call(self._unsent[-1], 1)
-                self._unsent.pop()
             return self._call(fp, 1)
         except RedisError as exc:
-            self._unsent.append(fp)
+            self._wait(fp)
             _outage_once(self, exc)
             return False
+
+    def defer(self, fp: bytes) -> None:
+        """Add ``fp`` with the next call (see the class docstring); never raises for an outage."""
+        self._wait(fp)
+        if len(self._unsent) >= ADD_BATCH or time.monotonic() - self._unsent_since >= ADD_DELAY:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send the adds that wait (kept for the next call if Redis does not answer)."""
+        if not self._unsent:
+            return
+        try:
+            self._send([])
+        except RedisError as exc:
+            _outage_once(self, exc)
 
     def __contains__(self, fp: bytes) -> bool:
         try:
@@ -116,11 +159,30 @@ class RedisBloomSeen:
             _outage_once(self, exc)
             return fp in self._unsent
 
+    def _wait(self, fp: bytes) -> None:
+        if not self._unsent:
+            self._unsent_since = time.monotonic()
+        self._unsent.append(fp)
+
     def _call(self, fp: bytes, add: int) -> bool:
-        key, positions = self._positions(fp)
-        seen = bool(self._script(keys=[self.prefix + "count", key], args=[add, *positions]))
+        return self._send([(fp, add)])[-1]
+
+    def _send(self, asks: list[tuple[bytes, int]]) -> list[bool]:
+        """One ``BLOOM`` call: the waiting adds, then ``asks``; the answers to ``asks`` (was it there)."""
+        batch = [(fp, 1) for fp in self._unsent] + asks
+        keys = [self.prefix + "count"]
+        index: dict[str, int] = {}
+        args: list[Any] = [self.hashes]
+        for fp, add in batch:
+            key, positions = self._positions(fp)
+            if key not in index:
+                keys.append(key)
+                index[key] = len(keys)
+            args += [add, index[key], *positions]
+        replies = self._script(keys=keys, args=args)
+        self._unsent = []
         self._warned = False
-        return seen
+        return [bool(reply) for reply in replies[len(batch) - len(asks):]]
 
     def __len__(self) -> int:
         try:
@@ -141,8 +203,76 @@ class RedisBloomSeen:
         return b""
 
 
+def lane_request(request: Request) -> bool:
+    """A lane's request (or its retry): never filtered, and never asked about in Redis: the job's
+    frontier knows every lane id exactly."""
+    return bool(request.dont_filter) and META_KEY in request.meta
+
+
+@functools.lru_cache(maxsize=4096)
+def _template_ends(template: str) -> tuple[str, str]:
+    """The literal text before and after a target template's one ``{id}`` field."""
+    before: list[str] = []
+    after: list[str] = []
+    seen_field = False
+    for literal, field, _, _ in string.Formatter().parse(template):
+        (after if seen_field else before).append(literal)
+        seen_field = seen_field or field is not None
+    return "".join(before), "".join(after)
+
+
+def id_in_url(target: Target, url: str) -> int | None:
+    """The id whose URL under ``target``'s template is exactly ``url``, or None."""
+    before, after = _template_ends(target.url)
+    if len(url) <= len(before) + len(after) or not (url.startswith(before) and url.endswith(after)):
+        return None
+    middle = url[len(before):len(url) - len(after)]
+    if not middle.isdigit():
+        return None
+    id_ = int(middle)
+    return id_ if target.url_for(id_) == url else None
+
+
+class LanePages:
+    """Which follow-up URLs are pages of lanes the job already handed out.
+
+    A single process's dupefilter learns every lane request, so that a link to a lane's page is
+    not fetched again; the shared dupefilters never see lane requests (no call), so they ask the
+    job's frontier instead, whose lane cursors are the job's as this worker last saw them.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._known = -1  # targets the groups were made of
+        self._groups: dict[str, list[Target]] = {}
+
+    def dispensed(self, request: Request) -> bool:
+        from idcrawl.runtime import runtime_of
+
+        runtime = runtime_of(self.crawler)
+        if runtime is None:
+            return False
+        frontier = runtime.frontier
+        if len(frontier.targets) != self._known:  # targets of one template share the URL parsing
+            self._groups = {}
+            for target in list(frontier.targets.values()):
+                self._groups.setdefault(target.url, []).append(target)
+            self._known = len(frontier.targets)
+        for targets in self._groups.values():
+            id_ = id_in_url(targets[0], request.url)
+            if id_ is None:
+                continue
+            for target in targets:
+                for lane in frontier.lanes_of(target.name):
+                    if (id_ - lane.start) * lane.step >= 0 and (lane.next_id - id_) * lane.step > 0:
+                        return True
+        return False
+
+
 class RedisBloomDupeFilter(IdDupeFilter):
     """:class:`IdDupeFilter` on a Bloom filter in the job's Redis keys (no file)."""
+
+    lane_pages: LanePages
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -159,7 +289,7 @@ class RedisBloomDupeFilter(IdDupeFilter):
             raise BadInputError(f"bad dupefilter setting: {exc}") from None
         spider = crawler.spider
         try:
-            client = connect(settings)
+            client = connect(settings, stats=crawler.stats)
             backend = RedisBloomSeen(client, job_prefix(settings, getattr(spider, "name", "crawl")), error_rate,
                                      capacity)
         except RedisUnavailable as exc:
@@ -170,27 +300,51 @@ class RedisBloomDupeFilter(IdDupeFilter):
                          debug=settings.getbool("DUPEFILTER_DEBUG"))
         dupefilter.backend_name = RedisBloomSeen.name
         dupefilter.seen = Seen(backend, loaded=len(backend))
+        dupefilter.lane_pages = LanePages(crawler)
         crawler.signals.connect(dupefilter._response_received, signal=signals.response_received)
         return dupefilter  # its stats (idcrawl/dupefilter/backend: redis-bloom, size, ...) are IdDupeFilter's
+
+    def request_seen(self, request: Request) -> bool:
+        """A follow-up: one ``BLOOM`` call (carrying the adds that wait); a lane request: no call."""
+        if lane_request(request):
+            return False
+        if self.lane_pages.dispensed(request):
+            return True
+        return super().request_seen(request)
+
+    def _record(self, fp: bytes) -> None:
+        """The response arrived: the fingerprint is added with the next call (batched)."""
+        self.seen.pending.discard(fp)
+        backend = self.seen.backend
+        assert isinstance(backend, RedisBloomSeen)
+        backend.defer(fp)
+
+    def close(self, reason: str) -> None:
+        backend = self.seen.backend
+        if isinstance(backend, RedisBloomSeen):
+            backend.flush()
+        super().close(reason)
 
 
 class RedisRFPDupeFilter(ScrapyRedisRFPDupeFilter):  # type: ignore[misc]
     """scrapy-redis's exact dupefilter on the job's key, with the crawler's fingerprinter."""
 
     fingerprinter: Any = None
+    lane_pages: LanePages | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisRFPDupeFilter:
         from idcrawl.distributed.connection import RedisUnavailable, connect, job_prefix
 
         try:
-            client = connect(crawler.settings)
+            client = connect(crawler.settings, stats=crawler.stats)
         except RedisUnavailable as exc:
             raise BadInputError(f"dupefilter: {exc}") from None
         spider = crawler.spider
         key = job_prefix(crawler.settings, getattr(spider, "name", "crawl")) + "dupefilter"
         dupefilter = cls(client, key=key, debug=crawler.settings.getbool("DUPEFILTER_DEBUG"))
         dupefilter.fingerprinter = crawler.request_fingerprinter
+        dupefilter.lane_pages = LanePages(crawler)
         return dupefilter
 
     _unsent: tuple[str, ...] = ()  # fingerprints seen during an outage, sent with the next call
@@ -199,6 +353,10 @@ class RedisRFPDupeFilter(ScrapyRedisRFPDupeFilter):  # type: ignore[misc]
     def request_seen(self, request: Request) -> bool:
         """scrapy-redis's SADD; during an outage the request goes through (a duplicate is cheap, a skipped
         page is not) and its fingerprint is added with the next call that reaches Redis."""
+        if lane_request(request):
+            return False  # no call: the job's frontier knows every lane id
+        if self.lane_pages is not None and self.lane_pages.dispensed(request):
+            return True
         fp = self.request_fingerprint(request)
         try:
             if self._unsent:

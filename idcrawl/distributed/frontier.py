@@ -13,7 +13,8 @@ up to the job's.
 
 Round trips: one ``CLAIM`` per block of ``IDCRAWL_REDIS_CLAIM_BLOCK`` ids,
 one ``RECORD`` per outcome (it also returns the items the prefix released),
-and one ``STATUS`` per poll. Lanes interleave by weight within a worker (the
+and one ``STATUS`` per poll (the connection counts them in stats:
+:func:`idcrawl.distributed.connection.count_calls`). Lanes interleave by weight within a worker (the
 core interleaver); a lane whose window is full in Redis is parked until a
 poll or an outcome shows room.
 """
@@ -219,7 +220,6 @@ class RedisFrontier(Generic[P]):
         self.inflight: set[tuple[str, int]] = set()
         #: monotonic time of the last id this worker dispensed or decided
         self.last_activity = time.monotonic()
-        self.round_trips = 0
         #: lanes this worker knows that Redis no longer has (the last poll)
         self.vanished: set[str] = set()
         #: a worker started without targets waits for pushed ones even when the job is finished
@@ -249,7 +249,6 @@ class RedisFrontier(Generic[P]):
         rows = [(spec.key, spec.start, spec.step, "" if spec.stop is None else str(spec.stop), target.margin,
                  target.window, neutral, spec.weight) for spec in lanes]
         stored = self.job.register(target.name, spec_json(mine), rows)
-        self.round_trips += 1
         if stored is not None:
             conflict = spec_conflict(mine, json.loads(stored))
             if conflict is not None:
@@ -263,7 +262,6 @@ class RedisFrontier(Generic[P]):
         for spec in lanes:
             pipe.hmget(self.job.key("L:", spec.key), "fu", "next", "reason", "cut", "last")
         states = pipe.execute()
-        self.round_trips += 1
         for spec, state in zip(lanes, states, strict=True):
             lane: Lane[P] = Lane(
                 spec.key, start=spec.start, step=spec.step, stop=spec.stop,
@@ -281,7 +279,6 @@ class RedisFrontier(Generic[P]):
 
     def known_specs(self) -> dict[str, dict[str, Any]]:
         """Every target of the job (name -> spec), for workers that learn of pushed targets."""
-        self.round_trips += 1
         return self.job.specs()
 
     def join(self, target: Target) -> None:
@@ -345,7 +342,6 @@ class RedisFrontier(Generic[P]):
 
     def _claim(self, key: str) -> list[int]:
         reply = self.job.claim(self.worker, key, self.block, self.lease_ms)
-        self.round_trips += 1
         if not reply:
             return []
         self._sync(key, *reply[:5])
@@ -375,7 +371,6 @@ class RedisFrontier(Generic[P]):
         for key in keys:
             pipe.hgetall(self.job.key("L:", key, ":own"))
         owners = pipe.execute()
-        self.round_trips += 1
         given = 0
         for key, own in zip(keys, owners, strict=True):
             known = set(self._buffers[key]) | {id_ for lane, id_ in self.inflight if lane == key}
@@ -383,7 +378,6 @@ class RedisFrontier(Generic[P]):
                        and int(_text(id_)) not in known]
             if unknown:
                 given += int(self.job.give_back(self.worker, key, unknown))
-                self.round_trips += 1
         return given
 
     # -- outcomes ----------------------------------------------------------------
@@ -398,7 +392,6 @@ class RedisFrontier(Generic[P]):
         self.inflight.discard((lane_key, id_))
         self.last_activity = time.monotonic()
         reply = self.job.record(self.worker, lane_key, id_, CODES[outcome], blob)
-        self.round_trips += 1
         if not reply:
             return result
         was_ready = lane.ready
@@ -436,7 +429,6 @@ class RedisFrontier(Generic[P]):
         """Heartbeat, take back ids of stopped workers, refresh every lane; returns lanes that got room."""
         keys = sorted(self._unsettled)
         reply = self.job.status(self.worker, self.lease_ms, keys)
-        self.round_trips += 1
         woken: list[str] = []
         self.vanished = set()
         for key, state in zip(keys, reply[:-1], strict=True):

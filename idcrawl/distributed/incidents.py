@@ -92,8 +92,11 @@ def drain_incidents(client: Any, prefix: str, path: str | Path) -> int:
         moved += 1
 
 
-def incident_log(settings: Any, spider_name: str, fallback: Path | None = None) -> RedisIncidentLog:
-    """The incident log of a distributed worker (RedisUnavailable if Redis cannot be reached)."""
+def incident_log(
+    settings: Any, spider_name: str, fallback: Path | None = None, stats: Any = None,
+) -> RedisIncidentLog:
+    """The incident log of a distributed worker (RedisUnavailable if Redis cannot be reached); ``stats``
+    counts its calls to Redis."""
     from idcrawl.distributed.connection import connect, job_prefix
 
-    return RedisIncidentLog(connect(settings), job_prefix(settings, spider_name), fallback)
+    return RedisIncidentLog(connect(settings, stats=stats), job_prefix(settings, spider_name), fallback)

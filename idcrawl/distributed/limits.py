@@ -167,15 +167,16 @@ class SharedJobLimits(_Shared, JobLimits):
 
 
 def shared_trackers(
-    settings: Any, spider_name: str, fleet_clock: Callable[[float], int] | None = None
+    settings: Any, spider_name: str, stats: Any = None, fleet_clock: Callable[[float], int] | None = None
 ) -> tuple[Any, Any]:
     """The two factories IdLimits uses in a distributed job: (domain tracker, job tracker).
 
-    ``fleet_clock`` (tests): the fleet's time in ms for a tracker's ``now``, instead of Redis's clock.
+    ``stats`` counts their calls to Redis; ``fleet_clock`` (tests): the fleet's time in ms for a
+    tracker's ``now``, instead of Redis's clock.
     """
     from idcrawl.distributed.connection import connect, job_prefix
 
-    client = connect(settings)
+    client = connect(settings, stats=stats)
     script = client.register_script(scripts.LIMITS)
     prefix = job_prefix(settings, spider_name)
 
@@ -202,13 +203,15 @@ class FleetLimits(IdLimits):
 
         name = crawler.spidercls.name
         try:
-            return incident_log(crawler.settings, name, incident_log_path(crawler.settings, name))
+            return incident_log(crawler.settings, name, incident_log_path(crawler.settings, name),
+                                stats=crawler.stats)
         except RedisUnavailable as exc:
             raise BadInputError(f"{name}: {exc}") from None
 
     def _share(self, job: Limits) -> None:
         try:
-            self._new_domain, new_job = shared_trackers(self.crawler.settings, self.crawler.spidercls.name)
+            self._new_domain, new_job = shared_trackers(self.crawler.settings, self.crawler.spidercls.name,
+                                                        self.crawler.stats)
         except RedisUnavailable as exc:
             raise BadInputError(f"{self.crawler.spidercls.name}: {exc}") from None
         self.job = new_job(job)

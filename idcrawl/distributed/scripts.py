@@ -66,11 +66,12 @@ Ids are Lua numbers (doubles): exact up to 2**53, far above any real id.
 
 from __future__ import annotations
 
+import hashlib
 from importlib import resources
 
 __all__ = [
-    "ADOPT", "BLOOM", "CLAIM", "DELAY", "GIVE_BACK", "LEAVE", "LIMITS", "PACKAGE", "POLITE", "POP_DELAYED", "RECORD",
-    "REGISTER", "STATUS", "load",
+    "ADOPT", "BLOOM", "CLAIM", "DELAY", "GIVE_BACK", "LEAVE", "LIMITS", "NAMES", "PACKAGE", "POLITE", "POP_DELAYED",
+    "RECORD", "REGISTER", "STATUS", "load",
 ]
 
 #: The package whose ``*.lua`` files are the scripts.
@@ -81,9 +82,16 @@ def _read(name: str) -> str:
     return resources.files(PACKAGE).joinpath(name).read_text(encoding="utf-8")
 
 
+#: Script name by the SHA-1 of its source (what ``EVALSHA`` names it by), for every script loaded:
+#: how calls are counted (:func:`idcrawl.distributed.connection.count_calls`).
+NAMES: dict[str, str] = {}
+
+
 def load(name: str) -> str:
     """The source of script ``name`` (``claim``: ``claim.lua``), ``common.lua`` in front."""
-    return f"{_read('common.lua')}\n-- {name}.lua\n{_read(name + '.lua')}"
+    source = f"{_read('common.lua')}\n-- {name}.lua\n{_read(name + '.lua')}"
+    NAMES[hashlib.sha1(source.encode()).hexdigest()] = name  # noqa: S324 - Redis's own script hash
+    return source
 
 
 REGISTER = load("register")

@@ -102,7 +102,7 @@ class RedisWorker:
                 )
         self.resume_notes: dict[str, str] = {}
         try:
-            self.client: Any = connect(settings)
+            self.client: Any = connect(settings, stats=crawler.stats)
         except RedisUnavailable as exc:
             raise BadInputError(f"{spider_name}: {exc}") from None
         self.job = RedisJob(self.client, job_prefix(settings, spider_name))
@@ -206,7 +206,6 @@ class RedisWorker:
     def close(self, reason: str) -> None:
         frontier = self.frontier
         self.stats.set_value(f"{PREFIX}/given_back", int(self._taken))
-        self.stats.set_value(f"{PREFIX}/round_trips", frontier.round_trips)
         self.stats.set_value(f"{PREFIX}/job_finished", frontier.status.finished)
 
     # -- the runtime's calls that Redis did not answer ---------------------------------
@@ -278,7 +277,6 @@ class RedisWorker:
             self._written = fields + self._written
             self._outage(exc)
             return
-        self.frontier.round_trips += 1
         self._last_ack = time.monotonic()
         self._acked_recently = set(fields)  # an HDEL cut by an outage may not have been applied
         self._inc(f"{PREFIX}/acknowledged", len(fields))
@@ -311,7 +309,6 @@ class RedisWorker:
         """Outputs Redis released to this worker in a reply that never arrived (a call cut by the outage)."""
         known = {field for _, field in self._unwritten.pending()} | set(self._written) | self._acked_recently
         raw = self.client.hgetall(self.job.key("W:", self.worker, ":emit"))
-        self.frontier.round_trips += 1
         released: list[Payload] = []
         spider = self.crawler.spider
         for field_raw, blob in raw.items():
@@ -411,7 +408,6 @@ class RedisWorker:
         """Take pushed targets (``LPOP`` of the feed key): register them for the whole job."""
         while True:
             raw = self.client.lpop(self.job.key("feed"))
-            self.frontier.round_trips += 1
             if raw is None:
                 return
             try:
@@ -438,7 +434,6 @@ class RedisWorker:
     def _adopt(self) -> None:
         """Emit the outputs a stopped worker had received but not acknowledged."""
         reply = self.job.adopt(self.worker, 64)
-        self.frontier.round_trips += 1
         released: list[Payload] = []
         spider = self.crawler.spider
         for i in range(0, len(reply), 2):
@@ -500,7 +495,6 @@ class RedisWorker:
             self._due_local.append((time.monotonic() + wait, request))
             self.runtime.wake_in(wait)
             return
-        self.frontier.round_trips += 1
         self.frontier.inflight.discard((info["lane"], info["id"]))  # the delayed set holds it now
         self._inc(f"{PREFIX}/retries_shared")
         due = time.monotonic() + wait
@@ -520,7 +514,6 @@ class RedisWorker:
             except RedisError as exc:
                 self._outage(exc)
                 return None
-            self.frontier.round_trips += 1
             self._due_at = float("inf")  # the next poll says when the next one is due
             spider = self.crawler.spider
             for member in members:
@@ -561,7 +554,6 @@ class RedisWorker:
         except RedisError as exc:
             self._outage(exc)
             return gap  # no reservation possible: wait a whole gap, then ask again
-        self.frontier.round_trips += 1
         if wait_ms <= 0:
             return 0.0
         self._gate_until[slot] = time.monotonic() + wait_ms / 1000

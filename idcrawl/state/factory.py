@@ -18,10 +18,13 @@ __all__ = ["BACKENDS", "open_store"]
 BACKENDS = ("sqlite", "redis")
 
 
-def open_store(settings: Any, spider_name: str, *, read_only: bool = False, backend: str | None = None) -> StateStore:
+def open_store(
+    settings: Any, spider_name: str, *, read_only: bool = False, backend: str | None = None, stats: Any = None,
+) -> StateStore:
     """The store of a crawl of ``spider_name`` with these settings; StateError names what is wrong.
 
-    ``backend``: ``sqlite`` or ``redis``; None: ``IDCRAWL_STATE_BACKEND``.
+    ``backend``: ``sqlite`` or ``redis``; None: ``IDCRAWL_STATE_BACKEND``. ``stats``: the crawl's stats,
+    which count every call to Redis (``idcrawl/redis/calls``).
     """
     if backend is None:
         backend = str(settings.get("IDCRAWL_STATE_BACKEND") or default_settings.IDCRAWL_STATE_BACKEND).strip().lower()
@@ -33,7 +36,7 @@ def open_store(settings: Any, spider_name: str, *, read_only: bool = False, back
     from idcrawl.distributed.state import JobStateStore  # reads a distributed job's lanes too
 
     try:
-        client = connect(settings, idempotent=True)
+        client = connect(settings, idempotent=True, stats=stats)
     except RedisUnavailable as exc:
         raise StateError(str(exc)) from None
     return JobStateStore(client, job_prefix(settings, spider_name), read_only=read_only)

@@ -51,6 +51,10 @@ def test_a_detail_page_one_worker_fetched_is_not_fetched_by_another(
     assert first.returncode == 0, first.stderr[-3000:]
     details = sorted(i for i in site.ids() if i >= 5000)
     assert details == [5000, 5001, 5002, 5003, 5004]  # each once within one worker too
+    if dupefilter == "RedisBloomDupeFilter":
+        # one BLOOM call per follow-up request (20; the first also refused with NOSCRIPT), the adds of the
+        # 5 fetched detail pages riding along or in calls of their own: the 20 lane requests cost none
+        assert first.stats["idcrawl/redis/commands/bloom"] <= 20 + 1 + 5 + 1
     site.log.clear()
     second = run_crawl(tmp_path, {"url": site.url(), "start": 20, "max": 39, "margin": 0, "name": "b"}, settings,
                        runspider=SPIDER)
@@ -58,3 +62,40 @@ def test_a_detail_page_one_worker_fetched_is_not_fetched_by_another(
     assert sorted(site.ids()) == list(range(20, 40)), "a detail page was fetched again"
     if dupefilter == "RedisBloomDupeFilter":  # scrapy-redis's filter does not count dupefilter/filtered
         assert second.stats.get("dupefilter/filtered", 0) >= 20
+
+
+def test_the_id_of_a_lane_url_is_read_back_only_when_the_template_makes_exactly_that_url() -> None:
+    from idcrawl.core.targets import parse_target
+    from idcrawl.distributed.dupefilters import id_in_url
+
+    plain = parse_target({"url": "http://h/n/{id}?x={{1}}", "start": 1})
+    assert id_in_url(plain, "http://h/n/42?x={1}") == 42
+    assert id_in_url(plain, "http://h/n/42?x=1") is None
+    assert id_in_url(plain, "http://h/n/?x={1}") is None
+    assert id_in_url(plain, "http://h/n/4a?x={1}") is None
+    padded = parse_target({"url": "http://h/n/{id:06d}.html", "start": 1})
+    assert id_in_url(padded, "http://h/n/000042.html") == 42
+    assert id_in_url(padded, "http://h/n/42.html") is None  # not the lane's URL of 42
+
+
+@pytest.mark.parametrize("dupefilter", ["RedisBloomDupeFilter", "RedisRFPDupeFilter"])
+def test_a_link_to_a_lane_page_the_job_handed_out_is_not_fetched_again(
+    make_site, redis_server, tmp_path: Path, dupefilter: str
+) -> None:
+    site = make_site(GapModel(0, 10_000, set()))
+    (tmp_path / "1").mkdir()
+    (tmp_path / "2").mkdir()
+    settings = worker_settings(redis_server, job="lanelinks",
+                               DUPEFILTER_CLASS=f"idcrawl.distributed.dupefilters.{dupefilter}", CONCURRENT_REQUESTS=1)
+    # the detail pages 5000..5004 are the lane pages of target "details": a first worker crawls them
+    first = run_crawl(tmp_path / "1", {"url": site.url(), "start": 5000, "max": 5004, "margin": 0, "name": "details"},
+                      settings, runspider=SPIDER)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert sorted(site.ids()) == list(range(5000, 5005))
+    site.log.clear()
+    # a second worker of the job crawls ids that link to them: the job handed those pages out already
+    second = run_crawl(tmp_path / "2", {"url": site.url(), "start": 0, "max": 19, "margin": 0, "name": "a"},
+                       settings, runspider=SPIDER)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert sorted(site.ids()) == list(range(20)), "a lane's page was fetched again as a follow-up"
+    assert not any(key.endswith("/commands/bloom") or key.endswith("/commands/sadd") for key in second.stats)

@@ -108,6 +108,26 @@ def test_the_bloom_dupefilter_lets_requests_through_during_an_outage_and_remembe
     assert len(seen) == 3
 
 
+def test_bloom_adds_put_off_during_an_outage_wait_and_reach_redis_with_the_next_call(durable_redis) -> None:
+    from scrapy.settings import Settings
+
+    from idcrawl.distributed.connection import connect
+    from idcrawl.distributed.dupefilters import ADD_BATCH, RedisBloomSeen
+
+    seen = RedisBloomSeen(connect(Settings({"REDIS_URL": durable_redis.url})), "t:{job}:", 0.001, 10_000)
+    seen.defer(b"a" * 20)
+    down(durable_redis)
+    for i in range(ADD_BATCH):  # the batch is full: its call fails, nothing is raised, nothing dropped
+        seen.defer(bytes([i]) * 20)
+    seen.flush()
+    assert len(seen) == ADD_BATCH + 1 and (b"a" * 20) in seen  # kept locally
+    durable_redis.start(durable_redis.port)
+    assert (b"z" * 20) not in seen  # the next call sends what waited
+    assert seen._unsent == [] and len(seen) == ADD_BATCH + 1
+    other = RedisBloomSeen(connect(Settings({"REDIS_URL": durable_redis.url})), "t:{job}:", 0.001, 10_000)
+    assert (b"a" * 20) in other and all(bytes([i]) * 20 in other for i in range(ADD_BATCH))
+
+
 def test_the_exact_dupefilter_lets_requests_through_during_an_outage_and_remembers_them(durable_redis) -> None:
     from scrapy import Request
     from scrapy.utils.test import get_crawler

@@ -28,6 +28,8 @@ def test_a_stopped_crawl_resumes_from_its_state_in_redis_and_idplan_reads_it(
                       output="run1.jsonl")
     assert first.returncode == 0, first.stderr[-3000:]
     assert first.stats["finish_reason"] == "closespider_pagecount"
+    # the state store's client is counted like a worker's: its connection check and every commit
+    assert first.stats["idcrawl/redis/commands/ping"] == 1 and first.stats["idcrawl/redis/calls"] > 2
     assert not (tmp_path / ".scrapy" / "idcrawl" / "idseq.sqlite").exists(), "the state went to a file"
     fetched_first = set(site.ids())
     site.log.clear()
