@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -41,7 +40,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path[:0] = [str(BENCH), str(ROOT)]
 
-from throughput import environment, expected_ids, start_server  # noqa: E402
+from throughput import expected_ids, start_idseq, start_server  # noqa: E402
 
 from tests.support.redis_server import RedisServer  # noqa: E402
 
@@ -101,12 +100,8 @@ def run_fleet(url: str, ids: int, workers: int, args: argparse.Namespace, workdi
             "STATS_CLASS": "benchstats.BenchStatsCollector", "BENCH_STATS_FILE": str(stats_file),
             "IDCRAWL_PROGRESS_INTERVAL": 0,
         }
-        cmd = [sys.executable, "-m", "scrapy", "crawl", "idseq", "-a", f"url={url}", "-a", "start=1",
-               "-a", f"max={ids}", "-a", "margin=0", "-O", str(workdir / f"items-{n}.jsonl")]
-        for key, value in settings.items():
-            cmd += ["-s", f"{key}={value}"]
-        log = (workdir / f"w{workers}-{n}.log").open("w")
-        procs.append(subprocess.Popen(cmd, cwd=workdir, env=environment(), stdout=log, stderr=subprocess.STDOUT))
+        log = workdir / f"w{workers}-{n}.log"
+        procs.append(start_idseq(url, ids, workdir / f"items-{n}.jsonl", settings, log, workdir))
     for proc in procs:
         if proc.wait(timeout=args.timeout) != 0:
             raise SystemExit(f"distributed: a worker failed; logs in {workdir}")

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,7 +42,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path[:0] = [str(BENCH), str(ROOT)]
 
-from throughput import environment, expected_ids  # noqa: E402
+from throughput import expected_ids, start_idseq  # noqa: E402
 
 from idcrawl.demo.site import DemoModel, IdSite, Reply  # noqa: E402
 from idcrawl.distributed.scripts import NAMES  # noqa: E402
@@ -99,12 +98,8 @@ def run_fleet(url: str, ids: int, workers: int, args: argparse.Namespace, workdi
             "STATS_CLASS": "benchstats.BenchStatsCollector", "BENCH_STATS_FILE": str(stats_file),
             "IDCRAWL_PROGRESS_INTERVAL": 0,
         }
-        cmd = [sys.executable, "-m", "scrapy", "crawl", "idseq", "-a", f"url={url}", "-a", "start=1",
-               "-a", f"max={ids}", "-a", "margin=0", "-O", str(workdir / f"items-{workers}-{n}.jsonl")]
-        for key, value in settings.items():
-            cmd += ["-s", f"{key}={value}"]
-        log = (workdir / f"w{workers}-{n}.log").open("w")
-        procs.append(subprocess.Popen(cmd, cwd=workdir, env=environment(), stdout=log, stderr=subprocess.STDOUT))
+        log = workdir / f"w{workers}-{n}.log"
+        procs.append(start_idseq(url, ids, workdir / f"items-{workers}-{n}.jsonl", settings, log, workdir))
     for proc in procs:
         if proc.wait(timeout=args.timeout) != 0:
             raise SystemExit(f"redis_calls: a worker failed; logs in {workdir}")

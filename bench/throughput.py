@@ -186,6 +186,18 @@ def environment() -> dict[str, str]:
     return {**os.environ, "SCRAPY_SETTINGS_MODULE": "idcrawl.settings", "PYTHONPATH": path}
 
 
+def start_idseq(url: str, ids: int, items: Path, settings: dict[str, object], log: Path,
+                workdir: Path) -> subprocess.Popen[bytes]:
+    """One ``scrapy crawl idseq`` of ids 1..``ids`` (margin 0) with ``-s`` ``settings``, logging to ``log``:
+    how the distributed benchmarks start each worker."""
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "idseq", "-a", f"url={url}", "-a", "start=1",
+           "-a", f"max={ids}", "-a", "margin=0", "-O", str(items)]
+    for key, value in settings.items():
+        cmd += ["-s", f"{key}={value}"]
+    with log.open("w") as out:
+        return subprocess.Popen(cmd, cwd=workdir, env=environment(), stdout=out, stderr=subprocess.STDOUT)
+
+
 def crawl(side: str, round_: int, url: str, ids: int, args: argparse.Namespace, server: subprocess.Popen[str],
           workdir: Path, profile: Path | None = None) -> Run:
     stats_file = workdir / f"{side}-{round_}.json"
