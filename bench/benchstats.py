@@ -56,5 +56,6 @@ class BenchStatsCollector(MemoryStatsCollector):
             "first_response": self.first_response,
             "last_response": self.last_response,
             "response_times": self.response_times,
+            "closed_at": time.monotonic(),  # the spider closed: stats are persisted last
         }
         self.bench_path.write_text(json.dumps(data))

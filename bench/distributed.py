@@ -13,8 +13,10 @@ default), all started together.
   *start-up* = launch of the workers -> first response of any worker;
   *active* = first response -> last response of any worker; *finish* = last
   response -> the last worker's exit (the fleet learning that the job is
-  finished and closing); *spread* = first worker's exit -> last worker's
-  exit. *wall* = launch -> last exit.
+  finished and closing), of which *closing* = last response -> the last
+  worker's spider closed (its stats written; the rest is the process
+  shutting down); *spread* = first worker's exit -> last worker's exit.
+  *wall* = launch -> last exit.
 * **Efficiency at n workers**, against 1 worker of the same round: active =
   pages/s(active, n) / (n x pages/s(active, 1)); wall = wall(1) / (n x wall(n)).
 * The union of the workers' item ids must be exactly the site's pages, each
@@ -77,6 +79,7 @@ class Fleet:
     monitored: int | None = None  # client commands MONITOR saw (None: not monitored)
     killed_at: float | None = None  # --kill: when worker 0 was killed
     times: list[float] = field(default_factory=list)  # --kill: every response of the other workers
+    closed: list[float] = field(default_factory=list)  # each worker's spider closed (its stats written)
 
     @property
     def seconds(self) -> float:
@@ -93,6 +96,11 @@ class Fleet:
     @property
     def finish(self) -> float:
         return max(self.exits) - self.last
+
+    @property
+    def notice(self) -> float:
+        """Last response -> the last worker's spider closed: the fleet learning that the job is finished."""
+        return max(self.closed) - self.last if self.closed else float("nan")
 
     @property
     def spread(self) -> float:
@@ -222,8 +230,9 @@ def run_fleet(url: str, ids: int, workers: int, args: argparse.Namespace, workdi
     responses = sum(s["stats"].get("response_received_count", 0) for s in stats)
     trips = sum(s["stats"].get("idcrawl/redis/round_trips", 0) for s in stats)
     times = [t for s in stats for t in (s.get("response_times") or [])]
+    closed = [s["closed_at"] for s in stats if s.get("closed_at")]
     return Fleet(workers, responses, launched, first, last, list(exits.values()), trips, ids,
-                 counted[0] if counted else None, killed_at, times)
+                 counted[0] if counted else None, killed_at, times, closed)
 
 
 def main() -> int:
@@ -268,6 +277,7 @@ def main() -> int:
                     results[n].append(fleet)
                     print(f"round {round_ + 1}: {n} worker(s): {fleet.rate:.0f} pages/s active, start-up "
                           f"{fleet.startup:.2f} s, active {fleet.seconds:.2f} s, finish {fleet.finish:.2f} s "
+                          f"(spiders closed after {fleet.notice:.2f} s) "
                           f"(exits spread {fleet.spread:.2f} s), wall {fleet.wall:.2f} s, "
                           f"{fleet.round_trips / fleet.ids:.2f} round trips per id (workers' count)", flush=True)
             if args.monitor:
@@ -280,14 +290,16 @@ def main() -> int:
     print()
     print(f"ids {args.ids}, {args.latency * 1000:.0f} ms per response, CONCURRENT_REQUESTS {args.concurrency} "
           f"per worker, {os.cpu_count()} cores, {args.rounds} round(s); medians")
-    print("| workers | pages/s (active) | start-up s | active s | finish s | exits spread s | wall s "
+    print("| workers | pages/s (active) | start-up s | active s | finish s | of which closing s | exits spread s "
+          "| wall s "
           "| active efficiency | wall efficiency | round trips per id (workers) | client commands per id (MONITOR) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     if single:
         med = statistics.median
         print(f"| single process (no Redis) | {med(f.rate for f in single):.0f} "
               f"| {med(f.startup for f in single):.2f} | {med(f.seconds for f in single):.2f} "
-              f"| {med(f.finish for f in single):.2f} | - | {med(f.wall for f in single):.2f} | - | - | 0 | 0 |")
+              f"| {med(f.finish for f in single):.2f} | {med(f.notice for f in single):.2f} | - "
+              f"| {med(f.wall for f in single):.2f} | - | - | 0 | 0 |")
     base = results.get(1)
     for n in counts:
         fleets = results[n]
@@ -302,7 +314,8 @@ def main() -> int:
         mon_text = f"{mon / args.ids:.2f}" if mon is not None else "n/a"
         print(f"| {n} | {med(f.rate for f in fleets):.0f} | {med(f.startup for f in fleets):.2f} "
               f"| {med(f.seconds for f in fleets):.2f} | {med(f.finish for f in fleets):.2f} "
-              f"| {med(f.spread for f in fleets):.2f} | {med(f.wall for f in fleets):.2f} | {effs} "
+              f"| {med(f.notice for f in fleets):.2f} | {med(f.spread for f in fleets):.2f} "
+              f"| {med(f.wall for f in fleets):.2f} | {effs} "
               f"| {med(f.round_trips / f.ids for f in fleets):.2f} | {mon_text} |")
     return 0
 
