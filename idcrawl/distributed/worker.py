@@ -161,6 +161,7 @@ class RedisWorker:
         self._tver = -1
         self._loop: Any = None
         self._idle_since = time.monotonic()
+        self._last_poll: float | None = None
         # acknowledgements of released outputs: tokens are their emit fields, "lane|id"
         self._unwritten = UnwrittenItems()
         self._written: list[str] = []
@@ -336,6 +337,13 @@ class RedisWorker:
         """Heartbeat and news from the job (see the module docstring); Redis outages are retried here."""
         if self._closed:
             return
+        now = time.monotonic()
+        if self._last_poll is not None and now - self._last_poll > self.lease / 2:
+            # a stalled process (or reactor): past the lease, the other workers take this worker's ids
+            logger.warning("idcrawl: %.1f s since this worker's last heartbeat (IDCRAWL_REDIS_LEASE_TIMEOUT %.0f s): "
+                           "the process was stalled", now - self._last_poll, self.lease)
+            self._inc(f"{PREFIX}/late_heartbeats")
+        self._last_poll = now
         try:
             self._poll()
         except RedisError as exc:
