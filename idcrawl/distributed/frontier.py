@@ -188,7 +188,7 @@ class RedisFrontier(Generic[P]):
         worker: str,
         *,
         block: int = 8,
-        lease_ms: int = 60_000,
+        lease_ms: int = 8_000,
         group_of: Callable[[Target], Hashable] | None = None,
         neutral: frozenset[Outcome] = frozenset(),
         encode: Callable[[P], bytes] | None = None,

@@ -181,6 +181,52 @@ def test_a_worker_killed_with_sigkill_loses_nothing_after_the_lease(
     assert int(job.get(b"reclaimed_workers", 0)) == 1
 
 
+def test_a_replacement_for_a_sigkilled_worker_takes_its_ids_at_once(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    """One of 3 workers is SIGKILLed while it holds ids; a replacement starts at once. The lease is
+    long (60 s): only the replacement's take-over at join frees the dead worker's ids. Nothing is
+    lost; an item is in two feeds only if the killed worker wrote it (at least once, README)."""
+    model = SlowModel(900, 1400, KILL_GAPS)
+    site = make_site(model)
+    args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "name": "reg"}
+    settings = worker_settings(redis_server, job="replace", IDCRAWL_REDIS_LEASE_TIMEOUT=60,
+                               IDCRAWL_STATE_COMMIT_ITEMS=10, IDCRAWL_STATE_COMMIT_INTERVAL=0.3)
+    procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(3)]
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url)
+    victim = f"{socket.gethostname()}:{procs[0].pid}:".encode()
+
+    def victim_holds_ids() -> bool:
+        owners = [*client.hvals("idcrawl:{replace}:L:reg:asc:own"),
+                  *client.hvals("idcrawl:{replace}:L:reg:desc:own")]
+        return any(owner.startswith(victim) for owner in owners)
+
+    deadline = time.monotonic() + 60
+    while (len(site.ids()) < 80 or not victim_holds_ids()) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert victim_holds_ids(), "the worker to kill never claimed an id"
+    procs[0].send_signal(signal.SIGKILL)
+    procs[0].wait(timeout=30)
+    replacement = start_worker(tmp_path / "w3", args, settings)
+    killed_items = read_items(tmp_path / "w0" / "items.jsonl")
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in [(1, procs[1]), (2, procs[2]), (3, replacement)]]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stats["finish_reason"] == "finished"
+    assert results[2].stats.get("idcrawl/redis/taken_over_workers") == 1
+    assert results[2].stats.get("idcrawl/redis/taken_over_ids", 0) > 0
+    job = client.hgetall("idcrawl:{replace}:job")
+    assert int(job.get(b"reclaimed_workers", 0)) == 1
+    assert client.zcard("idcrawl:{replace}:workers") == 0
+    living = [i["id"] for r in results for i in r.items]
+    assert len(living) == len(set(living)), "a living worker emitted an item twice"
+    killed = [i["id"] for i in killed_items]
+    assert len(killed) == len(set(killed))
+    assert sorted(set(living) | set(killed)) == target_truth(model.exists, 1000, "both", 5)
+
+
 def test_a_target_pushed_through_the_feed_key_is_crawled_by_idle_workers(
     make_site, redis_server, tmp_path: Path
 ) -> None:
