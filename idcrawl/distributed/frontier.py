@@ -24,6 +24,7 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable, Container, Hashable, Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from idcrawl.core.frontier import Dispatch, LaneSpec, Touched, lane_specs
@@ -31,7 +32,7 @@ from idcrawl.core.interleave import Interleaver
 from idcrawl.core.lanes import Lane, Outcome, Recorded
 from idcrawl.core.targets import Target, TargetError
 from idcrawl.distributed import scripts
-from idcrawl.distributed.codec import spec_conflict, spec_json, target_spec
+from idcrawl.distributed.codec import space_id, spec_conflict, spec_json, target_spec
 
 if TYPE_CHECKING:
     import redis
@@ -44,6 +45,7 @@ P = TypeVar("P")
 
 #: Outcome codes in Redis (2 bits per id in the lane's bitfield).
 CODES: dict[Outcome, int] = {Outcome.FOUND: 0, Outcome.MISSING: 1, Outcome.FAILED: 2, Outcome.DISALLOWED: 3}
+_OUTCOMES = {code: outcome for outcome, code in CODES.items()}
 _COUNTS = ("found", "missing", "failed", "disallowed", "emitted", "overshoot", "past_cut")
 
 
@@ -96,23 +98,30 @@ class RedisJob:
 
     # -- scripts ---------------------------------------------------------------------
 
-    def register(self, name: str, spec: str, lanes: Sequence[Sequence[Any]]) -> Any:
+    def register(self, name: str, spec: str, lanes: Sequence[Sequence[Any]], space: str = "") -> Any:
         """Create a target's lanes (rows of lane, start, step, stop, margin, window, neutral, weight)
-        unless the job has it; returns the job's spec (JSON) of that name, or None if created."""
+        unless the job has it; returns the job's spec (JSON) of that name, or None if created.
+
+        ``space``: the target's id space (:func:`idcrawl.distributed.codec.space_id`); targets of one
+        space share their ids (overlapping targets, :mod:`idcrawl.core.overlap`); '' shares nothing."""
         keys = [self.key("specs"), self.key("tver"), self.key("unsettled"), self.key("tl:", name)]
-        args: list[Any] = [name, spec]
+        args: list[Any] = [name, spec, space]
         for row in lanes:
             keys.append(self.key("L:", row[0]))
             args += row
         return self._register(keys=keys, args=args)
 
     def claim(self, worker: str, lane: str, n: int, lease_ms: int) -> Any:
-        """Heartbeat, reclaim, up to ``n`` ids of the lane: ``[fu, next, reason, cut, last, id...]``."""
+        """Heartbeat, reclaim, up to ``n`` ids of the lane:
+        ``[fu, next, reason, cut, last, [deduplicated, touched, released], id...]``."""
         keys = [*self._reclaim_keys(), *self.lane_keys(lane, "own", "free", "dec")]
         return self._claim(keys=keys, args=[worker, n, lease_ms])
 
     def record(self, worker: str, lane: str, id_: int, code: int, payload: bytes) -> Any:
-        """An id's outcome: ``[fu, next, reason, cut, last, 7 counts, duplicate, settled, lane|id, blob...]``."""
+        """An id's outcome: ``[fu, next, reason, cut, last, 7 counts, duplicate, settled, touched, lane|id, blob...]``.
+
+        ``touched``: lanes of the id's space that were waiting for this outcome, each
+        ``[lane, fu, next, reason, cut, last, 7 counts, duplicate, settled, id, code]``."""
         keys = [*self.lane_keys(lane, "own", "dec", "pay", "bits", "free"), self.emit_key(worker),
                 self.key("unsettled")]
         return self._record(keys=keys, args=[lane, id_, code, payload])
@@ -207,9 +216,12 @@ class RedisFrontier(Generic[P]):
         self.lane_target: dict[str, Target] = {}
         self.lane_direction: dict[str, str] = {}
         self.skipped_found = 0  # a Redis job resumes by itself: no ids known from an earlier run
-        self.deduplicated = 0  # overlapping targets are not shared between lanes of a Redis job
-        self.touched: list[Touched[P]] = []  # (the same: stays empty)
-        self.released: list[P] = []  # items are released by outcomes only (stays empty)
+        #: lane ids served without a request because an overlapping lane fetched them (this worker's claims)
+        self.deduplicated = 0
+        #: lanes an outcome of another lane decided an id of (overlapping targets), not yet taken
+        self.touched: list[Touched[P]] = []
+        #: payloads released by a claim (a known outcome of an overlapping lane), not yet taken
+        self.released: list[P] = []
         self.status = JobStatus()
         self._buffers: dict[str, deque[int]] = {}
         self._parked: set[str] = set()
@@ -248,7 +260,7 @@ class RedisFrontier(Generic[P]):
         neutral = "1" if Outcome.FAILED in self._neutral else "0"
         rows = [(spec.key, spec.start, spec.step, "" if spec.stop is None else str(spec.stop), target.margin,
                  target.window, neutral, spec.weight) for spec in lanes]
-        stored = self.job.register(target.name, spec_json(mine), rows)
+        stored = self.job.register(target.name, spec_json(mine), rows, space_id(target))
         self.round_trips += 1
         if stored is not None:
             conflict = spec_conflict(mine, json.loads(stored))
@@ -324,7 +336,10 @@ class RedisFrontier(Generic[P]):
                 return None
             buffer = self._buffers[key]
             if not buffer:
+                deduplicated = self.deduplicated
                 buffer.extend(self._claim(key))
+                if not buffer and self.deduplicated != deduplicated and self.lanes[key].ready:
+                    continue  # every id claimed was an overlapping lane's: claim again
                 if not buffer:
                     if key in self._iv:
                         if key in self._unsettled:
@@ -348,8 +363,47 @@ class RedisFrontier(Generic[P]):
         self.round_trips += 1
         if not reply:
             return []
+        deduplicated, touched, released = reply[5]
+        self._take_touched(touched)
+        self.released += self._released(released)
         self._sync(key, *reply[:5])
-        return [int(i) for i in reply[5:]]
+        self.deduplicated += int(deduplicated)
+        return [int(i) for i in reply[6:]]
+
+    def _released(self, released: Sequence[Any]) -> list[P]:
+        """The payloads of a reply's ``lane|id, blob, ...``."""
+        out: list[P] = []
+        for i in range(0, len(released), 2):
+            field, blob_out = _text(released[i]), released[i + 1]
+            key, _, id_text = field.rpartition("|")
+            if self._decode is not None:
+                out.append(self._decode(key, int(id_text), blob_out))
+        return out
+
+    def _take_touched(self, touched: Sequence[Sequence[Any]]) -> None:
+        """Lanes of a shared id space that a reply decided an id of: mirrors, counts, :attr:`touched`."""
+        for row in touched:
+            key = _text(row[0])
+            lane = self.lanes.get(key)
+            if lane is None:  # a lane of a target this worker has not joined yet: its counts are the job's
+                continue
+            before = replace(lane.counts)
+            was_ready = lane.ready
+            rec: Recorded[P] = Recorded()
+            rec.stopped, _settled = self._sync(key, *row[1:6])
+            self._add_counts(lane, row[6:13])
+            if key in self._parked and lane.ready and not was_ready:
+                rec.became_ready = self.unpark(key)
+            after = replace(lane.counts)
+            self.touched.append(Touched(key, int(row[14]), _OUTCOMES[int(row[15])], before, after, rec))
+
+    @staticmethod
+    def _add_counts(lane: Lane[P], values: Sequence[Any]) -> list[int]:
+        deltas = [int(v) for v in values]
+        for name, delta in zip(_COUNTS, deltas, strict=True):
+            if delta:
+                setattr(lane.counts, name, getattr(lane.counts, name) + delta)
+        return deltas
 
     def unpark(self, key: str) -> bool:
         """Let a parked lane be picked again (the job showed room); True if it was parked."""
@@ -403,20 +457,13 @@ class RedisFrontier(Generic[P]):
             return result
         was_ready = lane.ready
         stopped, _settled = self._sync(lane_key, *reply[:5])
-        deltas = [int(v) for v in reply[5:12]]
-        for name, delta in zip(_COUNTS, deltas, strict=True):
-            if delta:
-                setattr(lane.counts, name, getattr(lane.counts, name) + delta)
+        deltas = self._add_counts(lane, reply[5:12])
         result.overshoot = deltas[5] > 0 and outcome is Outcome.FOUND
         result.stopped = stopped
-        released = reply[14:]
-        for i in range(0, len(released), 2):
-            field, blob_out = _text(released[i]), released[i + 1]
-            key, _, id_text = field.rpartition("|")
-            if self._decode is not None:
-                result.released.append(self._decode(key, int(id_text), blob_out))
+        result.released = self._released(reply[15:])
         if lane_key in self._parked and lane.ready and not was_ready:
             result.became_ready = self.unpark(lane_key)
+        self._take_touched(reply[14])
         return result
 
     def close_lane(self, lane_key: str, reason: str) -> None:
