@@ -395,7 +395,7 @@ class RedisFrontier(Generic[P]):
             if key in self._parked and lane.ready and not was_ready:
                 rec.became_ready = self.unpark(key)
             after = replace(lane.counts)
-            self.touched.append(Touched(key, int(row[14]), _OUTCOMES[int(row[15])], before, after, rec))
+            self.touched.append(Touched(key, int(row[15]), _OUTCOMES[int(row[16])], before, after, rec))
 
     @staticmethod
     def _add_counts(lane: Lane[P], values: Sequence[Any]) -> list[int]:
