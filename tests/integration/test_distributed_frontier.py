@@ -162,7 +162,7 @@ def test_overlapping_targets_with_a_stopped_worker_finish_with_the_single_proces
     redis_server, seed: int
 ) -> None:
     targets = [target(**t) for t in OVERLAPPING]
-    emitted_1, cuts, found, _ = single_process(targets)
+    emitted_1, cuts, _, _ = single_process(targets)
     workers = [frontier(redis_server, f"w{i}", prefix=f"t:{{ovs{seed}}}:", lease_ms=300) for i in range(3)]
     for w in workers:
         for t in targets:
