@@ -11,6 +11,12 @@ cursor, cut and reason are the job's as last seen, their counts are this
 worker's share (what its own calls decided), so the stats of all workers add
 up to the job's.
 
+Overlapping targets share one id space for the whole job, kept by the scripts
+(:mod:`idcrawl.distributed.scripts`): a claim hands out only ids no lane of the
+space fetches or decided; the rest are :attr:`deduplicated` (a known outcome
+is recorded at once, in :attr:`touched`, its items in :attr:`released`), and an
+outcome reaches the lanes waiting for it (also in :attr:`touched`).
+
 Round trips: one ``CLAIM`` per block of ``IDCRAWL_REDIS_CLAIM_BLOCK`` ids,
 one ``RECORD`` per outcome (it also returns the items the prefix released),
 and one ``STATUS`` per poll. Lanes interleave by weight within a worker (the
@@ -224,6 +230,9 @@ class RedisFrontier(Generic[P]):
         self.released: list[P] = []
         self.status = JobStatus()
         self._buffers: dict[str, deque[int]] = {}
+        self._misses: dict[str, int] = {}  # lane -> misses in a row among its latest outcomes recorded here
+        #: claimed ids not fetched because this worker learnt of the lane's cut first
+        self.dropped_past_cut = 0
         self._parked: set[str] = set()
         self._unsettled: set[str] = set()
         self._closed_here: set[str] = set()  # lanes a limit stopped in this worker (the job's lane goes on)
@@ -350,16 +359,37 @@ class RedisFrontier(Generic[P]):
                     continue
             id_ = buffer.popleft()
             lane = self.lanes[key]
+            if lane.cut_at is not None and (id_ - lane.cut_at) * lane.step > 0:
+                self._drop_past_cut(key, lane, id_)
+                continue
             lane.counts.dispensed += 1
             self.inflight.add((key, id_))
             self.last_activity = time.monotonic()
             return Dispatch(self.lane_target[key], key, id_)
 
+    def _drop_past_cut(self, key: str, lane: Lane[P], id_: int) -> None:
+        """Claimed ids past a cut this worker knows of are not fetched: Redis forgets their claims
+        (an overlapping lane waiting for one of them fetches it instead)."""
+        buffer = self._buffers[key]
+        assert lane.cut_at is not None
+        past = [i for i in (id_, *buffer) if (i - lane.cut_at) * lane.step > 0]
+        kept = [i for i in buffer if (i - lane.cut_at) * lane.step <= 0]
+        buffer.clear()
+        buffer.extend(kept)
+        self.job.give_back(self.worker, key, past)
+        self.round_trips += 1
+        self.dropped_past_cut += len(past)
+
     def _lane_ready(self, key: str) -> bool:
         return bool(self._buffers[key]) or key in self._unsettled
 
+    def claim_size(self, key: str) -> int:
+        """Ids to claim for a lane: the block, halved for each miss in a row among the lane's latest
+        outcomes this worker recorded (a cut may be near: ids claimed past it would be fetched for nothing)."""
+        return max(1, self.block >> min(self._misses.get(key, 0), 16))
+
     def _claim(self, key: str) -> list[int]:
-        reply = self.job.claim(self.worker, key, self.block, self.lease_ms)
+        reply = self.job.claim(self.worker, key, self.claim_size(key), self.lease_ms)
         self.round_trips += 1
         if not reply:
             return []
@@ -453,6 +483,10 @@ class RedisFrontier(Generic[P]):
         self.last_activity = time.monotonic()
         reply = self.job.record(self.worker, lane_key, id_, CODES[outcome], blob)
         self.round_trips += 1
+        if outcome is Outcome.FOUND:
+            self._misses[lane_key] = 0
+        elif outcome not in self._neutral:
+            self._misses[lane_key] = self._misses.get(lane_key, 0) + 1
         if not reply:
             return result
         was_ready = lane.ready

@@ -130,6 +130,8 @@ local function give_back(K, w, ids)
       elseif S then
         pass_on(S, S.lane, sid)
       end
+    elseif S and cut ~= '' then  -- a cut lane settles and forgets its claims: w gives back one it will not fetch
+      pass_on(S, S.lane, sid)
     end
   end
   return n
