@@ -113,8 +113,8 @@ def run(site: IdSite, job: Path, workdir: Path, workers: int, block: int, server
         "requests": sum(requested.values()),
         "ids_twice": sum(1 for c in requested.values() if c > 1),
         "items": len(items),
-        "items_twice": len(items) - len(set(items)),
-        "distinct_items": sorted(set(items)),
+        "items_twice": len(items) - len({id_ for _, id_ in items}),
+        "distinct_items": sorted({id_ for _, id_ in items}),  # the target may differ: the lane that fetched
         "past_cut": sum(int(s.get("idcrawl/past_cut", 0)) for s in stats),  # type: ignore[call-overload]
         "deduplicated": sum(int(s.get("idcrawl/deduplicated", 0)) for s in stats),  # type: ignore[call-overload]
     }

@@ -207,10 +207,14 @@ class RedisFrontier(Generic[P]):
         neutral: frozenset[Outcome] = frozenset(),
         encode: Callable[[P], bytes] | None = None,
         decode: Callable[[str, int, bytes], P] | None = None,
+        concurrency: int = 0,
     ) -> None:
+        """``concurrency``: requests this worker runs at once (0: unknown); with many lanes a claim
+        takes no more ids than the worker's share per lane (:meth:`claim_size`)."""
         self.job = job
         self.worker = worker
         self.block = max(1, block)
+        self.concurrency = concurrency
         self.lease_ms = lease_ms
         self._group_of = group_of or (lambda t: t.host)
         self._neutral = neutral
@@ -384,9 +388,19 @@ class RedisFrontier(Generic[P]):
         return bool(self._buffers[key]) or key in self._unsettled
 
     def claim_size(self, key: str) -> int:
-        """Ids to claim for a lane: the block, halved for each miss in a row among the lane's latest
-        outcomes this worker recorded (a cut may be near: ids claimed past it would be fetched for nothing)."""
-        return max(1, self.block >> min(self._misses.get(key, 0), 16))
+        """Ids to claim for a lane: the block, halved for each miss in a row (a cut may be near: ids
+        claimed past it would be fetched for nothing). The misses: those at the end of the lane's
+        decided prefix (the job's, as last seen) or among its latest outcomes this worker recorded."""
+        lane = self.lanes[key]
+        if lane.last_found is not None:
+            at_prefix = (lane.first_undecided - lane.last_found) * lane.step - 1
+        else:
+            at_prefix = (lane.first_undecided - lane.start) * lane.step
+        misses = max(at_prefix, self._misses.get(key, 0))
+        size = self.block >> min(misses, 16)
+        if self.concurrency:  # no more than this worker's share of its lanes: held ids wait, a cut may come first
+            size = min(size, -(-self.concurrency // max(1, len(self._unsettled))))
+        return max(1, size)
 
     def _claim(self, key: str) -> list[int]:
         reply = self.job.claim(self.worker, key, self.claim_size(key), self.lease_ms)
