@@ -360,3 +360,34 @@ def test_overlapping_targets_give_the_single_process_requests_and_items_exactly(
     assert items == single_items, "not the single process's items"
     for name in ("deduplicated", "found", "emitted", "missing"):
         assert sum(r.stats.get(f"idcrawl/{name}", 0) for r in results) == single.stats[f"idcrawl/{name}"], name
+
+
+def test_many_small_overlapping_targets_fetch_no_id_twice(make_site, redis_server, tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(14)
+    gaps: set[int] = set()
+    at = rng.randint(20, 40)
+    while at < 1200:  # a run of 6 missing ids every 20-40 ids: every lane stops within a few dozen ids
+        gaps.update(range(at, at + 6))
+        at += 6 + rng.randint(20, 40)
+    site = make_site(GapModel(1, 1200, gaps))
+    blocks = ['[defaults]\ndirection = "both"\nmargin = 5\nwindow = 12\n']
+    blocks += [f'[[targets]]\nname = "t{n}"\nurl = "{site.url()}"\nstart = {rng.randint(1, 1200)}\n' for n in range(40)]
+    job = tmp_path / "job.toml"
+    job.write_text("\n".join(blocks))
+    (tmp_path / "single").mkdir()
+    single = run_crawl(tmp_path / "single", {"job": job})
+    assert single.returncode == 0, single.stderr[-3000:]
+    single_ids = sorted(i["id"] for i in single.items)
+    site.log.clear()
+    site._counts.clear()
+
+    settings = worker_settings(redis_server, job="small", IDCRAWL_REDIS_CLAIM_BLOCK=8)
+    procs = [start_worker(tmp_path / f"w{n}", {"job": job}, settings) for n in range(3)]
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+    requested = Counter(site.ids())
+    assert max(requested.values()) == 1, "an id was fetched twice"
+    assert sorted(i["id"] for r in results for i in r.items) == single_ids, "not the single process's items, once"
