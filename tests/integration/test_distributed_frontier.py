@@ -157,6 +157,27 @@ def test_overlapping_targets_share_one_id_space_across_workers(redis_server, see
     assert sum(w.deduplicated for w in workers) > 0
 
 
+@pytest.mark.parametrize("seed", range(20, 28))
+def test_random_overlapping_targets_match_the_core_frontier(redis_server, seed: int) -> None:
+    rng = random.Random(seed)
+    targets = [
+        target(name=f"t{n}", start=rng.randint(960, 1040), direction=rng.choice(["asc", "desc", "both"]),
+               margin=rng.randint(2, 7), window=rng.randint(2, 10))
+        for n in range(rng.randint(2, 4))
+    ]
+    emitted_1, cuts, found, _ = single_process(targets)
+    workers = [frontier(redis_server, f"w{i}", prefix=f"t:{{rnd{seed}}}:", block=rng.randint(1, 4)) for i in range(3)]
+    for w in workers:
+        for t in targets:
+            w.add_target(t)
+    emitted, dispensed = drive(workers, random.Random(seed))
+    assert sorted(emitted) == sorted(emitted_1), "not the core's items, once"
+    assert len(dispensed) == len(set(dispensed)), "an id was fetched twice"
+    for key, cut in cuts.items():
+        assert all(w.lanes[key].cut_at == cut for w in workers), key
+        assert sum(w.lanes[key].counts.found for w in workers) == found[key], key
+
+
 @pytest.mark.parametrize("seed", [5, 6])
 def test_overlapping_targets_with_a_stopped_worker_finish_with_the_single_process_result(
     redis_server, seed: int
