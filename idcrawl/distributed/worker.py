@@ -140,6 +140,7 @@ class RedisWorker:
             # the crawler's spider is set only once from_crawler returned: looked up when used
             encode=lambda payload: encode_outputs(payload[2], crawler.spider),
             decode=lambda lane, id_, blob: (lane, id_, decode_outputs(blob, crawler.spider)),
+            concurrency=settings.getint("CONCURRENT_REQUESTS"),
         )
         self._defaults = {
             "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),

@@ -408,3 +408,89 @@ def test_an_id_whose_callback_raises_does_not_hold_the_job_forever(make_site, re
     assert result.stats["finish_reason"] == "finished"
     assert sorted(i["id"] for i in result.items) == [1, 2, 4, 5, 6, 7, 8]
     assert result.stats["idcrawl/lost"] == 1  # id 3: no outcome from its callback, counted as failed
+
+
+OVERLAP_GAPS = {50, 150, 151, 250}  # 296 of ids 1..300 exist; no run of misses reaches margin 5
+
+
+def overlap_job(path: Path, url: str) -> Path:
+    path.write_text(f"""
+[defaults]
+direction = "asc"
+margin = 5
+window = 12
+
+[[targets]]
+name = "a"
+url = "{url}"
+start = 1
+max = 200
+
+[[targets]]
+name = "b"
+url = "{url}"
+start = 100
+max = 300
+""")
+    return path
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_overlapping_targets_give_the_single_process_requests_and_items_exactly(
+    make_site, redis_server, tmp_path: Path, workers: int
+) -> None:
+    site = make_site(GapModel(1, 300, OVERLAP_GAPS))
+    job = overlap_job(tmp_path / "job.toml", site.url())
+    (tmp_path / "single").mkdir()
+    single = run_crawl(tmp_path / "single", {"job": job})
+    assert single.returncode == 0, single.stderr[-3000:]
+    single_requests = sorted(site.ids())
+    assert single_requests == list(range(1, 301))
+    single_items = sorted((i["target"], i["id"]) for i in single.items)
+    assert len(single_items) == 296
+    assert single.stats["idcrawl/deduplicated"] == 101
+    site.log.clear()
+    site._counts.clear()
+
+    settings = worker_settings(redis_server, job=f"overlap{workers}")
+    procs = [start_worker(tmp_path / f"w{n}", {"job": job}, settings) for n in range(workers)]
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stats["finish_reason"] == "finished"
+    assert sorted(site.ids()) == single_requests, "not the single process's requests"
+    items = sorted((i["target"], i["id"]) for r in results for i in r.items)
+    assert items == single_items, "not the single process's items"
+    for name in ("deduplicated", "found", "emitted", "missing"):
+        assert sum(r.stats.get(f"idcrawl/{name}", 0) for r in results) == single.stats[f"idcrawl/{name}"], name
+
+
+def test_many_small_overlapping_targets_fetch_no_id_twice(make_site, redis_server, tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(14)
+    gaps: set[int] = set()
+    at = rng.randint(20, 40)
+    while at < 1200:  # a run of 6 missing ids every 20-40 ids: every lane stops within a few dozen ids
+        gaps.update(range(at, at + 6))
+        at += 6 + rng.randint(20, 40)
+    site = make_site(GapModel(1, 1200, gaps))
+    blocks = ['[defaults]\ndirection = "both"\nmargin = 5\nwindow = 12\n']
+    blocks += [f'[[targets]]\nname = "t{n}"\nurl = "{site.url()}"\nstart = {rng.randint(1, 1200)}\n' for n in range(40)]
+    job = tmp_path / "job.toml"
+    job.write_text("\n".join(blocks))
+    (tmp_path / "single").mkdir()
+    single = run_crawl(tmp_path / "single", {"job": job})
+    assert single.returncode == 0, single.stderr[-3000:]
+    single_ids = sorted(i["id"] for i in single.items)
+    site.log.clear()
+    site._counts.clear()
+
+    settings = worker_settings(redis_server, job="small", IDCRAWL_REDIS_CLAIM_BLOCK=8)
+    procs = [start_worker(tmp_path / f"w{n}", {"job": job}, settings) for n in range(3)]
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+    requested = Counter(site.ids())
+    assert max(requested.values()) == 1, "an id was fetched twice"
+    assert sorted(i["id"] for r in results for i in r.items) == single_ids, "not the single process's items, once"
