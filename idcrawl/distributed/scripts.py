@@ -49,6 +49,8 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
 ``P L:<lane>:free``    list  ids taken back from a worker that stopped; handed
                              out again before new ids
 ``P unsettled``        set   lanes not settled yet
+``P held``             set   settled lanes of an id space that still keep claims of ids
+                             in flight (other lanes wait for their outcomes)
 ``P workers``          zset  worker -> last heartbeat (ms, Redis clock)
 ``P job``              hash  job totals: reclaimed_workers, reclaimed_ids
 ``P W:<worker>:emit``  hash  "lane|id" -> outputs released to that worker and

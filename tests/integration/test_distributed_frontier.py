@@ -282,3 +282,23 @@ def test_decode_bits_reads_two_bits_per_id_in_lane_order() -> None:
     assert out[Outcome.MISSING] == BitMap64([99, 93])
     assert out[Outcome.FAILED] == BitMap64([97])
     assert out[Outcome.DISALLOWED] == BitMap64([96])
+
+
+def test_a_worker_stopped_with_ids_of_a_cut_lane_that_another_lane_waits_for_is_taken_back(redis_server) -> None:
+    """Lane a is cut while a stopped worker still holds ids of it that lane b waits for: the
+    worker's release hands them to b (a settled lane keeps the claims of its fetches in flight)."""
+    targets = [target(name="a", start=1010, direction="asc", margin=2), target(name="b", start=1000, direction="asc")]
+    emitted_1, cuts, _, _ = single_process(targets)
+    workers = [frontier(redis_server, f"w{i}", prefix="t:{cutheld}:", lease_ms=300) for i in range(3)]
+    for w in workers:
+        for t in targets:
+            w.add_target(t)
+    live, dead = workers[1], workers[0]
+    assert [int(i) for i in live.job.claim("w1", "a:asc", 3, 300)[6:]] == [1010, 1011, 1012]
+    assert [int(i) for i in dead.job.claim("w0", "a:asc", 3, 300)[6:]] == [1013, 1014, 1015]  # then w0 stops
+    for id_ in (1010, 1011, 1012):  # missing: lane a is cut at 1011 while w0 holds 1013..1015
+        live.job.record("w1", "a:asc", id_, 1, b"")  # 1: missing
+    emitted, _ = drive(workers[1:], random.Random(9))
+    assert sorted(set(emitted)) == sorted(emitted_1)
+    for key, cut in cuts.items():
+        assert all(w.lanes[key].cut_at == cut for w in workers[1:]), key

@@ -113,6 +113,28 @@ local function pass_on(S, lane, sid)
   else redis.call('HDEL', S.wait, sid) end
 end
 
+-- A settled lane forgets its claims, except those of ids in flight for its space (other lanes
+-- may wait for their outcomes): it is listed in the set P held, so that a stopped worker's
+-- release still finds them (release_worker) and hands them on (give_back, pass_on).
+local function keep_flying(K, lane, S)
+  if not S then
+    redis.call('DEL', K.own)
+    return
+  end
+  local own = redis.call('HGETALL', K.own)
+  local kept = 0
+  for i = 1, #own, 2 do
+    if redis.call('HGET', S.fly, own[i]) == lane then kept = kept + 1
+    else redis.call('HDEL', K.own, own[i]) end
+  end
+  if kept > 0 then redis.call('SADD', S.P .. 'held', lane) end
+end
+
+-- a settled lane whose kept claims are all done leaves the set P held
+local function forget_held(K, lane, S)
+  if redis.call('HLEN', K.own) == 0 then redis.call('SREM', S.P .. 'held', lane) end
+end
+
 -- take ids (strings) of lane K from worker w: undecided ones go to the lane's free list;
 -- returns how many
 local function give_back(K, w, ids)
@@ -134,6 +156,7 @@ local function give_back(K, w, ids)
       pass_on(S, S.lane, sid)
     end
   end
+  if S and cut ~= '' then forget_held(K, S.lane, S) end
   return n
 end
 
@@ -141,7 +164,9 @@ end
 -- outputs (its emit hash E) to the orphans
 local function release_worker(J, w, E)
   local taken = 0
-  for _, lane in ipairs(redis.call('SMEMBERS', J.unsettled)) do
+  local lanes = redis.call('SMEMBERS', J.unsettled)
+  for _, lane in ipairs(redis.call('SMEMBERS', J.P .. 'held')) do lanes[#lanes + 1] = lane end
+  for _, lane in ipairs(lanes) do
     local K = lane_keys(J.P .. 'L:' .. lane)
     local own = redis.call('HGETALL', K.own)
     local held = {}
@@ -192,6 +217,7 @@ local function record_lane(K, lane, id, code, payload, E, unsettled, S)
     return r
   end
   redis.call('HDEL', K.own, sid)
+  if S and r.cut ~= '' then forget_held(K, lane, S) end
   if (id - r.fu) * step < 0 or (id - r.nxt) * step >= 0 or redis.call('HEXISTS', K.dec, sid) == 1 then
     r.duplicate = 1
     return done()
@@ -268,7 +294,8 @@ local function record_lane(K, lane, id, code, payload, E, unsettled, S)
   if r.overshoot > 0 then redis.call('HINCRBY', K.hash, 'c_overshoot', r.overshoot) end
   if r.reason ~= '' and (r.cut ~= '' or r.fu == r.nxt) then
     redis.call('SREM', unsettled, lane)
-    redis.call('DEL', K.own, K.free)
+    redis.call('DEL', K.free)
+    keep_flying(K, lane, S)
   end
   return done()
 end
