@@ -43,7 +43,7 @@ def job_file(path: Path, site_a, site_b) -> Path:
 [defaults]
 direction = "both"
 attempts = 3
-cooldown = 0.3
+cooldown = 1.0  # a retry whose due time passed before it reached the scheduler is retried locally, not shared
 backoff = 1.0
 window = 12
 
@@ -152,7 +152,8 @@ def test_a_worker_killed_with_sigkill_loses_nothing_after_the_lease(
     model = SlowModel(900, 1400, KILL_GAPS)
     site = make_site(model)
     args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "name": "reg"}
-    settings = worker_settings(redis_server, job="kill", IDCRAWL_REDIS_LEASE_TIMEOUT=1.5,
+    # a lease of 3 s: a live worker stalled that long by a loaded machine would be reclaimed too
+    settings = worker_settings(redis_server, job="kill", IDCRAWL_REDIS_LEASE_TIMEOUT=3.0,
                                IDCRAWL_STATE_COMMIT_ITEMS=10, IDCRAWL_STATE_COMMIT_INTERVAL=0.3)
     procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(3)]
     import redis
