@@ -48,9 +48,9 @@ ROOT = BENCH.parent
 # -- the site -------------------------------------------------------------------
 
 
-def _serve(ids: int) -> int:
+def _serve(ids: int, latency: float = 0.0) -> int:
     sys.path.insert(0, str(ROOT))
-    from idcrawl.demo.site import DemoModel, IdSite
+    from idcrawl.demo.site import DemoModel, IdSite, Reply
 
     class BenchModel(DemoModel):
         """Ids 1..ids exist except every 100th (a 1% gap rate)."""
@@ -60,6 +60,12 @@ def _serve(ids: int) -> int:
 
         def exists(self, id_: int) -> bool:
             return 1 <= id_ <= ids and id_ % 100 != 0
+
+        def reply(self, id_: int, host: str, nth: int) -> Reply:
+            reply = super().reply(id_, host, nth)
+            if latency:  # a latency-bound site (bench/distributed.py --latency)
+                return Reply(reply.status, reply.body, reply.headers, latency)
+            return reply
 
     site = IdSite(BenchModel(), port=0)
     site.log = _NoLog()  # type: ignore[assignment]  # the benchmark never reads the request log
@@ -92,9 +98,10 @@ def expected_ids(ids: int) -> list[int]:
     return [i for i in range(1, ids + 1) if i % 100 != 0]
 
 
-def start_server(ids: int) -> tuple[subprocess.Popen[str], int]:
+def start_server(ids: int, latency: float = 0.0) -> tuple[subprocess.Popen[str], int]:
+    """The benchmark site in a process of its own; ``latency``: seconds each response takes."""
     proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "--serve", str(ids)],
+        [sys.executable, str(Path(__file__).resolve()), "--serve", str(ids), "--serve-latency", str(latency)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
     )
     line: list[str] = []
@@ -317,9 +324,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="after the timed rounds, run each side once more under cProfile and summarize")
     parser.add_argument("--top", type=int, default=15, help="rows of each profile summary (default 15)")
     parser.add_argument("--serve", type=int, metavar="N", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-latency", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve is not None:
-        return _serve(args.serve)
+        return _serve(args.serve, args.serve_latency)
     if (args.window is not None and args.window < 32) or args.ids < 1 or args.rounds < 1:
         parser.error("need --window >= 32, --ids >= 1 and --rounds >= 1")
 

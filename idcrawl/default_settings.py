@@ -234,7 +234,14 @@ IDCRAWL_REDIS_JOB = None
 
 #: Seconds without a heartbeat after which a worker counts as stopped and the
 #: other workers take back its claimed ids and the items it had not written.
-IDCRAWL_REDIS_LEASE_TIMEOUT = 60.0
+#: Every poll (IDCRAWL_REDIS_POLL_INTERVAL) is a heartbeat. The trade-off: a
+#: dead worker's ids hold its lanes' windows until the lease ends (the fleet
+#: may fetch nothing meanwhile), while a live worker whose process stalls
+#: longer than the lease (or whose Redis does not answer for that long) loses
+#: its claims to the others (ids fetched twice) or stops. 8 s: a dead worker's
+#: ids are back within ~10 s; raise it for workers that stall, or Redis that
+#: fails over slowly.
+IDCRAWL_REDIS_LEASE_TIMEOUT = 8.0
 
 #: Ids a worker claims from a lane in one round trip.
 IDCRAWL_REDIS_CLAIM_BLOCK = 8

@@ -9,6 +9,7 @@ read, and hooks to script statuses and delays per id. It listens on
 from __future__ import annotations
 
 import html
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -140,6 +141,12 @@ class IdSite(ThreadingHTTPServer):
         self._counts: dict[tuple[str, int], int] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-answer (a crawler killed or closed) is no error of the site's."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
 
     @property
     def port(self) -> int:

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 from typing import Any
 
@@ -17,9 +19,12 @@ from scrapy import Request
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
 
+from idcrawl.core.overlap import space_key
 from idcrawl.core.targets import Direction, Target
 
-__all__ = ["CONFLICT_FREE_KEYS", "decode_outputs", "encode_outputs", "spec_conflict", "spec_json", "target_spec"]
+__all__ = [
+    "CONFLICT_FREE_KEYS", "decode_outputs", "encode_outputs", "space_id", "spec_conflict", "spec_json", "target_spec",
+]
 
 #: Spec keys that may differ between workers of one job: they only change how a
 #: worker interleaves its lanes and retries, never which ids exist or the cut.
@@ -51,6 +56,25 @@ def target_spec(target: Target) -> dict[str, Any]:
         if value is not None:
             spec[key] = value
     return spec
+
+
+def space_id(target: Target) -> str:
+    """The id space of ``target`` in a Redis job: equal for targets with equal
+    :func:`idcrawl.core.overlap.space_key` in any worker (sets sorted, no hash seed involved)."""
+    text = repr(_canonical(space_key(target)))
+    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:16]
+
+
+def _canonical(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return tuple((f.name, _canonical(getattr(value, f.name))) for f in dataclasses.fields(value))
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted((_canonical(v) for v in value), key=repr))
+    if isinstance(value, (tuple, list)):
+        return tuple(_canonical(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((repr(k), _canonical(v)) for k, v in value.items()))
+    return value
 
 
 def spec_json(spec: dict[str, Any]) -> str:

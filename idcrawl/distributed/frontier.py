@@ -11,6 +11,12 @@ cursor, cut and reason are the job's as last seen, their counts are this
 worker's share (what its own calls decided), so the stats of all workers add
 up to the job's.
 
+Overlapping targets share one id space for the whole job, kept by the scripts
+(:mod:`idcrawl.distributed.scripts`): a claim hands out only ids no lane of the
+space fetches or decided; the rest are :attr:`deduplicated` (a known outcome
+is recorded at once, in :attr:`touched`, its items in :attr:`released`), and an
+outcome reaches the lanes waiting for it (also in :attr:`touched`).
+
 Round trips: one ``CLAIM`` per block of ``IDCRAWL_REDIS_CLAIM_BLOCK`` ids,
 one ``RECORD`` per outcome (it also returns the items the prefix released),
 and one ``STATUS`` per poll (the connection counts them in stats:
@@ -25,6 +31,7 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable, Container, Hashable, Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from idcrawl.core.frontier import Dispatch, LaneSpec, Touched, lane_specs
@@ -32,7 +39,7 @@ from idcrawl.core.interleave import Interleaver
 from idcrawl.core.lanes import Lane, Outcome, Recorded
 from idcrawl.core.targets import Target, TargetError
 from idcrawl.distributed import scripts
-from idcrawl.distributed.codec import spec_conflict, spec_json, target_spec
+from idcrawl.distributed.codec import space_id, spec_conflict, spec_json, target_spec
 
 if TYPE_CHECKING:
     import redis
@@ -45,6 +52,7 @@ P = TypeVar("P")
 
 #: Outcome codes in Redis (2 bits per id in the lane's bitfield).
 CODES: dict[Outcome, int] = {Outcome.FOUND: 0, Outcome.MISSING: 1, Outcome.FAILED: 2, Outcome.DISALLOWED: 3}
+_OUTCOMES = {code: outcome for outcome, code in CODES.items()}
 _COUNTS = ("found", "missing", "failed", "disallowed", "emitted", "overshoot", "past_cut")
 
 
@@ -97,23 +105,30 @@ class RedisJob:
 
     # -- scripts ---------------------------------------------------------------------
 
-    def register(self, name: str, spec: str, lanes: Sequence[Sequence[Any]]) -> Any:
+    def register(self, name: str, spec: str, lanes: Sequence[Sequence[Any]], space: str = "") -> Any:
         """Create a target's lanes (rows of lane, start, step, stop, margin, window, neutral, weight)
-        unless the job has it; returns the job's spec (JSON) of that name, or None if created."""
+        unless the job has it; returns the job's spec (JSON) of that name, or None if created.
+
+        ``space``: the target's id space (:func:`idcrawl.distributed.codec.space_id`); targets of one
+        space share their ids (overlapping targets, :mod:`idcrawl.core.overlap`); '' shares nothing."""
         keys = [self.key("specs"), self.key("tver"), self.key("unsettled"), self.key("tl:", name)]
-        args: list[Any] = [name, spec]
+        args: list[Any] = [name, spec, space]
         for row in lanes:
             keys.append(self.key("L:", row[0]))
             args += row
         return self._register(keys=keys, args=args)
 
     def claim(self, worker: str, lane: str, n: int, lease_ms: int) -> Any:
-        """Heartbeat, reclaim, up to ``n`` ids of the lane: ``[fu, next, reason, cut, last, id...]``."""
+        """Heartbeat, reclaim, up to ``n`` ids of the lane:
+        ``[fu, next, reason, cut, last, [deduplicated, touched, released], id...]``."""
         keys = [*self._reclaim_keys(), *self.lane_keys(lane, "own", "free", "dec")]
         return self._claim(keys=keys, args=[worker, n, lease_ms])
 
     def record(self, worker: str, lane: str, id_: int, code: int, payload: bytes) -> Any:
-        """An id's outcome: ``[fu, next, reason, cut, last, 7 counts, duplicate, settled, lane|id, blob...]``."""
+        """An id's outcome: ``[fu, next, reason, cut, last, 7 counts, duplicate, settled, touched, lane|id, blob...]``.
+
+        ``touched``: lanes of the id's space that were waiting for this outcome, each
+        ``[lane, fu, next, reason, cut, last, 7 counts, duplicate, settled, id, code]``."""
         keys = [*self.lane_keys(lane, "own", "dec", "pay", "bits", "free"), self.emit_key(worker),
                 self.key("unsettled")]
         return self._record(keys=keys, args=[lane, id_, code, payload])
@@ -188,15 +203,19 @@ class RedisFrontier(Generic[P]):
         worker: str,
         *,
         block: int = 8,
-        lease_ms: int = 60_000,
+        lease_ms: int = 8_000,
         group_of: Callable[[Target], Hashable] | None = None,
         neutral: frozenset[Outcome] = frozenset(),
         encode: Callable[[P], bytes] | None = None,
         decode: Callable[[str, int, bytes], P] | None = None,
+        concurrency: int = 0,
     ) -> None:
+        """``concurrency``: requests this worker runs at once (0: unknown); with many lanes a claim
+        takes no more ids than the worker's share per lane (:meth:`claim_size`)."""
         self.job = job
         self.worker = worker
         self.block = max(1, block)
+        self.concurrency = concurrency
         self.lease_ms = lease_ms
         self._group_of = group_of or (lambda t: t.host)
         self._neutral = neutral
@@ -208,11 +227,17 @@ class RedisFrontier(Generic[P]):
         self.lane_target: dict[str, Target] = {}
         self.lane_direction: dict[str, str] = {}
         self.skipped_found = 0  # a Redis job resumes by itself: no ids known from an earlier run
-        self.deduplicated = 0  # overlapping targets are not shared between lanes of a Redis job
-        self.touched: list[Touched[P]] = []  # (the same: stays empty)
-        self.released: list[P] = []  # items are released by outcomes only (stays empty)
+        #: lane ids served without a request because an overlapping lane fetched them (this worker's claims)
+        self.deduplicated = 0
+        #: lanes an outcome of another lane decided an id of (overlapping targets), not yet taken
+        self.touched: list[Touched[P]] = []
+        #: payloads released by a claim (a known outcome of an overlapping lane), not yet taken
+        self.released: list[P] = []
         self.status = JobStatus()
         self._buffers: dict[str, deque[int]] = {}
+        self._misses: dict[str, int] = {}  # lane -> misses in a row among its latest outcomes recorded here
+        #: claimed ids not fetched because this worker learnt of the lane's cut first
+        self.dropped_past_cut = 0
         self._parked: set[str] = set()
         self._unsettled: set[str] = set()
         self._closed_here: set[str] = set()  # lanes a limit stopped in this worker (the job's lane goes on)
@@ -248,7 +273,7 @@ class RedisFrontier(Generic[P]):
         neutral = "1" if Outcome.FAILED in self._neutral else "0"
         rows = [(spec.key, spec.start, spec.step, "" if spec.stop is None else str(spec.stop), target.margin,
                  target.window, neutral, spec.weight) for spec in lanes]
-        stored = self.job.register(target.name, spec_json(mine), rows)
+        stored = self.job.register(target.name, spec_json(mine), rows, space_id(target))
         if stored is not None:
             conflict = spec_conflict(mine, json.loads(stored))
             if conflict is not None:
@@ -321,7 +346,10 @@ class RedisFrontier(Generic[P]):
                 return None
             buffer = self._buffers[key]
             if not buffer:
+                deduplicated = self.deduplicated
                 buffer.extend(self._claim(key))
+                if not buffer and self.deduplicated != deduplicated and self.lanes[key].ready:
+                    continue  # every id claimed was an overlapping lane's: claim again
                 if not buffer:
                     if key in self._iv:
                         if key in self._unsettled:
@@ -332,20 +360,89 @@ class RedisFrontier(Generic[P]):
                     continue
             id_ = buffer.popleft()
             lane = self.lanes[key]
+            if lane.cut_at is not None and (id_ - lane.cut_at) * lane.step > 0:
+                self._drop_past_cut(key, lane, id_)
+                continue
             lane.counts.dispensed += 1
             self.inflight.add((key, id_))
             self.last_activity = time.monotonic()
             return Dispatch(self.lane_target[key], key, id_)
 
+    def _drop_past_cut(self, key: str, lane: Lane[P], id_: int) -> None:
+        """Claimed ids past a cut this worker knows of are not fetched: Redis forgets their claims
+        (an overlapping lane waiting for one of them fetches it instead)."""
+        buffer = self._buffers[key]
+        assert lane.cut_at is not None
+        past = [i for i in (id_, *buffer) if (i - lane.cut_at) * lane.step > 0]
+        kept = [i for i in buffer if (i - lane.cut_at) * lane.step <= 0]
+        buffer.clear()
+        buffer.extend(kept)
+        self.job.give_back(self.worker, key, past)
+        self.dropped_past_cut += len(past)
+
     def _lane_ready(self, key: str) -> bool:
         return bool(self._buffers[key]) or key in self._unsettled
 
+    def claim_size(self, key: str) -> int:
+        """Ids to claim for a lane: the block, halved for each miss in a row (a cut may be near: ids
+        claimed past it would be fetched for nothing). The misses: those at the end of the lane's
+        decided prefix (the job's, as last seen) or among its latest outcomes this worker recorded."""
+        lane = self.lanes[key]
+        if lane.last_found is not None:
+            at_prefix = (lane.first_undecided - lane.last_found) * lane.step - 1
+        else:
+            at_prefix = (lane.first_undecided - lane.start) * lane.step
+        misses = max(at_prefix, self._misses.get(key, 0))
+        size = self.block >> min(misses, 16)
+        if self.concurrency:  # no more than this worker's share of its lanes: held ids wait, a cut may come first
+            size = min(size, -(-self.concurrency // max(1, len(self._unsettled))))
+        return max(1, size)
+
     def _claim(self, key: str) -> list[int]:
-        reply = self.job.claim(self.worker, key, self.block, self.lease_ms)
+        reply = self.job.claim(self.worker, key, self.claim_size(key), self.lease_ms)
         if not reply:
             return []
+        deduplicated, touched, released = reply[5]
+        self._take_touched(touched)
+        self.released += self._released(released)
         self._sync(key, *reply[:5])
-        return [int(i) for i in reply[5:]]
+        self.deduplicated += int(deduplicated)
+        return [int(i) for i in reply[6:]]
+
+    def _released(self, released: Sequence[Any]) -> list[P]:
+        """The payloads of a reply's ``lane|id, blob, ...``."""
+        out: list[P] = []
+        for i in range(0, len(released), 2):
+            field, blob_out = _text(released[i]), released[i + 1]
+            key, _, id_text = field.rpartition("|")
+            if self._decode is not None:
+                out.append(self._decode(key, int(id_text), blob_out))
+        return out
+
+    def _take_touched(self, touched: Sequence[Sequence[Any]]) -> None:
+        """Lanes of a shared id space that a reply decided an id of: mirrors, counts, :attr:`touched`."""
+        for row in touched:
+            key = _text(row[0])
+            lane = self.lanes.get(key)
+            if lane is None:  # a lane of a target this worker has not joined yet: its counts are the job's
+                continue
+            before = replace(lane.counts)
+            was_ready = lane.ready
+            rec: Recorded[P] = Recorded()
+            rec.stopped, _settled = self._sync(key, *row[1:6])
+            self._add_counts(lane, row[6:13])
+            if key in self._parked and lane.ready and not was_ready:
+                rec.became_ready = self.unpark(key)
+            after = replace(lane.counts)
+            self.touched.append(Touched(key, int(row[15]), _OUTCOMES[int(row[16])], before, after, rec))
+
+    @staticmethod
+    def _add_counts(lane: Lane[P], values: Sequence[Any]) -> list[int]:
+        deltas = [int(v) for v in values]
+        for name, delta in zip(_COUNTS, deltas, strict=True):
+            if delta:
+                setattr(lane.counts, name, getattr(lane.counts, name) + delta)
+        return deltas
 
     def unpark(self, key: str) -> bool:
         """Let a parked lane be picked again (the job showed room); True if it was parked."""
@@ -392,24 +489,21 @@ class RedisFrontier(Generic[P]):
         self.inflight.discard((lane_key, id_))
         self.last_activity = time.monotonic()
         reply = self.job.record(self.worker, lane_key, id_, CODES[outcome], blob)
+        if outcome is Outcome.FOUND:
+            self._misses[lane_key] = 0
+        elif outcome not in self._neutral:
+            self._misses[lane_key] = self._misses.get(lane_key, 0) + 1
         if not reply:
             return result
         was_ready = lane.ready
         stopped, _settled = self._sync(lane_key, *reply[:5])
-        deltas = [int(v) for v in reply[5:12]]
-        for name, delta in zip(_COUNTS, deltas, strict=True):
-            if delta:
-                setattr(lane.counts, name, getattr(lane.counts, name) + delta)
+        deltas = self._add_counts(lane, reply[5:12])
         result.overshoot = deltas[5] > 0 and outcome is Outcome.FOUND
         result.stopped = stopped
-        released = reply[14:]
-        for i in range(0, len(released), 2):
-            field, blob_out = _text(released[i]), released[i + 1]
-            key, _, id_text = field.rpartition("|")
-            if self._decode is not None:
-                result.released.append(self._decode(key, int(id_text), blob_out))
+        result.released = self._released(reply[15:])
         if lane_key in self._parked and lane.ready and not was_ready:
             result.became_ready = self.unpark(lane_key)
+        self._take_touched(reply[14])
         return result
 
     def close_lane(self, lane_key: str, reason: str) -> None:

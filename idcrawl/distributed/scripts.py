@@ -7,7 +7,10 @@ id's outcome, the lane's first undecided id, the run of misses and the cut
 (inside ``CLAIM``, ``STATUS`` and ``LEAVE``). The rules are those of
 :class:`idcrawl.core.lanes.Lane`: the margin is applied in lane order, a found
 id is emitted only once the decided prefix passes it (so no cut can come
-before it), an id decided past the cut is overshoot.
+before it), an id decided past the cut is overshoot. Lanes of overlapping targets share
+their ids as :class:`idcrawl.core.overlap.IdSpace` does in one process: each id is fetched
+once (``CLAIM`` hands out only ids no lane of the space fetches or decided), its outcome
+reaches every lane that waits for it (``RECORD``), its items are emitted once.
 
 **Files.** Each script is a ``.lua`` file of the package
 ``idcrawl.distributed.lua`` (package data, read with :mod:`importlib.resources`,
@@ -46,11 +49,20 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
 ``P L:<lane>:free``    list  ids taken back from a worker that stopped; handed
                              out again before new ids
 ``P unsettled``        set   lanes not settled yet
+``P held``             set   settled lanes of an id space that still keep claims of ids
+                             in flight (other lanes wait for their outcomes)
 ``P workers``          zset  worker -> last heartbeat (ms, Redis clock)
 ``P job``              hash  job totals: reclaimed_workers, reclaimed_ids
 ``P W:<worker>:emit``  hash  "lane|id" -> outputs released to that worker and
                              not yet acknowledged as written
 ``P orphans``          hash  the same, taken from workers that stopped
+``P S:<space>:targets``  set  the targets of one id space (``codec.space_id``: one URL
+                             template and outcome rules); from two on, their lanes
+                             (``P S:<space>:lanes``) share it: their hashes get
+                             ``space`` (= ``P S:<space>``) and ``lane``
+``P S:<space>:fly``    hash  id -> the lane fetching it (claimed, no outcome yet)
+``P S:<space>:wait``   hash  id -> the lanes waiting for that outcome ("\n"-separated)
+``P S:<space>:pay``    hash  id -> outputs of a found id no lane has emitted yet
 ``P delayed``          zset  retries (serialised requests) by due time (ms)
 ``P feed``             list  targets pushed to the fleet (JSON)
 ``P incidents``        list  incident log entries from every worker

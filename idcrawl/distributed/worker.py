@@ -24,6 +24,16 @@ runtime's worker (``IDCRAWL_WORKER_CLASS``): the one
   lanes are all at their window waits for the others instead of closing; it
   closes when the job is finished, or after ``IDCRAWL_REDIS_IDLE_TIMEOUT``
   seconds without work (a worker started without targets waits for pushed ones).
+- **The fleet's finish within a poll.** The job is finished when Redis holds
+  no unsettled lane, waiting retry, orphaned item or pushed target: the worker
+  whose outcome settles the last lane writes that to Redis, and every other
+  worker reads it at its next poll (``IDCRAWL_REDIS_POLL_INTERVAL``) and wakes
+  its engine, which closes at once instead of at Scrapy's 5 s idle check.
+- **Liveness.** Each poll is a heartbeat, so a worker's ids go back to the job
+  ``IDCRAWL_REDIS_LEASE_TIMEOUT`` (8 s by default) after its last poll. A
+  joining worker also releases, before its first poll, the workers of the job
+  that were processes of its own machine and have ended (a SIGKILL, a crash):
+  a replacement started next to a dead worker takes its ids at once.
 """
 
 from __future__ import annotations
@@ -45,7 +55,14 @@ from idcrawl._scrapy import close_spider, engine_busy
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.targets import Target, TargetError, parse_target
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
-from idcrawl.distributed.connection import RedisUnavailable, connect, describe, job_prefix, worker_id
+from idcrawl.distributed.connection import (
+    RedisUnavailable,
+    connect,
+    describe,
+    job_prefix,
+    worker_gone,
+    worker_id,
+)
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict, check_distributed
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
@@ -123,6 +140,7 @@ class RedisWorker:
             # the crawler's spider is set only once from_crawler returned: looked up when used
             encode=lambda payload: encode_outputs(payload[2], crawler.spider),
             decode=lambda lane, id_, blob: (lane, id_, decode_outputs(blob, crawler.spider)),
+            concurrency=settings.getint("CONCURRENT_REQUESTS"),
         )
         self._defaults = {
             "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),
@@ -144,6 +162,7 @@ class RedisWorker:
         self._tver = -1
         self._loop: Any = None
         self._idle_since = time.monotonic()
+        self._last_poll: float | None = None
         # acknowledgements of released outputs: tokens are their emit fields, "lane|id"
         self._unwritten = UnwrittenItems()
         self._written: list[str] = []
@@ -181,9 +200,36 @@ class RedisWorker:
         self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
         self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
         self._idle_since = time.monotonic()
+        self._take_over()
         self.poll()
         self._loop = create_looping_call(self.poll)
         self._loop.start(self.poll_interval, now=False)
+
+    def _take_over(self) -> None:
+        """Joining: release at once the job's workers that are processes of this machine known to have
+        ended (:func:`~idcrawl.distributed.connection.worker_gone`), without waiting for their lease.
+
+        Their undecided ids go back to the lanes' free lists and their unacknowledged items to the
+        orphans, as when a worker leaves; this worker's first poll takes them. Workers elsewhere are
+        left to the lease (``IDCRAWL_REDIS_LEASE_TIMEOUT``).
+        """
+        try:
+            members = self.client.zrange(self.job.key("workers"), 0, -1)
+            gone = [w for w in (m.decode() if isinstance(m, bytes) else str(m) for m in members)
+                    if w != self.worker and worker_gone(w)]
+            ids = 0
+            for worker in gone:
+                ids += int(self.job.leave(worker))
+            if gone:
+                self.client.hincrby(self.job.key("job"), "reclaimed_workers", len(gone))
+        except RedisError as exc:
+            self._outage(exc)
+            return
+        if gone:
+            logger.warning("idcrawl: took over %d ids of %d ended worker(s) of this machine: %s",
+                           ids, len(gone), ", ".join(gone[:5]))
+            self._inc(f"{PREFIX}/taken_over_workers", len(gone))
+            self._inc(f"{PREFIX}/taken_over_ids", ids)
 
     def stop(self, reason: str) -> None:
         """This worker leaves: acknowledge what was written, give back claims and the rest at once.
@@ -287,6 +333,13 @@ class RedisWorker:
         """Heartbeat and news from the job (see the module docstring); Redis outages are retried here."""
         if self._closed:
             return
+        now = time.monotonic()
+        if self._last_poll is not None and now - self._last_poll > self.lease / 2:
+            # a stalled process (or reactor): past the lease, the other workers take this worker's ids
+            logger.warning("idcrawl: %.1f s since this worker's last heartbeat (IDCRAWL_REDIS_LEASE_TIMEOUT %.0f s): "
+                           "the process was stalled", now - self._last_poll, self.lease)
+            self._inc(f"{PREFIX}/late_heartbeats")
+        self._last_poll = now
         try:
             self._poll()
         except RedisError as exc:
@@ -366,7 +419,9 @@ class RedisWorker:
             self._adopt()
         self.ack()
         self._check_lost()
-        if woken or frontier.can_dispense():
+        if woken or frontier.can_dispense() or frontier.finished:
+            # finished: the engine checks at once whether it is idle and closes (the fleet's finish,
+            # as this poll read it from Redis), instead of at Scrapy's next 5 s idle check
             self.runtime.wake_engine()
         if not frontier.finished or self.feeder:
             self._check_idle()

@@ -43,7 +43,7 @@ def job_file(path: Path, site_a, site_b) -> Path:
 [defaults]
 direction = "both"
 attempts = 3
-cooldown = 0.3
+cooldown = 1.0  # a retry whose due time passed before it reached the scheduler is retried locally, not shared
 backoff = 1.0
 window = 12
 
@@ -152,7 +152,8 @@ def test_a_worker_killed_with_sigkill_loses_nothing_after_the_lease(
     model = SlowModel(900, 1400, KILL_GAPS)
     site = make_site(model)
     args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "name": "reg"}
-    settings = worker_settings(redis_server, job="kill", IDCRAWL_REDIS_LEASE_TIMEOUT=1.5,
+    # a lease of 3 s: a live worker stalled that long by a loaded machine would be reclaimed too
+    settings = worker_settings(redis_server, job="kill", IDCRAWL_REDIS_LEASE_TIMEOUT=3.0,
                                IDCRAWL_STATE_COMMIT_ITEMS=10, IDCRAWL_STATE_COMMIT_INTERVAL=0.3)
     procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(3)]
     import redis
@@ -179,6 +180,52 @@ def test_a_worker_killed_with_sigkill_loses_nothing_after_the_lease(
     assert sorted(got) == target_truth(model.exists, 1000, "both", 5), f"killed after {kill_after} requests"
     job = client.hgetall("idcrawl:{kill}:job")
     assert int(job.get(b"reclaimed_workers", 0)) == 1
+
+
+def test_a_replacement_for_a_sigkilled_worker_takes_its_ids_at_once(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    """One of 3 workers is SIGKILLed while it holds ids; a replacement starts at once. The lease is
+    long (60 s): only the replacement's take-over at join frees the dead worker's ids. Nothing is
+    lost; an item is in two feeds only if the killed worker wrote it (at least once, README)."""
+    model = SlowModel(900, 1400, KILL_GAPS)
+    site = make_site(model)
+    args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "name": "reg"}
+    settings = worker_settings(redis_server, job="replace", IDCRAWL_REDIS_LEASE_TIMEOUT=60,
+                               IDCRAWL_STATE_COMMIT_ITEMS=10, IDCRAWL_STATE_COMMIT_INTERVAL=0.3)
+    procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(3)]
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url)
+    victim = f"{socket.gethostname()}:{procs[0].pid}:".encode()
+
+    def victim_holds_ids() -> bool:
+        owners = [*client.hvals("idcrawl:{replace}:L:reg:asc:own"),
+                  *client.hvals("idcrawl:{replace}:L:reg:desc:own")]
+        return any(owner.startswith(victim) for owner in owners)
+
+    deadline = time.monotonic() + 60
+    while (len(site.ids()) < 80 or not victim_holds_ids()) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert victim_holds_ids(), "the worker to kill never claimed an id"
+    procs[0].send_signal(signal.SIGKILL)
+    procs[0].wait(timeout=30)
+    replacement = start_worker(tmp_path / "w3", args, settings)
+    killed_items = read_items(tmp_path / "w0" / "items.jsonl")
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in [(1, procs[1]), (2, procs[2]), (3, replacement)]]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stats["finish_reason"] == "finished"
+    assert results[2].stats.get("idcrawl/redis/taken_over_workers") == 1
+    assert results[2].stats.get("idcrawl/redis/taken_over_ids", 0) > 0
+    job = client.hgetall("idcrawl:{replace}:job")
+    assert int(job.get(b"reclaimed_workers", 0)) == 1
+    assert client.zcard("idcrawl:{replace}:workers") == 0
+    living = [i["id"] for r in results for i in r.items]
+    assert len(living) == len(set(living)), "a living worker emitted an item twice"
+    killed = [i["id"] for i in killed_items]
+    assert len(killed) == len(set(killed))
+    assert sorted(set(living) | set(killed)) == target_truth(model.exists, 1000, "both", 5)
 
 
 def test_a_target_pushed_through_the_feed_key_is_crawled_by_idle_workers(
@@ -362,3 +409,89 @@ def test_an_id_whose_callback_raises_does_not_hold_the_job_forever(make_site, re
     assert result.stats["finish_reason"] == "finished"
     assert sorted(i["id"] for i in result.items) == [1, 2, 4, 5, 6, 7, 8]
     assert result.stats["idcrawl/lost"] == 1  # id 3: no outcome from its callback, counted as failed
+
+
+OVERLAP_GAPS = {50, 150, 151, 250}  # 296 of ids 1..300 exist; no run of misses reaches margin 5
+
+
+def overlap_job(path: Path, url: str) -> Path:
+    path.write_text(f"""
+[defaults]
+direction = "asc"
+margin = 5
+window = 12
+
+[[targets]]
+name = "a"
+url = "{url}"
+start = 1
+max = 200
+
+[[targets]]
+name = "b"
+url = "{url}"
+start = 100
+max = 300
+""")
+    return path
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_overlapping_targets_give_the_single_process_requests_and_items_exactly(
+    make_site, redis_server, tmp_path: Path, workers: int
+) -> None:
+    site = make_site(GapModel(1, 300, OVERLAP_GAPS))
+    job = overlap_job(tmp_path / "job.toml", site.url())
+    (tmp_path / "single").mkdir()
+    single = run_crawl(tmp_path / "single", {"job": job})
+    assert single.returncode == 0, single.stderr[-3000:]
+    single_requests = sorted(site.ids())
+    assert single_requests == list(range(1, 301))
+    single_items = sorted((i["target"], i["id"]) for i in single.items)
+    assert len(single_items) == 296
+    assert single.stats["idcrawl/deduplicated"] == 101
+    site.log.clear()
+    site._counts.clear()
+
+    settings = worker_settings(redis_server, job=f"overlap{workers}")
+    procs = [start_worker(tmp_path / f"w{n}", {"job": job}, settings) for n in range(workers)]
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stats["finish_reason"] == "finished"
+    assert sorted(site.ids()) == single_requests, "not the single process's requests"
+    items = sorted((i["target"], i["id"]) for r in results for i in r.items)
+    assert items == single_items, "not the single process's items"
+    for name in ("deduplicated", "found", "emitted", "missing"):
+        assert sum(r.stats.get(f"idcrawl/{name}", 0) for r in results) == single.stats[f"idcrawl/{name}"], name
+
+
+def test_many_small_overlapping_targets_fetch_no_id_twice(make_site, redis_server, tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(14)
+    gaps: set[int] = set()
+    at = rng.randint(20, 40)
+    while at < 1200:  # a run of 6 missing ids every 20-40 ids: every lane stops within a few dozen ids
+        gaps.update(range(at, at + 6))
+        at += 6 + rng.randint(20, 40)
+    site = make_site(GapModel(1, 1200, gaps))
+    blocks = ['[defaults]\ndirection = "both"\nmargin = 5\nwindow = 12\n']
+    blocks += [f'[[targets]]\nname = "t{n}"\nurl = "{site.url()}"\nstart = {rng.randint(1, 1200)}\n' for n in range(40)]
+    job = tmp_path / "job.toml"
+    job.write_text("\n".join(blocks))
+    (tmp_path / "single").mkdir()
+    single = run_crawl(tmp_path / "single", {"job": job})
+    assert single.returncode == 0, single.stderr[-3000:]
+    single_ids = sorted(i["id"] for i in single.items)
+    site.log.clear()
+    site._counts.clear()
+
+    settings = worker_settings(redis_server, job="small", IDCRAWL_REDIS_CLAIM_BLOCK=8)
+    procs = [start_worker(tmp_path / f"w{n}", {"job": job}, settings) for n in range(3)]
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+    requested = Counter(site.ids())
+    assert max(requested.values()) == 1, "an id was fetched twice"
+    assert sorted(i["id"] for r in results for i in r.items) == single_ids, "not the single process's items, once"

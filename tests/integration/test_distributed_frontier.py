@@ -10,6 +10,7 @@ import time
 import pytest
 from pyroaring import BitMap64
 
+from idcrawl.core.frontier import Frontier
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import plan_lane
 from idcrawl.core.targets import parse_target
@@ -75,6 +76,8 @@ def drive(workers: list[RedisFrontier], rng: random.Random, *, stop_after: dict[
             decided[i] += 1
             continue
         dispatch = w.next()
+        emitted += [rid for _, rid, _ in w.released]  # released by a claim (an overlapping lane's outcome)
+        w.released, w.touched = [], []
         if dispatch is not None:
             held[i].append((dispatch.lane, dispatch.id))
             dispensed.append(dispatch.id)
@@ -106,6 +109,89 @@ def test_three_workers_in_any_order_emit_exactly_the_sequential_result(redis_ser
     # bounded waste: ids handed out past each cut <= window
     assert len([i for i in dispensed if i > 1024]) <= 8
     assert len([i for i in dispensed if i < 986]) <= 8
+
+
+OVERLAPPING = (
+    {"name": "a", "start": 950, "direction": "asc", "margin": 6},  # cut at 1025
+    {"name": "b", "start": 1000, "direction": "both", "margin": 5},  # cuts at 1024 and 986
+    {"name": "c", "start": 1015, "direction": "desc", "margin": 3},  # cut at 1010
+)
+
+
+def single_process(targets: list) -> tuple[list[int], dict[str, int | None], dict[str, int], int]:
+    """The core frontier's run of overlapping targets, in order: emitted ids, cuts, found per lane, requests."""
+    frontier: Frontier = Frontier(targets, rebind=lambda payload, lane, id_: (lane, id_, payload[2] if payload else []))
+    emitted: list[int] = []
+    requests = 0
+    while (dispatch := frontier.next()) is not None:
+        requests += 1
+        outcome = Outcome.FOUND if exists(dispatch.id) else Outcome.MISSING
+        payload = (dispatch.lane, dispatch.id, [dispatch.id]) if outcome is Outcome.FOUND else None
+        released = frontier.record(dispatch.lane, dispatch.id, outcome, payload).released + frontier.released
+        frontier.released = []
+        emitted += [id_ for _, id_, items in released if items]
+    assert frontier.finished
+    cuts = {key: lane.cut_at for key, lane in frontier.lanes.items()}
+    found = {key: lane.counts.found for key, lane in frontier.lanes.items()}
+    return emitted, cuts, found, requests
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_overlapping_targets_share_one_id_space_across_workers(redis_server, seed: int) -> None:
+    targets = [target(**t) for t in OVERLAPPING]
+    emitted_1, cuts, found, requests = single_process(targets)
+    assert len(emitted_1) == len(set(emitted_1))
+    workers = [frontier(redis_server, f"w{i}", prefix=f"t:{{ov{seed}}}:") for i in range(3)]
+    for w in workers:
+        for t in targets:
+            w.add_target(t)
+    emitted, dispensed = drive(workers, random.Random(seed))
+    assert len(emitted) == len(set(emitted)), "an id's items were emitted twice"
+    assert sorted(emitted) == sorted(emitted_1)
+    assert len(dispensed) == len(set(dispensed)), "an id was fetched twice"
+    for key, cut in cuts.items():
+        assert all(w.lanes[key].cut_at == cut for w in workers), key
+        assert sum(w.lanes[key].counts.found for w in workers) == found[key], key
+    # past the cuts: at most a window per lane more than the single process
+    assert len(dispensed) <= requests + 8 * len(cuts)
+    assert sum(w.deduplicated for w in workers) > 0
+
+
+@pytest.mark.parametrize("seed", range(20, 28))
+def test_random_overlapping_targets_match_the_core_frontier(redis_server, seed: int) -> None:
+    rng = random.Random(seed)
+    targets = [
+        target(name=f"t{n}", start=rng.randint(960, 1040), direction=rng.choice(["asc", "desc", "both"]),
+               margin=rng.randint(2, 7), window=rng.randint(2, 10))
+        for n in range(rng.randint(2, 4))
+    ]
+    emitted_1, cuts, found, _ = single_process(targets)
+    workers = [frontier(redis_server, f"w{i}", prefix=f"t:{{rnd{seed}}}:", block=rng.randint(1, 4)) for i in range(3)]
+    for w in workers:
+        for t in targets:
+            w.add_target(t)
+    emitted, dispensed = drive(workers, random.Random(seed))
+    assert sorted(emitted) == sorted(emitted_1), "not the core's items, once"
+    assert len(dispensed) == len(set(dispensed)), "an id was fetched twice"
+    for key, cut in cuts.items():
+        assert all(w.lanes[key].cut_at == cut for w in workers), key
+        assert sum(w.lanes[key].counts.found for w in workers) == found[key], key
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_overlapping_targets_with_a_stopped_worker_finish_with_the_single_process_result(
+    redis_server, seed: int
+) -> None:
+    targets = [target(**t) for t in OVERLAPPING]
+    emitted_1, cuts, _, _ = single_process(targets)
+    workers = [frontier(redis_server, f"w{i}", prefix=f"t:{{ovs{seed}}}:", lease_ms=300) for i in range(3)]
+    for w in workers:
+        for t in targets:
+            w.add_target(t)
+    emitted, _ = drive(workers, random.Random(seed), stop_after={0: 10})
+    assert sorted(set(emitted)) == sorted(emitted_1)
+    for key, cut in cuts.items():
+        assert all(w.lanes[key].cut_at == cut for w in workers[1:]), key
 
 
 def test_a_stopped_worker_s_ids_are_taken_back_after_the_lease(redis_server) -> None:
@@ -196,3 +282,23 @@ def test_decode_bits_reads_two_bits_per_id_in_lane_order() -> None:
     assert out[Outcome.MISSING] == BitMap64([99, 93])
     assert out[Outcome.FAILED] == BitMap64([97])
     assert out[Outcome.DISALLOWED] == BitMap64([96])
+
+
+def test_a_worker_stopped_with_ids_of_a_cut_lane_that_another_lane_waits_for_is_taken_back(redis_server) -> None:
+    """Lane a is cut while a stopped worker still holds ids of it that lane b waits for: the
+    worker's release hands them to b (a settled lane keeps the claims of its fetches in flight)."""
+    targets = [target(name="a", start=1010, direction="asc", margin=2), target(name="b", start=1000, direction="asc")]
+    emitted_1, cuts, _, _ = single_process(targets)
+    workers = [frontier(redis_server, f"w{i}", prefix="t:{cutheld}:", lease_ms=300) for i in range(3)]
+    for w in workers:
+        for t in targets:
+            w.add_target(t)
+    live, dead = workers[1], workers[0]
+    assert [int(i) for i in live.job.claim("w1", "a:asc", 3, 300)[6:]] == [1010, 1011, 1012]
+    assert [int(i) for i in dead.job.claim("w0", "a:asc", 3, 300)[6:]] == [1013, 1014, 1015]  # then w0 stops
+    for id_ in (1010, 1011, 1012):  # missing: lane a is cut at 1011 while w0 holds 1013..1015
+        live.job.record("w1", "a:asc", id_, 1, b"")  # 1: missing
+    emitted, _ = drive(workers[1:], random.Random(9))
+    assert sorted(set(emitted)) == sorted(emitted_1)
+    for key, cut in cuts.items():
+        assert all(w.lanes[key].cut_at == cut for w in workers[1:]), key

@@ -124,7 +124,7 @@ def claim(run: Run, n: int) -> list[int]:
     while len(core) < n and run.lane.ready:
         core.append(run.lane.dispense())
     reply = run.job.claim("w", LANE, n, 3_600_000)
-    lua = [int(i) for i in reply[5:]]
+    lua = [int(i) for i in reply[6:]]
     run.log.append(f"claim {n}: {core}")
     if core != lua:
         run.fail(f"claim {n}: core {core} != Lua {lua}")
@@ -151,7 +151,7 @@ def record(run: Run, id_: int, outcome: Outcome) -> None:
                  f"!= Lua {dict(zip(_COUNTS, lua_delta, strict=True))}")
     if bool(int(reply[13])) != lane.settled:
         run.fail(f"record {id_} {outcome.value}: settled core {lane.settled} != Lua {bool(int(reply[13]))}")
-    released = reply[14:]
+    released = reply[15:]
     for i in range(0, len(released), 2):
         lane_key, _, id_text = released[i].decode().rpartition("|")
         assert lane_key == LANE and released[i + 1] == f"p{id_text}".encode()

@@ -1,10 +1,13 @@
 -- CLAIM: heartbeat, take back the ids of stopped workers, then hand out up to n ids of
--- a lane: taken-back ids first, then new ones within the window.
+-- a lane: taken-back ids first, then new ones within the window. In a shared id space
+-- (overlapping targets) a new id another lane fetches is not handed out: the lane waits for
+-- that outcome; an id another lane decided takes its outcome now (outputs once, common.lua).
 -- KEYS: P workers, P unsettled, P orphans, P job, P L:<lane>, its :own, :free, :dec.
 -- ARGV: worker, n, lease_ms.
--- Returns {fu, next, reason, cut, last, id...}, or {} for an unknown lane.
+-- Returns {fu, next, reason, cut, last, {deduplicated, touched, released}, id...}, or {} for an
+-- unknown lane. deduplicated: ids served without a request; touched and released as RECORD's.
 local J = job_keys()
-local K = {hash = KEYS[5], own = KEYS[6], free = KEYS[7], dec = KEYS[8]}
+local K = lane_keys(KEYS[5])
 local me, n, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
 redis.call('ZADD', J.workers, now, me)
@@ -13,7 +16,9 @@ local f = redis.call('HMGET', K.hash, 'start', 'step', 'stop', 'window', 'next',
 if not f[1] then return {} end
 local step, stop, window = tonumber(f[2]), f[3], tonumber(f[4])
 local nxt, fu, reason, cut = tonumber(f[5]), tonumber(f[6]), f[7], f[8]
-local ids = {}
+local S = space_of(K)
+local ids, dedup, touched, released = {}, 0, {}, {}
+local E = J.P .. 'W:' .. me .. ':emit'
 if cut == '' then
   while #ids < n do
     local id = redis.call('LPOP', K.free)
@@ -23,20 +28,41 @@ if cut == '' then
   end
   if reason == '' and #ids < n then
     local room = window - (nxt - fu) * step
-    while #ids < n and room > 0 do
-      ids[#ids + 1] = nxt
+    while #ids < n and room > 0 and cut == '' do
+      local id = nxt
       nxt = nxt + step
       room = room - 1
-      if past(nxt, step, stop) then
-        reason = 'bound'
-        break
+      if past(nxt, step, stop) then reason = 'bound' end
+      if S then
+        local sid = s(id)
+        if redis.call('HEXISTS', S.fly, sid) == 1 then  -- another lane fetches it: wait for its outcome
+          local w = redis.call('HGET', S.wait, sid)
+          redis.call('HSET', S.wait, sid, w and (w .. '\n' .. S.lane) or S.lane)
+          dedup = dedup + 1
+        else
+          local o = space_outcome(S, S.lane, id)
+          if o then  -- decided by another lane: this lane takes the outcome now (it may cut the lane)
+            dedup = dedup + 1
+            redis.call('HSET', K.hash, 'next', s(nxt), 'reason', reason)
+            share(S, S.lane, id, o, E, J.unsettled, touched, released)
+            local g = redis.call('HMGET', K.hash, 'fu', 'reason', 'cut')
+            fu, reason, cut = tonumber(g[1]), g[2], g[3]
+          else
+            redis.call('HSET', S.fly, sid, S.lane)
+            ids[#ids + 1] = id
+          end
+        end
+      else
+        ids[#ids + 1] = id
       end
+      if reason ~= '' then break end
     end
     redis.call('HSET', K.hash, 'next', s(nxt), 'reason', reason)
   end
 end
 for _, id in ipairs(ids) do redis.call('HSET', K.own, s(id), me) end
 if #ids > 0 then redis.call('HINCRBY', K.hash, 'c_dispensed', #ids) end
-local out = {s(fu), s(nxt), reason, cut, f[9]}
+if #touched > 0 then f[9] = redis.call('HGET', K.hash, 'last') end
+local out = {s(fu), s(nxt), reason, cut, f[9], {dedup, touched, released}}
 for _, id in ipairs(ids) do out[#out + 1] = s(id) end
 return out

@@ -52,12 +52,96 @@ local function undecided(K, id, step, fu, nxt, cut)
   return redis.call('HEXISTS', K.dec, s(id)) == 0
 end
 
+-- The shared id space of overlapping targets (targets with one URL template and outcome
+-- rules, idcrawl.core.overlap): REGISTER marks the lanes of a space once two targets are in
+-- it (fields space = its base key P S:<space>, lane = the lane's key). Keys of a space:
+--   <base>:targets set of its targets, <base>:lanes set of its lanes,
+--   <base>:fly  hash id -> the lane fetching it (claimed, no outcome yet),
+--   <base>:wait hash id -> lanes waiting for that outcome ("\n"-separated),
+--   <base>:pay  hash id -> outputs of a found id that no lane has emitted yet.
+-- An id's known outcome is read from the lanes themselves (their 2-bit field and :dec).
+local function space_of(K)
+  local f = redis.call('HMGET', K.hash, 'space', 'lane')
+  if not f[1] then return nil end
+  local b = f[1]
+  return {base = b, lane = f[2], P = prefix_of(K.hash, 'L:' .. f[2]), lanes = b .. ':lanes', fly = b .. ':fly',
+    wait = b .. ':wait', pay = b .. ':pay'}
+end
+
+-- the outcome code of id in another lane of space S, or nil if no lane decided it
+local function space_outcome(S, me, id)
+  for _, l in ipairs(redis.call('SMEMBERS', S.lanes)) do
+    if l ~= me then
+      local L = S.P .. 'L:' .. l
+      local f = redis.call('HMGET', L, 'start', 'step', 'fu')
+      if f[1] then
+        local start, step, fu = tonumber(f[1]), tonumber(f[2]), tonumber(f[3])
+        if (id - start) * step >= 0 and (id - fu) * step < 0 then
+          return redis.call('BITFIELD', L .. ':bits', 'GET', 'u2', '#' .. s((id - start) * step))[1]
+        end
+        local o = redis.call('HGET', L .. ':dec', s(id))
+        if o then return tonumber(o) end
+      end
+    end
+  end
+  return nil
+end
+
+-- lane will not fetch id (string) after all (cut, or its worker's claim dropped past the cut):
+-- the first waiting lane not cut fetches it instead (it goes to that lane's free list)
+local function pass_on(S, lane, sid)
+  if redis.call('HGET', S.fly, sid) ~= lane then return end
+  local w = redis.call('HGET', S.wait, sid)
+  local heir, rest = nil, {}
+  if w then
+    for other in string.gmatch(w, '[^\n]+') do
+      if heir == nil and redis.call('HGET', S.P .. 'L:' .. other, 'cut') == '' then
+        heir = other
+      elseif heir ~= nil then
+        rest[#rest + 1] = other
+      end
+    end
+  end
+  if heir == nil then
+    redis.call('HDEL', S.fly, sid)
+    redis.call('HDEL', S.wait, sid)
+    return
+  end
+  redis.call('HSET', S.fly, sid, heir)
+  redis.call('RPUSH', S.P .. 'L:' .. heir .. ':free', sid)
+  if #rest > 0 then redis.call('HSET', S.wait, sid, table.concat(rest, '\n'))
+  else redis.call('HDEL', S.wait, sid) end
+end
+
+-- A settled lane forgets its claims, except those of ids in flight for its space (other lanes
+-- may wait for their outcomes): it is listed in the set P held, so that a stopped worker's
+-- release still finds them (release_worker) and hands them on (give_back, pass_on).
+local function keep_flying(K, lane, S)
+  if not S then
+    redis.call('DEL', K.own)
+    return
+  end
+  local own = redis.call('HGETALL', K.own)
+  local kept = 0
+  for i = 1, #own, 2 do
+    if redis.call('HGET', S.fly, own[i]) == lane then kept = kept + 1
+    else redis.call('HDEL', K.own, own[i]) end
+  end
+  if kept > 0 then redis.call('SADD', S.P .. 'held', lane) end
+end
+
+-- a settled lane whose kept claims are all done leaves the set P held
+local function forget_held(K, lane, S)
+  if redis.call('HLEN', K.own) == 0 then redis.call('SREM', S.P .. 'held', lane) end
+end
+
 -- take ids (strings) of lane K from worker w: undecided ones go to the lane's free list;
 -- returns how many
 local function give_back(K, w, ids)
   local f = redis.call('HMGET', K.hash, 'step', 'fu', 'next', 'cut')
   if not f[1] then return 0 end
   local step, fu, nxt, cut = tonumber(f[1]), tonumber(f[2]), tonumber(f[3]), f[4]
+  local S = space_of(K)
   local n = 0
   for _, sid in ipairs(ids) do
     if redis.call('HGET', K.own, sid) == w then
@@ -65,9 +149,14 @@ local function give_back(K, w, ids)
       if undecided(K, tonumber(sid), step, fu, nxt, cut) then
         redis.call('RPUSH', K.free, sid)
         n = n + 1
+      elseif S then
+        pass_on(S, S.lane, sid)
       end
+    elseif S and cut ~= '' then  -- a cut lane settles and forgets its claims: w gives back one it will not fetch
+      pass_on(S, S.lane, sid)
     end
   end
+  if S and cut ~= '' then forget_held(K, S.lane, S) end
   return n
 end
 
@@ -75,7 +164,9 @@ end
 -- outputs (its emit hash E) to the orphans
 local function release_worker(J, w, E)
   local taken = 0
-  for _, lane in ipairs(redis.call('SMEMBERS', J.unsettled)) do
+  local lanes = redis.call('SMEMBERS', J.unsettled)
+  for _, lane in ipairs(redis.call('SMEMBERS', J.P .. 'held')) do lanes[#lanes + 1] = lane end
+  for _, lane in ipairs(lanes) do
     local K = lane_keys(J.P .. 'L:' .. lane)
     local own = redis.call('HGETALL', K.own)
     local held = {}
@@ -105,4 +196,125 @@ local function reclaim(J, now, lease, me)
   end
   if taken > 0 then redis.call('HINCRBY', J.job, 'reclaimed_ids', taken) end
   return taken
+end
+
+-- Record outcome code of id in lane (keys K, name lane): advance its prefix, cut it at the
+-- margin, release the outputs of found ids the prefix passed into the emit hash E.
+-- payload: the outputs of a found id ('' = none). S: the lane's space or nil.
+-- Returns {fu, nxt, reason, cut, last, c = {found, missing, failed, disallowed}, emitted,
+-- overshoot, past_cut, duplicate, settled, released = {lane|id, payload, ...}}.
+local function record_lane(K, lane, id, code, payload, E, unsettled, S)
+  local f = redis.call('HMGET', K.hash, 'start', 'step', 'margin', 'neutral', 'next', 'fu', 'run', 'last', 'cut',
+    'reason')
+  if not f[1] then return nil end
+  local start, step, margin, neutral = tonumber(f[1]), tonumber(f[2]), tonumber(f[3]), f[4] == '1'
+  local r = {fu = tonumber(f[6]), nxt = tonumber(f[5]), reason = f[10], cut = f[9], last = f[8],
+    c = {0, 0, 0, 0}, emitted = 0, overshoot = 0, past_cut = 0, duplicate = 0, settled = 0, released = {}}
+  local run = tonumber(f[7])
+  local sid = s(id)
+  local function done()
+    if r.reason ~= '' and (r.cut ~= '' or r.fu == r.nxt) then r.settled = 1 end
+    return r
+  end
+  redis.call('HDEL', K.own, sid)
+  if S and r.cut ~= '' then forget_held(K, lane, S) end
+  if (id - r.fu) * step < 0 or (id - r.nxt) * step >= 0 or redis.call('HEXISTS', K.dec, sid) == 1 then
+    r.duplicate = 1
+    return done()
+  end
+  redis.call('HSET', K.dec, sid, s(code))
+  if code == 0 and payload ~= '' then
+    -- in a space the outputs are the space's: whichever lane's prefix passes the id first emits them
+    if S then redis.call('HSET', S.pay, sid, payload)
+    elseif r.cut == '' then redis.call('HSET', K.pay, sid, payload) end
+  end
+  if r.cut ~= '' then  -- past the cut: counted, never emitted
+    r.past_cut = 1
+    if code == 0 then r.overshoot = 1 end
+    redis.call('HINCRBY', K.hash, 'c_past_cut', 1)
+    redis.call('HINCRBY', K.hash, 'c_overshoot', r.overshoot)
+    return done()
+  end
+  local cut_now = false
+  while true do
+    local key = s(r.fu)
+    local o = redis.call('HGET', K.dec, key)
+    if not o then break end
+    o = tonumber(o)
+    redis.call('HDEL', K.dec, key)
+    redis.call('BITFIELD', K.bits, 'SET', 'u2', '#' .. s((r.fu - start) * step), s(o))
+    local at = r.fu
+    r.fu = r.fu + step
+    r.c[o + 1] = r.c[o + 1] + 1
+    if o == 0 then
+      run = 0
+      r.last = key
+      local p = redis.call('HGET', K.pay, key)
+      if p then
+        redis.call('HDEL', K.pay, key)
+      elseif S then
+        p = redis.call('HGET', S.pay, key)
+        if p then redis.call('HDEL', S.pay, key) end
+      end
+      if p then
+        local field = lane .. '|' .. key
+        redis.call('HSET', E, field, p)
+        r.released[#r.released + 1] = field
+        r.released[#r.released + 1] = p
+        r.emitted = r.emitted + 1
+      end
+    elseif not (neutral and o == 2) then
+      run = run + 1
+      if margin > 0 and run >= margin then
+        r.cut = s(at)
+        r.reason = 'margin'
+        cut_now = true
+        break
+      end
+    end
+  end
+  if cut_now then
+    local ahead = redis.call('HGETALL', K.dec)
+    for i = 1, #ahead, 2 do
+      r.past_cut = r.past_cut + 1
+      if ahead[i + 1] == '0' then r.overshoot = r.overshoot + 1 end
+    end
+    if S then
+      for _, free in ipairs(redis.call('LRANGE', K.free, 0, -1)) do pass_on(S, lane, free) end
+    end
+    redis.call('DEL', K.pay, K.free)
+  end
+  redis.call('HSET', K.hash, 'fu', s(r.fu), 'run', s(run), 'last', r.last, 'cut', r.cut, 'reason', r.reason)
+  local names = {'c_found', 'c_missing', 'c_failed', 'c_disallowed'}
+  for i = 1, 4 do
+    if r.c[i] > 0 then redis.call('HINCRBY', K.hash, names[i], r.c[i]) end
+  end
+  if r.emitted > 0 then redis.call('HINCRBY', K.hash, 'c_emitted', r.emitted) end
+  if r.past_cut > 0 then redis.call('HINCRBY', K.hash, 'c_past_cut', r.past_cut) end
+  if r.overshoot > 0 then redis.call('HINCRBY', K.hash, 'c_overshoot', r.overshoot) end
+  if r.reason ~= '' and (r.cut ~= '' or r.fu == r.nxt) then
+    redis.call('SREM', unsettled, lane)
+    redis.call('DEL', K.free)
+    keep_flying(K, lane, S)
+  end
+  return done()
+end
+
+-- the reply of record_lane r: {fu, next, reason, cut, last, 7 counts, duplicate, settled}
+local function lane_reply(r)
+  return {s(r.fu), s(r.nxt), r.reason, r.cut, r.last, r.c[1], r.c[2], r.c[3], r.c[4], r.emitted, r.overshoot,
+    r.past_cut, r.duplicate, r.settled}
+end
+
+-- another lane of space S (waiting, or a claim of a known id) takes outcome code of id:
+-- its record is added to touched ({lane, lane_reply..., id, code}), its releases to released
+local function share(S, other, id, code, E, unsettled, touched, released)
+  local r = record_lane(lane_keys(S.P .. 'L:' .. other), other, id, code, '', E, unsettled, S)
+  if not r then return end
+  local row = lane_reply(r)
+  table.insert(row, 1, other)
+  row[#row + 1] = s(id)
+  row[#row + 1] = s(code)
+  touched[#touched + 1] = row
+  for _, v in ipairs(r.released) do released[#released + 1] = v end
 end

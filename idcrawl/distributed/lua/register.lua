@@ -1,16 +1,19 @@
 -- REGISTER: create a target's lanes unless the job has the target already.
 -- KEYS: P specs, P tver, P unsettled, P tl:<target>, then P L:<lane> for each lane.
--- ARGV: target name, spec (JSON), then per lane: lane, start, step, stop ('' = none), margin,
+-- ARGV: target name, spec (JSON), space (the id space of the target's URL template and
+--   outcome rules, '' = none), then per lane: lane, start, step, stop ('' = none), margin,
 --   window, neutral (1: failed ids are neutral), weight.
+-- Once a space has two targets, the lanes of all of them are marked as sharing it
+-- (space_of in common.lua).
 -- Returns the stored spec if the job has the target (nothing changes), else nil.
 local specs, tver, unsettled, tl = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local name, spec = ARGV[1], ARGV[2]
-assert(#KEYS - 4 == (#ARGV - 2) / 8, 'idcrawl: REGISTER needs one key per lane')
+local name, spec, space = ARGV[1], ARGV[2], ARGV[3]
+assert(#KEYS - 4 == (#ARGV - 3) / 8, 'idcrawl: REGISTER needs one key per lane')
 local current = redis.call('HGET', specs, name)
 if current then return current end
 redis.call('HSET', specs, name, spec)
 local k = 5
-for i = 3, #ARGV, 8 do
+for i = 4, #ARGV, 8 do
   local lane, start, step, stop = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3]
   local L = KEYS[k]
   k = k + 1
@@ -21,6 +24,19 @@ for i = 3, #ARGV, 8 do
     'run', '0', 'last', '', 'cut', '', 'reason', reason, 'target', name)
   redis.call('RPUSH', tl, lane)
   if reason == '' then redis.call('SADD', unsettled, lane) end
+end
+if space ~= '' then
+  local P = prefix_of(specs, 'specs')
+  local base = P .. 'S:' .. space
+  redis.call('SADD', base .. ':targets', name)
+  if redis.call('SCARD', base .. ':targets') > 1 then
+    for _, t in ipairs(redis.call('SMEMBERS', base .. ':targets')) do
+      for _, lane in ipairs(redis.call('LRANGE', P .. 'tl:' .. t, 0, -1)) do
+        redis.call('HSET', P .. 'L:' .. lane, 'space', base, 'lane', lane)
+        redis.call('SADD', base .. ':lanes', lane)
+      end
+    end
+  end
 end
 redis.call('INCR', tver)
 return false
