@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["cassette_path", "recorded_crawl"]
 
-_MISSING_EXTRA = "idcrawl's recorded_crawl fixture needs scrapy-mock and vcrpy: pip install 'idcrawl[testing]'"
+_MISSING_EXTRA = ("idcrawl's recorded_crawl fixture needs scrapy-mock's plugin (its vcr_settings fixture) and vcrpy: "
+                  "pip install 'idcrawl[testing]'")
 
 
 def cassette_name(request: pytest.FixtureRequest) -> str:
@@ -63,13 +64,12 @@ def cassette_path(request: pytest.FixtureRequest, library: str | Path) -> Path:
 def recorded_crawl(request: pytest.FixtureRequest) -> Iterator[Callable[..., RecordedCrawl]]:
     """Make recorded crawls of site spiders, their pages recorded in (or replayed from) the test's cassette."""
     try:
-        import scrapy_mock  # noqa: F401 - its vcr_settings fixture is the cassette settings
         import vcr  # noqa: F401
-    except ImportError:
+        settings = request.getfixturevalue("vcr_settings")  # scrapy-mock's cassette settings
+    except (ImportError, pytest.FixtureLookupError):
         pytest.fail(_MISSING_EXTRA, pytrace=False)
     from idcrawl.recorded import RecordedCrawl
 
-    settings = request.getfixturevalue("vcr_settings")
     path = cassette_path(request, settings.cassette_library_dir)
     with ExitStack() as stack:
         opened: list[Any] = []
