@@ -97,3 +97,10 @@ def test_cassettes_are_named_by_module_and_test_under_the_rootdir(
     path = idcrawl.testing.cassette_path(request, "tests/fixtures/cassettes")
     assert path == (pytestconfig.rootpath / "tests/fixtures/cassettes/test_testing_plugin"
                     / "test_cassettes_are_named_by_module_and_test_under_the_rootdir.yaml")
+
+
+def test_the_docs_example_is_the_test_file_the_suite_runs() -> None:
+    repo = Path(__file__).resolve().parents[2]
+    doc = (repo / "docs" / "testing.md").read_text(encoding="utf-8")
+    includes = [line.split()[-1] for line in doc.splitlines() if line.startswith("```{literalinclude}")]
+    assert [(repo / "docs" / path).resolve() for path in includes] == [repo / "tests/unit/test_example_site_spider.py"]
