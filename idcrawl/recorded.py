@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.http import Headers
 from scrapy.responsetypes import responsetypes
 from scrapy.settings import SETTINGS_PRIORITIES
@@ -122,6 +122,16 @@ class RecordedCrawl:
         self.crawler, self.spider, self.runtime = crawler, spider, runtime
         self.session = session if session is not None else requests.Session()
         self._probed = False
+
+    def close(self) -> None:
+        """Let the crawler go: the runtime registry keeps a crawler until its engine stops, which never starts here."""
+        self.crawler.signals.send_catch_log(signal=signals.engine_stopped)
+
+    def __enter__(self) -> RecordedCrawl:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def targets(self) -> Mapping[str, Target]:

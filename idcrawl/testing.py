@@ -75,8 +75,8 @@ def recorded_crawl(request: pytest.FixtureRequest) -> Iterator[Callable[..., Rec
         opened: list[Any] = []
 
         def make(spidercls: type[Any], **arguments: Any) -> RecordedCrawl:
-            if not opened:  # opened on first use: a test that fetches nothing writes no cassette
+            if not opened:  # opened on first use (a test that fetches nothing writes no cassette), saved last
                 opened.append(stack.enter_context(settings.use_cassette(str(path))))
-            return RecordedCrawl(spidercls, **arguments)
+            return stack.enter_context(RecordedCrawl(spidercls, **arguments))
 
         yield make

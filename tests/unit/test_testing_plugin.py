@@ -104,3 +104,23 @@ def test_the_docs_example_is_the_test_file_the_suite_runs() -> None:
     doc = (repo / "docs" / "testing.md").read_text(encoding="utf-8")
     includes = [line.split()[-1] for line in doc.splitlines() if line.startswith("```{literalinclude}")]
     assert [(repo / "docs" / path).resolve() for path in includes] == [repo / "tests/unit/test_example_site_spider.py"]
+
+
+def test_a_recorded_crawl_is_made_as_a_crawl_and_lets_its_crawler_go_when_closed() -> None:
+    from idcrawl.recorded import RecordedCrawl
+    from idcrawl.runtime import runtime_of
+    from idcrawl.spiders.demo import DemoSpider
+
+    with RecordedCrawl(DemoSpider, url="http://127.0.0.1:9/n/{id}", start=5, margin=2, name="t",
+                       settings={"IDCRAWL_MISSING_STATUSES": [404, 410]}) as crawl:
+        assert runtime_of(crawl.crawler) is crawl.runtime
+        target = crawl.target()
+        assert (target.name, target.start, target.margin) == ("t", 5, 2)
+        assert target.rule.missing_statuses == frozenset({404, 410})
+        assert crawl.crawler.settings.getbool("IDCRAWL_STATE") is False  # no state file read or written
+        request = crawl.request(7)
+        assert request.url == "http://127.0.0.1:9/n/7"
+        assert request.meta["idcrawl"] == {"lane": "t:asc", "id": 7, "target": "t", "attempt": 1}
+        with pytest.raises(ValueError, match="target='u': no such target"):
+            crawl.target("u")
+    assert runtime_of(crawl.crawler) is None
