@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["cassette_path", "recorded_crawl"]
 
+#: scrapy-mock's cassette folder, for a ``vcr_settings`` that names none
+DEFAULT_LIBRARY = "tests/fixtures/cassettes"
 _MISSING_EXTRA = ("idcrawl's recorded_crawl fixture needs scrapy-mock's plugin (its vcr_settings fixture) and vcrpy: "
                   "pip install 'idcrawl[testing]'")
 
@@ -70,7 +72,7 @@ def recorded_crawl(request: pytest.FixtureRequest) -> Iterator[Callable[..., Rec
         pytest.fail(_MISSING_EXTRA, pytrace=False)
     from idcrawl.recorded import RecordedCrawl
 
-    path = cassette_path(request, settings.cassette_library_dir)
+    path = cassette_path(request, settings.cassette_library_dir or DEFAULT_LIBRARY)
     with ExitStack() as stack:
         opened: list[Any] = []
 

@@ -3,6 +3,7 @@ outcomes as when recording, and the same items as a real ``scrapy crawl`` of tha
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,13 @@ PROBE = 9_999
 
 
 class BrokenModel(GapModel):
+    """One id answers 500; every notice and real 404 sets two cookies (a header given twice, kept twice)."""
+
     def reply(self, id_: int, host: str, nth: int) -> Reply:
         if id_ == BROKEN:
             return Reply(500, b"<html><body>server error</body></html>", (("Content-Type", "text/html"),))
-        return super().reply(id_, host, nth)
+        reply = super().reply(id_, host, nth)
+        return replace(reply, headers=(*reply.headers, ("Set-Cookie", "a=1"), ("Set-Cookie", f"id={id_}")))
 
 
 def targets(site: IdSite) -> dict[str, dict[str, Any]]:
@@ -38,14 +42,15 @@ def targets(site: IdSite) -> dict[str, dict[str, Any]]:
     }
 
 
-def judged(arguments: dict[str, Any]) -> dict[int, tuple[Outcome, int, list[dict[str, Any]]]]:
-    """id -> (outcome, status, items without fetched_at) of every id of IDS, through the cassette in use."""
+def judged(arguments: dict[str, Any]) -> dict[int, tuple[Outcome, int, list[dict[str, Any]], list[bytes]]]:
+    """id -> (outcome, status, items without fetched_at, Set-Cookie headers) of every id of IDS, through the
+    cassette in use."""
     crawl = RecordedCrawl(DemoSpider, **arguments)
     pages = {}
     for id_ in IDS:
         page = crawl.fetch(id_)
         items = [{key: value for key, value in item.items() if key != "fetched_at"} for item in page.items]
-        pages[id_] = (page.outcome, page.response.status, items)
+        pages[id_] = (page.outcome, page.response.status, items, page.response.headers.getlist("Set-Cookie"))
     return pages
 
 
@@ -71,14 +76,16 @@ def test_a_recorded_cassette_replays_with_the_site_stopped_the_same_items_and_ou
 
     real, regex, learned = recorded["real"], recorded["regex"], recorded["learned"]
     for gap in (*GAPS, HIGH + 1):
-        assert real[gap] == (Outcome.MISSING, 404, [])  # a real 404
-        assert regex[gap] == (Outcome.MISSING, 200, [])  # a soft 404, by the regex
-        assert learned[gap] == (Outcome.MISSING, 200, [])  # a soft 404, like the page learned from the probe
+        cookies = [b"a=1", f"id={gap}".encode()]
+        assert real[gap] == (Outcome.MISSING, 404, [], cookies)  # a real 404
+        assert regex[gap] == (Outcome.MISSING, 200, [], [])  # a soft 404 (the register's page: no cookies), by the regex
+        assert learned[gap] == (Outcome.MISSING, 200, [], [])  # a soft 404, like the page learned from the probe
     for pages in recorded.values():
-        assert pages[BROKEN] == (Outcome.FAILED, 500, [])
+        assert pages[BROKEN] == (Outcome.FAILED, 500, [], [])
         assert sorted(id_ for id_, page in pages.items() if page[0] is Outcome.FOUND) == sorted(
             set(range(LOW, HIGH + 1)) - GAPS - {BROKEN})
     assert real[LOW][2][0]["title"] == f"Procurement notice {LOW}"
+    assert real[LOW][3] == [b"a=1", f"id={LOW}".encode()]
 
     # a real crawl of the regex target makes the same items of the same pages
     assert crawled.returncode == 0, crawled.stderr[-3000:]
