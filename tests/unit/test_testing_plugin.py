@@ -124,3 +124,17 @@ def test_a_recorded_crawl_is_made_as_a_crawl_and_lets_its_crawler_go_when_closed
         with pytest.raises(ValueError, match="target='u': no such target"):
             crawl.target("u")
     assert runtime_of(crawl.crawler) is None
+
+
+def test_a_job_files_targets_are_chosen_by_name(tmp_path: Path) -> None:
+    from idcrawl.recorded import RecordedCrawl
+    from idcrawl.spiders.demo import DemoSpider
+
+    job = tmp_path / "job.toml"
+    job.write_text('[[targets]]\nname = "a"\nurl = "http://a.test/{id}"\nstart = 1\n\n'
+                   '[[targets]]\nname = "b"\nurl = "http://b.test/{id}"\nstart = 1\nfound_css = "h1"\n')
+    with RecordedCrawl(DemoSpider, job=job) as crawl:
+        assert sorted(crawl.targets) == ["a", "b"]
+        assert crawl.request(3, "b").url == "http://b.test/3"
+        with pytest.raises(ValueError, match="this crawl has 2 targets"):
+            crawl.request(3)
