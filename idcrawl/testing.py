@@ -45,7 +45,8 @@ _MISSING_EXTRA = ("idcrawl's recorded_crawl fixture needs scrapy-mock's plugin (
 
 
 def cassette_name(request: pytest.FixtureRequest) -> str:
-    """The test's cassette file name: its name with parameters, made safe (scrapy-mock's rules)."""
+    """The test's cassette file name: its name with parameters, made safe (scrapy-mock's rules, plus the characters
+    some file systems refuse; a test class by its name, where scrapy-mock writes its repr)."""
     name = re.sub(r"\]", "", request.node.name)
     name = re.sub(r"[\[-]", "__", name)
     name = re.sub(r"[:/.?&=<>'\"\\|*\s]+", "-", name)
