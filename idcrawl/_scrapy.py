@@ -42,6 +42,9 @@ relies on, by version:
 - :func:`command_crawler`: ``BaseRunSpiderCommand._create_crawler`` (the
   crawler ``scrapy crawl`` makes, with its unused-feed warning); the same in
   2.18 and 2.19, and ``CrawlerProcess.create_crawler`` where it is missing.
+- :func:`offline_crawler`: ``scrapy.utils.test.get_crawler`` (a crawler
+  with its settings applied, stats made, no engine, the reactor settings
+  matched to whatever reactor is installed, or none); the same in 2.18 and 2.19.
 - :func:`feed_slots` and :func:`has_feed_exporter`: the ``FeedExporter``
   among ``crawler.extensions.middlewares``, its ``slots`` (``FeedSlot``:
   ``storage``, ``file``, ``uri_template``, ``format``), ``feeds`` (uri
@@ -77,6 +80,7 @@ __all__ = [
     "feed_slots",
     "has_feed_exporter",
     "new_slot_delay",
+    "offline_crawler",
     "robots_parser",
     "set_slot_delay",
     "slot_has_room",
@@ -117,6 +121,14 @@ def close_spider(crawler: Crawler | Any, reason: str) -> bool:
         return False
     _schedule_coro(engine.close_spider_async(reason=reason))
     return True
+
+
+def offline_crawler(spidercls: type[Any], settings: dict[str, Any]) -> Crawler:
+    """A crawler of ``spidercls`` with ``settings`` applied (project priority) and its stats, but no engine:
+    what a spider's callbacks need to run outside a crawl (``idcrawl.recorded``)."""
+    from scrapy.utils.test import get_crawler
+
+    return get_crawler(spidercls, settings)
 
 
 def command_crawler(command: Any, spidercls: Any) -> Crawler:

@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if args.command == "serve":
         site = IdSite(port=args.port)
-        print(f"serving {site.url()} (ids {site.model.low}..{site.model.high} with gaps); Ctrl-C stops", flush=True)
+        print(f"serving {site.url()} (ids {site.model.low}..{site.model.high} with gaps; 404 for the gaps) and "
+              f"{site.soft_url()} (the same, a soft 404 for the gaps); Ctrl-C stops", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             site.serve_forever()
         return 0

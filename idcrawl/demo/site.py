@@ -2,8 +2,10 @@
 
 It serves the demo job (README command 1) and the behaviour tests: pages at
 ``/notice/{id}``, 404 for ids that do not exist, a request log that tests
-read, and hooks to script statuses and delays per id. It listens on
-127.0.0.1 only.
+read, and hooks to script statuses and delays per id. The same notices are at
+``/register/{id}`` too, where an id that does not exist answers 200 with a
+"could not be found" page (a soft 404: the recorded-page tests judge the
+soft-404 rules on it). It listens on 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -79,6 +81,18 @@ class DemoModel:
             return Reply(200, self.page(id_), (("Content-Type", "text/html; charset=utf-8"),))
         return Reply(404, b"<html><body><h1>Not found</h1></body></html>", (("Content-Type", "text/html"),))
 
+    def soft_reply(self, id_: int, host: str, nth: int) -> Reply:
+        """The answer at the soft-404 prefix: a notice, or 200 with a "could not be found" page."""
+        reply = self.reply(id_, host, nth)
+        if reply.status != 404:
+            return reply
+        body = (
+            "<!doctype html><html><head><meta charset='utf-8'><title>Register</title></head><body>"
+            f"<h1 class='notice-missing'>Notice {id_} could not be found</h1>"
+            "<p>Check the number and try again, or search the register.</p></body></html>"
+        ).encode()
+        return Reply(200, body, (("Content-Type", "text/html; charset=utf-8"),))
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -101,10 +115,10 @@ class _Handler(BaseHTTPRequestHandler):
                 id_ = int(last)
             except ValueError:
                 id_ = None
-            if id_ is None or prefix != site.prefix:
+            if id_ is None or prefix not in (site.prefix, site.soft_prefix):
                 reply = Reply(404, b"no such page")
             else:
-                reply = site.answer(id_, host)
+                reply = site.answer(id_, host, soft=prefix == site.soft_prefix)
         site.record(LoggedRequest(time.monotonic(), host, path, id_, reply.status))
         if reply.delay:
             time.sleep(reply.delay)
@@ -129,12 +143,14 @@ class IdSite(ThreadingHTTPServer):
         *,
         port: int = 0,
         prefix: str = "/notice",
+        soft_prefix: str = "/register",
         robots_txt: str = "User-agent: *\nDisallow:\n",
         on_request: Callable[[LoggedRequest], None] | None = None,
     ) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.model = model or DemoModel()
         self.prefix = prefix
+        self.soft_prefix = soft_prefix  # the same ids, a soft 404 for those that do not exist
         self.robots_txt = robots_txt
         self.on_request = on_request
         self.log: list[LoggedRequest] = []
@@ -156,10 +172,14 @@ class IdSite(ThreadingHTTPServer):
         """The id template on this site, e.g. ``http://127.0.0.1:PORT/notice/{id}``."""
         return f"http://{host}:{self.port}{self.prefix}/{{id}}"
 
-    def answer(self, id_: int, host: str) -> Reply:
+    def soft_url(self, host: str = "127.0.0.1") -> str:
+        """The id template of the soft-404 prefix, e.g. ``http://127.0.0.1:PORT/register/{id}``."""
+        return f"http://{host}:{self.port}{self.soft_prefix}/{{id}}"
+
+    def answer(self, id_: int, host: str, *, soft: bool = False) -> Reply:
         with self._lock:
             nth = self._counts[(host, id_)] = self._counts.get((host, id_), 0) + 1
-        return self.model.reply(id_, host, nth)
+        return self.model.soft_reply(id_, host, nth) if soft else self.model.reply(id_, host, nth)
 
     def record(self, entry: LoggedRequest) -> None:
         with self._lock:

@@ -385,3 +385,13 @@ def test_scrapy_private_names_appear_in_the_adapter_only() -> None:
         if private.search(line)
     ]
     assert offenders == []
+
+
+def test_offline_crawler_has_its_settings_and_stats_and_no_engine() -> None:
+    from scrapy import Spider
+
+    crawler = _scrapy.offline_crawler(Spider, {"RETRY_TIMES": 7})
+    assert crawler.settings.getint("RETRY_TIMES") == 7
+    assert crawler.stats is not None
+    crawler.stats.inc_value("x")
+    assert crawler.stats.get_value("x") == 1

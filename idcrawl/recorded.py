@@ -1,0 +1,237 @@
+"""A site spider's callbacks run on recorded pages, outside a crawl: the fields it yields, the outcomes it gives.
+
+What the pytest plugin :mod:`idcrawl.testing` hands to a test (``recorded_crawl``),
+usable without pytest too. A :class:`RecordedCrawl` builds the spider as a crawl
+does (``from_crawler`` with the same arguments, the project's settings, the
+target's outcome rules), makes the request of an id with the spider's own
+``make_id_request``, fetches it with ``requests`` and turns the answer into a
+Scrapy response that keeps the status, the headers, the final URL and the
+request's ``meta["idcrawl"]`` (target, id, lane). Then it runs what
+``IdSeqSpider._id_response`` runs: ``classify`` (the target's rule, then the
+page learned from its ``soft404_probe``, whose page is fetched first, as in a
+crawl) and, for a found page, ``base_item`` and ``parse_found``.
+
+Recording and replaying are vcrpy's: a fetch goes through ``requests``, so a
+cassette in use (``vcr.VCR().use_cassette(...)``, which the plugin opens per
+test) records it the first time and replays it after. This module does not
+import vcrpy: whatever cassette is in use when :meth:`RecordedCrawl.fetch` runs
+answers it; with none, the real site does.
+
+Single process only, by design: the crawl's frontier worker is always the local
+one and no state is read or written (``IDCRAWL_STATE = False``), whatever the
+project sets; the spider's callbacks and outcome rules are the same in a
+distributed job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter
+from scrapy import Request, signals
+from scrapy.http import Headers
+from scrapy.responsetypes import responsetypes
+from scrapy.settings import SETTINGS_PRIORITIES
+from scrapy.utils.project import get_project_settings
+from scrapy.utils.spider import iterate_spider_output
+
+from idcrawl._scrapy import offline_crawler
+from idcrawl.core.frontier import Dispatch
+from idcrawl.core.lanes import Outcome
+from idcrawl.runtime import runtime_of
+from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
+
+if TYPE_CHECKING:
+    import requests
+    from scrapy.http import Response
+
+    from idcrawl.core.targets import Target
+    from idcrawl.spiders.idseq import IdSeqSpider
+
+__all__ = ["RecordedCrawl", "RecordedPage"]
+
+#: What a recorded crawl sets whatever the project says: one process, no state file read or written.
+FORCED_SETTINGS: dict[str, Any] = {
+    "IDCRAWL_STATE": False,
+    "IDCRAWL_WORKER_CLASS": "idcrawl.runtime.LocalWorker",
+}
+#: Headers that describe the wire, not the body handed on (``requests`` has already decoded it).
+_WIRE_HEADERS = frozenset({b"content-encoding", b"transfer-encoding"})
+#: ``requests`` gives up on a site that does not answer (only when recording: a cassette answers at once).
+FETCH_TIMEOUT = 60.0
+
+
+@dataclass
+class RecordedPage:
+    """One id's recorded page and what the spider made of it."""
+
+    request: Request
+    response: Response
+    outcome: Outcome
+    #: what ``parse_found`` yielded (items, follow-up requests); empty unless found
+    output: list[Any] = field(default_factory=list)
+
+    @property
+    def items(self) -> list[Any]:
+        """The items of :attr:`output` (follow-up requests left out)."""
+        return [thing for thing in self.output if ItemAdapter.is_item(thing)]
+
+    @property
+    def item(self) -> dict[str, Any]:
+        """The one item of a found page, as a dict (an error unless there is exactly one)."""
+        items = self.items
+        if len(items) != 1:
+            raise AssertionError(f"{self.request.url}: {self.outcome} with {len(items)} items, not one")
+        return ItemAdapter(items[0]).asdict()
+
+
+def project_settings() -> dict[str, Any]:
+    """The settings the project sets (its settings module, ``SCRAPY_*`` variables), without Scrapy's defaults."""
+    settings = get_project_settings()
+    values = settings.copy_to_dict()
+    return {name: values[name] for name in values if (settings.getpriority(name) or 0) > SETTINGS_PRIORITIES["default"]}
+
+
+class RecordedCrawl:
+    """``spidercls`` made as ``scrapy crawl`` makes it with ``arguments`` (its ``-a`` arguments: ``url``,
+    ``start``, ``soft404_regex``, ... or ``job``), its callbacks run on fetched pages.
+
+    ``settings`` go over the project's (``IDCRAWL_MISSING_STATUSES``, ...);
+    ``session``: the ``requests`` session to fetch with (a new one by default).
+    """
+
+    def __init__(
+        self,
+        spidercls: type[IdSeqSpider],
+        *,
+        settings: Mapping[str, Any] | None = None,
+        session: requests.Session | None = None,
+        **arguments: Any,
+    ) -> None:
+        import requests
+
+        crawler = offline_crawler(spidercls, {**project_settings(), **(settings or {}), **FORCED_SETTINGS})
+        spider = spidercls.from_crawler(crawler, **{key: str(value) for key, value in arguments.items()})
+        crawler.spider = spider
+        # the spider finds its probe middleware through the engine, which a crawl outside the engine lacks
+        spider.__dict__["_soft404"] = self.soft404 = IdSoft404Middleware.from_crawler(crawler)
+        runtime = runtime_of(crawler)
+        assert runtime is not None  # from_crawler made it
+        self.crawler, self.spider, self.runtime = crawler, spider, runtime
+        self.session = session if session is not None else requests.Session()
+        self._probed = False
+
+    def close(self) -> None:
+        """Let the crawler go: the runtime registry keeps a crawler until its engine stops, which never starts here."""
+        self.crawler.signals.send_catch_log(signal=signals.engine_stopped)
+
+    def __enter__(self) -> RecordedCrawl:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def targets(self) -> Mapping[str, Target]:
+        """The crawl's targets by name (one, named after the spider, for ``-a`` arguments without ``name``)."""
+        return self.runtime.frontier.targets
+
+    def target(self, name: str | None = None) -> Target:
+        targets = self.targets
+        if name is None:
+            if len(targets) != 1:
+                raise ValueError(f"this crawl has {len(targets)} targets ({', '.join(targets)}): name one")
+            return next(iter(targets.values()))
+        try:
+            return targets[name]
+        except KeyError:
+            raise ValueError(f"target={name!r}: no such target (known: {', '.join(targets)})") from None
+
+    def request(self, id_: int, target: str | None = None) -> Request:
+        """The request the spider makes for ``id_`` of the target (its ``make_id_request``)."""
+        chosen = self.target(target)
+        lane = next(key for key, lane_target in self.runtime.frontier.lane_target.items()
+                    if lane_target.name == chosen.name)
+        return self.spider.make_id_request(Dispatch(chosen, lane, id_))
+
+    def fetch(self, id_: int, target: str | None = None) -> RecordedPage:
+        """Fetch the page of ``id_`` (the cassette in use answers) and judge it as the crawl's callback does."""
+        self.settle_probes()
+        request = self.request(id_, target)
+        response = self.fetch_response(request)
+        if not self._reaches_callback(response):
+            # HttpErrorMiddleware hands it to the errback: failure_outcome() of a response that is not wanted
+            return RecordedPage(request, response, Outcome.FAILED)
+        outcome = self.spider.classify(response)
+        output: list[Any] = []
+        if outcome is Outcome.FOUND:
+            output = list(iterate_spider_output(self.spider.parse_found(response, self.spider.base_item(response))))
+        return RecordedPage(request, response, outcome, output)
+
+    def outcome(self, id_: int, target: str | None = None) -> Outcome:
+        """The outcome of ``id_``'s recorded page: found, missing or failed."""
+        return self.fetch(id_, target).outcome
+
+    def settle_probes(self) -> None:
+        """Fetch each target's ``soft404_probe`` page and learn from it, once (a crawl does it first)."""
+        if self._probed:
+            return
+        self._probed = True
+        for request in self.soft404._probe_requests():
+            current: Request | None = request
+            while current is not None:
+                outputs = list(self.spider._probe_response(self.fetch_response(current)))
+                current = next((out for out in outputs if isinstance(out, Request)), None)  # a retry of the probe
+
+    def fetch_response(self, request: Request) -> Response:
+        """``request`` sent with ``requests``; its answer as Scrapy's response, status and headers kept."""
+        headers = {key.decode("latin-1"): b", ".join(values).decode("latin-1")
+                   for key, values in request.headers.items()}
+        cookies = ({str(key): str(value) for key, value in request.cookies.items()}
+                   if isinstance(request.cookies, dict) else None)
+        try:
+            reply = self.session.request(
+                request.method, request.url, headers=headers, data=request.body or None, cookies=cookies,
+                allow_redirects=True, timeout=FETCH_TIMEOUT,
+            )
+        except Exception as exc:
+            exc.add_note(f"idcrawl: fetching {request.url} for a recorded page (no cassette recorded it? "
+                         "record it outside CI: docs/testing.md)")
+            raise
+        return self._response(request, reply)
+
+    @staticmethod
+    def _response(request: Request, reply: requests.Response) -> Response:
+        body = reply.content
+        raw = Headers()
+        for key, value in _header_pairs(reply):
+            if key.lower().encode("latin-1") not in _WIRE_HEADERS:
+                raw.appendlist(key, value)
+        if reply.headers.get("Content-Encoding"):
+            raw.pop(b"Content-Length", None)  # the body is decoded: its length is not the wire's
+        if reply.url != request.url:  # redirected: Scrapy's response is the last request's, meta carried over
+            request = request.replace(url=reply.url)
+        cls = responsetypes.from_args(headers=raw, url=reply.url, body=body)
+        return cls(url=reply.url, status=reply.status_code, headers=raw, body=body, request=request)
+
+    @staticmethod
+    def _reaches_callback(response: Response) -> bool:
+        """Whether Scrapy's HttpErrorMiddleware lets the response through to the callback."""
+        meta = response.meta
+        return (200 <= response.status < 300 or bool(meta.get("handle_httpstatus_all"))
+                or response.status in meta.get("handle_httpstatus_list", ()))
+
+
+def _header_pairs(reply: requests.Response) -> Iterator[tuple[str, str]]:
+    """The reply's headers, a repeated one (``Set-Cookie``) as several pairs when the raw reply keeps them."""
+    raw: Any = getattr(getattr(reply, "raw", None), "headers", None)
+    getlist = getattr(raw, "getlist", None)
+    if getlist is None:
+        yield from reply.headers.items()
+        return
+    for key in dict.fromkeys(raw.keys()):
+        for value in getlist(key):
+            yield key, value
+

@@ -1,0 +1,85 @@
+"""idcrawl's pytest plugin: test a site spider on pages recorded once (``pip install idcrawl[testing]``).
+
+Registered through the ``pytest11`` entry point ``idcrawl``, so installing idcrawl
+is all a project does. It has no hooks, only the fixture ``recorded_crawl``,
+and imports nothing beyond pytest until a test asks for it (a project without
+the ``testing`` extra is not affected).
+
+``recorded_crawl(SpiderClass, **arguments)`` gives a
+:class:`idcrawl.recorded.RecordedCrawl` under the test's cassette: its
+``fetch(id)`` returns the page's outcome and the spider's items, its
+``outcome(id)`` the outcome alone. The cassette settings are scrapy-mock's
+``vcr_settings`` fixture (vcrpy, YAML cassettes in ``tests/fixtures/cassettes``,
+recording refused when ``CI`` is set, so that a missing cassette fails instead of
+reaching the network); a project overrides that fixture to change them. Added
+here, over scrapy-mock's own ``response`` fixture, which returns status 200 and
+no headers for every page and no idcrawl meta: the recorded status and headers,
+the request the spider itself makes (``make_id_request``), the target's outcome
+rules and learned soft-404 page, and ``parse_found`` run as in a crawl.
+
+Each test has its own cassette, ``<cassette dir>/<test module>/<test name>.yaml``
+(parameters included), the directory taken from the rootdir when relative
+(scrapy-mock takes it from the current directory). docs/testing.md: recording,
+refreshing, an example.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from idcrawl.recorded import RecordedCrawl
+
+__all__ = ["cassette_path", "recorded_crawl"]
+
+#: scrapy-mock's cassette folder, for a ``vcr_settings`` that names none
+DEFAULT_LIBRARY = "tests/fixtures/cassettes"
+_MISSING_EXTRA = ("idcrawl's recorded_crawl fixture needs scrapy-mock's plugin (its vcr_settings fixture) and vcrpy: "
+                  "pip install 'idcrawl[testing]'")
+
+
+def cassette_name(request: pytest.FixtureRequest) -> str:
+    """The test's cassette file name: its name with parameters, made safe (scrapy-mock's rules, plus the characters
+    some file systems refuse; a test class by its name, where scrapy-mock writes its repr)."""
+    name = re.sub(r"\]", "", request.node.name)
+    name = re.sub(r"[\[-]", "__", name)
+    name = re.sub(r"[:/.?&=<>'\"\\|*\s]+", "-", name)
+    if request.cls is not None:
+        name = f"{request.cls.__name__}.{name}"
+    return f"{name}.yaml"
+
+
+def cassette_path(request: pytest.FixtureRequest, library: str | Path) -> Path:
+    """Where the test's cassette is: ``library/<module>/<name>.yaml``, a relative ``library`` under the rootdir."""
+    folder = Path(library)
+    if not folder.is_absolute():
+        folder = request.config.rootpath / folder
+    return folder / request.path.stem / cassette_name(request)
+
+
+@pytest.fixture
+def recorded_crawl(request: pytest.FixtureRequest) -> Iterator[Callable[..., RecordedCrawl]]:
+    """Make recorded crawls of site spiders, their pages recorded in (or replayed from) the test's cassette."""
+    try:
+        import vcr  # noqa: F401
+        settings = request.getfixturevalue("vcr_settings")  # scrapy-mock's cassette settings
+    except (ImportError, pytest.FixtureLookupError):
+        pytest.fail(_MISSING_EXTRA, pytrace=False)
+    from idcrawl.recorded import RecordedCrawl
+
+    path = cassette_path(request, settings.cassette_library_dir or DEFAULT_LIBRARY)
+    with ExitStack() as stack:
+        opened: list[Any] = []
+
+        def make(spidercls: type[Any], **arguments: Any) -> RecordedCrawl:
+            if not opened:  # opened on first use (a test that fetches nothing writes no cassette), saved last
+                opened.append(stack.enter_context(settings.use_cassette(str(path))))
+            return stack.enter_context(RecordedCrawl(spidercls, **arguments))
+
+        yield make
