@@ -1,0 +1,30 @@
+"""Sphinx configuration of the idcrawl manual (``make docs``; Read the Docs: ``.readthedocs.yaml``).
+
+The pages are MyST Markdown. ``sphinx-build -W`` (what ``make docs`` and ``make test`` run) turns every
+warning into an error, so a broken cross-reference, a page left out of the toctree or a missing
+include fails the build.
+"""
+
+from __future__ import annotations
+
+project = "idcrawl"
+author = "the idcrawl authors"
+copyright = "the idcrawl authors, BSD 3-Clause"  # noqa: A001 (Sphinx's name)
+release = "0.1.0"
+
+extensions = ["myst_parser"]
+source_suffix = {".md": "markdown"}
+root_doc = "index"
+exclude_patterns = ["_build", "README.md"]
+
+# `[text](page.md#section)` links reach a section of another page: anchors for headings down to ###
+myst_heading_anchors = 3
+myst_enable_extensions = ["colon_fence", "deflist"]
+# a link to a file of the repository (LICENSE, a source file) that is not a page is an error, not a guess
+myst_all_links_external = False
+suppress_warnings: list[str] = []
+
+html_theme = "furo"
+html_title = "idcrawl"
+html_static_path: list[str] = []
+pygments_style = "sphinx"
