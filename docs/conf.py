@@ -9,7 +9,7 @@ from __future__ import annotations
 
 project = "idcrawl"
 author = "the idcrawl authors"
-copyright = "the idcrawl authors, BSD 3-Clause"  # noqa: A001 (Sphinx's name)
+copyright = "the idcrawl authors, BSD 3-Clause"
 release = "0.1.0"
 
 extensions = ["myst_parser"]
