@@ -27,4 +27,3 @@ suppress_warnings: list[str] = []
 html_theme = "furo"
 html_title = "idcrawl"
 html_static_path: list[str] = []
-pygments_style = "sphinx"
