@@ -4,10 +4,10 @@
 # `make docs` builds the manual (docs/, Sphinx with MyST Markdown) into docs/_build/html with warnings as
 # errors (-W: a broken cross-reference, a page outside every toctree or a missing include fails it);
 # .venv has Sphinx from the `docs` extra. `make test` runs lint, the docs build and the whole suite on
-# the latest Scrapy (.venv), then the Scrapy tier on the oldest Scrapy idcrawl supports (.venv-floor, the pin of constraints-floor.txt, which is also
-# pyproject.toml's `scrapy>=`): FLOOR_TESTS below. `make test-floor` runs that tier alone.
-# `make test-fast` runs the unit tier alone (tests/unit: no server, no crawl, about a minute); the suite's
-# other tiers are tests/crawl (real scrapy runs) and tests/integration (redis-server, scrapyd, builds).
+# the latest Scrapy (.venv), then the Scrapy tier on the oldest Scrapy idcrawl supports (.venv-floor, the
+# pin of constraints-floor.txt, which is also pyproject.toml's `scrapy>=`): FLOOR_TESTS below.
+# `make test-floor` runs that tier alone. `make test-fast` runs the unit tier alone (tests/unit: no server,
+# no crawl, about a minute); the suite's other tiers are tests/crawl (real scrapy runs) and tests/integration (redis-server, scrapyd, builds).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
