@@ -7,7 +7,8 @@
 # the latest Scrapy (.venv), then the Scrapy tier on the oldest Scrapy idcrawl supports (.venv-floor, the
 # pin of constraints-floor.txt, which is also pyproject.toml's `scrapy>=`): FLOOR_TESTS below.
 # `make test-floor` runs that tier alone. `make test-fast` runs the unit tier alone (tests/unit: no server,
-# no crawl, about a minute); the suite's other tiers are tests/crawl (real scrapy runs) and tests/integration (redis-server, scrapyd, builds).
+# no crawl, about a minute); the suite's other tiers are tests/crawl (real scrapy runs) and
+# tests/integration (redis-server, scrapyd, builds).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
