@@ -26,4 +26,5 @@ suppress_warnings: list[str] = []
 
 html_theme = "furo"
 html_title = "idcrawl"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["idcrawl.css"]  # reference tables wrap long code values
