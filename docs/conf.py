@@ -7,22 +7,21 @@ include fails the build.
 
 from __future__ import annotations
 
+import importlib.metadata
+
 project = "idcrawl"
 author = "the idcrawl authors"
 copyright = "the idcrawl authors, BSD 3-Clause"
-release = "0.1.0"
+release = importlib.metadata.version("idcrawl")  # the installed package (make, Read the Docs install it)
 
 extensions = ["myst_parser"]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "README.md"]
+exclude_patterns = ["_build"]
 
 # `[text](page.md#section)` links reach a section of another page: anchors for headings down to ###
 myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence", "deflist"]
-# a link to a file of the repository (LICENSE, a source file) that is not a page is an error, not a guess
-myst_all_links_external = False
-suppress_warnings: list[str] = []
 
 html_theme = "furo"
 html_title = "idcrawl"
