@@ -1,11 +1,14 @@
 # The two commands of the README: `make demo` (set up, run the main job) and
 # `make test` (set up, run the whole suite). Both create .venv on first use.
 #
-# `make test` runs lint and the whole suite on the latest Scrapy (.venv), then the Scrapy tier on the
-# oldest Scrapy idcrawl supports (.venv-floor, the pin of constraints-floor.txt, which is also
-# pyproject.toml's `scrapy>=`): FLOOR_TESTS below. `make test-floor` runs that tier alone.
-# `make test-fast` runs the unit tier alone (tests/unit: no server, no crawl, about a minute); the suite's
-# other tiers are tests/crawl (real scrapy runs) and tests/integration (redis-server, scrapyd, builds).
+# `make docs` builds the manual (docs/, Sphinx with MyST Markdown) into docs/_build/html with warnings as
+# errors (-W: a broken cross-reference, a page outside every toctree or a missing include fails it);
+# .venv has Sphinx from the `docs` extra. `make test` runs lint, the docs build and the whole suite on
+# the latest Scrapy (.venv), then the Scrapy tier on the oldest Scrapy idcrawl supports (.venv-floor, the
+# pin of constraints-floor.txt, which is also pyproject.toml's `scrapy>=`): FLOOR_TESTS below.
+# `make test-floor` runs that tier alone. `make test-fast` runs the unit tier alone (tests/unit: no server,
+# no crawl, about a minute); the suite's other tiers are tests/crawl (real scrapy runs) and
+# tests/integration (redis-server, scrapyd, builds).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -45,12 +48,12 @@ FLOOR_TESTS := tests/unit/test_scrapy_adapter.py tests/unit/test_errors.py tests
 	tests/integration/test_distributed_crawl.py::test_an_id_whose_callback_raises_does_not_hold_the_job_forever \
 	--deselect tests/crawl/test_crawl_core.py::test_unbounded_range_costs_no_more_memory_than_a_small_one
 
-.PHONY: demo test test-fast test-floor lint bench clean
+.PHONY: demo test test-fast test-floor lint docs bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test,docs]"
 	touch $@
 
 $(FLOOR_VENV)/.installed: pyproject.toml constraints-floor.txt
@@ -66,7 +69,10 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff check idcrawl tests bench
 	$(BIN)/mypy idcrawl
 
-test: lint $(FLOOR_VENV)/.installed
+docs: $(VENV)/.installed
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+
+test: lint docs $(FLOOR_VENV)/.installed
 	$(BIN)/python -m pytest
 	$(MAKE) test-floor
 
@@ -82,4 +88,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/dedup.py
 
 clean:
-	rm -rf $(VENV) $(FLOOR_VENV) demo-output build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FLOOR_VENV) demo-output build docs/_build *.egg-info .pytest_cache .mypy_cache .ruff_cache

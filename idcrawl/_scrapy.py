@@ -12,7 +12,7 @@ handled here, by testing for the feature (never by comparing version numbers).
 Supported: from the floor pinned in ``constraints-floor.txt`` (2.18.0, the
 same number as ``pyproject.toml``'s ``scrapy>=``) to the latest release
 (2.19). ``make test`` runs ``tests/unit/test_scrapy_adapter.py`` and the crawl
-tests on both (README, "Supported Scrapy versions"). What each function
+tests on both (docs/development.md, "Supported Scrapy versions"). What each function
 relies on, by version:
 
 - :func:`wake_engine`: ``engine._slot.nextcall`` (``CallLaterOnce``), the

@@ -5,7 +5,7 @@ Components read a setting with this module's value as the fallback
 a project which wires a single piece by hand (only ``SCHEDULER``, say) still gets
 the documented default. Every value is checked once, before the crawl starts,
 against its entry in :mod:`idcrawl.core.setting_specs` (:mod:`idcrawl.validation`).
-The README's setting reference is checked against this module by the test suite.
+The manual's settings reference (docs/reference/settings.md) is checked against this module by the test suite.
 """
 
 from idcrawl.core.outcomes import DEFAULT_MISSING_STATUSES as _DEFAULT_MISSING_STATUSES
@@ -206,7 +206,7 @@ IDCRAWL_CONTENT_DUPLICATES = "mark"
 #: costs a MinHash per found page and about 2.2 KB per distinct page.
 IDCRAWL_CONTENT_NEAR_DUPLICATES = 0.0
 
-# -- Distributed runs on Redis (idcrawl.distributed; README "Distributed runs") --------
+# -- Distributed runs on Redis (idcrawl.distributed; docs/distributed.md) --------
 # The connection comes from scrapy-redis's settings: REDIS_URL (or REDIS_HOST and
 # REDIS_PORT) and REDIS_PARAMS.
 

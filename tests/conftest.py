@@ -1,6 +1,6 @@
 """Shared by the three tiers: the tier markers, the demo site and redis-server fixtures.
 
-The tiers (README, "Tests"): ``tests/unit`` starts no server and no crawl (``make test-fast``), ``tests/crawl``
+The tiers (docs/development.md, "Tests"): ``tests/unit`` starts no server and no crawl (``make test-fast``), ``tests/crawl``
 starts real ``scrapy`` processes against local sites, ``tests/integration`` needs other programs
 (redis-server, scrapyd, package builds). Each test gets its folder's marker, so ``pytest -m unit``
 runs what ``pytest tests/unit`` runs.
@@ -37,7 +37,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if outside:
         raise pytest.UsageError(
             f"{', '.join(sorted(outside))}: a test module must be in one tier folder "
-            f"(tests/unit, tests/crawl or tests/integration; README, \"Tests\")"
+            f"(tests/unit, tests/crawl or tests/integration; docs/development.md, \"Tests\")"
         )
 
 

@@ -3,7 +3,7 @@
 :func:`collect` reads targets from a state store and splits each lane's past
 into the seed's three parts (:func:`idcrawl.core.ranges.plan_lane`):
 content, holes by kind, and bound. :func:`render_plan` prints them as tables,
-:func:`plan_document` as a JSON-ready dict (shape documented in the README,
+:func:`plan_document` as a JSON-ready dict (shape documented in docs/reference/idplan-json.md,
 ``format`` 1). Both only read; ``scrapy idplan`` is a thin shell around them
 and ``scrapy idcoverage`` draws the same views (:mod:`idcrawl.commands.coverage`).
 
@@ -399,7 +399,7 @@ def _run_json(run: RunRecord | None) -> dict[str, Any] | None:
 
 
 def plan_document(views: Sequence[TargetView], *, state: str | None = None, keep: int = 3) -> dict[str, Any]:
-    """The plan as a JSON-ready dict (``json.dumps`` it); see the README for the shape."""
+    """The plan as a JSON-ready dict (``json.dumps`` it); docs/reference/idplan-json.md has the shape."""
     return {
         "format": PLAN_FORMAT,
         "state": state,

@@ -14,5 +14,5 @@
   (``REDIS_URL``, ``REDIS_PARAMS``) and the job's key prefix.
 
 Turn it on with ``IDCRAWL_DISTRIBUTED = True`` (or the ``distributed``
-settings profile): the add-on reads it; README "Distributed runs".
+settings profile): the add-on reads it; docs/distributed.md.
 """

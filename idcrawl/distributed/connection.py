@@ -6,7 +6,7 @@ scrapy-redis points idcrawl at the same server with the same settings. Each
 job's keys live under one prefix, ``<IDCRAWL_REDIS_PREFIX>:{<job>}:``; the job
 is ``IDCRAWL_REDIS_JOB`` or the spider's name, and the braces are a Redis
 Cluster hash tag that keeps a job's keys in one slot (the Lua scripts are
-passed their keys or build them from the prefix of one: README "Key layout and
+passed their keys or build them from the prefix of one: docs/distributed.md "Key layout and
 Redis Cluster" says what Cluster support still needs).
 
 Every call a crawl's clients make is counted in its stats by one wrapper,

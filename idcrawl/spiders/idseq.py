@@ -62,7 +62,7 @@ class IdSeqSpider(Spider):
     ``attempts``, ``cooldown``, ``backoff``, ``name`` (the target's name; also
     ``target_name``, which scrapyd can pass), or ``job`` (a TOML file of many targets).
 
-    What a site spider subclasses (all of it; README, "Site spiders"):
+    What a site spider subclasses (all of it; docs/spiders.md):
 
     - ``name``, and ``extra_arguments``: spider arguments it accepts besides the target keys and ``job``;
     - :meth:`parse_found` ``(response, item)``: fill the item of a found page; yield it, follow-up

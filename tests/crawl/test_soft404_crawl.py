@@ -172,7 +172,7 @@ def test_a_spider_subclass_decides_in_classify(make_site, tmp_path: Path, refere
 
 
 def test_a_spider_subclass_adds_to_the_lane_request(make_site, tmp_path: Path, reference) -> None:
-    """``make_id_request`` overridden as the README shows: the same crawl, every request with its header."""
+    """``make_id_request`` overridden as docs/spiders.md shows: the same crawl, every request with its header."""
     site = make_site(GapModel(LOW, HIGH, GAPS))
     spider_file = Path(__file__).parents[1] / "support" / "header_spider.py"
     result = run_crawl(tmp_path, {"url": site.url(), **ARGS}, runspider=spider_file)

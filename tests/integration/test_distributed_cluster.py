@@ -6,7 +6,7 @@ node of the keys it is passed in ``KEYS`` (a script passed no key would go to a 
 node B refuses a script that touches A's keys): workers claim, decide, stop and are taken back,
 retries wait and are taken, the fleet's politeness and the Bloom dupefilter work, and at the end
 every key of the job is on node A. idcrawl's connection does not make a cluster client yet
-(README "Key layout and Redis Cluster").
+(docs/distributed.md, "Key layout and Redis Cluster").
 """
 
 from __future__ import annotations

@@ -187,7 +187,7 @@ def test_a_replacement_for_a_sigkilled_worker_takes_its_ids_at_once(
 ) -> None:
     """One of 3 workers is SIGKILLed while it holds ids; a replacement starts at once. The lease is
     long (60 s): only the replacement's take-over at join frees the dead worker's ids. Nothing is
-    lost; an item is in two feeds only if the killed worker wrote it (at least once, README)."""
+    lost; an item is in two feeds only if the killed worker wrote it (at least once, docs/distributed.md)."""
     model = SlowModel(900, 1400, KILL_GAPS)
     site = make_site(model)
     args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "name": "reg"}

@@ -1,14 +1,26 @@
-"""The README's setting reference must cover every IDCRAWL_* setting the code reads."""
+"""The manual's reference pages against the code, and the README's promises.
+
+``docs/reference/settings.md`` must cover every ``IDCRAWL_*`` setting the code reads (and list no other),
+``docs/reference/stats.md`` every ``idcrawl/...`` stat key the code writes; the README stays short and
+names the two commands first. (``make docs`` builds the manual with ``sphinx-build -W``; the last tests
+here check that such a build fails on a broken cross-reference.)
+"""
 
 from __future__ import annotations
 
 import fnmatch
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from idcrawl import default_settings
 
 REPO = Path(__file__).resolve().parents[2]
+DOCS = REPO / "docs"
+SETTINGS_PAGE = DOCS / "reference" / "settings.md"
+STATS_PAGE = DOCS / "reference" / "stats.md"
 
 
 def settings_read_by_code() -> set[str]:
@@ -18,9 +30,9 @@ def settings_read_by_code() -> set[str]:
     return {n for n in names if not n.endswith("_")}  # a trailing "_" marks a prefix (IDCRAWL_REDIS_), not a setting
 
 
-def test_every_setting_the_code_reads_is_in_the_readme() -> None:
-    readme = (REPO / "README.md").read_text()
-    undocumented = sorted(n for n in settings_read_by_code() if f"`{n}`" not in readme)
+def test_every_setting_the_code_reads_is_on_the_settings_page() -> None:
+    page = SETTINGS_PAGE.read_text()
+    undocumented = sorted(n for n in settings_read_by_code() if f"`{n}`" not in page)
     assert undocumented == []
 
 
@@ -30,15 +42,10 @@ def test_every_setting_the_code_reads_has_a_default() -> None:
     assert defaults <= settings_read_by_code()
 
 
-SETTINGS_SECTION = "## Settings"
-
-
 def settings_table_names() -> set[str]:
-    """``IDCRAWL_*`` names in the first column of the README's Settings table."""
-    readme = (REPO / "README.md").read_text()
-    section = readme.split(f"\n{SETTINGS_SECTION}\n", 1)[1].split("\n## ", 1)[0]
+    """``IDCRAWL_*`` names in the first column of the settings page's tables."""
     names: set[str] = set()
-    for line in section.splitlines():
+    for line in SETTINGS_PAGE.read_text().splitlines():
         if line.startswith("| `IDCRAWL_"):
             names |= set(re.findall(r"`(IDCRAWL_[A-Z0-9_]+)`", line.split(" | ", 1)[0]))
     return names
@@ -60,9 +67,7 @@ def test_readme_names_the_two_commands_first_the_demo() -> None:
     assert commands == ["make demo", "make test"]
 
 
-# -- stats: every idcrawl/... key the code writes is in README's "Stats and finish reasons" table
-
-STATS_SECTION = "## Stats and finish reasons"
+# -- stats: every idcrawl/... key the code writes is in the stats page's table
 
 
 def stat_keys_written_by_code() -> set[str]:
@@ -95,11 +100,9 @@ def stat_keys_written_by_code() -> set[str]:
 
 
 def stat_keys_documented() -> list[str]:
-    """Backticked keys in the first column of the README's stats table; ``.../x`` = the previous key's parent + x."""
-    readme = (REPO / "README.md").read_text()
-    section = readme.split(STATS_SECTION, 1)[1].split("\n## ", 1)[0]
+    """Backticked keys in the first column of the stats page's table; ``.../x`` = the previous key's parent + x."""
     keys: list[str] = []
-    for line in section.splitlines():
+    for line in STATS_PAGE.read_text().splitlines():
         if not line.startswith("| `"):
             continue
         first_cell = re.split(r"(?<!\\)\|", line)[1]
@@ -119,7 +122,7 @@ def _segment_pattern(segment: str) -> str:
 
 
 def documented(key: str, patterns: list[str]) -> bool:
-    """A ``{placeholder}`` of the code and a ``<placeholder>`` of the README each match any text."""
+    """A ``{placeholder}`` of the code and a ``<placeholder>`` of the stats page each match any text."""
     parts = [_segment_pattern(s) for s in key.split("/")]
     for pattern in patterns:
         other = [_segment_pattern(s) for s in pattern.split("/")]
@@ -140,7 +143,7 @@ def test_the_stat_key_scan_finds_the_known_keys() -> None:
     assert "idcrawl/politeness/slots/<slot>/max_delay" in stat_keys_documented()
 
 
-def test_every_stat_the_code_writes_is_in_the_readme_stats_table() -> None:
+def test_every_stat_the_code_writes_is_on_the_stats_page() -> None:
     patterns = stat_keys_documented()
     undocumented = sorted(key for key in stat_keys_written_by_code() if not documented(key, patterns))
     assert undocumented == []
@@ -150,3 +153,39 @@ def test_a_made_up_stat_would_be_reported() -> None:
     patterns = stat_keys_documented()
     assert not documented("idcrawl/nonsense", patterns)
     assert not documented("idcrawl/lanes/{key}/nonsense/deeper", patterns)
+
+
+# -- the README stays a front page, the manual holds the rest
+
+def test_the_readme_is_short_and_reaches_the_concepts_on_its_first_screen() -> None:
+    lines = (REPO / "README.md").read_text().splitlines()
+    assert len(lines) <= 200
+    assert any("**Lane**" in line for line in lines[:60])
+
+
+def test_every_page_of_the_manual_is_in_a_toctree() -> None:
+    """Sphinx warns about an orphan page too; this says which one without a build."""
+    index = (DOCS / "index.md").read_text()
+    entries = set(re.findall(r"^([\w/-]+)$", index, re.M))
+    pages = {p.relative_to(DOCS).with_suffix("").as_posix() for p in DOCS.rglob("*.md") if "_build" not in p.parts}
+    assert sorted(pages - entries - {"index"}) == []
+
+
+def _build(source: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(source), str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+
+
+def test_a_broken_cross_reference_fails_the_docs_build(tmp_path: Path) -> None:
+    """``make docs`` (part of ``make test``) runs ``sphinx-build -W``: a link to a missing section is an error."""
+    source = tmp_path / "docs"
+    shutil.copytree(DOCS, source, ignore=shutil.ignore_patterns("_build"))
+    (tmp_path / "idcrawl" / "schemas").mkdir(parents=True)  # what the pages include from the package
+    shutil.copy(REPO / "idcrawl" / "schemas" / "incidents.xsd", tmp_path / "idcrawl" / "schemas")
+    page = source / "politeness.md"
+    page.write_text(page.read_text() + "\nSee [nowhere](limits.md#no-such-section).\n")
+    proc = _build(source, tmp_path / "html")
+    assert proc.returncode != 0
+    assert "no-such-section" in proc.stderr

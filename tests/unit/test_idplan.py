@@ -32,7 +32,7 @@ from idcrawl.state.base import RunRecord
 from idcrawl.state.location import state_path
 from tests.support.states import FOUND, MISSING, ids, write_known_state
 
-#: ISO 8601 UTC with milliseconds, as the README shows and the items' fetched_at are.
+#: ISO 8601 UTC with milliseconds, as docs/coverage.md shows and the items' fetched_at are.
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
 #: The SQLite schema as idcrawl wrote it before runs recorded their targets.

@@ -1,6 +1,6 @@
-"""The layout the README promises, and the boundaries issue 13 drew (checked on the source, so they stay drawn).
+"""The layout the manual promises, and the boundaries issue 13 drew (checked on the source, so they stay drawn).
 
-- README "Layout" names every module of the package (a newcomer finds any of them from it);
+- the module map of the manual (``docs/architecture.md``, "Module map") names every module of the package (a newcomer finds any of them from it);
 - the distributed layer is a layer: only ``idcrawl/distributed/``, its settings profile, the defaults and
   the setting specs mention ``IDCRAWL_DISTRIBUTED`` or ``distributed(...)``;
 - components find the runtime with ``runtime_of(crawler)``, never as a spider attribute.
@@ -26,20 +26,20 @@ def modules() -> list[str]:
 
 
 def layout_section() -> str:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    start = readme.index("\n## Layout\n")
-    end = readme.index("\n## ", start + 1)
-    return readme[start:end]
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    start = page.index("\n## Module map\n")
+    end = page.find("\n## ", start + 1)
+    return page[start:] if end < 0 else page[start:end]
 
 
-def test_the_readme_layout_names_every_module() -> None:
+def test_the_module_map_names_every_module() -> None:
     layout = layout_section()
     missing = [path for path in modules() if path.removesuffix("__init__.py") not in layout]
     assert missing == []
     assert len(modules()) > 60  # the walk found the package
 
 
-def test_the_readme_layout_says_where_the_margin_is_decided() -> None:
+def test_the_module_map_says_where_the_margin_is_decided() -> None:
     layout = layout_section()
     assert "idcrawl/core/lanes.py" in layout and "idcrawl/distributed/lua/record.lua" in layout
     assert (PACKAGE / "distributed" / "lua" / "record.lua").is_file()

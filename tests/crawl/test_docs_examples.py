@@ -1,0 +1,102 @@
+"""The manual's offline examples, run: every fenced block marked ``% example`` in ``docs/`` and the README.
+
+A small collector rather than Sybil: the examples are shell commands and TOML job files (Sybil's MyST
+parsers evaluate Python and doctest blocks; shell would need a parser and an evaluator of our own
+anyway), and the examples of one page form one session: the job file one block writes is the one the
+next block crawls, in one folder, against one demo site. The marker is a MyST comment line right above
+the fence, so the rendered page shows nothing of it:
+
+- ``% example: FILE``: the block's text is written to ``FILE`` (a TOML job file, say);
+- ``% example``: the block runs with ``bash -e`` in the page's folder, ``scrapy`` being this
+  Python's Scrapy with ``SCRAPY_SETTINGS_MODULE=idcrawl.settings``, and ``http://127.0.0.1:8000`` (the
+  address ``python -m idcrawl.demo serve`` uses) replaced by a demo site of this test on a free port.
+  A ``scrapy crawl`` that sets no ``CLOSESPIDER_*`` bound of its own gets
+  ``-s CLOSESPIDER_PAGECOUNT=400``, so a whole-site example stays a few seconds long: the example's
+  arguments, settings and files are what is checked (a bad one exits non-zero), not its full output.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from idcrawl.demo.site import DemoModel, IdSite
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO_ADDRESS = "http://127.0.0.1:8000"
+MARK = re.compile(r"^% example(?:: (?P<file>\S+))?[ \t]*\n```[\w-]*\n(?P<body>.*?)^```", re.M | re.S)
+PAGE_CAP = "-s CLOSESPIDER_PAGECOUNT=400"
+
+
+@dataclass(frozen=True)
+class Example:
+    page: str
+    line: int
+    file: str | None  # write the body to this file; None: run it
+    body: str
+
+
+def examples_of(path: Path) -> list[Example]:
+    text = path.read_text(encoding="utf-8")
+    return [
+        Example(path.relative_to(REPO).as_posix(), text.count("\n", 0, m.start()) + 1, m.group("file"), m.group("body"))
+        for m in MARK.finditer(text)
+    ]
+
+
+def pages() -> list[Path]:
+    found = [p for p in sorted((REPO / "docs").rglob("*.md")) if "_build" not in p.parts]
+    return [REPO / "README.md", *found]
+
+
+PAGES = {p.relative_to(REPO).as_posix(): examples_of(p) for p in pages()}
+PAGES = {name: found for name, found in PAGES.items() if found}
+
+
+def test_the_collector_finds_the_examples() -> None:
+    """If the marker or its pattern changed, this fails instead of every page passing with nothing run."""
+    every = [e for found in PAGES.values() for e in found]
+    assert len(every) >= 6
+    assert any(e.file and e.file.endswith(".toml") for e in every)
+    assert any("scrapy idcoverage" in e.body for e in every)
+
+
+def shell(body: str, site_address: str) -> str:
+    body = body.replace(DEMO_ADDRESS, site_address)
+    lines = []
+    for command in re.split(r"(?<!\\)\n", body):  # a command with its continuation lines
+        if re.match(r"\s*scrapy crawl ", command) and "CLOSESPIDER_" not in command:
+            command = command.replace("scrapy crawl ", f"scrapy crawl {PAGE_CAP} ", 1)
+        lines.append(command)
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_the_offline_examples_of_a_page_run(page: str, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    scrapy = bin_dir / "scrapy"
+    scrapy.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m scrapy "$@"\n')
+    scrapy.chmod(0o755)
+    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "idcrawl.settings", "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    work = tmp_path / "work"
+    work.mkdir()
+    with IdSite(DemoModel()) as site:
+        address = site.url().removesuffix("/notice/{id}")
+        for example in PAGES[page]:
+            where = f"{example.page}:{example.line}"
+            if example.file:
+                (work / example.file).parent.mkdir(parents=True, exist_ok=True)
+                (work / example.file).write_text(example.body.replace(DEMO_ADDRESS, address), encoding="utf-8")
+                continue
+            proc = subprocess.run(
+                ["bash", "-e", "-c", shell(example.body, address)],
+                cwd=work, env=env, capture_output=True, text=True, timeout=240, check=False,
+            )
+            assert proc.returncode == 0, f"{where}: exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
