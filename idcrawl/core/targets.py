@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from idcrawl.core.lanes import MAX_ID
 from idcrawl.core.outcomes import DEFAULT_MISSING_STATUSES, DEFAULT_RULE, OUTCOME_KEYS, OutcomeRule, OutcomeRuleError
-from idcrawl.core.scope import SCHEMES, Collection, CrawlProfile, ScopeKind
+from idcrawl.core.scope import SCHEMES, Collection, CrawlProfile, JobScope, ScopeKind, Seed
 
 __all__ = [
     "DEFAULTS",
@@ -634,6 +634,13 @@ class JobFile:
     page_targets: list[PageTarget] = field(default_factory=list)
     collections: dict[str, Collection] = field(default_factory=dict)
     crawl_profiles: dict[str, CrawlProfile] = field(default_factory=dict)
+
+    def scope(self) -> JobScope:
+        """The job's crawl scope (:class:`idcrawl.core.scope.JobScope`): every target as a seed (a page
+        target's page; an id target's first id page), its crawl profiles and collections."""
+        seeds = {t.name: Seed(t.name, t.url_for(t.start), t.crawl_profiles, t.enabled) for t in self.targets}
+        seeds.update((p.name, Seed(p.name, p.url, p.crawl_profiles, p.enabled)) for p in self.page_targets)
+        return JobScope(seeds, dict(self.crawl_profiles), dict(self.collections))
 
 
 #: The top-level keys of a job file.

@@ -206,3 +206,12 @@ def test_every_bad_scope_key_gives_one_line_naming_the_field_and_value(tmp_path:
     assert line.startswith(f"job file {str(path)!r}: " + (f"{where}: " if where else "")), line
     assert (f"{field}={shown}:" if shown is not None else f"{field}:") in line, line
     assert reason in line, line
+
+
+def test_a_job_files_scope_has_every_target_as_a_seed(tmp_path: Path) -> None:
+    scope = read_job(write(tmp_path, GOOD)).scope()
+    assert list(scope.seeds) == ["notices", "front", "www.vg.no"]
+    assert scope.seeds["notices"].url == "https://www.db.no/notice/5"
+    assert (scope.seeds["notices"].enabled, scope.seeds["front"].crawl_profiles) == (False, ("frontpages", "daily"))
+    assert bool(scope) is True
+    assert bool(read_job(write(tmp_path, '[[targets]]\nurl = "https://a.example/{id}"\nstart = 1\n')).scope()) is False
