@@ -214,16 +214,17 @@ class Seed:
 
 @dataclass(frozen=True)
 class JobScope:
-    """The crawl scope of one job: its seeds (targets with crawl profiles), crawl profiles and
-    collections, by name (job file order)."""
+    """The crawl scope of one job: its seeds (its targets), crawl profiles and collections, by name
+    (job file order); ``pages``: the names of the seeds that are page targets (started at hop 0)."""
 
     seeds: dict[str, Seed] = field(default_factory=dict)
     crawl_profiles: dict[str, CrawlProfile] = field(default_factory=dict)
     collections: dict[str, Collection] = field(default_factory=dict)
+    pages: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        """True when some target has a crawl profile (a plain id crawl has no scope at all)."""
-        return any(seed.crawl_profiles for seed in self.seeds.values())
+        """True when some target has a crawl profile or is a page target (a plain id crawl has no scope)."""
+        return bool(self.pages) or any(seed.crawl_profiles for seed in self.seeds.values())
 
     def scoped(self, owner: str, url: str, hops: Hops) -> tuple[str, ...]:
         """The crawl profiles of the seed ``owner`` that ``url`` with ``hops`` is in scope of

@@ -640,7 +640,8 @@ class JobFile:
         target's page; an id target's first id page), its crawl profiles and collections."""
         seeds = {t.name: Seed(t.name, t.url_for(t.start), t.crawl_profiles, t.enabled) for t in self.targets}
         seeds.update((p.name, Seed(p.name, p.url, p.crawl_profiles, p.enabled)) for p in self.page_targets)
-        return JobScope(seeds, dict(self.crawl_profiles), dict(self.collections))
+        return JobScope(seeds, dict(self.crawl_profiles), dict(self.collections),
+                        tuple(p.name for p in self.page_targets))
 
 
 #: The top-level keys of a job file.
