@@ -176,6 +176,20 @@ class Target:
     def host(self) -> str:
         return urlsplit(self.url_for(max(self.start, 0))).hostname or ""
 
+    def id_of(self, url: str) -> int | None:
+        """The id in ``min..max`` whose URL under this template is exactly ``url``, or None."""
+        before, _, rest = self.url.partition("{")
+        after = rest.partition("}")[2]
+        if len(url) <= len(before) + len(after) or not (url.startswith(before) and url.endswith(after)):
+            return None
+        middle = url[len(before):len(url) - len(after)]
+        if not middle.isdigit() or len(middle) > 20:
+            return None
+        id_ = int(middle)
+        if (self.min is not None and id_ < self.min) or (self.max is not None and id_ > self.max) or id_ > MAX_ID:
+            return None
+        return id_ if self.url_for(id_) == url else None
+
 
 @dataclass(frozen=True, slots=True)
 class PageTarget:

@@ -10,7 +10,9 @@ middleware is not built (``NotConfigured``): its hot path is untouched. What it 
   w3lib) go through the job's :class:`~idcrawl.core.scope.ScopeWalk`: a link in the scope of at
   least one crawl profile of the page's target (its owner) is requested once, with the shortest
   hops known; :func:`~idcrawl.core.scope.check_dispatch` then harvests, postpones (a deactivated
-  target, crawl profile or collection) or drops it.
+  target, crawl profile or collection) or drops it;
+- a link to an id page of an id target (an id within its ``min``/``max``) is left to that target's
+  lanes: they fetch it, or decide not to (past a cut), and it is never fetched twice.
 
 The outlink requests' callbacks are spider methods (``IdSeqSpider._outlink_response`` and
 ``_outlink_failure``: Scrapy serialises callbacks by name), which yield what
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
+    from idcrawl.core.targets import Target
+
 __all__ = ["SCOPE_KEY", "IdScopeMiddleware"]
 
 #: ``request.meta`` key of a page target's or an outlink's request: its canonical URL, then (set when
@@ -51,21 +55,27 @@ PREFIX = f"{STATS_PREFIX}/crawl_profiles"
 class IdScopeMiddleware:
     """Follows the outlinks of a job's hop-0 pages in the scope of its crawl profiles."""
 
-    def __init__(self, crawler: Crawler, scope: JobScope) -> None:
+    def __init__(self, crawler: Crawler, scope: JobScope, targets: Iterable[Target] = ()) -> None:
         self.crawler = crawler
         self.scope = scope
         stats = crawler.stats
         assert stats is not None
         self.stats = stats
-        self.walk = ScopeWalk(scope)
         self.links = LinkExtractor()
+        #: the id targets' templates: a link to one of their id pages is theirs (never fetched twice)
+        self.id_targets = list(targets)
+        self.walk = ScopeWalk(scope, skip=self._id_page if self.id_targets else None)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdScopeMiddleware:
         runtime = runtime_of(crawler)
         if runtime is None or not runtime.scope:
             raise NotConfigured("no crawl scope: the job file has no page target and no target with crawl profiles")
-        return cls(crawler, runtime.scope)
+        return cls(crawler, runtime.scope, runtime.targets)
+
+    def _id_page(self, url: str) -> bool:
+        """Is ``url`` the page of an id (in its bounds) of an id target? Its lanes fetch it, or decide not to."""
+        return any(target.id_of(url) is not None for target in self.id_targets)
 
     # -- requests --------------------------------------------------------------------------
 

@@ -84,3 +84,111 @@ def test_the_fetched_set_is_a_breadth_first_walk_to_max_hops_and_off_scope_hosts
     deeper = sum(1 for hops in answered.values() if hops > 0)  # outlink pages that answered 2xx
     assert result.stats.get("idcrawl/crawl_profiles/site/fetched", 0) == deeper
     assert result.stats.get("idcrawl/crawl_profiles/site/queued", 0) == len(expected)
+
+
+ID_GRAPH = {
+    "http://a.test/": ["http://a.test/1", "http://a.test/item/2"],  # a link to an id page: the lane's
+    "http://a.test/1": ["http://a.test/deep"],
+    "http://a.test/item/1": ["http://a.test/1", "http://a.test/item/3"],
+    "http://a.test/item/2": ["http://a.test/5", "http://b.test/x"],
+    "http://a.test/item/3": [],
+    "http://a.test/5": ["http://a.test/deep"],
+}
+
+
+def test_found_id_pages_are_hop_0_and_a_link_to_an_id_page_is_not_fetched_twice(tmp_path: Path) -> None:
+    site = LinkGraphSite(ID_GRAPH).start()
+    try:
+        path = tmp_path / "job.toml"
+        path.write_text(f"""
+[[crawl_profiles]]
+name = "near"
+max_hops = 1
+
+[[targets]]
+name = "front"
+url = "{site.url('http://a.test/')}"
+crawl_profiles = ["near"]
+
+[[targets]]
+name = "items"
+url = "{site.url('http://a.test/item/{id}')}"
+start = 1
+max = 3
+margin = 0
+crawl_profiles = ["near"]
+""")
+        result = run_crawl(tmp_path, {"job": path}, resolver_settings([A, B, C]))
+        assert result.returncode == 0, result.stderr[-3000:]
+        pages = Counter(p for p in site.fetched(A) if p != "/robots.txt")
+        # the front page and its hop 1; the id pages (the lanes'), and their hop 1 (/5); not /deep (hop 2)
+        assert pages == Counter({"/": 1, "/1": 1, "/item/1": 1, "/item/2": 1, "/item/3": 1, "/5": 1})
+        assert site.fetched(B) == []
+        outlinks = {item["url"].split(str(site.port), 1)[1]: (item["target"], item["hops"])
+                    for item in result.items if "hops" in item}
+        assert outlinks == {"/": ("front", 0), "/1": ("front", 1), "/5": ("items", 1)}
+        assert sorted(item["id"] for item in result.items if "id" in item) == [1, 2, 3]
+    finally:
+        site.stop()
+
+
+def test_a_deactivated_target_or_collection_postpones_its_pages(site: LinkGraphSite, tmp_path: Path) -> None:
+    path = tmp_path / "job.toml"
+    path.write_text(f"""
+[[collections]]
+name = "news"
+
+[[collections]]
+name = "old"
+enabled = false
+
+[[crawl_profiles]]
+name = "news"
+collection = "news"
+max_hops = 1
+
+[[crawl_profiles]]
+name = "old"
+collection = "old"
+max_hops = 1
+
+[[targets]]
+name = "on"
+url = "{site.url('http://a.test/5')}"
+crawl_profiles = ["news"]
+
+[[targets]]
+name = "off"
+url = "{site.url('http://a.test/4')}"
+crawl_profiles = ["news"]
+enabled = false
+
+[[targets]]
+name = "paused"
+url = "{site.url('http://a.test/6')}"
+crawl_profiles = ["old"]
+""")
+    result = run_crawl(tmp_path, {"job": path}, resolver_settings([A, B, C]))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert Counter(p for p in site.fetched(A) if p != "/robots.txt") == Counter({"/5": 1, "/7": 1})
+    assert result.stats["idcrawl/crawl_profiles/news/postponed"] == 1
+    assert result.stats["idcrawl/crawl_profiles/old/postponed"] == 1
+    assert result.stats["idcrawl/crawl_profiles/news/queued"] == 2
+
+
+def test_a_bad_crawl_profile_stops_the_crawl_with_one_line_and_no_request(site: LinkGraphSite, tmp_path: Path) -> None:
+    path = tmp_path / "job.toml"
+    path.write_text(f"""
+[[crawl_profiles]]
+name = "near"
+max_hops = -1
+
+[[targets]]
+url = "{site.url('http://a.test/')}"
+crawl_profiles = ["near"]
+""")
+    result = run_crawl(tmp_path, {"job": path}, resolver_settings([A, B, C]))
+    assert result.returncode != 0
+    assert f"job file {str(path)!r}: crawl_profiles[0]: max_hops=-1: must be an integer >= 0" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert site.log == []

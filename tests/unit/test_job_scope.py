@@ -215,3 +215,12 @@ def test_a_job_files_scope_has_every_target_as_a_seed(tmp_path: Path) -> None:
     assert (scope.seeds["notices"].enabled, scope.seeds["front"].crawl_profiles) == (False, ("frontpages", "daily"))
     assert bool(scope) is True
     assert bool(read_job(write(tmp_path, '[[targets]]\nurl = "https://a.example/{id}"\nstart = 1\n')).scope()) is False
+
+
+def test_an_id_targets_page_is_recognised_within_its_bounds() -> None:
+    target = parse_target({"url": "https://a.example/item/{id:04d}?x=1", "start": "5", "min": "2", "max": "900"})
+    assert target.id_of("https://a.example/item/0042?x=1") == 42
+    assert target.id_of("https://a.example/item/42?x=1") is None  # not the template's rendering
+    assert target.id_of("https://a.example/item/0001?x=1") is None  # below min
+    assert target.id_of("https://a.example/item/abcd?x=1") is None
+    assert target.id_of("https://a.example/other/0042?x=1") is None
