@@ -77,6 +77,7 @@ def test_the_fetched_set_is_a_breadth_first_walk_to_max_hops_and_off_scope_hosts
     pages = [p for p in site.fetched(A) if p != "/robots.txt"]
     assert Counter(pages) == Counter(dict.fromkeys(expected, 1))  # each page of the walk once, nothing else
     assert site.fetched(B) == [] and site.fetched(C) == []  # not even robots.txt
+    assert "idcrawl.spidermiddlewares.scope.IdScopeMiddleware" in result.stderr  # enabled for a job with scope
     prefix = f"http://a.test:{site.port}"
     answered = {path: hops for path, hops in expected.items() if path != "/9"}  # /9 answers 404: no item
     assert {item["url"][len(prefix):]: item["hops"] for item in result.items} == answered
@@ -192,3 +193,30 @@ crawl_profiles = ["near"]
     assert f"job file {str(path)!r}: crawl_profiles[0]: max_hops=-1: must be an integer >= 0" in result.stderr
     assert "Traceback" not in result.stderr
     assert site.log == []
+
+
+def test_outlinks_obey_robots_txt(tmp_path: Path) -> None:
+    site = LinkGraphSite(GRAPH, robots={A: "User-agent: *\nDisallow: /3\n"}).start()
+    try:
+        result = run_crawl(tmp_path, {"job": job(tmp_path, site, 3)}, resolver_settings([A, B, C]))
+        assert result.returncode == 0, result.stderr[-3000:]
+        pages = [p for p in site.fetched(A) if p != "/robots.txt"]
+        # /3 is disallowed; /5 is reached only through it (hop 3), so it is not fetched either
+        assert "/3" not in pages and "/5" not in pages
+        assert Counter(pages) == Counter(dict.fromkeys(set(truth(site, 3)) - {"/3", "/5"}, 1))
+    finally:
+        site.stop()
+
+
+def test_a_plain_id_crawl_has_no_scope_middleware(tmp_path: Path) -> None:
+    site = LinkGraphSite(ID_GRAPH).start()
+    try:
+        result = run_crawl(tmp_path, {"url": site.url("http://a.test/item/{id}"), "start": 1, "max": 3, "margin": 0},
+                           resolver_settings([A]))
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert Counter(p for p in site.fetched(A) if p != "/robots.txt") == Counter(
+            {"/item/1": 1, "/item/2": 1, "/item/3": 1})  # no outlink followed
+        assert "IdScopeMiddleware" not in result.stderr  # not in the enabled spider middlewares: the hot path as before
+        assert not any(key.startswith("idcrawl/crawl_profiles/") for key in result.stats)
+    finally:
+        site.stop()
