@@ -649,6 +649,11 @@ class JobFile:
     collections: dict[str, Collection] = field(default_factory=dict)
     crawl_profiles: dict[str, CrawlProfile] = field(default_factory=dict)
 
+    @property
+    def has_scope(self) -> bool:
+        """Does the job follow links (a page target, or a target with crawl profiles)? ``bool(scope())``, cheaply."""
+        return bool(self.page_targets) or any(t.crawl_profiles for t in self.targets)
+
     def scope(self) -> JobScope:
         """The job's crawl scope (:class:`idcrawl.core.scope.JobScope`): every target as a seed (a page
         target's page; an id target's first id page), its crawl profiles and collections."""

@@ -227,7 +227,7 @@ class JobProfile:
         job_path = getattr(spider, "_job_path", None) if spider is not None else None
         # the idseq spider read the job file with its targets, when it was created: the profile came with them
         job = getattr(spider, "_job_file", None)
-        if isinstance(job, JobFile) and job.scope():
+        if isinstance(job, JobFile) and job.has_scope:
             from idcrawl.addon import SCOPE_MIDDLEWARE, SCOPE_ORDER, setdefault_component
 
             setdefault_component(settings, "SPIDER_MIDDLEWARES", SCOPE_MIDDLEWARE, SCOPE_ORDER, priority="spider")

@@ -213,8 +213,9 @@ def test_a_job_files_scope_has_every_target_as_a_seed(tmp_path: Path) -> None:
     assert list(scope.seeds) == ["notices", "front", "www.vg.no"]
     assert scope.seeds["notices"].url == "https://www.db.no/notice/5"
     assert (scope.seeds["notices"].enabled, scope.seeds["front"].crawl_profiles) == (False, ("frontpages", "daily"))
-    assert bool(scope) is True
-    assert bool(read_job(write(tmp_path, '[[targets]]\nurl = "https://a.example/{id}"\nstart = 1\n')).scope()) is False
+    assert bool(scope) is True and read_job(write(tmp_path, GOOD)).has_scope is True
+    plain = read_job(write(tmp_path, '[[targets]]\nurl = "https://a.example/{id}"\nstart = 1\n'))
+    assert (bool(plain.scope()), plain.has_scope) == (False, False)
 
 
 def test_an_id_targets_page_is_recognised_within_its_bounds() -> None:
