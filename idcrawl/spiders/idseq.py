@@ -162,7 +162,8 @@ class IdSeqSpider(Spider):
             targets, missing = [], error
         # the crawler's runtime (runtime_of); its worker, with the state, is built after the extensions
         job = spider._job_file
-        IdRuntime(crawler, targets, missing_targets=missing, scope=job.scope() if job is not None and job.has_scope else None)
+        scope = job.scope() if job is not None and job.has_scope else None  # crawl scope: page targets, outlinks
+        IdRuntime(crawler, targets, missing_targets=missing, scope=scope)
         crawler.signals.connect(spider._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._spider_closed, signal=signals.spider_closed)
         return spider
