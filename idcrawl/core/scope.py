@@ -499,7 +499,14 @@ def expected_shares(candidates: Sequence[Candidate[K]]) -> dict[tuple[str | None
 @dataclass(slots=True)
 class _Entry:
     record: UrlRecord
-    links: tuple[str, ...] | None = None  # the page's links once fetched (re-followed when its hops improve)
+    #: the counters of every path known that no other path beats on both counters (its owner's)
+    paths: list[Hops]
+    links: tuple[str, ...] | None = None  # the page's links once fetched (re-followed when a better path turns up)
+
+
+def _beaten(hops: Hops, by: Hops) -> bool:
+    """``by`` is at least as good as ``hops`` on both counters."""
+    return by.hops <= hops.hops and by.offsite <= hops.offsite
 
 
 class ScopeWalk:
@@ -507,11 +514,14 @@ class ScopeWalk:
 
     The seed's "processing outlinks": a link in the scope of at least one crawl profile of its
     page's owner is queued (returned once, to be requested); met again with the same owner by a
-    shorter path, its entry is updated (2.2); with another owner, :func:`choose_owner` decides
-    (2.3); out of scope it is ignored (2.4-2.6: a queued entry keeps its shorter path). A fetched
-    page keeps its links: when a shorter path to it turns up later, they are followed again with
-    the better counters, so the fetched set is a breadth-first walk to ``max_hops`` whatever order
-    pages arrive in. ``skip(url)``: URLs never queued here (another target's id pages: its lanes fetch them).
+    better path, its entry is updated (2.2); with another owner, :func:`choose_owner` decides
+    (2.3); out of scope it is ignored (2.4-2.6: a queued entry keeps its better path). A fetched
+    page keeps its links: when a better path to it turns up later, they are followed again with
+    its counters, so the fetched set is a breadth-first walk to ``max_hops`` whatever order pages
+    arrive in. "Better" is on both counters: an entry keeps every path that no other beats on
+    hops and off-site hops together (a longer path with fewer off-site hops can reach pages a
+    shorter one cannot under ``max_offsite_hops``); its record shows the fewest hops.
+    ``skip(url)``: URLs never queued here (another target's id pages: its lanes fetch them).
     """
 
     def __init__(self, scope: JobScope, *, skip: Callable[[str], bool] | None = None) -> None:
@@ -535,9 +545,9 @@ class ScopeWalk:
         names = self.scope.seeds[owner].crawl_profiles
         record = UrlRecord(url, owner, self.scope.collection_of(names), names, SEED)
         if entry is None:
-            self._entries[url] = _Entry(record)
-        else:
-            entry.record = record  # its own target's page: the specific seed wins (case 1)
+            self._entries[url] = _Entry(record, [SEED])
+        else:  # its own target's page: the specific seed wins (case 1)
+            entry.record, entry.paths = record, [SEED]
         return record
 
     def fetched(self, url: str, links: Iterable[str]) -> list[UrlRecord]:
@@ -546,37 +556,44 @@ class ScopeWalk:
         entry = self._entries[url]
         entry.links = tuple(dict.fromkeys(links))
         new: list[UrlRecord] = []
-        work = [url]
-        while work:  # pages whose links are to be followed with their (improved) counters
-            page = work.pop()
+        work = [(url, hops) for hops in entry.paths]
+        while work:  # (page, counters) whose links are to be followed
+            page, hops = work.pop()
             source = self._entries[page]
+            if hops not in source.paths:
+                continue  # beaten since, or the page changed owner
             assert source.links is not None
             for link in source.links:
-                self._offer(page, source.record, link, new, work)
+                self._offer(page, source.record.owner, hops, link, new, work)
         return new
 
-    def _offer(self, page: str, source: UrlRecord, link: str, new: list[UrlRecord], work: list[str]) -> None:
+    def _offer(self, page: str, owner: str, at: Hops, link: str, new: list[UrlRecord],
+               work: list[tuple[str, Hops]]) -> None:
         if self._skip is not None and self._skip(link):
             return
-        hops = source.hops.follow(page, link)
-        names = self.scope.scoped(source.owner, link, hops)
+        hops = at.follow(page, link)
+        names = self.scope.scoped(owner, link, hops)
         if not names:
             return
-        record = UrlRecord(link, source.owner, self.scope.collection_of(names), names, hops)
         entry = self._entries.get(link)
         if entry is None:
-            self._entries[link] = _Entry(record)
+            record = UrlRecord(link, owner, self.scope.collection_of(names), names, hops)
+            self._entries[link] = _Entry(record, [hops])
             new.append(record)
             return
         queued = entry.record
-        if queued.owner == source.owner:
-            if hops >= queued.hops:
+        if queued.owner == owner:
+            if any(_beaten(hops, by=path) for path in entry.paths):
                 return
+            entry.paths = [path for path in entry.paths if not _beaten(path, by=hops)] + [hops]
+            entry.record = replace(queued, hops=min(entry.paths),
+                                   crawl_profiles=tuple(dict.fromkeys(queued.crawl_profiles + names)))
         else:
             seeds = self.scope.seeds
-            if choose_owner(link, seeds[source.owner].url, seeds[queued.owner].url) is not Owner.CONTEXT:
+            if choose_owner(link, seeds[owner].url, seeds[queued.owner].url) is not Owner.CONTEXT:
                 return
-        entry.record = replace(queued, owner=record.owner, collection=record.collection,
-                               crawl_profiles=names, hops=hops)
+            entry.paths = [hops]
+            entry.record = replace(queued, owner=owner, collection=self.scope.collection_of(names),
+                                   crawl_profiles=names, hops=hops)
         if entry.links is not None:
-            work.append(link)
+            work.append((link, hops))

@@ -60,3 +60,25 @@ def scope_truth(
                 hops[link] = hops[page] + 1
                 queue.append(link)
     return hops
+
+
+def scope_states_truth(
+    links: Mapping[str, Sequence[str]], seed: str, accept: Callable[[str, int, int], bool]
+) -> set[str]:
+    """The pages reached from ``seed`` when a link is followed if ``accept(url, hops, offsite_hops)``:
+    a breadth-first walk of (page, hops, off-site hops) states, the off-site counter as seed 003's
+    last section says (0 while each link stays on its referrer's host, then +1 per link)."""
+    from urllib.parse import urlsplit
+
+    start = (seed, 0, 0)
+    seen = {start}
+    queue = deque([start])
+    while queue:
+        page, hops, offsite = queue.popleft()
+        for link in links.get(page, ()):
+            leaves = offsite > 0 or urlsplit(link).hostname != urlsplit(page).hostname
+            state = (link, hops + 1, offsite + 1 if leaves else 0)
+            if state not in seen and accept(*state):
+                seen.add(state)
+                queue.append(state)
+    return {page for page, _, _ in seen}

@@ -36,7 +36,7 @@ from idcrawl.core.scope import (
     registered_domain,
     specificity,
 )
-from tests.support.reference import scope_truth
+from tests.support.reference import scope_states_truth, scope_truth
 
 # -- ownership: the seed's table a-f, with its exact URLs ------------------------------------------
 
@@ -303,3 +303,36 @@ def test_a_link_reached_from_two_seeds_is_owned_by_the_table_and_queued_once() -
     assert walk.fetched("http://www.db.no/artikkel", ["http://www.db.no/artikkel/to"]) == []
     record = walk.record("http://www.db.no/artikkel/to")
     assert record is not None and record.owner == "section"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    edges=st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11)), max_size=40),
+    max_hops=st.integers(0, 4),
+    max_offsite=st.sampled_from([None, 0, 1, 2]),
+    kind=st.sampled_from([ScopeKind.HOST, ScopeKind.ANY]),
+    include_b=st.booleans(),
+    order=st.randoms(use_true_random=False),
+)
+def test_the_walk_with_off_site_hops_reaches_what_a_walk_of_both_counters_reaches(
+    edges: list[tuple[int, int]], max_hops: int, max_offsite: int | None, kind: ScopeKind, include_b: bool,
+    order: random.Random,
+) -> None:
+    def url(n: int) -> str:
+        return f"http://{HOSTS[n % 3]}/p{n}"
+
+    links: dict[str, list[str]] = {}
+    for a, b in edges:
+        links.setdefault(url(a), []).append(url(b))
+    seed = url(0)
+    crawl_profile = CrawlProfile("p", max_hops, max_offsite_hops=max_offsite, kind=kind,
+                                 include=(re.compile(r"^http://b\.test/"),) if include_b else ())
+    walk = ScopeWalk(JobScope({"s": Seed("s", seed, ("p",))}, {"p": crawl_profile}))
+    walk.seed("s", seed)
+    pending, fetched = [seed], []
+    while pending:
+        page = pending.pop(order.randrange(len(pending)))
+        fetched.append(page)
+        pending.extend(record.url for record in walk.fetched(page, links.get(page, [])))
+    truth = scope_states_truth(links, seed, lambda u, h, o: in_scope(crawl_profile, seed, u, Hops(h, o)))
+    assert sorted(fetched) == sorted(truth)
