@@ -111,7 +111,7 @@ class IdScopeMiddleware:
 
     # -- responses -------------------------------------------------------------------------
 
-    def process_spider_input(self, response: Response) -> None:
+    def process_spider_input(self, response: Response, spider: Any = None) -> None:
         """An outlink's response: its meta gets the walk's current record (the spider's item shows it)."""
         info = response.meta.get(SCOPE_KEY)
         if info is not None:
@@ -120,11 +120,14 @@ class IdScopeMiddleware:
                 info.update(owner=record.owner, hops=record.hops.hops, offsite_hops=record.hops.offsite,
                             crawl_profiles=list(record.crawl_profiles))
 
-    def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
+    def process_spider_output(self, response: Response, result: Iterable[Any], spider: Any = None) -> Iterator[Any]:
         yield from result
         yield from self._follow(response)
 
-    async def process_spider_output_async(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async def process_spider_output_async(
+        self, response: Response, result: AsyncIterator[Any], spider: Any = None
+    ) -> AsyncIterator[Any]:
+        # spider: passed by Scrapy before 2.19 (2.19 passes it only when a method requires it)
         async for request_or_item in result:
             yield request_or_item
         for request in self._follow(response):
