@@ -536,6 +536,14 @@ class ScopeWalk:
         entry = self._entries.get(url)
         return entry.record if entry is not None else None
 
+    def harvested(self, url: str, result: Harvest, now: float) -> UrlRecord | None:
+        """Count a harvest of a known URL in its record (:func:`harvested`); None: not a URL of the walk."""
+        entry = self._entries.get(url)
+        if entry is None:
+            return None
+        entry.record = harvested(entry.record, result, now)
+        return entry.record
+
     def seed(self, owner: str, url: str) -> UrlRecord | None:
         """A hop-0 page of ``owner`` (a page target's page, or a found id page): its record, or None
         when the page was already known as ``owner``'s hop-0 page."""

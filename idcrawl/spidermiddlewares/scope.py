@@ -31,8 +31,9 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import TextResponse
 from scrapy.linkextractors import LinkExtractor
 
+from idcrawl import default_settings
 from idcrawl.core.lanes import Outcome
-from idcrawl.core.scope import JobScope, ScopeWalk, UrlRecord, Verdict, canonical, check_dispatch
+from idcrawl.core.scope import Harvest, JobScope, ScopeWalk, UrlRecord, Verdict, canonical, check_dispatch
 from idcrawl.runtime import META_KEY, STATS_PREFIX, runtime_of
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from twisted.python.failure import Failure
 
     from idcrawl.core.targets import Target
 
@@ -48,7 +50,8 @@ __all__ = ["SCOPE_KEY", "IdScopeMiddleware"]
 #: ``request.meta`` key of a page target's or an outlink's request: its canonical URL, then (set when
 #: its response arrives) ``owner``, ``hops``, ``offsite_hops`` and ``crawl_profiles`` as the walk knows them.
 SCOPE_KEY = "idcrawl_scope"
-#: The stats of one crawl profile: ``.../<name>/queued``, ``fetched``, ``postponed``, ``dropped``.
+#: The stats of one crawl profile: ``.../<name>/queued``, ``fetched``, ``postponed``, ``dropped``,
+#: ``not_found``, ``errors``.
 PREFIX = f"{STATS_PREFIX}/crawl_profiles"
 
 
@@ -62,6 +65,9 @@ class IdScopeMiddleware:
         assert stats is not None
         self.stats = stats
         self.links = LinkExtractor()
+        self.missing_statuses = frozenset(
+            int(status) for status in crawler.settings.getlist("IDCRAWL_MISSING_STATUSES",
+                                                               default_settings.IDCRAWL_MISSING_STATUSES))
         #: the id targets' templates: a link to one of their id pages is theirs (never fetched twice)
         self.id_targets = list(targets)
         self.walk = ScopeWalk(scope, skip=self._id_page if self.id_targets else None)
@@ -111,6 +117,20 @@ class IdScopeMiddleware:
 
     # -- responses -------------------------------------------------------------------------
 
+    def failed(self, failure: Failure) -> None:
+        """A page of the walk answered with an error status or failed (``IdSeqSpider._outlink_failure``):
+        its not-found counter (a status the target's rule calls missing: 404, 410 by default) or its
+        error counter goes up (``.../not_found``, ``.../errors``)."""
+        request = getattr(failure, "request", None)
+        info = request.meta.get(SCOPE_KEY) if request is not None else None
+        if info is None:
+            return
+        response = getattr(failure.value, "response", None)
+        missing = response is not None and response.status in self.missing_statuses
+        record = self.walk.harvested(info["url"], Harvest.NOT_FOUND if missing else Harvest.ERROR, time.time())
+        if record is not None:
+            self._count(record, "not_found" if missing else "errors")
+
     def process_spider_input(self, response: Response, spider: Any = None) -> None:
         """An outlink's response: its meta gets the walk's current record (the spider's item shows it)."""
         info = response.meta.get(SCOPE_KEY)
@@ -141,6 +161,7 @@ class IdScopeMiddleware:
             record = self.walk.record(url)
             if record is None or not 200 <= response.status < 300:
                 return []
+            self.walk.harvested(url, Harvest.FOUND, time.time())
             if record.hops.hops:
                 self._count(record, "fetched")
         else:

@@ -287,8 +287,13 @@ class IdSeqSpider(Spider):
         return iterate_spider_output(self.parse_outlink(response, item))
 
     def _outlink_failure(self, failure: Failure) -> None:
-        """An outlink that failed (an error, or a non-2xx status): nothing to follow. (Its not-found and
-        error counters are kept with the durable URL queue, later.)"""
+        """An outlink that failed (an error, or a non-2xx status): nothing to follow; the scope
+        middleware counts it in the URL's not-found or error counter."""
+        from idcrawl.spidermiddlewares.scope import IdScopeMiddleware
+
+        middleware = self.crawler.get_spider_middleware(IdScopeMiddleware)
+        if middleware is not None:
+            middleware.failed(failure)
 
     # -- callbacks (spider methods: requests are serialised with their callbacks by name) --
 

@@ -85,6 +85,7 @@ def test_the_fetched_set_is_a_breadth_first_walk_to_max_hops_and_off_scope_hosts
     deeper = sum(1 for hops in answered.values() if hops > 0)  # outlink pages that answered 2xx
     assert result.stats.get("idcrawl/crawl_profiles/site/fetched", 0) == deeper
     assert result.stats.get("idcrawl/crawl_profiles/site/queued", 0) == len(expected)
+    assert result.stats.get("idcrawl/crawl_profiles/site/not_found", 0) == len(expected) - len(answered)  # /9
 
 
 ID_GRAPH = {

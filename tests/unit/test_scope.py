@@ -336,3 +336,14 @@ def test_the_walk_with_off_site_hops_reaches_what_a_walk_of_both_counters_reache
         pending.extend(record.url for record in walk.fetched(page, links.get(page, [])))
     truth = scope_states_truth(links, seed, lambda u, h, o: in_scope(crawl_profile, seed, u, Hops(h, o)))
     assert sorted(fetched) == sorted(truth)
+
+
+def test_the_walk_counts_harvests_in_the_record_of_a_url() -> None:
+    walk = ScopeWalk(JobScope({"s": Seed("s", "http://a.test/", ("p",))}, {"p": CrawlProfile("p", 1)}))
+    walk.seed("s", "http://a.test/")
+    (record,) = walk.fetched("http://a.test/", ["http://a.test/x"])
+    for now, result in enumerate([Harvest.NOT_FOUND, Harvest.NOT_FOUND, Harvest.FOUND]):
+        walk.harvested(record.url, result, float(now))
+    after = walk.record(record.url)
+    assert after is not None and (after.not_found, after.cycles, after.last_harvest) == (0, 3, 2.0)
+    assert walk.harvested("http://a.test/unknown", Harvest.FOUND, 0.0) is None
