@@ -20,7 +20,9 @@ moves a middleware. What it wires:
                             Scrapy's ``RobotsTxtMiddleware`` swapped for
                             ``idcrawl.downloadermiddlewares.robotstxt.IdRobotsTxtMiddleware`` at 100
 ``SPIDER_MIDDLEWARES``      ``idcrawl.spidermiddlewares.soft404.IdSoft404Middleware`` at 1100
-                            (the soft-404 probes, ``soft404_probe``)
+                            (the soft-404 probes, ``soft404_probe``);
+                            ``idcrawl.spidermiddlewares.scope.IdScopeMiddleware`` at 1050 when a
+                            job file has crawl scope (added by ``settings_profiles.JobProfile``)
 ``EXTENSIONS``              ``IdProgress`` 500, ``IdPoliteness`` 100, ``IdLimits`` 200 (the
                             last two load only when their settings turn them on)
 ``DUPEFILTER_CLASS``        ``idcrawl.dupefilters.IdDupeFilter`` (follow-up pages; lane requests are
@@ -67,6 +69,8 @@ ATTEMPTS_MIDDLEWARE = "idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddlewa
 ATTEMPTS_ORDER = 549  # beside Scrapy's RetryMiddleware (550), which lane requests skip (dont_retry)
 SOFT404_MIDDLEWARE = "idcrawl.spidermiddlewares.soft404.IdSoft404Middleware"
 SOFT404_ORDER = 1100  # spider side of Scrapy's own (up to 1000): its probes pass them all, as start requests do
+SCOPE_MIDDLEWARE = "idcrawl.spidermiddlewares.scope.IdScopeMiddleware"
+SCOPE_ORDER = 1050  # spider side of Scrapy's own: its outlink requests pass them (depth, referer), as a spider's do
 SCRAPY_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 ID_ROBOTS = "idcrawl.downloadermiddlewares.robotstxt.IdRobotsTxtMiddleware"
 ROBOTS_ORDER = 100  # Scrapy's own position for robots.txt

@@ -37,6 +37,7 @@ from idcrawl import _scrapy, default_settings
 from idcrawl.core.frontier import Dispatch, Frontier, IdFrontier, lane_specs
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs
+from idcrawl.core.scope import JobScope
 from idcrawl.core.talk import resume_text
 from idcrawl.core.targets import Target
 from idcrawl.errors import BadInputError
@@ -148,17 +149,21 @@ class IdRuntime:
     limiter: Limiter | None = None
 
     def __init__(
-        self, crawler: Crawler, targets: Sequence[Target], *, missing_targets: BadInputError | None = None
+        self, crawler: Crawler, targets: Sequence[Target], *, missing_targets: BadInputError | None = None,
+        scope: JobScope | None = None,
     ) -> None:
         """The runtime of ``crawler``'s crawl of ``targets`` (what :func:`runtime_of` returns from now on).
 
         ``missing_targets``: no targets were given, and why that is bad input
         for a worker that needs some (a distributed worker waits for pushed ones).
+        ``scope``: the job file's crawl scope (page targets, crawl profiles, collections; empty for a
+        plain id crawl), which ``idcrawl.spidermiddlewares.scope.IdScopeMiddleware`` follows.
         The worker is built on first use (:meth:`start`).
         """
         self.crawler = crawler
         self.targets = list(targets)
         self.missing_targets = missing_targets
+        self.scope = scope if scope is not None else JobScope()
         self._orphans: list[Any] = []  # outputs released at dispatch (overlapping targets), not yet emitted
         self._wakes: list[float] = []  # heap of monotonic times the engine is to be woken at
         self._wake_set: set[float] = set()  # the same times, to keep each once

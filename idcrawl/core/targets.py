@@ -13,8 +13,8 @@ import re
 import stat
 import string
 import tomllib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -22,15 +22,19 @@ from urllib.parse import urlsplit
 
 from idcrawl.core.lanes import MAX_ID
 from idcrawl.core.outcomes import DEFAULT_MISSING_STATUSES, DEFAULT_RULE, OUTCOME_KEYS, OutcomeRule, OutcomeRuleError
+from idcrawl.core.scope import SCHEMES, Collection, CrawlProfile, JobScope, ScopeKind, Seed
 
 __all__ = [
     "DEFAULTS",
     "HOLES_MODES",
+    "JOB_TARGET_KEYS",
     "MAX_ID",
+    "PAGE_TARGET_KEYS",
     "RESUME_MODES",
     "TARGET_KEYS",
     "Direction",
     "JobFile",
+    "PageTarget",
     "Target",
     "TargetError",
     "parse_job",
@@ -124,6 +128,12 @@ DEFAULTS: dict[str, Any] = {
 TARGET_KEYS = frozenset(
     {"name", "url", "start", "min", "max", "soft404_probe", *DEFAULTS.keys(), *OUTCOME_KEYS}
 )
+#: The keys of crawl scope (seed 003) a target accepts in a job file only: they refer to its ``[[crawl_profiles]]``.
+SCOPE_TARGET_KEYS = frozenset({"crawl_profiles", "enabled"})
+#: Every key a ``[[targets]]`` table of a job file accepts.
+JOB_TARGET_KEYS = TARGET_KEYS | SCOPE_TARGET_KEYS
+#: The keys of a page target (a ``url`` without ``{id}``): no lane keys.
+PAGE_TARGET_KEYS = frozenset({"name", "url"}) | SCOPE_TARGET_KEYS
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +164,10 @@ class Target:
     #: URL of a page known not to exist (``soft404_probe``: an id or a URL); None: nothing to learn
     soft404_probe: str | None = None
     soft404_similarity: float = 0.9
+    #: the crawl profiles (names, job file only) whose scope the outlinks of its found pages are followed in
+    crawl_profiles: tuple[str, ...] = ()
+    #: False: deactivated (seed 003: its URLs are postponed, not crawled)
+    enabled: bool = True
 
     def url_for(self, id_: int) -> str:
         return self.url.format(id=id_)
@@ -161,6 +175,35 @@ class Target:
     @property
     def host(self) -> str:
         return urlsplit(self.url_for(max(self.start, 0))).hostname or ""
+
+    def id_of(self, url: str) -> int | None:
+        """The id in ``min..max`` whose URL under this template is exactly ``url``, or None."""
+        before, _, rest = self.url.partition("{")
+        after = rest.partition("}")[2]
+        if len(url) <= len(before) + len(after) or not (url.startswith(before) and url.endswith(after)):
+            return None
+        middle = url[len(before):len(url) - len(after)]
+        if not middle.isdigit() or len(middle) > 20:
+            return None
+        id_ = int(middle)
+        if (self.min is not None and id_ < self.min) or (self.max is not None and id_ > self.max) or id_ > MAX_ID:
+            return None
+        return id_ if self.url_for(id_) == url else None
+
+
+@dataclass(frozen=True, slots=True)
+class PageTarget:
+    """A start page (the seed's SEED without ids: a front page): fetched at hop 0, its outlinks
+    followed in the scope of its crawl profiles (:mod:`idcrawl.core.scope`). Job files only."""
+
+    name: str
+    url: str
+    crawl_profiles: tuple[str, ...] = ()
+    enabled: bool = True
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).hostname or ""
 
 
 # -- value parsers ------------------------------------------------------------
@@ -230,21 +273,68 @@ def _template(value: Any) -> str:
             url.format(id=id_)
     except (ValueError, KeyError, IndexError, OverflowError) as exc:
         raise TargetError("url", value, f"has a bad format spec for an integer id ({exc})") from None
+    _check_url("url", value, sample)
+    return url
+
+
+def _check_url(field: str, value: Any, url: str) -> None:
+    """``url`` (``value`` as given) must be an http(s) URL with a host that can be requested."""
     try:
-        parts = urlsplit(sample)
+        parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port out of 0..65535 or not a number
     except ValueError as exc:
-        raise TargetError("url", value, f"is not a valid URL ({exc})") from None
+        raise TargetError(field, value, f"is not a valid URL ({exc})") from None
     if parts.scheme not in ("http", "https"):
-        raise TargetError("url", value, "must be an http or https URL")
+        raise TargetError(field, value, "must be an http or https URL")
     if not parts.hostname:
-        raise TargetError("url", value, "has no host")
+        raise TargetError(field, value, "has no host")
     if any(ch.isspace() or not ch.isprintable() for ch in parts.netloc):
-        raise TargetError("url", value, "has spaces or control characters in its host")
+        raise TargetError(field, value, "has spaces or control characters in its host")
     host = parts.hostname.rstrip(".")
     if not host.startswith("[") and (len(host) > 253 or any(not 0 < len(label) <= 63 for label in host.split("."))):
-        raise TargetError("url", value, f"has an invalid host name {parts.hostname!r} (labels of 1 to 63 characters)")
-    return url
+        raise TargetError(field, value, f"has an invalid host name {parts.hostname!r} (labels of 1 to 63 characters)")
+
+
+def _is_page_url(value: Any) -> bool:
+    """A job file's ``url`` without any ``{...}`` field: a page target's start page."""
+    return isinstance(value, str) and bool(value.strip()) and "{" not in value and "}" not in value
+
+
+def _bool(field: str, value: Any) -> bool:
+    """A switch: a TOML boolean, or the strings true/false (yes/no, 1/0)."""
+    if isinstance(value, bool):
+        return value
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text in ("true", "yes", "1"):
+        return True
+    if text in ("false", "no", "0"):
+        return False
+    raise TargetError(field, value, "must be true or false")
+
+
+def _name(field: str, value: Any) -> str:
+    """The name of a target, crawl profile or collection: it keys stats (``.../<name>/...``)."""
+    if isinstance(value, str) and value.strip() and "/" not in value:
+        return value.strip()
+    raise TargetError(field, value, "must be a non-empty string without '/'")
+
+
+def _names(field: str, value: Any) -> tuple[str, ...]:
+    """A list of names (``crawl_profiles = ["a", "b"]``; a string "a,b" from text), each once."""
+    if isinstance(value, str):
+        items: list[Any] = [part.strip() for part in value.split(",") if part.strip()]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        raise TargetError(field, value, "must be a list of names")
+    names: list[str] = []
+    for item in items:
+        if not (isinstance(item, str) and item.strip() and "/" not in item):
+            raise TargetError(field, value, f"{item!r} is not a name (a non-empty string without '/')")
+        if item.strip() in names:
+            raise TargetError(field, value, f"names {item.strip()!r} twice")
+        names.append(item.strip())
+    return tuple(names)
 
 
 def _rate(value: Any, direction: Direction) -> tuple[int, int]:
@@ -342,17 +432,19 @@ def _outcome_rule(merged: Mapping[str, Any]) -> OutcomeRule:
 # -- targets ------------------------------------------------------------------
 
 
-def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> Target:
+def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = None, *, job: bool = False) -> Target:
     """Validate one target description (strings or TOML values).
 
     ``defaults`` fills keys the description leaves out (job-wide settings);
     unknown keys are errors, since a typo such as ``margn`` would otherwise
-    silently crawl with the default.
+    silently crawl with the default. ``job``: a job file's ``[[targets]]`` table, which
+    may also have the scope keys (``crawl_profiles``, ``enabled``: :data:`JOB_TARGET_KEYS`).
     """
-    unknown = sorted(set(raw) - TARGET_KEYS)
+    known = JOB_TARGET_KEYS if job else TARGET_KEYS
+    unknown = sorted(set(raw) - known)
     if unknown:
         raise TargetError(
-            unknown[0], raw[unknown[0]], f"unknown key (known: {', '.join(sorted(TARGET_KEYS))})"
+            unknown[0], raw[unknown[0]], f"unknown key (known: {', '.join(sorted(known))})"
         )
     merged: dict[str, Any] = {**DEFAULTS, **(defaults or {}), **raw}
     if "url" not in raw:
@@ -404,10 +496,8 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
     name_value = merged.get("name")
     if name_value in (None, ""):
         name = urlsplit(url.format(id=start)).hostname or "target"
-    elif isinstance(name_value, str) and name_value.strip() and "/" not in name_value:
-        name = name_value.strip()
     else:
-        raise TargetError("name", name_value, "must be a non-empty string without '/'")
+        name = _name("name", name_value)
 
     return Target(
         name=name,
@@ -428,6 +518,31 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
         rule=rule,
         soft404_probe=probe,
         soft404_similarity=similarity,
+        crawl_profiles=_names("crawl_profiles", raw["crawl_profiles"]) if "crawl_profiles" in raw else (),
+        enabled=_bool("enabled", raw["enabled"]) if "enabled" in raw else True,
+    )
+
+
+def parse_page_target(raw: Mapping[str, Any]) -> PageTarget:
+    """Validate one page target of a job file (a ``url`` without ``{id}``): ``name``, ``url``,
+    ``crawl_profiles``, ``enabled``; a lane key (``start``, ``margin``, ...) is refused."""
+    lane_keys = sorted(set(raw) - PAGE_TARGET_KEYS)
+    if lane_keys:
+        key = lane_keys[0]
+        reason = ("a page target (a url without {id}) has no ids: lane keys do not apply "
+                  f"(a page target's keys: {', '.join(sorted(PAGE_TARGET_KEYS))})")
+        if key not in JOB_TARGET_KEYS:
+            reason = f"unknown key (known: {', '.join(sorted(PAGE_TARGET_KEYS))} for a page target)"
+        raise TargetError(key, raw[key], reason)
+    url = raw["url"].strip()
+    _check_url("url", raw["url"], url)
+    name_value = raw.get("name")
+    name = (urlsplit(url).hostname or "page") if name_value in (None, "") else _name("name", name_value)
+    return PageTarget(
+        name=name,
+        url=url,
+        crawl_profiles=_names("crawl_profiles", raw["crawl_profiles"]) if "crawl_profiles" in raw else (),
+        enabled=_bool("enabled", raw["enabled"]) if "enabled" in raw else True,
     )
 
 
@@ -444,17 +559,23 @@ def parse_run_options(raw: Mapping[str, Any]) -> dict[str, str]:
 
 
 def parse_targets(
-    raws: Iterable[Mapping[str, Any]], defaults: Mapping[str, Any] | None = None, *, where: str = ""
+    raws: Iterable[Mapping[str, Any]], defaults: Mapping[str, Any] | None = None, *, where: str = "",
+    job: bool = False, indexes: Sequence[int] | None = None,
 ) -> list[Target]:
-    """Parse many targets; names must be unique (they key stats and state)."""
+    """Parse many targets; names must be unique (they key stats and state).
+
+    ``job``: tables of a job file (:func:`parse_target`); ``indexes``: each raw's position among the
+    file's ``[[targets]]`` (errors name it), when some (page targets) were taken out.
+    """
     targets: list[Target] = []
     seen: dict[str, int] = {}
-    for index, raw in enumerate(raws):
+    for position, raw in enumerate(raws):
+        index = indexes[position] if indexes is not None else position
         label = f"{where}targets[{index}]"
         if not isinstance(raw, Mapping):
             raise TargetError(label, raw, "must be a table of target keys")
         try:
-            target = parse_target(raw, defaults)
+            target = parse_target(raw, defaults, job=job)
         except TargetError as exc:
             raise exc.located(label) from None
         if target.name in seen:
@@ -518,11 +639,37 @@ def read_job_profile(path: str | Path) -> str | None:
 
 @dataclass(frozen=True)
 class JobFile:
-    """A job file, read once: its targets and the settings profile its ``profile`` key names (or None)."""
+    """A job file, read once: its targets, the settings profile its ``profile`` key names (or None),
+    and its crawl scope (seed 003): page targets, ``[[collections]]`` and ``[[crawl_profiles]]`` by name."""
 
     path: str
     targets: list[Target]
     profile: str | None
+    page_targets: list[PageTarget] = field(default_factory=list)
+    collections: dict[str, Collection] = field(default_factory=dict)
+    crawl_profiles: dict[str, CrawlProfile] = field(default_factory=dict)
+
+    @property
+    def has_scope(self) -> bool:
+        """Does the job follow links (a page target, or a target with crawl profiles)? ``bool(scope())``, cheaply."""
+        return bool(self.page_targets) or any(t.crawl_profiles for t in self.targets)
+
+    def scope(self) -> JobScope:
+        """The job's crawl scope (:class:`idcrawl.core.scope.JobScope`): every target as a seed (a page
+        target's page; an id target's first id page), its crawl profiles and collections."""
+        seeds = {t.name: Seed(t.name, t.url_for(t.start), t.crawl_profiles, t.enabled) for t in self.targets}
+        seeds.update((p.name, Seed(p.name, p.url, p.crawl_profiles, p.enabled)) for p in self.page_targets)
+        return JobScope(seeds, dict(self.crawl_profiles), dict(self.collections),
+                        tuple(p.name for p in self.page_targets))
+
+
+#: The top-level keys of a job file.
+JOB_KEYS = ("collections", "crawl_profiles", "defaults", "profile", "targets")
+#: The keys of a ``[[collections]]`` table.
+COLLECTION_KEYS = frozenset({"name", "yield_probability", "enabled"})
+#: The keys of a ``[[crawl_profiles]]`` table.
+CRAWL_PROFILE_KEYS = frozenset({"name", "collection", "max_hops", "max_offsite_hops", "scope", "url_prefixes",
+                                "include", "exclude", "schemes", "yield_probability", "enabled"})
 
 
 def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max_targets: int = 0) -> JobFile:
@@ -531,13 +678,15 @@ def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max
     A top-level ``[defaults]`` table sets keys for every target of the file;
     a top-level ``profile = "NAME"`` picks a settings profile for the job
     (the Scrapy shell applies it: ``idcrawl.settings_profiles.JobProfile``).
-    With ``max_targets``, a file with more targets is refused before it is parsed.
+    Crawl scope (seed 003, :mod:`idcrawl.core.scope`): ``[[collections]]`` and ``[[crawl_profiles]]``
+    tables, a target's ``crawl_profiles = [...]`` and ``enabled``, and page targets (a ``url``
+    without ``{id}``). With ``max_targets``, a file with more targets is refused before it is parsed.
     """
     where = f"job file {str(path)!r}"
     data = _read_job_file(path, max_targets=max_targets, where=where)
-    unknown = sorted(set(data) - {"targets", "defaults", "profile"})
+    unknown = sorted(set(data) - set(JOB_KEYS))
     if unknown:
-        raise TargetError(unknown[0], data[unknown[0]], "unknown top-level key (known: defaults, profile, targets)",
+        raise TargetError(unknown[0], data[unknown[0]], f"unknown top-level key (known: {', '.join(JOB_KEYS)})",
                           where=where)
     profile = _job_profile(data, where)
     file_defaults = data.get("defaults", {})
@@ -552,8 +701,169 @@ def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max
                           "must be an array of [[targets]] tables", where=where)
     if max_targets and len(raws) > max_targets:
         raise TargetError("targets", _MISSING, _too_many(len(raws), max_targets), where=where)
-    targets = parse_targets(raws, {**(defaults or {}), **file_defaults}, where=f"{where}: ")
-    return JobFile(str(path), targets, profile)
+    collections = _collections(data.get("collections", []), where)
+    crawl_profiles = _crawl_profiles(data.get("crawl_profiles", []), collections, where)
+    page_indexes = [i for i, raw in enumerate(raws) if isinstance(raw, Mapping) and _is_page_url(raw.get("url"))]
+    page_targets: list[PageTarget] = []
+    for index in page_indexes:
+        try:
+            page_targets.append(parse_page_target(raws[index]))
+        except TargetError as exc:
+            raise exc.located(f"{where}: targets[{index}]") from None
+    id_raws = [raw for i, raw in enumerate(raws) if i not in set(page_indexes)]
+    id_indexes = [i for i in range(len(raws)) if i not in set(page_indexes)]
+    targets = (
+        parse_targets(id_raws, {**(defaults or {}), **file_defaults}, where=f"{where}: ", job=True,
+                      indexes=id_indexes)
+        if id_raws else []
+    )
+    if not targets and not page_targets:
+        raise TargetError(f"{where}: targets", _MISSING, "no target given")
+    seen = {t.name: i for t, i in zip(targets, id_indexes, strict=True)}
+    for page, index in zip(page_targets, page_indexes, strict=True):
+        if page.name in seen:
+            raise TargetError("name", page.name,
+                              f"is used by targets[{seen[page.name]}] too; names must be unique",
+                              where=f"{where}: targets[{index}]")
+        seen[page.name] = index
+    referring: list[tuple[int, tuple[str, ...]]] = [
+        *((i, t.crawl_profiles) for i, t in zip(id_indexes, targets, strict=True)),
+        *((i, p.crawl_profiles) for i, p in zip(page_indexes, page_targets, strict=True)),
+    ]
+    for index, names in sorted(referring):
+        for name in names:
+            if name not in crawl_profiles:
+                known = ", ".join(crawl_profiles) or "none: the job file has no [[crawl_profiles]]"
+                raise TargetError("crawl_profiles", list(names),
+                                  f"unknown crawl profile {name!r} (known: {known})",
+                                  where=f"{where}: targets[{index}]")
+    return JobFile(str(path), targets, profile, page_targets, collections, crawl_profiles)
+
+
+def _tables(value: Any, key: str, where: str) -> list[Mapping[str, Any]]:
+    if not isinstance(value, list) or not all(isinstance(item, Mapping) for item in value):
+        raise TargetError(key, value, f"must be an array of [[{key}]] tables", where=where)
+    return value
+
+
+def _probability(field: str, value: Any) -> float:
+    """A yield probability: a number in [0, 1)."""
+    result = _float(field, value)
+    if not result < 1.0:
+        raise TargetError(field, value, "must be a number >= 0 and < 1 (the chance to give way)")
+    return result
+
+
+def _collections(value: Any, where: str) -> dict[str, Collection]:
+    collections: dict[str, Collection] = {}
+    for index, raw in enumerate(_tables(value, "collections", where)):
+        label = f"{where}: collections[{index}]"
+        try:
+            unknown = sorted(set(raw) - COLLECTION_KEYS)
+            if unknown:
+                raise TargetError(unknown[0], raw[unknown[0]],
+                                  f"unknown key (known: {', '.join(sorted(COLLECTION_KEYS))})")
+            if "name" not in raw:
+                raise TargetError("name", _MISSING, "is required (the collection's name)")
+            name = _name("name", raw["name"])
+            if name in collections:
+                raise TargetError("name", name, "is used by another collection too; names must be unique")
+            collections[name] = Collection(
+                name=name,
+                yield_probability=_probability("yield_probability", raw.get("yield_probability", 0.0)),
+                enabled=_bool("enabled", raw.get("enabled", True)),
+            )
+        except TargetError as exc:
+            raise exc.located(label) from None
+    return collections
+
+
+def _regexes(field: str, value: Any) -> tuple[re.Pattern[str], ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise TargetError(field, value, "must be a list of regular expressions")
+    patterns = []
+    for item in value:
+        if not isinstance(item, str) or not item:
+            raise TargetError(field, value, f"{item!r} is not a regular expression (a non-empty string)")
+        try:
+            patterns.append(re.compile(item))
+        except re.error as exc:
+            raise TargetError(field, value, f"{item!r} is not a valid regular expression ({exc})") from None
+    return tuple(patterns)
+
+
+def _crawl_profile(raw: Mapping[str, Any], collections: Mapping[str, Collection]) -> CrawlProfile:
+    unknown = sorted(set(raw) - CRAWL_PROFILE_KEYS)
+    if unknown:
+        raise TargetError(unknown[0], raw[unknown[0]],
+                          f"unknown key (known: {', '.join(sorted(CRAWL_PROFILE_KEYS))})")
+    if "name" not in raw:
+        raise TargetError("name", _MISSING, "is required (the crawl profile's name)")
+    name = _name("name", raw["name"])
+    if "max_hops" not in raw:
+        raise TargetError("max_hops", _MISSING, "is required (0: the target's own pages only)")
+    max_hops = _int("max_hops", raw["max_hops"], minimum=0)
+    offsite = raw.get("max_offsite_hops")
+    max_offsite = None if offsite is None else _int("max_offsite_hops", offsite, minimum=0)
+    collection = raw.get("collection")
+    if collection is not None:
+        collection = _name("collection", collection)
+        if collection not in collections:
+            known = ", ".join(collections) or "none: the job file has no [[collections]]"
+            raise TargetError("collection", collection, f"unknown collection (known: {known})")
+    kind_value = raw.get("scope", ScopeKind.HOST.value)
+    kind = ScopeKind(_choice("scope", kind_value, tuple(k.value for k in ScopeKind)))
+    prefixes: tuple[str, ...] = ()
+    if "url_prefixes" in raw:
+        value = raw["url_prefixes"]
+        if kind is not ScopeKind.PREFIX:
+            raise TargetError("url_prefixes", value, f"applies to scope = \"prefix\" only (this one: {kind.value!r})")
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not items:
+            raise TargetError("url_prefixes", value, "must be a non-empty list of http(s) URLs")
+        for item in items:
+            if not isinstance(item, str):
+                raise TargetError("url_prefixes", value, f"{item!r} is not an http(s) URL")
+            _check_url("url_prefixes", value, item.strip())
+        prefixes = tuple(item.strip() for item in items)
+    schemes = SCHEMES
+    if "schemes" in raw:
+        value = raw["schemes"]
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not items or any(
+            not isinstance(item, str) or item.strip().lower() not in SCHEMES for item in items
+        ):
+            raise TargetError("schemes", value, f"must be a non-empty list of {', '.join(SCHEMES)}")
+        schemes = tuple(dict.fromkeys(item.strip().lower() for item in items))
+    return CrawlProfile(
+        name=name,
+        max_hops=max_hops,
+        collection=collection,
+        max_offsite_hops=max_offsite,
+        kind=kind,
+        url_prefixes=prefixes,
+        include=_regexes("include", raw.get("include", [])),
+        exclude=_regexes("exclude", raw.get("exclude", [])),
+        schemes=schemes,
+        yield_probability=_probability("yield_probability", raw.get("yield_probability", 0.0)),
+        enabled=_bool("enabled", raw.get("enabled", True)),
+    )
+
+
+def _crawl_profiles(value: Any, collections: Mapping[str, Collection], where: str) -> dict[str, CrawlProfile]:
+    profiles: dict[str, CrawlProfile] = {}
+    for index, raw in enumerate(_tables(value, "crawl_profiles", where)):
+        try:
+            crawl_profile = _crawl_profile(raw, collections)
+            if crawl_profile.name in profiles:
+                raise TargetError("name", crawl_profile.name,
+                                  "is used by another crawl profile too; names must be unique")
+        except TargetError as exc:
+            raise exc.located(f"{where}: crawl_profiles[{index}]") from None
+        profiles[crawl_profile.name] = crawl_profile
+    return profiles
 
 
 def parse_job(

@@ -206,7 +206,9 @@ def apply_job_profile(settings: BaseSettings, job: JobFile | str | None) -> str 
 
 
 class JobProfile:
-    """Add-on that applies a job file's ``profile`` key (the idseq spider registers it).
+    """Add-on that applies a job file's ``profile`` key (the idseq spider registers it), and adds the
+    crawl-scope middleware (``idcrawl.spidermiddlewares.scope.IdScopeMiddleware``) when the job file has
+    crawl scope (page targets, crawl profiles): a plain id crawl's middleware chain stays as it was.
 
     Scrapy runs add-ons after it has created the spider and before it freezes
     the settings: the one moment when both the spider's ``-a job=`` argument
@@ -225,6 +227,10 @@ class JobProfile:
         job_path = getattr(spider, "_job_path", None) if spider is not None else None
         # the idseq spider read the job file with its targets, when it was created: the profile came with them
         job = getattr(spider, "_job_file", None)
+        if isinstance(job, JobFile) and job.has_scope:
+            from idcrawl.addon import SCOPE_MIDDLEWARE, SCOPE_ORDER, setdefault_component
+
+            setdefault_component(settings, "SPIDER_MIDDLEWARES", SCOPE_MIDDLEWARE, SCOPE_ORDER, priority="spider")
         if apply_job_profile(settings, job if isinstance(job, JobFile) else job_path):
             from idcrawl.validation import validate_settings
 

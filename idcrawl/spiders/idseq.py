@@ -161,7 +161,9 @@ class IdSeqSpider(Spider):
             # none given: bad input for a crawl of its own; a distributed worker waits for pushed targets
             targets, missing = [], error
         # the crawler's runtime (runtime_of); its worker, with the state, is built after the extensions
-        IdRuntime(crawler, targets, missing_targets=missing)
+        job = spider._job_file
+        scope = job.scope() if job is not None and job.has_scope else None  # crawl scope: page targets, outlinks
+        IdRuntime(crawler, targets, missing_targets=missing, scope=scope)
         crawler.signals.connect(spider._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._spider_closed, signal=signals.spider_closed)
         return spider
@@ -260,6 +262,38 @@ class IdSeqSpider(Spider):
     def parse_found(self, response: Response, item: dict[str, Any]) -> Iterable[Any]:
         """Extract fields of a found page: yield the item, follow-up requests, more items."""
         yield item
+
+    def parse_outlink(self, response: Response, item: dict[str, Any]) -> Iterable[Any]:
+        """A page of the crawl scope (a page target's page or an outlink followed in a crawl profile's
+        scope, ``idcrawl.spidermiddlewares.scope``): yield the item (``target``: its owner, ``url``,
+        ``status``, ``hops``, ``offsite_hops``, ``crawl_profiles``, ``fetched_at``, ``checksum``), or
+        other items. Its links are followed by the middleware: do not yield requests for them."""
+        yield item
+
+    def _outlink_response(self, response: Response) -> Iterable[Any]:
+        from idcrawl.spidermiddlewares.scope import SCOPE_KEY
+
+        info = response.meta[SCOPE_KEY]
+        item: dict[str, Any] = {
+            "target": info.get("owner"),
+            "url": response.url,
+            "status": response.status,
+            "hops": info.get("hops"),
+            "offsite_hops": info.get("offsite_hops"),
+            "crawl_profiles": info.get("crawl_profiles"),
+            "fetched_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "checksum": hashlib.sha1(response.body).hexdigest(),  # noqa: S324 - a fingerprint, not security
+        }
+        return iterate_spider_output(self.parse_outlink(response, item))
+
+    def _outlink_failure(self, failure: Failure) -> None:
+        """An outlink that failed (an error, or a non-2xx status): nothing to follow; the scope
+        middleware counts it in the URL's not-found or error counter."""
+        from idcrawl.spidermiddlewares.scope import IdScopeMiddleware
+
+        middleware = self.crawler.get_spider_middleware(IdScopeMiddleware)
+        if middleware is not None:
+            middleware.failed(failure)
 
     # -- callbacks (spider methods: requests are serialised with their callbacks by name) --
 

@@ -1,8 +1,9 @@
-"""The margin rule, sequentially: the ground truth every crawl must equal."""
+"""The rules, sequentially: the ground truth every crawl must equal (the margin rule; hops of a scope)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 
 
 def lane_truth(
@@ -41,3 +42,43 @@ def target_truth(
     if direction == "both":
         ids += lane_truth(exists, start - 1, -1, lo, margin)[0]
     return sorted(ids)
+
+
+def scope_truth(
+    links: Mapping[str, Sequence[str]], seed: str, max_hops: int, on_site: Callable[[str], bool]
+) -> dict[str, int]:
+    """The pages a crawl of one seed fetches: a breadth-first walk of the link graph ``links`` from
+    ``seed`` (hop 0) through pages ``on_site`` accepts, to ``max_hops`` links; each page's hops."""
+    hops = {seed: 0}
+    queue = deque([seed])
+    while queue:
+        page = queue.popleft()
+        if hops[page] == max_hops:
+            continue
+        for link in links.get(page, ()):
+            if link not in hops and on_site(link):
+                hops[link] = hops[page] + 1
+                queue.append(link)
+    return hops
+
+
+def scope_states_truth(
+    links: Mapping[str, Sequence[str]], seed: str, accept: Callable[[str, int, int], bool]
+) -> set[str]:
+    """The pages reached from ``seed`` when a link is followed if ``accept(url, hops, offsite_hops)``:
+    a breadth-first walk of (page, hops, off-site hops) states, the off-site counter as seed 003's
+    last section says (0 while each link stays on its referrer's host, then +1 per link)."""
+    from urllib.parse import urlsplit
+
+    start = (seed, 0, 0)
+    seen = {start}
+    queue = deque([start])
+    while queue:
+        page, hops, offsite = queue.popleft()
+        for link in links.get(page, ()):
+            leaves = offsite > 0 or urlsplit(link).hostname != urlsplit(page).hostname
+            state = (link, hops + 1, offsite + 1 if leaves else 0)
+            if state not in seen and accept(*state):
+                seen.add(state)
+                queue.append(state)
+    return {page for page, _, _ in seen}

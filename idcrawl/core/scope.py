@@ -1,0 +1,607 @@
+"""Crawl scope (seed 003): collections, crawl profiles, hops, seed ownership, harvest checks, yields.
+
+The seed document's SEED is a *target* here (an id template, or a *page target*: a start URL
+without ``{id}``), its PROFILE a *crawl profile* (never a bare "profile": that word means a settings
+profile), its COLLECTION a *collection*, its depth *hops*, its weight a *yield probability*.
+Plain data and pure functions, no Scrapy: the job file parser (:mod:`idcrawl.core.targets`) builds
+the :class:`Collection` and :class:`CrawlProfile` values, the Scrapy shell
+(:mod:`idcrawl.spidermiddlewares.scope`) asks this module what to queue.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from functools import lru_cache
+from typing import Generic, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import tldextract
+from w3lib.url import canonicalize_url
+
+__all__ = [
+    "SCHEMES",
+    "SEED",
+    "Candidate",
+    "Collection",
+    "CrawlProfile",
+    "Decision",
+    "Harvest",
+    "Hops",
+    "JobScope",
+    "Owner",
+    "ScopeKind",
+    "Seed",
+    "UrlRecord",
+    "Verdict",
+    "canonical",
+    "check_dispatch",
+    "choose",
+    "choose_owner",
+    "expected_shares",
+    "harvested",
+    "host_of",
+    "in_scope",
+    "ownership_case",
+    "registered_domain",
+    "rule_accepts",
+    "specificity",
+]
+
+K = TypeVar("K")
+T = TypeVar("T")
+
+#: The URL schemes a crawl profile may allow (``schemes``); both by default.
+SCHEMES = ("http", "https")
+
+
+class ScopeKind(StrEnum):
+    """A crawl profile's base scope rule, relative to the URL of the target (the seed) that owns a URL."""
+
+    HOST = "host"  # the seed's host name exactly (the default)
+    DOMAIN = "domain"  # the seed's registered domain (public-suffix list): www.db.no and img.db.no
+    PREFIX = "prefix"  # the URL starts with one of ``url_prefixes`` (default: the seed URL up to its last '/')
+    ANY = "any"  # no base rule: only hops, schemes, include/exclude
+
+
+@dataclass(frozen=True, slots=True)
+class Collection:
+    """The seed's COLLECTION: a group of crawl profiles (and so of queued URLs).
+
+    ``yield_probability`` in [0, 1): the chance that one of its URLs gives its place on a contended
+    host slot to another collection (:func:`choose`). ``enabled`` False postpones its URLs.
+    """
+
+    name: str
+    yield_probability: float = 0.0
+    enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlProfile:
+    """The seed's PROFILE: which outlinks of a target's pages are followed, and how far.
+
+    A URL is in scope when its scheme is one of ``schemes``, no ``exclude`` regex matches it,
+    ``hops <= max_hops``, its off-site hops are at most ``max_offsite_hops`` (None: no limit of
+    its own), and either the base rule ``kind`` accepts it or an ``include`` regex matches it
+    (:func:`in_scope`). ``collection`` None: the profile belongs to no collection (never
+    deactivated through one, yield 0 between collections).
+    """
+
+    name: str
+    max_hops: int
+    collection: str | None = None
+    max_offsite_hops: int | None = None
+    kind: ScopeKind = ScopeKind.HOST
+    url_prefixes: tuple[str, ...] = ()
+    include: tuple[re.Pattern[str], ...] = ()
+    exclude: tuple[re.Pattern[str], ...] = ()
+    schemes: tuple[str, ...] = SCHEMES
+    yield_probability: float = 0.0
+    enabled: bool = True
+
+
+# -- URLs: canonical form, hosts, registered domains ---------------------------------------------
+
+
+#: The public-suffix list: tldextract's bundled snapshot, never fetched (no network, no cache files).
+_SUFFIXES = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+def canonical(url: str) -> str:
+    """The form URLs are compared, deduplicated and stored in: w3lib's ``canonicalize_url`` (query
+    arguments sorted, percent-encoding normalised, the fragment dropped), with the host lower-cased."""
+    return canonicalize_url(url)
+
+
+def host_of(url: str) -> str:
+    """The host name of ``url``, lower case, without a trailing dot ("" when it has none)."""
+    return (urlsplit(url).hostname or "").rstrip(".")
+
+
+@lru_cache(maxsize=4096)
+def registered_domain(host: str) -> str:
+    """The host's registered domain by the public-suffix list (``www.db.no`` -> ``db.no``,
+    ``www.bbc.co.uk`` -> ``bbc.co.uk``); a host under no known suffix (an IP address, ``a.test``)
+    is its own domain."""
+    parts = _SUFFIXES(host)
+    return f"{parts.domain}.{parts.suffix}" if parts.domain and parts.suffix else host
+
+
+def default_prefix(seed_url: str) -> str:
+    """A ``prefix`` crawl profile's prefix when it lists none: the seed URL up to its path's last '/'."""
+    parts = urlsplit(canonical(seed_url))
+    path = parts.path[: parts.path.rfind("/") + 1] or "/"
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+# -- hops ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Hops:
+    """How far a URL is from its target's hop-0 pages (the seed's depth), by the shortest path known.
+
+    ``hops`` counts every link followed. ``offsite`` is the second counter of the seed's last
+    section: 0 while each link of the path stayed on its referrer's host; the first link to another
+    host makes it 1, and from there every link adds 1 (wherever it goes). Ordered by (hops, offsite):
+    the smaller is the better path.
+    """
+
+    hops: int = 0
+    offsite: int = 0
+
+    def follow(self, referrer_url: str, url: str) -> Hops:
+        """The counters of ``url`` reached by a link on the page ``referrer_url`` (whose counters these are)."""
+        leaves = self.offsite > 0 or host_of(url) != host_of(referrer_url)
+        return Hops(self.hops + 1, self.offsite + 1 if leaves else 0)
+
+
+#: A seed's page: hop 0.
+SEED = Hops(0, 0)
+
+
+# -- scope rules -----------------------------------------------------------------------------------
+
+
+def rule_accepts(crawl_profile: CrawlProfile, seed_url: str, url: str) -> bool:
+    """The base rule and the include regexes (not hops, schemes or exclude): is ``url`` on the
+    crawl profile's site, relative to the seed ``seed_url``? Both URLs canonical."""
+    if any(pattern.search(url) for pattern in crawl_profile.include):
+        return True
+    kind = crawl_profile.kind
+    if kind is ScopeKind.ANY:
+        return True
+    if kind is ScopeKind.HOST:
+        return host_of(url) == host_of(seed_url)
+    if kind is ScopeKind.DOMAIN:
+        return registered_domain(host_of(url)) == registered_domain(host_of(seed_url))
+    prefixes = crawl_profile.url_prefixes or (default_prefix(seed_url),)
+    return any(url.startswith(prefix) for prefix in prefixes)
+
+
+def in_scope(crawl_profile: CrawlProfile, seed_url: str, url: str, hops: Hops) -> bool:
+    """Is ``url`` (canonical) with counters ``hops`` in the crawl profile's scope relative to ``seed_url``?
+
+    Its scheme is allowed, no ``exclude`` regex matches, ``hops.hops <= max_hops``, ``hops.offsite
+    <= max_offsite_hops`` (when set), and :func:`rule_accepts`. ``enabled`` is not looked at:
+    deactivation postpones, it does not take a URL out of scope (:func:`check_dispatch`).
+    """
+    if hops.hops > crawl_profile.max_hops:
+        return False
+    if crawl_profile.max_offsite_hops is not None and hops.offsite > crawl_profile.max_offsite_hops:
+        return False
+    if urlsplit(url).scheme not in crawl_profile.schemes:
+        return False
+    if any(pattern.search(url) for pattern in crawl_profile.exclude):
+        return False
+    return rule_accepts(crawl_profile, seed_url, url)
+
+
+@dataclass(frozen=True, slots=True)
+class Seed:
+    """A target as the scope sees it: its name, its seed URL (a page target's page; an id target's
+    first id page), its crawl profiles and ``enabled``."""
+
+    name: str
+    url: str
+    crawl_profiles: tuple[str, ...] = ()
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class JobScope:
+    """The crawl scope of one job: its seeds (its targets), crawl profiles and collections, by name
+    (job file order); ``pages``: the names of the seeds that are page targets (started at hop 0)."""
+
+    seeds: dict[str, Seed] = field(default_factory=dict)
+    crawl_profiles: dict[str, CrawlProfile] = field(default_factory=dict)
+    collections: dict[str, Collection] = field(default_factory=dict)
+    pages: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        """True when some target has a crawl profile or is a page target (a plain id crawl has no scope)."""
+        return bool(self.pages) or any(seed.crawl_profiles for seed in self.seeds.values())
+
+    def scoped(self, owner: str, url: str, hops: Hops) -> tuple[str, ...]:
+        """The crawl profiles of the seed ``owner`` that ``url`` with ``hops`` is in scope of
+        (enabled or not), in the seed's order; a deleted crawl profile contributes nothing."""
+        seed = self.seeds[owner]
+        seed_url = canonical(seed.url)
+        return tuple(name for name in seed.crawl_profiles
+                     if name in self.crawl_profiles and in_scope(self.crawl_profiles[name], seed_url, url, hops))
+
+    def collection_of(self, crawl_profiles: Iterable[str]) -> str | None:
+        """The collection of the first of ``crawl_profiles`` (the one a queued URL is filed under)."""
+        for name in crawl_profiles:
+            if name in self.crawl_profiles:
+                return self.crawl_profiles[name].collection
+        return None
+
+
+# -- seed ownership (the seed's "processing outlinks", step 2.3, table a-f) ------------------------
+
+
+class Owner(StrEnum):
+    CONTEXT = "context"  # the seed whose page linked to the URL now
+    QUEUED = "queued"  # the seed the URL is queued with
+
+
+def _segments(url: str) -> tuple[str, tuple[str, ...]]:
+    parts = urlsplit(canonical(url))
+    return host_of(url), tuple(s for s in parts.path.split("/") if s)
+
+
+def specificity(seed_url: str, url: str) -> int:
+    """How specifically the seed ``seed_url`` covers ``url``: -1 unless it is on the same host and
+    its path segments begin ``url``'s; else 1 + the number of the seed's path segments
+    (``http://www.db.no`` -> 1, ``http://www.db.no/artikkel`` -> 2 for ``http://www.db.no/artikkel/to``)."""
+    seed_host, seed_path = _segments(seed_url)
+    host, path = _segments(url)
+    if seed_host != host or path[: len(seed_path)] != seed_path:
+        return -1
+    return 1 + len(seed_path)
+
+
+def ownership_case(url: str, context_seed: str, queued_seed: str) -> int:
+    """Which case (1..6) of the seed's step 2.3 a URL in scope of two seeds falls in.
+
+    1: the URL is the context seed; 2: it is the queued seed; 3: it shares its registered domain
+    with both; 4: with the context seed only; 5: with the queued seed only; 6: with neither.
+    """
+    link = canonical(url)
+    if link == canonical(context_seed):
+        return 1
+    if link == canonical(queued_seed):
+        return 2
+    domain = registered_domain(host_of(link))
+    with_context = registered_domain(host_of(context_seed)) == domain
+    with_queued = registered_domain(host_of(queued_seed)) == domain
+    if with_context and with_queued:
+        return 3
+    if with_context:
+        return 4
+    return 5 if with_queued else 6
+
+
+def choose_owner(url: str, context_seed: str, queued_seed: str, *, context_next: float = 0.0,
+                 queued_next: float = 0.0) -> Owner:
+    """The seed that owns ``url``, reached from ``context_seed`` while queued with ``queued_seed``.
+
+    The specific seed wins (cases 1, 2); sharing the domain with both, the most specific seed
+    (:func:`specificity`) wins (case 3); otherwise (cases 4-6, and a tie in 3) the seed that gives
+    the earliest next harvest time (``context_next``, ``queued_next``) wins. A tie keeps the
+    queued seed: a URL does not change owner for nothing.
+    """
+    case = ownership_case(url, context_seed, queued_seed)
+    if case == 1:
+        return Owner.CONTEXT
+    if case == 2:
+        return Owner.QUEUED
+    if case == 3:
+        mine, theirs = specificity(context_seed, url), specificity(queued_seed, url)
+        if mine != theirs:
+            return Owner.CONTEXT if mine > theirs else Owner.QUEUED
+    return Owner.CONTEXT if context_next < queued_next else Owner.QUEUED
+
+
+# -- per-URL records, harvest checks at dispatch ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UrlRecord:
+    """A queued (or harvested) outlink and its counters (the seed's context of a queued URL).
+
+    ``owner``: the target (seed) it belongs to; ``collection`` and ``crawl_profiles``: those it was
+    queued in; ``hops``; ``next_harvest``/``last_harvest`` (seconds on the job's clock, None: not
+    yet); ``not_found``, ``errors``: consecutive not-found answers and errors; ``cycles``: how many
+    times it was harvested.
+    """
+
+    url: str
+    owner: str
+    collection: str | None
+    crawl_profiles: tuple[str, ...]
+    hops: Hops = SEED
+    next_harvest: float | None = None
+    last_harvest: float | None = None
+    not_found: int = 0
+    errors: int = 0
+    cycles: int = 0
+
+
+class Harvest(StrEnum):
+    """What an answer to a harvested URL was, for its counters."""
+
+    FOUND = "found"
+    NOT_FOUND = "not_found"
+    ERROR = "error"
+
+
+def harvested(record: UrlRecord, result: Harvest, now: float, next_harvest: float | None = None) -> UrlRecord:
+    """The record after a harvest (the seed's "processing the URL itself"): last harvest = now,
+    the not-found counter incremented on a not-found answer and reset by any other answer, the error
+    counter incremented on an error and reset by any answer, hops left as they are, one cycle more."""
+    return replace(
+        record,
+        last_harvest=now,
+        next_harvest=next_harvest,
+        not_found=record.not_found + 1 if result is Harvest.NOT_FOUND else (
+            record.not_found if result is Harvest.ERROR else 0),
+        errors=record.errors + 1 if result is Harvest.ERROR else 0,
+        cycles=record.cycles + 1,
+    )
+
+
+class Verdict(StrEnum):
+    HARVEST = "harvest"
+    POSTPONE = "postpone"  # deactivated: kept, with a next harvest time in the future
+    DROP = "drop"  # deleted or out of scope: taken out of the queue
+    REOWN = "reown"  # its target was deleted; another target's crawl profiles take it
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    verdict: Verdict
+    record: UrlRecord
+    reason: str
+
+
+def check_dispatch(record: UrlRecord, scope: JobScope, now: float, postpone_for: float) -> Decision:
+    """The seed's "harvesting a queued URL", steps 1-7, against the job's current scope.
+
+    1. Its target is gone: another target with a crawl profile of the record's collection that has
+       the URL in scope (at the record's hops) takes it (``REOWN``, the first in job order), else ``DROP``.
+    2. Its collection is gone: ``DROP``. 3-4. Its target or collection is deactivated: ``POSTPONE``
+       (next harvest ``now + postpone_for``). 5-6. Of the target's crawl profiles of that collection,
+       none has it in scope: ``DROP``; only deactivated ones: ``POSTPONE``. 7. ``HARVEST`` with the
+       enabled crawl profiles that have it in scope. (Step 6.3, a crawl profile's revisit frequency,
+       comes with revisits.)
+    """
+    def postpone(reason: str) -> Decision:
+        return Decision(Verdict.POSTPONE, replace(record, next_harvest=now + postpone_for), reason)
+
+    if record.owner not in scope.seeds:
+        for seed in scope.seeds.values():
+            names = tuple(name for name in scope.scoped(seed.name, record.url, record.hops)
+                          if scope.crawl_profiles[name].collection == record.collection)
+            if names:
+                return Decision(Verdict.REOWN, replace(record, owner=seed.name, crawl_profiles=names),
+                                f"target {record.owner!r} deleted")
+        return Decision(Verdict.DROP, record, f"target {record.owner!r} deleted")
+    if record.collection is not None and record.collection not in scope.collections:
+        return Decision(Verdict.DROP, record, f"collection {record.collection!r} deleted")
+    if not scope.seeds[record.owner].enabled:
+        return postpone(f"target {record.owner!r} deactivated")
+    if record.collection is not None and not scope.collections[record.collection].enabled:
+        return postpone(f"collection {record.collection!r} deactivated")
+    names = tuple(name for name in scope.scoped(record.owner, record.url, record.hops)
+                  if scope.crawl_profiles[name].collection == record.collection)
+    if not names:
+        return Decision(Verdict.DROP, record, "in the scope of none of its target's crawl profiles")
+    enabled = tuple(name for name in names if scope.crawl_profiles[name].enabled)
+    if not enabled:
+        return postpone(f"crawl profiles {', '.join(names)} deactivated")
+    return Decision(Verdict.HARVEST, replace(record, crawl_profiles=enabled), "")
+
+
+# -- yields: who gets a contended host slot --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate(Generic[K]):
+    """A URL ready for a host slot: its key, collection and crawl profile with their yield probabilities."""
+
+    key: K
+    collection: str | None
+    crawl_profile: str
+    collection_yield: float = 0.0
+    crawl_profile_yield: float = 0.0
+
+
+def _pick_group(pool: list[Candidate[K]], group: Callable[[Candidate[K]], object],
+                yield_of: Callable[[Candidate[K]], float], rng: random.Random) -> list[Candidate[K]]:
+    """One level of :func:`choose`: the candidates of the group that keeps the slot."""
+    while True:
+        groups = {group(c) for c in pool}
+        if len(groups) <= 1:
+            return pool
+        drawn = pool[rng.randrange(len(pool))]
+        if rng.random() >= yield_of(drawn):
+            return [c for c in pool if group(c) == group(drawn)]
+        pool = [c for c in pool if group(c) != group(drawn)]  # its group gives way
+
+
+def choose(candidates: Sequence[Candidate[K]], rng: random.Random) -> Candidate[K]:
+    """The URL that gets one host slot when ``candidates`` (all ready on that host) contend for it.
+
+    The model (seed 003, "priority between collections / crawl profiles / URLs"): draw one of the
+    remaining candidates uniformly at random; if another collection is among them, the drawn URL's
+    collection gives way with its ``yield_probability`` (all its URLs leave the draw, and the draw
+    starts again among the rest), else it keeps the slot. The last collection left keeps it. Then the
+    same among the crawl profiles of the collection that kept the slot, and last a uniform draw among
+    its URLs of the crawl profile that kept it. Without contention a yield probability does nothing.
+
+    The seed's example: 1 "frontpages" URL and 19 "daily" URLs (yield 0.9) in one collection:
+    "frontpages" gets the slot with probability 1/20 + 19/20 * 0.9 = 0.905, about 18 times in 20
+    (:func:`expected_shares`). ``rng``: a seeded ``random.Random`` makes a run reproducible.
+    """
+    if not candidates:
+        raise ValueError("no candidate for the slot")
+    pool = _pick_group(list(candidates), lambda c: c.collection, lambda c: c.collection_yield, rng)
+    pool = _pick_group(pool, lambda c: c.crawl_profile, lambda c: c.crawl_profile_yield, rng)
+    return pool[rng.randrange(len(pool))]
+
+
+def _group_shares(counts: Mapping[T, int], yields: Mapping[T, float]) -> dict[T, float]:
+    """The exact probability that each group keeps the slot in one level of :func:`choose`."""
+    shares = dict.fromkeys(counts, 0.0)
+
+    def walk(left: frozenset[T], weight: float) -> None:
+        if len(left) == 1:
+            shares[next(iter(left))] += weight
+            return
+        total = sum(counts[g] for g in left)
+        for g in left:
+            drawn = weight * counts[g] / total
+            shares[g] += drawn * (1.0 - yields[g])
+            walk(left - {g}, drawn * yields[g])
+
+    walk(frozenset(counts), 1.0)
+    return shares
+
+
+def expected_shares(candidates: Sequence[Candidate[K]]) -> dict[tuple[str | None, str], float]:
+    """The probability that :func:`choose` gives the slot to each (collection, crawl profile)."""
+    by_collection: dict[str | None, list[Candidate[K]]] = {}
+    for c in candidates:
+        by_collection.setdefault(c.collection, []).append(c)
+    collection_shares = _group_shares({k: len(v) for k, v in by_collection.items()},
+                                      {k: v[0].collection_yield for k, v in by_collection.items()})
+    result: dict[tuple[str | None, str], float] = {}
+    for collection, members in by_collection.items():
+        counts: dict[str, int] = {}
+        yields: dict[str, float] = {}
+        for c in members:
+            counts[c.crawl_profile] = counts.get(c.crawl_profile, 0) + 1
+            yields[c.crawl_profile] = c.crawl_profile_yield
+        for name, share in _group_shares(counts, yields).items():
+            result[(collection, name)] = collection_shares[collection] * share
+    return result
+
+
+# -- the walk: outlinks of one process, shortest hops, owners -------------------------------------
+
+
+@dataclass(slots=True)
+class _Entry:
+    record: UrlRecord
+    #: the counters of every path known that no other path beats on both counters (its owner's)
+    paths: list[Hops]
+    links: tuple[str, ...] | None = None  # the page's links once fetched (re-followed when a better path turns up)
+
+
+def _beaten(hops: Hops, by: Hops) -> bool:
+    """``by`` is at least as good as ``hops`` on both counters."""
+    return by.hops <= hops.hops and by.offsite <= hops.offsite
+
+
+class ScopeWalk:
+    """Which outlinks to fetch, with their owner, crawl profiles and shortest hops (in memory).
+
+    The seed's "processing outlinks": a link in the scope of at least one crawl profile of its
+    page's owner is queued (returned once, to be requested); met again with the same owner by a
+    better path, its entry is updated (2.2); with another owner, :func:`choose_owner` decides
+    (2.3); out of scope it is ignored (2.4-2.6: a queued entry keeps its better path). A fetched
+    page keeps its links: when a better path to it turns up later, they are followed again with
+    its counters, so the fetched set is a breadth-first walk to ``max_hops`` whatever order pages
+    arrive in. "Better" is on both counters: an entry keeps every path that no other beats on
+    hops and off-site hops together (a longer path with fewer off-site hops can reach pages a
+    shorter one cannot under ``max_offsite_hops``); its record shows the fewest hops.
+    ``skip(url)``: URLs never queued here (another target's id pages: its lanes fetch them).
+    """
+
+    def __init__(self, scope: JobScope, *, skip: Callable[[str], bool] | None = None) -> None:
+        self.scope = scope
+        self._skip = skip
+        self._entries: dict[str, _Entry] = {}
+
+    def __contains__(self, url: str) -> bool:
+        return url in self._entries
+
+    def record(self, url: str) -> UrlRecord | None:
+        entry = self._entries.get(url)
+        return entry.record if entry is not None else None
+
+    def harvested(self, url: str, result: Harvest, now: float) -> UrlRecord | None:
+        """Count a harvest of a known URL in its record (:func:`harvested`); None: not a URL of the walk."""
+        entry = self._entries.get(url)
+        if entry is None:
+            return None
+        entry.record = harvested(entry.record, result, now)
+        return entry.record
+
+    def seed(self, owner: str, url: str) -> UrlRecord | None:
+        """A hop-0 page of ``owner`` (a page target's page, or a found id page): its record, or None
+        when the page was already known as ``owner``'s hop-0 page."""
+        entry = self._entries.get(url)
+        if entry is not None and entry.record.owner == owner and entry.record.hops == SEED:
+            return None
+        names = self.scope.seeds[owner].crawl_profiles
+        record = UrlRecord(url, owner, self.scope.collection_of(names), names, SEED)
+        if entry is None:
+            self._entries[url] = _Entry(record, [SEED])
+        else:  # its own target's page: the specific seed wins (case 1)
+            entry.record, entry.paths = record, [SEED]
+        return record
+
+    def fetched(self, url: str, links: Iterable[str]) -> list[UrlRecord]:
+        """The page ``url`` (known here: :meth:`seed` or returned before) was fetched with these
+        canonical ``links``: the records of URLs to request now, each returned once in the walk."""
+        entry = self._entries[url]
+        entry.links = tuple(dict.fromkeys(links))
+        new: list[UrlRecord] = []
+        work = [(url, hops) for hops in entry.paths]
+        while work:  # (page, counters) whose links are to be followed
+            page, hops = work.pop()
+            source = self._entries[page]
+            if hops not in source.paths:
+                continue  # beaten since, or the page changed owner
+            assert source.links is not None
+            for link in source.links:
+                self._offer(page, source.record.owner, hops, link, new, work)
+        return new
+
+    def _offer(self, page: str, owner: str, at: Hops, link: str, new: list[UrlRecord],
+               work: list[tuple[str, Hops]]) -> None:
+        if self._skip is not None and self._skip(link):
+            return
+        hops = at.follow(page, link)
+        names = self.scope.scoped(owner, link, hops)
+        if not names:
+            return
+        entry = self._entries.get(link)
+        if entry is None:
+            record = UrlRecord(link, owner, self.scope.collection_of(names), names, hops)
+            self._entries[link] = _Entry(record, [hops])
+            new.append(record)
+            return
+        queued = entry.record
+        if queued.owner == owner:
+            if any(_beaten(hops, by=path) for path in entry.paths):
+                return
+            entry.paths = [path for path in entry.paths if not _beaten(path, by=hops)] + [hops]
+            entry.record = replace(queued, hops=min(entry.paths),
+                                   crawl_profiles=tuple(dict.fromkeys(queued.crawl_profiles + names)))
+        else:
+            seeds = self.scope.seeds
+            if choose_owner(link, seeds[owner].url, seeds[queued.owner].url) is not Owner.CONTEXT:
+                return
+            entry.paths = [hops]
+            entry.record = replace(queued, owner=owner, collection=self.scope.collection_of(names),
+                                   crawl_profiles=names, hops=hops)
+        if entry.links is not None:
+            work.append((link, hops))

@@ -1,0 +1,116 @@
+"""A link-graph site for crawl-scope tests: several host names on one local server, and the resolver
+that sends them to 127.0.0.1.
+
+:class:`LinkGraphSite` serves, on one port of 127.0.0.1, one HTML page per ``(host, path)`` of its
+graph, whose body links to the pages the graph lists; the ``Host`` header tells the hosts apart.
+Every request is logged (host, path), ``/robots.txt`` included (404 unless ``robots`` gives one).
+
+:class:`TestHostsResolver` is a Scrapy ``TWISTED_DNS_RESOLVER`` (``DNS_RESOLVER`` before Scrapy 2.19):
+the names in the ``LINKGRAPH_HOSTS`` setting resolve to 127.0.0.1, and every other name fails, so a
+test never makes a real DNS lookup.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from twisted.internet import defer
+from twisted.internet.error import DNSLookupError
+from twisted.internet.interfaces import IResolverSimple
+from zope.interface import implementer
+
+__all__ = ["LinkGraphSite", "TestHostsResolver", "resolver_settings"]
+
+RESOLVER = "tests.support.linkgraph.TestHostsResolver"
+
+
+def resolver_settings(hosts: Sequence[str]) -> dict[str, Any]:
+    """The settings that install :class:`TestHostsResolver` for ``hosts`` (both names of the setting)."""
+    # a comma-separated string: -s passes text, and getlist() splits it
+    return {"TWISTED_DNS_RESOLVER": RESOLVER, "DNS_RESOLVER": RESOLVER, "LINKGRAPH_HOSTS": ",".join(hosts)}
+
+
+@implementer(IResolverSimple)
+class TestHostsResolver:
+    """Resolves the ``LINKGRAPH_HOSTS`` names (and 127.0.0.1, localhost) to 127.0.0.1; any other name fails."""
+
+    def __init__(self, reactor: Any, hosts: Sequence[str]) -> None:
+        self.reactor = reactor
+        self.hosts = {h.lower() for h in hosts} | {"127.0.0.1", "localhost"}
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, reactor: Any) -> TestHostsResolver:
+        return cls(reactor, crawler.settings.getlist("LINKGRAPH_HOSTS"))
+
+    def install_on_reactor(self) -> None:
+        self.reactor.installResolver(self)
+
+    def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> defer.Deferred[str]:
+        if name.lower() in self.hosts:
+            return defer.succeed("127.0.0.1")
+        return defer.fail(DNSLookupError(f"{name}: not a test host (no real DNS in tests)"))
+
+
+class LinkGraphSite:
+    """``graph``: page URL (``http://HOST/PATH``, no port) -> the URLs it links to (same form).
+
+    ``url(page)`` gives the address a crawl requests (the server's port added); ``fetched(host)``
+    the paths requested on ``host``, in order, robots.txt included.
+    """
+
+    def __init__(self, graph: Mapping[str, Sequence[str]], robots: Mapping[str, str] | None = None) -> None:
+        self.graph = {k: list(v) for k, v in graph.items()}
+        self.robots = dict(robots or {})
+        self.log: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                host = (self.headers.get("Host") or "").split(":")[0].lower()
+                with site._lock:
+                    site.log.append((host, self.path))
+                if self.path == "/robots.txt" and host in site.robots:
+                    self._reply(200, site.robots[host].encode(), "text/plain")
+                    return
+                page = f"http://{host}{self.path}"
+                if page not in site.graph:
+                    self._reply(404, b"<html><body>no such page</body></html>", "text/html")
+                    return
+                links = "".join(f'<a href="{site.url(link)}">{link}</a>\n' for link in site.graph[page])
+                self._reply(200, f"<html><body><h1>{page}</h1>\n{links}</body></html>".encode(), "text/html")
+
+            def _reply(self, status: int, body: bytes, kind: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", f"{kind}; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def start(self) -> LinkGraphSite:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def url(self, page: str) -> str:
+        """The address of ``page`` (``http://HOST/PATH``) on this server."""
+        scheme, rest = page.split("://", 1)
+        host, _, path = rest.partition("/")
+        return f"{scheme}://{host}:{self.port}/{path}"
+
+    def fetched(self, host: str) -> list[str]:
+        with self._lock:
+            return [path for h, path in self.log if h == host]
