@@ -1,0 +1,222 @@
+"""``resume=holes|all|bound`` of a distributed job on a real redis-server, without Scrapy: a
+first run leaves failed ids, workers started with a resume refetch each hole once across
+the fleet, with the requests and items of a single process resuming the same state."""
+
+from __future__ import annotations
+
+import pickle
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+
+import pytest
+from pyroaring import BitMap64
+
+from idcrawl.core.frontier import Frontier
+from idcrawl.core.lanes import Outcome
+from idcrawl.core.ranges import LaneRecord, merge_outcomes
+from idcrawl.core.resume import resume_specs
+from idcrawl.core.targets import Target, parse_target
+from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict
+from idcrawl.distributed.state import JobStateStore
+
+redis = pytest.importorskip("redis")
+
+GAPS = {1003, 1010, 1011, 1012, 1020, 1021, 1022, 1023, 1024, 1025, 995, 990, 989, 988, 987, 986}
+Rule = Callable[[int], Outcome]
+
+
+def exists(id_: int) -> bool:
+    return 900 <= id_ <= 1100 and id_ not in GAPS
+
+
+def flaky(failing: set[int]) -> Rule:
+    """Found where the id exists, missing elsewhere, failed for the ids of ``failing``."""
+    def rule(id_: int) -> Outcome:
+        if id_ in failing:
+            return Outcome.FAILED
+        return Outcome.FOUND if exists(id_) else Outcome.MISSING
+    return rule
+
+
+def target(**extra: object) -> Target:
+    raw = {"name": "reg", "url": "http://127.0.0.1:1/n/{id}", "start": 1000, "direction": "both", "margin": 5,
+           "window": 8, **extra}
+    return parse_target(raw)
+
+
+def frontier(server, worker: str, block: int = 3) -> RedisFrontier:
+    client = redis.Redis.from_url(server.url)
+    return RedisFrontier(
+        RedisJob(client, "t:{job}:"), worker, block=block, lease_ms=60_000,
+        encode=lambda payload: pickle.dumps(payload[2]),
+        decode=lambda lane, id_, blob: (lane, id_, pickle.loads(blob)),
+    )
+
+
+def join(workers: list[RedisFrontier], t: Target) -> list[str | None]:
+    verdicts = []
+    for w in workers:
+        w.add_target(t)
+        verdicts.append(w.resume(t) if t.resume != "none" else None)
+    return verdicts
+
+
+def drive(workers: list[RedisFrontier], rng: random.Random, rule: Rule) -> tuple[list[int], list[int]]:
+    """Dispense and decide ids in a random order across workers until the job is done:
+    (emitted ids, fetched ids). An item is the id itself, acknowledged as soon as it is released."""
+    emitted: list[int] = []
+    fetched: list[int] = []
+    held: dict[int, list[tuple[str, int]]] = {i: [] for i in range(len(workers))}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for w in workers:
+            w.poll()
+        if all(w.status.finished for w in workers) and not any(held.values()):
+            return emitted, fetched
+        i = rng.randrange(len(workers))
+        w = workers[i]
+        if held[i] and rng.random() < 0.6:
+            lane, id_ = held[i].pop(rng.randrange(len(held[i])))
+            outcome = rule(id_)
+            rec = w.record(lane, id_, outcome, (lane, id_, [id_]) if outcome is Outcome.FOUND else None)
+            emitted += [item for _, _, items in rec.released for item in items]
+            w.job.client.delete(w.job.emit_key(w.worker))  # written: acknowledged
+            continue
+        dispatch = w.next()
+        emitted += [item for _, _, items in w.released for item in items]
+        w.released, w.touched = [], []
+        if dispatch is not None:
+            held[i].append((dispatch.lane, dispatch.id))
+            fetched.append(dispatch.id)
+        elif not held[i]:
+            time.sleep(0.005)
+    raise AssertionError("the job did not finish")
+
+
+def single_process(t: Target, rules: list[Rule], modes: list[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
+    """The single process: run 1 with rules[0], then a resumed run per mode with the next rule,
+    each planned from the state the earlier runs left (lane records and merged outcomes)."""
+    runs = []
+    outcomes: dict[Outcome, BitMap64] = {}
+    records: dict[str, LaneRecord] = {}
+    for n, rule in enumerate(rules):
+        f: Frontier[tuple[str, int, list[int]]] = Frontier([])
+        if n == 0:
+            f.add_target(t)
+        else:
+            mode, holes = modes[n - 1]
+            specs = resume_specs(t, records, outcomes, mode, holes)
+            f.add_target(t, specs, known_found=outcomes.get(Outcome.FOUND, BitMap64()))
+        emitted: list[int] = []
+        fetched: list[int] = []
+        new: dict[Outcome, BitMap64] = {}
+        while (d := f.next()) is not None:
+            emitted += [item for _, _, items in f.released for item in items]
+            f.released = []
+            fetched.append(d.id)
+            outcome = rule(d.id)
+            rec = f.record(d.lane, d.id, outcome, (d.lane, d.id, [d.id]) if outcome is Outcome.FOUND else None)
+            new.setdefault(outcome, BitMap64()).add(d.id)
+            emitted += [item for _, _, items in rec.released for item in items]
+        outcomes = merge_outcomes(outcomes, new)
+        for key, lane in f.lanes.items():
+            if f.lane_direction[key] == "holes":
+                continue
+            cursor = lane.first_undecided if lane.cut_at is None else lane.cut_at + lane.step
+            old = records.get(key)
+            records[key] = LaneRecord(key, old.start if old else lane.start, lane.step, lane.stop, cursor,
+                                      lane.last_found, lane.cut_at, lane.reason if lane.settled else None)
+        runs.append((emitted, fetched))
+    return runs
+
+
+FAILING = {1001, 1005, 997, 993, 1015}
+
+
+@pytest.mark.parametrize(("seed", "mode", "holes"), [(1, "holes", "failed"), (2, "holes", "failed"),
+                                                     (3, "all", "failed"), (4, "holes", "all"), (5, "all", "all"),
+                                                     (6, "bound", "failed")])
+def test_three_workers_resume_with_the_single_process_requests_and_items(
+    redis_server, seed: int, mode: str, holes: str
+) -> None:
+    rng = random.Random(seed)
+    first, healed = flaky(FAILING), flaky(set())
+    (emitted1, _), (emitted2, fetched2) = single_process(target(), [first, healed], [(mode, holes)])
+    run1 = [frontier(redis_server, f"a{i}") for i in range(3)]
+    join(run1, target())
+    got1, _ = drive(run1, rng, first)
+    assert sorted(got1) == sorted(emitted1)
+    for w in run1:
+        w.job.leave(w.worker)
+
+    resumed = target(resume=mode, holes=holes)
+    run2 = [frontier(redis_server, f"b{i}", block=rng.choice([1, 3, 8])) for i in range(3)]
+    verdicts = join(run2, resumed)
+    assert verdicts == ["created", "joined", "joined"]
+    got2, fetched = drive(run2, rng, healed)
+    # up to the cuts (986 and 1024, as in run 1), the sequential single process's requests: each
+    # hole by exactly one worker; past them, claims may overshoot by the window (8) at most
+    inside = Counter(i for i in fetched if 986 <= i <= 1024)
+    assert inside == Counter(fetched2), "the single process's requests, each hole by one worker"
+    assert len([i for i in fetched if i > 1024]) <= 8
+    assert len([i for i in fetched if i < 986]) <= 8
+    assert sorted(got2) == sorted(emitted2), "the single process's items, once"
+    if mode != "bound":
+        assert set(FAILING) <= set(fetched)
+    state = JobStateStore(run2[0].job.client, "t:{job}:", read_only=True).load("reg")
+    assert state is not None
+    failed = state.outcomes.get(Outcome.FAILED, BitMap64())
+    if mode == "bound":
+        assert set(failed) == FAILING - {1015} or set(failed) <= FAILING
+    else:
+        assert not failed, "the state shows each refetched hole by its new outcome"
+        assert FAILING - GAPS <= set(state.outcomes[Outcome.FOUND])
+
+
+def test_a_second_resume_gets_its_own_lane_and_refetches_what_failed_again(redis_server) -> None:
+    rng = random.Random(7)
+    rules = [flaky(FAILING), flaky({1005, 997}), flaky(set())]
+    modes = [("holes", "failed"), ("holes", "failed")]
+    expected = single_process(target(), rules, modes)
+    ws = [frontier(redis_server, f"a{i}") for i in range(2)]
+    join(ws, target())
+    drive(ws, rng, rules[0])
+    for run, rule in enumerate(rules[1:], start=1):
+        for w in ws:
+            w.job.leave(w.worker)
+        ws = [frontier(redis_server, f"r{run}w{i}") for i in range(3)]
+        assert join(ws, target(resume="holes")) == ["created", "joined", "joined"]
+        lanes = sorted(key for key in ws[0].lanes if ws[0].lane_direction[key] == "holes")
+        assert lanes == (["reg:holes"] if run == 1 else ["reg:holes2"])
+        emitted, fetched = drive(ws, rng, rule)
+        assert Counter(fetched) == Counter(expected[run][1])
+        assert sorted(emitted) == sorted(expected[run][0])
+    assert sorted(expected[2][1]) == [997, 1005]
+
+
+def test_a_worker_with_other_resume_arguments_is_refused_while_the_resume_runs(redis_server) -> None:
+    ws = [frontier(redis_server, "a0")]
+    join(ws, target())
+    drive(ws, random.Random(3), flaky(FAILING))
+    ws[0].job.leave("a0")
+    first = frontier(redis_server, "b0")
+    assert join([first], target(resume="holes")) == ["created"]
+    other = frontier(redis_server, "b1")
+    other.add_target(target(resume="all"))
+    with pytest.raises(TargetConflict, match=r"resume=all, holes=failed differs from the resume the job's workers "
+                                             r"are running \(resume=holes, holes=failed\)"):
+        other.resume(target(resume="all"))
+    # a worker started without resume joins the job as it is, holes included
+    plain = frontier(redis_server, "b2")
+    plain.add_target(target())
+    assert "reg:holes" in plain.lanes
+    assert plain.list_lanes()["reg:holes"] == tuple(sorted(FAILING & {1001, 1005, 1015})) + (997, 993) or \
+        set(plain.list_lanes()["reg:holes"]) == FAILING
+
+
+def test_resume_on_a_fresh_job_starts_fresh(redis_server) -> None:
+    w = frontier(redis_server, "a0")
+    assert join([w], target(resume="holes")) == [None]
+    assert sorted(w.lanes) == ["reg:asc", "reg:desc"]
