@@ -364,6 +364,18 @@ class RedisFrontier(Generic[P]):
                 self._unsettled.add(key)
                 self._iv.add(key, self._group_of(target), target.rate_asc)
 
+    def join_list_lanes(self) -> None:
+        """Join the unsettled list lanes of resumes registered since this worker started
+        (targets listed in ``P resumed``): a worker started without ``resume`` helps too."""
+        for name in sorted(_text(n) for n in self.job.client.smembers(self.job.key("resumed"))):
+            target = self.targets.get(name)
+            if target is not None:
+                self._add_list_lanes(target, exclude={spec.key for spec in lane_specs(target)})
+                for key, lane in list(self.lanes.items()):  # cut lanes a resume may have reopened
+                    if (self.lane_target[key].name == name and key not in self._ids and lane.settled
+                            and key not in self._closed_here):
+                        self._refresh(key)
+
     def resume(self, target: Target) -> str | None:
         """Resume ``target`` (``resume=bound|holes|all``) for the whole job, as a single process
         resumes the same state (:func:`idcrawl.core.resume.resume_specs`): its lanes cut by their

@@ -41,6 +41,7 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
                              lane* (resumed holes, ``RESUME``) also ``ids``: its
                              ids are positions 0..n-1 into ``P L:<lane>:ids``
 ``P L:<lane>:ids``     list  a list lane's hole ids, in order (stored once)
+``P resumed``          set   targets a resume added lanes to (workers join them)
 ``P R:<target>``       hash  the target's last resume: args (``resume=..``), gen (how
                              many); ``:lanes``/``:order`` its lanes, ``:w`` its workers
 ``P L:<lane>:bits``    string  the outcome of every id the prefix passed, 2 bits

@@ -450,7 +450,8 @@ class RedisWorker:
                                  meta={"dont_obey_robotstxt": True}))
 
     def _load_targets(self) -> None:
-        """Targets other workers added (or pushed): join their lanes."""
+        """Targets other workers added (or pushed): join their lanes; and lanes a resume added."""
+        self.frontier.join_list_lanes()
         for name, spec in self.frontier.known_specs().items():
             if name in self.frontier.targets:
                 continue

@@ -304,3 +304,58 @@ def test_three_workers_resume_holes_as_the_single_process_does(make_site, redis_
 def failed_holes(plan: dict[str, Any]) -> int:
     (target,) = plan["targets"]
     return sum(lane["holes"]["failed"]["count"] for lane in target["lanes"])
+
+
+def test_a_worker_running_before_the_resume_joins_its_lanes_at_its_next_poll(redis_server) -> None:
+    ws = [frontier(redis_server, "a0")]
+    join(ws, target())
+    drive(ws, random.Random(5), flaky(FAILING))
+    ws[0].job.leave("a0")
+    early = frontier(redis_server, "b0")
+    early.add_target(target())  # a worker of the job, started without resume
+    assert sorted(early.lanes) == ["reg:asc", "reg:desc"]
+    late = frontier(redis_server, "b1")
+    assert join([late], target(resume="all")) == ["created"]
+    early.join_list_lanes()  # what its poll does when the job's target version changed
+    assert sorted(early.lanes) == ["reg:asc", "reg:desc", "reg:holes"]
+    assert not early.lanes["reg:asc"].stopped, "the reopened lane goes on in the early worker too"
+    rng = random.Random(6)
+    (_, _), (emitted, _) = single_process(target(), [flaky(FAILING), flaky(set())], [("all", "failed")])
+    got, fetched = drive([early, late], rng, flaky(set()))
+    assert sorted(got) == sorted(emitted)
+    assert all(n == 1 for i, n in Counter(fetched).items() if i in FAILING)
+
+
+def test_a_worker_started_with_other_resume_arguments_is_refused_with_one_line(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    model = FlakyOnce(900, 1100, SITE_GAPS, flaky=FLAKY_IDS)
+    site = make_site(model)
+    args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 0, "min": 980, "max": 1030,
+            "attempts": 1, "name": "reg"}
+    settings = worker_settings(redis_server, job="clash")
+    first = finish(start_worker(tmp_path / "a", args, settings), tmp_path / "a")
+    assert first.returncode == 0, first.stderr[-3000:]
+    # a resume in progress: registered by a worker that is alive (its heartbeat is fresh)
+    running = frontier(redis_server, "w-alive")
+    running.job = RedisJob(running.job.client, "idcrawl:{clash}:")
+    resumed = parse_target({**args, "resume": "holes"})
+    running.add_target(resumed)
+    assert running.resume(resumed) == "created"
+    running.poll()
+    client = running.job.client
+    before = {key: client.dump(key) for key in client.keys("*")}
+    site.log.clear()
+    refused = finish(start_worker(tmp_path / "b", {**args, "resume": "all"}, settings), tmp_path / "b")
+    assert refused.returncode != 0
+    errors = [line for line in refused.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1, refused.stderr[-2000:]
+    assert errors[0].endswith(
+        "[asyncio] ERROR: idseq: bad input: target 'reg': resume=all, holes=failed differs from the resume the "
+        "job's workers are running (resume=holes, holes=failed) in Redis job 'idcrawl:{clash}:': start this "
+        "worker with the same arguments, or once that resume has finished"
+    )
+    assert "Traceback" not in refused.stderr
+    assert not site.log, "no request sent"
+    assert {key: client.dump(key) for key in client.keys("*") if not key.endswith(b"workers")} == {
+        key: value for key, value in before.items() if not key.endswith(b"workers")}

@@ -9,6 +9,8 @@
 -- ARGV: worker, args (the resume's arguments, compared as text), base (lane name of the
 --   holes), target, window, neutral, weight, n (reopened lanes), then n pairs (lane, restart
 --   id), then the hole ids in order.
+-- A new list lane or reopened lane also adds the target to P resumed and bumps P tver, so
+-- that workers already running join them (RedisFrontier.join_list_lanes).
 -- Returns {'created' | 'joined', lane...} (the resume's lanes: reopened ones, then the list
 -- lane), or {'conflict', args of the resume in progress}.
 local R, unsettled, workers, tl = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -73,5 +75,9 @@ if count > 0 then
   redis.call('RPUSH', tl, lane)
   redis.call('SADD', unsettled, lane)
   add(lane)
+end
+if #out > 1 then  -- workers already running join the new lanes at their next poll
+  redis.call('SADD', P .. 'resumed', target)
+  redis.call('INCR', P .. 'tver')
 end
 return out
