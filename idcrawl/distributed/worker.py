@@ -155,14 +155,9 @@ class RedisWorker:
                 self.resume_notes[name] = "resumed (Redis job): lanes go on where its workers left them"
         for target in runtime.targets:
             verdict = resumed.get(target.name)
-            if verdict is not None:
-                holes = sum(len(lane_ids) for key, lane_ids in self.frontier.list_lanes().items()
-                            if self.frontier.lane_target[key].name == target.name)
-                self.resume_notes[target.name] = (
-                    f"resumed (Redis job, resume={target.resume}): "
-                    + ("registered for the job" if verdict == "created" else "joined the job's resume in progress")
-                    + (f"; {holes:,} holes to refetch" if holes else "")
-                )
+            if verdict is not None:  # the plan line shows the holes lane itself ("holes: N ids to refetch")
+                self.resume_notes[target.name] = f"resumed (Redis job, resume={target.resume}): " + (
+                    "registered for the fleet" if verdict == "created" else "joined the fleet's resume in progress")
         #: started without targets: waits for pushed ones (until the idle timeout)
         self.feeder = not runtime.targets
         self.frontier.wait_for_feed = self.feeder

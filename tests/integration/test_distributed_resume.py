@@ -54,10 +54,10 @@ def target(**extra: object) -> Target:
     return parse_target(raw)
 
 
-def frontier(server, worker: str, block: int = 3) -> RedisFrontier:
+def frontier(server, worker: str, block: int = 3, lease_ms: int = 60_000) -> RedisFrontier:
     client = redis.Redis.from_url(server.url)
     return RedisFrontier(
-        RedisJob(client, "t:{job}:"), worker, block=block, lease_ms=60_000,
+        RedisJob(client, "t:{job}:"), worker, block=block, lease_ms=lease_ms,
         encode=lambda payload: pickle.dumps(payload[2]),
         decode=lambda lane, id_, blob: (lane, id_, pickle.loads(blob)),
     )
@@ -71,19 +71,24 @@ def join(workers: list[RedisFrontier], t: Target) -> list[str | None]:
     return verdicts
 
 
-def drive(workers: list[RedisFrontier], rng: random.Random, rule: Rule) -> tuple[list[int], list[int]]:
+def drive(
+    workers: list[RedisFrontier], rng: random.Random, rule: Rule, die_after: int | None = None
+) -> tuple[list[int], list[int]]:
     """Dispense and decide ids in a random order across workers until the job is done:
-    (emitted ids, fetched ids). An item is the id itself, acknowledged as soon as it is released."""
+    (emitted ids, fetched ids). An item is the id itself, acknowledged as soon as it is released.
+    ``die_after``: worker 0 stops answering after that many dispatches, holding what it claimed."""
     emitted: list[int] = []
     fetched: list[int] = []
     held: dict[int, list[tuple[str, int]]] = {i: [] for i in range(len(workers))}
+    dead: set[int] = set()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        for w in workers:
-            w.poll()
-        if all(w.status.finished for w in workers) and not any(held.values()):
+        alive = [i for i in range(len(workers)) if i not in dead]
+        for i in alive:
+            workers[i].poll()
+        if all(workers[i].status.finished for i in alive) and not any(held[i] for i in alive):
             return emitted, fetched
-        i = rng.randrange(len(workers))
+        i = rng.choice(alive)
         w = workers[i]
         if held[i] and rng.random() < 0.6:
             lane, id_ = held[i].pop(rng.randrange(len(held[i])))
@@ -98,6 +103,8 @@ def drive(workers: list[RedisFrontier], rng: random.Random, rule: Rule) -> tuple
         if dispatch is not None:
             held[i].append((dispatch.lane, dispatch.id))
             fetched.append(dispatch.id)
+            if i == 0 and die_after is not None and len(fetched) >= die_after:
+                dead.add(0)  # killed holding its claims: they come back after the lease
         elif not held[i]:
             time.sleep(0.005)
     raise AssertionError("the job did not finish")
@@ -359,3 +366,20 @@ def test_a_worker_started_with_other_resume_arguments_is_refused_with_one_line(
     assert not site.log, "no request sent"
     assert {key: client.dump(key) for key in client.keys("*") if not key.endswith(b"workers")} == {
         key: value for key, value in before.items() if not key.endswith(b"workers")}
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_a_worker_killed_during_the_holes_loses_none_of_them(redis_server, seed: int) -> None:
+    rng = random.Random(seed)
+    failing = FAILING | {1016, 1017, 1018, 1019, 1002, 1004, 1006, 1007, 998, 996}
+    (_, _), (emitted, fetched_single) = single_process(
+        target(margin=12), [flaky(failing), flaky(set())], [("holes", "failed")])
+    run1 = [frontier(redis_server, "a0")]
+    join(run1, target(margin=12))
+    drive(run1, rng, flaky(failing))
+    run1[0].job.leave("a0")
+    run2 = [frontier(redis_server, f"b{i}", block=2, lease_ms=300) for i in range(3)]
+    assert join(run2, target(margin=12, resume="holes")) == ["created", "joined", "joined"]
+    got, fetched = drive(run2, rng, flaky(set()), die_after=3)
+    assert sorted(got) == sorted(emitted), "nothing lost, nothing emitted twice"
+    assert set(fetched) == set(fetched_single) == failing
