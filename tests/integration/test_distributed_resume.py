@@ -306,6 +306,9 @@ def test_three_workers_resume_holes_as_the_single_process_does(make_site, redis_
     plan = scrapy(tmp_path, "idplan", "--json", settings=redis_settings(redis_server, "holes"))
     assert plan.returncode == 0, plan.stderr
     assert failed_holes(json.loads(plan.stdout)) == 0
+    status = scrapy(tmp_path, "idjob", "status", settings=redis_settings(redis_server, "holes"))
+    assert f"reg:holes: holes {len(FLAKY_IDS)}/{len(FLAKY_IDS)} refetched" in status.stdout, status.stdout
+    assert any("resumed (Redis job, resume=holes): registered for the fleet" in r.stderr for r in results)
 
 
 def failed_holes(plan: dict[str, Any]) -> int:
