@@ -386,3 +386,48 @@ def test_a_worker_killed_during_the_holes_loses_none_of_them(redis_server, seed:
     got, fetched = drive(run2, rng, flaky(set()), die_after=3)
     assert sorted(got) == sorted(emitted), "nothing lost, nothing emitted twice"
     assert set(fetched) == set(fetched_single) == failing
+
+
+def test_resume_all_reopens_cut_lanes_at_their_last_found_id_as_the_single_process_does(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    """Run 1 cuts the asc lane after id 1040; new ids 1041..1060 appear and the flaky ids heal. With
+    resume=all, 3 workers send the single process's requests up to the new cut (each hole once) and
+    emit its items: the holes' and the new tail's."""
+    model = FlakyOnce(900, 1040, SITE_GAPS, flaky=FLAKY_IDS - {1029})
+    site = make_site(model)
+    args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "min": 980, "attempts": 1,
+            "name": "reg"}
+
+    def requested() -> Counter[int]:
+        return Counter(e.id for e in site.log if e.id is not None and e.id <= 1065)
+
+    def run_single() -> tuple[Counter[int], list[int]]:
+        single_dir = tmp_path / "single"
+        single_dir.mkdir()
+        first = run_crawl(single_dir, args, output="run1.jsonl")
+        assert first.returncode == 0, first.stderr[-3000:]
+        model.healed, model.high = True, 1060
+        site.log.clear()
+        second = run_crawl(single_dir, {**args, "resume": "all"}, output="run2.jsonl")
+        assert second.returncode == 0, second.stderr[-3000:]
+        return requested(), sorted(i["id"] for i in second.items)
+
+    single_requests, single_items = run_single()
+    assert single_items == sorted((FLAKY_IDS - {1029}) | set(range(1041, 1061)))
+    assert max(single_requests.values()) == 1
+
+    model.healed, model.high = False, 1040
+    site.log.clear()
+    settings = worker_settings(redis_server, job="all")
+    for n, proc in enumerate([start_worker(tmp_path / f"a{n}", args, settings) for n in range(2)]):
+        assert finish(proc, tmp_path / f"a{n}").returncode == 0
+    model.healed, model.high = True, 1060
+    site.log.clear()
+    procs = [start_worker(tmp_path / f"b{n}", {**args, "resume": "all"}, settings) for n in range(3)]
+    results = [finish(proc, tmp_path / f"b{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+    assert requested() == single_requests, "up to the new cut, the single process's requests, each once"
+    items = [i["id"] for r in results for i in r.items]
+    assert sorted(items) == single_items, "the single process's items, each once across the fleet"
