@@ -314,7 +314,8 @@ class RedisFrontier(Generic[P]):
         pipe = self.job.client.pipeline(transaction=False)
         for spec in lanes:
             pipe.hmget(self.job.key("L:", spec.key), "fu", "next", "reason", "cut", "last")
-        states = pipe.execute()
+        pipe.sismember(self.job.key("resumed"), target.name)  # has a resume added lanes to it?
+        *states, resumed = pipe.execute()
         for spec, state in zip(lanes, states, strict=True):
             lane: Lane[P] = Lane(
                 spec.key, start=spec.start, step=spec.step, stop=spec.stop,
@@ -329,7 +330,8 @@ class RedisFrontier(Generic[P]):
             if not lane.settled:
                 self._unsettled.add(spec.key)
                 self._iv.add(spec.key, group, spec.weight)
-        self._add_list_lanes(target, exclude={spec.key for spec in lanes})
+        if resumed:
+            self._add_list_lanes(target, exclude={spec.key for spec in lanes})
 
     def _add_list_lanes(self, target: Target, exclude: Container[str] = (), only: Container[str] | None = None) -> None:
         """Join the target's unsettled list lanes (resumed holes) that Redis has (``only``: those)."""
