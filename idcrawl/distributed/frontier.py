@@ -547,13 +547,15 @@ class RedisFrontier(Generic[P]):
     def claim_size(self, key: str) -> int:
         """Ids to claim for a lane: the block, halved for each miss in a row (a cut may be near: ids
         claimed past it would be fetched for nothing). The misses: those at the end of the lane's
-        decided prefix (the job's, as last seen) or among its latest outcomes this worker recorded."""
+        decided prefix (the job's, as last seen) or among its latest outcomes this worker recorded.
+        A list lane (resumed holes) has no margin: always the block."""
         lane = self.lanes[key]
-        if lane.last_found is not None:
-            at_prefix = (lane.first_undecided - lane.last_found) * lane.step - 1
+        if key in self._ids:  # a list lane has no margin: no cut to come
+            misses = 0
+        elif lane.last_found is not None:
+            misses = max((lane.first_undecided - lane.last_found) * lane.step - 1, self._misses.get(key, 0))
         else:
-            at_prefix = (lane.first_undecided - lane.start) * lane.step
-        misses = max(at_prefix, self._misses.get(key, 0))
+            misses = max((lane.first_undecided - lane.start) * lane.step, self._misses.get(key, 0))
         size = self.block >> min(misses, 16)
         if self.concurrency:  # no more than this worker's share of its lanes: held ids wait, a cut may come first
             size = min(size, -(-self.concurrency // max(1, len(self._unsettled))))
