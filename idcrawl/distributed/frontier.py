@@ -149,7 +149,8 @@ class RedisJob:
     ) -> Any:
         """Register a resume of ``target`` (reopened cut lanes, hole ids) or join the one in progress:
         ``['created' | 'joined', lane...]`` or ``['conflict', its args]``.
-        ``lane_args``: window, neutral, weight of the list lane."""
+        ``lane_args``: window, neutral, weight of the list lane, and the grace (ms) for which a
+        resume stays in progress after a worker of it joined or left."""
         keys = [self.key("R:", target), self.key("unsettled"), self.key("workers"), self.key("tl:", target)]
         argv: list[Any] = [worker, args, base, target, *lane_args, len(reopen)]
         for lane, restart in reopen:
@@ -383,7 +384,8 @@ class RedisFrontier(Generic[P]):
         resumes the same state (:func:`idcrawl.core.resume.resume_specs`): its lanes cut by their
         margin go on from just after their last found id (bound, all), its holes become a list lane
         walked by position (holes, all). The first worker registers the resume; a worker that starts
-        while it is in progress (:mod:`RESUME <idcrawl.distributed.scripts>`) joins it, or raises
+        while it is in progress (a lane of it unsettled, a worker of it alive, or less than the lease
+        since a worker of it joined or left: ``resume.lua``) joins it, or raises
         :class:`TargetConflict` if it was started with other resume arguments.
         Returns ``created``, ``joined``, or None (nothing crawled yet: the lanes start fresh)."""
         from idcrawl.distributed.state import JobStateStore
@@ -398,7 +400,8 @@ class RedisFrontier(Generic[P]):
         args = f"resume={target.resume}" + (f", holes={target.holes}" if target.resume in ("holes", "all") else "")
         neutral = "1" if Outcome.FAILED in self._neutral else "0"
         reply = self.job.resume(
-            self.worker, target.name, args, f"{target.name}:holes", (target.window, neutral, target.rate_asc),
+            self.worker, target.name, args, f"{target.name}:holes",
+            (target.window, neutral, target.rate_asc, self.lease_ms),
             reopen, holes.ids if holes is not None and holes.ids else (),
         )
         verdict = _text(reply[0])

@@ -41,9 +41,10 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
                              lane* (resumed holes, ``RESUME``) also ``ids``: its
                              ids are positions 0..n-1 into ``P L:<lane>:ids``
 ``P L:<lane>:ids``     list  a list lane's hole ids, in order (stored once)
-``P resumed``          set   targets a resume added lanes to (workers join them)
+``P resumed``          set   targets with a resume (workers join its lanes)
 ``P R:<target>``       hash  the target's last resume: args (``resume=..``), gen (how
-                             many); ``:lanes``/``:order`` its lanes, ``:w`` its workers
+                             many), at (ms: a worker of it last joined or left);
+                             ``:lanes``/``:order`` its lanes, ``:w`` its workers
 ``P L:<lane>:bits``    string  the outcome of every id the prefix passed, 2 bits
                              per id at position (id - start) * step (BITFIELD
                              u2: 0 found, 1 missing, 2 failed, 3 disallowed)

@@ -1,26 +1,28 @@
 -- RESUME: a worker started with resume=bound|holes|all registers that resume of a target for
 -- the job, or joins the one in progress. A resume is in progress while one of its lanes is
--- unsettled or a worker that took part in it is alive (in P workers): a worker started with
--- the same arguments then joins it (nothing is planned twice), one with other arguments is
--- refused. Otherwise the worker's plan becomes the job's: the cut lanes it names go on from
+-- unsettled, a worker that took part in it is alive (in P workers), or less than grace ms
+-- have passed since a worker joined it or left the job (R field at, release_worker): a worker
+-- started with the same arguments then joins it (nothing is planned twice), one with other
+-- arguments is refused. Otherwise the worker's plan becomes the job's: the cut lanes it names go on from
 -- their restart id (bound), and the hole ids become a new list lane <base> (first resume)
 -- or <base><n> (the n-th), walked by position 0..#ids-1 with no margin.
 -- KEYS: P R:<target>, P unsettled, P workers, P tl:<target>.
 -- ARGV: worker, args (the resume's arguments, compared as text), base (lane name of the
---   holes), target, window, neutral, weight, n (reopened lanes), then n pairs (lane, restart
---   id), then the hole ids in order.
--- A new list lane or reopened lane also adds the target to P resumed and bumps P tver, so
--- that workers already running join them (RedisFrontier.join_list_lanes).
+--   holes), target, window, neutral, weight, grace (ms), n (reopened lanes), then n pairs
+--   (lane, restart id), then the hole ids in order.
+-- A registered resume adds the target to P resumed; a new list lane or reopened lane also
+-- bumps P tver, so that workers already running join them (RedisFrontier.join_list_lanes).
 -- Returns {'created' | 'joined', lane...} (the resume's lanes: reopened ones, then the list
 -- lane), or {'conflict', args of the resume in progress}.
 local R, unsettled, workers, tl = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local P = prefix_of(unsettled, 'unsettled')
 local me, args, base, target = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local window, neutral, weight, n = ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8])
+local window, neutral, weight, grace, n = ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
 local RL, RW = R .. ':lanes', R .. ':w'
+local now = now_ms()
 local current = redis.call('HGET', R, 'args')
 if current then
-  local active = false
+  local active = now - tonumber(redis.call('HGET', R, 'at') or '0') < grace
   for _, lane in ipairs(redis.call('SMEMBERS', RL)) do
     if redis.call('SISMEMBER', unsettled, lane) == 1 then active = true end
   end
@@ -32,6 +34,7 @@ if current then
   if active then
     if current ~= args then return {'conflict', current} end
     redis.call('SADD', RW, me)
+    redis.call('HSET', R, 'at', s(now))
     local out = {'joined'}
     for _, lane in ipairs(redis.call('LRANGE', R .. ':order', 0, -1)) do out[#out + 1] = lane end
     return out
@@ -40,14 +43,14 @@ end
 local gen = redis.call('HINCRBY', R, 'gen', 1)
 redis.call('DEL', RL, RW, R .. ':order')
 redis.call('SADD', RW, me)
-redis.call('HSET', R, 'args', args)
+redis.call('HSET', R, 'args', args, 'at', s(now))
 local out = {'created'}
 local function add(lane)
   redis.call('SADD', RL, lane)
   redis.call('RPUSH', R .. ':order', lane)
   out[#out + 1] = lane
 end
-local i = 9
+local i = 10
 for _ = 1, n do
   local lane, restart = ARGV[i], ARGV[i + 1]
   i = i + 2
@@ -76,8 +79,6 @@ if count > 0 then
   redis.call('SADD', unsettled, lane)
   add(lane)
 end
-if #out > 1 then  -- workers already running join the new lanes at their next poll
-  redis.call('SADD', P .. 'resumed', target)
-  redis.call('INCR', P .. 'tver')
-end
+redis.call('SADD', P .. 'resumed', target)  -- release_worker stamps its at when a worker of it leaves
+if #out > 1 then redis.call('INCR', P .. 'tver') end  -- workers already running join the new lanes
 return out
