@@ -277,6 +277,7 @@ class RedisFrontier(Generic[P]):
         #: list lanes (resumed holes): their ids by position, and each id's position
         self._ids: dict[str, tuple[int, ...]] = {}
         self._positions: dict[str, dict[int, int]] = {}
+        self._not_listed: set[str] = set()  # lanes of targets not joined here, known not to be list lanes
 
     # -- targets ---------------------------------------------------------------
 
@@ -447,7 +448,10 @@ class RedisFrontier(Generic[P]):
     def id_of(self, lane_key: str, redis_id: int) -> int:
         """The id of what Redis calls ``redis_id`` in a lane (:meth:`redis_id` reversed)."""
         ids = self._ids.get(lane_key)
-        if ids is None and lane_key not in self.lanes and self.job.client.hexists(self.job.key("L:", lane_key), "ids"):
+        if ids is None and lane_key not in self.lanes and lane_key not in self._not_listed:
+            if not self.job.client.hexists(self.job.key("L:", lane_key), "ids"):
+                self._not_listed.add(lane_key)
+                return redis_id
             ids = self._ids[lane_key] = tuple(
                 int(i) for i in self.job.client.lrange(self.job.key("L:", lane_key, ":ids"), 0, -1))
             self._positions[lane_key] = {id_: pos for pos, id_ in enumerate(ids)}
