@@ -439,3 +439,24 @@ def test_resume_all_reopens_cut_lanes_at_their_last_found_id_as_the_single_proce
     assert requested() == single_requests, "up to the new cut, the single process's requests, each once"
     items = [i["id"] for r in results for i in r.items]
     assert sorted(items) == single_items, "the single process's items, each once across the fleet"
+
+
+def test_items_of_holes_a_stopped_worker_did_not_acknowledge_are_adopted_with_their_ids(redis_server) -> None:
+    ws = [frontier(redis_server, "a0")]
+    join(ws, target())
+    drive(ws, random.Random(8), flaky(FAILING))
+    ws[0].job.leave("a0")
+    w0, w1 = frontier(redis_server, "b0"), frontier(redis_server, "b1")
+    assert join([w0], target(resume="holes")) == ["created"]
+    released: list[tuple[str, int, list[int]]] = []
+    while (d := w0.next()) is not None:
+        rec = w0.record(d.lane, d.id, Outcome.FOUND, (d.lane, d.id, [d.id]))
+        released += rec.released
+    assert sorted(id_ for _, id_, _ in released) == sorted(FAILING)
+    w0.job.leave("b0")  # stopped before its items were acknowledged: they become orphans
+    w1.add_target(target())  # a worker that never joined the holes lane (now settled)
+    assert "reg:holes" not in w1.lanes
+    reply = w1.job.adopt("b1", 100)
+    fields = [reply[i].decode() for i in range(0, len(reply), 2)]
+    adopted = sorted(w1.id_of(lane, int(pos)) for lane, _, pos in (f.rpartition("|") for f in fields))
+    assert adopted == sorted(FAILING)
