@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from idcrawl.core.frontier import Dispatch, LaneSpec, Touched, lane_specs
 from idcrawl.core.interleave import Interleaver
 from idcrawl.core.lanes import Lane, Outcome, Recorded
+from idcrawl.core.resume import resume_specs
 from idcrawl.core.targets import Target, TargetError
 from idcrawl.distributed import scripts
 from idcrawl.distributed.codec import space_id, spec_conflict, spec_json, target_spec
@@ -83,6 +84,7 @@ class RedisJob:
         self._pop_delayed = client.register_script(scripts.POP_DELAYED)
         self._polite = client.register_script(scripts.POLITE)
         self._give_back = client.register_script(scripts.GIVE_BACK)
+        self._resume = client.register_script(scripts.RESUME)
 
     def key(self, *parts: str) -> str:
         return self.prefix + "".join(parts)
@@ -124,14 +126,37 @@ class RedisJob:
         keys = [*self._reclaim_keys(), *self.lane_keys(lane, "own", "free", "dec")]
         return self._claim(keys=keys, args=[worker, n, lease_ms])
 
-    def record(self, worker: str, lane: str, id_: int, code: int, payload: bytes) -> Any:
+    def record(
+        self, worker: str, lane: str, id_: int, code: int, payload: bytes, back: tuple[str, int] | None = None
+    ) -> Any:
         """An id's outcome: ``[fu, next, reason, cut, last, 7 counts, duplicate, settled, touched, lane|id, blob...]``.
 
         ``touched``: lanes of the id's space that were waiting for this outcome, each
-        ``[lane, fu, next, reason, cut, last, 7 counts, duplicate, settled, id, code]``."""
+        ``[lane, fu, next, reason, cut, last, 7 counts, duplicate, settled, id, code]``.
+        ``back``: for a list lane (resumed holes, ``id_`` a position), the target's lane and the
+        position there of the id, whose outcome the script rewrites."""
         keys = [*self.lane_keys(lane, "own", "dec", "pay", "bits", "free"), self.emit_key(worker),
                 self.key("unsettled")]
-        return self._record(keys=keys, args=[lane, id_, code, payload])
+        args: list[Any] = [lane, id_, code, payload]
+        if back is not None:
+            keys.append(self.key("L:", back[0], ":bits"))
+            args.append(back[1])
+        return self._record(keys=keys, args=args)
+
+    def resume(
+        self, worker: str, target: str, args: str, base: str, lane_args: Sequence[Any],
+        reopen: Sequence[tuple[str, int]], ids: Sequence[int],
+    ) -> Any:
+        """Register a resume of ``target`` (reopened cut lanes, hole ids) or join the one in progress:
+        ``['created' | 'joined', lane...]`` or ``['conflict', its args]``.
+        ``lane_args``: window, neutral, weight of the list lane, and the grace (ms) for which a
+        resume stays in progress after a worker of it joined or left."""
+        keys = [self.key("R:", target), self.key("unsettled"), self.key("workers"), self.key("tl:", target)]
+        argv: list[Any] = [worker, args, base, target, *lane_args, len(reopen)]
+        for lane, restart in reopen:
+            argv += [lane, restart]
+        argv += list(ids)
+        return self._resume(keys=keys, args=argv)
 
     def status(self, worker: str, lease_ms: int, lanes: Sequence[str]) -> Any:
         """Heartbeat, reclaim, then ``[fu, next, reason, cut, last, free]`` per lane and the job's counts."""
@@ -249,6 +274,10 @@ class RedisFrontier(Generic[P]):
         self.vanished: set[str] = set()
         #: a worker started without targets waits for pushed ones even when the job is finished
         self.wait_for_feed = False
+        #: list lanes (resumed holes): their ids by position, and each id's position
+        self._ids: dict[str, tuple[int, ...]] = {}
+        self._positions: dict[str, dict[int, int]] = {}
+        self._not_listed: set[str] = set()  # lanes of targets not joined here, known not to be list lanes
 
     # -- targets ---------------------------------------------------------------
 
@@ -262,7 +291,8 @@ class RedisFrontier(Generic[P]):
 
         A target the job has under this name with other parameters raises
         :class:`TargetConflict`. ``specs`` and ``known_found`` (resumed lanes of a
-        single-process state) are not supported: a Redis job resumes by itself.
+        single-process state) are not supported: a Redis job resumes by itself, and
+        ``resume=bound|holes|all`` goes through :meth:`resume` once the target is added.
         """
         if specs is not None or known_found is not None:
             raise ValueError("a Redis job resumes from its own state: no resumed lanes")
@@ -286,7 +316,8 @@ class RedisFrontier(Generic[P]):
         pipe = self.job.client.pipeline(transaction=False)
         for spec in lanes:
             pipe.hmget(self.job.key("L:", spec.key), "fu", "next", "reason", "cut", "last")
-        states = pipe.execute()
+        pipe.sismember(self.job.key("resumed"), target.name)  # has a resume added lanes to it?
+        *states, resumed = pipe.execute()
         for spec, state in zip(lanes, states, strict=True):
             lane: Lane[P] = Lane(
                 spec.key, start=spec.start, step=spec.step, stop=spec.stop,
@@ -301,6 +332,140 @@ class RedisFrontier(Generic[P]):
             if not lane.settled:
                 self._unsettled.add(spec.key)
                 self._iv.add(spec.key, group, spec.weight)
+        if resumed:
+            self._add_list_lanes(target, exclude={spec.key for spec in lanes})
+
+    def _add_list_lanes(self, target: Target, exclude: Container[str] = (), only: Container[str] | None = None) -> None:
+        """Join the target's unsettled list lanes (resumed holes) that Redis has (``only``: those)."""
+        client = self.job.client
+        keys = [key for key in (_text(k) for k in client.lrange(self.job.key("tl:", target.name), 0, -1))
+                if key not in exclude and key not in self.lanes and (only is None or key in only)]
+        if not keys:
+            return
+        pipe = client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hmget(self.job.key("L:", key), "ids", "fu", "next", "reason", "cut", "last")
+        states = pipe.execute()
+        listed = [(key, state) for key, state in zip(keys, states, strict=True)
+                  if state[0] is not None and not (_text(state[3]) and int(state[1]) == int(state[2]))]
+        if not listed:
+            return
+        pipe = client.pipeline(transaction=False)
+        for key, _ in listed:
+            pipe.lrange(self.job.key("L:", key, ":ids"), 0, -1)
+        for (key, state), raw_ids in zip(listed, pipe.execute(), strict=True):
+            ids = tuple(int(i) for i in raw_ids)
+            lane: Lane[P] = Lane(key, start=0, step=1, stop=len(ids) - 1, margin=0, window=target.window,
+                                 neutral=self._neutral)
+            self._ids[key] = ids
+            self._positions[key] = {id_: pos for pos, id_ in enumerate(ids)}
+            self.lanes[key] = lane
+            self.lane_target[key] = target
+            self.lane_direction[key] = "holes"
+            self._buffers[key] = deque()
+            self._sync(key, *state[1:])
+            if not lane.settled:
+                self._unsettled.add(key)
+                self._iv.add(key, self._group_of(target), target.rate_asc)
+
+    def join_list_lanes(self) -> None:
+        """Join the unsettled list lanes of resumes registered since this worker started
+        (targets listed in ``P resumed``): a worker started without ``resume`` helps too."""
+        for name in sorted(_text(n) for n in self.job.client.smembers(self.job.key("resumed"))):
+            target = self.targets.get(name)
+            if target is not None:
+                self._add_list_lanes(target, exclude={spec.key for spec in lane_specs(target)})
+                for key, lane in list(self.lanes.items()):  # cut lanes a resume may have reopened
+                    if (self.lane_target[key].name == name and key not in self._ids and lane.settled
+                            and key not in self._closed_here):
+                        self._refresh(key)
+
+    def resume(self, target: Target) -> str | None:
+        """Resume ``target`` (``resume=bound|holes|all``) for the whole job, as a single process
+        resumes the same state (:func:`idcrawl.core.resume.resume_specs`): its lanes cut by their
+        margin go on from just after their last found id (bound, all), its holes become a list lane
+        walked by position (holes, all). The first worker registers the resume; a worker that starts
+        while it is in progress (a lane of it unsettled, a worker of it alive, or less than the lease
+        since a worker of it joined or left: ``resume.lua``) joins it, or raises
+        :class:`TargetConflict` if it was started with other resume arguments.
+        Returns ``created``, ``joined``, or None (nothing crawled yet: the lanes start fresh)."""
+        from idcrawl.distributed.state import JobStateStore
+
+        state = JobStateStore(self.job.client, self.job.prefix, read_only=True).load(target.name)
+        if state is None or all(record.cursor == record.start for record in state.lanes.values()):
+            return None  # nothing crawled yet
+        specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes)
+        own = {spec.key for spec in lane_specs(target)}
+        reopen = [(spec.key, spec.start) for spec in specs if spec.ids is None and spec.key in own]
+        holes = next((spec for spec in specs if spec.ids is not None), None)
+        args = f"resume={target.resume}" + (f", holes={target.holes}" if target.resume in ("holes", "all") else "")
+        neutral = "1" if Outcome.FAILED in self._neutral else "0"
+        reply = self.job.resume(
+            self.worker, target.name, args, f"{target.name}:holes",
+            (target.window, neutral, target.rate_asc, self.lease_ms),
+            reopen, holes.ids if holes is not None and holes.ids else (),
+        )
+        verdict = _text(reply[0])
+        if verdict == "conflict":
+            raise TargetConflict(
+                f"target {target.name!r}: {args} differs from the resume the job's workers are running "
+                f"({_text(reply[1])}) in Redis job {self.job.prefix!r}: start this worker with the same "
+                "arguments, or once that resume has finished"
+            )
+        lanes = [_text(k) for k in reply[1:]]
+        listed = [key for key in lanes if key not in self.lanes]
+        for key in lanes:
+            if key in self.lanes:
+                self._refresh(key)
+        if listed:
+            self._add_list_lanes(target, only=set(listed))
+        return verdict
+
+    def _refresh(self, key: str) -> None:
+        """Read a lane the job changed (a cut lane a resume reopened) into its mirror."""
+        state = self.job.client.hmget(self.job.key("L:", key), "fu", "next", "reason", "cut", "last")
+        if state[0] is None:
+            return
+        self._sync(key, *state)
+        self._misses[key] = 0
+        lane = self.lanes[key]
+        if not lane.settled and key not in self._unsettled:
+            self._unsettled.add(key)
+            if key not in self._iv:
+                target = self.lane_target[key]
+                weight = next((spec.weight for spec in lane_specs(target) if spec.key == key), target.rate_asc)
+                self._iv.add(key, self._group_of(target), weight)
+
+    def list_lanes(self) -> dict[str, tuple[int, ...]]:
+        """The list lanes (resumed holes) this worker walks: lane key -> its ids."""
+        return {key: ids for key, ids in self._ids.items() if key in self.lanes}
+
+    def redis_id(self, lane_key: str, id_: int) -> int:
+        """What Redis calls an id of a lane: its position in a list lane, else the id itself."""
+        positions = self._positions.get(lane_key)
+        return positions.get(id_, -1) if positions is not None else id_
+
+    def id_of(self, lane_key: str, redis_id: int) -> int:
+        """The id of what Redis calls ``redis_id`` in a lane (:meth:`redis_id` reversed)."""
+        ids = self._ids.get(lane_key)
+        if ids is None and lane_key not in self.lanes and lane_key not in self._not_listed:
+            if not self.job.client.hexists(self.job.key("L:", lane_key), "ids"):
+                self._not_listed.add(lane_key)
+                return redis_id
+            ids = self._ids[lane_key] = tuple(
+                int(i) for i in self.job.client.lrange(self.job.key("L:", lane_key, ":ids"), 0, -1))
+            self._positions[lane_key] = {id_: pos for pos, id_ in enumerate(ids)}
+        return ids[redis_id] if ids is not None else redis_id
+
+    def _back(self, lane_key: str, id_: int) -> tuple[str, int] | None:
+        """For a list lane: the target's lane ``id_`` belongs to and its position there."""
+        if lane_key not in self._ids:
+            return None
+        target = self.lane_target[lane_key]
+        for spec in lane_specs(target):
+            if (id_ - spec.start) * spec.step >= 0:
+                return spec.key, (id_ - spec.start) * spec.step
+        return None
 
     def known_specs(self) -> dict[str, dict[str, Any]]:
         """Every target of the job (name -> spec), for workers that learn of pushed targets."""
@@ -364,6 +529,9 @@ class RedisFrontier(Generic[P]):
                 self._drop_past_cut(key, lane, id_)
                 continue
             lane.counts.dispensed += 1
+            ids = self._ids.get(key)
+            if ids is not None:  # a list lane: Redis hands out positions
+                id_ = ids[id_]
             self.inflight.add((key, id_))
             self.last_activity = time.monotonic()
             return Dispatch(self.lane_target[key], key, id_)
@@ -386,13 +554,15 @@ class RedisFrontier(Generic[P]):
     def claim_size(self, key: str) -> int:
         """Ids to claim for a lane: the block, halved for each miss in a row (a cut may be near: ids
         claimed past it would be fetched for nothing). The misses: those at the end of the lane's
-        decided prefix (the job's, as last seen) or among its latest outcomes this worker recorded."""
+        decided prefix (the job's, as last seen) or among its latest outcomes this worker recorded.
+        A list lane (resumed holes) has no margin: always the block."""
         lane = self.lanes[key]
-        if lane.last_found is not None:
-            at_prefix = (lane.first_undecided - lane.last_found) * lane.step - 1
+        if key in self._ids:  # a list lane has no margin: no cut to come
+            misses = 0
+        elif lane.last_found is not None:
+            misses = max((lane.first_undecided - lane.last_found) * lane.step - 1, self._misses.get(key, 0))
         else:
-            at_prefix = (lane.first_undecided - lane.start) * lane.step
-        misses = max(at_prefix, self._misses.get(key, 0))
+            misses = max((lane.first_undecided - lane.start) * lane.step, self._misses.get(key, 0))
         size = self.block >> min(misses, 16)
         if self.concurrency:  # no more than this worker's share of its lanes: held ids wait, a cut may come first
             size = min(size, -(-self.concurrency // max(1, len(self._unsettled))))
@@ -416,7 +586,7 @@ class RedisFrontier(Generic[P]):
             field, blob_out = _text(released[i]), released[i + 1]
             key, _, id_text = field.rpartition("|")
             if self._decode is not None:
-                out.append(self._decode(key, int(id_text), blob_out))
+                out.append(self._decode(key, self.id_of(key, int(id_text)), blob_out))
         return out
 
     def _take_touched(self, touched: Sequence[Sequence[Any]]) -> None:
@@ -470,7 +640,7 @@ class RedisFrontier(Generic[P]):
         owners = pipe.execute()
         given = 0
         for key, own in zip(keys, owners, strict=True):
-            known = set(self._buffers[key]) | {id_ for lane, id_ in self.inflight if lane == key}
+            known = set(self._buffers[key]) | {self.redis_id(key, id_) for lane, id_ in self.inflight if lane == key}
             unknown = [_text(id_) for id_, who in own.items() if _text(who) == self.worker
                        and int(_text(id_)) not in known]
             if unknown:
@@ -485,10 +655,13 @@ class RedisFrontier(Generic[P]):
         lane = self.lanes.get(lane_key)
         if lane is None:
             return result
+        redis_id = self.redis_id(lane_key, id_)
+        if redis_id < 0:  # not an id of this list lane
+            return result
         blob = self._encode(payload) if payload is not None and self._encode is not None else b""
         self.inflight.discard((lane_key, id_))
         self.last_activity = time.monotonic()
-        reply = self.job.record(self.worker, lane_key, id_, CODES[outcome], blob)
+        reply = self.job.record(self.worker, lane_key, redis_id, CODES[outcome], blob, self._back(lane_key, id_))
         if outcome is Outcome.FOUND:
             self._misses[lane_key] = 0
         elif outcome not in self._neutral:

@@ -32,12 +32,19 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
 
 ``P specs``            hash  target name -> its spec (JSON): the job's targets
 ``P tver``             int   bumped when a target is added (workers reload)
-``P tl:<target>``      list  the target's lane keys, in order
+``P tl:<target>``      list  the target's lane keys, in order (list lanes of resumed holes too)
 ``P L:<lane>``         hash  start, step, stop ('' = none), margin, window,
                              neutral (1: failed ids are neutral), weight,
                              next (next id to hand out), fu (first undecided),
                              run (misses in a row), last (last found), cut,
-                             reason, target, and job totals c_<count>
+                             reason, target, and job totals c_<count>; a *list
+                             lane* (resumed holes, ``RESUME``) also ``ids``: its
+                             ids are positions 0..n-1 into ``P L:<lane>:ids``
+``P L:<lane>:ids``     list  a list lane's hole ids, in order (stored once)
+``P resumed``          set   targets with a resume (workers join its lanes)
+``P R:<target>``       hash  the target's last resume: args (``resume=..``), gen (how
+                             many), at (ms: a worker of it last joined or left);
+                             ``:lanes``/``:order`` its lanes, ``:w`` its workers
 ``P L:<lane>:bits``    string  the outcome of every id the prefix passed, 2 bits
                              per id at position (id - start) * step (BITFIELD
                              u2: 0 found, 1 missing, 2 failed, 3 disallowed)
@@ -83,7 +90,7 @@ from importlib import resources
 
 __all__ = [
     "ADOPT", "BLOOM", "CLAIM", "DELAY", "GIVE_BACK", "LEAVE", "LIMITS", "NAMES", "PACKAGE", "POLITE", "POP_DELAYED",
-    "RECORD", "REGISTER", "STATUS", "load",
+    "RECORD", "REGISTER", "RESUME", "STATUS", "load",
 ]
 
 #: The package whose ``*.lua`` files are the scripts.
@@ -118,3 +125,4 @@ POP_DELAYED = load("pop_delayed")
 POLITE = load("polite")
 BLOOM = load("bloom")
 LIMITS = load("limits")
+RESUME = load("resume")

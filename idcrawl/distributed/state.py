@@ -74,9 +74,13 @@ class JobStateStore(RedisStateStore):
                 state.outcomes = merge_outcomes(state.outcomes, outcomes)
 
     def _job_lane(self, key: str) -> tuple[LaneRecord | None, dict[Outcome, BitMap64]]:
-        """A distributed lane's record and the outcomes of the ids its prefix passed."""
-        fields = self.client.hmget(self._key("L:", key), "start", "step", "stop", "fu", "last", "cut", "reason", "next")
-        if fields[0] is None:
+        """A distributed lane's record and the outcomes of the ids its prefix passed.
+
+        A list lane of resumed holes has none of its own: its outcomes were written
+        back into the target's lanes (``RECORD``), as a single process merges them."""
+        fields = self.client.hmget(self._key("L:", key), "start", "step", "stop", "fu", "last", "cut", "reason", "next",
+                                   "ids")
+        if fields[0] is None or fields[8] is not None:
             return None, {}
         start, step, cursor, nxt = int(fields[0]), int(fields[1]), int(fields[3]), int(fields[7])
         stop_text, last, cut, reason = (_text(f) for f in (fields[2], fields[4], fields[5], fields[6]))

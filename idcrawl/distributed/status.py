@@ -44,6 +44,8 @@ def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
                 "last_found": int(raw["last"]) if raw["last"] else None, "settled": settled,
                 "taken_back": int(client.llen(prefix + "L:" + key + ":free")),
                 "counts": {name: int(raw.get(f"c_{name}", 0) or 0) for name in _COUNTS},
+                # a list lane of resumed holes: start, stop, first_undecided and next are positions
+                "holes": bool(raw.get("ids")),
             })
     job = {_text(k): int(v) for k, v in client.hgetall(prefix + "job").items()}
     waiting = {
@@ -71,6 +73,8 @@ def render_status(document: dict[str, Any]) -> str:
         c = lane["counts"]
         where = (f"cut at {lane['cut_at']} ({lane['reason']})" if lane["cut_at"] is not None
                  else f"{lane['reason'] or 'at'} {lane['first_undecided']}")
+        if lane.get("holes"):
+            where = f"holes {lane['first_undecided']}/{(lane['stop'] or 0) + 1} refetched"
         lines.append(
             f"  {lane['key']}: {where}; in flight {lane['in_flight']}; found {c['found']}, missing {c['missing']}, "
             f"failed {c['failed']}, emitted {c['emitted']}, overshoot {c['overshoot']}"

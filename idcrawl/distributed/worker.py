@@ -111,12 +111,6 @@ class RedisWorker:
                 check_distributed(target)
         except TargetError as exc:
             raise BadInputError(f"{spider_name}: bad input: {exc}") from None
-        for target in runtime.targets:
-            if target.resume in ("holes", "all"):
-                raise BadInputError(
-                    f"{spider_name}: bad input: resume={target.resume!r}: a distributed job resumes by itself "
-                    "(start workers again); refetching holes is not supported with IDCRAWL_DISTRIBUTED"
-                )
         self.resume_notes: dict[str, str] = {}
         try:
             self.client: Any = connect(settings, stats=crawler.stats)
@@ -147,15 +141,23 @@ class RedisWorker:
             "window": settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
             "missing_statuses": settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES),
         }
+        resumed: dict[str, str | None] = {}
         for target in runtime.targets:
             try:
                 self.frontier.add_target(target)
+                if target.resume != "none":  # bound, holes, all: planned once for the job (RedisFrontier.resume)
+                    resumed[target.name] = self.frontier.resume(target)
             except TargetConflict as exc:
                 raise BadInputError(f"{spider_name}: bad input: {exc}") from None
         for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
-            if lane.first_undecided != lane.start or lane.stopped:
+            if lane.first_undecided != lane.start or lane.stopped or self.frontier.lane_direction[key] == "holes":
                 name = self.frontier.lane_target[key].name
                 self.resume_notes[name] = "resumed (Redis job): lanes go on where its workers left them"
+        for target in runtime.targets:
+            verdict = resumed.get(target.name)
+            if verdict is not None:  # the plan line shows the holes lane itself ("holes: N ids to refetch")
+                self.resume_notes[target.name] = f"resumed (Redis job, resume={target.resume}): " + (
+                    "registered for the fleet" if verdict == "created" else "joined the fleet's resume in progress")
         #: started without targets: waits for pushed ones (until the idle timeout)
         self.feeder = not runtime.targets
         self.frontier.wait_for_feed = self.feeder
@@ -285,7 +287,7 @@ class RedisWorker:
         """Expect the items of released outputs; they are acknowledged once written."""
         lane_target = self.frontier.lane_target
         target = lane_target[lane_key].name if lane_key in lane_target else lane_key.rpartition(":")[0]
-        field = f"{lane_key}|{id_}"
+        field = f"{lane_key}|{self.frontier.redis_id(lane_key, id_)}"
         if not self._unwritten.expect(target, id_, outputs, field):
             self._written.append(field)
 
@@ -369,7 +371,7 @@ class RedisWorker:
             if field in known:
                 continue
             lane_key, _, id_text = field.rpartition("|")
-            released.append((lane_key, int(id_text), decode_outputs(blob, spider)))
+            released.append((lane_key, self.frontier.id_of(lane_key, int(id_text)), decode_outputs(blob, spider)))
         if released:
             logger.warning("idcrawl: %d items released during the Redis outage are emitted now", len(released))
             self._inc(f"{PREFIX}/recovered", len(released))
@@ -443,7 +445,8 @@ class RedisWorker:
                                  meta={"dont_obey_robotstxt": True}))
 
     def _load_targets(self) -> None:
-        """Targets other workers added (or pushed): join their lanes."""
+        """Targets other workers added (or pushed): join their lanes; and lanes a resume added."""
+        self.frontier.join_list_lanes()
         for name, spec in self.frontier.known_specs().items():
             if name in self.frontier.targets:
                 continue
@@ -494,7 +497,8 @@ class RedisWorker:
         for i in range(0, len(reply), 2):
             field = reply[i].decode() if isinstance(reply[i], bytes) else str(reply[i])
             lane_key, _, id_text = field.rpartition("|")
-            released.append((lane_key, int(id_text), decode_outputs(reply[i + 1], spider)))
+            id_ = self.frontier.id_of(lane_key, int(id_text))
+            released.append((lane_key, id_, decode_outputs(reply[i + 1], spider)))
         if not released:
             return
         self._inc(f"{PREFIX}/adopted", len(released))
@@ -542,9 +546,10 @@ class RedisWorker:
         info = request.meta[META_KEY]
         meta = {k: v for k, v in request.meta.items() if k != DUE_KEY}
         blob = picklecompat.dumps(request.replace(meta=meta).to_dict(spider=self.crawler.spider))
-        member = f"{info['lane']}\t{info['id']}\n".encode() + blob
+        redis_id = self.frontier.redis_id(info["lane"], info["id"])  # a list lane's position
+        member = f"{info['lane']}\t{redis_id}\n".encode() + blob
         try:
-            self.job.delay(info["lane"], info["id"], max(1, int(wait * 1000)), member)
+            self.job.delay(info["lane"], redis_id, max(1, int(wait * 1000)), member)
         except RedisError as exc:  # kept here instead: this worker retries it itself
             self._outage(exc)
             self._due_local.append((time.monotonic() + wait, request))

@@ -181,6 +181,11 @@ local function release_worker(J, w, E)
   end
   redis.call('DEL', E)
   redis.call('ZREM', J.workers, w)
+  -- a resume this worker took part in stays in progress for a grace after it left (resume.lua)
+  for _, t in ipairs(redis.call('SMEMBERS', J.P .. 'resumed')) do
+    local R = J.P .. 'R:' .. t
+    if redis.call('SISMEMBER', R .. ':w', w) == 1 then redis.call('HSET', R, 'at', s(now_ms())) end
+  end
   return taken
 end
 

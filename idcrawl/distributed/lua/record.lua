@@ -2,8 +2,11 @@
 -- release to this worker the outputs of found ids the prefix passed (kept in its emit hash
 -- until acknowledged). In a shared id space (overlapping targets) the lanes that were
 -- waiting for this fetch get the outcome too (record_lane and share, common.lua).
--- KEYS: P L:<lane>, its :own, :dec, :pay, :bits, :free, P W:<worker>:emit, P unsettled.
--- ARGV: lane, id, code (0 found, 1 missing, 2 failed, 3 disallowed), payload ('' = none).
+-- KEYS: P L:<lane>, its :own, :dec, :pay, :bits, :free, P W:<worker>:emit, P unsettled; for a
+--   list lane of resumed holes (ids = positions), also the :bits of the target's lane the id is in.
+-- ARGV: lane, id, code (0 found, 1 missing, 2 failed, 3 disallowed), payload ('' = none); for a
+--   list lane, the id's position in that lane: its new outcome is written there, so that the job's
+--   state shows a refetched hole by its new outcome.
 -- Returns {fu, next, reason, cut, last, found, missing, failed, disallowed, emitted,
 -- overshoot, past_cut, duplicate, settled, touched, lane|id, payload, ...}; {} for an unknown
 -- lane. touched: the other lanes this outcome decided the id of, {lane, fu, next, reason,
@@ -15,6 +18,9 @@ local S = space_of(K)
 local fetching = S ~= nil and redis.call('HGET', S.fly, s(id)) == lane
 local r = record_lane(K, lane, id, code, payload, E, unsettled, S)
 if not r then return {} end
+if KEYS[9] and r.duplicate == 0 then
+  redis.call('BITFIELD', KEYS[9], 'SET', 'u2', '#' .. ARGV[5], s(code))
+end
 local touched, released = {}, {}
 for _, v in ipairs(r.released) do released[#released + 1] = v end
 if fetching and r.duplicate == 0 then

@@ -32,8 +32,10 @@ if space ~= '' then
   if redis.call('SCARD', base .. ':targets') > 1 then
     for _, t in ipairs(redis.call('SMEMBERS', base .. ':targets')) do
       for _, lane in ipairs(redis.call('LRANGE', P .. 'tl:' .. t, 0, -1)) do
-        redis.call('HSET', P .. 'L:' .. lane, 'space', base, 'lane', lane)
-        redis.call('SADD', base .. ':lanes', lane)
+        if redis.call('HEXISTS', P .. 'L:' .. lane, 'ids') == 0 then  -- list lanes (resumed holes) share nothing
+          redis.call('HSET', P .. 'L:' .. lane, 'space', base, 'lane', lane)
+          redis.call('SADD', base .. ':lanes', lane)
+        end
       end
     end
   end

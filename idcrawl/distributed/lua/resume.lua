@@ -1,0 +1,84 @@
+-- RESUME: a worker started with resume=bound|holes|all registers that resume of a target for
+-- the job, or joins the one in progress. A resume is in progress while one of its lanes is
+-- unsettled, a worker that took part in it is alive (in P workers), or less than grace ms
+-- have passed since a worker joined it or left the job (R field at, release_worker): a worker
+-- started with the same arguments then joins it (nothing is planned twice), one with other
+-- arguments is refused. Otherwise the worker's plan becomes the job's: the cut lanes it names go on from
+-- their restart id (bound), and the hole ids become a new list lane <base> (first resume)
+-- or <base><n> (the n-th), walked by position 0..#ids-1 with no margin.
+-- KEYS: P R:<target>, P unsettled, P workers, P tl:<target>.
+-- ARGV: worker, args (the resume's arguments, compared as text), base (lane name of the
+--   holes), target, window, neutral, weight, grace (ms), n (reopened lanes), then n pairs
+--   (lane, restart id), then the hole ids in order.
+-- A registered resume adds the target to P resumed; a new list lane or reopened lane also
+-- bumps P tver, so that workers already running join them (RedisFrontier.join_list_lanes).
+-- Returns {'created' | 'joined', lane...} (the resume's lanes: reopened ones, then the list
+-- lane), or {'conflict', args of the resume in progress}.
+local R, unsettled, workers, tl = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local P = prefix_of(unsettled, 'unsettled')
+local me, args, base, target = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local window, neutral, weight, grace, n = ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
+local RL, RW = R .. ':lanes', R .. ':w'
+local now = now_ms()
+local current = redis.call('HGET', R, 'args')
+if current then
+  local active = now - tonumber(redis.call('HGET', R, 'at') or '0') < grace
+  for _, lane in ipairs(redis.call('SMEMBERS', RL)) do
+    if redis.call('SISMEMBER', unsettled, lane) == 1 then active = true end
+  end
+  if not active then
+    for _, w in ipairs(redis.call('SMEMBERS', RW)) do
+      if w ~= me and redis.call('ZSCORE', workers, w) then active = true end
+    end
+  end
+  if active then
+    if current ~= args then return {'conflict', current} end
+    redis.call('SADD', RW, me)
+    redis.call('HSET', R, 'at', s(now))
+    local out = {'joined'}
+    for _, lane in ipairs(redis.call('LRANGE', R .. ':order', 0, -1)) do out[#out + 1] = lane end
+    return out
+  end
+end
+local gen = redis.call('HINCRBY', R, 'gen', 1)
+redis.call('DEL', RL, RW, R .. ':order')
+redis.call('SADD', RW, me)
+redis.call('HSET', R, 'args', args, 'at', s(now))
+local out = {'created'}
+local function add(lane)
+  redis.call('SADD', RL, lane)
+  redis.call('RPUSH', R .. ':order', lane)
+  out[#out + 1] = lane
+end
+local i = 10
+for _ = 1, n do
+  local lane, restart = ARGV[i], ARGV[i + 1]
+  i = i + 2
+  local K = lane_keys(P .. 'L:' .. lane)
+  local f = redis.call('HMGET', K.hash, 'cut', 'reason')
+  if f[1] and f[1] ~= '' and f[2] == 'margin' then  -- cut by its margin: goes on from restart
+    redis.call('HSET', K.hash, 'fu', restart, 'next', restart, 'run', '0', 'cut', '', 'reason', '')
+    redis.call('DEL', K.dec, K.pay, K.free)
+    redis.call('SADD', unsettled, lane)
+    add(lane)
+  end
+end
+local count = #ARGV - i + 1
+if count > 0 then
+  local lane = base
+  if gen > 1 then lane = base .. s(gen) end
+  local L = P .. 'L:' .. lane
+  redis.call('DEL', L, L .. ':ids', L .. ':own', L .. ':free', L .. ':dec', L .. ':pay', L .. ':bits')
+  redis.call('HSET', L, 'start', '0', 'step', '1', 'stop', s(count - 1), 'margin', '0', 'window', window,
+    'neutral', neutral, 'weight', weight, 'next', '0', 'fu', '0', 'run', '0', 'last', '', 'cut', '', 'reason', '',
+    'target', target, 'ids', '1')
+  for j = i, #ARGV, 1000 do
+    redis.call('RPUSH', L .. ':ids', unpack(ARGV, j, math.min(j + 999, #ARGV)))
+  end
+  redis.call('RPUSH', tl, lane)
+  redis.call('SADD', unsettled, lane)
+  add(lane)
+end
+redis.call('SADD', P .. 'resumed', target)  -- release_worker stamps its at when a worker of it leaves
+if #out > 1 then redis.call('INCR', P .. 'tver') end  -- workers already running join the new lanes
+return out
