@@ -46,13 +46,23 @@ def resume_specs(
     for key, record in lanes.items():
         plan = plan_lane(record, dict(outcomes))
         spec = fresh.get(key)
+        again: int | None = None  # the continued lane walks its ids from here on: not holes to refetch
         if mode in ("bound", "all") and plan.bound is not None and spec is not None:
             start, stop = plan.bound
             specs.append(LaneSpec(key, spec.direction, start, record.step, stop, spec.weight))
+            again = start
         if mode in ("holes", "all"):
             kinds = [Outcome.FAILED] if holes == "failed" else [Outcome.FAILED, Outcome.MISSING, Outcome.DISALLOWED]
+            lane_holes = BitMap64()
             for kind in kinds:
-                hole_ids |= plan.holes.get(kind, BitMap64())
+                lane_holes |= plan.holes.get(kind, BitMap64())
+            if again is not None:  # keep the holes before ``again`` in the lane's direction
+                upto = lane_holes.rank(again)  # holes <= again
+                if record.step > 0:
+                    lane_holes = lane_holes[: upto - (again in lane_holes)]
+                else:
+                    lane_holes = lane_holes[upto:]
+            hole_ids |= lane_holes
     if hole_ids:
         ids = tuple(hole_ids)
         specs.append(LaneSpec(f"{target.name}:holes", "holes", 0, 1, len(ids) - 1, target.rate_asc, ids=ids))
