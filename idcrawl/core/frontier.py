@@ -266,20 +266,28 @@ class Frontier(Generic[P]):
     def record(self, lane_key: str, id_: int, outcome: Outcome, payload: P | None = None) -> Recorded[P]:
         lane = self.lanes[lane_key]
         positions = self._positions.get(lane_key)
-        if positions is not None:
-            if id_ not in positions:
-                return Recorded()
-            id_ = positions[id_]
+        if positions is not None and id_ not in positions:
+            return Recorded()
         space = self._space.get(self.lane_target[lane_key].name)
-        if space is not None and space.in_flight(id_):
+        if space is not None and space.in_flight(id_):  # the space knows ids, not a list lane's positions
             waiting = space.settle(id_, outcome, payload)
             rec = self._record_shared(space, lane_key, id_, outcome, payload, own=True)
             for other in waiting:
                 rec.released += self._record_shared(space, other, id_, outcome, payload).released
             return rec
-        rec = lane.record(id_, outcome, payload)
+        rec = lane.record(self._at(lane_key, id_), outcome, payload)
         self._after_change(lane_key, lane, rec)
         return rec
+
+    def _at(self, lane_key: str, id_: int) -> int:
+        """Where ``id_`` is in the lane's own order: itself, or its position in a list lane."""
+        positions = self._positions.get(lane_key)
+        return positions[id_] if positions is not None else id_
+
+    def _id_at(self, lane_key: str, at: int) -> int:
+        """The id at ``at`` in the lane's own order (the inverse of :meth:`_at`)."""
+        ids = self._ids.get(lane_key)
+        return ids[at] if ids is not None else at
 
     def _record_shared(
         self, space: IdSpace[P], lane_key: str, id_: int, outcome: Outcome, payload: P | None, *, own: bool = False
@@ -293,9 +301,10 @@ class Frontier(Generic[P]):
         before = None if own else replace(lane.counts)
         if not own and self._rebind is not None and (payload is not None or outcome is Outcome.FOUND):
             payload = self._rebind(payload, lane_key, id_)
-        rec = lane.record(id_, outcome, payload)
+        rec = lane.record(self._at(lane_key, id_), outcome, payload)
         kept: list[P] = []
-        for released, released_id in zip(rec.released, rec.released_ids, strict=True):
+        for released, released_at in zip(rec.released, rec.released_ids, strict=True):
+            released_id = self._id_at(lane_key, released_at)
             if space.first_emit(released_id):
                 kept.append(released)
                 continue

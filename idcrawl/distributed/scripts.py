@@ -41,6 +41,9 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
                              lane* (resumed holes, ``RESUME``) also ``ids``: its
                              ids are positions 0..n-1 into ``P L:<lane>:ids``
 ``P L:<lane>:ids``     list  a list lane's hole ids, in order (stored once)
+``P L:<lane>:back``    hash  a list lane's position -> lines "<bits key> TAB <position>": lanes of
+                             overlapping targets whose resume left that hole to this lane,
+                             written with its outcome by RECORD
 ``P resumed``          set   targets with a resume (workers join its lanes)
 ``P R:<target>``       hash  the target's last resume: args (``resume=..``), gen (how
                              many), at (ms: a worker of it last joined or left);

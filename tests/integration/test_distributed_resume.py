@@ -460,3 +460,48 @@ def test_items_of_holes_a_stopped_worker_did_not_acknowledge_are_adopted_with_th
     fields = [reply[i].decode() for i in range(0, len(reply), 2)]
     adopted = sorted(w1.id_of(lane, int(pos)) for lane, _, pos in (f.rpartition("|") for f in fields))
     assert adopted == sorted(FAILING)
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_holes_of_overlapping_targets_are_refetched_once_as_in_a_single_process(redis_server, seed: int) -> None:
+    """Targets a and b on one template overlap on 1010..1024; ids failing there are holes of both:
+    the resumed fleet fetches each once (as a single process resuming the same state does), emits
+    its items once, and both targets' state shows its new outcome."""
+    rng = random.Random(seed)
+    failing = {1001, 997, 1013, 1015, 1016}
+    a, b = target(name="a"), target(name="b", start=1010, direction="asc")
+    run1 = [frontier(redis_server, f"a{i}") for i in range(3)]
+    for w in run1:
+        w.add_target(a)
+        w.add_target(b)
+    drive(run1, rng, flaky(failing))
+    for w in run1:
+        w.job.leave(w.worker)
+    store = JobStateStore(run1[0].job.client, "t:{job}:", read_only=True)
+    single: Frontier[tuple[str, int, list[int]]] = Frontier(
+        [], rebind=lambda payload, lane, id_: (lane, id_, payload[2] if payload else []))
+    for t in (a, b):
+        state = store.load(t.name)
+        assert state is not None
+        single.add_target(t, resume_specs(t, state.lanes, state.outcomes, "holes"),
+                          known_found=state.outcomes.get(Outcome.FOUND, BitMap64()))
+    fetched1, emitted1 = [], []
+    while (d := single.next()) is not None:
+        fetched1.append(d.id)
+        rec = single.record(d.lane, d.id, Outcome.FOUND, (d.lane, d.id, [d.id]))
+        emitted1 += [item for _, _, items in rec.released + single.released for item in items]
+        single.released = []
+    assert single.finished and sorted(fetched1) == sorted(failing)
+
+    run2 = [frontier(redis_server, f"b{i}", block=rng.choice([1, 3])) for i in range(3)]
+    for w in run2:
+        for t in (a, b):
+            resumed = target(**{**{"name": t.name, "start": t.start, "direction": str(t.direction)}, "resume": "holes"})
+            w.add_target(resumed)
+            w.resume(resumed)
+    got, fetched = drive(run2, rng, flaky(set()))
+    assert Counter(fetched) == Counter(fetched1), "each hole once, as the single process"
+    assert sorted(got) == sorted(emitted1), "the single process's items, once"
+    for name in ("a", "b"):
+        state = store.load(name)
+        assert state is not None and not state.outcomes.get(Outcome.FAILED), f"{name}: holes show new outcomes"

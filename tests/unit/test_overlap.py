@@ -153,3 +153,28 @@ def test_overlapping_targets_match_each_lane_alone(
             assert sorted(released_by_lane[spec.key]) == sorted(found), spec.key
             expected_items |= set(found)
     assert sorted(emitted) == sorted(expected_items), "each found id's items exactly once"
+
+
+def test_resumed_holes_of_overlapping_targets_are_fetched_once_and_every_list_lane_settles() -> None:
+    """List lanes (resumed holes) walk positions; the shared space knows ids: a hole of two
+    overlapping targets is fetched once, and the other list lane takes its outcome by id."""
+    from idcrawl.core.frontier import LaneSpec
+
+    a = parse_target({"name": "a", "url": "http://h/n/{id}", "start": 1000, "direction": "both", "margin": 5})
+    b = parse_target({"name": "b", "url": "http://h/n/{id}", "start": 1010, "direction": "asc", "margin": 5})
+    f: Frontier[tuple[str, int, list[int]]] = Frontier(
+        [], rebind=lambda payload, lane, id_: (lane, id_, payload[2] if payload else []))
+    f.add_target(a, [LaneSpec("a:holes", "holes", 0, 1, 2, a.rate_asc, ids=(997, 1013, 1015))])
+    f.add_target(b, [LaneSpec("b:holes", "holes", 0, 1, 1, b.rate_asc, ids=(1013, 1015))])
+    fetched, emitted = [], []
+    while (d := f.next()) is not None:
+        fetched.append(d.id)
+        rec = f.record(d.lane, d.id, Outcome.FOUND, (d.lane, d.id, [d.id]))
+        emitted += [(lane, id_) for lane, id_, items in rec.released + f.released if items]
+        f.released = []
+    assert sorted(fetched) == [997, 1013, 1015], "each hole once"
+    assert sorted(id_ for _, id_ in emitted) == [997, 1013, 1015], "each found hole's items once"
+    assert f.finished, "the list lane that waited took the outcomes"
+    assert all(lane.counts.found == len(f._ids[key]) for key, lane in f.lanes.items())
+    shared = [(t.lane, t.id) for t in f.touched]
+    assert shared and all(id_ in (1013, 1015) for _, id_ in shared), "touched carries ids, not positions"

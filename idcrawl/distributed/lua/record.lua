@@ -20,6 +20,15 @@ local r = record_lane(K, lane, id, code, payload, E, unsettled, S)
 if not r then return {} end
 if KEYS[9] and r.duplicate == 0 then
   redis.call('BITFIELD', KEYS[9], 'SET', 'u2', '#' .. ARGV[5], s(code))
+  -- the same hole of overlapping targets' resumes (resume.lua): their lanes get the outcome too
+  local back = redis.call('HGET', KEYS[1] .. ':back', s(id))
+  if back then
+    for line in string.gmatch(back, '[^\n]+') do
+      local key, pos = string.match(line, '^(.*)\t(%d+)$')
+      redis.call('BITFIELD', key, 'SET', 'u2', '#' .. pos, s(code))
+    end
+    redis.call('HDEL', KEYS[1] .. ':back', s(id))
+  end
 end
 local touched, released = {}, {}
 for _, v in ipairs(r.released) do released[#released + 1] = v end

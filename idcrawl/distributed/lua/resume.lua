@@ -63,17 +63,71 @@ for _ = 1, n do
     add(lane)
   end
 end
-local count = #ARGV - i + 1
+-- Holes of overlapping targets (one id space): an id that the list lane of another target's
+-- resume in progress refetches is not fetched again. Its outcome goes into this target's lane
+-- at once if that lane decided it, or when it does (the other lane's :back hash, record.lua).
+local holes = {}
+for j = i, #ARGV do holes[#holes + 1] = ARGV[j] end
+local first = redis.call('LINDEX', tl, 0)
+local space = first and redis.call('HGET', P .. 'L:' .. first, 'space')
+if space and #holes > 0 then
+  local taken = {}  -- id -> {list lane key, position}
+  for _, t in ipairs(redis.call('SMEMBERS', space .. ':targets')) do
+    if t ~= target then
+      for _, l in ipairs(redis.call('SMEMBERS', P .. 'R:' .. t .. ':lanes')) do
+        local L2 = P .. 'L:' .. l
+        if redis.call('SISMEMBER', unsettled, l) == 1 and redis.call('HEXISTS', L2, 'ids') == 1 then
+          for pos, id in ipairs(redis.call('LRANGE', L2 .. ':ids', 0, -1)) do taken[id] = {L2, pos - 1} end
+        end
+      end
+    end
+  end
+  local own = {}  -- this target's walking lanes: {bits key, start, step}
+  for _, l in ipairs(redis.call('LRANGE', tl, 0, -1)) do
+    local f = redis.call('HMGET', P .. 'L:' .. l, 'start', 'step', 'ids')
+    if f[1] and not f[3] then own[#own + 1] = {P .. 'L:' .. l .. ':bits', tonumber(f[1]), tonumber(f[2])} end
+  end
+  local keep = {}
+  for _, id in ipairs(holes) do
+    local other = taken[id]
+    local at = nil
+    if other then
+      for _, o in ipairs(own) do
+        if at == nil and (tonumber(id) - o[2]) * o[3] >= 0 then at = {o[1], (tonumber(id) - o[2]) * o[3]} end
+      end
+    end
+    if at == nil then
+      keep[#keep + 1] = id
+    else
+      local L2, pos = other[1], other[2]
+      local code = nil
+      if pos < tonumber(redis.call('HGET', L2, 'fu')) then
+        code = redis.call('BITFIELD', L2 .. ':bits', 'GET', 'u2', '#' .. s(pos))[1]
+      else
+        code = redis.call('HGET', L2 .. ':dec', s(pos))
+      end
+      if code then
+        redis.call('BITFIELD', at[1], 'SET', 'u2', '#' .. s(at[2]), s(code))
+      else
+        local w = redis.call('HGET', L2 .. ':back', s(pos))
+        local line = at[1] .. '\t' .. s(at[2])
+        redis.call('HSET', L2 .. ':back', s(pos), w and (w .. '\n' .. line) or line)
+      end
+    end
+  end
+  holes = keep
+end
+local count = #holes
 if count > 0 then
   local lane = base
   if gen > 1 then lane = base .. s(gen) end
   local L = P .. 'L:' .. lane
-  redis.call('DEL', L, L .. ':ids', L .. ':own', L .. ':free', L .. ':dec', L .. ':pay', L .. ':bits')
+  redis.call('DEL', L, L .. ':ids', L .. ':own', L .. ':free', L .. ':dec', L .. ':pay', L .. ':bits', L .. ':back')
   redis.call('HSET', L, 'start', '0', 'step', '1', 'stop', s(count - 1), 'margin', '0', 'window', window,
     'neutral', neutral, 'weight', weight, 'next', '0', 'fu', '0', 'run', '0', 'last', '', 'cut', '', 'reason', '',
     'target', target, 'ids', '1')
-  for j = i, #ARGV, 1000 do
-    redis.call('RPUSH', L .. ':ids', unpack(ARGV, j, math.min(j + 999, #ARGV)))
+  for j = 1, #holes, 1000 do
+    redis.call('RPUSH', L .. ':ids', unpack(holes, j, math.min(j + 999, #holes)))
   end
   redis.call('RPUSH', tl, lane)
   redis.call('SADD', unsettled, lane)
