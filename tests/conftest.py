@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from idcrawl.demo.site import DemoModel, IdSite
+from idcrawl.demo.site import DemoModel, IdSite, Reply
 
 #: The tier folders of tests/, each also the name of its marker (registered in pyproject.toml).
 TIERS = ("unit", "crawl", "integration")
@@ -50,6 +50,23 @@ class GapModel(DemoModel):
 
     def exists(self, id_: int) -> bool:
         return self.low <= id_ <= self.high and id_ not in self.gaps
+
+
+class FlakyOnce(GapModel):
+    """Ids in ``flaky`` answer 503 until ``healed`` is set (a first run leaves them failed), then
+    answer normally; ``pace``: each answer waits a few ms (0-4, by id), so responses cross."""
+
+    def __init__(self, low: int, high: int, gaps: set[int], *, flaky: set[int], pace: bool = False) -> None:
+        super().__init__(low, high, gaps)
+        self.flaky, self.healed, self.pace = flaky, False, pace
+
+    def reply(self, id_: int, host: str, nth: int) -> Reply:
+        if id_ in self.flaky and not self.healed:
+            return Reply(503, b"busy")
+        reply = super().reply(id_, host, nth)
+        if not self.pace:
+            return reply
+        return Reply(reply.status, reply.body, reply.headers, (id_ * 7919 % 5) / 1000)
 
 
 @pytest.fixture

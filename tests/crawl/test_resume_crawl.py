@@ -12,7 +12,7 @@ import pytest
 
 from idcrawl.demo.site import Reply
 from idcrawl.state import SqliteStateStore
-from tests.conftest import GapModel
+from tests.conftest import FlakyOnce, GapModel
 from tests.support.crawl import crawl_command, read_items, run_crawl
 from tests.support.reference import target_truth
 
@@ -80,17 +80,6 @@ def test_killed_with_sigkill_at_any_moment_a_resumed_run_loses_nothing(make_site
     assert twice <= 20 + 16 + 8, "refetched more than a batch plus the requests in flight"
 
 
-class FlakyOnce(GapModel):
-    """Ids in ``flaky`` fail with 503 during the first run, then answer normally."""
-
-    def __init__(self, *args: object, flaky: set[int]) -> None:
-        super().__init__(*args)  # type: ignore[arg-type]
-        self.flaky, self.healed = flaky, False
-
-    def reply(self, id_: int, host: str, nth: int) -> Reply:
-        if id_ in self.flaky and not self.healed:
-            return Reply(503, b"busy")
-        return super().reply(id_, host, nth)
 
 
 def test_resume_holes_fetches_exactly_the_failed_holes(make_site, tmp_path: Path) -> None:

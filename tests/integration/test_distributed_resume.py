@@ -21,10 +21,9 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
 from idcrawl.core.resume import resume_specs
 from idcrawl.core.targets import Target, parse_target
-from idcrawl.demo.site import Reply
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict
 from idcrawl.distributed.state import JobStateStore
-from tests.conftest import GapModel
+from tests.conftest import FlakyOnce
 from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
 from tests.integration.test_idjob import redis_settings, scrapy
 from tests.support.crawl import run_crawl
@@ -250,25 +249,13 @@ FLAKY_IDS = {983, 995, 1003, 1005, 1020, 1029}
 SITE_GAPS = {990, 1010, 1011, 1025}
 
 
-class FlakyOnce(GapModel):
-    """Ids in ``flaky`` answer 503 until ``healed``; a few ms per page, so responses cross."""
-
-    def __init__(self, *args: object, flaky: set[int]) -> None:
-        super().__init__(*args)  # type: ignore[arg-type]
-        self.flaky, self.healed = flaky, False
-
-    def reply(self, id_: int, host: str, nth: int) -> Reply:
-        if id_ in self.flaky and not self.healed:
-            return Reply(503, b"busy")
-        reply = super().reply(id_, host, nth)
-        return Reply(reply.status, reply.body, reply.headers, (id_ * 7919 % 5) / 1000)
 
 
 def test_three_workers_resume_holes_as_the_single_process_does(make_site, redis_server, tmp_path: Path) -> None:
     """Run 1 (2 workers) leaves failed ids; run 2 (3 workers, resume=holes) sends the requests of a
     single process resuming the same state, each hole once, its items once; idplan then shows no
     failed hole."""
-    model = FlakyOnce(900, 1100, SITE_GAPS, flaky=FLAKY_IDS)
+    model = FlakyOnce(900, 1100, SITE_GAPS, flaky=FLAKY_IDS, pace=True)
     site = make_site(model)
     args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 0, "min": 980, "max": 1030,
             "attempts": 1, "name": "reg"}
@@ -347,7 +334,7 @@ def test_a_worker_running_before_the_resume_joins_its_lanes_at_its_next_poll(red
 def test_a_worker_started_with_other_resume_arguments_is_refused_with_one_line(
     make_site, redis_server, tmp_path: Path
 ) -> None:
-    model = FlakyOnce(900, 1100, SITE_GAPS, flaky=FLAKY_IDS)
+    model = FlakyOnce(900, 1100, SITE_GAPS, flaky=FLAKY_IDS, pace=True)
     site = make_site(model)
     args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 0, "min": 980, "max": 1030,
             "attempts": 1, "name": "reg"}
@@ -402,7 +389,7 @@ def test_resume_all_reopens_cut_lanes_at_their_last_found_id_as_the_single_proce
     """Run 1 cuts the asc lane after id 1040; new ids 1041..1060 appear and the flaky ids heal. With
     resume=all, 3 workers send the single process's requests up to the new cut (each hole once) and
     emit its items: the holes' and the new tail's."""
-    model = FlakyOnce(900, 1040, SITE_GAPS, flaky=FLAKY_IDS - {1029})
+    model = FlakyOnce(900, 1040, SITE_GAPS, flaky=FLAKY_IDS - {1029}, pace=True)
     site = make_site(model)
     args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "min": 980, "attempts": 1,
             "name": "reg"}
