@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+from itertools import pairwise
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -41,12 +42,16 @@ __all__ = [
     "Policy",
     "Schedule",
     "Visit",
+    "advised_margin",
     "due",
     "due_order",
+    "early_cut_chance",
+    "gap_runs",
     "next_duration",
     "overdue",
     "page_schedule",
     "parse_policy",
+    "run_continuation",
     "tail_schedule",
     "visit_page",
     "visit_tail",
@@ -302,3 +307,52 @@ def visit_page(schedule: Schedule, fetch: Fetch, now: float, policy: Policy = DE
         ),
         news, previous_checksum=schedule.checksum,
     )
+
+
+# -- margin advice (issue 17, point 7) ----------------------------------------------------------
+
+
+def gap_runs(found: Iterable[int]) -> list[int]:
+    """The lengths of the runs of missing ids between consecutive found ids (0 for neighbours)."""
+    ids = sorted(set(found))
+    return [b - a - 1 for a, b in pairwise(ids)]
+
+
+def run_continuation(runs: Iterable[int]) -> float:
+    """``r`` of a geometric fit to gap-run lengths (``P(run >= m) = r**m``), by maximum likelihood:
+    ``r = mean / (1 + mean)``; 0.0 for no runs or only neighbours."""
+    lengths = list(runs)
+    if not lengths:
+        return 0.0
+    mean = sum(lengths) / len(lengths)
+    return mean / (1.0 + mean)
+
+
+def early_cut_chance(r: float, margin: int, gaps: int) -> float:
+    """The chance that a lane crossing ``gaps`` gap runs (each ``P(run >= m) = r**m``) is cut by
+    ``margin`` before its real end: some run reaches the margin. ``margin`` 0 (no cut) never cuts."""
+    if margin <= 0 or gaps <= 0:
+        return 0.0
+    return -math.expm1(gaps * math.log1p(-(r**margin))) if r < 1.0 else 1.0
+
+
+def advised_margin(runs: Iterable[int], gaps: int | None = None, risk: float = 0.01) -> int:
+    """The smallest margin whose early-cut chance over ``gaps`` gap runs (default: as many as
+    ``runs`` has) is below ``risk``, for runs like ``runs`` (a geometric fit: :func:`run_continuation`).
+
+    Runs read from a state are censored at the margin in use (a longer one cut the lane), so the fit
+    is a lower bound when many runs come near it; the advice is then worth a second look.
+    """
+    lengths = list(runs)
+    n = len(lengths) if gaps is None else gaps
+    r = run_continuation(lengths)
+    if r <= 0.0 or n <= 0:
+        return 1
+    # 1 - (1 - r**m)**n < risk  <=>  r**m < 1 - (1 - risk)**(1/n)
+    per_gap = -math.expm1(math.log1p(-risk) / n)
+    margin = max(1, math.ceil(math.log(per_gap) / math.log(r)))
+    while margin > 1 and early_cut_chance(r, margin - 1, n) < risk:  # float edges
+        margin -= 1
+    while early_cut_chance(r, margin, n) >= risk:
+        margin += 1
+    return margin
