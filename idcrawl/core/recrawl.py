@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import math
 import re
-from itertools import pairwise
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from itertools import pairwise
 from typing import Any, Final
 
 from idcrawl.core.targets import TargetError
