@@ -17,7 +17,9 @@ Two things are revisited:
   ``gone_limit`` gone revisits in a row the page leaves the schedule.
 
 A failed fetch (errors on every attempt) is no observation: the schedule stays
-as it was, so the thing is still due. No Scrapy imports; all times are epoch
+as it was, so the thing is still due. A visit at or before ``last_crawled`` is a
+replay of one already applied (a rerun after a kill) and changes nothing, so no
+duration moves twice for one fetch. No Scrapy imports; all times are epoch
 seconds from one :class:`idcrawl.core.clock.Clock`.
 """
 
@@ -239,6 +241,8 @@ class Visit:
 
 def visit_tail(schedule: Schedule, found: Iterable[int], now: float, policy: Policy = DEFAULT_POLICY) -> Visit:
     """A tail walked at ``now`` found ``found`` ids; news = any of them above the previous ``last_found``."""
+    if now <= schedule.last_crawled:
+        return Visit(schedule, False)  # a replay (a rerun after a kill): applied once already
     best = max(found, default=None)
     previous = schedule.last_found
     news = best is not None and (previous is None or best > previous)
@@ -275,8 +279,8 @@ class Fetch:
 
 def visit_page(schedule: Schedule, fetch: Fetch, now: float, policy: Policy = DEFAULT_POLICY) -> Visit:
     """A page revisited at ``now``: the rule applied to what came back."""
-    if fetch.outcome is Outcome.FAILED:
-        return Visit(schedule, False)
+    if fetch.outcome is Outcome.FAILED or now <= schedule.last_crawled:
+        return Visit(schedule, False)  # no observation, or a replay applied once already
     duration = schedule.update_duration
     if fetch.outcome is Outcome.MISSING:
         gone = schedule.gone + 1

@@ -17,6 +17,7 @@ from idcrawl.core.recrawl import (
     Outcome,
     Policy,
     Schedule,
+    Visit,
     advised_margin,
     due,
     due_order,
@@ -181,6 +182,16 @@ def test_gone_is_counted_and_leaves_the_schedule_after_n_gone_revisits() -> None
 def test_a_failed_fetch_changes_nothing() -> None:
     s = _page()
     assert visit_page(s, Fetch(Outcome.FAILED), T0 + 2 * DAY).schedule == s
+
+
+def test_a_replayed_visit_changes_nothing() -> None:
+    """A rerun after a kill may replay a fetch: no duration moves twice for one fetch."""
+    now = T0 + 2 * DAY
+    page = visit_page(_page(), Fetch(Outcome.OK, "b"), now).schedule
+    tail = visit_tail(tail_schedule("t", T0, 5), [9], now).schedule
+    assert page is not None and tail is not None
+    assert visit_page(page, Fetch(Outcome.OK, "c"), now) == Visit(page, False)
+    assert visit_tail(tail, [12], now) == Visit(tail, False)
 
 
 # -- per-target keys ---------------------------------------------------------------------------
