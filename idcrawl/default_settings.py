@@ -263,3 +263,8 @@ IDCRAWL_FAIL_EXIT_CODE = 0
 #: Finish reasons that mean the crawl failed, for IDCRAWL_FAIL_EXIT_CODE: a
 #: worker whose Redis was gone for longer than its lease, or came back empty.
 IDCRAWL_FAIL_REASONS = ["idcrawl_redis_unavailable", "idcrawl_redis_state_lost"]
+
+# -- The clock (idcrawl.core.clock.Clock) ----------------------------------------------------------
+#: "Now" for every time idcrawl records or compares (recrawl due times, fetched_at, the recorder):
+#: None = the real clock; an ISO 8601 time (2026-01-12T07:00:00Z; no offset = UTC) fixes it there.
+IDCRAWL_NOW = None

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from idcrawl.core.clock import ClockError, parse_time
 from idcrawl.core.limits import RULES, LimitError, parse_count, parse_duration
 
 __all__ = ["SPECS", "SettingError", "Spec", "check_setting", "check_settings"]
@@ -207,6 +208,13 @@ def _limit(*, duration: bool) -> Spec:
     return Spec(check, "must be a whole number >= 0 (0 = off)", optional=True)
 
 
+def _time(value: Any) -> None:
+    try:
+        parse_time(value)
+    except ClockError:
+        raise _Bad from None
+
+
 def _rate(value: Any) -> None:
     if not 0.0 < _as_float(value) < 1.0:
         raise _Bad
@@ -278,6 +286,9 @@ SPECS: Final[dict[str, Spec]] = {
     "IDCRAWL_REDIS_IDLE_TIMEOUT": _float(note=" (seconds; 0 = wait while the job is unfinished)"),
     "IDCRAWL_FAIL_EXIT_CODE": _int(0, 255, note=" (an exit status; 0 = off)"),
     "IDCRAWL_FAIL_REASONS": _strings(),
+    # the clock (idcrawl.core.clock)
+    "IDCRAWL_NOW": Spec(_time, "must be an ISO 8601 time such as 2026-01-12T07:00:00Z (or unset for the real clock)",
+                        optional=True),
 }
 
 

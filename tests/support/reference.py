@@ -82,3 +82,39 @@ def scope_states_truth(
                 seen.add(state)
                 queue.append(state)
     return {page for page, _, _ in seen}
+
+
+def recrawl_durations_truth(
+    initial: float, news: Sequence[bool], inc_rate: float, dec_rate: float, lo: float, hi: float
+) -> list[float]:
+    """The seed's rule, one visit at a time: every duration after each visit (motivate on news, else
+    penalise, then clamp to [lo, hi] with explicit comparisons)."""
+    d = initial if lo <= initial <= hi else (lo if initial < lo else hi)
+    out: list[float] = []
+    for found in news:
+        d = d * (1 - dec_rate) if found else d * (1 + inc_rate)
+        if d < lo:
+            d = lo
+        if d > hi:
+            d = hi
+        out.append(d)
+    return out
+
+
+def due_order_truth(things: Sequence[tuple[str, str, float, float]], now: float) -> list[str]:
+    """Keys of (kind, key, last_crawled, duration) things due at ``now`` in fetch order: all due tails,
+    then all due pages; within each, most overdue first by pairwise comparison (insertion sort on
+    (now - last) / duration), ties by key."""
+    order: list[str] = []
+    for kind in ("tail", "page"):
+        picked: list[tuple[float, str]] = []
+        for k, key, last, duration in things:
+            if k != kind or not now - last > duration:
+                continue
+            ratio = (now - last - duration) / duration
+            i = 0
+            while i < len(picked) and (picked[i][0] > ratio or (picked[i][0] == ratio and picked[i][1] < key)):
+                i += 1
+            picked.insert(i, (ratio, key))
+        order += [key for _, key in picked]
+    return order

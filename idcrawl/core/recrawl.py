@@ -1,0 +1,362 @@
+"""Adaptive recrawl: when each target's tail and each found page is due again (issue 17, core only).
+
+The rule is the one of seed 004 (``lastCrawled``/``updateDuration``) with Nutch's
+``AdaptiveFetchSchedule`` numbers as the defaults: a revisit that found news
+**motivates** the thing (``d = d x (1 - dec_rate)``), one that found none
+**penalises** it (``d = d x (1 + inc_rate)``), the result clamped to
+``[min_duration, max_duration]`` exactly. A thing is **due** when
+``now - last_crawled > update_duration``; what is due is fetched tails first,
+then pages, most overdue first (``overdue / duration``).
+
+Two things are revisited:
+
+- a **tail** (the ascending frontier of a target): news = any id above the
+  previous ``last_found``;
+- a **page** (a found id): news = a different checksum, or a 200 where the last
+  answer was a 304; a 304 is unchanged; missing is counted as gone, and after
+  ``gone_limit`` gone revisits in a row the page leaves the schedule.
+
+A failed fetch (errors on every attempt) is no observation: the schedule stays
+as it was, so the thing is still due. A visit at or before ``last_crawled`` is a
+replay of one already applied (a rerun after a kill) and changes nothing, so no
+duration moves twice for one fetch. No Scrapy imports; all times are epoch
+seconds from one :class:`idcrawl.core.clock.Clock`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from itertools import pairwise
+from typing import Any, Final
+
+from idcrawl.core.targets import TargetError
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "RECRAWL_KEYS",
+    "Fetch",
+    "Kind",
+    "Outcome",
+    "Policy",
+    "Schedule",
+    "Visit",
+    "advised_margin",
+    "due",
+    "due_order",
+    "early_cut_chance",
+    "gap_runs",
+    "next_duration",
+    "overdue",
+    "page_schedule",
+    "parse_policy",
+    "run_continuation",
+    "tail_schedule",
+    "visit_page",
+    "visit_tail",
+]
+
+DAY: Final = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """The numbers of the rule (Nutch's ``AdaptiveFetchSchedule`` defaults), per target."""
+
+    inc_rate: float = 0.4
+    dec_rate: float = 0.2
+    min_duration: float = 60.0
+    max_duration: float = 365 * DAY
+    initial_duration: float = DAY
+    #: gone revisits in a row after which a page leaves the schedule
+    gone_limit: int = 3
+
+    def clamp(self, duration: float) -> float:
+        return min(self.max_duration, max(self.min_duration, duration))
+
+
+DEFAULT_POLICY: Final = Policy()
+
+#: The per-target keys (job file or ``-a``) and the policy field each sets.
+RECRAWL_KEYS: Final[Mapping[str, str]] = {
+    "recrawl_inc_rate": "inc_rate",
+    "recrawl_dec_rate": "dec_rate",
+    "recrawl_min": "min_duration",
+    "recrawl_max": "max_duration",
+    "recrawl_initial": "initial_duration",
+    "recrawl_gone": "gone_limit",
+}
+
+
+def _rate(key: str, value: Any, *, below_one: bool) -> float:
+    reason = "must be a number > 0 and < 1" if below_one else "must be a finite number > 0"
+    if isinstance(value, bool):
+        raise TargetError(key, value, reason)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise TargetError(key, value, reason) from None
+    if not math.isfinite(number) or number <= 0 or (below_one and number >= 1):
+        raise TargetError(key, value, reason)
+    return number
+
+
+_DURATION: Final = re.compile(r"(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>s|m|h|d)?", re.I)
+_SECONDS_PER: Final = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": DAY}
+
+
+def _duration(key: str, value: Any) -> float:
+    reason = "must be a duration > 0 such as 60s, 15m, 6h, 1d or 3600 (seconds)"
+    if isinstance(value, bool):
+        raise TargetError(key, value, reason)
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and (match := _DURATION.fullmatch(value.strip())):
+        seconds = float(match["number"]) * _SECONDS_PER[(match["unit"] or "s").lower()]
+    else:
+        raise TargetError(key, value, reason)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise TargetError(key, value, reason)
+    return seconds
+
+
+def parse_policy(raw: Mapping[str, Any], defaults: Policy = DEFAULT_POLICY) -> Policy:
+    """The :class:`Policy` of one target from its ``recrawl_*`` keys (other keys are ignored).
+
+    Strings (``-a recrawl_min=5m``) and TOML values are accepted; a bad value
+    raises :class:`TargetError`, one line naming the key and the value.
+    """
+    fields: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = RECRAWL_KEYS.get(key)
+        if name is None:
+            continue
+        if name == "inc_rate":
+            fields[name] = _rate(key, value, below_one=False)
+        elif name == "dec_rate":
+            fields[name] = _rate(key, value, below_one=True)
+        elif name == "gone_limit":
+            text = str(value).strip() if not isinstance(value, bool) else ""
+            if not text.isdigit() or int(text) < 1:
+                raise TargetError(key, value, "must be an integer >= 1")
+            fields[name] = int(text)
+        else:
+            fields[name] = _duration(key, value)
+    policy = replace(defaults, **fields)
+    if policy.min_duration > policy.max_duration:
+        key = "recrawl_min" if "min_duration" in fields else "recrawl_max"
+        raise TargetError(key, raw.get(key, getattr(policy, RECRAWL_KEYS[key])),
+                          f"makes recrawl_min ({policy.min_duration:g}s) above recrawl_max ({policy.max_duration:g}s)")
+    return policy
+
+
+def next_duration(duration: float, news: bool, policy: Policy = DEFAULT_POLICY) -> float:
+    """The seed's rule: motivate (``x (1 - dec_rate)``) on news, else penalise (``x (1 + inc_rate)``); clamped."""
+    factor = (1.0 - policy.dec_rate) if news else (1.0 + policy.inc_rate)
+    return policy.clamp(duration * factor)
+
+
+class Kind(StrEnum):
+    TAIL = "tail"
+    PAGE = "page"
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """One revisited thing: a target's tail (``key`` = the target) or a found page (``key`` = target/id)."""
+
+    kind: Kind
+    key: str
+    last_crawled: float
+    update_duration: float
+    #: tail: the highest found id so far
+    last_found: int | None = None
+    #: page: what the last 200 returned, the validators to send next time, the last status
+    checksum: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    last_status: int | None = None
+    #: page: gone revisits in a row
+    gone: int = 0
+    #: revisits that found news (a page's revision number)
+    revision: int = 0
+
+    def due_at(self) -> float:
+        """The moment after which the thing is due (due when now is strictly later)."""
+        return self.last_crawled + self.update_duration
+
+
+def tail_schedule(key: str, now: float, last_found: int | None, policy: Policy = DEFAULT_POLICY) -> Schedule:
+    """A tail first seen at ``now`` (the end of the run that walked it)."""
+    return Schedule(Kind.TAIL, key, now, policy.clamp(policy.initial_duration), last_found=last_found)
+
+
+def page_schedule(
+    key: str,
+    now: float,
+    checksum: str | None,
+    *,
+    etag: str | None = None,
+    last_modified: str | None = None,
+    status: int = 200,
+    policy: Policy = DEFAULT_POLICY,
+) -> Schedule:
+    """A page first found at ``now``."""
+    return Schedule(
+        Kind.PAGE, key, now, policy.clamp(policy.initial_duration),
+        checksum=checksum, etag=etag, last_modified=last_modified, last_status=status,
+    )
+
+
+def due(schedule: Schedule, now: float) -> bool:
+    """``now - last_crawled > update_duration``."""
+    return now - schedule.last_crawled > schedule.update_duration
+
+
+def overdue(schedule: Schedule, now: float) -> float:
+    """How overdue, in durations: ``(now - last_crawled - duration) / duration`` (> 0 when due)."""
+    return (now - schedule.last_crawled - schedule.update_duration) / schedule.update_duration
+
+
+def due_order(schedules: Iterable[Schedule], now: float) -> list[Schedule]:
+    """What is due at ``now``, in fetch order: tails first, then pages, most overdue first (then by key)."""
+    ready = [s for s in schedules if due(s, now)]
+    ready.sort(key=lambda s: (s.kind is not Kind.TAIL, -overdue(s, now), s.key))
+    return ready
+
+
+@dataclass(frozen=True, slots=True)
+class Visit:
+    """What one revisit did: the new schedule (None: the page left it), whether it found news, whether gone."""
+
+    schedule: Schedule | None
+    news: bool
+    gone: bool = False
+    #: the page's checksum before this visit (for the item of a changed page)
+    previous_checksum: str | None = None
+
+
+def visit_tail(schedule: Schedule, found: Iterable[int], now: float, policy: Policy = DEFAULT_POLICY) -> Visit:
+    """A tail walked at ``now`` found ``found`` ids; news = any of them above the previous ``last_found``."""
+    if now <= schedule.last_crawled:
+        return Visit(schedule, False)  # a replay (a rerun after a kill): applied once already
+    best = max(found, default=None)
+    previous = schedule.last_found
+    news = best is not None and (previous is None or best > previous)
+    return Visit(
+        replace(
+            schedule,
+            last_crawled=now,
+            update_duration=next_duration(schedule.update_duration, news, policy),
+            last_found=best if news else previous,
+            revision=schedule.revision + news,
+        ),
+        news,
+    )
+
+
+class Outcome(StrEnum):
+    """What a page revisit returned."""
+
+    OK = "ok"  # a 200 with a body (checksum)
+    NOT_MODIFIED = "not_modified"  # a 304
+    MISSING = "missing"  # the id's outcome is missing (404/410, soft 404)
+    FAILED = "failed"  # errors on every attempt: no observation
+
+
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    """One revisit's answer: the outcome and, for a 200, its checksum and validators."""
+
+    outcome: Outcome
+    checksum: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+def visit_page(schedule: Schedule, fetch: Fetch, now: float, policy: Policy = DEFAULT_POLICY) -> Visit:
+    """A page revisited at ``now``: the rule applied to what came back."""
+    if fetch.outcome is Outcome.FAILED or now <= schedule.last_crawled:
+        return Visit(schedule, False)  # no observation, or a replay applied once already
+    duration = schedule.update_duration
+    if fetch.outcome is Outcome.MISSING:
+        gone = schedule.gone + 1
+        if gone >= policy.gone_limit:
+            return Visit(None, False, gone=True, previous_checksum=schedule.checksum)
+        return Visit(
+            replace(schedule, last_crawled=now, update_duration=next_duration(duration, False, policy), gone=gone),
+            False, gone=True, previous_checksum=schedule.checksum,
+        )
+    if fetch.outcome is Outcome.NOT_MODIFIED:
+        return Visit(
+            replace(schedule, last_crawled=now, update_duration=next_duration(duration, False, policy),
+                    gone=0, last_status=304),
+            False, previous_checksum=schedule.checksum,
+        )
+    news = fetch.checksum != schedule.checksum or schedule.last_status == 304
+    return Visit(
+        replace(
+            schedule,
+            last_crawled=now,
+            update_duration=next_duration(duration, news, policy),
+            checksum=fetch.checksum,
+            etag=fetch.etag,
+            last_modified=fetch.last_modified,
+            last_status=200,
+            gone=0,
+            revision=schedule.revision + news,
+        ),
+        news, previous_checksum=schedule.checksum,
+    )
+
+
+# -- margin advice (issue 17, point 7) ----------------------------------------------------------
+
+
+def gap_runs(found: Iterable[int]) -> list[int]:
+    """The lengths of the runs of missing ids between consecutive found ids (0 for neighbours)."""
+    ids = sorted(set(found))
+    return [b - a - 1 for a, b in pairwise(ids)]
+
+
+def run_continuation(runs: Iterable[int]) -> float:
+    """``r`` of a geometric fit to gap-run lengths (``P(run >= m) = r**m``), by maximum likelihood:
+    ``r = mean / (1 + mean)``; 0.0 for no runs or only neighbours."""
+    lengths = list(runs)
+    if not lengths:
+        return 0.0
+    mean = sum(lengths) / len(lengths)
+    return mean / (1.0 + mean)
+
+
+def early_cut_chance(r: float, margin: int, gaps: int) -> float:
+    """The chance that a lane crossing ``gaps`` gap runs (each ``P(run >= m) = r**m``) is cut by
+    ``margin`` before its real end: some run reaches the margin. ``margin`` 0 (no cut) never cuts."""
+    if margin <= 0 or gaps <= 0:
+        return 0.0
+    return -math.expm1(gaps * math.log1p(-(r**margin))) if r < 1.0 else 1.0
+
+
+def advised_margin(runs: Iterable[int], gaps: int | None = None, risk: float = 0.01) -> int:
+    """The smallest margin whose early-cut chance over ``gaps`` gap runs (default: as many as
+    ``runs`` has) is below ``risk``, for runs like ``runs`` (a geometric fit: :func:`run_continuation`).
+
+    Runs read from a state are censored at the margin in use (a longer one cut the lane), so the fit
+    is a lower bound when many runs come near it; the advice is then worth a second look.
+    """
+    lengths = list(runs)
+    n = len(lengths) if gaps is None else gaps
+    r = run_continuation(lengths)
+    if r <= 0.0 or n <= 0:
+        return 1
+    # 1 - (1 - r**m)**n < risk  <=>  r**m < 1 - (1 - risk)**(1/n)
+    per_gap = -math.expm1(math.log1p(-risk) / n)
+    margin = max(1, math.ceil(math.log(per_gap) / math.log(r)))
+    while margin > 1 and early_cut_chance(r, margin - 1, n) < risk:  # float edges
+        margin -= 1
+    while early_cut_chance(r, margin, n) >= risk:
+        margin += 1
+    return margin
