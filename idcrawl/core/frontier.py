@@ -275,7 +275,7 @@ class Frontier(Generic[P]):
             for other in waiting:
                 rec.released += self._record_shared(space, other, id_, outcome, payload).released
             return rec
-        rec = lane.record(self._at(lane_key, id_), outcome, payload)
+        rec = lane.record(id_ if positions is None else positions[id_], outcome, payload)
         self._after_change(lane_key, lane, rec)
         return rec
 
