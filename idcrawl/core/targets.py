@@ -8,6 +8,7 @@ the same error text.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -178,17 +179,37 @@ class Target:
 
     def id_of(self, url: str) -> int | None:
         """The id in ``min..max`` whose URL under this template is exactly ``url``, or None."""
-        before, _, rest = self.url.partition("{")
-        after = rest.partition("}")[2]
-        if len(url) <= len(before) + len(after) or not (url.startswith(before) and url.endswith(after)):
+        id_ = id_in_template(self.url, url)
+        if id_ is None or (self.min is not None and id_ < self.min) or (self.max is not None and id_ > self.max):
             return None
-        middle = url[len(before):len(url) - len(after)]
-        if not middle.isdigit() or len(middle) > 20:
-            return None
-        id_ = int(middle)
-        if (self.min is not None and id_ < self.min) or (self.max is not None and id_ > self.max) or id_ > MAX_ID:
-            return None
-        return id_ if self.url_for(id_) == url else None
+        return id_
+
+
+def id_in_template(template: str, url: str) -> int | None:
+    """The id (<= MAX_ID) whose URL under ``template`` is exactly ``url``, or None; bounds aside."""
+    before, after = _template_ends(template)
+    if len(url) <= len(before) + len(after) or not (url.startswith(before) and url.endswith(after)):
+        return None
+    middle = url[len(before):len(url) - len(after)]
+    if not middle.isdigit() or len(middle) > 20:
+        return None
+    id_ = int(middle)
+    if id_ > MAX_ID:
+        return None
+    return id_ if template.format(id=id_) == url else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _template_ends(template: str) -> tuple[str, str]:
+    """The literal text before and after a template's one ``{id}`` field, as ``str.format``
+    renders it (``{{`` and ``}}`` are one brace)."""
+    before: list[str] = []
+    after: list[str] = []
+    seen_field = False
+    for literal, field_name, _, _ in string.Formatter().parse(template):
+        (after if seen_field else before).append(literal)
+        seen_field = seen_field or field_name is not None
+    return "".join(before), "".join(after)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,11 +36,9 @@ is cheap, a page never fetched is not.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import math
-import string
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -49,6 +47,7 @@ from scrapy_redis.dupefilter import RFPDupeFilter as ScrapyRedisRFPDupeFilter
 
 from idcrawl import default_settings
 from idcrawl.core.seen import Seen
+from idcrawl.core.targets import id_in_template
 from idcrawl.distributed import scripts
 from idcrawl.dupefilters import IdDupeFilter
 from idcrawl.errors import BadInputError
@@ -64,7 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ADD_BATCH", "ADD_DELAY", "DEFAULT_CAPACITY", "LanePages", "RedisBloomDupeFilter", "RedisBloomSeen",
-    "RedisRFPDupeFilter", "id_in_url", "lane_request",
+    "RedisRFPDupeFilter", "lane_request",
 ]
 
 logger = logging.getLogger(__name__)
@@ -209,30 +208,6 @@ def lane_request(request: Request) -> bool:
     return bool(request.dont_filter) and META_KEY in request.meta
 
 
-@functools.lru_cache(maxsize=4096)
-def _template_ends(template: str) -> tuple[str, str]:
-    """The literal text before and after a target template's one ``{id}`` field."""
-    before: list[str] = []
-    after: list[str] = []
-    seen_field = False
-    for literal, field, _, _ in string.Formatter().parse(template):
-        (after if seen_field else before).append(literal)
-        seen_field = seen_field or field is not None
-    return "".join(before), "".join(after)
-
-
-def id_in_url(target: Target, url: str) -> int | None:
-    """The id whose URL under ``target``'s template is exactly ``url``, or None."""
-    before, after = _template_ends(target.url)
-    if len(url) <= len(before) + len(after) or not (url.startswith(before) and url.endswith(after)):
-        return None
-    middle = url[len(before):len(url) - len(after)]
-    if not middle.isdigit():
-        return None
-    id_ = int(middle)
-    return id_ if target.url_for(id_) == url else None
-
-
 class LanePages:
     """Which follow-up URLs are pages of lanes the job already handed out.
 
@@ -258,8 +233,8 @@ class LanePages:
             for target in list(frontier.targets.values()):
                 self._groups.setdefault(target.url, []).append(target)
             self._known = len(frontier.targets)
-        for targets in self._groups.values():
-            id_ = id_in_url(targets[0], request.url)
+        for template, targets in self._groups.items():
+            id_ = id_in_template(template, request.url)  # the targets' bounds differ: the lanes say
             if id_ is None:
                 continue
             for target in targets:

@@ -64,20 +64,6 @@ def test_a_detail_page_one_worker_fetched_is_not_fetched_by_another(
         assert second.stats.get("dupefilter/filtered", 0) >= 20
 
 
-def test_the_id_of_a_lane_url_is_read_back_only_when_the_template_makes_exactly_that_url() -> None:
-    from idcrawl.core.targets import parse_target
-    from idcrawl.distributed.dupefilters import id_in_url
-
-    plain = parse_target({"url": "http://h/n/{id}?x={{1}}", "start": 1})
-    assert id_in_url(plain, "http://h/n/42?x={1}") == 42
-    assert id_in_url(plain, "http://h/n/42?x=1") is None
-    assert id_in_url(plain, "http://h/n/?x={1}") is None
-    assert id_in_url(plain, "http://h/n/4a?x={1}") is None
-    padded = parse_target({"url": "http://h/n/{id:06d}.html", "start": 1})
-    assert id_in_url(padded, "http://h/n/000042.html") == 42
-    assert id_in_url(padded, "http://h/n/42.html") is None  # not the lane's URL of 42
-
-
 @pytest.mark.parametrize("dupefilter", ["RedisBloomDupeFilter", "RedisRFPDupeFilter"])
 def test_a_link_to_a_lane_page_the_job_handed_out_is_not_fetched_again(
     make_site, redis_server, tmp_path: Path, dupefilter: str

@@ -597,3 +597,21 @@ def test_located_error_keeps_field_value_and_reason() -> None:
     err = TargetError("margin", "-1", "must be an integer >= 0").located("target 'sirup'")
     assert str(err) == "target 'sirup': margin='-1': must be an integer >= 0"
     assert str(err.located("job file 'j.toml'")) == "job file 'j.toml': target 'sirup': margin='-1': must be an integer >= 0"
+
+
+def test_id_of_reads_an_id_back_only_when_the_template_makes_exactly_that_url() -> None:
+    from idcrawl.core.targets import id_in_template
+
+    plain = parse_target({"url": "http://h/n/{id}?x={{1}}", "start": 1})
+    assert plain.id_of("http://h/n/42?x={1}") == 42
+    assert plain.id_of("http://h/n/42?x=1") is None
+    assert plain.id_of("http://h/n/?x={1}") is None
+    assert plain.id_of("http://h/n/4a?x={1}") is None
+    padded = parse_target({"url": "http://h/n/{id:06d}.html", "start": 1})
+    assert padded.id_of("http://h/n/000042.html") == 42
+    assert padded.id_of("http://h/n/42.html") is None  # not the lane's URL of 42
+    braces = parse_target({"url": "http://h/{{a}}/n/{id}", "start": 1})
+    assert braces.id_of("http://h/{a}/n/42") == 42
+    bounded = parse_target({"url": "http://h/n/{id:06d}.html", "start": 1, "max": 10})
+    assert bounded.id_of("http://h/n/000042.html") is None  # outside the target's bounds
+    assert id_in_template(bounded.url, "http://h/n/000042.html") == 42  # the template alone
