@@ -461,12 +461,7 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
     silently crawl with the default. ``job``: a job file's ``[[targets]]`` table, which
     may also have the scope keys (``crawl_profiles``, ``enabled``: :data:`JOB_TARGET_KEYS`).
     """
-    known = JOB_TARGET_KEYS if job else TARGET_KEYS
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise TargetError(
-            unknown[0], raw[unknown[0]], f"unknown key (known: {', '.join(sorted(known))})"
-        )
+    _refuse_unknown(raw, JOB_TARGET_KEYS if job else TARGET_KEYS)
     merged: dict[str, Any] = {**DEFAULTS, **(defaults or {}), **raw}
     if "url" not in raw:
         raise TargetError("url", _MISSING, "is required (a URL template containing {id})")
@@ -761,6 +756,15 @@ def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max
     return JobFile(str(path), targets, profile, page_targets, collections, crawl_profiles)
 
 
+def _refuse_unknown(raw: Mapping[str, Any], known: Iterable[str]) -> None:
+    """One line for the first unknown key of a table (a typo such as ``margn`` would otherwise
+    silently take the default), listing the known ones."""
+    known = frozenset(known)
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise TargetError(unknown[0], raw[unknown[0]], f"unknown key (known: {', '.join(sorted(known))})")
+
+
 def _tables(value: Any, key: str, where: str) -> list[Mapping[str, Any]]:
     if not isinstance(value, list) or not all(isinstance(item, Mapping) for item in value):
         raise TargetError(key, value, f"must be an array of [[{key}]] tables", where=where)
@@ -780,10 +784,7 @@ def _collections(value: Any, where: str) -> dict[str, Collection]:
     for index, raw in enumerate(_tables(value, "collections", where)):
         label = f"{where}: collections[{index}]"
         try:
-            unknown = sorted(set(raw) - COLLECTION_KEYS)
-            if unknown:
-                raise TargetError(unknown[0], raw[unknown[0]],
-                                  f"unknown key (known: {', '.join(sorted(COLLECTION_KEYS))})")
+            _refuse_unknown(raw, COLLECTION_KEYS)
             if "name" not in raw:
                 raise TargetError("name", _MISSING, "is required (the collection's name)")
             name = _name("name", raw["name"])
@@ -816,10 +817,7 @@ def _regexes(field: str, value: Any) -> tuple[re.Pattern[str], ...]:
 
 
 def _crawl_profile(raw: Mapping[str, Any], collections: Mapping[str, Collection]) -> CrawlProfile:
-    unknown = sorted(set(raw) - CRAWL_PROFILE_KEYS)
-    if unknown:
-        raise TargetError(unknown[0], raw[unknown[0]],
-                          f"unknown key (known: {', '.join(sorted(CRAWL_PROFILE_KEYS))})")
+    _refuse_unknown(raw, CRAWL_PROFILE_KEYS)
     if "name" not in raw:
         raise TargetError("name", _MISSING, "is required (the crawl profile's name)")
     name = _name("name", raw["name"])
