@@ -204,10 +204,14 @@ def test_a_replacement_for_a_sigkilled_worker_takes_its_ids_at_once(
                   *client.hvals("idcrawl:{replace}:L:reg:desc:own")]
         return any(owner.startswith(victim) for owner in owners)
 
+    def all_joined() -> bool:  # a survivor joining after the kill would take the dead worker over itself
+        return client.zcard("idcrawl:{replace}:workers") >= 3
+
     deadline = time.monotonic() + 60
-    while (len(site.ids()) < 80 or not victim_holds_ids()) and time.monotonic() < deadline:
+    while (len(site.ids()) < 80 or not victim_holds_ids() or not all_joined()) and time.monotonic() < deadline:
         time.sleep(0.005)
     assert victim_holds_ids(), "the worker to kill never claimed an id"
+    assert all_joined(), "a worker never joined"
     procs[0].send_signal(signal.SIGKILL)
     procs[0].wait(timeout=30)
     replacement = start_worker(tmp_path / "w3", args, settings)
