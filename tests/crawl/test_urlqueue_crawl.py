@@ -8,6 +8,7 @@ run), so the server's log shows exactly what each run fetched.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from math import sqrt
@@ -22,6 +23,7 @@ from idcrawl.state import SqliteStateStore
 from tests.crawl.test_scope_crawl import GRAPH
 from tests.support.crawl import CrawlResult, run_crawl
 from tests.support.linkgraph import LinkGraphSite, resolver_settings
+from tests.support.states import scrapy_many
 
 A, B, C = "a.test", "b.test", "c.test"
 CUT_SHORT = {"DOWNLOADER_MIDDLEWARES": {"tests.support.cut_short.CutShort": 950}, "CUT_SHORT_AFTER": 3}
@@ -97,6 +99,14 @@ def test_a_collection_deactivated_in_run_2_and_reactivated_in_run_3_gives_one_un
     assert second.stats["idcrawl/scope/postponed"] == len(left)
     assert all(e.state is QueueState.POSTPONED and e.record.next_harvest is not None
                for e in stored(work).values() if e.state is not QueueState.HARVESTED)
+    plan, table = scrapy_many(work, ["idplan", "--json"], ["idplan"])  # what idplan shows of it, by hops
+    assert plan.returncode == 0 and table.returncode == 0, plan.stderr + table.stderr
+    (row,) = json.loads(plan.stdout)["scope"]
+    assert (row["target"], row["crawl_profile"], row["collection"]) == ("front", "site", "news")
+    assert (row["queued"], row["postponed"], row["harvested"]) == (0, len(left), 3)
+    by_hops = {e.record.hops.hops for e in left}
+    assert {h["hops"] for h in row["by_hops"] if h["postponed"]} == by_hops
+    assert "crawl scope: URLs by hops" in table.stdout and "postponed" in table.stdout
 
     third = crawl(work, news_job(site, True))  # active again: the walk goes on where it stopped
     assert third.stats["idcrawl/scope/released"] == len(left)

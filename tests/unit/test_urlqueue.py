@@ -345,3 +345,30 @@ def test_a_collection_alone_on_its_host_gets_every_slot() -> None:
     queue.seed("s", url(0), 0.0)
     assert drain(queue, {url(0): [url(3), url(6), url(9)]})[0] == url(0)
     assert queue.ready() == 0 and len(queue) == 4
+
+
+# -- idplan ----------------------------------------------------------------------------------------
+
+
+def test_idplan_shows_queued_postponed_and_harvested_urls_by_target_crawl_profile_collection_and_hops() -> None:
+    from rich.console import Console
+
+    from idcrawl.commands.scope_report import render_scope, scope_document
+
+    counts = [UrlCount("s", "p", "news", 0, QueueState.HARVESTED, 1), UrlCount("s", "p", "news", 1, QueueState.QUEUED, 2),
+              UrlCount("s", "p", "news", 2, QueueState.POSTPONED, 3), UrlCount("t", "q", "", 1, QueueState.QUEUED, 4)]
+    assert scope_document(counts) == [
+        {"target": "s", "crawl_profile": "p", "collection": "news", "queued": 2, "postponed": 3, "harvested": 1,
+         "by_hops": [{"hops": 0, "queued": 0, "postponed": 0, "harvested": 1},
+                     {"hops": 1, "queued": 2, "postponed": 0, "harvested": 0},
+                     {"hops": 2, "queued": 0, "postponed": 3, "harvested": 0}]},
+        {"target": "t", "crawl_profile": "q", "collection": None, "queued": 4, "postponed": 0, "harvested": 0,
+         "by_hops": [{"hops": 1, "queued": 4, "postponed": 0, "harvested": 0}]},
+    ]
+    console = Console(record=True, width=120)
+    render_scope(counts, console)
+    text = console.export_text()
+    assert "crawl scope: URLs by hops" in text and "news" in text
+    console = Console(record=True, width=120)
+    render_scope([], console)
+    assert console.export_text() == ""  # a job without crawl scope: nothing
