@@ -48,8 +48,9 @@ class Command(ScrapyCommand):
             raise UsageError(f"--ranges must be >= 0, not {opts.ranges}", print_help=False)
         path = resolve_state(self.settings, opts)
         try:
-            views = load_views(path, args, opts.job)
-            urls = load_url_counts(path, args)  # crawl scope: the URL queue by target, crawl profile, hops
+            urls, pages_only = load_url_counts(path, args)  # crawl scope: the URL queue by target, crawl profile, hops
+            plan_args = [name for name in args if name not in pages_only]  # page targets have no lanes
+            views = load_views(path, plan_args, opts.job) if plan_args or not args or opts.job else []
         except CommandFailed as exc:
             fail(self, "idplan", exc)
             return
@@ -59,5 +60,8 @@ class Command(ScrapyCommand):
             sys.stdout.write(json.dumps(document, indent=2) + "\n")
         else:
             console = Console(highlight=False)
-            render_plan(views, console, keep=opts.ranges, state=str(path))
+            if views or not urls:
+                render_plan(views, console, keep=opts.ranges, state=str(path))
+            else:  # only page targets: no resume plan to show
+                console.print(f"state file {path}", highlight=False, markup=False)
             render_scope(urls, console)

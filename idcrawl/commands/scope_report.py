@@ -26,17 +26,21 @@ STATES = (QueueState.QUEUED, QueueState.POSTPONED, QueueState.HARVESTED)
 Key = tuple[str, str, str]  # target, crawl profile, collection
 
 
-def load_url_counts(path: Path, targets: Sequence[str] = ()) -> list[UrlCount]:
-    """The URL counts of the SQLite state file at ``path`` (of ``targets`` only, when named);
+def load_url_counts(path: Path, targets: Sequence[str] = ()) -> tuple[list[UrlCount], list[str]]:
+    """The URL counts of the SQLite state file at ``path`` (of ``targets`` only, when named), and
+    which of ``targets`` have URLs but no lanes (page targets: the resume plan does not know them);
     none from a file that does not exist or a state in Redis."""
     if not isinstance(path, Path) or not path.is_file():
-        return []
+        return [], []
     store = SqliteStateStore(path, read_only=True)
     try:
         counts = count_urls(store.load_urls())
+        with_lanes = set(store.targets())
     finally:
         store.close()
-    return [c for c in counts if not targets or c.target in targets]
+    with_urls = {c.target for c in counts}
+    pages_only = [name for name in targets if name in with_urls and name not in with_lanes]
+    return [c for c in counts if not targets or c.target in targets], pages_only
 
 
 def _grouped(counts: Iterable[UrlCount]) -> dict[Key, dict[int, dict[QueueState, int]]]:

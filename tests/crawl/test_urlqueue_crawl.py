@@ -99,9 +99,11 @@ def test_a_collection_deactivated_in_run_2_and_reactivated_in_run_3_gives_one_un
     assert second.stats["idcrawl/scope/postponed"] == len(left)
     assert all(e.state is QueueState.POSTPONED and e.record.next_harvest is not None
                for e in stored(work).values() if e.state is not QueueState.HARVESTED)
-    plan, table = scrapy_many(work, ["idplan", "--json"], ["idplan"])  # what idplan shows of it, by hops
-    assert plan.returncode == 0 and table.returncode == 0, plan.stderr + table.stderr
-    (row,) = json.loads(plan.stdout)["scope"]
+    plan, table, named = scrapy_many(work, ["idplan", "--json"], ["idplan"], ["idplan", "front", "--json"])
+    assert plan.returncode == 0 and table.returncode == 0 and named.returncode == 0, plan.stderr + named.stderr
+    (row,) = json.loads(plan.stdout)["scope"]  # what idplan shows of it, by hops
+    assert json.loads(named.stdout)["scope"] == [row]  # a page target by name: its URLs (it has no lanes)
+    assert json.loads(named.stdout)["targets"] == []
     assert (row["target"], row["crawl_profile"], row["collection"]) == ("front", "site", "news")
     assert (row["queued"], row["postponed"], row["harvested"]) == (0, len(left), 3)
     by_hops = {e.record.hops.hops for e in left}
