@@ -139,7 +139,7 @@ class StateRecorder:
         self._ended = self._feeds_done = self._store_closed = False
         self._loop: Any = None
         self.commits = 0
-        #: called first at every checkpoint, while the store is open (the URL queue of crawl scope commits its changes)
+        #: called at every checkpoint, after the feeds' flush (the URL queue of crawl scope commits its changes)
         self.also_commit: list[Callable[[], None]] = []
         self.emit_once = emit_once
         self._recovered = recovered or {}
@@ -237,10 +237,10 @@ class StateRecorder:
     def checkpoint(self, flush: bool = True) -> None:
         if self._store_closed:
             return
-        for commit in self.also_commit:
-            commit()
         if flush:
             self._durable_feeds = flush_feeds(self.crawler)
+        for commit in self.also_commit:  # after the flush: the items written so far are on disk
+            commit()
         outcomes, self._pending = self._pending, defaultdict(lambda: defaultdict(BitMap64))
         marks = None
         if self._durable_feeds:
