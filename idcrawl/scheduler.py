@@ -8,6 +8,10 @@ empty, the next id comes from the frontier, which interleaves lanes by weight
 and skips lanes whose download slot is busy, so a slow host never holds up
 the others (no head-of-line blocking).
 
+With crawl scope, the outlinks wait in the job's URL queue (:mod:`idcrawl.core.urlqueue`, held by
+``IdScopeMiddleware``), not in Scrapy's queues: lane requests and the queue take turns, and the
+queue hands out a URL of a host whose slot has room, chosen then by the yield model.
+
 Set ``SCHEDULER = "idcrawl.scheduler.IdScheduler"`` (the idseq spider does
 it for you). In a crawl without an id runtime (:func:`idcrawl.runtime.runtime_of`)
 it behaves exactly like Scrapy's default scheduler.
@@ -25,6 +29,7 @@ from scrapy.core.scheduler import Scheduler
 
 from idcrawl._scrapy import slot_has_room, slot_key
 from idcrawl.core.delays import DelayQueue
+from idcrawl.core.scope import host_of
 from idcrawl.runtime import DUE_KEY, STATS_PREFIX, IdRuntime, Limiter, runtime_of
 
 if TYPE_CHECKING:
@@ -44,7 +49,14 @@ class IdScheduler(Scheduler):
         # lane requests handed to the engine that have not reached their slot yet
         self._entering: dict[str, weakref.WeakSet[Request]] = {}
         self._delayed: DelayQueue[Request] = DelayQueue()
+        self._scope: Any = None  # the crawl scope's URL queue (IdScopeMiddleware); None: no crawl scope
+        self._outlinks_first = False
         if self.runtime is not None:
+            if self.runtime.scope:
+                from idcrawl.spidermiddlewares.scope import IdScopeMiddleware
+
+                assert self.crawler is not None
+                self._scope = self.crawler.get_spider_middleware(IdScopeMiddleware)
             self.runtime.open()
             assert self.crawler is not None
             self.crawler.signals.connect(self._reached_downloader, signal=signals.request_reached_downloader)
@@ -58,6 +70,8 @@ class IdScheduler(Scheduler):
 
     def has_pending_requests(self) -> bool:
         if super().has_pending_requests() or self._delayed:
+            return True
+        if self._scope is not None and self._scope.queue.ready():
             return True
         return self.runtime is not None and self.runtime.frontier.can_dispense()
 
@@ -81,9 +95,13 @@ class IdScheduler(Scheduler):
                 break
         if request is not None or self.runtime is None:
             return request
+        if self._scope is not None:  # crawl scope: lanes and the URL queue take turns
+            self._outlinks_first = not self._outlinks_first
+            if self._outlinks_first and (request := self._next_outlink()) is not None:
+                return request
         dispatch = self.runtime.next(self._group_ready)
         if dispatch is None:
-            return None
+            return self._next_outlink() if self._scope is not None and not self._outlinks_first else None
         assert self.stats is not None
         self.stats.inc_value("scheduler/dequeued")
         self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}")
@@ -97,6 +115,16 @@ class IdScheduler(Scheduler):
         if limiter is not None:
             limiter.taken(slot_key)
         return lane_request
+
+    def _next_outlink(self) -> Request | None:
+        """The next URL of the crawl scope's queue on a host with room (the yield model chooses)."""
+        request: Request | None = self._scope.next_request(self._group_ready)
+        if request is not None:
+            assert self.stats is not None
+            self.stats.inc_value("scheduler/dequeued")
+            self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}_scope")
+            self._entering.setdefault(self._slot_key(host_of(request.url)), weakref.WeakSet()).add(request)
+        return request
 
     def _next_queued(self) -> Request | None:
         """A due retry, else a request of Scrapy's queues (follow-ups)."""

@@ -117,6 +117,13 @@ def canonical(url: str) -> str:
     return canonicalize_url(url)
 
 
+@lru_cache(maxsize=1024)
+def _canonical_seed(url: str) -> str:
+    """:func:`canonical` of a seed URL (asked for every link of every page)."""
+    return canonical(url)
+
+
+@lru_cache(maxsize=1 << 16)
 def host_of(url: str) -> str:
     """The host name of ``url``, lower case, without a trailing dot ("" when it has none)."""
     return (urlsplit(url).hostname or "").rstrip(".")
@@ -230,7 +237,7 @@ class JobScope:
         """The crawl profiles of the seed ``owner`` that ``url`` with ``hops`` is in scope of
         (enabled or not), in the seed's order; a deleted crawl profile contributes nothing."""
         seed = self.seeds[owner]
-        seed_url = canonical(seed.url)
+        seed_url = _canonical_seed(seed.url)
         return tuple(name for name in seed.crawl_profiles
                      if name in self.crawl_profiles and in_scope(self.crawl_profiles[name], seed_url, url, hops))
 

@@ -40,7 +40,7 @@ import json
 import logging
 import os
 from collections import defaultdict
-from collections.abc import Container
+from collections.abc import Callable, Container
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -139,6 +139,8 @@ class StateRecorder:
         self._ended = self._feeds_done = self._store_closed = False
         self._loop: Any = None
         self.commits = 0
+        #: called at every checkpoint, after the feeds' flush (the URL queue of crawl scope commits its changes)
+        self.also_commit: list[Callable[[], None]] = []
         self.emit_once = emit_once
         self._recovered = recovered or {}
         self._several_items = False  # some found id had more than one item: feed tails cannot be read back
@@ -237,6 +239,8 @@ class StateRecorder:
             return
         if flush:
             self._durable_feeds = flush_feeds(self.crawler)
+        for commit in self.also_commit:  # after the flush: the items written so far are on disk
+            commit()
         outcomes, self._pending = self._pending, defaultdict(lambda: defaultdict(BitMap64))
         marks = None
         if self._durable_feeds:
