@@ -16,6 +16,13 @@ from idcrawl.core.targets import DEFAULTS as _TARGET_DEFAULTS
 #: reset the run of misses: a host that is down then walks on to the bound.
 IDCRAWL_MARGIN_COUNTS_FAILED = True
 
+#: How far a lane dispenses ahead of its outcomes (one process; a distributed job keeps its
+#: own claim rule). ``adaptive``: at most the margin past the earliest cut the outcomes so
+#: far allow (requests past a lane's end <= margin at any concurrency), and an id waiting
+#: out a retry that cannot change the cut does not hold the window. ``window``: a whole
+#: window from the first undecided id (the waste past a cut is then about the concurrency).
+IDCRAWL_SPECULATION = "adaptive"
+
 #: Most targets a job file may hold; a larger job is refused with one line before
 #: it is parsed. Each target costs about 0.2 ms and 5 KB to start (bench/big_job.py:
 #: 20,000 targets open in ~5 s and ~170 MB, 100,000 in ~20 s and ~500 MB). 0 = no limit.
