@@ -284,3 +284,78 @@ def test_any_order_decides_as_the_sequential_rule_and_wastes_at_most_the_margin(
     # requests past the cut: at most the margin
     if cut is not None:
         assert ln.counts.past_cut == (ln.next_id - cut) * step - 1 <= margin
+
+
+def drive_frontier(frontier: Frontier[tuple[str, int]], outcome_of: Callable[[int], Outcome], rnd: random.Random,
+                   concurrency: int, slow: set[int]) -> dict[str, list[int]]:
+    """As :func:`drive`, for a whole frontier; the released ids per lane (payloads are (lane, id))."""
+    released: dict[str, list[int]] = {key: [] for key in frontier.lanes}
+
+    def take(payloads: list[tuple[str, int]]) -> None:
+        for lane_key, id_ in payloads:
+            released[lane_key].append(id_)
+
+    inflight: list[tuple[str, int]] = []
+    for _ in range(100_000):
+        while len(inflight) < concurrency and (rnd.random() < 0.8 or not inflight):
+            dispatch = frontier.next()
+            if dispatch is None:
+                break
+            inflight.append((dispatch.lane, dispatch.id))
+        take(frontier.released)
+        frontier.released.clear()
+        if not inflight:
+            assert frontier.finished
+            return released
+        quick = [d for d in inflight if d[1] not in slow]
+        key, id_ = rnd.choice(quick or inflight)
+        inflight.remove((key, id_))
+        outcome = outcome_of(id_)
+        take(frontier.record(key, id_, outcome, (key, id_) if outcome is FOUND else None).released)
+        frontier.touched.clear()  # their releases came back in the record's
+    raise AssertionError("the frontier did not finish")
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(
+    starts=st.lists(st.tuples(st.integers(0, 120), st.sampled_from(["asc", "desc", "both"]), st.integers(1, 6),
+                              st.integers(1, 30), st.booleans()), min_size=1, max_size=4),
+    exists=st.sets(st.integers(0, 170), max_size=150),
+    failing=st.sets(st.integers(0, 170), max_size=15),
+    slow=st.sets(st.integers(0, 170), max_size=10),
+    concurrency=st.integers(1, 40),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_frontiers_decide_the_same_with_adaptive_lanes_and_a_fixed_window(
+    starts: list[tuple[int, str, int, int, bool]], exists: set[int], failing: set[int], slow: set[int],
+    concurrency: int, seed: int,
+) -> None:
+    """Targets on one site or on sites of their own (overlapping ones share outcomes), ids answering
+    late as if retried: items, cuts and every lane's counts equal the fixed window's and the rule's."""
+    targets = [parse_target({"name": f"t{i}", "start": start, "direction": direction, "margin": margin,
+                             "window": window, "url": f"https://{'shared' if shared else f'h{i}'}.example/{{id}}"})
+               for i, (start, direction, margin, window, shared) in enumerate(starts)]
+
+    def outcome_of(id_: int) -> Outcome:
+        return FAILED if id_ in failing else FOUND if id_ in exists else MISSING
+
+    def rebind(payload: tuple[str, int] | None, lane: str, id_: int) -> tuple[str, int]:
+        return lane, id_
+
+    runs = []
+    for adaptive in (True, False):
+        frontier: Frontier[tuple[str, int]] = Frontier(targets, rebind=rebind, adaptive=adaptive)
+        released = drive_frontier(frontier, outcome_of, random.Random(seed), concurrency, slow)
+        counts = {key: (ln.cut_at, ln.counts.found, ln.counts.missing, ln.counts.failed)
+                  for key, ln in frontier.lanes.items()}
+        runs.append(({key: sorted(ids) for key, ids in released.items()}, counts))
+        for tgt in targets:
+            for key, ln in frontier.lanes.items():
+                if frontier.lane_target[key] is not tgt:
+                    continue
+                found, cut = lane_truth(lambda i: outcome_of(i) is FOUND, ln.start, ln.step, None, tgt.margin)
+                assert ln.cut_at == cut, key
+                assert sorted(released[key]) == sorted(found), key
+                if adaptive and cut is not None:
+                    assert ln.counts.past_cut <= tgt.margin, key
+    assert runs[0] == runs[1]
