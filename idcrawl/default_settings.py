@@ -45,9 +45,11 @@ IDCRAWL_MARGIN: int = _TARGET_DEFAULTS["margin"]  # 10
 
 #: Default number of ids a lane may dispense past its first undecided id (per
 #: target key ``window``). It bounds the requests wasted past a cut and the
-#: items held in memory. In practice the waste past a cut is about the slot's
-#: concurrency; the window only caps the worst case. Too small a window stalls
-#: a lane behind one slow response (measured: 32 ran at ~0.6x plain Scrapy).
+#: items held in memory. With IDCRAWL_SPECULATION=window the waste past a cut is
+#: about the slot's concurrency, and the window only caps the worst case; with
+#: ``adaptive`` it is at most the margin, and the window counts from the last found
+#: id before the earliest possible cut. Too small a window stalls a lane behind one
+#: slow response (measured: 32 ran at ~0.6x plain Scrapy).
 IDCRAWL_WINDOW: int = _TARGET_DEFAULTS["window"]  # 128
 
 #: Statuses whose response means "this id does not exist" (outcome missing);
