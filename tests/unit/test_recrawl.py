@@ -389,3 +389,18 @@ def test_idplan_advises_the_true_margin_from_the_gap_runs_in_a_state(tmp_path: P
     assert target["margin_advice"]["advised_margin"] == 24
     assert target["tail"] == {"last_crawled": "2026-01-12T07:00:00.000Z", "update_duration": DAY,
                               "due_at": "2026-01-13T07:00:00.000Z", "last_found": last, "revision": 0}
+
+
+def test_a_due_run_adds_the_most_overdue_tails_first() -> None:
+    from types import SimpleNamespace
+
+    from idcrawl.runtime import LocalWorker
+
+    url = "https://reg.example/n/{id}"
+    targets = [parse_target({"url": url, "start": 1, "name": name, "resume": "due"}) for name in "abcd"]
+    worker = LocalWorker.__new__(LocalWorker)
+    worker.runtime = SimpleNamespace(clock=Clock(T0 + 10 * DAY))  # type: ignore[assignment]
+    worker._tails = {"a": tail_schedule("a", T0 + 9 * DAY, 5),  # 0 durations overdue
+                     "b": tail_schedule("b", T0, 5),  # 9
+                     "d": tail_schedule("d", T0 + 9.9 * DAY, 5)}  # not due: -0.9
+    assert [t.name for t in worker._in_due_order(targets)] == ["b", "a", "c", "d"]
