@@ -69,15 +69,16 @@ class IdScopeMiddleware:
     """Follows the outlinks of a job's hop-0 pages in the scope of its crawl profiles."""
 
     def __init__(self, crawler: Crawler, scope: JobScope, targets: Iterable[Target] = (),
-                 queue: UrlQueue | None = None, store: StateStore | None = None) -> None:
-        """``queue``: the URL queue (None: a new one, in memory, with the URLs ``store`` keeps)."""
+                 queue: UrlQueue | None = None, store: StateStore | None = None, clock: Clock | None = None) -> None:
+        """``queue``: the URL queue (None: a new one, in memory, with the URLs ``store`` keeps); ``clock``:
+        the crawl's one clock (None: one from ``IDCRAWL_NOW``)."""
         self.crawler = crawler
         self.scope = scope
         stats = crawler.stats
         assert stats is not None
         self.stats = stats
         settings = crawler.settings
-        self.clock = Clock.from_setting(settings.get("IDCRAWL_NOW"))
+        self.clock = clock if clock is not None else Clock.from_setting(settings.get("IDCRAWL_NOW"))
         self.links = LinkExtractor()
         self.missing_statuses = frozenset(
             int(status) for status in settings.getlist("IDCRAWL_MISSING_STATUSES",
@@ -105,10 +106,10 @@ class IdScopeMiddleware:
             queue = make(runtime.scope, random.Random(
                 settings.getint("IDCRAWL_SCOPE_SEED", default_settings.IDCRAWL_SCOPE_SEED)), skip,
                 settings.getfloat("IDCRAWL_SCOPE_POSTPONE", default_settings.IDCRAWL_SCOPE_POSTPONE))
-            return cls(crawler, runtime.scope, runtime.targets, queue)
+            return cls(crawler, runtime.scope, runtime.targets, queue, clock=runtime.clock)
         recorder = getattr(worker, "recorder", None)
         store = recorder.store if recorder is not None and recorder.store.keeps_urls else None
-        middleware = cls(crawler, runtime.scope, runtime.targets, store=store)
+        middleware = cls(crawler, runtime.scope, runtime.targets, store=store, clock=runtime.clock)
         if store is not None and recorder is not None and isinstance(middleware.queue, MemoryUrlQueue):
             queue = middleware.queue
             recorder.also_commit.append(lambda: store.commit_urls(*queue.changes()))

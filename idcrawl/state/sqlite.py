@@ -4,9 +4,10 @@ One row per target outcome holds a serialized roaring bitmap, so the file
 stays small whatever the range. Every commit is one transaction: killed at
 any moment, the file holds the state of the last completed commit.
 
-Older files get the ``feeds`` table (feed marks) and the ``urls`` table (the URL queue of crawl
-scope, one row per URL), added without a schema version change (older idcrawl versions ignore
-them), when opened for writing; read-only, a file without them has none.
+Older files get the ``feeds`` table (feed marks), the ``urls`` table (the URL queue of crawl
+scope, one row per URL) and the ``tails`` table (each target's tail recrawl schedule, a JSON record:
+:func:`idcrawl.core.recrawl.record_of`), added without a schema version change (older idcrawl
+versions ignore them), when opened for writing; read-only, a file without them has none.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
+from idcrawl.core.recrawl import Schedule, record_of, schedule_of
 from idcrawl.core.scope import Hops, UrlRecord
 from idcrawl.core.urlqueue import QueuedUrl, QueueState
 from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
@@ -55,6 +57,8 @@ _FEEDS = (
     "CREATE TABLE IF NOT EXISTS feeds ("
     "run INTEGER NOT NULL, path TEXT NOT NULL, offset INTEGER NOT NULL, PRIMARY KEY (run, path))"
 )
+#: Tail schedules (recrawl, additive like ``feeds``): target -> its schedule as JSON.
+_TAILS = "CREATE TABLE IF NOT EXISTS tails (target TEXT PRIMARY KEY, record TEXT NOT NULL)"
 
 #: The URL queue of crawl scope (:mod:`idcrawl.core.urlqueue`): one row per URL (additive, like ``feeds``).
 _URLS = (
@@ -114,6 +118,7 @@ class SqliteStateStore(StateStore):
                 self._add_columns()
             self._db.execute(_FEEDS)
             self._db.execute(_URLS)
+            self._db.execute(_TAILS)
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
         except OSError as exc:
@@ -236,6 +241,14 @@ class SqliteStateStore(StateStore):
                 return []
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
         return [_url_entry(row) for row in rows]
+    def tail_schedules(self) -> dict[str, Schedule]:
+        try:
+            rows = self._db.execute("SELECT target, record FROM tails ORDER BY target").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # a file written before tail schedules, opened read-only
+                return {}
+            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+        return {name: schedule_of(json.loads(record)) for name, record in rows}
 
     def runs(self) -> list[RunRecord]:
         query = "SELECT id, started_at, ended_at, finish_reason, counts, targets FROM runs ORDER BY id"
@@ -254,6 +267,7 @@ class SqliteStateStore(StateStore):
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
         feeds: FeedMarks | None = None,
+        tails: Mapping[str, Schedule] | None = None,
     ) -> None:
         try:
             with self._transaction() as db:
@@ -285,6 +299,11 @@ class SqliteStateStore(StateStore):
                         "ON CONFLICT(run, path) DO UPDATE SET offset = excluded.offset",
                         [(feeds.run_id, path, offset) for path, offset in feeds.offsets.items()],
                     )
+                if tails:
+                    db.executemany(
+                        "INSERT INTO tails VALUES (?, ?) ON CONFLICT(target) DO UPDATE SET record = excluded.record",
+                        [(name, json.dumps(record_of(schedule))) for name, schedule in tails.items()],
+                    )
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
@@ -305,6 +324,7 @@ class SqliteStateStore(StateStore):
             with self._transaction() as db:
                 db.execute("DELETE FROM outcomes WHERE target = ?", (name,))
                 db.execute("DELETE FROM lanes WHERE target = ?", (name,))
+                db.execute("DELETE FROM tails WHERE target = ?", (name,))
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
