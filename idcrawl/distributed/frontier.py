@@ -560,7 +560,8 @@ class RedisFrontier(Generic[P]):
         """May the job's lane have room for new ids (so a parked lane is worth a claim)? The mirror
         knows the fixed window; an adaptive lane's room also depends on its earliest possible cut and
         window base, kept in Redis only: any change may have made room, up to the lane's memory bound
-        (``BEHIND_WINDOWS``), at the price of a claim that may come back empty and park it again.
+        (``BEHIND_WINDOWS``), at the price of a claim that may come back empty and park it again
+        (a poll reads the job's own answer, STATUS's room).
         ``was``: the value before the change (a fixed-window lane is unparked when it turns True)."""
         if not self.adaptive:
             return lane.ready and not was
@@ -717,13 +718,12 @@ class RedisFrontier(Generic[P]):
         woken: list[str] = []
         self.vanished = set()
         for key, state in zip(keys, reply[:-1], strict=True):
-            fu, nxt, reason, cut, last, free = state
+            fu, nxt, reason, cut, last, free, room = state
             if not _text(fu):
                 self.vanished.add(key)  # the job's state is gone (Redis restarted empty, or cleaned)
                 continue
             self._sync(key, fu, nxt, reason, cut, last)
-            lane = self.lanes[key]
-            if (int(free) > 0 or self._room(lane)) and self.unpark(key):
+            if (int(free) > 0 or int(room)) and self.unpark(key):  # room: the job's (adaptive or not)
                 woken.append(key)
         unsettled, delayed, orphans, feed, tver, next_due = (int(v) for v in reply[-1])
         status = self.status
