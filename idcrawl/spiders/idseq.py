@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import DontCloseSpider
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 from scrapy.utils.spider import iterate_spider_output
 
@@ -49,7 +50,10 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
-__all__ = ["IdSeqSpider"]
+__all__ = ["ID_CONCURRENT_ITEMS", "IdSeqSpider"]
+
+# CONCURRENT_ITEMS of an id crawl unless the project or -s sets it: a response's outputs one after another
+ID_CONCURRENT_ITEMS = 1
 
 
 
@@ -122,6 +126,11 @@ class IdSeqSpider(Spider):
         from idcrawl.extensions.state import STATE_LOADER_ORDER
         from idcrawl.scheduler import IdScheduler
 
+        # Scrapy 2.19 starts CONCURRENT_ITEMS asyncio tasks per response (default 100); an id page yields one
+        # item, so 100 cost ~1.45x the CPU per page for nothing (docs/benchmarks.md). Set only when the project,
+        # the command line and the spider left Scrapy's default; a profile still applies on top.
+        if (settings.getpriority("CONCURRENT_ITEMS") or 0) < SETTINGS_PRIORITIES["project"]:
+            settings.set("CONCURRENT_ITEMS", ID_CONCURRENT_ITEMS, priority="addon")
         apply_profile(settings)
         # IDCRAWL_SPIDERMON is read by an add-on: add-ons run later, after a job file's profile too
         from idcrawl.spidermon.addon import Monitoring
