@@ -23,7 +23,7 @@ from rich.text import Text
 from scrapy.commands import ScrapyCommand
 
 from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, read_state, resolve_state
-from idcrawl.commands.report import ReportError
+from idcrawl.commands.report import wanted_targets
 from idcrawl.core.clock import Clock, ClockError, parse_time, stamp
 from idcrawl.core.recrawl import Schedule, duration_text, overdue
 from idcrawl.core.resume import tail_bound, tail_due
@@ -53,12 +53,7 @@ class DueRow:
 
 def due_rows(store: StateStore, names: Sequence[str], job: Sequence[Target], at: float) -> list[DueRow]:
     """The rows of the named targets and the job's (every stored target if neither), in fetch order."""
-    known = store.targets()
-    for name in names:
-        if name not in known:
-            listed = ", ".join(repr(k) for k in known[:10]) + (", ..." if len(known) > 10 else "")
-            raise ReportError(f"unknown target {name!r} (the state file has {listed or 'no targets'})")
-    wanted = list(dict.fromkeys([*names, *(t.name for t in job)])) if names or job else known
+    wanted = wanted_targets(store, names, job)
     by_name = {t.name: t for t in job}
     tails = store.tail_schedules()
     rows = []

@@ -261,19 +261,25 @@ def last_run_of(runs: Sequence[RunRecord], name: str) -> RunRecord | None:
     return None
 
 
-def collect(store: StateStore, names: Iterable[str] = (), job: Sequence[Target] = ()) -> list[TargetView]:
-    """Views of the named targets and the job's targets; of every stored target if neither.
-
-    A named target the store does not hold is an error; a job's target that was
-    never crawled is shown with all of its range still to crawl.
-    """
+def wanted_targets(store: StateStore, names: Iterable[str], job: Sequence[Target]) -> list[str]:
+    """The named targets and the job's, in that order (every stored target if neither); a named target
+    the store does not hold is a :class:`ReportError` naming it and what the store has."""
     known = store.targets()
     names = list(names)
     for name in names:
         if name not in known:
             listed = ", ".join(repr(k) for k in known[:10]) + (", ..." if len(known) > 10 else "")
             raise ReportError(f"unknown target {name!r} (the state file has {listed or 'no targets'})")
-    wanted = list(dict.fromkeys([*names, *(t.name for t in job)])) if names or job else known
+    return list(dict.fromkeys([*names, *(t.name for t in job)])) if names or job else known
+
+
+def collect(store: StateStore, names: Iterable[str] = (), job: Sequence[Target] = ()) -> list[TargetView]:
+    """Views of the named targets and the job's targets; of every stored target if neither.
+
+    A named target the store does not hold is an error; a job's target that was
+    never crawled is shown with all of its range still to crawl.
+    """
+    wanted = wanted_targets(store, names, job)
     by_name = {t.name: t for t in job}
     runs = store.runs()
     tails = store.tail_schedules()
