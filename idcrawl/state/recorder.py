@@ -125,11 +125,13 @@ class StateRecorder:
         clock: Clock | None = None,
         found_max: dict[str, int] | None = None,
         last_found: dict[str, int] | None = None,
+        tails: dict[str, Schedule] | None = None,
     ) -> None:
         """``recovered``: found ids read back from the last run's feed tails, committed at open;
         ``clock``: the crawl's one clock (``IDCRAWL_NOW``), for the run's times and the tails' schedules;
         ``found_max``: target -> the highest id its stored state has found (a tail's news is above it);
-        ``last_found``: a continued lane -> its stored last found id, kept while the lane finds none."""
+        ``last_found``: a continued lane -> its stored last found id, kept while the lane finds none;
+        ``tails``: the tails' schedules as stored when the run began (None: read from ``store``)."""
         self.store = store
         self.crawler = crawler
         self.frontier = frontier
@@ -153,14 +155,14 @@ class StateRecorder:
         self._several_items = False  # some found id had more than one item: feed tails cannot be read back
         self._committed: dict[str, LaneRecord] = {}  # lane key -> its record as last committed
         self.clock = clock if clock is not None else Clock()
-        self._tails: dict[str, Schedule] = {}  # target -> its tail's schedule as stored when the run began
+        #: target -> its tail's schedule as stored when the run began
+        self._tails: dict[str, Schedule] = tails if tails is not None else store.tail_schedules()
         self.found_max = dict(found_max or {})  # target -> the highest id found, stored or in this run
         self.last_found = last_found or {}
 
     # -- lifecycle ---------------------------------------------------------------
 
     def open(self) -> None:
-        self._tails = self.store.tail_schedules()
         self._run_id = self.store.begin_run(self.clock.stamp(), list(self._params))
         recovered = {target: {Outcome.FOUND: ids} for target, ids in self._recovered.items() if ids}
         self._commit(self._params, recovered)
