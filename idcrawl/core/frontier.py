@@ -139,6 +139,10 @@ class Frontier(Generic[P]):
     the payload is shared as is and a lane that comes second releases nothing.
     Lanes decided this way outside :meth:`record`'s own lane are listed in
     :attr:`touched` until the caller takes them.
+
+    Lanes are ``adaptive`` (see :class:`idcrawl.core.lanes.Lane`): each dispenses
+    at most ``margin`` ids past its earliest possible cut, and an id whose outcome
+    can no longer change the cut (a retry cooling down) does not hold its window.
     """
 
     def __init__(
@@ -147,7 +151,9 @@ class Frontier(Generic[P]):
         group_of: Callable[[Target], Hashable] | None = None,
         neutral: frozenset[Outcome] = frozenset(),
         rebind: Callable[[P | None, str, int], P] | None = None,
+        adaptive: bool = True,
     ) -> None:
+        self._adaptive = adaptive
         self._group_of = group_of or (lambda t: t.host)
         self._neutral = neutral
         self._rebind = rebind
@@ -195,7 +201,7 @@ class Frontier(Generic[P]):
             lane: Lane[P] = Lane(
                 spec.key, start=spec.start, step=spec.step, stop=spec.stop,
                 margin=0 if spec.ids is not None else target.margin,
-                window=target.window, neutral=self._neutral,
+                window=target.window, neutral=self._neutral, adaptive=self._adaptive,
             )
             if spec.ids is not None:
                 self._ids[spec.key] = spec.ids
