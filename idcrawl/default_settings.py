@@ -16,11 +16,12 @@ from idcrawl.core.targets import DEFAULTS as _TARGET_DEFAULTS
 #: reset the run of misses: a host that is down then walks on to the bound.
 IDCRAWL_MARGIN_COUNTS_FAILED = True
 
-#: How far a lane dispenses ahead of its outcomes (one process; a distributed job keeps its
-#: own claim rule). ``adaptive``: at most the margin past the earliest cut the outcomes so
-#: far allow (requests past a lane's end <= margin at any concurrency), and an id waiting
-#: out a retry that cannot change the cut does not hold the window. ``window``: a whole
-#: window from the first undecided id (the waste past a cut is then about the concurrency).
+#: How far a lane dispenses ahead of its outcomes (one process, and a distributed job's claims:
+#: the setting of the worker that registers a target). ``adaptive``: at most the margin past
+#: the earliest cut the outcomes so far allow (requests past a lane's end <= margin at any
+#: concurrency), and an id waiting out a retry that cannot change the cut does not hold the
+#: window. ``window``: a whole window from the first undecided id (the waste past a cut is then
+#: about the concurrency).
 IDCRAWL_SPECULATION = "adaptive"
 
 #: Most targets a job file may hold; a larger job is refused with one line before

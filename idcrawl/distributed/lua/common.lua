@@ -203,6 +203,75 @@ local function reclaim(J, now, lease, me)
   return taken
 end
 
+-- Adaptive speculation (IDCRAWL_SPECULATION=adaptive, idcrawl.core.lanes.Lane(adaptive=True)):
+-- a lane with a margin keeps its earliest possible cut (field pcut: where the margin would cut it
+-- if every id without an outcome were a miss) and its window base (field base: just after the
+-- last found id before pcut). CLAIM hands out at most margin ids past pcut, and counts the window
+-- from base (or the first undecided id, whichever is later), at most BEHIND_WINDOWS windows past
+-- the first undecided id. A lane without them (fixed window, no margin) has pcut ''.
+local BEHIND_WINDOWS = 64
+
+-- a lane (re)starting at id: its earliest possible cut and window base from scratch
+local function reset_earliest_cut(K, id)
+  local f = redis.call('HMGET', K.hash, 'adaptive', 'margin', 'step')
+  local margin, step = tonumber(f[2]) or 0, tonumber(f[3])
+  if f[1] == '1' and margin > 0 then
+    redis.call('HSET', K.hash, 'pcut', s(id + (margin - 1) * step), 'base', s(id))
+  else
+    redis.call('HSET', K.hash, 'pcut', '', 'base', s(id))
+  end
+end
+
+-- id at (not passed by the prefix fu yet; its outcome is in K.dec) became found or neutral: the
+-- earliest possible cut may move on, and the window base with it (as Lane._move_earliest_cut).
+-- run0: the misses in a row just before fu; nxt: the next id to hand out.
+local function move_earliest_cut(K, at, step, margin, neutral, fu, run0, nxt)
+  local f = redis.call('HMGET', K.hash, 'pcut', 'base')
+  if not f[1] or f[1] == '' then return end
+  local pcut, base = tonumber(f[1]), tonumber(f[2])
+  if (at - pcut) * step > 0 then return end
+  local function miss(o) return o == false or not (neutral and o == '2') end
+  local run, i, hit = 0, at - step, false
+  while (i - fu) * step >= 0 do
+    local o = redis.call('HGET', K.dec, s(i))
+    if o == '0' then hit = true break end
+    if miss(o) then run = run + 1 end
+    i = i - step
+  end
+  if not hit then run = run + run0 end
+  local last_found, done = nil, false
+  i = at
+  while (i - nxt) * step < 0 do
+    local o = redis.call('HGET', K.dec, s(i))
+    if o == '0' then
+      run = 0
+      last_found = i
+    elseif miss(o) then
+      run = run + 1
+      if run >= margin then
+        pcut = i
+        done = true
+        break
+      end
+    end
+    i = i + step
+  end
+  if not done then pcut = nxt + (margin - run - 1) * step end  -- ids not handed out count as misses
+  if last_found ~= nil and (last_found + step - base) * step > 0 then base = last_found + step end
+  redis.call('HSET', K.hash, 'pcut', s(pcut), 'base', s(base))
+end
+
+-- how many new ids CLAIM may hand out now: the window (counted from the window base of an
+-- adaptive lane), and for an adaptive lane at most margin past its earliest possible cut
+local function room_of(K, step, window, fu, nxt, margin)
+  local f = redis.call('HMGET', K.hash, 'pcut', 'base')
+  if not f[1] or f[1] == '' then return window - (nxt - fu) * step end
+  local pcut, base = tonumber(f[1]), tonumber(f[2])
+  if (base - fu) * step < 0 then base = fu end
+  return math.min(window - (nxt - base) * step, margin + 1 - (nxt - pcut) * step,
+    window * BEHIND_WINDOWS - (nxt - fu) * step)
+end
+
 -- Record outcome code of id in lane (keys K, name lane): advance its prefix, cut it at the
 -- margin, release the outputs of found ids the prefix passed into the emit hash E.
 -- payload: the outputs of a found id ('' = none). S: the lane's space or nil.
@@ -228,6 +297,9 @@ local function record_lane(K, lane, id, code, payload, E, unsettled, S)
     return done()
   end
   redis.call('HSET', K.dec, sid, s(code))
+  if r.cut == '' and margin > 0 and (code == 0 or (neutral and code == 2)) then
+    move_earliest_cut(K, id, step, margin, neutral, r.fu, run, r.nxt)
+  end
   if code == 0 and payload ~= '' then
     -- in a space the outputs are the space's: whichever lane's prefix passes the id first emits them
     if S then redis.call('HSET', S.pay, sid, payload)
