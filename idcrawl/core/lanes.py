@@ -167,6 +167,10 @@ class Lane(Generic[P]):
             return False
         return id_ > self.stop if self.step > 0 else id_ < self.stop
 
+    def in_range(self, id_: int) -> bool:
+        """Whether ``id_`` is on the lane's walk: from its start to its stop."""
+        return (id_ - self.start) * self.step >= 0 and not self._past_stop(id_)
+
     @property
     def ahead(self) -> int:
         """Ids dispensed and not yet decided, counted from the first undecided."""

@@ -25,6 +25,21 @@ def lane_truth(
     return found, None
 
 
+def shared_emitter_truth(
+    lanes: Sequence[tuple[str, int, int, int | None, int]], exists: Callable[[int], bool]
+) -> dict[int, str]:
+    """Which lane emits each found id of lanes (key, start, step, stop, margin) that walk one id
+    space: of the lanes whose found ids (``lane_truth``) hold it, the one with the fewest steps
+    from its start to it, ties by the smaller key."""
+    best: dict[int, tuple[int, str]] = {}
+    for key, start, step, stop, margin in lanes:
+        for id_ in lane_truth(exists, start, step, stop, margin)[0]:
+            rank = ((id_ - start) * step, key)
+            if id_ not in best or rank < best[id_]:
+                best[id_] = rank
+    return {id_: key for id_, (_, key) in best.items()}
+
+
 def earliest_cut_truth(
     known: Mapping[int, str], start: int, step: int, margin: int, neutral: Container[str] = ()
 ) -> tuple[int | None, int]:

@@ -59,6 +59,12 @@ if cut == '' then
       if reason ~= '' then break end
     end
     redis.call('HSET', K.hash, 'next', s(nxt), 'reason', reason)
+    if S then  -- handing out ids may decide whether this lane's prefix holds a shared found id
+      local r = {released = {}, rows = {}}
+      recheck(S, S.lane, E, r)
+      for _, v in ipairs(r.rows) do touched[#touched + 1] = v end
+      for _, v in ipairs(r.released) do released[#released + 1] = v end
+    end
   end
 end
 for _, id in ipairs(ids) do redis.call('HSET', K.own, s(id), me) end

@@ -22,7 +22,7 @@ for i = 5, #ARGV, 8 do
   if start < 0 or past(start, step, stop) then reason = 'bound' end
   redis.call('HSET', L, 'start', s(start), 'step', s(step), 'stop', stop, 'margin', ARGV[i + 4],
     'window', ARGV[i + 5], 'neutral', ARGV[i + 6], 'weight', ARGV[i + 7], 'next', s(start), 'fu', s(start),
-    'run', '0', 'last', '', 'cut', '', 'reason', reason, 'target', name, 'adaptive', adaptive)
+    'run', '0', 'last', '', 'cut', '', 'reason', reason, 'target', name, 'adaptive', adaptive, 'from', s(start))
   reset_earliest_cut(lane_keys(L), start)
   redis.call('RPUSH', tl, lane)
   if reason == '' then redis.call('SADD', unsettled, lane) end
