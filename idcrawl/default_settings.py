@@ -16,6 +16,14 @@ from idcrawl.core.targets import DEFAULTS as _TARGET_DEFAULTS
 #: reset the run of misses: a host that is down then walks on to the bound.
 IDCRAWL_MARGIN_COUNTS_FAILED = True
 
+#: How far a lane dispenses ahead of its outcomes (one process, and a distributed job's claims:
+#: the setting of the worker that registers a target). ``adaptive``: at most the margin past
+#: the earliest cut the outcomes so far allow (requests past a lane's end <= margin at any
+#: concurrency), and an id waiting out a retry that cannot change the cut does not hold the
+#: window. ``window``: a whole window from the first undecided id (the waste past a cut is then
+#: about the concurrency).
+IDCRAWL_SPECULATION = "adaptive"
+
 #: Most targets a job file may hold; a larger job is refused with one line before
 #: it is parsed. Each target costs about 0.2 ms and 5 KB to start (bench/big_job.py:
 #: 20,000 targets open in ~5 s and ~170 MB, 100,000 in ~20 s and ~500 MB). 0 = no limit.
@@ -38,9 +46,11 @@ IDCRAWL_MARGIN: int = _TARGET_DEFAULTS["margin"]  # 10
 
 #: Default number of ids a lane may dispense past its first undecided id (per
 #: target key ``window``). It bounds the requests wasted past a cut and the
-#: items held in memory. In practice the waste past a cut is about the slot's
-#: concurrency; the window only caps the worst case. Too small a window stalls
-#: a lane behind one slow response (measured: 32 ran at ~0.6x plain Scrapy).
+#: items held in memory. With IDCRAWL_SPECULATION=window the waste past a cut is
+#: about the slot's concurrency, and the window only caps the worst case; with
+#: ``adaptive`` it is at most the margin, and the window counts from the last found
+#: id before the earliest possible cut. Too small a window stalls a lane behind one
+#: slow response (measured: 32 ran at ~0.6x plain Scrapy).
 IDCRAWL_WINDOW: int = _TARGET_DEFAULTS["window"]  # 128
 
 #: Statuses whose response means "this id does not exist" (outcome missing);

@@ -467,7 +467,9 @@ class LocalWorker:
         settings = crawler.settings
         counts_failed = settings.getbool("IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED)
         neutral = frozenset() if counts_failed else frozenset({Outcome.FAILED})
-        self.frontier: Frontier[Payload] = Frontier([], neutral=neutral, rebind=_rebind)
+        speculation = settings.get("IDCRAWL_SPECULATION", default_settings.IDCRAWL_SPECULATION)
+        adaptive = str(speculation).strip().lower() == "adaptive"
+        self.frontier: Frontier[Payload] = Frontier([], neutral=neutral, rebind=_rebind, adaptive=adaptive)
         self.recorder: StateRecorder | None = None
         self.resume_notes: dict[str, str] = {}
         self._recovered_count = 0  # found ids read back from the last run's feed tails

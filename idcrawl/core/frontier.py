@@ -8,13 +8,14 @@ thin adapters around it.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Container, Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Generic, Protocol, TypeVar
 
 from idcrawl.core.interleave import Interleaver
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome, Recorded
-from idcrawl.core.overlap import IdSpace, space_key
+from idcrawl.core.overlap import IdSpace, emitting_rank, space_key
 from idcrawl.core.targets import Direction, Target
 
 __all__ = ["Dispatch", "Frontier", "IdFrontier", "LaneSpec", "Touched", "lane_specs"]
@@ -139,6 +140,21 @@ class Frontier(Generic[P]):
     the payload is shared as is and a lane that comes second releases nothing.
     Lanes decided this way outside :meth:`record`'s own lane are listed in
     :attr:`touched` until the caller takes them.
+
+    Which lane emits a shared found id is a rule, not a race (see
+    :func:`idcrawl.core.overlap.emitting_rank`): of the lanes whose final prefix
+    holds the id, the one nearest to it from its start, ties by lane key. A
+    lane that releases the id while a lane before it by the rule has not
+    decided yet whether its prefix holds the id (its earliest possible cut is
+    not past the id, and it is not cut before it) waits: the payload is held in
+    the space until that lane decides. Held payloads: at most one per lane of
+    the space for each found id that a lane nearer to it has not decided yet;
+    a lane's decision on an id comes when its prefix or its earliest possible
+    cut passes it, or its cut or stop falls before it.
+
+    Lanes are ``adaptive`` (see :class:`idcrawl.core.lanes.Lane`): each dispenses
+    at most ``margin`` ids past its earliest possible cut, and an id whose outcome
+    can no longer change the cut (a retry cooling down) does not hold its window.
     """
 
     def __init__(
@@ -147,7 +163,9 @@ class Frontier(Generic[P]):
         group_of: Callable[[Target], Hashable] | None = None,
         neutral: frozenset[Outcome] = frozenset(),
         rebind: Callable[[P | None, str, int], P] | None = None,
+        adaptive: bool = True,
     ) -> None:
+        self._adaptive = adaptive
         self._group_of = group_of or (lambda t: t.host)
         self._neutral = neutral
         self._rebind = rebind
@@ -169,6 +187,8 @@ class Frontier(Generic[P]):
         self._ids: dict[str, tuple[int, ...]] = {}  # list lanes: position -> id
         self._positions: dict[str, dict[int, int]] = {}  # list lanes: id -> position
         self._known_found: dict[str, Container[int]] = {}
+        #: shared ids whose emitting lane became known: (lane, payload, emits its items), not yet handed out
+        self._pending: list[tuple[str, int, P | None, bool]] = []
         #: ids not fetched because an earlier run already found them
         self.skipped_found = 0
         for target in targets:
@@ -195,7 +215,7 @@ class Frontier(Generic[P]):
             lane: Lane[P] = Lane(
                 spec.key, start=spec.start, step=spec.step, stop=spec.stop,
                 margin=0 if spec.ids is not None else target.margin,
-                window=target.window, neutral=self._neutral,
+                window=target.window, neutral=self._neutral, adaptive=self._adaptive,
             )
             if spec.ids is not None:
                 self._ids[spec.key] = spec.ids
@@ -207,6 +227,9 @@ class Frontier(Generic[P]):
                 self._unsettled.add(spec.key)
             if not lane.stopped:
                 self._iv.add(spec.key, group, spec.weight)
+        space = self._space.get(target.name)
+        if space is not None:
+            space.lanes.extend(k for k, t in self.lane_target.items() if t is target)
 
     def _join_space(self, target: Target) -> None:
         """Share an id space with earlier targets that walk the same URLs."""
@@ -218,6 +241,7 @@ class Frontier(Generic[P]):
         if space is None:
             space = self._space_by_key[key] = IdSpace()
             self._space[first] = space
+            space.lanes.extend(k for k, t in self.lane_target.items() if t.name == first)
         self._space[target.name] = space
 
     def lanes_of(self, target_name: str) -> Iterator[Lane[P]]:
@@ -245,17 +269,20 @@ class Frontier(Generic[P]):
             known = self._known_found.get(target.name)
             if known is not None and id_ in known:
                 self.skipped_found += 1
-                self.record(key, id_, Outcome.FOUND)
+                self.released.extend(self.record(key, id_, Outcome.FOUND).released)
                 continue
             space = self._space.get(target.name)
             if space is not None:
+                self._recheck(space, key)  # dispensing may decide whether its prefix holds a shared id
                 claim = space.claim(key, id_)
                 if not claim.fetch:
                     self.deduplicated += 1
                     if claim.outcome is not None:  # known: decide it now; else wait for the fetch in flight
                         rec = self._record_shared(space, key, id_, claim.outcome, claim.payload)
                         self.released.extend(rec.released)
+                    self.released.extend(self._take_pending(None))
                     continue
+                self.released.extend(self._take_pending(None))
             return Dispatch(target, key, id_)
 
     def _lane_ready(self, key: str) -> bool:
@@ -274,9 +301,14 @@ class Frontier(Generic[P]):
             rec = self._record_shared(space, lane_key, id_, outcome, payload, own=True)
             for other in waiting:
                 rec.released += self._record_shared(space, other, id_, outcome, payload).released
+            rec.released += self._take_pending(lane_key)
             return rec
         rec = lane.record(id_ if positions is None else positions[id_], outcome, payload)
+        if space is not None:
+            rec.released = self._emit_rule(space, lane_key, rec.released, rec.released_ids)
         self._after_change(lane_key, lane, rec)
+        if space is not None:
+            rec.released += self._take_pending(lane_key)
         return rec
 
     def _at(self, lane_key: str, id_: int) -> int:
@@ -294,28 +326,126 @@ class Frontier(Generic[P]):
     ) -> Recorded[P]:
         """Record in a lane of a shared space (another lane's fetch unless ``own``).
 
-        The items of an id are released once, by the first lane whose margin
-        allows it; later releases carry an empty payload (``rebind(None, ...)``).
+        The items of an id are released once, by the lane the rule names
+        (:meth:`_emit_rule`); the other lanes release an empty payload
+        (``rebind(None, ...)``).
         """
         lane = self.lanes[lane_key]
         before = None if own else replace(lane.counts)
         if not own and self._rebind is not None and (payload is not None or outcome is Outcome.FOUND):
             payload = self._rebind(payload, lane_key, id_)
         rec = lane.record(self._at(lane_key, id_), outcome, payload)
-        kept: list[P] = []
-        for released, released_at in zip(rec.released, rec.released_ids, strict=True):
-            released_id = self._id_at(lane_key, released_at)
-            if space.first_emit(released_id):
-                kept.append(released)
-                continue
-            lane.counts.emitted -= 1
-            if self._rebind is not None:
-                kept.append(self._rebind(None, lane_key, released_id))
-        rec.released = kept
+        rec.released = self._emit_rule(space, lane_key, rec.released, rec.released_ids)
         self._after_change(lane_key, lane, rec)
         if before is not None:
             self.touched.append(Touched(lane_key, id_, outcome, before, replace(lane.counts), rec))
         return rec
+
+    # -- the emitting lane of a shared id ---------------------------------------------
+
+    def _emit_rule(self, space: IdSpace[P], lane_key: str, released: list[P], ats: list[int]) -> list[P]:
+        """What a lane of a shared space hands out of the payloads it released: the items of an
+        id it is known to emit, an empty payload for an id another lane emits; an id whose
+        emitting lane is not known yet is held in the space (:meth:`_decide_emitter`)."""
+        lane = self.lanes[lane_key]
+        kept: list[P] = []
+        for payload, at in zip(released, ats, strict=True):
+            id_ = self._id_at(lane_key, at)
+            owner = space.owner.get(id_)
+            if owner == lane_key:
+                space.mark_emitted(id_)
+                kept.append(payload)
+                continue
+            lane.counts.emitted -= 1  # counted again if it turns out to emit them
+            if owner is not None or space.emitted(id_):
+                if self._rebind is not None:
+                    kept.append(self._rebind(None, lane_key, id_))
+                continue
+            space.held.setdefault(id_, {})[lane_key] = payload
+            self._decide_emitter(space, id_)
+        return kept
+
+    def _distance(self, lane_key: str, id_: int) -> int | None:
+        """Steps from the lane's start to ``id_`` (None: outside the lane's range)."""
+        lane = self.lanes[lane_key]
+        positions = self._positions.get(lane_key)
+        at = id_ if positions is None else positions.get(id_)
+        if at is None or not lane.in_range(at):
+            return None
+        return (at - lane.start) * lane.step
+
+    def _holds(self, lane_key: str, id_: int) -> bool | None:
+        """Whether the lane's final prefix holds the found shared id ``id_`` (None: not known yet)."""
+        lane = self.lanes[lane_key]
+        known = self._known_found.get(self.lane_target[lane_key].name)
+        if known is not None and id_ in known:
+            return False  # found in an earlier run: its items were emitted then
+        at, step = self._at(lane_key, id_), lane.step
+        if lane.cut_at is not None:
+            return (at - lane.cut_at) * step < 0
+        if (at - lane.next_id) * step >= 0:  # not dispensed
+            return False if lane.stopped else None
+        if (at - lane.first_undecided) * step < 0 or not lane.margin:
+            return True
+        pcut = lane.earliest_cut
+        return True if pcut is not None and (at - pcut) * step < 0 else None
+
+    def _decide_emitter(self, space: IdSpace[P], id_: int) -> None:
+        """Name the lane that emits held ``id_`` once every lane before it by the rule has decided."""
+        holders = space.held.get(id_)
+        if not holders:
+            return
+        ranked = sorted(
+            (emitting_rank(d, key), key) for key in space.lanes if (d := self._distance(key, id_)) is not None
+        )
+        winner = None
+        for (distance, _), key in ranked:
+            holds = True if key in holders else self._holds(key, id_)
+            if holds is None:
+                heapq.heappush(space.blocked.setdefault(key, []), (distance, id_))
+                return
+            if holds:
+                winner = key
+                break
+        del space.held[id_]
+        for key, payload in holders.items():
+            if key == winner:
+                space.mark_emitted(id_)
+                self._pending.append((key, id_, payload, True))
+            elif self._rebind is not None:
+                self._pending.append((key, id_, self._rebind(None, key, id_), False))
+        if winner is not None and winner not in holders:
+            space.owner[id_] = winner
+
+    def _recheck(self, space: IdSpace[P], lane_key: str) -> None:
+        """The lane changed: held ids that waited for its decision go on."""
+        heap = space.blocked.get(lane_key)
+        while heap:
+            _, id_ = heap[0]
+            held = space.held.get(id_)
+            if held is not None and lane_key not in held and self._holds(lane_key, id_) is None:
+                break
+            heapq.heappop(heap)
+            self._decide_emitter(space, id_)
+        if heap is not None and not heap:
+            del space.blocked[lane_key]
+
+    def _take_pending(self, own: str | None) -> list[P]:
+        """Payloads whose emitting lane became known; a lane other than ``own`` that emits is touched."""
+        if not self._pending:
+            return []
+        pending, self._pending = self._pending, []
+        out: list[P] = []
+        for key, id_, payload, emits in pending:
+            if emits:
+                lane = self.lanes[key]
+                before = replace(lane.counts)
+                lane.counts.emitted += 1
+                if key != own:
+                    self.touched.append(Touched(key, id_, Outcome.FOUND, before, replace(lane.counts), Recorded()))
+            if payload is not None:
+                out.append(payload)
+        return out
 
     def close_lane(self, lane_key: str, reason: str) -> None:
         lane = self.lanes[lane_key]
@@ -324,8 +454,15 @@ class Frontier(Generic[P]):
             self._iv.remove(lane_key)
         if lane.settled:
             self._unsettled.discard(lane_key)
+        space = self._space.get(self.lane_target[lane_key].name)
+        if space is not None:
+            self._recheck(space, lane_key)
+            self.released.extend(self._take_pending(None))
 
     def _after_change(self, key: str, lane: Lane[P], rec: Recorded[P]) -> None:
+        space = self._space.get(self.lane_target[key].name)
+        if space is not None:
+            self._recheck(space, key)
         if lane.settled:
             self._unsettled.discard(key)
         if lane.stopped:

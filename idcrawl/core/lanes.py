@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Generic, TypeVar
 
-__all__ = ["Lane", "LaneCounts", "Outcome", "Recorded"]
+__all__ = ["BEHIND_WINDOWS", "Lane", "LaneCounts", "Outcome", "Recorded"]
 
 P = TypeVar("P")
 
@@ -33,6 +33,11 @@ BOUND = "bound"
 #: The largest id the state can hold (roaring ``BitMap64``: 0..2**64-1): an ascending lane
 #: without a stop ends there (reason ``bound``); idcrawl.core.targets refuses larger ids.
 MAX_ID = 2**64 - 1
+
+#: How far an adaptive lane may run on past ids still waiting for an outcome that can no longer
+#: change where it is cut (a retry cooling down): this many windows from its first undecided id.
+#: It bounds the outcomes the lane keeps in memory until that id is decided.
+BEHIND_WINDOWS = 64
 
 
 @dataclass(slots=True)
@@ -68,11 +73,32 @@ class Lane(Generic[P]):
     ``stop`` is the inclusive last id (None: unbounded). ``window`` bounds how
     far dispensing may run ahead of the first undecided id, which bounds both
     the requests wasted past a cut and the memory the lane holds.
+
+    An ``adaptive`` lane changes only how far ahead it dispenses, never what it
+    decides (the margin rule is the same):
+
+    - *Speculation follows the evidence.* Its *earliest possible cut* is where
+      the margin would cut it if every id without an outcome (in flight, or
+      not dispensed yet) were a miss. The real cut can only come at or after
+      it, so the lane dispenses at most ``margin`` ids past it: while found ids
+      keep arriving it moves on and the lane runs at full concurrency; as misses
+      gather, dispensing stops, and a found id moves it again. The requests
+      wasted past the real cut are then at most ``margin``, at any concurrency.
+    - *An undecided id that cannot change the cut does not hold the window.*
+      The window is counted from just after the last found id before the
+      earliest possible cut (the *window base*), not from the first undecided
+      id: an id waiting out a retry cool-down with a found id close behind it
+      no longer stalls the lane. Found ids before the earliest possible cut are
+      released, as always. The lane still runs at most :data:`BEHIND_WINDOWS`
+      windows past its first undecided id (its memory).
     """
 
     __slots__ = (
+        "_base",
         "_decided",
         "_held",
+        "_pcut",
+        "adaptive",
         "counts",
         "cut_at",
         "first_undecided",
@@ -99,6 +125,7 @@ class Lane(Generic[P]):
         margin: int,
         window: int,
         neutral: frozenset[Outcome] = frozenset(),
+        adaptive: bool = False,
     ) -> None:
         if step not in (1, -1):
             raise ValueError(f"step must be 1 or -1, not {step!r}")
@@ -123,6 +150,11 @@ class Lane(Generic[P]):
         self.counts = LaneCounts()
         self._decided: dict[int, Outcome] = {}
         self._held: dict[int, P] = {}
+        self.adaptive = adaptive
+        #: the earliest possible cut (adaptive lanes with a margin; None: no cut can come)
+        self._pcut: int | None = start + (margin - 1) * step if adaptive and margin else None
+        #: the window base of an adaptive lane (see the class docs); at least the first undecided id
+        self._base = start
         if self._past_stop(start):
             self.reason = BOUND
 
@@ -135,6 +167,10 @@ class Lane(Generic[P]):
             return False
         return id_ > self.stop if self.step > 0 else id_ < self.stop
 
+    def in_range(self, id_: int) -> bool:
+        """Whether ``id_`` is on the lane's walk: from its start to its stop."""
+        return (id_ - self.start) * self.step >= 0 and not self._past_stop(id_)
+
     @property
     def ahead(self) -> int:
         """Ids dispensed and not yet decided, counted from the first undecided."""
@@ -143,7 +179,27 @@ class Lane(Generic[P]):
     @property
     def ready(self) -> bool:
         """Can dispense an id now."""
-        return self.reason is None and self.ahead < self.window
+        if self.reason is not None:
+            return False
+        if not self.adaptive:
+            return self.ahead < self.window
+        step, next_id = self.step, self.next_id
+        if self._pcut is not None and (next_id - self._pcut) * step > self.margin:
+            return False  # ``margin`` ids past the earliest possible cut are out already
+        base = self._base if (self._base - self.first_undecided) * step > 0 else self.first_undecided
+        return (next_id - base) * step < self.window and self.ahead < self.window * BEHIND_WINDOWS
+
+    @property
+    def earliest_cut(self) -> int | None:
+        """An adaptive lane's earliest possible cut (None: no margin, or not adaptive)."""
+        return self._pcut
+
+    @property
+    def window_base(self) -> int:
+        """Where the window is counted from: the first undecided id, or (adaptive) later."""
+        if self.adaptive and (self._base - self.first_undecided) * self.step > 0:
+            return self._base
+        return self.first_undecided
 
     @property
     def stopped(self) -> bool:
@@ -209,6 +265,8 @@ class Lane(Generic[P]):
         self._decided[id_] = outcome
         if outcome is Outcome.FOUND and payload is not None:
             self._held[id_] = payload
+        if self._pcut is not None and (outcome is Outcome.FOUND or outcome in self.neutral):
+            self._move_earliest_cut(id_)
         self._advance()
         result.released, result.released_ids = self._release_safe()
         if self.cut_at is not None and outcome is Outcome.FOUND and (id_ - self.cut_at) * self.step > 0:
@@ -248,13 +306,57 @@ class Lane(Generic[P]):
         # ``_decided`` now only holds ids past the cut (fewer than window): kept so that
         # a duplicate outcome for one of them is not counted twice
 
+    def _move_earliest_cut(self, at: int) -> None:
+        """``at`` (not yet passed by the prefix) became found or neutral: the earliest possible
+        cut may move on, and the window base with it. Costs the run of possible misses around
+        ``at`` plus how far the earliest cut moves."""
+        step, margin, pcut = self.step, self.margin, self._pcut
+        assert pcut is not None
+        if (at - pcut) * step > 0:
+            return  # past the earliest cut: it cannot move it
+        decided, neutral = self._decided, self.neutral
+        run = 0  # possible misses in a row just before ``at``
+        i = at - step
+        while (i - self.first_undecided) * step >= 0:
+            outcome = decided.get(i)
+            if outcome is Outcome.FOUND:
+                break
+            if outcome is None or outcome not in neutral:
+                run += 1
+            i -= step
+        else:
+            run += self.miss_run
+        last_found: int | None = None
+        i = at
+        while (i - self.next_id) * step < 0:
+            outcome = decided.get(i)
+            if outcome is Outcome.FOUND:
+                run = 0
+                last_found = i
+            elif outcome is None or outcome not in neutral:
+                run += 1
+                if run >= margin:
+                    self._pcut = i
+                    break
+            i += step
+        else:  # ids not dispensed yet count as misses
+            self._pcut = self.next_id + (margin - run - 1) * step
+        if last_found is not None and (last_found + step - self._base) * step > 0:
+            self._base = last_found + step
+
     def _release_safe(self) -> tuple[list[P], list[int]]:
         """Emit held found ids that no cut can precede, in lane order (payloads, ids)."""
         if not self._held:
             return [], []
+        if self.adaptive:  # safe: before the earliest possible cut
+            pcut = self._pcut
+            ids = sorted((i for i in self._held if pcut is None or (pcut - i) * self.step > 0), key=self._rank)
+            released = [self._held.pop(i) for i in ids]
+            self.counts.emitted += len(released)
+            return released, ids
         # ids the prefix already passed are safe (a cut may have stopped right after them)
         ids = sorted((i for i in self._held if (i - self.first_undecided) * self.step < 0), key=self._rank)
-        released: list[P] = [self._held.pop(i) for i in ids]
+        released = [self._held.pop(i) for i in ids]
         run = self.miss_run
         id_ = self.first_undecided
         last = max(self._held, key=self._rank, default=None)

@@ -8,13 +8,22 @@ learn the id's outcome: its margin would stall or cut in the wrong place.
 So overlap is handled here, exactly (no Bloom filter false positives): the
 first lane to reach an id fetches it, a lane reaching it while the fetch is
 in flight waits for that outcome, and a lane reaching it later takes the
-outcome already known. Each found id yields its items once, from whichever
-lane may emit it first; a lane that sees it later releases an empty payload so
-its own bookkeeping (state, cursors) still records the id as found.
+outcome already known.
+
+Each found id yields its items once, from one lane chosen by a rule that does
+not depend on completion order or speculation (:func:`emitting_rank`): of the
+lanes whose final prefix (the ids before their cut) holds the id, the one that
+reaches it in the fewest steps from its start, ties by lane key. A lane that
+may emit an id while a lane before it by that rule could still reach it holds
+the payload until that lane's cut or prefix decides it (the frontier does
+this); every other lane releases an empty payload so that its own bookkeeping
+(state, cursors) still records the id as found.
 
 Memory: the decided ids as compressed bitmaps (a few bits per id for dense
-ranges), ids in flight, and the payloads of found ids not yet emitted by any
-lane (bounded by the lanes' windows).
+ranges), ids in flight, and the payloads of found ids not yet emitted: those
+waiting for a lane's window to release them, and those a lane released while
+a lane before it by the rule had not decided the id yet (see
+:class:`idcrawl.core.frontier.Frontier` for the bound).
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from pyroaring import BitMap64
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.targets import Target
 
-__all__ = ["Claim", "IdSpace", "space_key"]
+__all__ = ["Claim", "IdSpace", "emitting_rank", "space_key"]
 
 P = TypeVar("P")
 
@@ -58,6 +67,13 @@ def _hashable(value: Any) -> Hashable:
     return value  # type: ignore[no-any-return]
 
 
+def emitting_rank(distance: int, lane: str) -> tuple[int, str]:
+    """The order in which lanes that hold a shared found id in their final prefix are
+    asked to emit it (smallest first): ``distance`` is how many steps the lane walks
+    from its start to the id (its position, for a list lane), ties by lane key."""
+    return distance, lane
+
+
 @dataclass(frozen=True, slots=True)
 class Claim(Generic[P]):
     """What a lane reaching an id must do: fetch it, wait, or take a known outcome."""
@@ -74,7 +90,8 @@ _WAIT: Claim[Any] = Claim(fetch=False)
 class IdSpace(Generic[P]):
     """The ids of one URL template, shared by the lanes of overlapping targets."""
 
-    __slots__ = ("_decided", "_emitted", "_in_flight", "_payloads", "deduplicated")
+    __slots__ = ("_decided", "_emitted", "_in_flight", "_payloads", "blocked", "deduplicated", "held", "lanes",
+                 "owner")
 
     def __init__(self) -> None:
         self._decided: dict[Outcome, BitMap64] = {outcome: BitMap64() for outcome in Outcome}
@@ -83,6 +100,14 @@ class IdSpace(Generic[P]):
         self._emitted = BitMap64()
         #: lane ids served without a request (waited for, or already known)
         self.deduplicated = 0
+        #: the lanes sharing this space (keys), in the order they were added
+        self.lanes: list[str] = []
+        #: found id -> lane -> payload that lane released, waiting for the emitting lane to be known
+        self.held: dict[int, dict[str, P]] = {}
+        #: lane -> (rank in that lane, id) of held ids waiting for that lane's decision (a heap)
+        self.blocked: dict[str, list[tuple[int, int]]] = {}
+        #: found id -> the lane known to emit it, which has not released it yet
+        self.owner: dict[int, str] = {}
 
     def outcome_of(self, id_: int) -> Outcome | None:
         for outcome, ids in self._decided.items():
@@ -115,10 +140,19 @@ class IdSpace(Generic[P]):
     def in_flight(self, id_: int) -> bool:
         return id_ in self._in_flight
 
+    def emitted(self, id_: int) -> bool:
+        """Whether ``id_``'s items were emitted already."""
+        return id_ in self._emitted
+
+    def mark_emitted(self, id_: int) -> None:
+        """``id_``'s items are emitted: its payload is no longer kept."""
+        self._emitted.add(id_)
+        self._payloads.pop(id_, None)
+        self.owner.pop(id_, None)
+
     def first_emit(self, id_: int) -> bool:
         """Whether this is the first release of ``id_``'s items (then they are emitted)."""
         if id_ in self._emitted:
             return False
-        self._emitted.add(id_)
-        self._payloads.pop(id_, None)
+        self.mark_emitted(id_)
         return True

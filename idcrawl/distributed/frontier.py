@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from idcrawl.core.frontier import Dispatch, LaneSpec, Touched, lane_specs
 from idcrawl.core.interleave import Interleaver
-from idcrawl.core.lanes import Lane, Outcome, Recorded
+from idcrawl.core.lanes import BEHIND_WINDOWS, Lane, Outcome, Recorded
 from idcrawl.core.resume import resume_specs
 from idcrawl.core.targets import Target, TargetError
 from idcrawl.distributed import scripts
@@ -107,14 +107,18 @@ class RedisJob:
 
     # -- scripts ---------------------------------------------------------------------
 
-    def register(self, name: str, spec: str, lanes: Sequence[Sequence[Any]], space: str = "") -> Any:
+    def register(
+        self, name: str, spec: str, lanes: Sequence[Sequence[Any]], space: str = "", adaptive: bool = True
+    ) -> Any:
         """Create a target's lanes (rows of lane, start, step, stop, margin, window, neutral, weight)
         unless the job has it; returns the job's spec (JSON) of that name, or None if created.
 
         ``space``: the target's id space (:func:`idcrawl.distributed.codec.space_id`); targets of one
-        space share their ids (overlapping targets, :mod:`idcrawl.core.overlap`); '' shares nothing."""
+        space share their ids (overlapping targets, :mod:`idcrawl.core.overlap`); '' shares nothing.
+        ``adaptive``: the lanes follow adaptive speculation (``IDCRAWL_SPECULATION``, as
+        ``Lane(adaptive=True)``); False: the fixed window."""
         keys = [self.key("specs"), self.key("tver"), self.key("unsettled"), self.key("tl:", name)]
-        args: list[Any] = [name, spec, space]
+        args: list[Any] = [name, spec, space, "1" if adaptive else "0"]
         for row in lanes:
             keys.append(self.key("L:", row[0]))
             args += row
@@ -234,9 +238,13 @@ class RedisFrontier(Generic[P]):
         encode: Callable[[P], bytes] | None = None,
         decode: Callable[[str, int, bytes], P] | None = None,
         concurrency: int = 0,
+        adaptive: bool = True,
     ) -> None:
         """``concurrency``: requests this worker runs at once (0: unknown); with many lanes a claim
-        takes no more ids than the worker's share per lane (:meth:`claim_size`)."""
+        takes no more ids than the worker's share per lane (:meth:`claim_size`).
+        ``adaptive``: the lanes this worker registers follow adaptive speculation (CLAIM hands out at
+        most margin ids past a lane's earliest possible cut, the window counted from its window base)."""
+        self.adaptive = adaptive
         self.job = job
         self.worker = worker
         self.block = max(1, block)
@@ -303,7 +311,7 @@ class RedisFrontier(Generic[P]):
         neutral = "1" if Outcome.FAILED in self._neutral else "0"
         rows = [(spec.key, spec.start, spec.step, "" if spec.stop is None else str(spec.stop), target.margin,
                  target.window, neutral, spec.weight) for spec in lanes]
-        stored = self.job.register(target.name, spec_json(mine), rows, space_id(target))
+        stored = self.job.register(target.name, spec_json(mine), rows, space_id(target), self.adaptive)
         if stored is not None:
             conflict = spec_conflict(mine, json.loads(stored))
             if conflict is not None:
@@ -513,7 +521,7 @@ class RedisFrontier(Generic[P]):
             if not buffer:
                 deduplicated = self.deduplicated
                 buffer.extend(self._claim(key))
-                if not buffer and self.deduplicated != deduplicated and self.lanes[key].ready:
+                if not buffer and self.deduplicated != deduplicated and self._room(self.lanes[key]):
                     continue  # every id claimed was an overlapping lane's: claim again
                 if not buffer:
                     if key in self._iv:
@@ -547,6 +555,17 @@ class RedisFrontier(Generic[P]):
         buffer.extend(kept)
         self.job.give_back(self.worker, key, past)
         self.dropped_past_cut += len(past)
+
+    def _room(self, lane: Lane[P], was: bool = False) -> bool:
+        """May the job's lane have room for new ids (so a parked lane is worth a claim)? The mirror
+        knows the fixed window; an adaptive lane's room also depends on its earliest possible cut and
+        window base, kept in Redis only: any change may have made room, up to the lane's memory bound
+        (``BEHIND_WINDOWS``), at the price of a claim that may come back empty and park it again
+        (a poll reads the job's own answer, STATUS's room).
+        ``was``: the value before the change (a fixed-window lane is unparked when it turns True)."""
+        if not self.adaptive:
+            return lane.ready and not was
+        return lane.reason is None and lane.ahead < lane.window * BEHIND_WINDOWS
 
     def _lane_ready(self, key: str) -> bool:
         return bool(self._buffers[key]) or key in self._unsettled
@@ -601,7 +620,7 @@ class RedisFrontier(Generic[P]):
             rec: Recorded[P] = Recorded()
             rec.stopped, _settled = self._sync(key, *row[1:6])
             self._add_counts(lane, row[6:13])
-            if key in self._parked and lane.ready and not was_ready:
+            if key in self._parked and self._room(lane, was_ready):
                 rec.became_ready = self.unpark(key)
             after = replace(lane.counts)
             self.touched.append(Touched(key, int(row[15]), _OUTCOMES[int(row[16])], before, after, rec))
@@ -674,7 +693,7 @@ class RedisFrontier(Generic[P]):
         result.overshoot = deltas[5] > 0 and outcome is Outcome.FOUND
         result.stopped = stopped
         result.released = self._released(reply[15:])
-        if lane_key in self._parked and lane.ready and not was_ready:
+        if lane_key in self._parked and self._room(lane, was_ready):
             result.became_ready = self.unpark(lane_key)
         self._take_touched(reply[14])
         return result
@@ -699,13 +718,12 @@ class RedisFrontier(Generic[P]):
         woken: list[str] = []
         self.vanished = set()
         for key, state in zip(keys, reply[:-1], strict=True):
-            fu, nxt, reason, cut, last, free = state
+            fu, nxt, reason, cut, last, free, room = state
             if not _text(fu):
                 self.vanished.add(key)  # the job's state is gone (Redis restarted empty, or cleaned)
                 continue
             self._sync(key, fu, nxt, reason, cut, last)
-            lane = self.lanes[key]
-            if (int(free) > 0 or lane.ready) and self.unpark(key):
+            if (int(free) > 0 or int(room)) and self.unpark(key):  # room: the job's (adaptive or not)
                 woken.append(key)
         unsettled, delayed, orphans, feed, tver, next_due = (int(v) for v in reply[-1])
         status = self.status

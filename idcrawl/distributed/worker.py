@@ -135,6 +135,8 @@ class RedisWorker:
             encode=lambda payload: encode_outputs(payload[2], crawler.spider),
             decode=lambda lane, id_, blob: (lane, id_, decode_outputs(blob, crawler.spider)),
             concurrency=settings.getint("CONCURRENT_REQUESTS"),
+            adaptive=str(settings.get("IDCRAWL_SPECULATION", default_settings.IDCRAWL_SPECULATION)).strip().lower()
+            == "adaptive",
         )
         self._defaults = {
             "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),

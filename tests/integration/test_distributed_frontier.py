@@ -17,7 +17,7 @@ from idcrawl.core.targets import parse_target
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict
 from idcrawl.distributed.state import JobStateStore, decode_bits
 from idcrawl.state.redis import RedisStateStore
-from tests.support.reference import lane_truth
+from tests.support.reference import lane_truth, shared_emitter_truth
 
 redis = pytest.importorskip("redis")
 
@@ -29,10 +29,12 @@ def exists(id_: int) -> bool:
     return 900 <= id_ <= 1100 and id_ not in GAPS
 
 
-def frontier(server, worker: str, prefix: str = "t:{job}:", lease_ms: int = 60_000, block: int = 3) -> RedisFrontier:
+def frontier(
+    server, worker: str, prefix: str = "t:{job}:", lease_ms: int = 60_000, block: int = 3, adaptive: bool = True
+) -> RedisFrontier:
     client = redis.Redis.from_url(server.url)
     return RedisFrontier(
-        RedisJob(client, prefix), worker, block=block, lease_ms=lease_ms,
+        RedisJob(client, prefix), worker, block=block, lease_ms=lease_ms, adaptive=adaptive,
         encode=lambda payload: pickle.dumps(payload[2]),
         decode=lambda lane, id_, blob: (lane, id_, pickle.loads(blob)),
     )
@@ -44,11 +46,13 @@ def target(**extra: object):
     return parse_target(raw)
 
 
-def drive(workers: list[RedisFrontier], rng: random.Random, *, stop_after: dict[int, int] | None = None):
+def drive(workers: list[RedisFrontier], rng: random.Random, *, stop_after: dict[int, int] | None = None,
+          emitters: dict[int, str] | None = None):
     """Dispense and decide ids in a random order across workers until the job is done.
 
     ``stop_after``: worker index -> number of outcomes after which it stops answering
-    once it holds ids (they stay claimed, as with SIGKILL). Returns (emitted ids, dispensed ids)."""
+    once it holds ids (they stay claimed, as with SIGKILL). Returns (emitted ids, dispensed ids);
+    ``emitters`` gets the lane that emitted each id."""
     emitted: list[int] = []
     dispensed: list[int] = []
     held: dict[int, list[tuple[str, int]]] = {i: [] for i in range(len(workers))}
@@ -73,10 +77,14 @@ def drive(workers: list[RedisFrontier], rng: random.Random, *, stop_after: dict[
             outcome = Outcome.FOUND if exists(id_) else Outcome.MISSING
             rec = w.record(lane, id_, outcome, (lane, id_, [f"item{id_}"]) if outcome is Outcome.FOUND else None)
             emitted += [rid for _, rid, _ in rec.released]
+            if emitters is not None:
+                emitters.update((rid, rlane) for rlane, rid, _ in rec.released)
             decided[i] += 1
             continue
         dispatch = w.next()
         emitted += [rid for _, rid, _ in w.released]  # released by a claim (an overlapping lane's outcome)
+        if emitters is not None:
+            emitters.update((rid, rlane) for rlane, rid, _ in w.released)
         w.released, w.touched = [], []
         if dispatch is not None:
             held[i].append((dispatch.lane, dispatch.id))
@@ -118,9 +126,12 @@ OVERLAPPING = (
 )
 
 
-def single_process(targets: list) -> tuple[list[int], dict[str, int | None], dict[str, int], int]:
+def single_process(
+    targets: list, emitters: dict[int, str] | None = None, adaptive: bool = True
+) -> tuple[list[int], dict[str, int | None], dict[str, int], int]:
     """The core frontier's run of overlapping targets, in order: emitted ids, cuts, found per lane, requests."""
-    frontier: Frontier = Frontier(targets, rebind=lambda payload, lane, id_: (lane, id_, payload[2] if payload else []))
+    frontier: Frontier = Frontier(targets, rebind=lambda payload, lane, id_: (lane, id_, payload[2] if payload else []),
+                                  adaptive=adaptive)
     emitted: list[int] = []
     requests = 0
     while (dispatch := frontier.next()) is not None:
@@ -130,6 +141,8 @@ def single_process(targets: list) -> tuple[list[int], dict[str, int | None], dic
         released = frontier.record(dispatch.lane, dispatch.id, outcome, payload).released + frontier.released
         frontier.released = []
         emitted += [id_ for _, id_, items in released if items]
+        if emitters is not None:
+            emitters.update((id_, lane) for lane, id_, items in released if items)
     assert frontier.finished
     cuts = {key: lane.cut_at for key, lane in frontier.lanes.items()}
     found = {key: lane.counts.found for key, lane in frontier.lanes.items()}
@@ -157,21 +170,32 @@ def test_overlapping_targets_share_one_id_space_across_workers(redis_server, see
     assert sum(w.deduplicated for w in workers) > 0
 
 
-@pytest.mark.parametrize("seed", range(20, 28))
+@pytest.mark.parametrize("seed", range(20, 36))
 def test_random_overlapping_targets_match_the_core_frontier(redis_server, seed: int) -> None:
+    """... and each shared id's items come from the lane the rule names (the reference's), with
+    adaptive speculation (even seeds) or the fixed window (odd), lanes of unequal rates."""
     rng = random.Random(seed)
+    adaptive = seed % 2 == 0
     targets = [
         target(name=f"t{n}", start=rng.randint(960, 1040), direction=rng.choice(["asc", "desc", "both"]),
-               margin=rng.randint(2, 7), window=rng.randint(2, 10))
+               margin=rng.randint(2, 7), window=rng.randint(2, 10), rate=rng.choice([1, 1, 4]))
         for n in range(rng.randint(2, 4))
     ]
-    emitted_1, cuts, found, _ = single_process(targets)
-    workers = [frontier(redis_server, f"w{i}", prefix=f"t:{{rnd{seed}}}:", block=rng.randint(1, 4)) for i in range(3)]
+    emitters_1: dict[int, str] = {}
+    emitted_1, cuts, found, _ = single_process(targets, emitters_1, adaptive=adaptive)
+    workers = [frontier(redis_server, f"w{i}", prefix=f"t:{{rnd{seed}}}:", block=rng.randint(1, 4),
+                        adaptive=adaptive) for i in range(3)]
     for w in workers:
         for t in targets:
             w.add_target(t)
-    emitted, dispensed = drive(workers, random.Random(seed))
+    emitters: dict[int, str] = {}
+    emitted, dispensed = drive(workers, random.Random(seed), emitters=emitters)
     assert sorted(emitted) == sorted(emitted_1), "not the core's items, once"
+    specs = [(key, w.lanes[key].start, w.lanes[key].step, w.lanes[key].stop, t.margin)
+             for t in targets for key in (f"{t.name}:asc", f"{t.name}:desc") if key in (w := workers[0]).lanes]
+    truth = shared_emitter_truth(specs, exists)
+    assert emitters_1 == truth, "the core's emitting lanes"
+    assert emitters == truth, "the fleet's emitting lanes"
     assert len(dispensed) == len(set(dispensed)), "an id was fetched twice"
     for key, cut in cuts.items():
         assert all(w.lanes[key].cut_at == cut for w in workers), key
@@ -286,10 +310,11 @@ def test_decode_bits_reads_two_bits_per_id_in_lane_order() -> None:
 
 def test_a_worker_stopped_with_ids_of_a_cut_lane_that_another_lane_waits_for_is_taken_back(redis_server) -> None:
     """Lane a is cut while a stopped worker still holds ids of it that lane b waits for: the
-    worker's release hands them to b (a settled lane keeps the claims of its fetches in flight)."""
+    worker's release hands them to b (a settled lane keeps the claims of its fetches in flight).
+    With the fixed window (adaptive lanes would hand out only one id past lane a's possible cut)."""
     targets = [target(name="a", start=1010, direction="asc", margin=2), target(name="b", start=1000, direction="asc")]
     emitted_1, cuts, _, _ = single_process(targets)
-    workers = [frontier(redis_server, f"w{i}", prefix="t:{cutheld}:", lease_ms=300) for i in range(3)]
+    workers = [frontier(redis_server, f"w{i}", prefix="t:{cutheld}:", lease_ms=300, adaptive=False) for i in range(3)]
     for w in workers:
         for t in targets:
             w.add_target(t)

@@ -1,5 +1,9 @@
 """The Lua lane (``CLAIM``/``RECORD`` on a real redis-server) against the core ``Lane`` and the sequential rule.
 
+Twice: lanes with adaptive speculation (``IDCRAWL_SPECULATION=adaptive``, ``Lane(adaptive=True)``:
+the claims must hand out exactly the ids the core lane dispenses, at most margin past the earliest
+possible cut, the window counted from the window base) and with the fixed window (``window``).
+
 1,000 seeded sequences, each one lane: ascending or descending, bounded or not (an
 unbounded descending lane ends at id 0), varied margins (0: no cut, bounded lanes only) and
 windows, failed ids counted as misses or neutral (``IDCRAWL_MARGIN_COUNTS_FAILED``),
@@ -158,13 +162,13 @@ def record(run: Run, id_: int, outcome: Outcome) -> None:
         run.lua_released.append(int(id_text))
 
 
-def drive(job: RedisJob, case: Case, rng: random.Random) -> None:
+def drive(job: RedisJob, case: Case, rng: random.Random, adaptive: bool) -> None:
     neutral = frozenset() if case.counts_failed else frozenset({Outcome.FAILED})
     lane: Lane[int] = Lane(LANE, start=case.start, step=case.step, stop=case.stop, margin=case.margin,
-                           window=case.window, neutral=neutral)
+                           window=case.window, neutral=neutral, adaptive=adaptive)
     stop = "" if case.stop is None else str(case.stop)
     assert job.register("t", "{}", [(LANE, case.start, case.step, stop, case.margin, case.window,
-                                      "0" if case.counts_failed else "1", 1)]) is None
+                                      "0" if case.counts_failed else "1", 1)], adaptive=adaptive) is None
     run = Run(case, lane, job)
     pending: list[int] = []  # handed out, no outcome yet
     decided: list[int] = []
@@ -212,13 +216,15 @@ def drive(job: RedisJob, case: Case, rng: random.Random) -> None:
         run.fail(f"the 2-bit field holds {stored}, the outcomes were {expected}")
 
 
-def test_the_lua_lane_decides_as_the_core_lane_and_the_sequential_rule(redis_server) -> None:
+@pytest.mark.parametrize("adaptive", [True, False], ids=["adaptive", "window"])
+def test_the_lua_lane_decides_as_the_core_lane_and_the_sequential_rule(redis_server, adaptive: bool) -> None:
     client = redis.Redis.from_url(redis_server.url)
     rng = random.Random(SEED)
     kinds: set[tuple[int, bool, bool, bool]] = set()
     for n in range(SEQUENCES):
         case = make_case(rng)
         kinds.add((case.step, case.stop is None, case.counts_failed, case.margin == 0))
-        drive(RedisJob(client, f"t:{{seq{n}}}:"), case, random.Random(rng.getrandbits(32)))
+        job = RedisJob(client, f"t:{{seq{n}:{int(adaptive)}}}:")
+        drive(job, case, random.Random(rng.getrandbits(32)), adaptive)
     # every kind of lane was among them: both directions, bounded or not, failed counted or neutral
     assert len(kinds) == 12

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 
 
 def lane_truth(
@@ -23,6 +23,41 @@ def lane_truth(
                 return found, id_
         id_ += step
     return found, None
+
+
+def shared_emitter_truth(
+    lanes: Sequence[tuple[str, int, int, int | None, int]], exists: Callable[[int], bool]
+) -> dict[int, str]:
+    """Which lane emits each found id of lanes (key, start, step, stop, margin) that walk one id
+    space: of the lanes whose found ids (``lane_truth``) hold it, the one with the fewest steps
+    from its start to it, ties by the smaller key."""
+    best: dict[int, tuple[int, str]] = {}
+    for key, start, step, stop, margin in lanes:
+        for id_ in lane_truth(exists, start, step, stop, margin)[0]:
+            rank = ((id_ - start) * step, key)
+            if id_ not in best or rank < best[id_]:
+                best[id_] = rank
+    return {id_: key for id_, (_, key) in best.items()}
+
+
+def earliest_cut_truth(
+    known: Mapping[int, str], start: int, step: int, margin: int, neutral: Container[str] = ()
+) -> tuple[int | None, int]:
+    """Where the margin would cut a lane from ``start`` if every id without a known outcome
+    (``known``: id -> "found", "missing", ...) were a miss; and the window base: the id just
+    after the last found id before that cut (``start`` when none). Without a margin: (None, start)."""
+    if not margin:
+        return None, start
+    run, base, id_ = 0, start, start
+    while True:
+        outcome = known.get(id_)
+        if outcome == "found":
+            run, base = 0, id_ + step
+        elif outcome not in neutral:
+            run += 1
+            if run >= margin:
+                return id_, base
+        id_ += step
 
 
 def target_truth(

@@ -2,7 +2,8 @@
 
 The key property: whatever the concurrency and the order in which outcomes
 arrive, the released payloads equal the sequential margin rule applied in lane
-order, and the ids dispensed past a cut never exceed the lane's window.
+order, and the ids dispensed past a cut never exceed the lane's window (an
+adaptive lane, the default: its margin, and its window counts from its window base).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from idcrawl.core.frontier import Dispatch, Frontier, lane_specs
-from idcrawl.core.lanes import BOUND, MARGIN, Lane, Outcome
+from idcrawl.core.lanes import BEHIND_WINDOWS, BOUND, MARGIN, Lane, Outcome
 from idcrawl.core.targets import Target, parse_target
 from tests.support.reference import lane_truth
 
@@ -62,6 +63,7 @@ class Run:
     released: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     overshoot: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     max_ahead: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    max_past_base: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # ids past the window base
 
 
 def drive(
@@ -85,6 +87,8 @@ def drive(
         run.dispensed[dispatch.lane].append(dispatch.id)
         lane = frontier.lanes[dispatch.lane]
         run.max_ahead[dispatch.lane] = max(run.max_ahead[dispatch.lane], lane.ahead)
+        past_base = (lane.next_id - lane.window_base) * lane.step
+        run.max_past_base[dispatch.lane] = max(run.max_past_base[dispatch.lane], past_base)
         return True
 
     for _ in range(max_steps):
@@ -128,10 +132,16 @@ def assert_matches_truth(frontier: Frontier[int], run: Run, outcome_of: Callable
         # ids were dispensed in lane order, each once, from the lane's start
         dispensed = run.dispensed[key]
         assert dispensed == list(range(spec.start, spec.start + spec.step * len(dispensed), spec.step)), key
-        # bounded waste: requests past the cut <= window
+        # bounded waste: requests past the cut <= window (adaptive: <= margin too)
         past_cut = [i for i in dispensed if cut is not None and (i - cut) * spec.step > 0]
         assert len(past_cut) <= tgt.window, key
-        assert run.max_ahead[key] <= tgt.window, key
+        assert run.max_past_base[key] <= tgt.window, key
+        if lane.adaptive:
+            assert len(past_cut) <= tgt.margin, key
+            assert run.max_ahead[key] <= tgt.window * BEHIND_WINDOWS, key
+            assert lane.cut_at is None or lane.earliest_cut == lane.cut_at, key
+        else:
+            assert run.max_ahead[key] <= tgt.window, key
         # the counters tell the same story
         overshoot = [i for i in past_cut if outcome_of(tgt.name, i) is FOUND]
         assert lane.counts.found == lane.counts.emitted == len(found), key
@@ -191,6 +201,7 @@ def outcomes(exists: set[int], failing: set[int]) -> Callable[[str, int], Outcom
     return outcome_of
 
 
+@pytest.mark.parametrize("adaptive", [True, False], ids=["adaptive", "fixed"])
 @settings(max_examples=200, deadline=None)
 @given(
     tgt=targets(),
@@ -200,14 +211,15 @@ def outcomes(exists: set[int], failing: set[int]) -> Callable[[str, int], Outcom
     rnd=st.randoms(use_true_random=True),
 )
 def test_any_concurrency_and_completion_order_releases_the_sequential_truth(
-    tgt: Target, exists: set[int], failing: set[int], concurrency: int, rnd: random.Random
+    tgt: Target, exists: set[int], failing: set[int], concurrency: int, rnd: random.Random, adaptive: bool
 ) -> None:
-    frontier: Frontier[int] = Frontier([tgt])
+    frontier: Frontier[int] = Frontier([tgt], adaptive=adaptive)
     outcome_of = outcomes(exists, failing)
     run = drive(frontier, outcome_of, rnd, concurrency)
     assert_matches_truth(frontier, run, outcome_of)
 
 
+@pytest.mark.parametrize("adaptive", [True, False], ids=["adaptive", "fixed"])
 @settings(max_examples=100, deadline=None)
 @given(
     specs=st.lists(st.tuples(targets(), st.sampled_from(["a.example", "b.example", "c.example"])), min_size=2, max_size=4),
@@ -224,6 +236,7 @@ def test_interleaved_targets_and_busy_slots_release_the_same_as_alone(
     concurrency: int,
     busy_share: float,
     rnd: random.Random,
+    adaptive: bool,
 ) -> None:
     # each target sees a different site: distinct URLs (equal URLs would share outcomes, see test_overlap.py)
     tgts = [replace(t, name=f"t{i}", url=f"https://{host}/t{i}/{{id}}") for i, (t, host) in enumerate(specs)]
@@ -233,11 +246,12 @@ def test_interleaved_targets_and_busy_slots_release_the_same_as_alone(
     def outcome_of(name: str, id_: int) -> Outcome:
         return base(name, (id_ + shift[name]) % (HIGH + 40))
 
-    frontier: Frontier[int] = Frontier(tgts)
+    frontier: Frontier[int] = Frontier(tgts, adaptive=adaptive)
     run = drive(frontier, outcome_of, rnd, concurrency, busy=lambda g: rnd.random() < busy_share)
     assert_matches_truth(frontier, run, outcome_of)
 
 
+@pytest.mark.parametrize("adaptive", [True, False], ids=["adaptive", "fixed"])
 @settings(max_examples=100, deadline=None)
 @given(
     exists=existing_ids(),
@@ -247,19 +261,22 @@ def test_interleaved_targets_and_busy_slots_release_the_same_as_alone(
     rnd=st.randoms(use_true_random=True),
 )
 def test_lane_over_a_huge_range_holds_at_most_window_ids(
-    exists: set[int], failing: set[int], window: int, concurrency: int, rnd: random.Random
+    exists: set[int], failing: set[int], window: int, concurrency: int, rnd: random.Random, adaptive: bool
 ) -> None:
     tgt = target(start=0, max=10**15, margin=5, window=window)
-    frontier: Frontier[int] = Frontier([tgt])
+    frontier: Frontier[int] = Frontier([tgt], adaptive=adaptive)
     (lane,) = frontier.lanes.values()
+    # an adaptive lane runs on past ids that cannot change its cut, up to BEHIND_WINDOWS windows
+    bound = window * BEHIND_WINDOWS if adaptive else window
 
     def check(_: Frontier[int]) -> None:
         tracked = set(lane._decided) | set(lane._held)
-        assert len(tracked) <= window
-        assert len(lane._decided) <= window
+        assert len(tracked) <= bound
+        assert len(lane._decided) <= bound
         assert lane.held <= window
-        assert lane.ahead <= window
-        assert len(lane.outstanding()) <= window
+        assert lane.ahead <= bound
+        assert (lane.next_id - lane.window_base) * lane.step <= window
+        assert len(lane.outstanding()) <= bound
 
     outcome_of = outcomes(exists, failing)
     run = drive(frontier, outcome_of, rnd, concurrency, check=check)
@@ -267,9 +284,10 @@ def test_lane_over_a_huge_range_holds_at_most_window_ids(
     assert lane.reason == MARGIN
 
 
-def test_huge_range_costs_what_a_small_range_costs() -> None:
+@pytest.mark.parametrize("adaptive", [True, False], ids=["adaptive", "fixed"])
+def test_huge_range_costs_what_a_small_range_costs(adaptive: bool) -> None:
     def peak_tracked(hi: int) -> int:
-        frontier: Frontier[int] = Frontier([target(start=0, max=hi, margin=5, window=16)])
+        frontier: Frontier[int] = Frontier([target(start=0, max=hi, margin=5, window=16)], adaptive=adaptive)
         (lane,) = frontier.lanes.values()
         peak = 0
 
@@ -282,9 +300,10 @@ def test_huge_range_costs_what_a_small_range_costs() -> None:
         assert len(run.released[lane.key]) == 1500
         return peak
 
-    assert peak_tracked(10**15) == peak_tracked(10**4) <= 16
+    assert peak_tracked(10**15) == peak_tracked(10**4) <= (16 * BEHIND_WINDOWS if adaptive else 16)
 
 
+@pytest.mark.parametrize("adaptive", [True, False], ids=["adaptive", "fixed"])
 @settings(max_examples=200, deadline=None)
 @given(
     tgt=targets(),
@@ -294,7 +313,7 @@ def test_huge_range_costs_what_a_small_range_costs() -> None:
     rnd=st.randoms(use_true_random=True),
 )
 def test_failed_outcomes_count_toward_the_margin_like_missing(
-    tgt: Target, exists: set[int], failing: set[int], concurrency: int, rnd: random.Random
+    tgt: Target, exists: set[int], failing: set[int], concurrency: int, rnd: random.Random, adaptive: bool
 ) -> None:
     def with_failures(_name: str, id_: int) -> Outcome:
         if id_ in exists:
@@ -304,8 +323,8 @@ def test_failed_outcomes_count_toward_the_margin_like_missing(
     def without_failures(_name: str, id_: int) -> Outcome:
         return FOUND if id_ in exists else MISSING
 
-    a: Frontier[int] = Frontier([tgt])
-    b: Frontier[int] = Frontier([tgt])
+    a: Frontier[int] = Frontier([tgt], adaptive=adaptive)
+    b: Frontier[int] = Frontier([tgt], adaptive=adaptive)
     run_a = drive(a, with_failures, rnd, concurrency)
     run_b = drive(b, without_failures, random.Random(0), 1)
     for key in a.lanes:
@@ -396,7 +415,8 @@ def test_full_window_does_not_block_other_lanes() -> None:
 
 
 def test_nothing_to_dispense_while_every_window_is_full() -> None:
-    frontier: Frontier[int] = Frontier([target(start=0, window=3)])
+    # a fixed window (an adaptive one runs on past 0 once 1 is found: tests/unit/test_speculation.py)
+    frontier: Frontier[int] = Frontier([target(start=0, window=3)], adaptive=False)
     assert [frontier.next().id for _ in range(3)] == [0, 1, 2]  # type: ignore[union-attr]
     assert frontier.next() is None
     assert not frontier.can_dispense()
@@ -457,7 +477,8 @@ def test_lanes_of_a_target() -> None:
 
 
 def test_margin_cut_finishes_the_lane_with_ids_still_in_flight() -> None:
-    frontier: Frontier[int] = Frontier([target(name="s", start=0, margin=2, window=5)])
+    # a fixed window (an adaptive lane stops at 2 past the earliest cut: tests/unit/test_speculation.py)
+    frontier: Frontier[int] = Frontier([target(name="s", start=0, margin=2, window=5)], adaptive=False)
     ids = [frontier.next().id for _ in range(5)]  # type: ignore[union-attr]
     assert ids == [0, 1, 2, 3, 4]
     frontier.record("s:asc", 0, MISSING)

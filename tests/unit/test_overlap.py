@@ -18,7 +18,7 @@ from idcrawl.core.frontier import Dispatch, Frontier, lane_specs
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.overlap import IdSpace, space_key
 from idcrawl.core.targets import Target, parse_target
-from tests.support.reference import lane_truth
+from tests.support.reference import lane_truth, shared_emitter_truth
 
 FOUND, MISSING, FAILED = Outcome.FOUND, Outcome.MISSING, Outcome.FAILED
 URL = "https://register.example/notice/{id}"
@@ -97,28 +97,35 @@ def overlapping(draw: st.DrawFn) -> list[Target]:
         lo = draw(st.one_of(st.none(), st.integers(0, start)))
         hi = draw(st.one_of(st.none(), st.integers(start, 160)))
         window = draw(st.integers(1, 30))
+        rate = draw(st.sampled_from([1, 1, 4, 16]))  # a lane far from an id may reach it first
         targets.append(target(name=f"t{i}", start=start, direction=direction, margin=margin, min=lo, max=hi,
-                              window=window))
+                              window=window, rate=rate))
     return targets
 
 
 @settings(max_examples=150, deadline=None)
 @given(
     targets=overlapping(),
-    exists=st.sets(st.integers(0, 170), max_size=150),
+    exists=st.one_of(  # sparse, or dense with a few gaps (long lanes that overlap a lot)
+        st.sets(st.integers(0, 170), max_size=150),
+        st.sets(st.integers(0, 170), max_size=25).map(lambda gaps: set(range(171)) - gaps),
+    ),
     failing=st.sets(st.integers(0, 170), max_size=15),
     concurrency=st.integers(1, 40),
+    adaptive=st.booleans(),
     rnd=st.randoms(use_true_random=True),
 )
 def test_overlapping_targets_match_each_lane_alone(
-    targets: list[Target], exists: set[int], failing: set[int], concurrency: int, rnd: random.Random
+    targets: list[Target], exists: set[int], failing: set[int], concurrency: int, adaptive: bool, rnd: random.Random
 ) -> None:
+    """... and the lane that emits a shared id's items is the reference's, whatever the order."""
     def outcome_of(id_: int) -> Outcome:
         return FAILED if id_ in failing else FOUND if id_ in exists else MISSING
 
-    frontier: Frontier[Payload] = Frontier(targets, rebind=rebind)
+    frontier: Frontier[Payload] = Frontier(targets, rebind=rebind, adaptive=adaptive)
     fetched: Counter[int] = Counter()
     emitted: list[int] = []
+    emitter: dict[int, str] = {}
     released_by_lane: dict[str, list[int]] = defaultdict(list)
     inflight: list[Dispatch] = []
 
@@ -126,6 +133,8 @@ def test_overlapping_targets_match_each_lane_alone(
         for lane, id_, outputs in released:
             released_by_lane[lane].append(id_)
             emitted.extend(outputs)
+            if outputs:
+                emitter[id_] = lane
 
     for _ in range(100_000):
         while len(inflight) < concurrency and (dispatch := frontier.next()) is not None:
@@ -153,6 +162,9 @@ def test_overlapping_targets_match_each_lane_alone(
             assert sorted(released_by_lane[spec.key]) == sorted(found), spec.key
             expected_items |= set(found)
     assert sorted(emitted) == sorted(expected_items), "each found id's items exactly once"
+    specs = [(spec.key, spec.start, spec.step, spec.stop, tgt.margin) for tgt in targets for spec in lane_specs(tgt)]
+    assert emitter == shared_emitter_truth(specs, lambda i: outcome_of(i) is FOUND), "the rule's emitting lane"
+    assert sum(lane.counts.emitted for lane in frontier.lanes.values()) == len(emitted)
 
 
 def test_resumed_holes_of_overlapping_targets_are_fetched_once_and_every_list_lane_settles() -> None:
@@ -178,3 +190,36 @@ def test_resumed_holes_of_overlapping_targets_are_fetched_once_and_every_list_la
     assert all(lane.counts.found == len(f._ids[key]) for key, lane in f.lanes.items())
     shared = [(t.lane, t.id) for t in f.touched]
     assert shared and all(id_ in (1013, 1015) for _, id_ in shared), "touched carries ids, not positions"
+
+
+def test_a_shared_id_is_emitted_by_the_nearest_lane_whatever_the_completion_order() -> None:
+    """a walks 1..200, b 100..300 (margin 5, window 12): b reaches 100..200 in fewer steps, so b
+    emits them, in every completion order and with either speculation (seeded orders), even
+    when a dispenses 8 ids for each of b's and gets there first (then a holds them for b)."""
+    gaps = {50, 150, 151, 250}
+    exists = set(range(1, 301)) - gaps
+    b = target(name="b", start=100, max=300, margin=5, window=12)
+    for seed in range(20):
+        a = target(name="a", start=1, max=200, margin=5, window=12, rate=8 if seed % 4 < 2 else 1)
+        rnd = random.Random(seed)
+        frontier: Frontier[Payload] = Frontier([a, b], rebind=rebind, adaptive=seed % 2 == 0)
+        emitter: dict[int, str] = {}
+        inflight: list[Dispatch] = []
+        while True:
+            while len(inflight) < 1 + seed and (dispatch := frontier.next()) is not None:
+                inflight.append(dispatch)
+            released, frontier.released = frontier.released, []
+            if inflight:
+                d = inflight.pop(rnd.randrange(len(inflight)))
+                found = d.id in exists
+                released += frontier.record(d.lane, d.id, FOUND if found else MISSING,
+                                            (d.lane, d.id, [d.id]) if found else None).released
+            elif not released:
+                break
+            for lane, id_, outputs in released:
+                if outputs:
+                    assert id_ not in emitter, f"{id_} emitted twice"
+                    emitter[id_] = lane
+        assert frontier.finished
+        assert {i for i, lane in emitter.items() if lane == "b:asc"} == {i for i in exists if i >= 100}, seed
+        assert {i for i, lane in emitter.items() if lane == "a:asc"} == {i for i in exists if i < 100}, seed

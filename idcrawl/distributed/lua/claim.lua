@@ -1,5 +1,5 @@
 -- CLAIM: heartbeat, take back the ids of stopped workers, then hand out up to n ids of
--- a lane: taken-back ids first, then new ones within the window. In a shared id space
+-- a lane: taken-back ids first, then new ones within the window (room_of: adaptive speculation). In a shared id space
 -- (overlapping targets) a new id another lane fetches is not handed out: the lane waits for
 -- that outcome; an id another lane decided takes its outcome now (outputs once, common.lua).
 -- KEYS: P workers, P unsettled, P orphans, P job, P L:<lane>, its :own, :free, :dec.
@@ -12,7 +12,8 @@ local me, n, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
 redis.call('ZADD', J.workers, now, me)
 reclaim(J, now, lease, me)
-local f = redis.call('HMGET', K.hash, 'start', 'step', 'stop', 'window', 'next', 'fu', 'reason', 'cut', 'last')
+local f = redis.call('HMGET', K.hash, 'start', 'step', 'stop', 'window', 'next', 'fu', 'reason', 'cut', 'last',
+  'margin')
 if not f[1] then return {} end
 local step, stop, window = tonumber(f[2]), f[3], tonumber(f[4])
 local nxt, fu, reason, cut = tonumber(f[5]), tonumber(f[6]), f[7], f[8]
@@ -27,7 +28,7 @@ if cut == '' then
     if undecided(K, id, step, fu, nxt, cut) then ids[#ids + 1] = id end
   end
   if reason == '' and #ids < n then
-    local room = window - (nxt - fu) * step
+    local room = room_of(K, step, window, fu, nxt, tonumber(f[10]))
     while #ids < n and room > 0 and cut == '' do
       local id = nxt
       nxt = nxt + step
@@ -58,6 +59,12 @@ if cut == '' then
       if reason ~= '' then break end
     end
     redis.call('HSET', K.hash, 'next', s(nxt), 'reason', reason)
+    if S then  -- handing out ids may decide whether this lane's prefix holds a shared found id
+      local r = {released = {}, rows = {}}
+      recheck(S, S.lane, E, r)
+      for _, v in ipairs(r.rows) do touched[#touched + 1] = v end
+      for _, v in ipairs(r.released) do released[#released + 1] = v end
+    end
   end
 end
 for _, id in ipairs(ids) do redis.call('HSET', K.own, s(id), me) end

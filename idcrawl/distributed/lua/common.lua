@@ -203,6 +203,163 @@ local function reclaim(J, now, lease, me)
   return taken
 end
 
+-- Adaptive speculation (IDCRAWL_SPECULATION=adaptive, idcrawl.core.lanes.Lane(adaptive=True)):
+-- a lane with a margin keeps its earliest possible cut (field pcut: where the margin would cut it
+-- if every id without an outcome were a miss) and its window base (field base: just after the
+-- last found id before pcut). CLAIM hands out at most margin ids past pcut, and counts the window
+-- from base (or the first undecided id, whichever is later), at most BEHIND_WINDOWS windows past
+-- the first undecided id. A lane without them (fixed window, no margin) has pcut ''.
+local BEHIND_WINDOWS = 64
+
+-- a lane (re)starting at id: its earliest possible cut and window base from scratch
+local function reset_earliest_cut(K, id)
+  local f = redis.call('HMGET', K.hash, 'adaptive', 'margin', 'step')
+  local margin, step = tonumber(f[2]) or 0, tonumber(f[3])
+  if f[1] == '1' and margin > 0 then
+    redis.call('HSET', K.hash, 'pcut', s(id + (margin - 1) * step), 'base', s(id))
+  else
+    redis.call('HSET', K.hash, 'pcut', '', 'base', s(id))
+  end
+end
+
+-- id at (not passed by the prefix fu yet; its outcome is in K.dec) became found or neutral: the
+-- earliest possible cut may move on, and the window base with it (as Lane._move_earliest_cut).
+-- run0: the misses in a row just before fu; nxt: the next id to hand out.
+local function move_earliest_cut(K, at, step, margin, neutral, fu, run0, nxt)
+  local f = redis.call('HMGET', K.hash, 'pcut', 'base')
+  if not f[1] or f[1] == '' then return end
+  local pcut, base = tonumber(f[1]), tonumber(f[2])
+  if (at - pcut) * step > 0 then return end
+  local function miss(o) return o == false or not (neutral and o == '2') end
+  local run, i, hit = 0, at - step, false
+  while (i - fu) * step >= 0 do
+    local o = redis.call('HGET', K.dec, s(i))
+    if o == '0' then hit = true break end
+    if miss(o) then run = run + 1 end
+    i = i - step
+  end
+  if not hit then run = run + run0 end
+  local last_found, done = nil, false
+  i = at
+  while (i - nxt) * step < 0 do
+    local o = redis.call('HGET', K.dec, s(i))
+    if o == '0' then
+      run = 0
+      last_found = i
+    elseif miss(o) then
+      run = run + 1
+      if run >= margin then
+        pcut = i
+        done = true
+        break
+      end
+    end
+    i = i + step
+  end
+  if not done then pcut = nxt + (margin - run - 1) * step end  -- ids not handed out count as misses
+  if last_found ~= nil and (last_found + step - base) * step > 0 then base = last_found + step end
+  redis.call('HSET', K.hash, 'pcut', s(pcut), 'base', s(base))
+end
+
+-- how many new ids CLAIM may hand out now: the window (counted from the window base of an
+-- adaptive lane), and for an adaptive lane at most margin past its earliest possible cut
+local function room_of(K, step, window, fu, nxt, margin)
+  local f = redis.call('HMGET', K.hash, 'pcut', 'base')
+  if not f[1] or f[1] == '' then return window - (nxt - fu) * step end
+  local pcut, base = tonumber(f[1]), tonumber(f[2])
+  if (base - fu) * step < 0 then base = fu end
+  return math.min(window - (nxt - base) * step, margin + 1 - (nxt - pcut) * step,
+    window * BEHIND_WINDOWS - (nxt - fu) * step)
+end
+
+-- The emitting lane of a shared found id (idcrawl.core.overlap.emitting_rank): of the lanes of
+-- its space whose final prefix holds it, the one with the fewest steps from where it started
+-- walking (field from: its start, or a resume's restart id) to the id, ties by lane key. The
+-- outputs stay in <base>:pay until that lane's prefix passes the id and every lane before it by
+-- the rule has decided whether its prefix holds the id; a lane that passes it while one before
+-- it has not decided yet lists it in <base>:blk:<that lane> (a sorted set by distance), looked at
+-- again whenever that lane changes (recheck).
+local EMIT_FIELDS = {'start', 'from', 'step', 'stop', 'cut', 'fu', 'next', 'reason', 'margin', 'pcut', 'last'}
+
+local function lane_fields(L)
+  local v = redis.call('HMGET', L, unpack(EMIT_FIELDS))
+  if not v[1] then return nil end
+  local f = {}
+  for i, name in ipairs(EMIT_FIELDS) do f[name] = v[i] or '' end
+  if f.from == '' then f.from = f.start end
+  return f
+end
+
+-- whether a lane (its fields f) holds found id in its final prefix: true, false, or nil (not known yet)
+local function holds_of(f, id)
+  local step = tonumber(f.step)
+  if f.cut ~= '' then return (id - tonumber(f.cut)) * step < 0 end
+  if (id - tonumber(f.next)) * step >= 0 then  -- not handed out
+    if f.reason ~= '' then return false end
+    return nil
+  end
+  if (id - tonumber(f.fu)) * step < 0 or tonumber(f.margin) == 0 then return true end
+  if f.pcut ~= '' and (id - tonumber(f.pcut)) * step < 0 then return true end
+  return nil
+end
+
+-- the emitting lane of found id in S: (lane, nil, its fields), or (nil, the first lane by the rule
+-- that has not decided, its distance); me: a lane whose prefix is passing id now (it holds it)
+local function emitter(S, id, me)
+  local ranked = {}
+  for _, l in ipairs(redis.call('SMEMBERS', S.lanes)) do
+    local f = lane_fields(S.P .. 'L:' .. l)
+    if f then
+      local step = tonumber(f.step)
+      local d = (id - tonumber(f.from)) * step
+      if d >= 0 and not past(id, step, f.stop) then ranked[#ranked + 1] = {d, l, f} end
+    end
+  end
+  table.sort(ranked, function(a, b) return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2]) end)
+  for _, e in ipairs(ranked) do
+    local h
+    if e[2] == me then h = true else h = holds_of(e[3], id) end
+    if h == nil then return nil, e[2], e[1] end
+    if h then return e[2], nil, e[3] end
+  end
+  return nil, nil, nil
+end
+
+-- lane of S changed: found ids that waited for its decision go on; an id whose emitting lane has
+-- passed it is emitted into E now (r.released, and a row for that lane in r.rows)
+local function recheck(S, lane, E, r)
+  local B = S.base .. ':blk:' .. lane
+  local f = nil
+  while true do
+    local head = redis.call('ZRANGE', B, 0, 0)
+    if #head == 0 then return end
+    local sid = head[1]
+    local id = tonumber(sid)
+    if redis.call('HEXISTS', S.pay, sid) == 1 then
+      f = f or lane_fields(S.P .. 'L:' .. lane)
+      if f and holds_of(f, id) == nil then return end
+      redis.call('ZREM', B, sid)
+      local w, blk, x = emitter(S, id, nil)
+      if blk then
+        redis.call('ZADD', S.base .. ':blk:' .. blk, x, sid)
+      elseif w and (id - tonumber(x.fu)) * tonumber(x.step) < 0 then
+        local p = redis.call('HGET', S.pay, sid)
+        redis.call('HDEL', S.pay, sid)
+        local field = w .. '|' .. sid
+        redis.call('HSET', E, field, p)
+        redis.call('HINCRBY', S.P .. 'L:' .. w, 'c_emitted', 1)
+        r.released[#r.released + 1] = field
+        r.released[#r.released + 1] = p
+        local settled = 0
+        if x.reason ~= '' and (x.cut ~= '' or x.fu == x.next) then settled = 1 end
+        r.rows[#r.rows + 1] = {w, x.fu, x.next, x.reason, x.cut, x.last, 0, 0, 0, 0, 1, 0, 0, 1, settled, sid, '0'}
+      end
+    else
+      redis.call('ZREM', B, sid)
+    end
+  end
+end
+
 -- Record outcome code of id in lane (keys K, name lane): advance its prefix, cut it at the
 -- margin, release the outputs of found ids the prefix passed into the emit hash E.
 -- payload: the outputs of a found id ('' = none). S: the lane's space or nil.
@@ -214,7 +371,8 @@ local function record_lane(K, lane, id, code, payload, E, unsettled, S)
   if not f[1] then return nil end
   local start, step, margin, neutral = tonumber(f[1]), tonumber(f[2]), tonumber(f[3]), f[4] == '1'
   local r = {fu = tonumber(f[6]), nxt = tonumber(f[5]), reason = f[10], cut = f[9], last = f[8],
-    c = {0, 0, 0, 0}, emitted = 0, overshoot = 0, past_cut = 0, duplicate = 0, settled = 0, released = {}}
+    c = {0, 0, 0, 0}, emitted = 0, overshoot = 0, past_cut = 0, duplicate = 0, settled = 0, released = {},
+    rows = {}}
   local run = tonumber(f[7])
   local sid = s(id)
   local function done()
@@ -228,6 +386,9 @@ local function record_lane(K, lane, id, code, payload, E, unsettled, S)
     return done()
   end
   redis.call('HSET', K.dec, sid, s(code))
+  if r.cut == '' and margin > 0 and (code == 0 or (neutral and code == 2)) then
+    move_earliest_cut(K, id, step, margin, neutral, r.fu, run, r.nxt)
+  end
   if code == 0 and payload ~= '' then
     -- in a space the outputs are the space's: whichever lane's prefix passes the id first emits them
     if S then redis.call('HSET', S.pay, sid, payload)
@@ -257,9 +418,14 @@ local function record_lane(K, lane, id, code, payload, E, unsettled, S)
       local p = redis.call('HGET', K.pay, key)
       if p then
         redis.call('HDEL', K.pay, key)
-      elseif S then
-        p = redis.call('HGET', S.pay, key)
-        if p then redis.call('HDEL', S.pay, key) end
+      elseif S and redis.call('HEXISTS', S.pay, key) == 1 then  -- the rule names the lane that emits it
+        local w, blk, x = emitter(S, at, lane)
+        if w == lane then
+          p = redis.call('HGET', S.pay, key)
+          redis.call('HDEL', S.pay, key)
+        elseif blk then
+          redis.call('ZADD', S.base .. ':blk:' .. blk, x, key)
+        end
       end
       if p then
         local field = lane .. '|' .. key
@@ -290,6 +456,7 @@ local function record_lane(K, lane, id, code, payload, E, unsettled, S)
     redis.call('DEL', K.pay, K.free)
   end
   redis.call('HSET', K.hash, 'fu', s(r.fu), 'run', s(run), 'last', r.last, 'cut', r.cut, 'reason', r.reason)
+  if S then recheck(S, lane, E, r) end
   local names = {'c_found', 'c_missing', 'c_failed', 'c_disallowed'}
   for i = 1, 4 do
     if r.c[i] > 0 then redis.call('HINCRBY', K.hash, names[i], r.c[i]) end
@@ -321,5 +488,6 @@ local function share(S, other, id, code, E, unsettled, touched, released)
   row[#row + 1] = s(id)
   row[#row + 1] = s(code)
   touched[#touched + 1] = row
+  for _, v in ipairs(r.rows) do touched[#touched + 1] = v end
   for _, v in ipairs(r.released) do released[#released + 1] = v end
 end

@@ -31,6 +31,7 @@ if KEYS[9] and r.duplicate == 0 then
   end
 end
 local touched, released = {}, {}
+for _, v in ipairs(r.rows) do touched[#touched + 1] = v end  -- lanes this outcome let emit a shared id
 for _, v in ipairs(r.released) do released[#released + 1] = v end
 if fetching and r.duplicate == 0 then
   local sid = s(id)

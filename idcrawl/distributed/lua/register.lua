@@ -1,19 +1,20 @@
 -- REGISTER: create a target's lanes unless the job has the target already.
 -- KEYS: P specs, P tver, P unsettled, P tl:<target>, then P L:<lane> for each lane.
 -- ARGV: target name, spec (JSON), space (the id space of the target's URL template and
---   outcome rules, '' = none), then per lane: lane, start, step, stop ('' = none), margin,
+--   outcome rules, '' = none), adaptive ('1': adaptive speculation, IDCRAWL_SPECULATION; '0': the
+--   fixed window), then per lane: lane, start, step, stop ('' = none), margin,
 --   window, neutral (1: failed ids are neutral), weight.
 -- Once a space has two targets, the lanes of all of them are marked as sharing it
 -- (space_of in common.lua).
 -- Returns the stored spec if the job has the target (nothing changes), else nil.
 local specs, tver, unsettled, tl = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local name, spec, space = ARGV[1], ARGV[2], ARGV[3]
-assert(#KEYS - 4 == (#ARGV - 3) / 8, 'idcrawl: REGISTER needs one key per lane')
+local name, spec, space, adaptive = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+assert(#KEYS - 4 == (#ARGV - 4) / 8, 'idcrawl: REGISTER needs one key per lane')
 local current = redis.call('HGET', specs, name)
 if current then return current end
 redis.call('HSET', specs, name, spec)
 local k = 5
-for i = 4, #ARGV, 8 do
+for i = 5, #ARGV, 8 do
   local lane, start, step, stop = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3]
   local L = KEYS[k]
   k = k + 1
@@ -21,7 +22,8 @@ for i = 4, #ARGV, 8 do
   if start < 0 or past(start, step, stop) then reason = 'bound' end
   redis.call('HSET', L, 'start', s(start), 'step', s(step), 'stop', stop, 'margin', ARGV[i + 4],
     'window', ARGV[i + 5], 'neutral', ARGV[i + 6], 'weight', ARGV[i + 7], 'next', s(start), 'fu', s(start),
-    'run', '0', 'last', '', 'cut', '', 'reason', reason, 'target', name)
+    'run', '0', 'last', '', 'cut', '', 'reason', reason, 'target', name, 'adaptive', adaptive, 'from', s(start))
+  reset_earliest_cut(lane_keys(L), start)
   redis.call('RPUSH', tl, lane)
   if reason == '' then redis.call('SADD', unsettled, lane) end
 end

@@ -57,7 +57,8 @@ for _ = 1, n do
   local K = lane_keys(P .. 'L:' .. lane)
   local f = redis.call('HMGET', K.hash, 'cut', 'reason')
   if f[1] and f[1] ~= '' and f[2] == 'margin' then  -- cut by its margin: goes on from restart
-    redis.call('HSET', K.hash, 'fu', restart, 'next', restart, 'run', '0', 'cut', '', 'reason', '')
+    redis.call('HSET', K.hash, 'fu', restart, 'next', restart, 'run', '0', 'cut', '', 'reason', '', 'from', restart)
+    reset_earliest_cut(K, tonumber(restart))
     redis.call('DEL', K.dec, K.pay, K.free)
     redis.call('SADD', unsettled, lane)
     add(lane)
