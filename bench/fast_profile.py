@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
                              "without plain no ratio is computed, e.g. to compare --set candidates by pages/CPU-s)")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME:KEY=VALUE[,KEY=VALUE]",
                         help="ablation: instead of the sides, run the profiled side as is and once per variant "
-                             "(its settings on top), alternating; repeatable")
+                             "(its settings on top, separated by ';' if a value has commas), alternating; "
+                             "repeatable")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds before one crawl is killed")
     parser.add_argument("--keep", type=Path, help="keep logs and stats in this directory")
     args = parser.parse_args(argv)
@@ -160,7 +161,8 @@ def ablate(args: argparse.Namespace) -> int:
     variants: list[tuple[str, list[str]]] = [(args.profile_name, [])]
     for spec in args.variant:
         name, _, sets = spec.partition(":")
-        variants.append((name, [s for s in sets.split(",") if s]))
+        sep = ";" if ";" in sets else ","  # ";" when a value has commas (a dict of several keys)
+        variants.append((name, [s for s in sets.split(sep) if s]))
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="idcrawl-ablate-"))
     workdir.mkdir(parents=True, exist_ok=True)
     server, port = start_server(args.ids)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +109,26 @@ def test_a_job_profile_that_sets_a_target_default_stops_the_crawl_with_one_line(
     assert "profile='early': the profile sets IDCRAWL_MARGIN, which is read before the job file" in result.stderr
     assert "Traceback" not in result.stderr
     assert site.log == []
+
+
+def test_a_fast_crawl_gives_exactly_the_items_of_a_default_crawl(make_site, tmp_path: Path) -> None:
+    """The `fast` profile trims cost, not results: the same items (but for the fetch time) as no profile,
+    on a site with scattered gaps shorter than the margin and a run of misses that ends the lane."""
+    rng = random.Random(18)  # seeded: the same gaps every run
+    gaps = {i for i in range(2, 300) if rng.random() < 0.08} | set(range(300, 321))
+    site = make_site(GapModel(1, 340, gaps))
+    expected = [i for i in range(1, 300) if i not in gaps]  # 300-319 cut the lane: 321-340 are never asked for
+    args = {"url": site.url(), "start": 1, "margin": 20}
+    items = {}
+    for name, settings in (("fast", {"IDCRAWL_PROFILE": "fast"}), ("none", {})):
+        workdir = tmp_path / name
+        workdir.mkdir()
+        result = run_crawl(workdir, args, settings)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.ids == expected
+        items[name] = sorted(({k: v for k, v in item.items() if k != "fetched_at"} for item in result.items),
+                             key=lambda item: item["id"])
+        if name == "fast":  # the profile was in effect: no downloader/* stats (DOWNLOADER_STATS = false)
+            assert not any(key.startswith("downloader/") for key in result.stats)
+            assert result.stats["response_received_count"] >= 320  # CoreStats still counts every response
+    assert items["fast"] == items["none"]

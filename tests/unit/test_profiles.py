@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,13 @@ def test_a_job_profile_may_not_set_what_the_spider_read_before_the_job_file(tmp_
 def test_an_unknown_job_profile_lists_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(BadInputError, match=r"IDCRAWL_PROFILE='nope': unknown profile \(known: default, "):
         apply_job_profile(Settings(), str(job_file(tmp_path, "nope")))
+
+
+def test_the_fast_profile_is_what_its_page_says() -> None:
+    """docs/profiles.md, "The `fast` profile, line by line": every setting of fast.toml, with its value."""
+    page = (REPO / "docs" / "profiles.md").read_text(encoding="utf-8")
+    section = page.split("\n## The `fast` profile, line by line\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| `")]
+    documented = {name.strip().strip("`"): tomllib.loads(f"v = {value.strip().strip('`')}")["v"]
+                  for name, value in rows}
+    assert documented == load_profile("fast")
