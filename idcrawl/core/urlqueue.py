@@ -114,7 +114,10 @@ class Reconciled:
     again; ``requeued``: URLs harvested with "not found" or an error, or taken and never answered,
     queued again; ``due``: harvested URLs whose revisit is due, queued again; ``not_due``: URLs
     queued for a revisit (or postponed) whose crawl profiles' revisit frequency now puts their next
-    harvest later (a crawl profile slowed down: the seed's step 6.3), harvested until then.
+    harvest later (a crawl profile slowed down: the seed's step 6.3), harvested until then;
+    ``started``: URLs queued because a crawl profile was assigned to their target, or activated
+    again, since the last run (the seed's "how to start harvesting": its hop-0 pages' stored links
+    are walked again in that crawl profile's scope).
     """
 
     dropped: Mapping[str, int] = field(default_factory=dict)
@@ -125,6 +128,7 @@ class Reconciled:
     requeued: int = 0
     due: int = 0
     not_due: int = 0
+    started: int = 0
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -403,6 +407,9 @@ class MemoryUrlQueue:
     def start(self, scope: JobScope, now: float) -> Reconciled:
         self.scope = scope
         counts: dict[str, int] = {}
+        #: hop-0 pages with stored links, and their crawl profiles before this run
+        before = {url: entry.record.crawl_profiles for url, entry in self._entries.items()
+                  if entry.record.hops == SEED and entry.links is not None}
         for entry in list(self._entries.values()):
             new, events = reconcile(entry, scope, now, self.postpone_for)
             for what in events:
@@ -415,12 +422,40 @@ class MemoryUrlQueue:
             if new.state is QueueState.HARVESTED and revisit_of(new.record, scope) is not None and _check(
                     new.record, scope, now, self.postpone_for).verdict is Verdict.WAIT:
                 self._wait(new)
+        started: dict[str, QueuedUrl] = {}
+        for url, names in before.items():
+            page = self._entries.get(url)
+            if page is not None and page.record.hops == SEED and not set(page.record.crawl_profiles) <= set(names):
+                self._walk_again(page, now, started)
         return Reconciled(
             dropped={key.split("/", 1)[1]: n for key, n in sorted(counts.items()) if key.startswith("dropped/")},
             forgotten=counts.get("forgotten", 0), reowned=counts.get("reowned", 0),
             postponed=counts.get("postponed", 0), released=counts.get("released", 0),
             requeued=counts.get("requeued", 0), due=counts.get("due", 0), not_due=counts.get("not_due", 0),
+            started=len(started),
         )
+
+    def _walk_again(self, start: QueuedUrl, now: float, new: dict[str, QueuedUrl]) -> None:
+        """A crawl profile was assigned to (or activated again on) the target of the hop-0 page
+        ``start``: the seed's "starting a seed" in its context. The stored links of ``start`` and of
+        the pages of its target reached from it are offered again (each page and path once), so
+        what the crawl profile adds to the scope is queued (into ``new``) without fetching again."""
+        owner = start.record.owner
+        seen: set[tuple[str, Hops]] = set()
+        work = [(start.url, hops) for hops in start.paths]
+        while work:
+            page, hops = work.pop()
+            if (page, hops) in seen:
+                continue
+            seen.add((page, hops))
+            source = self._entries.get(page)
+            if source is None or source.record.owner != owner or hops not in source.paths or source.links is None:
+                continue
+            for link in source.links:
+                self._offer(page, owner, hops, link, now, new, work)
+                entry = self._entries.get(link)
+                if entry is not None and entry.record.owner == owner and entry.links is not None:
+                    work.extend((link, path) for path in entry.paths)
 
     def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
         entry = self._entries.get(url)

@@ -63,7 +63,7 @@ SCOPE_KEY = "idcrawl_scope"
 #: ``revisits``.
 PREFIX = f"{STATS_PREFIX}/crawl_profiles"
 #: The stats of the stored URLs reconciled with the job file at a run's start: ``.../dropped/<cause>``,
-#: ``forgotten``, ``reowned``, ``postponed``, ``released``, ``requeued``, ``due``, ``not_due``.
+#: ``forgotten``, ``reowned``, ``postponed``, ``released``, ``requeued``, ``due``, ``not_due``, ``started``.
 SCOPE_STATS = f"{STATS_PREFIX}/scope"
 
 
@@ -133,7 +133,7 @@ class IdScopeMiddleware:
         """The stored URLs reconciled with the job file at the run's start (``idcrawl/scope/...``)."""
         for cause, count in reconciled.dropped.items():
             self.stats.set_value(f"{SCOPE_STATS}/dropped/{cause}", count)
-        for what in ("forgotten", "reowned", "postponed", "released", "requeued", "due", "not_due"):
+        for what in ("forgotten", "reowned", "postponed", "released", "requeued", "due", "not_due", "started"):
             count = getattr(reconciled, what)
             if count:
                 self.stats.set_value(f"{SCOPE_STATS}/{what}", count)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from math import sqrt
 
 import pytest
@@ -390,3 +391,38 @@ def test_a_bad_scope_setting_is_one_line_naming_it_and_its_value(name: str, valu
     with pytest.raises(SettingError) as info:
         check_settings({name: value}.get)
     assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+# -- how to start harvesting: a crawl profile assigned to a target in a later run ------------------------
+
+
+@pytest.mark.parametrize("how", ["assigned", "reactivated"])
+def test_a_crawl_profile_assigned_to_a_target_later_starts_its_walk_without_fetching_again(how: str) -> None:
+    """The seed's "how to start harvesting": assigning a crawl profile to a seed (or activating it
+    again) starts the seed in its context. The pages fetched before are not fetched again; their
+    stored links are followed in the new crawl profile's scope."""
+    links = {url(0): [url(1)], url(1): [url(2)], url(2): [url(3)], url(3): [url(4)]}
+    short = CrawlProfile("short", 1, kind=ScopeKind.ANY)
+    deep = CrawlProfile("deep", 3, kind=ScopeKind.ANY)
+    before = {
+        "assigned": JobScope({"s": Seed("s", url(0), ("short",))}, {"short": short}, pages=("s",)),
+        "reactivated": JobScope({"s": Seed("s", url(0), ("short", "deep"))},
+                                {"short": short, "deep": replace(deep, enabled=False)}, pages=("s",)),
+    }[how]
+    after = JobScope({"s": Seed("s", url(0), ("short", "deep"))}, {"short": short, "deep": deep}, pages=("s",))
+    queue = MemoryUrlQueue()
+    queue.start(before, 0.0)
+    queue.seed("s", url(0), 0.0)
+    first = drain(queue, links)
+    assert first == [url(0), url(1)]
+    if how == "reactivated":  # run 2, as run 1: the deep crawl profile off (what it alone reaches waits)
+        queue = rerun(queue, before, 1.0)
+        assert queue.seed("s", url(0), 1.0) is None and drain(queue, links, 1.0) == []
+    queue = MemoryUrlQueue(queue.entries())
+    reconciled = queue.start(after, 2.0)
+    assert reconciled.started == (1 if how == "assigned" else 0) and reconciled.released == (how == "reactivated")
+    assert queue.seed("s", url(0), 2.0) is None
+    assert drain(queue, links, 2.0) == [url(2), url(3)]  # hop 2 and 3, nothing fetched twice
+    assert queue.get(url(3)).record.crawl_profiles == ("deep",)  # type: ignore[union-attr]
+    again = rerun(queue, after, 3.0)
+    assert again.start(after, 3.0).started == 0  # nothing assigned since: nothing walked again
