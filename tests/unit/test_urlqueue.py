@@ -476,3 +476,21 @@ def test_urls_of_one_collection_host_and_crawl_profile_are_drawn_uniformly() -> 
         wins[record.url] = wins.get(record.url, 0) + 1
     sd = sqrt(draws * 0.25 * 0.75)
     assert len(wins) == 4 and all(abs(n - draws / 4) <= 6 * sd for n in wins.values()), wins
+
+
+def test_a_link_out_of_scope_of_its_page_and_queued_with_another_target_is_ignored() -> None:
+    """The seed's outlink case 2.5: not in scope (of the context seed) and queued with another seed:
+    the entry stays as it is (owner, hops, state)."""
+    host = CrawlProfile("host", 2, kind=ScopeKind.HOST)
+    scope = JobScope({"a": Seed("a", "http://a.test/", ("host",)), "b": Seed("b", "http://b.test/", ("host",))},
+                     {"host": host}, pages=("a", "b"))
+    queue = MemoryUrlQueue()
+    queue.start(scope, 0.0)
+    queue.seed("b", "http://b.test/", 0.0)
+    queue.seed("a", "http://a.test/", 0.0)
+    assert queue.take(lambda h: h == "b.test", 0.0) is not None
+    queue.fetched("http://b.test/", ["http://b.test/x"], 0.0)
+    before = queue.get("http://b.test/x")
+    assert queue.take(lambda h: h == "a.test", 0.0) is not None
+    assert queue.fetched("http://a.test/", ["http://b.test/x"], 0.0) == []
+    assert queue.get("http://b.test/x") == before and before is not None and before.record.owner == "b"
