@@ -39,6 +39,7 @@ __all__ = [
     "Verdict",
     "canonical",
     "check_dispatch",
+    "check_due",
     "choose",
     "choose_owner",
     "expected_shares",
@@ -47,6 +48,7 @@ __all__ = [
     "in_scope",
     "ownership_case",
     "registered_domain",
+    "revisit_of",
     "rule_accepts",
     "specificity",
 ]
@@ -88,7 +90,8 @@ class CrawlProfile:
     ``hops <= max_hops``, its off-site hops are at most ``max_offsite_hops`` (None: no limit of
     its own), and either the base rule ``kind`` accepts it or an ``include`` regex matches it
     (:func:`in_scope`). ``collection`` None: the profile belongs to no collection (never
-    deactivated through one, yield 0 between collections).
+    deactivated through one, yield 0 between collections). ``revisit``: seconds from a URL's last
+    harvest to its next (the seed's frequency; None: harvested once, :func:`revisit_of`).
     """
 
     name: str
@@ -102,6 +105,7 @@ class CrawlProfile:
     schemes: tuple[str, ...] = SCHEMES
     yield_probability: float = 0.0
     enabled: bool = True
+    revisit: float | None = None
 
 
 # -- URLs: canonical form, hosts, registered domains ---------------------------------------------
@@ -368,6 +372,7 @@ class Verdict(StrEnum):
     POSTPONE = "postpone"  # deactivated: kept, with a next harvest time in the future
     DROP = "drop"  # deleted or out of scope: taken out of the queue
     REOWN = "reown"  # its target was deleted; another target's crawl profiles take it
+    WAIT = "wait"  # harvested, its revisit not due yet (step 6.3): kept until ``next_harvest``
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,9 +389,11 @@ def check_dispatch(record: UrlRecord, scope: JobScope, now: float, postpone_for:
        the URL in scope (at the record's hops) takes it (``REOWN``, the first in job order), else ``DROP``.
     2. Its collection is gone: ``DROP``. 3-4. Its target or collection is deactivated: ``POSTPONE``
        (next harvest ``now + postpone_for``). 5-6. Of the target's crawl profiles of that collection,
-       none has it in scope: ``DROP``; only deactivated ones: ``POSTPONE``. 7. ``HARVEST`` with the
-       enabled crawl profiles that have it in scope. (Step 6.3, a crawl profile's revisit frequency,
-       comes with revisits.)
+       none has it in scope: ``DROP``; only deactivated ones: ``POSTPONE``. 6.3. Harvested before
+       (its last answer a found page) with a revisit frequency (:func:`revisit_of`, the enabled crawl
+       profiles that have it in scope) and ``last_harvest + revisit > now``: ``WAIT``, its next harvest
+       ``last_harvest + revisit`` (a crawl profile slowed down since the URL was queued puts it back).
+       7. ``HARVEST`` with the enabled crawl profiles that have it in scope.
     """
     def postpone(reason: str) -> Decision:
         return Decision(Verdict.POSTPONE, replace(record, next_harvest=now + postpone_for), reason)
@@ -412,7 +419,35 @@ def check_dispatch(record: UrlRecord, scope: JobScope, now: float, postpone_for:
     enabled = tuple(name for name in names if scope.crawl_profiles[name].enabled)
     if not enabled:
         return postpone(f"crawl profiles {', '.join(names)} deactivated")
-    return Decision(Verdict.HARVEST, replace(record, crawl_profiles=enabled), "")
+    return check_due(replace(record, crawl_profiles=enabled), scope, now)
+
+
+def check_due(record: UrlRecord, scope: JobScope, now: float) -> Decision:
+    """Step 6.3 of :func:`check_dispatch` for a ``record`` in scope of enabled crawl profiles whose
+    last answer was a found page: ``WAIT`` (next harvest ``last_harvest + revisit``) when its revisit
+    frequency (:func:`revisit_of`) is not over at ``now``, or (record unchanged) when it has none:
+    harvested once. Otherwise (never harvested, or "not found" or an error last) ``HARVEST``."""
+    if record.last_harvest is None or record.not_found or record.errors:
+        return Decision(Verdict.HARVEST, record, "")
+    revisit = revisit_of(record, scope)
+    if revisit is None:
+        return Decision(Verdict.WAIT, record, "harvested once: no revisit frequency")
+    if record.last_harvest + revisit > now:
+        return Decision(Verdict.WAIT, replace(record, next_harvest=record.last_harvest + revisit), "not due")
+    return Decision(Verdict.HARVEST, record, "")
+
+
+def revisit_of(record: UrlRecord, scope: JobScope) -> float | None:
+    """The seconds from ``record``'s last harvest to its next: the shortest ``revisit`` among its
+    crawl profiles (``record.crawl_profiles``: those that have it in scope) that are enabled and of
+    its collection; None: it is harvested once. A hop-0 page of an id target (its lanes fetch it) is
+    never revisited here."""
+    if record.hops == SEED and record.owner not in scope.pages:
+        return None
+    profiles = scope.crawl_profiles
+    revisits = [profile.revisit for name in record.crawl_profiles if (profile := profiles.get(name)) is not None
+                and profile.revisit is not None and profile.enabled and profile.collection == record.collection]
+    return min(revisits, default=None)
 
 
 # -- yields: who gets a contended host slot --------------------------------------------------------

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from idcrawl.core.lanes import MAX_ID
 from idcrawl.core.outcomes import DEFAULT_MISSING_STATUSES, DEFAULT_RULE, OUTCOME_KEYS, OutcomeRule, OutcomeRuleError
 from idcrawl.core.recrawl import DEFAULT_POLICY, RECRAWL_KEYS, Policy, parse_policy
+from idcrawl.core.recrawl import _duration as _recrawl_duration
 from idcrawl.core.scope import SCHEMES, Collection, CrawlProfile, JobScope, ScopeKind, Seed
 
 __all__ = [
@@ -691,7 +692,7 @@ JOB_KEYS = ("collections", "crawl_profiles", "defaults", "profile", "targets")
 COLLECTION_KEYS = frozenset({"name", "yield_probability", "enabled"})
 #: The keys of a ``[[crawl_profiles]]`` table.
 CRAWL_PROFILE_KEYS = frozenset({"name", "collection", "max_hops", "max_offsite_hops", "scope", "url_prefixes",
-                                "include", "exclude", "schemes", "yield_probability", "enabled"})
+                                "include", "exclude", "schemes", "yield_probability", "enabled", "revisit"})
 
 
 def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max_targets: int = 0) -> JobFile:
@@ -874,6 +875,7 @@ def _crawl_profile(raw: Mapping[str, Any], collections: Mapping[str, Collection]
         schemes=schemes,
         yield_probability=_probability("yield_probability", raw.get("yield_probability", 0.0)),
         enabled=_bool("enabled", raw.get("enabled", True)),
+        revisit=_recrawl_duration("revisit", raw["revisit"]) if "revisit" in raw else None,
     )
 
 

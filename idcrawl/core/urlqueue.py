@@ -13,7 +13,10 @@ collection, crawl profiles, hops, harvest times and counters) and its :class:`Qu
   harvest time, until a later run finds them active again (:meth:`UrlQueue.start`);
 - ``taken``: handed to the downloader, no answer yet (queued again at the next run's start);
 - ``harvested``: answered. A found page's links were followed; a page that answered "not found"
-  or with an error is queued again at the next run's start (its counters say how often).
+  or with an error is queued again at the next run's start (its counters say how often). With a
+  revisit frequency (a crawl profile's ``revisit``, :func:`~idcrawl.core.scope.revisit_of`) its
+  record's ``next_harvest`` is the last harvest + that frequency: it is queued again when that time
+  comes, at a run's start or during a run (:meth:`UrlQueue.take`).
 
 The life of a run: :meth:`~UrlQueue.start` reconciles the stored URLs with the current job file
 (the seed's "harvesting a queued URL", steps 1-6, for every stored URL: dropped, re-owned,
@@ -27,6 +30,8 @@ later re-follows a fetched page's links), :meth:`~UrlQueue.counts` feeds ``scrap
 
 from __future__ import annotations
 
+import heapq
+import math
 import random
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -46,9 +51,11 @@ from idcrawl.core.scope import (
     UrlRecord,
     Verdict,
     check_dispatch,
+    check_due,
     choose_owner,
     harvested,
     host_of,
+    revisit_of,
 )
 
 __all__ = [
@@ -105,7 +112,12 @@ class Reconciled:
     way (their records); ``reowned``: URLs another target took over (its target deleted);
     ``postponed``: URLs kept for a later run (deactivated); ``released``: postponed URLs active
     again; ``requeued``: URLs harvested with "not found" or an error, or taken and never answered,
-    queued again.
+    queued again; ``due``: harvested URLs whose revisit is due, queued again; ``not_due``: URLs
+    queued for a revisit (or postponed) whose crawl profiles' revisit frequency now puts their next
+    harvest later (a crawl profile slowed down: the seed's step 6.3), harvested until then;
+    ``started``: URLs queued because a crawl profile was assigned to their target, or activated
+    again, since the last run (the seed's "how to start harvesting": its hop-0 pages' stored links
+    are walked again in that crawl profile's scope).
     """
 
     dropped: Mapping[str, int] = field(default_factory=dict)
@@ -114,6 +126,9 @@ class Reconciled:
     postponed: int = 0
     released: int = 0
     requeued: int = 0
+    due: int = 0
+    not_due: int = 0
+    started: int = 0
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -161,7 +176,7 @@ class UrlQueue(Protocol):
     def take(self, room: Callable[[str], bool], now: float) -> UrlRecord | None:
         """The next URL to fetch: of the next host (round robin) with URLs ready that ``room(host)``
         admits, the one the yield model chooses among them; marked taken. None: nothing ready on a
-        host with room."""
+        host with room. Harvested URLs whose revisit is due at ``now`` are queued first."""
         ...
 
     def ready(self) -> int:
@@ -228,7 +243,8 @@ def _crawl_profile(scope: JobScope, name: str | None) -> CrawlProfile:
 
 
 def _check(record: UrlRecord, scope: JobScope, now: float, postpone_for: float) -> Decision:
-    """:func:`check_dispatch`, except that a target's own hop-0 page is never out of its scope."""
+    """:func:`check_dispatch`, except that a target's own hop-0 page is never out of its scope (its
+    revisit still checked: :func:`check_due`)."""
     decision = check_dispatch(record, scope, now, postpone_for)
     if (decision.verdict is Verdict.DROP and record.hops == SEED and record.owner in scope.seeds
             and decision.reason.startswith("in the scope of none")):
@@ -236,7 +252,7 @@ def _check(record: UrlRecord, scope: JobScope, now: float, postpone_for: float) 
         if not seed.enabled:
             return Decision(Verdict.POSTPONE, replace(record, next_harvest=now + postpone_for),
                             f"target {record.owner!r} deactivated")
-        return Decision(Verdict.HARVEST, record, "")
+        return check_due(record, scope, now)
     return decision
 
 
@@ -244,12 +260,14 @@ def reconcile(entry: QueuedUrl, scope: JobScope, now: float,
               postpone_for: float) -> tuple[QueuedUrl | None, tuple[str, ...]]:
     """One stored URL at a run's start against the job file's ``scope``: its new entry (None:
     dropped) and what happened to it, each of ``dropped/<cause>``, ``forgotten``, ``reowned``,
-    ``postponed``, ``released``, ``requeued`` (the fields of :class:`Reconciled`).
+    ``postponed``, ``released``, ``requeued``, ``due``, ``not_due`` (the fields of :class:`Reconciled`).
 
     A URL taken and never answered, or harvested with "not found" or an error, is queued again; a
-    found page stays harvested. Then the checks at dispatch (:func:`check_dispatch`) against the
-    current job file: dropped (a harvested URL's record is forgotten), re-owned, postponed, or
-    (a postponed URL whose target, collection and crawl profiles are active again) released.
+    found page stays harvested, unless its revisit is due (``due``). Then the checks at dispatch
+    (:func:`check_dispatch`) against the current job file: dropped (a harvested URL's record is
+    forgotten), re-owned, postponed, (a postponed URL whose target, collection and crawl profiles
+    are active again) released, or (a URL queued for a revisit whose frequency is not over now: the
+    seed's step 6.3) harvested again until its next harvest time (``not_due``).
     """
     events: list[str] = []
     state = entry.state
@@ -270,11 +288,17 @@ def reconcile(entry: QueuedUrl, scope: JobScope, now: float,
         decision = _check(record, scope, now, postpone_for)
         record = decision.record
     if state is QueueState.HARVESTED:
+        if decision.verdict is Verdict.HARVEST and revisit_of(record, scope) is not None:
+            events.append("due")
+            return replace(entry, record=replace(record, next_harvest=None), state=QueueState.QUEUED), tuple(events)
         return replace(entry, record=record), tuple(events)
     if decision.verdict is Verdict.POSTPONE:
         if entry.state is not QueueState.POSTPONED:
             events.append("postponed")
         return replace(entry, record=record, state=QueueState.POSTPONED), tuple(events)
+    if decision.verdict is Verdict.WAIT:
+        events.append("not_due")
+        return replace(entry, record=record, state=QueueState.HARVESTED), tuple(events)
     if entry.state is QueueState.POSTPONED:
         events.append("released")
     return replace(entry, record=replace(record, next_harvest=None), state=QueueState.QUEUED), tuple(events)
@@ -309,6 +333,8 @@ class MemoryUrlQueue:
         self._hosts: deque[str] = deque()  # hosts with ready URLs, round robin
         self._changed: set[str] = set()
         self._deleted: set[str] = set()
+        #: (next harvest, URL) of harvested URLs waiting for their revisit (a heap; stale pairs skipped)
+        self._waiting: list[tuple[float, str]] = []
         for entry in self._entries.values():
             if entry.state is QueueState.QUEUED:
                 self._push(entry.record)
@@ -381,20 +407,55 @@ class MemoryUrlQueue:
     def start(self, scope: JobScope, now: float) -> Reconciled:
         self.scope = scope
         counts: dict[str, int] = {}
+        #: hop-0 pages with stored links, and their crawl profiles before this run
+        before = {url: entry.record.crawl_profiles for url, entry in self._entries.items()
+                  if entry.record.hops == SEED and entry.links is not None}
         for entry in list(self._entries.values()):
             new, events = reconcile(entry, scope, now, self.postpone_for)
             for what in events:
                 counts[what] = counts.get(what, 0) + 1
             if new is None:
                 self._delete(entry.url)
-            elif new != entry:
+                continue
+            if new != entry:
                 self._put(new)
+            if new.state is QueueState.HARVESTED and revisit_of(new.record, scope) is not None and _check(
+                    new.record, scope, now, self.postpone_for).verdict is Verdict.WAIT:
+                self._wait(new)
+        started: dict[str, QueuedUrl] = {}
+        for url, names in before.items():
+            page = self._entries.get(url)
+            if page is not None and page.record.hops == SEED and not set(page.record.crawl_profiles) <= set(names):
+                self._walk_again(page, now, started)
         return Reconciled(
             dropped={key.split("/", 1)[1]: n for key, n in sorted(counts.items()) if key.startswith("dropped/")},
             forgotten=counts.get("forgotten", 0), reowned=counts.get("reowned", 0),
             postponed=counts.get("postponed", 0), released=counts.get("released", 0),
-            requeued=counts.get("requeued", 0),
+            requeued=counts.get("requeued", 0), due=counts.get("due", 0), not_due=counts.get("not_due", 0),
+            started=len(started),
         )
+
+    def _walk_again(self, start: QueuedUrl, now: float, new: dict[str, QueuedUrl]) -> None:
+        """A crawl profile was assigned to (or activated again on) the target of the hop-0 page
+        ``start``: the seed's "starting a seed" in its context. The stored links of ``start`` and of
+        the pages of its target reached from it are offered again (each page and path once), so
+        what the crawl profile adds to the scope is queued (into ``new``) without fetching again."""
+        owner = start.record.owner
+        seen: set[tuple[str, Hops]] = set()
+        work = [(start.url, hops) for hops in start.paths]
+        while work:
+            page, hops = work.pop()
+            if (page, hops) in seen:
+                continue
+            seen.add((page, hops))
+            source = self._entries.get(page)
+            if source is None or source.record.owner != owner or hops not in source.paths or source.links is None:
+                continue
+            for link in source.links:
+                self._offer(page, owner, hops, link, now, new, work)
+                entry = self._entries.get(link)
+                if entry is not None and entry.record.owner == owner and entry.links is not None:
+                    work.extend((link, path) for path in entry.paths)
 
     def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
         entry = self._entries.get(url)
@@ -405,10 +466,36 @@ class MemoryUrlQueue:
         if entry is not None:  # its own target's page: the specific seed wins (case 1); counters kept
             record = replace(entry.record, owner=owner, collection=record.collection, crawl_profiles=names,
                              hops=SEED)
-        new = self._queue(QueuedUrl(record, entry.state if entry is not None else QueueState.QUEUED, (SEED,),
-                                    entry.links if entry is not None else None), now)
+        new = self._schedule(self._queue(QueuedUrl(record, entry.state if entry is not None else QueueState.QUEUED,
+                                                   (SEED,), entry.links if entry is not None else None), now))
         self._put(new)
         return new
+
+    def _schedule(self, entry: QueuedUrl) -> QueuedUrl:
+        """A harvested ``entry`` with a revisit frequency: its next harvest = last harvest + that
+        frequency, waiting for it (:meth:`_promote`); any other entry as it is."""
+        record = entry.record
+        if entry.state is not QueueState.HARVESTED or record.last_harvest is None:
+            return entry
+        revisit = revisit_of(record, self.scope)
+        if revisit is None:
+            return entry
+        entry = replace(entry, record=replace(record, next_harvest=record.last_harvest + revisit))
+        self._wait(entry)
+        return entry
+
+    def _wait(self, entry: QueuedUrl) -> None:
+        assert entry.record.next_harvest is not None
+        heapq.heappush(self._waiting, (entry.record.next_harvest, entry.url))
+
+    def _promote(self, now: float) -> None:
+        """Harvested URLs whose revisit is due at ``now`` are queued again."""
+        waiting = self._waiting
+        while waiting and waiting[0][0] <= now:
+            at, url = heapq.heappop(waiting)
+            entry = self._entries.get(url)
+            if entry is not None and entry.state is QueueState.HARVESTED and entry.record.next_harvest == at:
+                self._put(replace(entry, state=QueueState.QUEUED, record=replace(entry.record, next_harvest=None)))
 
     def _queue(self, entry: QueuedUrl, now: float) -> QueuedUrl:
         """A URL (re)queued now: the checks at dispatch say queued or postponed (a harvested page
@@ -449,8 +536,8 @@ class MemoryUrlQueue:
         entry = self._entries.get(url)
         if entry is None:
             return []
-        entry = replace(entry, record=harvested(entry.record, Harvest.FOUND, now), state=QueueState.HARVESTED,
-                        links=tuple(dict.fromkeys(links)))
+        entry = self._schedule(replace(entry, record=harvested(entry.record, Harvest.FOUND, now),
+                                       state=QueueState.HARVESTED, links=tuple(dict.fromkeys(links))))
         self._put(entry)
         new: dict[str, QueuedUrl] = {}
         work = [(url, hops) for hops in entry.paths]
@@ -488,27 +575,40 @@ class MemoryUrlQueue:
             self._put(entry)
         else:
             seeds = self.scope.seeds
-            if record.owner in seeds and choose_owner(link, seeds[owner].url,
-                                                      seeds[record.owner].url) is not Owner.CONTEXT:
+            mine = replace(record, owner=owner, collection=self.scope.collection_of(names), crawl_profiles=names,
+                           hops=hops)
+            if record.owner in seeds and choose_owner(link, seeds[owner].url, seeds[record.owner].url,
+                                                      context_next=self._next_harvest(entry.state, mine),
+                                                      queued_next=self._next_harvest(entry.state, record)
+                                                      ) is not Owner.CONTEXT:
                 return
-            entry = self._queue(replace(entry, paths=(hops,), record=replace(
-                record, owner=owner, collection=self.scope.collection_of(names), crawl_profiles=names,
-                hops=hops)), now)
+            entry = self._schedule(self._queue(replace(entry, paths=(hops,), record=mine), now))
             self._put(entry)
             if entry.state is not QueueState.HARVESTED:
                 new[link] = entry
         if entry.links is not None:
             work.append((link, hops))
 
+    def _next_harvest(self, state: QueueState, record: UrlRecord) -> float:
+        """When a URL in ``state`` with ``record`` is harvested next, for seed ownership (cases 3-6):
+        a found page at its last harvest + its revisit frequency (never: infinity), any other now (0)."""
+        if state is not QueueState.HARVESTED or record.last_harvest is None or record.not_found or record.errors:
+            return 0.0
+        revisit = revisit_of(record, self.scope)
+        return math.inf if revisit is None else record.last_harvest + revisit
+
     def failed(self, url: str, result: Harvest, now: float) -> QueuedUrl | None:
         entry = self._entries.get(url)
         if entry is None:
             return None
-        entry = replace(entry, record=harvested(entry.record, result, now), state=QueueState.HARVESTED)
+        entry = self._schedule(replace(entry, record=harvested(entry.record, result, now),
+                                       state=QueueState.HARVESTED))
         self._put(entry)
         return entry
 
     def take(self, room: Callable[[str], bool], now: float) -> UrlRecord | None:
+        if self._waiting:
+            self._promote(now)
         for _ in range(len(self._hosts)):
             host = self._hosts[0]
             self._hosts.rotate(-1)

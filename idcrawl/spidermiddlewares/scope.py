@@ -59,10 +59,11 @@ __all__ = ["SCOPE_KEY", "IdScopeMiddleware"]
 #: ``request.meta`` key of a page target's or an outlink's request: its canonical URL, then (set when
 #: its response arrives) ``owner``, ``hops``, ``offsite_hops`` and ``crawl_profiles`` as the walk knows them.
 SCOPE_KEY = "idcrawl_scope"
-#: The stats of one crawl profile: ``.../<name>/queued``, ``fetched``, ``postponed``, ``not_found``, ``errors``.
+#: The stats of one crawl profile: ``.../<name>/queued``, ``fetched``, ``postponed``, ``not_found``, ``errors``,
+#: ``revisits``.
 PREFIX = f"{STATS_PREFIX}/crawl_profiles"
 #: The stats of the stored URLs reconciled with the job file at a run's start: ``.../dropped/<cause>``,
-#: ``forgotten``, ``reowned``, ``postponed``, ``released``, ``requeued``.
+#: ``forgotten``, ``reowned``, ``postponed``, ``released``, ``requeued``, ``due``, ``not_due``, ``started``.
 SCOPE_STATS = f"{STATS_PREFIX}/scope"
 
 
@@ -132,7 +133,7 @@ class IdScopeMiddleware:
         """The stored URLs reconciled with the job file at the run's start (``idcrawl/scope/...``)."""
         for cause, count in reconciled.dropped.items():
             self.stats.set_value(f"{SCOPE_STATS}/dropped/{cause}", count)
-        for what in ("forgotten", "reowned", "postponed", "released", "requeued"):
+        for what in ("forgotten", "reowned", "postponed", "released", "requeued", "due", "not_due", "started"):
             count = getattr(reconciled, what)
             if count:
                 self.stats.set_value(f"{SCOPE_STATS}/{what}", count)
@@ -155,6 +156,8 @@ class IdScopeMiddleware:
         record = self.queue.take(room, self.clock.now())
         if record is None:
             return None
+        if record.last_harvest is not None and not (record.not_found or record.errors):
+            self._count(record, "revisits")  # found before: its revisit came due
         spider: Any = self.crawler.spider
         return Request(record.url, callback=spider._outlink_response, errback=spider._outlink_failure,
                        dont_filter=True, meta={SCOPE_KEY: {"url": record.url}})

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from idcrawl.core.clock import format_time, parse_time
 from idcrawl.core.scope import canonical
 from idcrawl.core.urlqueue import QueuedUrl, QueueState
 from idcrawl.state import SqliteStateStore
@@ -231,3 +232,72 @@ crawl_profiles = ["frontpages", "daily"]
         assert abs(wins - mean) <= 3 * sqrt(variance), (wins, mean, sqrt(variance))
     finally:
         server.stop()
+
+
+def revisit_job(site: LinkGraphSite, front: str, daily: str) -> str:
+    return f"""
+[[crawl_profiles]]
+name = "frontpages"
+max_hops = 0
+revisit = "{front}"
+
+[[crawl_profiles]]
+name = "daily"
+max_hops = 2
+revisit = "{daily}"
+
+[[targets]]
+name = "front"
+url = "{site.url('http://a.test/')}"
+crawl_profiles = ["frontpages", "daily"]
+"""
+
+
+def at(hours: float) -> dict[str, Any]:
+    """The crawl's clock fixed ``hours`` after 2026-01-12T07:00:00Z (``IDCRAWL_NOW``): no sleeping."""
+    return {"IDCRAWL_NOW": format_time(parse_time("2026-01-12T07:00:00Z") + hours * 3600)}
+
+
+def test_revisits_over_runs_with_a_fixed_clock_fetch_what_is_due_and_a_slowed_crawl_profile_waits(
+    site: LinkGraphSite, tmp_path: Path,
+) -> None:
+    """"frontpages" (hop 0) every hour, "daily" (to hop 2) every day: each run fetches exactly what is
+    due; a revisited front page's new link is followed; run 5, after a run cut short with its revisits
+    queued, has both crawl profiles slowed down: nothing is fetched (the seed's step 6.3)."""
+    from tests.crawl.test_scope_crawl import truth
+
+    walk = sorted(truth(site, 2))
+    job = revisit_job(site, "1h", "1d")
+    first = crawl(tmp_path, job, at(0))
+    assert sorted(pages(site)) == walk and len(first.items) == len(walk)
+    site.log.clear()
+
+    second = crawl(tmp_path, job, at(0.5))  # nothing due: no request at all, robots.txt included
+    assert site.log == [] and second.items == []
+
+    site.graph["http://a.test/"].append("http://a.test/new")
+    site.graph["http://a.test/new"] = []
+    third = crawl(tmp_path, job, at(1))  # the front page is due, and its new link is new
+    assert sorted(pages(site)) == ["/", "/new"]
+    assert third.stats["idcrawl/scope/due"] == 1
+    assert third.stats["idcrawl/crawl_profiles/frontpages/revisits"] == 1
+    site.log.clear()
+
+    fourth = crawl(tmp_path, job, at(25))  # a day after /new: every page, each once
+    assert sorted(pages(site)) == sorted([*walk, "/new"])
+    assert fourth.stats["idcrawl/scope/due"] == len(walk) + 1
+    front = canonical(site.url("http://a.test/"))
+    now = parse_time(at(25)["IDCRAWL_NOW"])
+    records = {url: entry.record for url, entry in stored(tmp_path).items()}
+    assert {url: (r.cycles, r.last_harvest, r.next_harvest) for url, r in records.items()} == {
+        url: (3 if url == front else 2, now, now + (3600 if url == front else 86400)) for url in records}
+    site.log.clear()
+
+    crawl(tmp_path, job, {**at(49), "CLOSESPIDER_PAGECOUNT": 2})  # all due, cut short
+    left = [e for e in stored(tmp_path).values() if e.state is not QueueState.HARVESTED]
+    assert left and len(pages(site)) < len(walk) + 1
+    site.log.clear()
+    slowed = crawl(tmp_path, revisit_job(site, "3d", "3d"), at(49.5))  # queued revisits, not due any more
+    assert site.log == [] and slowed.items == []
+    assert slowed.stats["idcrawl/scope/not_due"] == len(left)
+    assert all(e.state is QueueState.HARVESTED for e in stored(tmp_path).values())

@@ -184,3 +184,24 @@ def yield_shares_truth(
     level(tuple(urls), 0, collection_yields, 1.0,
           lambda left, weight: level(left, 1, profile_yields, weight, keep))
     return shares
+
+
+def revisit_truth(
+    hops: Mapping[str, int], max_hops: Sequence[int], runs: Sequence[tuple[float, Sequence[float | None]]]
+) -> list[set[str]]:
+    """The pages each run fetches when every run finishes its walk: ``hops`` the pages of the walk
+    (page -> hops from the seed), ``max_hops`` and, per run, ``(time, revisit)`` of each crawl
+    profile (None: no revisit frequency). A page is fetched by the first run, then by a run at a
+    time at least its last fetch + the shortest revisit among the crawl profiles whose max_hops
+    reach it (none: never again)."""
+    last: dict[str, float] = {}
+    fetched_by_run: list[set[str]] = []
+    for now, revisits in runs:
+        fetched: set[str] = set()
+        for page, h in hops.items():
+            freqs = [r for m, r in zip(max_hops, revisits, strict=True) if m >= h and r is not None]
+            if page not in last or (freqs and last[page] + min(freqs) <= now):
+                fetched.add(page)
+                last[page] = now
+        fetched_by_run.append(fetched)
+    return fetched_by_run

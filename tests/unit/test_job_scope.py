@@ -169,6 +169,19 @@ BAD = {
                                 "yield_probability", "1.5", "< 1"),
     "crawl profile enabled number": (PROFILE + 'enabled = 2\n' + TARGET, "crawl_profiles[0]", "enabled", "2",
                                      "true or false"),
+    "revisit zero": (PROFILE + 'revisit = 0\n' + TARGET, "crawl_profiles[0]", "revisit", "0", "duration > 0"),
+    "revisit negative": (PROFILE + 'revisit = "-1h"\n' + TARGET, "crawl_profiles[0]", "revisit", "'-1h'",
+                         "duration > 0"),
+    "revisit text": (PROFILE + 'revisit = "hourly"\n' + TARGET, "crawl_profiles[0]", "revisit", "'hourly'",
+                     "such as 60s, 15m, 6h, 1d"),
+    "revisit unknown unit": (PROFILE + 'revisit = "2w"\n' + TARGET, "crawl_profiles[0]", "revisit", "'2w'",
+                             "duration > 0"),
+    "revisit infinite": (PROFILE + 'revisit = inf\n' + TARGET, "crawl_profiles[0]", "revisit", "inf",
+                         "duration > 0"),
+    "revisit not a number": (PROFILE + 'revisit = true\n' + TARGET, "crawl_profiles[0]", "revisit", "True",
+                             "duration > 0"),
+    "revisit a list": (PROFILE + 'revisit = [3600]\n' + TARGET, "crawl_profiles[0]", "revisit", "[3600]",
+                       "duration > 0"),
     "target names an unknown crawl profile": (PROFILE + TARGET.replace('"daily"', '"weekly"'), "targets[0]",
                                               "crawl_profiles", "['weekly']", "unknown crawl profile 'weekly'"),
     "target names a crawl profile twice": (PROFILE + TARGET.replace('["daily"]', '["daily", "daily"]'),
@@ -225,3 +238,11 @@ def test_an_id_targets_page_is_recognised_within_its_bounds() -> None:
     assert target.id_of("https://a.example/item/0001?x=1") is None  # below min
     assert target.id_of("https://a.example/item/abcd?x=1") is None
     assert target.id_of("https://a.example/other/0042?x=1") is None
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("", None), ("revisit = 3600\n", 3600.0), ('revisit = "90m"\n', 5400.0),
+                                                ('revisit = "1d"\n', 86400.0), ('revisit = "0.5h"\n', 1800.0)])
+def test_a_crawl_profiles_revisit_is_a_duration_and_none_by_default(tmp_path: Path, value: str,
+                                                                      seconds: float | None) -> None:
+    job = read_job(write(tmp_path, PROFILE + value + TARGET))
+    assert job.crawl_profiles["daily"].revisit == seconds
