@@ -33,13 +33,14 @@ WATCH_REFUSED = ("watch=true is not available in a distributed job yet "
                  "(run it in one process, or start resume=due runs from a timer)")
 
 
-def next_wave_at(schedules: Iterable[Schedule], now: float) -> float | None:
+def next_wave_at(schedules: Iterable[Schedule], now: float, tick: float = TICK) -> float | None:
     """The time of the next wave after one that ended at ``now``: a tick after the earliest
     ``due_at()`` of ``schedules`` not due at ``now``. A schedule still due after the wave is not
     waited for (the wave did not walk it to its end: a limit stopped it, or it has nothing left to
-    walk); the next wave walks it if it can. None: nothing will fall due, the watch is over."""
+    walk); the next wave walks it if it can. None: nothing will fall due, the watch is over.
+    ``tick``: a test's unit of time (1 with integer times: exact arithmetic)."""
     earliest = min((at for schedule in schedules if (at := schedule.due_at()) >= now), default=None)
-    return None if earliest is None else earliest + TICK
+    return None if earliest is None else earliest + tick
 
 
 def real_sleep(wave_at: float, now: float, speed: float = 1.0) -> float:

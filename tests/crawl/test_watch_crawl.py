@@ -13,10 +13,13 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pytest
+
 from idcrawl.core.clock import format_time, parse_time, stamp
 from idcrawl.core.recrawl import DAY
 from idcrawl.core.watch import TICK
 from tests.conftest import GapModel
+from tests.crawl.test_input_errors import _assert_refused
 from tests.crawl.test_recrawl_crawl import MARGIN, state_of, tails_of
 from tests.support.crawl import crawl_command, read_items, run_crawl
 
@@ -137,3 +140,34 @@ def test_a_watching_crawl_runs_two_waves_then_stops_cleanly_on_sigint_and_a_late
     assert later.returncode == 0, later.stderr[-3000:]
     assert sorted((i["target"], i["id"]) for i in later.items) == [("a", 1025), ("a", 1026)]
     assert requests_by_target(site) == {"a": list(range(1025, 1027 + MARGIN)), "b": []}
+
+
+def test_a_watch_with_nothing_left_to_fall_due_ends_after_its_wave(make_site, tmp_path: Path) -> None:
+    """A bounded lane that reached its max has no tail: nothing will ever fall due, the crawl ends."""
+    site = make_site(GapModel(1000, 1019, set()))
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 1000, "max": 1005, "name": "a", "watch": "true"},
+                       settings_at(T0, IDCRAWL_WATCH_SPEED=SPEED))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.ids == list(range(1000, 1006))
+    assert result.stats["finish_reason"] == "finished" and result.stats["idcrawl/watch/waves"] == 1
+    assert "idcrawl: watch: wave 1 done; nothing will fall due again, the crawl ends" in result.stderr
+
+
+@pytest.mark.parametrize(("args", "settings", "message"), [
+    ({"watch": "maybe"}, {}, "watch='maybe': must be true or false"),
+    ({"watch": "true", "resume": "bound"}, {},
+     "resume='bound': watch=true runs resume=due waves (leave resume unset or give due)"),
+    ({"watch": "true"}, {"IDCRAWL_NOW": None, "IDCRAWL_WATCH_SPEED": 60},
+     "IDCRAWL_WATCH_SPEED=60: needs a fixed clock (IDCRAWL_NOW); the real clock runs at speed 1"),
+    ({}, {"IDCRAWL_WATCH": True, "IDCRAWL_STATE": False}, "watch=true needs the state (IDCRAWL_STATE = True)"),
+    ({}, {"IDCRAWL_WATCH_SPEED": 0}, "IDCRAWL_WATCH_SPEED"),
+])
+def test_bad_watch_input_is_refused_in_one_line_before_any_request(
+    make_site, tmp_path: Path, args: dict[str, object], settings: dict[str, object], message: str
+) -> None:
+    site = make_site(GapModel(1000, 1019, set()))
+    merged = {key: value for key, value in settings_at(T0, **settings).items() if value is not None}
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 1000, **args}, merged)
+    _assert_refused(result, message)
+    assert site.log == []
+    assert not (tmp_path / ".scrapy" / "idcrawl" / "idseq.sqlite").exists()

@@ -149,3 +149,25 @@ def yield_shares_truth(
     level(tuple(urls), 0, collection_yields, 1.0,
           lambda left, weight: level(left, 1, profile_yields, weight, keep))
     return shares
+
+
+def watch_visits_truth(
+    things: Mapping[str, tuple[int, Sequence[int]]], start: int, horizon: int
+) -> list[tuple[int, str]]:
+    """Watch mode as a timer that fires every millisecond: ``things`` maps a name to its last crawl
+    time and the durations its visits set in turn (ms; the last one repeats). At each millisecond
+    from ``start`` to ``horizon`` every thing due then (``now - last > duration``) is visited:
+    ``(time, name)`` in time order, then by name."""
+    last = {name: first for name, (first, _) in things.items()}
+    duration = {name: durations[0] for name, (_, durations) in things.items()}
+    visits_of = dict.fromkeys(things, 0)
+    visits: list[tuple[int, str]] = []
+    for now in range(start, horizon + 1):
+        for name in sorted(things):
+            if now - last[name] > duration[name]:
+                visits.append((now, name))
+                visits_of[name] += 1
+                durations = things[name][1]
+                last[name] = now
+                duration[name] = durations[min(visits_of[name], len(durations) - 1)]
+    return visits
