@@ -176,6 +176,8 @@ class IdRuntime:
         self._worker: Worker | None = None
         self._clock: Clock | None = None
         self._wave_ended = False  # watch mode: the wave's worker has closed, the next one is not built yet
+        #: watch mode: the wave this runtime's worker plans (1: the run itself)
+        self.wave = 1
         self._counts_before: dict[str, int] = {}  # watch mode: the job totals when this wave began
         _RUNTIMES[crawler] = self
         # the runtime refers to its crawler: left in the registry, a finished crawler would stay in memory
@@ -424,6 +426,7 @@ class IdRuntime:
         """Watch mode: a new worker plans the next wave from the stored state at the clock's now."""
         self._counts_before = self.job_counts(per_wave=False)
         self._worker, self._wave_ended = None, False
+        self.wave += 1
         self.start()
         self.open()
 
@@ -520,8 +523,9 @@ class LocalWorker:
         self._last_found: dict[str, int] = {}  # continued lane -> its stored last found id
         emit_once = settings.getbool("IDCRAWL_STATE_EMIT_ONCE", default_settings.IDCRAWL_STATE_EMIT_ONCE)
         # ids the last run wrote to its feeds after its last commit: found already, never emitted again
+        # (not in a watching crawl's later waves: the feeds are this process's own, committed at the last wave's end)
         recovered = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler))
-                     if store is not None and emit_once else {})
+                     if store is not None and emit_once and self.runtime.wave == 1 else {})
         # the tails' schedules (idcrawl.core.recrawl), read once: resume=due plans with them, the recorder
         # applies the recrawl rule to them at the run's end
         self._tails: dict[str, Schedule] = store.tail_schedules() if store is not None else {}

@@ -102,6 +102,8 @@ def test_a_watching_crawl_runs_two_waves_then_stops_cleanly_on_sigint_and_a_late
                             "idcrawl: watch: wave 2 done")
     assert code == 0, log[-3000:]
     assert "Traceback" not in log, log[log.find("Traceback") - 500:][:3000]
+    # -O overwrites the earlier run's feed: said once, by the first wave (the second's feed is its own)
+    assert log.count("overwrites feed") == 1
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["finish_reason"] == "shutdown"
     assert stats["idcrawl/watch/waves"] == 2
@@ -171,3 +173,31 @@ def test_bad_watch_input_is_refused_in_one_line_before_any_request(
     _assert_refused(result, message)
     assert site.log == []
     assert not (tmp_path / ".scrapy" / "idcrawl" / "idseq.sqlite").exists()
+
+
+def test_limits_apply_per_process_a_domain_a_limit_stopped_stays_stopped_in_later_waves(
+    make_site, tmp_path: Path
+) -> None:
+    """PLmax 10 per domain: a's domain stops in the first wave (its tail not walked to its margin,
+    so it stays due); the second wave, woken by b's schedule, plans a's tail again and closes it at
+    once (no request, no hang); b walks its tail within its page loads. b's huge inc_rate makes the
+    sleep after its quiet second wave 1,001 minutes (1,001 s of real time): the SIGINT comes first."""
+    site = make_site(GapModel(1000, 1019, set()))
+    job = tmp_path / "job.toml"
+    job.write_text(
+        f"[defaults]\nmargin = {MARGIN}\nwindow = 1\n"
+        f'[[targets]]\nname = "a"\nurl = "{site.url()}"\nstart = 1000\n'
+        f'[[targets]]\nname = "b"\nurl = "{site.url("localhost")}"\nstart = 1017\n'
+        'recrawl_initial = "1m"\nrecrawl_inc_rate = 1000\n')
+    code, log = watch_until(tmp_path, {"job": job, "watch": "true"},
+                            settings_at(T0, IDCRAWL_WATCH_SPEED=SPEED, IDCRAWL_LIMIT_PLMAX=10),
+                            "idcrawl: watch: wave 2 done")
+    assert code == 0 and "Traceback" not in log, log[-3000:]
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["finish_reason"] == "shutdown" and stats["idcrawl/watch/waves"] == 2
+    assert stats["idcrawl/lanes/a:asc/cut_reason"] == "limit:PLmax"
+    requests = requests_by_target(site)
+    assert requests["a"] == list(range(1000, 1010))  # the first wave's ten page loads, none after
+    assert requests["b"] == [*range(1017, 1020 + MARGIN), *range(1020, 1020 + MARGIN)]
+    tails = tails_of(tmp_path)
+    assert set(tails) == {"b"} and tails["b"].update_duration == 60 * 1001
