@@ -219,7 +219,7 @@ class IdSeqSpider(Spider):
             key = next(iter(self._unknown_args))
             raise TargetError(
                 key, self._unknown_args[key],
-                f"unknown spider argument (known: job, {', '.join(sorted(TARGET_KEYS))})",
+                f"unknown spider argument (known: job, watch, {', '.join(sorted(TARGET_KEYS))})",
             )
         defaults = {
             "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),
