@@ -154,10 +154,10 @@ def yield_shares_truth(
 def watch_visits_truth(
     things: Mapping[str, tuple[int, Sequence[int]]], start: int, horizon: int
 ) -> list[tuple[int, str]]:
-    """Watch mode as a timer that fires every millisecond: ``things`` maps a name to its last crawl
-    time and the durations its visits set in turn (ms; the last one repeats). At each millisecond
-    from ``start`` to ``horizon`` every thing due then (``now - last > duration``) is visited:
-    ``(time, name)`` in time order, then by name."""
+    """Watch mode as a timer that fires every tick (a millisecond of the real watch): ``things`` maps
+    a name to its last crawl time and the durations its visits set in turn (in ticks; the last one
+    repeats). At each tick from ``start`` to ``horizon`` every thing due then (``now - last >
+    duration``) is visited: ``(time, name)`` in time order, then by name."""
     last = {name: first for name, (first, _) in things.items()}
     duration = {name: durations[0] for name, (_, durations) in things.items()}
     visits_of = dict.fromkeys(things, 0)
