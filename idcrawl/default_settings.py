@@ -287,3 +287,12 @@ IDCRAWL_SCOPE_POSTPONE = 3600.0
 #: "Now" for every time idcrawl records or compares (recrawl due times, fetched_at, the recorder):
 #: None = the real clock; an ISO 8601 time (2026-01-12T07:00:00Z; no offset = UTC) fixes it there.
 IDCRAWL_NOW = None
+
+# -- Watch mode (idcrawl.extensions.watch.IdWatch) --------------------------------------------------
+#: Keep one crawl running (also ``-a watch=true``): resume=due waves, each started when the earliest
+#: schedule the last one wrote falls due. Single process only; needs the state (IDCRAWL_STATE).
+IDCRAWL_WATCH = False
+
+#: Clock seconds per real second while a watching crawl sleeps between waves (> 0; not 1 only with a
+#: fixed clock, IDCRAWL_NOW): 86400 makes a simulated day pass in a second, for tests and demos.
+IDCRAWL_WATCH_SPEED = 1.0

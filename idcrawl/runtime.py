@@ -66,6 +66,8 @@ STATS_PREFIX = "idcrawl"
 
 Payload = tuple[str, int, list[Any]]  # (lane, id, outputs): what one found id produced
 _COUNT_FIELDS = tuple(f.name for f in fields(LaneCounts))
+#: ``idcrawl/<name>`` stats that are set (the wave's figure), not counted: kept as they are in a wave's totals.
+_GAUGES = frozenset({"targets", "lanes"})
 #: The counters as a tuple: ``dataclasses.astuple`` deep-copies and costs ~40x more per call.
 _counts_of = operator.attrgetter(*_COUNT_FIELDS)
 
@@ -173,6 +175,10 @@ class IdRuntime:
         self._timer_due = 0.0
         self._worker: Worker | None = None
         self._clock: Clock | None = None
+        self._wave_ended = False  # watch mode: the wave's worker has closed, the next one is not built yet
+        #: watch mode: the wave this runtime's worker plans (1: the run itself)
+        self.wave = 1
+        self._counts_before: dict[str, int] = {}  # watch mode: the job totals when this wave began
         _RUNTIMES[crawler] = self
         # the runtime refers to its crawler: left in the registry, a finished crawler would stay in memory
         crawler.signals.connect(self._forget, signal=signals.engine_stopped)
@@ -390,8 +396,6 @@ class IdRuntime:
         self._wakes.clear()
         self._wake_set.clear()
 
-    # -- end of crawl --------------------------------------------------------------
-
     def take_orphans(self) -> list[Any]:
         """Outputs released while dispensing (no callback carried them yet)."""
         outputs, self._orphans = self._orphans, []
@@ -407,8 +411,32 @@ class IdRuntime:
                 outputs.extend(self.record(key, id_, Outcome.FAILED))
         return outputs
 
+    # -- watch mode (idcrawl.extensions.watch) ------------------------------------------
+
+    def end_wave(self) -> None:
+        """Watch mode: the wave that just ended closes as a run does (its last commit, the tails'
+        schedules, the run's record); the crawl goes on, and :meth:`next_wave` plans the next one."""
+        self.close("finished")
+        self._wave_ended = True
+        recorder = getattr(self.worker, "recorder", None)
+        if recorder is not None:
+            recorder.detach()
+
+    def next_wave(self) -> None:
+        """Watch mode: a new worker plans the next wave from the stored state at the clock's now."""
+        self._counts_before = self.job_counts(per_wave=False)
+        self._worker, self._wave_ended = None, False
+        self.wave += 1
+        self.start()
+        self.open()
+
+    # -- end of crawl --------------------------------------------------------------
+
     def close(self, reason: str) -> None:
-        """Spider closing: the worker stops, lanes' final figures into stats, the last commit."""
+        """Spider closing: the worker stops, lanes' final figures into stats, the last commit
+        (nothing when a watching crawl closes between waves: the last wave committed already)."""
+        if self._wave_ended:
+            return
         self._cancel_timer()
         worker = self.worker
         worker.stop(reason)
@@ -423,10 +451,15 @@ class IdRuntime:
             self._inc(f"{STATS_PREFIX}/held_at_close", held)
         worker.close(reason)
 
-    def job_counts(self) -> dict[str, int]:
-        """The job totals of this run (``idcrawl/<name>`` stats), for the run's record."""
-        return {k.split("/", 1)[1]: v for k, v in self.stats.get_stats().items()
-                if k.startswith(f"{STATS_PREFIX}/") and k.count("/") == 1 and isinstance(v, int)}
+    def job_counts(self, *, per_wave: bool = True) -> dict[str, int]:
+        """The job totals of this run (``idcrawl/<name>`` stats), for the run's record; in watch mode
+        this wave's (``per_wave``), each wave being a run of the state."""
+        totals = {k.split("/", 1)[1]: v for k, v in self.stats.get_stats().items()
+                  if k.startswith(f"{STATS_PREFIX}/") and k.count("/") == 1 and isinstance(v, int)}
+        if not per_wave or not self._counts_before:
+            return totals
+        before = self._counts_before
+        return {key: value if key in _GAUGES else value - before.get(key, 0) for key, value in totals.items()}
 
 
 #: crawler -> its id crawl's runtime, until the crawler's engine stops
@@ -492,8 +525,9 @@ class LocalWorker:
         self._last_found: dict[str, int] = {}  # continued lane -> its stored last found id
         emit_once = settings.getbool("IDCRAWL_STATE_EMIT_ONCE", default_settings.IDCRAWL_STATE_EMIT_ONCE)
         # ids the last run wrote to its feeds after its last commit: found already, never emitted again
+        # (not in a watching crawl's later waves: the feeds are this process's own, committed at the last wave's end)
         recovered = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler))
-                     if store is not None and emit_once else {})
+                     if store is not None and emit_once and self.runtime.wave == 1 else {})
         # the tails' schedules (idcrawl.core.recrawl), read once: resume=due plans with them, the recorder
         # applies the recrawl rule to them at the run's end
         self._tails: dict[str, Schedule] = store.tail_schedules() if store is not None else {}
@@ -588,6 +622,15 @@ class LocalWorker:
         first (:func:`idcrawl.core.recrawl.due_order`); walked after its tail. None yet: page schedules
         are the page revisits' (conditional requests), which fill this in."""
         return []
+
+    def watch_schedules(self) -> list[Schedule]:
+        """Watch mode, after the wave's last commit: the schedules of this job's targets as stored now
+        (the tails just walked with the rule applied; the others as they were). The next wave starts
+        when the earliest of them falls due (:func:`idcrawl.core.watch.next_wave_at`)."""
+        if self.recorder is None:
+            return []
+        targets = self.frontier.targets
+        return [schedule for name, schedule in self.recorder.schedules.items() if name in targets]
 
     def describe_state(self) -> str:
         if self.recorder is None:

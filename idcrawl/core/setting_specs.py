@@ -293,6 +293,9 @@ SPECS: Final[dict[str, Spec]] = {
     # the clock (idcrawl.core.clock)
     "IDCRAWL_NOW": Spec(_time, "must be an ISO 8601 time such as 2026-01-12T07:00:00Z (or unset for the real clock)",
                         optional=True),
+    # watch mode (idcrawl.core.watch)
+    "IDCRAWL_WATCH": _bool(),
+    "IDCRAWL_WATCH_SPEED": _float(above=True, note=" (clock seconds per real second)"),
 }
 
 

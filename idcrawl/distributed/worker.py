@@ -54,6 +54,7 @@ from idcrawl import default_settings
 from idcrawl._scrapy import close_spider, engine_busy
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.targets import Target, TargetError, parse_target
+from idcrawl.core.watch import WATCH_REFUSED
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
 from idcrawl.distributed.connection import (
     RedisUnavailable,
@@ -106,6 +107,8 @@ class RedisWorker:
         self.crawler = crawler = runtime.crawler
         settings = crawler.settings
         spider_name = getattr(crawler.spidercls, "name", "idseq")
+        if settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH):  # idcrawl.extensions.watch
+            raise BadInputError(f"{spider_name}: bad input: {WATCH_REFUSED}")
         try:
             for target in runtime.targets:
                 check_distributed(target)

@@ -304,6 +304,17 @@ class IdLimits:
                 runtime.lane_stopped(key, lane)
         runtime.wake_engine()
 
+    def new_wave(self) -> None:
+        """Watch mode (``idcrawl.extensions.watch``): limits apply per process, so the lanes a new wave
+        planned on a domain that a rule stopped are closed at once, with that rule as their reason; a
+        domain that ended on its own has new work (its counts go on)."""
+        stats = self.crawler.stats
+        for slot, domain in self._domains.items():
+            domain.tracker.finished = False
+            if domain.closed:
+                rule = stats.get_value(f"{PREFIX}/domains/{slot}/rule") if stats is not None else None
+                self._close_lanes(slot, f"limit:{rule or 'closed'}")
+
     def _job_event(self, trigger: Trigger | None) -> None:
         if trigger is None or self._job_closing:
             return

@@ -122,6 +122,7 @@ class IdProgress:
         self._last_at = 0.0
         self._call: Any = None
         self._shown: dict[str, list[str]] = {}
+        self._frontier: object = None  # the frontier whose lanes _shown lists
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdProgress:
@@ -151,8 +152,10 @@ class IdProgress:
             self._call = call_later(gap, self._tick, spider)
 
     def _snapshot(self, runtime: IdRuntime, *, full: bool) -> tuple[list[TargetInfo], Tally]:
-        if len(self._shown) < min(self.shown, len(runtime.frontier.targets)):  # targets were added (Redis feed)
-            self._shown = shown_lanes(runtime, self.shown)
+        frontier = runtime.frontier
+        # targets were added (Redis feed), or a new frontier plans the next wave (watch mode)
+        if len(self._shown) < min(self.shown, len(frontier.targets)) or frontier is not self._frontier:
+            self._shown, self._frontier = shown_lanes(runtime, self.shown), frontier
         return snapshot(runtime, self._shown, full=full)
 
     def _tick(self, spider: Spider) -> None:

@@ -35,6 +35,7 @@ from idcrawl.core.targets import (
     parse_targets,
     read_job,
 )
+from idcrawl.core.watch import parse_watch, watch_targets
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.pages import page_signature, rule_outcome
 from idcrawl.pipelines import signatures_wanted
@@ -91,11 +92,13 @@ class IdSeqSpider(Spider):
         if "target_name" in kwargs:  # scrapyd's schedule.json cannot pass ``name`` (its queue's own field)
             self._target_args.setdefault("name", kwargs.pop("target_name"))
         self._job_path: str | None = kwargs.pop("job", None)
+        self._watch_arg: Any = kwargs.pop("watch", None)  # watch mode (idcrawl.extensions.watch)
         unknown = sorted(k for k in kwargs if not k.startswith("_") and k not in self.extra_arguments)
         self._unknown_args = {k: kwargs[k] for k in unknown}
         super().__init__(*args, **kwargs)
         # after Spider.__init__, which sets every other keyword as an attribute (scrapyd passes _job=JOBID)
         self._job_file: JobFile | None = None  # the job file, once read (its profile: settings_profiles.JobProfile)
+        self._watch: Any = None  # watch mode's IdWatch (idcrawl.extensions.watch), when watching
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -171,10 +174,34 @@ class IdSeqSpider(Spider):
         # the crawler's runtime (runtime_of); its worker, with the state, is built after the extensions
         job = spider._job_file
         scope = job.scope() if job is not None and job.has_scope else None  # crawl scope: page targets, outlinks
+        watching = spider._watching(crawler, targets, scope is not None)
+        if watching is not None:
+            targets = watching
         IdRuntime(crawler, targets, missing_targets=missing, scope=scope)
         crawler.signals.connect(spider._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._spider_closed, signal=signals.spider_closed)
+        if watching is not None:  # after the idle handler above: a wave is over when the spider has nothing left
+            from idcrawl.extensions.watch import IdWatch
+
+            spider._watch = IdWatch.install(crawler)  # held here: signals keep weak references
         return spider
+
+    def _watching(self, crawler: Crawler, targets: list[Target], scope: bool) -> list[Target] | None:
+        """Watch mode (``-a watch=true``, or ``IDCRAWL_WATCH``): the targets, every one's waves
+        ``resume=due`` (:func:`idcrawl.core.watch.watch_targets`); None: not watching."""
+        try:
+            watch = (parse_watch(self._watch_arg) if self._watch_arg is not None
+                     else crawler.settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH))
+            if not watch:
+                return None
+            if scope:
+                raise TargetError("watch", self._watch_arg if self._watch_arg is not None else True,
+                                  "watch mode does not follow crawl scope yet (page targets, crawl profiles)")
+            watched = watch_targets(targets)
+        except TargetError as exc:
+            raise BadInputError(f"{self.name}: bad input: {exc}") from None
+        crawler.settings.set("IDCRAWL_WATCH", True, priority="cmdline")
+        return watched
 
     @property
     def runtime(self) -> IdRuntime:
@@ -192,7 +219,7 @@ class IdSeqSpider(Spider):
             key = next(iter(self._unknown_args))
             raise TargetError(
                 key, self._unknown_args[key],
-                f"unknown spider argument (known: job, {', '.join(sorted(TARGET_KEYS))})",
+                f"unknown spider argument (known: job, watch, {', '.join(sorted(TARGET_KEYS))})",
             )
         defaults = {
             "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),

@@ -157,6 +157,8 @@ class StateRecorder:
         self.clock = clock if clock is not None else Clock()
         #: target -> its tail's schedule as stored when the run began
         self._tails: dict[str, Schedule] = tails if tails is not None else store.tail_schedules()
+        #: target -> its tail's schedule as the last commit left it (watch mode plans the next wave with it)
+        self.schedules: dict[str, Schedule] = dict(self._tails)
         self.found_max = dict(found_max or {})  # target -> the highest id found, stored or in this run
         self.last_found = last_found or {}
 
@@ -194,6 +196,18 @@ class StateRecorder:
         self._ended = True
         if self._feeds_done or not has_feed_exporter(self.crawler):
             self._close_store()
+
+    def detach(self) -> None:
+        """Watch mode, after :meth:`close` of a wave: when every found id is committed (local feeds),
+        stop listening and close the store now (the next wave has its own recorder); otherwise the
+        feeds' close still commits the rest, as at the end of a run."""
+        if not self._ended or self._written or self._unwritten.pending():
+            return
+        for handler, signal in ((self._feeds_opened, signals.spider_opened), (self._item_written, signals.item_scraped),
+                                (self._item_written, signals.item_dropped),
+                                (self._feeds_closed, signals.feed_exporter_closed)):
+            self.crawler.signals.disconnect(handler, signal=signal)
+        self._close_store()
 
     def _feeds_closed(self) -> None:
         """Feeds are closed (uploaded): whatever they hold is durable now."""
@@ -265,7 +279,10 @@ class StateRecorder:
                 outcomes[target][Outcome.FOUND].add(id_)
             self._written = {}
             marks = self._marks()
-        self._commit({}, outcomes, marks, self._walked_tails() if tails else None)
+        walked = self._walked_tails() if tails else None
+        self._commit({}, outcomes, marks, walked)
+        if walked is not None:
+            self.schedules = {**self._tails, **walked}
         self._pending_count = len(self._written)
         self.commits += 1
 

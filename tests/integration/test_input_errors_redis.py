@@ -42,6 +42,14 @@ def test_a_distributed_job_refuses_resume_due_in_one_line(make_site, redis_serve
     assert site.log == []
 
 
+def test_a_distributed_job_refuses_watch_mode_in_one_line(make_site, redis_server, tmp_path: Path) -> None:
+    site = make_site()
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 1000, "watch": "true"},
+                       {"IDCRAWL_DISTRIBUTED": True, "REDIS_URL": redis_server.url, "IDCRAWL_REDIS_IDLE_TIMEOUT": 1})
+    _assert_refused(result, "watch=true is not available in a distributed job yet")
+    assert site.log == []
+
+
 def test_a_single_process_crawl_keeps_its_tail_schedule_in_redis(make_site, redis_server, tmp_path: Path) -> None:
     redis = pytest.importorskip("redis")
     from idcrawl.core.clock import parse_time

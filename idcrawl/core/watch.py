@@ -1,0 +1,80 @@
+"""Watch mode's rule: when the next wave of a watching crawl starts, and how long it sleeps until then.
+
+A watching crawl (``-a watch=true``) runs ``resume=due`` waves in one process: after a wave it
+sleeps until the earliest schedule just written falls due (:func:`next_wave_at`), then plans the
+next wave at that time. The schedules are those of :mod:`idcrawl.core.recrawl` (tails, and found
+pages once they are revisited): whatever is due then is walked, so found pages join through the
+same resume plan. No Scrapy here: the Scrapy shell is ``idcrawl.extensions.watch.IdWatch``.
+
+A thing is due when ``now - last_crawled > update_duration`` (strictly): the first moment a wave
+finds it due is a tick after ``due_at()`` (:data:`TICK`, a millisecond: the precision of the
+recorded times). The sleep is in simulated seconds on the one clock; a clock scale
+(``IDCRAWL_WATCH_SPEED``, simulated seconds per real second, with a fixed clock) makes a simulated
+day pass in a moment of real time, so a test sees several waves without sleeping through days.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from idcrawl.core.recrawl import Schedule
+from idcrawl.core.targets import Target, TargetError
+
+__all__ = ["TICK", "WATCH_REFUSED", "next_wave_at", "parse_watch", "real_sleep", "watch_targets"]
+
+#: Seconds after a schedule's ``due_at()`` at which a wave starts: due is strict (``>``), and the
+#: recorded times have millisecond precision.
+TICK = 0.001
+
+#: Why a distributed job refuses watch mode (one line, after ``<spider>: bad input: ``).
+WATCH_REFUSED = ("watch=true is not available in a distributed job yet "
+                 "(run it in one process, or start resume=due runs from a timer)")
+
+
+def next_wave_at(schedules: Iterable[Schedule], now: float, tick: float = TICK) -> float | None:
+    """The time of the next wave after one that ended at ``now``: a tick after the earliest
+    ``due_at()`` of ``schedules`` not due at ``now``. A schedule still due after the wave is not
+    waited for (the wave did not walk it to its end: a limit stopped it, or it has nothing left to
+    walk); the next wave walks it if it can. None: nothing will fall due, the watch is over.
+    ``tick``: a test's unit of time (1 with integer times: exact arithmetic)."""
+    earliest = min((at for schedule in schedules if (at := schedule.due_at()) >= now), default=None)
+    return None if earliest is None else earliest + tick
+
+
+def real_sleep(wave_at: float, now: float, speed: float = 1.0) -> float:
+    """Real seconds to sleep from ``now`` to ``wave_at`` (simulated seconds) at ``speed`` simulated
+    seconds per real second (> 0); 0 when the wave is due already."""
+    if speed <= 0:
+        raise ValueError(f"speed must be > 0 ({speed})")
+    return max(0.0, wave_at - now) / speed
+
+
+def parse_watch(value: Any) -> bool:
+    """The ``watch`` spider argument: true or false (also yes/no, 1/0); anything else is one line,
+    ``watch='maybe': must be true or false``."""
+    if isinstance(value, bool):
+        return value
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text in ("true", "yes", "1"):
+        return True
+    if text in ("false", "no", "0", ""):
+        return False
+    raise TargetError("watch", value, "must be true or false")
+
+
+def watch_targets(targets: Sequence[Target]) -> list[Target]:
+    """The targets of a watching crawl: every wave is a ``resume=due`` run, so a target's ``resume``
+    becomes ``due`` when it is ``none`` (the default) or ``due``; another mode is refused in one line
+    (a wave of ``bound`` or ``holes`` would walk the same lanes again and again)."""
+    watched: list[Target] = []
+    for target in targets:
+        if target.resume not in ("none", "due"):
+            raise TargetError(
+                "resume", target.resume,
+                "watch=true runs resume=due waves (leave resume unset or give due)",
+                where=f"target {target.name!r}",
+            )
+        watched.append(target if target.resume == "due" else replace(target, resume="due"))
+    return watched

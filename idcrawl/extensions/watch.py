@@ -1,0 +1,155 @@
+"""``IdWatch``: watch mode (``-a watch=true`` or ``IDCRAWL_WATCH``), one ``scrapy crawl`` that keeps running.
+
+A watching crawl runs ``resume=due`` waves: the first is the run itself; when a wave is over (the
+engine is idle and every lane settled) its worker closes as a run does (the last commit writes the
+tails' schedules, the state records the wave as a run) and the spider stays open
+(``DontCloseSpider``). The extension sleeps until the earliest schedule just written falls due
+(:func:`idcrawl.core.watch.next_wave_at`), then the runtime plans the next wave from the state at
+that time (:meth:`idcrawl.runtime.IdRuntime.next_wave`: the same resume plan, so found pages due for
+a revisit join it) with the same lanes, margins, politeness and limits. Scrapy's first SIGINT
+closes the spider gracefully: between waves there is nothing left to commit, during a wave the
+close commits as any run's does, and a later run resumes from the state.
+
+The sleep is on the one clock (``IDCRAWL_NOW``): with a fixed clock the extension moves it to the
+wave's time when it wakes, and ``IDCRAWL_WATCH_SPEED`` (simulated seconds per real second) makes a
+simulated day pass in a moment, so a test sees two waves without sleeping through a day.
+
+Stats: ``idcrawl/watch/waves`` (waves started, the first included), ``idcrawl/watch/slept`` (clock
+seconds slept between waves), ``idcrawl/watch/next_wave`` (when the next wave starts, while asleep).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import DontCloseSpider
+from scrapy.utils.asyncio import call_later
+from scrapy.utils.misc import load_object
+
+from idcrawl import default_settings
+from idcrawl._scrapy import close_spider
+from idcrawl.core.clock import Clock, ClockError, format_time, stamp
+from idcrawl.core.recrawl import duration_text
+from idcrawl.core.watch import WATCH_REFUSED, next_wave_at, real_sleep
+from idcrawl.errors import BadInputError
+from idcrawl.runtime import STATS_PREFIX, LocalWorker, runtime_of
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = ["IdWatch"]
+
+logger = logging.getLogger(__name__)
+
+PREFIX = f"{STATS_PREFIX}/watch"
+
+class IdWatch:
+    """Keeps a watching crawl open between its waves and starts each wave when it falls due."""
+
+    def __init__(self, crawler: Crawler, speed: float) -> None:
+        self.crawler = crawler
+        self.speed = speed
+        self.waves = 0
+        self._timer: Any = None
+        self._wave_at = 0.0  # the clock time of the next wave, while asleep
+        self._slept_from = 0.0  # the clock time the sleep began
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def install(cls, crawler: Crawler) -> IdWatch | None:
+        """The watch of ``crawler``'s id crawl when watch mode is on (``IDCRAWL_WATCH``, which
+        ``-a watch=true`` sets), else None. The idseq spider installs it when it is created, after
+        its own idle handler (an ``EXTENSIONS`` dict given on the command line cannot drop it);
+        bad input is one line (:class:`~idcrawl.errors.BadInputError`), before any state is read."""
+        settings = crawler.settings
+        if not settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH):
+            return None
+        name = getattr(crawler.spidercls, "name", "idseq")
+        path = settings.get("IDCRAWL_WORKER_CLASS") or default_settings.IDCRAWL_WORKER_CLASS
+        try:
+            worker_cls = load_object(path) if isinstance(path, str) else path
+        except (ImportError, AttributeError, NameError, ValueError):
+            worker_cls = None  # the runtime says so in its own line
+        # the distributed layer's worker refuses it too (its class is only set once the add-ons ran)
+        if isinstance(worker_cls, type) and not issubclass(worker_cls, LocalWorker):
+            raise BadInputError(f"{name}: bad input: {WATCH_REFUSED}")
+        if not settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
+            raise BadInputError(f"{name}: bad input: watch=true needs the state (IDCRAWL_STATE = True): "
+                                "each wave is planned from the schedules the last one wrote")
+        speed = settings.getfloat("IDCRAWL_WATCH_SPEED", default_settings.IDCRAWL_WATCH_SPEED)
+        try:
+            fixed = Clock.from_setting(settings.get("IDCRAWL_NOW")).fixed
+        except ClockError:
+            fixed = True  # the runtime refuses the value in its own line
+        if speed != 1 and not fixed:
+            raise BadInputError(f"bad setting: IDCRAWL_WATCH_SPEED={speed:g}: needs a fixed clock (IDCRAWL_NOW); "
+                                "the real clock runs at speed 1")
+        return cls(crawler, speed)
+
+    def _spider_opened(self, spider: Any = None) -> None:  # the first wave: the run itself
+        self.waves = 1
+        self._stats().set_value(f"{PREFIX}/waves", 1)
+
+    def _stats(self) -> Any:
+        stats = self.crawler.stats
+        assert stats is not None
+        return stats
+
+    def _spider_idle(self, spider: Any = None) -> None:
+        if self._timer is not None:  # asleep until the next wave
+            raise DontCloseSpider
+        runtime = runtime_of(self.crawler)
+        engine = self.crawler.engine
+        assert runtime is not None and engine is not None
+        if not runtime.frontier.finished or not engine.spider_is_idle():
+            return  # the wave goes on (the spider's idle handler keeps the engine open)
+        runtime.end_wave()
+        worker = runtime.worker
+        assert isinstance(worker, LocalWorker)
+        now = runtime.clock.now()
+        at = next_wave_at(worker.watch_schedules(), now)
+        if at is None:
+            logger.info("idcrawl: watch: wave %d done; nothing will fall due again, the crawl ends", self.waves)
+            return
+        sleep = real_sleep(at, now, self.speed)
+        self._wave_at, self._slept_from = at, now
+        self._stats().set_value(f"{PREFIX}/next_wave", stamp(at))
+        logger.info("idcrawl: watch: wave %d done; next wave at %s (in %s%s)", self.waves, format_time(at),
+                    duration_text(at - now), "" if self.speed == 1 else f", {sleep:.3g} s of real time")
+        self._timer = call_later(sleep, self._wake)
+        raise DontCloseSpider
+
+    def _wake(self) -> None:
+        runtime = runtime_of(self.crawler)
+        assert runtime is not None
+        clock = runtime.clock
+        if clock.fixed:
+            clock.set(max(self._wave_at, clock.now()))
+        elif clock.now() <= self._wave_at:  # the real clock is a little behind the timer: sleep the rest
+            self._timer = call_later(real_sleep(self._wave_at, clock.now()) + 0.001, self._wake)
+            return
+        self._timer = None
+        stats = self._stats()
+        stats.inc_value(f"{PREFIX}/slept", clock.now() - self._slept_from)
+        try:
+            runtime.next_wave()
+        except BadInputError as exc:  # the state became unusable between waves (a Redis server gone)
+            logger.error("%s", exc)
+            close_spider(self.crawler, "idcrawl_watch_error")
+            return
+        new_wave = getattr(runtime.limiter, "new_wave", None)
+        if new_wave is not None:  # the job limits (idcrawl.extensions.limits.IdLimits): per process
+            new_wave()
+        self.waves += 1
+        stats.set_value(f"{PREFIX}/waves", self.waves)
+        logger.info("idcrawl: watch: wave %d at %s", self.waves, format_time(clock.now()))
+        runtime.wake_engine()
+
+    def _spider_closed(self, spider: Any = None, reason: str = "") -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

@@ -1,0 +1,103 @@
+"""Watch mode's rule (``idcrawl.core.watch``): when the next wave starts, the sleep, the watched targets."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from idcrawl.core.recrawl import Kind, Schedule, due
+from idcrawl.core.targets import TargetError, parse_target
+from idcrawl.core.watch import TICK, next_wave_at, parse_watch, real_sleep, watch_targets
+from tests.support.reference import watch_visits_truth
+
+
+def tail(key: str, last_crawled: float, duration: float) -> Schedule:
+    return Schedule(Kind.TAIL, key, last_crawled, duration)
+
+
+def test_the_next_wave_is_a_tick_after_the_earliest_due_time_not_yet_passed() -> None:
+    schedules = [tail("a", 100.0, 50.0), tail("b", 0.0, 120.0), tail("c", 10.0, 20.0)]
+    # c is due already (a limit stopped its walk, say): not waited for; b falls due first after 120
+    assert next_wave_at(schedules, 121.0) == 150.0 + TICK
+    assert next_wave_at(schedules, 100.0) == 120.0 + TICK
+    assert next_wave_at(schedules, 120.0) == 120.0 + TICK  # due_at == now is not due yet (strict)
+    at = next_wave_at(schedules, 100.0)
+    assert at is not None and due(schedules[1], at) and not due(schedules[1], at - TICK)
+    assert next_wave_at(schedules, 151.0) is None  # all due: nothing left to wait for
+    assert next_wave_at([], 0.0) is None
+
+
+def test_the_sleep_is_scaled_by_the_speed_and_never_negative() -> None:
+    assert real_sleep(86_400.0 + 10, 10.0, 86_400) == 1.0
+    assert real_sleep(70.0, 10.0) == 60.0
+    assert real_sleep(5.0, 10.0, 2.0) == 0.0
+    with pytest.raises(ValueError, match="speed must be > 0"):
+        real_sleep(1.0, 0.0, 0.0)
+
+
+def test_watched_targets_resume_due_and_other_modes_are_refused_in_one_line() -> None:
+    plain = parse_target({"url": "http://x/{id}", "start": 1, "name": "a"})
+    due_one = parse_target({"url": "http://x/{id}", "start": 1, "name": "b", "resume": "due"})
+    assert [t.resume for t in watch_targets([plain, due_one])] == ["due", "due"]
+    bound = parse_target({"url": "http://x/{id}", "start": 1, "name": "c", "resume": "bound"})
+    with pytest.raises(TargetError) as error:
+        watch_targets([plain, bound])
+    assert str(error.value) == (
+        "target 'c': resume='bound': watch=true runs resume=due waves (leave resume unset or give due)")
+
+
+@pytest.mark.parametrize(("value", "expected"), [("true", True), ("Yes", True), ("1", True), (True, True),
+                                                 ("false", False), ("0", False), ("", False), (False, False)])
+def test_the_watch_argument_is_a_switch(value: object, expected: bool) -> None:
+    assert parse_watch(value) is expected
+
+
+def test_a_bad_watch_argument_is_one_line() -> None:
+    with pytest.raises(TargetError) as error:
+        parse_watch("maybe")
+    assert str(error.value) == "watch='maybe': must be true or false"
+
+
+def watch_visits(things: dict[str, tuple[int, Sequence[int]]], start: int, horizon: int) -> list[tuple[int, str]]:
+    """The waves of a watch (``next_wave_at``, what is ``due`` at each) on a fixed clock counting
+    ticks (integer times, ``tick=1``: exact arithmetic, the ticks the reference's milliseconds)."""
+    schedules = {name: tail(name, first, durations[0]) for name, (first, durations) in things.items()}
+    visits_of = dict.fromkeys(things, 0)
+    visits: list[tuple[int, str]] = []
+    now: float | None = start
+    while now is not None and now <= horizon:
+        for name in sorted(schedules):
+            if due(schedules[name], now):
+                visits.append((int(now), name))
+                visits_of[name] += 1
+                durations = things[name][1]
+                schedules[name] = tail(name, now, durations[min(visits_of[name], len(durations) - 1)])
+        now = next_wave_at(schedules.values(), now, tick=1)
+    return visits
+
+
+thing = st.tuples(st.integers(0, 60), st.lists(st.integers(1, 40), min_size=1, max_size=6))
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(things=st.dictionaries(st.sampled_from("abcd"), thing, min_size=1), start=st.integers(0, 100))
+def test_waves_visit_everything_exactly_when_a_timer_firing_every_millisecond_would(
+    things: dict[str, tuple[int, list[int]]], start: int
+) -> None:
+    """Watch mode loses nothing against an infinitely frequent timer: each thing is visited in the
+    first millisecond it is due, never earlier, never twice for one falling due."""
+    horizon = 400
+    assert watch_visits(things, start, horizon) == watch_visits_truth(things, start, horizon)
+
+
+def test_at_epoch_times_the_wave_finds_the_thing_due_and_a_tick_earlier_it_is_not() -> None:
+    """With real epoch times (float spacing ~2.4e-7 s near 2026) the tick is ample: the wave's time
+    finds the earliest thing due, and the time a tick before it does not."""
+    t0 = 1_768_201_200.0  # 2026-01-12T07:00:00Z
+    for k, duration in enumerate([60.0, 86_400.0, 0.8 * 86_400, 3_600.0 * 1.8 ** 5, 31_536_000.0]):
+        schedule = tail("a", t0 + k * 0.001, duration)
+        at = next_wave_at([schedule], schedule.last_crawled)
+        assert at is not None and due(schedule, at) and not due(schedule, at - TICK), duration
