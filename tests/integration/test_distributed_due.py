@@ -188,7 +188,7 @@ def test_a_sigkilled_worker_causes_neither_a_double_update_nor_a_lost_one(
     for proc in procs:
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
-    assert 60 <= len(site.ids()) and max(site.ids()) < 1400
+    assert len(site.ids()) >= 60 and max(site.ids()) < 1400
     assert tails(redis_server)["a"] == Schedule(Kind.TAIL, "a", T0, DAY, last_found=1009)
     # run 2 (same clock): two workers join the walk in progress; one is SIGKILLed, the other ends the walk
     procs = [start("j", n) for n in range(2)]
@@ -224,9 +224,11 @@ def test_settling_a_walk_from_many_workers_at_once_applies_the_rule_once(redis_s
         assert settle_tail(client, prefix, target, "a:asc", T0 + walk * DAY) is None, "the walk has not ended"
         client.hset(lane, "reason", "margin")
         applied: list[Schedule | None] = []
-        threads = [threading.Thread(target=lambda: applied.append(
-            settle_tail(redis.Redis.from_url(redis_server.url), prefix, target, "a:asc", T0 + walk * DAY)))
-            for _ in range(4)]
+
+        def worker(now: float, out: list[Schedule | None]) -> None:
+            out.append(settle_tail(redis.Redis.from_url(redis_server.url), prefix, target, "a:asc", now))
+
+        threads = [threading.Thread(target=worker, args=(T0 + walk * DAY, applied)) for _ in range(4)]
         for thread in threads:
             thread.start()
         for thread in threads:
