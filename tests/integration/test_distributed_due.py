@@ -198,7 +198,7 @@ def test_a_sigkilled_worker_causes_neither_a_double_update_nor_a_lost_one(
     survivor = finish(procs[1], tmp_path / "j1")
     assert survivor.returncode == 0, survivor.stderr[-3000:]
     assert "joined the fleet's resume in progress" in survivor.stderr
-    assert set(site.ids()) == set(range(1010, 1400 + MARGIN + 1))
+    assert set(range(1010, 1400 + MARGIN + 1)) <= set(site.ids()), "the walk to its margin, nothing lost"
     # motivated exactly once (x 0.8), at the clock of the walk's end
     assert tails(redis_server)["a"] == Schedule(Kind.TAIL, "a", at, DAY * 0.8, last_found=1400, revision=1)
     assert applied_walk(client_of(redis_server), "idcrawl:{due}:", "a") == 1
