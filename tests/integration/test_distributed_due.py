@@ -22,7 +22,6 @@ from idcrawl.core.targets import parse_target
 from idcrawl.distributed.state import JobStateStore
 from idcrawl.distributed.tails import applied_walk, settle_tail
 from tests.conftest import GapModel
-from tests.crawl.test_input_errors import _assert_refused
 from tests.crawl.test_resume_crawl import SlowModel
 from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
 from tests.integration.test_idjob import redis_settings, scrapy
@@ -239,22 +238,3 @@ def test_settling_a_walk_from_many_workers_at_once_applies_the_rule_once(redis_s
         assert (stored.update_duration, stored.last_crawled) == (pytest.approx(expected), T0 + walk * DAY)
         assert applied_walk(client, prefix, "a") == walk
         assert settle_tail(client, prefix, target, "a:asc", T0 + walk * DAY + 5) is None, "applied already"
-
-
-def test_found_pages_due_in_a_fleet_are_refused_with_one_line(make_site, redis_server, tmp_path: Path) -> None:
-    model = GapModel(1000, 1009, set())
-    site = make_site(model)
-    job = two_tails(tmp_path, site)
-    fleet(tmp_path, "first", redis_server, job, T0, workers=1, resume=None)
-    client = client_of(redis_server)
-    before = {key: client.dump(key) for key in client.keys("*") if not key.endswith(b"workers")}
-    site.log.clear()
-    settings = worker_settings(redis_server, job="due", IDCRAWL_NOW=format_time(T0 + 2 * DAY),
-                               IDCRAWL_WORKER_CLASS="tests.support.pages_due_worker.PagesDueWorker")
-    proc = start_worker(tmp_path / "pages", {"job": job, "resume": "due"}, settings)
-    _assert_refused(finish(proc, tmp_path / "pages"),
-                    "bad input: target 'a': resume='due' has 2 found pages due for a revisit, which a distributed "
-                    "job does not fetch yet (run them in one process)")
-    assert site.log == [], "no request sent"
-    after = {key: client.dump(key) for key in client.keys("*") if not key.endswith(b"workers")}
-    assert after == before, "nothing saved changed"
