@@ -6,6 +6,7 @@ tail not due gets no request from any worker, and each walk moves its tail's sch
 from __future__ import annotations
 
 import json
+import random
 import signal
 import subprocess
 import threading
@@ -24,6 +25,7 @@ from idcrawl.distributed.tails import applied_walk, settle_tail
 from tests.conftest import GapModel
 from tests.crawl.test_resume_crawl import SlowModel
 from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
+from tests.integration.test_distributed_resume import drive, flaky, frontier, target
 from tests.integration.test_idjob import redis_settings, scrapy
 from tests.support.crawl import CrawlResult
 
@@ -238,3 +240,35 @@ def test_settling_a_walk_from_many_workers_at_once_applies_the_rule_once(redis_s
         assert (stored.update_duration, stored.last_crawled) == (pytest.approx(expected), T0 + walk * DAY)
         assert applied_walk(client, prefix, "a") == walk
         assert settle_tail(client, prefix, target, "a:asc", T0 + walk * DAY + 5) is None, "applied already"
+
+
+@pytest.mark.parametrize("first_walks", [True, False])
+def test_workers_that_join_take_the_first_workers_plan_whatever_their_clock_says(redis_server,
+                                                                                  first_walks: bool) -> None:
+    """The plan is the first worker's (RESUME): a worker whose clock says otherwise joins it, and walks the
+    tail's lane with the fleet only when that plan walks it. Seeded orders, no Scrapy."""
+    rng = random.Random(21 + first_walks)
+    run1 = [frontier(redis_server, f"a{i}") for i in range(2)]
+    for w in run1:
+        w.add_target(target(direction="asc"))
+    drive(run1, rng, flaky(set()))
+    for w in run1:
+        w.job.leave(w.worker)
+    asc = "reg:asc"
+    cut = int(run1[0].job.client.hget(run1[0].job.key("L:", asc), "cut"))
+    due = target(direction="asc", resume="due")
+    first, late = frontier(redis_server, "b0"), frontier(redis_server, "b1")
+    first.add_target(due)
+    assert first.resume(due, walk_tail=first_walks) == "created"
+    late.add_target(due)
+    assert late.resume(due, walk_tail=not first_walks) == "joined"
+    for w in (first, late):
+        assert w.lanes[asc].settled is not first_walks, "the first worker's plan, in both workers"
+    if first_walks:
+        _, fetched = drive([first, late], rng, flaky(set()))
+        # the tail from last_found + 1 (1019 + 1) to the margin (5 misses: 1020..1024), each id by one worker
+        # (claims may take ids past the cut within the window, 8)
+        assert set(range(1020, 1025)) <= set(fetched) and min(fetched) == 1020 and max(fetched) < 1020 + 5 + 8
+        assert Counter(fetched).most_common(1)[0][1] == 1, "each id by one worker"
+    assert int(first.job.client.hget(first.job.key("L:", asc), "walk") or 0) == int(first_walks)
+    assert int(first.job.client.hget(first.job.key("L:", asc), "cut")) == cut
