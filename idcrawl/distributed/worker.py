@@ -67,8 +67,6 @@ from idcrawl.distributed.connection import (
     worker_id,
 )
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict, check_distributed
-from idcrawl.distributed.state import JobStateStore
-from idcrawl.distributed.tails import settle_tail
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
 from idcrawl.state.recorder import UnwrittenItems, flush_feeds
@@ -204,6 +202,10 @@ class RedisWorker:
         first (:func:`idcrawl.core.resume.due_first`), with the schedules the job holds now."""
         self._tails: dict[str, Schedule] = {}
         if any(target.resume == "due" for target in targets):
+            # imported for a due plan only: importing the state stores at every worker's start shifted the workers'
+            # start times enough that test_robots_txt_fetches_keep_the_fleets_gaps_too failed every time
+            from idcrawl.distributed.state import JobStateStore
+
             self._tails = JobStateStore(self.client, self.job.prefix, read_only=True).tail_schedules()
         return due_first(targets, self._tails, self.runtime.clock.now()) if self._tails else list(targets)
 
@@ -239,6 +241,8 @@ class RedisWorker:
                        if (lane := self.frontier.lanes.get(key)) is not None and lane.settled and lane.reason == MARGIN)
         if not ended:
             return 0
+        from idcrawl.distributed.tails import settle_tail  # imported when a walk ends (see _planned)
+
         pipe = self.client.pipeline(transaction=False)
         for key in ended:
             pipe.hget(self.job.key("L:", key), "walk")
@@ -487,9 +491,11 @@ class RedisWorker:
         if status.tver != self._tver:
             self._tver = status.tver
             self._load_targets()
-        self.settle_tails()
+            self._open_tails()
         if status.feed:
             self._pop_feed()
+            self._open_tails()
+        self.settle_tails()
         if status.orphans:
             self._adopt()
         self.ack()
@@ -520,7 +526,6 @@ class RedisWorker:
     def _load_targets(self) -> None:
         """Targets other workers added (or pushed): join their lanes; and lanes a resume added or reopened."""
         self.frontier.join_list_lanes()
-        self._open_tails()
         for name, spec in self.frontier.known_specs().items():
             if name in self.frontier.targets:
                 continue
@@ -530,7 +535,6 @@ class RedisWorker:
                 logger.error("idcrawl: job target %r cannot be used here: %s", name, exc)
                 continue
             self.frontier.join(target)
-            self._open_tails()
             self.runtime.targets.append(target)
             self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.runtime.targets))
             self.stats.set_value(f"{STATS_PREFIX}/lanes", len(self.frontier.lanes))
@@ -538,7 +542,8 @@ class RedisWorker:
             self._idle_since = time.monotonic()
 
     def _open_tails(self) -> None:
-        """Ascending lanes walking now (joined, or reopened by a resume): their walk's end is to be settled."""
+        """Ascending lanes walking now (joined, pushed, or reopened by a resume): their walk's end is to be
+        settled. Once per poll that changed the job's targets (one pass over the lanes)."""
         self._tails_open.update(key for key, direction in self.frontier.lane_direction.items()
                                 if direction == "asc" and not self.frontier.lanes[key].settled)
 
@@ -564,7 +569,6 @@ class RedisWorker:
                     logger.error("idcrawl: pushed target refused: %s", exc)
                     self._inc(f"{PREFIX}/feed_refused")
                     continue
-                self._open_tails()
                 self.runtime.targets.append(target)
                 self._inc(f"{PREFIX}/feed_taken")
                 logger.info("idcrawl: took pushed target %r", target.name)
