@@ -50,7 +50,21 @@ def two_tails(workdir: Path, site) -> Path:
 
 def fleet(tmp_path: Path, run: str, redis_server, job: Path, at: float, workers: int = 3,
           resume: str | None = "due", **settings: Any) -> list[CrawlResult]:
-    """One run of the fleet: ``workers`` workers started together with the clock at ``at``; all finish."""
+    """One run of the fleet: ``workers`` workers started together with the clock at ``at``; all finish.
+
+    A fleet started within the grace of the last run (``IDCRAWL_REDIS_LEASE_TIMEOUT`` after a worker of it
+    joined or left: resume.lua) would join that run's plan, as a late worker of the same fleet does; so
+    each run first waits, on Redis's clock, until the previous run's grace (1 s here) has passed."""
+    settings = {"IDCRAWL_REDIS_LEASE_TIMEOUT": 1, **settings}
+    client = client_of(redis_server)
+    grace_ms = float(settings["IDCRAWL_REDIS_LEASE_TIMEOUT"]) * 1000
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        seconds, micros = client.time()
+        stamps = [int(v) for v in (client.hget(f"idcrawl:{{due}}:R:{name}", "at") for name in "ab") if v is not None]
+        if all(seconds * 1000 + micros // 1000 - stamp >= grace_ms for stamp in stamps):
+            break
+        time.sleep(0.05)  # waiting for a condition on Redis's clock, not for simulated time
     merged = worker_settings(redis_server, job="due", IDCRAWL_NOW=format_time(at), CONCURRENT_REQUESTS_PER_DOMAIN=1,
                              **settings)
     args: dict[str, Any] = {"job": job, **({"resume": resume} if resume else {})}
