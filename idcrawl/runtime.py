@@ -37,8 +37,8 @@ from idcrawl import _scrapy, default_settings
 from idcrawl.core.clock import Clock, ClockError, format_time
 from idcrawl.core.frontier import Dispatch, Frontier, IdFrontier, lane_specs
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
-from idcrawl.core.recrawl import Schedule, overdue
-from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs, tail_due
+from idcrawl.core.recrawl import Schedule
+from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, resume_specs, tail_due
 from idcrawl.core.scope import JobScope
 from idcrawl.core.talk import resume_text
 from idcrawl.core.targets import Target
@@ -606,16 +606,7 @@ class LocalWorker:
     def _in_due_order(self, targets: Sequence[Target]) -> list[Target]:
         """``resume=due``: the targets whose tails are most overdue first (they win the interleaving's
         ties, so a run cut short by a limit has walked them); the others as given."""
-        if not self._tails:
-            return list(targets)
-        now = self.runtime.clock.now()
-        tails = self._tails
-
-        def rank(target: Target) -> float:
-            schedule = tails.get(target.name)
-            return -overdue(schedule, now) if target.resume == "due" and schedule is not None else 0.0
-
-        return sorted(targets, key=rank)  # stable: ties keep the job's order
+        return due_first(targets, self._tails, self.runtime.clock.now()) if self._tails else list(targets)
 
     def due_pages(self, target: Target, state: TargetState) -> list[int]:
         """``resume=due``: the found ids of ``target`` due for a revisit at the clock's now, most overdue

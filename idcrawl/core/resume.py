@@ -19,10 +19,12 @@ from pyroaring import BitMap64
 from idcrawl.core.frontier import LaneSpec, lane_specs
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, plan_lane
-from idcrawl.core.recrawl import Schedule, due
+from idcrawl.core.recrawl import Schedule, due, overdue
 from idcrawl.core.targets import RESUME_MODES, Target
 
-__all__ = ["IDENTITY_KEYS", "RESUME_MODES", "identity", "resume_specs", "tail_bound", "tail_due", "tail_specs"]
+__all__ = [
+    "IDENTITY_KEYS", "RESUME_MODES", "due_first", "identity", "resume_specs", "tail_bound", "tail_due", "tail_specs",
+]
 
 #: The target parameters that define which ids a crawl covers: a resumed run
 #: must have the same ones (margin, rate, window, attempts may change freely).
@@ -37,6 +39,17 @@ def tail_due(schedule: Schedule | None, now: float) -> bool:
     """Is a target's tail due at ``now`` (``resume=due``)? Yes when ``now - last_crawled > update_duration``,
     or when it has no schedule yet (no run walked it to its margin: an older state, or a stopped run)."""
     return schedule is None or due(schedule, now)
+
+
+def due_first(targets: Sequence[Target], tails: Mapping[str, Schedule], now: float) -> list[Target]:
+    """``resume=due``: the targets whose tails are most overdue first (``overdue / duration``: they win the
+    interleaving's ties, so a run cut short by a limit has walked them); the others keep their order."""
+
+    def rank(target: Target) -> float:
+        schedule = tails.get(target.name)
+        return -overdue(schedule, now) if target.resume == "due" and schedule is not None else 0.0
+
+    return sorted(targets, key=rank)  # stable: ties keep the job's order
 
 
 def resume_specs(

@@ -388,11 +388,13 @@ class RedisFrontier(Generic[P]):
                             and key not in self._closed_here):
                         self._refresh(key)
 
-    def resume(self, target: Target) -> str | None:
-        """Resume ``target`` (``resume=bound|holes|all``) for the whole job, as a single process
+    def resume(self, target: Target, *, walk_tail: bool = True) -> str | None:
+        """Resume ``target`` (``resume=bound|holes|all|due``) for the whole job, as a single process
         resumes the same state (:func:`idcrawl.core.resume.resume_specs`): its lanes cut by their
         margin go on from just after their last found id (bound, all), its holes become a list lane
-        walked by position (holes, all). The first worker registers the resume; a worker that starts
+        walked by position (holes, all), its tail is walked when ``walk_tail`` (due: the worker that
+        plans decided the tail is due; not due, the plan is "nothing to fetch"). The first worker
+        registers the resume, and its plan is the job's; a worker that starts
         while it is in progress (a lane of it unsettled, a worker of it alive, or less than the lease
         since a worker of it joined or left: ``resume.lua``) joins it, or raises
         :class:`TargetConflict` if it was started with other resume arguments.
@@ -402,7 +404,7 @@ class RedisFrontier(Generic[P]):
         state = JobStateStore(self.job.client, self.job.prefix, read_only=True).load(target.name)
         if state is None or all(record.cursor == record.start for record in state.lanes.values()):
             return None  # nothing crawled yet
-        specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes)
+        specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes, walk_tail=walk_tail)
         own = {spec.key for spec in lane_specs(target)}
         reopen = [(spec.key, spec.start) for spec in specs if spec.ids is None and spec.key in own]
         holes = next((spec for spec in specs if spec.ids is not None), None)

@@ -52,7 +52,10 @@ from scrapy_redis import picklecompat
 
 from idcrawl import default_settings
 from idcrawl._scrapy import close_spider, engine_busy
-from idcrawl.core.lanes import Outcome
+from idcrawl.core.clock import format_time
+from idcrawl.core.lanes import MARGIN, Outcome
+from idcrawl.core.recrawl import Schedule
+from idcrawl.core.resume import due_first, tail_due
 from idcrawl.core.targets import Target, TargetError, parse_target
 from idcrawl.core.watch import WATCH_REFUSED
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
@@ -151,16 +154,15 @@ class RedisWorker:
             raise BadInputError(f"{spider_name}: bad input: crawl profile {revisits[0]!r}: revisit is not available "
                                 "in a distributed job yet (run it in one process)")
         resumed: dict[str, str | None] = {}
-        for target in runtime.targets:
-            if target.resume == "due":  # the tails' schedules are written by a single process's recorder
-                raise BadInputError(f"{spider_name}: bad input: target {target.name!r}: resume='due' is not "
-                                    "available in a distributed job yet (run it in one process)")
-            try:
+        not_due: dict[str, str] = {}  # resume=due: target -> when its tail falls due (this worker's plan)
+        try:
+            for target in self._planned(runtime.targets):
                 self.frontier.add_target(target)
-                if target.resume != "none":  # bound, holes, all: planned once for the job (RedisFrontier.resume)
-                    resumed[target.name] = self.frontier.resume(target)
-            except TargetConflict as exc:
-                raise BadInputError(f"{spider_name}: bad input: {exc}") from None
+                if target.resume != "none":  # bound, holes, all, due: planned once for the job (RedisFrontier.resume)
+                    walk_tail = self._walk_tail(target, spider_name, not_due)
+                    resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail)
+        except TargetConflict as exc:
+            raise BadInputError(f"{spider_name}: bad input: {exc}") from None
         for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
             if lane.first_undecided != lane.start or lane.stopped or self.frontier.lane_direction[key] == "holes":
                 name = self.frontier.lane_target[key].name
@@ -170,6 +172,10 @@ class RedisWorker:
             if verdict is not None:  # the plan line shows the holes lane itself ("holes: N ids to refetch")
                 self.resume_notes[target.name] = f"resumed (Redis job, resume={target.resume}): " + (
                     "registered for the fleet" if verdict == "created" else "joined the fleet's resume in progress")
+                if verdict == "created" and target.name in not_due:
+                    self.resume_notes[target.name] += f"; {not_due[target.name]}"
+        #: ascending lanes whose walk this worker has not yet seen applied to its tail's schedule (settle_tails)
+        self._tails_open = {key for key, direction in self.frontier.lane_direction.items() if direction == "asc"}
         #: started without targets: waits for pushed ones (until the idle timeout)
         self.feeder = not runtime.targets
         self.frontier.wait_for_feed = self.feeder
@@ -197,6 +203,72 @@ class RedisWorker:
         self._taken = 0  # ids given back to the job when this worker left
         logger.info("idcrawl: worker %s of Redis job %r (%d targets of its own)",
                     self.worker, self.job.prefix, len(runtime.targets))
+
+    # -- resume=due: the tails of a fleet (idcrawl.distributed.tails) -------------------------
+
+    def _planned(self, targets: list[Target]) -> list[Target]:
+        """The targets in the order a single process plans them: for ``resume=due`` the most overdue tails
+        first (:func:`idcrawl.core.resume.due_first`), with the schedules the job holds now."""
+        self._tails: dict[str, Schedule] = {}
+        if any(target.resume == "due" for target in targets):
+            # imported for a due plan only: importing the state stores at every worker's start shifted the workers'
+            # start times enough that test_robots_txt_fetches_keep_the_fleets_gaps_too failed every time
+            from idcrawl.distributed.state import JobStateStore
+
+            self._tails = JobStateStore(self.client, self.job.prefix, read_only=True).tail_schedules()
+        return due_first(targets, self._tails, self.runtime.clock.now()) if self._tails else list(targets)
+
+    def _walk_tail(self, target: Target, spider_name: str, not_due: dict[str, str]) -> bool:
+        """``resume=due``: is the target's tail due at the clock's now (:func:`idcrawl.core.resume.tail_due`,
+        the single process's rule)? Only the first worker's answer counts: it registers the fleet's plan,
+        and the workers that join it take that plan (RedisFrontier.resume). Found pages due for a revisit
+        are refused with one line (:meth:`due_pages`)."""
+        if target.resume != "due":
+            return True
+        schedule = self._tails.get(target.name)
+        walk = tail_due(schedule, self.runtime.clock.now())
+        if not walk and schedule is not None:
+            not_due[target.name] = f"tail not due until {format_time(schedule.due_at())}, nothing to fetch"
+        pages = self.due_pages(target)
+        if pages:
+            raise BadInputError(
+                f"{spider_name}: bad input: target {target.name!r}: resume='due' has {len(pages)} found pages due "
+                "for a revisit, which a distributed job does not fetch yet (run them in one process)")
+        return walk
+
+    def due_pages(self, target: Target) -> list[int]:
+        """``resume=due``: the found ids of ``target`` due for a revisit, in fetch order: the place of page
+        revisits in a fleet. None: a distributed job keeps no page records yet (found pages are revisited by
+        one process), and a worker refuses a plan that has some (:meth:`_walk_tail`)."""
+        return []
+
+    def settle_tails(self) -> int:
+        """Apply the recrawl rule, once for the job, to the tails whose walk this worker saw end (an ascending
+        lane cut by its margin: :func:`idcrawl.distributed.tails.settle_tail`); returns how many it applied.
+        One pipelined read first, so that the walks another worker applied cost no transaction."""
+        ended = sorted(key for key in self._tails_open
+                       if (lane := self.frontier.lanes.get(key)) is not None and lane.settled and lane.reason == MARGIN)
+        if not ended:
+            return 0
+        from idcrawl.distributed.tails import settle_tail  # imported when a walk ends (see _planned)
+
+        pipe = self.client.pipeline(transaction=False)
+        for key in ended:
+            pipe.hget(self.job.key("L:", key), "walk")
+            pipe.hget(self.job.key("tailwalk"), self.frontier.lane_target[key].name)
+        replies = pipe.execute()
+        applied = 0
+        now = self.runtime.clock.now()
+        for n, key in enumerate(ended):
+            self._tails_open.discard(key)
+            walk, done = replies[2 * n: 2 * n + 2]
+            if done is not None and int(done) >= int(walk or 0):
+                continue
+            if settle_tail(self.client, self.job.prefix, self.frontier.lane_target[key], key, now) is not None:
+                applied += 1
+        if applied:
+            self._inc(f"{PREFIX}/tails_settled", applied)
+        return applied
 
     @property
     def stats(self) -> StatsCollector:
@@ -255,6 +327,7 @@ class RedisWorker:
         self._closed = True
         try:
             self.ack(force=True)
+            self.settle_tails()
             self._taken = self.job.leave(self.worker)
         except RedisError as exc:
             logger.warning("idcrawl: could not leave the Redis job cleanly (%s): the other workers take back "
@@ -427,8 +500,11 @@ class RedisWorker:
         if status.tver != self._tver:
             self._tver = status.tver
             self._load_targets()
+            self._open_tails()
         if status.feed:
             self._pop_feed()
+            self._open_tails()
+        self.settle_tails()
         if status.orphans:
             self._adopt()
         self.ack()
@@ -457,7 +533,7 @@ class RedisWorker:
                                  meta={"dont_obey_robotstxt": True}))
 
     def _load_targets(self) -> None:
-        """Targets other workers added (or pushed): join their lanes; and lanes a resume added."""
+        """Targets other workers added (or pushed): join their lanes; and lanes a resume added or reopened."""
         self.frontier.join_list_lanes()
         for name, spec in self.frontier.known_specs().items():
             if name in self.frontier.targets:
@@ -473,6 +549,12 @@ class RedisWorker:
             self.stats.set_value(f"{STATS_PREFIX}/lanes", len(self.frontier.lanes))
             logger.info("idcrawl: joined target %r of the job", name)
             self._idle_since = time.monotonic()
+
+    def _open_tails(self) -> None:
+        """Ascending lanes walking now (joined, pushed, or reopened by a resume): their walk's end is to be
+        settled. Once per poll that changed the job's targets (one pass over the lanes)."""
+        self._tails_open.update(key for key, direction in self.frontier.lane_direction.items()
+                                if direction == "asc" and not self.frontier.lanes[key].settled)
 
     def _pop_feed(self) -> None:
         """Take pushed targets (``LPOP`` of the feed key): register them for the whole job."""

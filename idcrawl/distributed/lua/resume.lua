@@ -1,11 +1,13 @@
--- RESUME: a worker started with resume=bound|holes|all registers that resume of a target for
+-- RESUME: a worker started with resume=bound|holes|all|due registers that resume of a target for
 -- the job, or joins the one in progress. A resume is in progress while one of its lanes is
 -- unsettled, a worker that took part in it is alive (in P workers), or less than grace ms
 -- have passed since a worker joined it or left the job (R field at, release_worker): a worker
 -- started with the same arguments then joins it (nothing is planned twice), one with other
 -- arguments is refused. Otherwise the worker's plan becomes the job's: the cut lanes it names go on from
--- their restart id (bound), and the hole ids become a new list lane <base> (first resume)
--- or <base><n> (the n-th), walked by position 0..#ids-1 with no margin.
+-- their restart id (bound, all, due; each reopening counts one more walk in the lane's walk
+-- field), and the hole ids become a new list lane <base> (first resume) or <base><n> (the
+-- n-th), walked by position 0..#ids-1 with no margin. A due resume whose tails are not due
+-- names no lane: it registers the plan "nothing to fetch", which later workers join.
 -- KEYS: P R:<target>, P unsettled, P workers, P tl:<target>.
 -- ARGV: worker, args (the resume's arguments, compared as text), base (lane name of the
 --   holes), target, window, neutral, weight, grace (ms), n (reopened lanes), then n pairs
@@ -59,6 +61,7 @@ for _ = 1, n do
   if f[1] and f[1] ~= '' and f[2] == 'margin' then  -- cut by its margin: goes on from restart
     redis.call('HSET', K.hash, 'fu', restart, 'next', restart, 'run', '0', 'cut', '', 'reason', '', 'from', restart)
     reset_earliest_cut(K, tonumber(restart))
+    redis.call('HINCRBY', K.hash, 'walk', 1)  -- a new walk of the lane (a tail's schedule: distributed/tails.py)
     redis.call('DEL', K.dec, K.pay, K.free)
     redis.call('SADD', unsettled, lane)
     add(lane)
