@@ -34,8 +34,11 @@ from scrapy.utils.asyncio import call_later
 from scrapy.utils.misc import load_object
 
 from idcrawl import _scrapy, default_settings
-from idcrawl.core.frontier import Dispatch, Frontier, IdFrontier, lane_specs
+from idcrawl.core.clock import Clock
+from idcrawl.core.frontier import Dispatch, Frontier, IdFrontier, LaneSpec, lane_specs
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
+from idcrawl.core.pagebook import PageBook
+from idcrawl.core.recrawl import DEFAULT_POLICY, Policy
 from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs
 from idcrawl.core.scope import JobScope
 from idcrawl.core.talk import resume_text
@@ -203,6 +206,12 @@ class IdRuntime:
     @property
     def resume_notes(self) -> dict[str, str]:
         return self.worker.resume_notes
+
+    @property
+    def pages(self) -> PageBook | None:
+        """The page schedule records (recrawl of found pages); None: the worker keeps none."""
+        pages: PageBook | None = getattr(self.worker, "pages", None)
+        return pages
 
     @property
     def counts_scope(self) -> str:
@@ -416,6 +425,12 @@ class IdRuntime:
                 if k.startswith(f"{STATS_PREFIX}/") and k.count("/") == 1 and isinstance(v, int)}
 
 
+def page_policy(target: Target) -> Policy:
+    """The recrawl policy of a target's pages (its ``recrawl_*`` keys, when targets carry them)."""
+    policy = getattr(target, "recrawl", None)
+    return policy if isinstance(policy, Policy) else DEFAULT_POLICY
+
+
 #: crawler -> its id crawl's runtime, until the crawler's engine stops
 _RUNTIMES: weakref.WeakKeyDictionary[Crawler, IdRuntime] = weakref.WeakKeyDictionary()
 
@@ -457,7 +472,11 @@ class LocalWorker:
         self.frontier: Frontier[Payload] = Frontier([], neutral=neutral, rebind=_rebind)
         self.recorder: StateRecorder | None = None
         self.resume_notes: dict[str, str] = {}
+        #: the page schedule records of the targets (conditional revisits, due pages, items of changes only)
+        self.pages = PageBook(Clock.from_setting(settings.get("IDCRAWL_NOW")),
+                              {t.name: page_policy(t) for t in runtime.targets})
         self._recovered_count = 0  # found ids read back from the last run's feed tails
+        self._due_pages = 0  # page ids due (resume=due)
         store = None
         if settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
             from idcrawl.state.factory import open_store
@@ -491,6 +510,7 @@ class LocalWorker:
                 ),
                 emit_once=emit_once,
                 recovered=recovered,
+                pages=self.pages,
             )
 
     def _add_target(
@@ -505,6 +525,7 @@ class LocalWorker:
                 self.resume_notes[target.name] = note
             if state is not None and store is not None:
                 store.reset(target.name)
+                self.pages.forget(target.name)
             elif target.resume != "none":
                 logger.warning("idcrawl: target %r has no stored state; resume=%s starts fresh",
                                target.name, target.resume)
@@ -522,7 +543,17 @@ class LocalWorker:
             state.outcomes[Outcome.FOUND] = recovered | found if found is not None else recovered
         specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes)
         origins.update({key: record.start for key, record in state.lanes.items()})
-        known = cast("Container[int] | None", state.outcomes.get(Outcome.FOUND))  # a roaring bitmap
+        assert store is not None
+        self.pages.load(target.name, store.load_pages(target.name))
+        found_ids = state.outcomes.get(Outcome.FOUND)
+        due = self.pages.due_ids(target.name) if target.resume == "due" else []
+        if due:  # due pages: a list lane of ids, most overdue first, fetched although found
+            ids = tuple(due)
+            specs = [*specs, LaneSpec(f"{target.name}:pages", "pages", 0, 1, len(ids) - 1, target.rate_asc, ids=ids)]
+            if found_ids is not None:
+                found_ids = found_ids - BitMap64(ids)
+            self._due_pages += len(ids)
+        known = cast("Container[int] | None", found_ids)  # a roaring bitmap
         self.frontier.add_target(target, specs, known_found=known)
         continued = {spec.key for spec in specs}
         note = resume_text(
@@ -543,6 +574,8 @@ class LocalWorker:
     def open(self) -> None:
         if self._recovered_count:
             self.runtime.stats.set_value(f"{STATS_PREFIX}/resume/recovered_from_feed", self._recovered_count)
+        if self._due_pages:
+            self.runtime.stats.set_value(f"{STATS_PREFIX}/pages/due", self._due_pages)
         if self.recorder is not None:
             self.recorder.open()
 

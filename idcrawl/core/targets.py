@@ -564,7 +564,7 @@ def parse_page_target(raw: Mapping[str, Any]) -> PageTarget:
 
 RUN_OPTION_KEYS = ("resume", "holes")
 #: The values of a target's ``resume`` key (seed 000's resume plan) and of ``holes``.
-RESUME_MODES = ("none", "bound", "holes", "all")
+RESUME_MODES = ("none", "bound", "holes", "all", "due")
 HOLES_MODES = ("failed", "all")
 
 

@@ -1,8 +1,9 @@
 """The state store interface: what a crawl must remember between runs.
 
 Per target: its parameters (a later run with other parameters is detected),
-the outcome of every decided id as compressed bitmaps, and the lanes'
-durable records (cursor, last found id, cut). Per run: start and end times,
+the outcome of every decided id as compressed bitmaps, the lanes'
+durable records (cursor, last found id, cut) and a schedule record per found
+page (checksum, validators, last status, when it is due again). Per run: start and end times,
 finish reason, counts, the names of the targets it crawled (one state
 file may serve many jobs: ``scrapy idplan`` shows each target its own last
 run) and its feed marks (how far each local feed file was covered by the
@@ -21,6 +22,7 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord
+from idcrawl.core.recrawl import Schedule
 
 __all__ = ["FeedMarks", "RunRecord", "StateError", "StateStore", "TargetState"]
 
@@ -95,8 +97,14 @@ class StateStore(ABC):
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
         feeds: FeedMarks | None = None,
+        pages: Mapping[str, Mapping[int, Schedule | None]] | None = None,
     ) -> None:
-        """Atomically: set targets' params, add outcome ids, upsert lane records, set a run's feed marks."""
+        """Atomically: set targets' params, add outcome ids, upsert lane records, set a run's feed marks,
+        upsert page schedule records (``pages``: target -> id -> record; None: the page left the schedule)."""
+
+    def load_pages(self, name: str) -> dict[int, Schedule]:
+        """The page schedule records of target ``name`` (id -> record; recrawl of found pages)."""
+        return {}
 
     def feed_marks(self) -> FeedMarks | None:
         """The feed marks of the latest run that committed any (None: no run did)."""
@@ -104,7 +112,7 @@ class StateStore(ABC):
 
     @abstractmethod
     def reset(self, name: str) -> None:
-        """Forget a target's outcomes and lanes (a fresh crawl); run history stays."""
+        """Forget a target's outcomes, lanes and page records (a fresh crawl); run history stays."""
 
     @abstractmethod
     def begin_run(self, started_at: str, targets: Sequence[str] | None = None) -> int:

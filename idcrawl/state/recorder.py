@@ -55,7 +55,9 @@ from w3lib.url import file_uri_to_path
 
 from idcrawl._scrapy import feed_slots, has_feed_exporter
 from idcrawl.core.lanes import Lane, Outcome
+from idcrawl.core.pagebook import PageBook, by_target
 from idcrawl.core.ranges import LaneRecord
+from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import identity
 from idcrawl.state.base import FeedMarks, StateStore
 
@@ -121,8 +123,10 @@ class StateRecorder:
         interval: float,
         emit_once: bool = False,
         recovered: dict[str, BitMap64] | None = None,
+        pages: PageBook | None = None,
     ) -> None:
-        """``recovered``: found ids read back from the last run's feed tails, committed at open."""
+        """``recovered``: found ids read back from the last run's feed tails, committed at open;
+        ``pages``: the page schedule records, whose changes are committed with their ids' outcomes."""
         self.store = store
         self.crawler = crawler
         self.frontier = frontier
@@ -143,6 +147,8 @@ class StateRecorder:
         self._recovered = recovered or {}
         self._several_items = False  # some found id had more than one item: feed tails cannot be read back
         self._committed: dict[str, LaneRecord] = {}  # lane key -> its record as last committed
+        self.pages = pages
+        self._page_records: dict[tuple[str, int], Schedule | None] = {}  # changed page records, not committed yet
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -201,6 +207,8 @@ class StateRecorder:
     def released(self, target: str, lane_key: str, id_: int, outputs: list[Any]) -> None:
         """A found id's outputs were emitted; count the items that stand for it."""
         own = self._unwritten.expect(target, id_, outputs, lane_key)
+        if self.pages is not None:
+            self.pages.released(target, id_)
         if own > 1 and not self._several_items:
             # a kill could leave only some of its items in a feed: before they are written, no
             # feed of this run is read back any more (they go on being fetched again, at least once)
@@ -238,19 +246,34 @@ class StateRecorder:
         if flush:
             self._durable_feeds = flush_feeds(self.crawler)
         outcomes, self._pending = self._pending, defaultdict(lambda: defaultdict(BitMap64))
+        pages = self._ready_pages()
         marks = None
         if self._durable_feeds:
             for (target, id_) in self._written:
                 outcomes[target][Outcome.FOUND].add(id_)
             self._written = {}
             marks = self._marks()
-        self._commit({}, outcomes, marks)
+        self._commit({}, outcomes, marks, pages)
         self._pending_count = len(self._written)
         self.commits += 1
 
+    def _ready_pages(self) -> dict[str, dict[int, Schedule | None]] | None:
+        """Changed page records whose ids' items are written (a changed page's record goes with its item:
+        committed before it, a kill would leave the change recorded and its item never emitted)."""
+        if self.pages is None:
+            return None
+        self._page_records.update(self.pages.take_changes())
+        held = {key for key, _ in self._unwritten.pending()} | self.pages.awaiting
+        if not self._durable_feeds:
+            held.update(self._written)
+        ready = [(key, record) for key, record in self._page_records.items() if key not in held]
+        for key, _ in ready:
+            del self._page_records[key]
+        return by_target(ready) or None
+
     def _commit(
         self, params: dict[str, dict[str, Any]], outcomes: dict[str, dict[Outcome, BitMap64]],
-        feeds: FeedMarks | None = None,
+        feeds: FeedMarks | None = None, pages: dict[str, dict[int, Schedule | None]] | None = None,
     ) -> None:
         """One transaction; only the lane records that changed since the last commit are written
         (a job of 100,000 targets would otherwise rewrite every lane's record every few seconds)."""
@@ -260,7 +283,10 @@ class StateRecorder:
             for key, record in by_key.items():
                 if self._committed.get(key) != record:
                     changed.setdefault(target, {})[key] = record
-        self.store.commit(params, outcomes, changed, feeds=feeds)
+        if pages:
+            self.store.commit(params, outcomes, changed, feeds=feeds, pages=pages)
+        else:
+            self.store.commit(params, outcomes, changed, feeds=feeds)
         for by_key in changed.values():
             self._committed.update(by_key)
 
@@ -284,7 +310,7 @@ class StateRecorder:
                 pins[lane_key] = id_
         records: dict[str, dict[str, LaneRecord]] = defaultdict(dict)
         for key, lane in self.frontier.lanes.items():
-            if self.frontier.lane_direction[key] == "holes":
+            if self.frontier.lane_direction[key] in ("holes", "pages"):  # list lanes have no durable record
                 continue
             target = self.frontier.lane_target[key].name
             records[target][key] = self._record(key, lane, pins.get(key))

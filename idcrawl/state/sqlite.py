@@ -4,8 +4,9 @@ One row per target outcome holds a serialized roaring bitmap, so the file
 stays small whatever the range. Every commit is one transaction: killed at
 any moment, the file holds the state of the last completed commit.
 
-Older files get the ``feeds`` table (feed marks, added without a schema
-version change: older idcrawl versions ignore it) when opened for writing.
+Older files get the ``feeds`` table (feed marks) and the ``pages`` table (page
+schedule records) when opened for writing, without a schema version change:
+older idcrawl versions ignore them, and a file without them reads as empty.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import Any
 from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
+from idcrawl.core.pagebook import schedule_from_json, schedule_to_json
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
+from idcrawl.core.recrawl import Schedule
 from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
 
 __all__ = ["SCHEMA_VERSION", "SqliteStateStore"]
@@ -52,6 +55,11 @@ _FEEDS = (
     "CREATE TABLE IF NOT EXISTS feeds ("
     "run INTEGER NOT NULL, path TEXT NOT NULL, offset INTEGER NOT NULL, PRIMARY KEY (run, path))"
 )
+#: Page schedule records (recrawl of found pages), added the same way.
+_PAGES = (
+    "CREATE TABLE IF NOT EXISTS pages ("
+    "target TEXT NOT NULL, id INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (target, id))"
+)
 
 
 class SqliteStateStore(StateStore):
@@ -80,6 +88,7 @@ class SqliteStateStore(StateStore):
             else:
                 self._add_columns()
             self._db.execute(_FEEDS)
+            self._db.execute(_PAGES)
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
         except OSError as exc:
@@ -194,6 +203,15 @@ class SqliteStateStore(StateStore):
             return None
         return FeedMarks(rows[0][0], {path: offset for _, path, offset in rows})
 
+    def load_pages(self, name: str) -> dict[int, Schedule]:
+        try:
+            rows = self._db.execute("SELECT id, record FROM pages WHERE target = ?", (name,)).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # a file written before page records, opened read-only
+                return {}
+            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+        return {id_: schedule_from_json(name, id_, record) for id_, record in rows}
+
     def runs(self) -> list[RunRecord]:
         query = "SELECT id, started_at, ended_at, finish_reason, counts, targets FROM runs ORDER BY id"
         if "targets" not in self._columns("runs"):  # an older file, opened read-only: not recorded
@@ -211,6 +229,7 @@ class SqliteStateStore(StateStore):
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
         feeds: FeedMarks | None = None,
+        pages: Mapping[str, Mapping[int, Schedule | None]] | None = None,
     ) -> None:
         try:
             with self._transaction() as db:
@@ -242,15 +261,24 @@ class SqliteStateStore(StateStore):
                         "ON CONFLICT(run, path) DO UPDATE SET offset = excluded.offset",
                         [(feeds.run_id, path, offset) for path, offset in feeds.offsets.items()],
                     )
+                for name, records in (pages or {}).items():
+                    db.executemany(
+                        "INSERT INTO pages VALUES (?, ?, ?) "
+                        "ON CONFLICT(target, id) DO UPDATE SET record = excluded.record",
+                        [(name, id_, schedule_to_json(r)) for id_, r in records.items() if r is not None],
+                    )
+                    db.executemany("DELETE FROM pages WHERE target = ? AND id = ?",
+                                   [(name, id_) for id_, r in records.items() if r is None])
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
     def reset(self, name: str) -> None:
-        """Forget a target's outcomes and lanes (a fresh crawl); run history stays."""
+        """Forget a target's outcomes, lanes and page records (a fresh crawl); run history stays."""
         try:
             with self._transaction() as db:
                 db.execute("DELETE FROM outcomes WHERE target = ?", (name,))
                 db.execute("DELETE FROM lanes WHERE target = ?", (name,))
+                db.execute("DELETE FROM pages WHERE target = ?", (name,))
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 

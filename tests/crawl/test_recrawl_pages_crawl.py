@@ -1,0 +1,151 @@
+"""Recrawl of found pages in real crawls: conditional revisits, 304 as an outcome, checksums, items of changes.
+
+A local site whose pages change on a known schedule, the clock fixed with ``IDCRAWL_NOW`` (no test
+sleeps through simulated days): 100 found pages, 10 changed between two runs.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Mapping
+from email.utils import formatdate
+from pathlib import Path
+
+import pytest
+
+from idcrawl.demo.site import DemoModel, Reply
+from idcrawl.state import SqliteStateStore
+from tests.support.crawl import run_crawl
+
+T0 = 1_768_201_200.0  # 2026-01-12T07:00:00Z
+DAY = 86_400.0
+
+
+def at(seconds: float) -> str:
+    from idcrawl.core.clock import format_time
+
+    return format_time(seconds)
+
+
+class ChangingModel(DemoModel):
+    """Pages 1..100, all present; ``version[id]`` moves when a page changes. Each version has its own
+    ETag and Last-Modified; ``validators`` False: a site that ignores them (always 200 with the body)."""
+
+    def __init__(self, *, validators: bool = True) -> None:
+        super().__init__(1, 100, gap_percent=0)
+        self.validators = validators
+        self.version: dict[int, int] = dict.fromkeys(range(1, 101), 1)
+        self.gone: set[int] = set()
+        self.conditional: list[int] = []  # ids asked with If-None-Match or If-Modified-Since
+        self._lock = threading.Lock()
+
+    def exists(self, id_: int) -> bool:
+        return 1 <= id_ <= 100 and id_ not in self.gone
+
+    def page(self, id_: int) -> bytes:
+        return super().page(id_).replace(b"</body>", f"<p class='v'>version {self.version[id_]}</p></body>".encode())
+
+    def etag(self, id_: int) -> str:
+        return f'"{id_}-v{self.version[id_]}"'
+
+    def last_modified(self, id_: int) -> str:
+        return formatdate(T0 - 30 * DAY + self.version[id_] * DAY, usegmt=True)
+
+    def reply_to(self, id_: int, host: str, nth: int, headers: Mapping[str, str]) -> Reply:
+        lowered = {k.lower(): v for k, v in headers.items()}
+        if "if-none-match" in lowered or "if-modified-since" in lowered:
+            with self._lock:
+                self.conditional.append(id_)
+        if not self.exists(id_):
+            return self.reply(id_, host, nth)
+        if self.validators and (
+            lowered.get("if-none-match") == self.etag(id_) or lowered.get("if-modified-since") == self.last_modified(id_)
+        ):
+            return Reply(304, b"", (("ETag", self.etag(id_)),))
+        return Reply(200, self.page(id_), (
+            ("Content-Type", "text/html; charset=utf-8"), ("ETag", self.etag(id_)),
+            ("Last-Modified", self.last_modified(id_)),
+        ))
+
+
+ARGS = {"start": 1, "margin": 5, "name": "reg"}
+
+
+def crawl(site, workdir: Path, now: float, output: str, **extra: object):
+    result = run_crawl(workdir, {**ARGS, "url": site.url(), **extra}, {"IDCRAWL_NOW": at(now)}, output=output)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+@pytest.mark.parametrize("validators", [True, False], ids=["validators", "checksums"])
+def test_a_due_run_revisits_100_pages_conditionally_and_emits_the_10_changed(
+    make_site, tmp_path: Path, validators: bool
+) -> None:
+    model = ChangingModel(validators=validators)
+    site = make_site(model)
+    first = crawl(site, tmp_path, T0, "run1.jsonl")
+    assert first.ids == list(range(1, 101))
+    assert {item["revision"] for item in first.items} == {1}
+    assert all(item["previous_checksum"] is None for item in first.items)
+    checksums = {item["id"]: item["checksum"] for item in first.items}
+    pages = SqliteStateStore(tmp_path / ".scrapy" / "idcrawl" / "idseq.sqlite").load_pages("reg")
+    assert sorted(pages) == list(range(1, 101))
+    assert {p.last_crawled for p in pages.values()} == {T0} and pages[7].etag == model.etag(7)
+
+    changed = sorted(random.Random(17).sample(range(1, 101), 10))  # seeded
+    for id_ in changed:
+        model.version[id_] += 1
+    site.log.clear()
+    model.conditional.clear()
+    second = crawl(site, tmp_path, T0 + 2 * DAY, "run2.jsonl", resume="due")
+    page_requests = [entry for entry in site.log if entry.id is not None and entry.id <= 100]
+    assert len(page_requests) == 100 and sorted(model.conditional) == list(range(1, 101))
+    assert second.stats["idcrawl/pages/conditional"] == 100
+    assert second.stats["idcrawl/pages/due"] == 100
+    statuses = sorted(entry.status for entry in page_requests)
+    if validators:
+        assert statuses == [200] * 10 + [304] * 90
+        assert second.stats["idcrawl/pages/not_modified"] == 90
+        assert "idcrawl/pages/unchanged" not in second.stats
+    else:
+        assert statuses == [200] * 100
+        assert second.stats["idcrawl/pages/unchanged"] == 90
+        assert "idcrawl/pages/not_modified" not in second.stats
+    assert second.stats["idcrawl/pages/changed"] == 10
+    assert second.ids == changed
+    for item in second.items:
+        assert item["revision"] == 2
+        assert item["previous_checksum"] == checksums[item["id"]] != item["checksum"]
+    assert "idcrawl/failed" not in second.stats and "idcrawl/missing" not in second.stats
+
+    # the same moment again: nothing is due, no page is fetched
+    site.log.clear()
+    third = crawl(site, tmp_path, T0 + 2 * DAY, "run3.jsonl", resume="due")
+    assert [entry.id for entry in site.log if entry.id is not None and entry.id <= 100] == []
+    assert third.items == []
+
+
+def test_gone_pages_are_counted_leave_the_schedule_after_recrawl_gone_visits_and_stay_found(
+    make_site, tmp_path: Path
+) -> None:
+    model = ChangingModel()
+    site = make_site(model)
+    crawl(site, tmp_path, T0, "run1.jsonl")
+    model.gone |= {3, 4}
+    now = T0
+    for visit in range(1, 4):  # recrawl_gone: 3 by default
+        now += 400 * DAY  # past the longest duration: every page is due
+        run = crawl(site, tmp_path, now, f"run{visit + 1}.jsonl", resume="due")
+        if visit < 3:
+            assert run.stats["idcrawl/pages/gone"] == 2
+        else:
+            assert run.stats["idcrawl/pages/left_schedule"] == 2
+        assert run.stats["idcrawl/pages/not_modified"] == 98 and run.items == []
+    store = SqliteStateStore(tmp_path / ".scrapy" / "idcrawl" / "idseq.sqlite")
+    assert sorted(store.load_pages("reg")) == [i for i in range(1, 101) if i not in (3, 4)]
+    state = store.load("reg")
+    assert state is not None and {3, 4} <= set(state.outcomes["found"])
+    site.log.clear()
+    crawl(site, tmp_path, now + 400 * DAY, "run5.jsonl", resume="due")
+    assert not {3, 4} & {entry.id for entry in site.log}
