@@ -31,9 +31,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from itertools import pairwise
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from idcrawl.core.targets import TargetError
+if TYPE_CHECKING:
+    from idcrawl.core.targets import TargetError
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -60,6 +61,14 @@ __all__ = [
 ]
 
 DAY: Final = 86_400.0
+
+
+def _error(key: str, value: Any, reason: str) -> TargetError:
+    """A :class:`idcrawl.core.targets.TargetError` (imported here: ``targets`` imports this module
+    for the ``recrawl_*`` keys of a target)."""
+    from idcrawl.core.targets import TargetError
+
+    return TargetError(key, value, reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +103,13 @@ RECRAWL_KEYS: Final[Mapping[str, str]] = {
 def _rate(key: str, value: Any, *, below_one: bool) -> float:
     reason = "must be a number > 0 and < 1" if below_one else "must be a finite number > 0"
     if isinstance(value, bool):
-        raise TargetError(key, value, reason)
+        raise _error(key, value, reason)
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise TargetError(key, value, reason) from None
+        raise _error(key, value, reason) from None
     if not math.isfinite(number) or number <= 0 or (below_one and number >= 1):
-        raise TargetError(key, value, reason)
+        raise _error(key, value, reason)
     return number
 
 
@@ -111,15 +120,15 @@ _SECONDS_PER: Final = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": DAY}
 def _duration(key: str, value: Any) -> float:
     reason = "must be a duration > 0 such as 60s, 15m, 6h, 1d or 3600 (seconds)"
     if isinstance(value, bool):
-        raise TargetError(key, value, reason)
+        raise _error(key, value, reason)
     if isinstance(value, int | float):
         seconds = float(value)
     elif isinstance(value, str) and (match := _DURATION.fullmatch(value.strip())):
         seconds = float(match["number"]) * _SECONDS_PER[(match["unit"] or "s").lower()]
     else:
-        raise TargetError(key, value, reason)
+        raise _error(key, value, reason)
     if not math.isfinite(seconds) or seconds <= 0:
-        raise TargetError(key, value, reason)
+        raise _error(key, value, reason)
     return seconds
 
 
@@ -141,14 +150,14 @@ def parse_policy(raw: Mapping[str, Any], defaults: Policy = DEFAULT_POLICY) -> P
         elif name == "gone_limit":
             text = str(value).strip() if not isinstance(value, bool) else ""
             if not text.isdigit() or int(text) < 1:
-                raise TargetError(key, value, "must be an integer >= 1")
+                raise _error(key, value, "must be an integer >= 1")
             fields[name] = int(text)
         else:
             fields[name] = _duration(key, value)
     policy = replace(defaults, **fields)
     if policy.min_duration > policy.max_duration:
         key = "recrawl_min" if "min_duration" in fields else "recrawl_max"
-        raise TargetError(key, raw.get(key, getattr(policy, RECRAWL_KEYS[key])),
+        raise _error(key, raw.get(key, getattr(policy, RECRAWL_KEYS[key])),
                           f"makes recrawl_min ({policy.min_duration:g}s) above recrawl_max ({policy.max_duration:g}s)")
     return policy
 

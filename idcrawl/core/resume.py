@@ -3,8 +3,9 @@
 ``bound`` continues every unfinished lane (a lane cut by its margin from
 just after its last found id); ``holes`` refetches holes of the crawled
 spans (failed ones, or ``holes="all"``: missing and disallowed too) as list
-lanes; ``all`` does both. Ids already found are never fetched again: the
-frontier records them found without a request.
+lanes; ``all`` does both; ``due`` walks the tails (the ascending lanes, as ``bound`` does) and
+nothing else: which tails are due is the caller's (:mod:`idcrawl.core.recrawl`). Ids already found
+are never fetched again: the frontier records them found without a request.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ def resume_specs(
         plan = plan_lane(record, dict(outcomes))
         spec = fresh.get(key)
         again: int | None = None  # the continued lane walks its ids from here on: not holes to refetch
+        if mode == "due" and spec is not None and spec.direction == "asc" and plan.bound is not None:
+            # the tail: the ascending lane from just after its last found id (cut by its margin), or on
+            # from its first undecided id (stopped early); a finished lane (its bound reached) has none
+            start, stop = plan.bound
+            specs.append(LaneSpec(key, spec.direction, start, record.step, stop, spec.weight))
         if mode in ("bound", "all") and plan.bound is not None and spec is not None:
             start, stop = plan.bound
             specs.append(LaneSpec(key, spec.direction, start, record.step, stop, spec.weight))

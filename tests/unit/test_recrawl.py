@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -31,7 +32,7 @@ from idcrawl.core.recrawl import (
     visit_tail,
 )
 from idcrawl.core.setting_specs import SettingError, check_setting
-from idcrawl.core.targets import TargetError
+from idcrawl.core.targets import TargetError, parse_job, parse_run_options, parse_target
 from tests.support.recrawl_sim import within_factor_2
 from tests.support.reference import due_order_truth, recrawl_durations_truth
 
@@ -216,6 +217,39 @@ def test_per_target_keys_parse_strings_and_toml_values() -> None:
 def test_a_bad_per_target_key_is_one_line(raw: dict[str, object], line: str) -> None:
     with pytest.raises(TargetError) as info:
         parse_policy(raw)
+    assert str(info.value).startswith(line) and "\n" not in str(info.value)
+
+
+def test_a_target_takes_its_recrawl_keys_from_arguments_and_job_files(tmp_path: Path) -> None:
+    url = "https://reg.example/n/{id}"
+    target = parse_target({"url": url, "start": "1", "recrawl_min": "5m", "recrawl_inc_rate": "0.8",
+                           "resume": "due"})
+    assert target.policy == Policy(inc_rate=0.8, min_duration=300.0) and target.resume == "due"
+    assert parse_target({"url": url, "start": "1"}).policy == DEFAULT_POLICY
+    assert parse_target({"url": url, "start": "1", "recrawl_min": ""}).policy == DEFAULT_POLICY  # empty: default
+    job = tmp_path / "job.toml"
+    job.write_text('[defaults]\nrecrawl_max = "30d"\nrecrawl_gone = 2\n'
+                   f'[[targets]]\nurl = "{url}"\nstart = 1\nrecrawl_dec_rate = 0.1\n'
+                   f'[[targets]]\nname = "b"\nurl = "{url}"\nstart = 1\nrecrawl_max = "2d"\n')
+    a, b = parse_job(job)
+    assert a.policy == Policy(dec_rate=0.1, max_duration=30 * DAY, gone_limit=2)
+    assert b.policy == Policy(max_duration=2 * DAY, gone_limit=2)
+    assert parse_run_options({"resume": "due"}) == {"resume": "due"}
+
+
+@pytest.mark.parametrize(
+    ("raw", "line"),
+    [
+        ({"recrawl_dec_rate": "1.5"}, "recrawl_dec_rate='1.5': must be a number > 0 and < 1"),
+        ({"recrawl_initial": "soon"}, "recrawl_initial='soon': must be a duration > 0"),
+        ({"recrawl_min": "1d", "recrawl_max": "1h"}, "recrawl_min='1d': makes recrawl_min (86400s) above"),
+        ({"recrawl_rate": "1"}, "recrawl_rate='1': unknown key (known: "),
+        ({"resume": "due-ish"}, "resume='due-ish': must be one of none, bound, holes, all, due"),
+    ],
+)
+def test_a_bad_recrawl_key_of_a_target_is_one_line(raw: dict[str, object], line: str) -> None:
+    with pytest.raises(TargetError) as info:
+        parse_target({"url": "https://reg.example/n/{id}", "start": "1", **raw})
     assert str(info.value).startswith(line) and "\n" not in str(info.value)
 
 
