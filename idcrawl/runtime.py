@@ -38,7 +38,6 @@ from idcrawl.core.clock import Clock
 from idcrawl.core.frontier import Dispatch, Frontier, IdFrontier, LaneSpec, lane_specs
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.pagebook import PageBook
-from idcrawl.core.recrawl import DEFAULT_POLICY, Policy
 from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs
 from idcrawl.core.scope import JobScope
 from idcrawl.core.talk import resume_text
@@ -425,12 +424,6 @@ class IdRuntime:
                 if k.startswith(f"{STATS_PREFIX}/") and k.count("/") == 1 and isinstance(v, int)}
 
 
-def page_policy(target: Target) -> Policy:
-    """The recrawl policy of a target's pages (its ``recrawl_*`` keys, when targets carry them)."""
-    policy = getattr(target, "recrawl", None)
-    return policy if isinstance(policy, Policy) else DEFAULT_POLICY
-
-
 #: crawler -> its id crawl's runtime, until the crawler's engine stops
 _RUNTIMES: weakref.WeakKeyDictionary[Crawler, IdRuntime] = weakref.WeakKeyDictionary()
 
@@ -474,7 +467,7 @@ class LocalWorker:
         self.resume_notes: dict[str, str] = {}
         #: the page schedule records of the targets (conditional revisits, due pages, items of changes only)
         self.pages = PageBook(Clock.from_setting(settings.get("IDCRAWL_NOW")),
-                              {t.name: page_policy(t) for t in runtime.targets})
+                              {t.name: t.policy for t in runtime.targets})
         self._recovered_count = 0  # found ids read back from the last run's feed tails
         self._due_pages = 0  # page ids due (resume=due)
         store = None
