@@ -26,7 +26,7 @@ from idcrawl import default_settings
 from idcrawl.core.fingerprints import ITEM_SIGNATURE_KEY
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
-from idcrawl.core.pagebook import PageEvent
+from idcrawl.core.pagebook import PageEvent, PageVisit
 from idcrawl.core.recrawl import Fetch
 from idcrawl.core.recrawl import Outcome as PageOutcome
 from idcrawl.core.targets import (
@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 
 __all__ = ["IdSeqSpider"]
 
+#: ``response.meta`` key of the page visit of a new or changed page (its item's revision).
+_VISIT_KEY = "idcrawl_page_visit"
 #: What each fetch of a found id meant for its page, counted (recrawl of found pages).
 _PAGE_STATS = {
     PageEvent.NEW: f"{STATS_PREFIX}/pages/new",
@@ -260,8 +262,8 @@ class IdSeqSpider(Spider):
 
     def base_item(self, response: Response) -> dict[str, Any]:
         """The fields every item of a found id has (``target``, ``id``, ``url``, ``status``,
-        ``fetched_at``, ``attempts``, ``checksum``); ``parse_found`` gets it to fill in, with
-        ``revision`` and ``previous_checksum`` added (docs/reference/items.md)."""
+        ``fetched_at``, ``attempts``, ``checksum``, ``revision``, ``previous_checksum``);
+        ``parse_found`` gets it to fill in."""
         info = response.meta[META_KEY]
         item: dict[str, Any] = {
             "target": info["target"],
@@ -272,6 +274,9 @@ class IdSeqSpider(Spider):
             "attempts": info.get("attempt", 1),
             "checksum": hashlib.sha1(response.body).hexdigest(),  # noqa: S324 - a fingerprint, not security
         }
+        visit = response.meta.get(_VISIT_KEY)
+        item["revision"] = visit.revision if isinstance(visit, PageVisit) else 1
+        item["previous_checksum"] = visit.previous_checksum if isinstance(visit, PageVisit) else None
         if self._signatures_wanted:
             # near-duplicates: the pipeline needs the page's MinHash, and items do not carry the body
             minhash = page_signature(response)
@@ -339,10 +344,9 @@ class IdSeqSpider(Spider):
                 visit = pages.visit(info["target"], info["id"], fetch)
                 self._page_stat(visit.event)
             if visit is None or visit.emits:  # a new id or a changed page: an item
-                item = self.base_item(response)
-                item["revision"] = visit.revision if visit is not None else 1
-                item["previous_checksum"] = visit.previous_checksum if visit is not None else None
-                payload = list(iterate_spider_output(self.parse_found(response, item)))
+                if visit is not None:
+                    response.meta[_VISIT_KEY] = visit  # base_item's revision and previous_checksum
+                payload = list(iterate_spider_output(self.parse_found(response, self.base_item(response))))
             else:  # unchanged since the last fetch: nothing to emit
                 payload = []
         elif outcome is Outcome.MISSING and pages is not None:

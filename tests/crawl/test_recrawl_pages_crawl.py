@@ -117,7 +117,10 @@ def test_a_due_run_revisits_100_pages_conditionally_and_emits_the_10_changed(
     for item in second.items:
         assert item["revision"] == 2
         assert item["previous_checksum"] == checksums[item["id"]] != item["checksum"]
-    assert "idcrawl/failed" not in second.stats and "idcrawl/missing" not in second.stats
+    # a 304 and an unchanged page are found: not failed, not missing
+    assert second.stats["idcrawl/lanes/reg:pages/found"] == 100
+    assert "idcrawl/lanes/reg:pages/failed" not in second.stats
+    assert "idcrawl/lanes/reg:pages/missing" not in second.stats
 
     # the same moment again: nothing is due, no page is fetched
     site.log.clear()
