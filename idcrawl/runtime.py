@@ -465,9 +465,9 @@ class LocalWorker:
         self.frontier: Frontier[Payload] = Frontier([], neutral=neutral, rebind=_rebind)
         self.recorder: StateRecorder | None = None
         self.resume_notes: dict[str, str] = {}
-        #: the page schedule records of the targets (conditional revisits, due pages, items of changes only)
-        self.pages = PageBook(Clock.from_setting(settings.get("IDCRAWL_NOW")),
-                              {t.name: t.policy for t in runtime.targets})
+        #: the page schedule records of the targets (conditional revisits, due pages, items of changes
+        #: only), kept with the state (None: state off, every found page is new)
+        self.pages: PageBook | None = None
         self._recovered_count = 0  # found ids read back from the last run's feed tails
         self._due_pages = 0  # page ids due (resume=due)
         store = None
@@ -484,6 +484,9 @@ class LocalWorker:
     def _load(self, store: StateStore | None) -> None:
         """The targets' lanes, planned from the stored state when there is one."""
         settings = self.crawler.settings
+        if store is not None:
+            self.pages = PageBook(Clock.from_setting(settings.get("IDCRAWL_NOW")),
+                                  {t.name: t.policy for t in self.runtime.targets}, retain=False)
         origins: dict[str, int] = {}
         emit_once = settings.getbool("IDCRAWL_STATE_EMIT_ONCE", default_settings.IDCRAWL_STATE_EMIT_ONCE)
         # ids the last run wrote to its feeds after its last commit: found already, never emitted again
@@ -518,7 +521,6 @@ class LocalWorker:
                 self.resume_notes[target.name] = note
             if state is not None and store is not None:
                 store.reset(target.name)
-                self.pages.forget(target.name)
             elif target.resume != "none":
                 logger.warning("idcrawl: target %r has no stored state; resume=%s starts fresh",
                                target.name, target.resume)
@@ -536,15 +538,16 @@ class LocalWorker:
             state.outcomes[Outcome.FOUND] = recovered | found if found is not None else recovered
         specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes)
         origins.update({key: record.start for key, record in state.lanes.items()})
-        assert store is not None
-        self.pages.load(target.name, store.load_pages(target.name))
         found_ids = state.outcomes.get(Outcome.FOUND)
-        due = self.pages.due_ids(target.name) if target.resume == "due" else []
+        due: list[int] = []
+        if target.resume == "due" and store is not None and self.pages is not None:
+            # only a due run revisits found pages: other runs never fetch a found id again
+            self.pages.load(target.name, store.load_pages(target.name))
+            due = self.pages.due_ids(target.name)
         if due:  # due pages: a list lane of ids, most overdue first, fetched although found
             ids = tuple(due)
-            specs = [*specs, LaneSpec(f"{target.name}:pages", "pages", 0, 1, len(ids) - 1, target.rate_asc, ids=ids)]
-            if found_ids is not None:
-                found_ids = found_ids - BitMap64(ids)
+            specs = [*specs, LaneSpec(f"{target.name}:pages", "pages", 0, 1, len(ids) - 1, target.rate_asc, ids=ids,
+                                      refetch_found=True)]
             self._due_pages += len(ids)
         known = cast("Container[int] | None", found_ids)  # a roaring bitmap
         self.frontier.add_target(target, specs, known_found=known)

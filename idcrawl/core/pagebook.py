@@ -79,8 +79,14 @@ class PageVisit:
 class PageBook:
     """Page schedule records of a crawl's targets, the one clock, and the records changed since taken."""
 
-    def __init__(self, clock: Clock | None = None, policies: Mapping[str, Policy] | None = None) -> None:
+    def __init__(
+        self, clock: Clock | None = None, policies: Mapping[str, Policy] | None = None, *, retain: bool = True
+    ) -> None:
+        """``retain`` False: a visited page's record is not kept once visited, only handed on by
+        :meth:`take_changes` (a crawl fetches a found id once: its memory holds the loaded records
+        and the changes not yet committed, not every page it found)."""
         self.clock = clock if clock is not None else Clock()
+        self.retain = retain
         self.policies: dict[str, Policy] = dict(policies or {})
         self._pages: dict[str, dict[int, Schedule]] = {}
         self._changed: dict[tuple[str, int], Schedule | None] = {}
@@ -94,16 +100,9 @@ class PageBook:
         """The stored records of ``target`` (replacing any held)."""
         self._pages[target] = dict(schedules)
 
-    def forget(self, target: str) -> None:
-        """A target started over: no record (its pages are new again)."""
-        self._pages.pop(target, None)
-
     def get(self, target: str, id_: int) -> Schedule | None:
         pages = self._pages.get(target)
         return None if pages is None else pages.get(id_)
-
-    def count(self, target: str) -> int:
-        return len(self._pages.get(target, ()))
 
     def validators(self, target: str, id_: int) -> dict[str, str]:
         """The conditional headers of a revisit: ``If-None-Match`` / ``If-Modified-Since`` from the last 200."""
@@ -154,7 +153,7 @@ class PageBook:
 
     def _set(self, target: str, id_: int, schedule: Schedule | None) -> None:
         pages = self._pages.setdefault(target, {})
-        if schedule is None:
+        if schedule is None or not self.retain:
             pages.pop(id_, None)
         else:
             pages[id_] = schedule

@@ -107,6 +107,19 @@ def test_changes_and_awaited_items() -> None:
     assert ("reg", 1) not in pages.awaiting  # no item: nothing to wait for
 
 
+def test_a_crawl_book_keeps_no_record_once_visited_only_the_changes() -> None:
+    pages = PageBook(Clock(T0), retain=False)
+    pages.load("reg", {1: schedule_from_json("reg", 1, '{"last_crawled": 0.0, "update_duration": 60.0, '
+                                                       '"checksum": "a", "etag": "\\"e\\""}')})
+    assert pages.due_ids("reg") == [1] and pages.validators("reg", 1) == {"If-None-Match": '"e"'}
+    assert pages.visit("reg", 1, Fetch(Outcome.NOT_MODIFIED)).event is PageEvent.NOT_MODIFIED
+    assert pages.visit("reg", 2, ok("b")).event is PageEvent.NEW
+    assert pages.get("reg", 1) is None and pages.get("reg", 2) is None  # memory: loaded records, changes
+    changes = pages.take_changes()
+    assert changes[("reg", 1)] is not None and changes[("reg", 1)].last_status == 304  # type: ignore[union-attr]
+    assert changes[("reg", 2)] is not None and changes[("reg", 2)].checksum == "b"  # type: ignore[union-attr]
+
+
 @settings(max_examples=300, derandomize=True, deadline=None)
 @given(
     st.lists(
@@ -187,3 +200,22 @@ def test_an_older_state_file_without_the_pages_table_opens_and_gets_it(tmp_path:
     names = {row[0] for row in store._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "pages" in names
     store.close()
+
+
+def test_a_pages_lane_fetches_found_ids_that_other_lanes_of_its_target_skip() -> None:
+    from idcrawl.core.frontier import Frontier, LaneSpec
+    from idcrawl.core.targets import parse_target
+
+    reg = parse_target({"url": "http://example.org/n/{id}", "start": 1, "max": 6, "margin": 0, "name": "reg"})
+    frontier: Frontier[object] = Frontier([])
+    specs = [
+        LaneSpec("reg:asc", "asc", 1, 1, 6, 1),
+        LaneSpec("reg:pages", "pages", 0, 1, 1, 1, ids=(4, 2), refetch_found=True),
+    ]
+    frontier.add_target(reg, specs, known_found={1, 2, 3, 4})
+    dispensed = []
+    while (dispatch := frontier.next()) is not None:
+        dispensed.append((dispatch.lane, dispatch.id))
+        frontier.record(dispatch.lane, dispatch.id, LaneOutcome.FOUND)
+    assert sorted(dispensed) == [("reg:asc", 5), ("reg:asc", 6), ("reg:pages", 2), ("reg:pages", 4)]
+    assert frontier.skipped_found == 4  # 1..4 by the asc lane, not 2 and 4 again by the pages lane
