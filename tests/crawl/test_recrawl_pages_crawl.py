@@ -156,3 +156,56 @@ def test_gone_pages_are_counted_leave_the_schedule_after_recrawl_gone_visits_and
     site.log.clear()
     crawl(site, tmp_path, now + 400 * DAY, "run5.jsonl", resume="due")
     assert not {3, 4} & {entry.id for entry in site.log}
+
+
+class SlowChangingModel(ChangingModel):
+    """A few ms per answer, so a due run lasts long enough to be killed mid-way."""
+
+    def reply_to(self, id_: int, host: str, nth: int, headers: Mapping[str, str]) -> Reply:
+        reply = super().reply_to(id_, host, nth, headers)
+        return Reply(reply.status, reply.body, reply.headers, 0.01)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_due_run_killed_at_any_moment_loses_no_change_and_applies_no_fetch_twice(
+    make_site, tmp_path: Path, seed: int
+) -> None:
+    import signal
+    import subprocess
+    import time
+
+    from tests.support.crawl import crawl_command, read_items
+
+    model = SlowChangingModel()
+    site = make_site(model)
+    crawl(site, tmp_path, T0, "run1.jsonl")
+    changed = set(random.Random(seed).sample(range(1, 101), 10))  # seeded
+    for id_ in changed:
+        model.version[id_] += 1
+    site.log.clear()
+    kill_after = random.Random(seed).randint(10, 90)  # page requests seen before the kill
+    now = T0 + 2 * DAY
+    command, env = crawl_command(
+        tmp_path, {**ARGS, "url": site.url(), "resume": "due"},
+        {"IDCRAWL_NOW": at(now), "IDCRAWL_STATE_COMMIT_ITEMS": 5, "IDCRAWL_STATE_COMMIT_INTERVAL": 0.2,
+         "CONCURRENT_REQUESTS": 4},
+        output="run2.jsonl",
+    )
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(site.ids()) < kill_after and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)  # waits for the crawl process, not for simulated time
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, "the due run ended before the kill"
+    killed_items = read_items(tmp_path / "run2.jsonl")
+    rerun = crawl(site, tmp_path, now, "run3.jsonl", resume="due")
+    emitted = [item["id"] for item in killed_items + rerun.items]
+    assert set(emitted) == changed, f"killed after {kill_after} requests"
+    assert all(item["revision"] == 2 for item in killed_items + rerun.items)
+    pages = SqliteStateStore(tmp_path / ".scrapy" / "idcrawl" / "idseq.sqlite").load_pages("reg")
+    assert sorted(pages) == list(range(1, 101))
+    for id_, page in pages.items():  # each fetch applied once: one motivation or one penalty
+        assert page.last_crawled == now
+        assert page.revision == (1 if id_ in changed else 0)
+        assert page.update_duration == pytest.approx(DAY * (0.8 if id_ in changed else 1.4), rel=1e-12)
