@@ -34,16 +34,17 @@ from scrapy.utils.asyncio import call_later
 from scrapy.utils.misc import load_object
 
 from idcrawl import _scrapy, default_settings
-from idcrawl.core.clock import Clock
-from idcrawl.core.frontier import Dispatch, Frontier, IdFrontier, LaneSpec, lane_specs
+from idcrawl.core.clock import Clock, ClockError, format_time
+from idcrawl.core.frontier import Dispatch, Frontier, IdFrontier, lane_specs
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.pagebook import PageBook
-from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs
+from idcrawl.core.recrawl import Schedule
+from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs, tail_due
 from idcrawl.core.scope import JobScope
 from idcrawl.core.talk import resume_text
 from idcrawl.core.targets import Target
 from idcrawl.errors import BadInputError
-from idcrawl.state.base import StateError, StateStore
+from idcrawl.state.base import StateError, StateStore, TargetState
 from idcrawl.state.recorder import StateRecorder, overwritten_feeds, recover_feed_tails
 
 if TYPE_CHECKING:
@@ -172,6 +173,7 @@ class IdRuntime:
         self._timer: Any = None
         self._timer_due = 0.0
         self._worker: Worker | None = None
+        self._clock: Clock | None = None
         _RUNTIMES[crawler] = self
         # the runtime refers to its crawler: left in the registry, a finished crawler would stay in memory
         crawler.signals.connect(self._forget, signal=signals.engine_stopped)
@@ -188,6 +190,16 @@ class IdRuntime:
             except (ImportError, AttributeError, NameError, ValueError) as exc:
                 raise BadInputError(f"bad setting: IDCRAWL_WORKER_CLASS={path!r}: cannot be imported ({exc})") from None
             self._worker = worker_cls(self)
+
+    @property
+    def clock(self) -> Clock:
+        """The crawl's one clock (``IDCRAWL_NOW``: real, or fixed): ``fetched_at``, the runs' times, recrawl."""
+        if self._clock is None:
+            try:
+                self._clock = Clock.from_setting(self.crawler.settings.get("IDCRAWL_NOW"))
+            except ClockError as exc:
+                raise BadInputError(f"bad setting: {exc}") from None
+        return self._clock
 
     @property
     def worker(self) -> Worker:
@@ -484,14 +496,21 @@ class LocalWorker:
     def _load(self, store: StateStore | None) -> None:
         """The targets' lanes, planned from the stored state when there is one."""
         settings = self.crawler.settings
+        self._store = store
         if store is not None:
-            self.pages = PageBook(Clock.from_setting(settings.get("IDCRAWL_NOW")),
-                                  {t.name: t.policy for t in self.runtime.targets}, retain=False)
+            self.pages = PageBook(self.runtime.clock, {t.name: t.policy for t in self.runtime.targets}, retain=False)
         origins: dict[str, int] = {}
+        self._found_max: dict[str, int] = {}  # target -> the highest id its stored state found
+        self._last_found: dict[str, int] = {}  # continued lane -> its stored last found id
         emit_once = settings.getbool("IDCRAWL_STATE_EMIT_ONCE", default_settings.IDCRAWL_STATE_EMIT_ONCE)
         # ids the last run wrote to its feeds after its last commit: found already, never emitted again
         recovered = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler))
                      if store is not None and emit_once else {})
+        # resume=due: the tails' schedules (idcrawl.core.recrawl), read once
+        self._tails: dict[str, Schedule] = (
+            store.tail_schedules() if store is not None and any(t.resume == "due" for t in self.runtime.targets)
+            else {}
+        )
         for target in self.runtime.targets:
             if target.resume == "none":
                 recovered.pop(target.name, None)  # the target starts over
@@ -506,6 +525,9 @@ class LocalWorker:
                 ),
                 emit_once=emit_once,
                 recovered=recovered,
+                clock=self.runtime.clock,
+                found_max=self._found_max,
+                last_found=self._last_found,
                 pages=self.pages,
             )
 
@@ -536,28 +558,41 @@ class LocalWorker:
         if recovered:
             found = state.outcomes.get(Outcome.FOUND)
             state.outcomes[Outcome.FOUND] = recovered | found if found is not None else recovered
-        specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes)
+        walk_tail = True
+        if target.resume == "due":
+            schedule = self._tails.get(target.name)
+            walk_tail = tail_due(schedule, self.runtime.clock.now())
+            if not walk_tail and schedule is not None:
+                self.resume_notes[target.name] = (
+                    f"resume=due: tail not due until {format_time(schedule.due_at())}, nothing to fetch"
+                )
+        specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
+                             walk_tail=walk_tail, due_pages=self.due_pages(target, state))
         origins.update({key: record.start for key, record in state.lanes.items()})
-        found_ids = state.outcomes.get(Outcome.FOUND)
-        due: list[int] = []
-        if target.resume == "due" and store is not None and self.pages is not None:
-            # only a due run revisits found pages: other runs never fetch a found id again
-            self.pages.load(target.name, store.load_pages(target.name))
-            due = self.pages.due_ids(target.name)
-        if due:  # due pages: a list lane of ids, most overdue first, fetched although found
-            ids = tuple(due)
-            specs = [*specs, LaneSpec(f"{target.name}:pages", "pages", 0, 1, len(ids) - 1, target.rate_asc, ids=ids,
-                                      refetch_found=True)]
-            self._due_pages += len(ids)
-        known = cast("Container[int] | None", found_ids)  # a roaring bitmap
+        known = cast("Container[int] | None", state.outcomes.get(Outcome.FOUND))  # a roaring bitmap
+        if isinstance(known, BitMap64) and known:
+            self._found_max[target.name] = known.max()
         self.frontier.add_target(target, specs, known_found=known)
         continued = {spec.key for spec in specs}
+        self._last_found.update((key, record.last_found) for key, record in state.lanes.items()
+                                if key in continued and record.last_found is not None)
         note = resume_text(
             target.resume, stored=True, known_found=len(known) if isinstance(known, Sized) else 0,
             finished=[spec.direction for spec in lane_specs(target) if spec.key not in continued],
         )
-        if note is not None:
+        if note is not None and target.name not in self.resume_notes:
             self.resume_notes[target.name] = note
+
+    def due_pages(self, target: Target, state: TargetState) -> list[int]:
+        """``resume=due``: the found ids of ``target`` due for a revisit at the clock's now, most overdue
+        first (:func:`idcrawl.core.recrawl.due_order`); walked after its tail, as conditional requests.
+        Only a due run loads the page records: other runs never fetch a found id again."""
+        if target.resume != "due" or self._store is None or self.pages is None:
+            return []
+        self.pages.load(target.name, self._store.load_pages(target.name))
+        due = self.pages.due_ids(target.name)
+        self._due_pages += len(due)
+        return due
 
     def describe_state(self) -> str:
         if self.recorder is None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Final
@@ -54,7 +54,10 @@ __all__ = [
     "overdue",
     "page_schedule",
     "parse_policy",
+    "record_of",
     "run_continuation",
+    "schedule_of",
+    "tail_after_run",
     "tail_schedule",
     "visit_page",
     "visit_tail",
@@ -198,9 +201,38 @@ class Schedule:
         return self.last_crawled + self.update_duration
 
 
+_SCHEDULE_FIELDS: Final = tuple(f.name for f in fields(Schedule))
+
+
 def tail_schedule(key: str, now: float, last_found: int | None, policy: Policy = DEFAULT_POLICY) -> Schedule:
     """A tail first seen at ``now`` (the end of the run that walked it)."""
     return Schedule(Kind.TAIL, key, now, policy.clamp(policy.initial_duration), last_found=last_found)
+
+
+def tail_after_run(
+    previous: Schedule | None, key: str, last_found: int | None, now: float, policy: Policy = DEFAULT_POLICY
+) -> Schedule:
+    """A tail's schedule once a run walked it to its margin at ``now``, ``last_found`` the highest id
+    that run found on it (None: none): the rule applied to ``previous``, or the first schedule."""
+    if previous is None:
+        return tail_schedule(key, now, last_found, policy)
+    schedule = visit_tail(previous, () if last_found is None else (last_found,), now, policy).schedule
+    assert schedule is not None
+    return schedule
+
+
+def record_of(schedule: Schedule) -> dict[str, Any]:
+    """A schedule as a JSON object (what the state stores keep; ids stay exact, above 2**63 too)."""
+    record = {f: getattr(schedule, f) for f in _SCHEDULE_FIELDS if getattr(schedule, f) is not None}
+    record["kind"] = schedule.kind.value
+    return record
+
+
+def schedule_of(record: Mapping[str, Any]) -> Schedule:
+    """A schedule back from :func:`record_of`'s object (fields it does not know are ignored)."""
+    values = {f: record[f] for f in _SCHEDULE_FIELDS if f in record}
+    values["kind"] = Kind(values["kind"])
+    return Schedule(**values)
 
 
 def page_schedule(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import replace
-from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -270,7 +269,7 @@ class IdSeqSpider(Spider):
             "id": info["id"],
             "url": response.url,
             "status": response.status,
-            "fetched_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "fetched_at": self.runtime.clock.stamp(),
             "attempts": info.get("attempt", 1),
             "checksum": hashlib.sha1(response.body).hexdigest(),  # noqa: S324 - a fingerprint, not security
         }
@@ -306,7 +305,7 @@ class IdSeqSpider(Spider):
             "hops": info.get("hops"),
             "offsite_hops": info.get("offsite_hops"),
             "crawl_profiles": info.get("crawl_profiles"),
-            "fetched_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "fetched_at": self.runtime.clock.stamp(),
             "checksum": hashlib.sha1(response.body).hexdigest(),  # noqa: S324 - a fingerprint, not security
         }
         return iterate_spider_output(self.parse_outlink(response, item))

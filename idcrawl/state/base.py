@@ -7,8 +7,11 @@ page (checksum, validators, last status, when it is due again). Per run: start a
 finish reason, counts, the names of the targets it crawled (one state
 file may serve many jobs: ``scrapy idplan`` shows each target its own last
 run) and its feed marks (how far each local feed file was covered by the
-committed state; see :class:`FeedMarks`). Backends only move these values; the rules that
-use them (the resume plan) live in :mod:`idcrawl.core.ranges`.
+committed state; see :class:`FeedMarks`). Per target also its tail's recrawl schedule
+(``last_crawled``, ``update_duration``, ``last_found``, revision: :mod:`idcrawl.core.recrawl`),
+written with the run's last commit. Backends only move these values; the rules that
+use them (the resume plan, the recrawl rule) live in :mod:`idcrawl.core.ranges` and
+:mod:`idcrawl.core.recrawl`.
 """
 
 from __future__ import annotations
@@ -98,12 +101,18 @@ class StateStore(ABC):
         lanes: Mapping[str, Mapping[str, LaneRecord]],
         feeds: FeedMarks | None = None,
         pages: Mapping[str, Mapping[int, Schedule | None]] | None = None,
+        tails: Mapping[str, Schedule] | None = None,
     ) -> None:
         """Atomically: set targets' params, add outcome ids, upsert lane records, set a run's feed marks,
-        upsert page schedule records (``pages``: target -> id -> record; None: the page left the schedule)."""
+        upsert page schedule records (``pages``: target -> id -> record; None: the page left the schedule),
+        set targets' tail schedules (``tails``: target name -> its schedule)."""
 
     def load_pages(self, name: str) -> dict[int, Schedule]:
         """The page schedule records of target ``name`` (id -> record; recrawl of found pages)."""
+        return {}
+
+    def tail_schedules(self) -> dict[str, Schedule]:
+        """Target name -> its tail's recrawl schedule, for the targets that have one."""
         return {}
 
     def feed_marks(self) -> FeedMarks | None:
@@ -112,7 +121,7 @@ class StateStore(ABC):
 
     @abstractmethod
     def reset(self, name: str) -> None:
-        """Forget a target's outcomes, lanes and page records (a fresh crawl); run history stays."""
+        """Forget a target's outcomes, lanes, page records and tail schedule (a fresh crawl); run history stays."""
 
     @abstractmethod
     def begin_run(self, started_at: str, targets: Sequence[str] | None = None) -> int:

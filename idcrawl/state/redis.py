@@ -12,8 +12,8 @@ params JSON), ``P o:<target>`` (hash outcome -> roaring bitmap), ``P lanes:<targ
 (hash lane -> record JSON), ``P runs`` (list of run JSON: a start row with the
 run's ``targets``, then an end row), ``P pages:<target>`` (hash id -> page
 schedule record JSON: recrawl of found pages), ``P runseq``, ``P feeds:<run>`` (hash feed
-file path -> offset: the run's feed marks) and ``P feedrun`` (the latest run
-that wrote feed marks).
+file path -> offset: the run's feed marks), ``P feedrun`` (the latest run
+that wrote feed marks) and ``P tails`` (hash target -> its tail's recrawl schedule JSON).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pyroaring import BitMap64
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import schedule_from_json, schedule_to_json
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
-from idcrawl.core.recrawl import Schedule
+from idcrawl.core.recrawl import Schedule, record_of, schedule_of
 from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
 
 if TYPE_CHECKING:
@@ -117,6 +117,15 @@ class RedisStateStore(StateStore):
             raise self._error(exc) from None
         return FeedMarks(int(run), {_text(path): int(offset) for path, offset in offsets.items()})
 
+    def tail_schedules(self) -> dict[str, Schedule]:
+        import redis
+
+        try:
+            rows = self.client.hgetall(self._key("tails"))
+        except redis.RedisError as exc:
+            raise self._error(exc) from None
+        return {_text(name): schedule_of(json.loads(raw)) for name, raw in sorted(rows.items())}
+
     def runs(self) -> list[RunRecord]:
         import redis
 
@@ -140,6 +149,7 @@ class RedisStateStore(StateStore):
         lanes: Mapping[str, Mapping[str, LaneRecord]],
         feeds: FeedMarks | None = None,
         pages: Mapping[str, Mapping[int, Schedule | None]] | None = None,
+        tails: Mapping[str, Schedule] | None = None,
     ) -> None:
         import redis
 
@@ -178,6 +188,9 @@ class RedisStateStore(StateStore):
                                 pipe.hset(self._key("pages:", name), mapping=kept)
                             if left:
                                 pipe.hdel(self._key("pages:", name), *left)
+                        if tails:
+                            pipe.hset(self._key("tails"),
+                                      mapping={n: json.dumps(record_of(t)) for n, t in tails.items()})
                         pipe.execute()
                         return
                     except redis.WatchError:
@@ -191,6 +204,7 @@ class RedisStateStore(StateStore):
         self._writable()
         try:
             self.client.delete(self._key("o:", name), self._key("lanes:", name), self._key("pages:", name))
+            self.client.hdel(self._key("tails"), name)
         except redis.RedisError as exc:
             raise self._error(exc) from None
 

@@ -4,8 +4,9 @@ One row per target outcome holds a serialized roaring bitmap, so the file
 stays small whatever the range. Every commit is one transaction: killed at
 any moment, the file holds the state of the last completed commit.
 
-Older files get the ``feeds`` table (feed marks) and the ``pages`` table (page
-schedule records) when opened for writing, without a schema version change:
+Older files get the ``feeds`` table (feed marks), the ``pages`` table (page schedule records)
+and the ``tails`` table (each target's tail recrawl schedule, a JSON record:
+:func:`idcrawl.core.recrawl.record_of`) when opened for writing, without a schema version change:
 older idcrawl versions ignore them, and a file without them reads as empty.
 """
 
@@ -23,7 +24,7 @@ from pyroaring import BitMap64
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import schedule_from_json, schedule_to_json
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
-from idcrawl.core.recrawl import Schedule
+from idcrawl.core.recrawl import Schedule, record_of, schedule_of
 from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
 
 __all__ = ["SCHEMA_VERSION", "SqliteStateStore"]
@@ -60,6 +61,8 @@ _PAGES = (
     "CREATE TABLE IF NOT EXISTS pages ("
     "target TEXT NOT NULL, id INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (target, id))"
 )
+#: Tail schedules (recrawl, additive like ``feeds``): target -> its schedule as JSON.
+_TAILS = "CREATE TABLE IF NOT EXISTS tails (target TEXT PRIMARY KEY, record TEXT NOT NULL)"
 
 
 class SqliteStateStore(StateStore):
@@ -89,6 +92,7 @@ class SqliteStateStore(StateStore):
                 self._add_columns()
             self._db.execute(_FEEDS)
             self._db.execute(_PAGES)
+            self._db.execute(_TAILS)
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
         except OSError as exc:
@@ -211,6 +215,14 @@ class SqliteStateStore(StateStore):
                 return {}
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
         return {id_: schedule_from_json(name, id_, record) for id_, record in rows}
+    def tail_schedules(self) -> dict[str, Schedule]:
+        try:
+            rows = self._db.execute("SELECT target, record FROM tails ORDER BY target").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # a file written before tail schedules, opened read-only
+                return {}
+            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+        return {name: schedule_of(json.loads(record)) for name, record in rows}
 
     def runs(self) -> list[RunRecord]:
         query = "SELECT id, started_at, ended_at, finish_reason, counts, targets FROM runs ORDER BY id"
@@ -230,6 +242,7 @@ class SqliteStateStore(StateStore):
         lanes: Mapping[str, Mapping[str, LaneRecord]],
         feeds: FeedMarks | None = None,
         pages: Mapping[str, Mapping[int, Schedule | None]] | None = None,
+        tails: Mapping[str, Schedule] | None = None,
     ) -> None:
         try:
             with self._transaction() as db:
@@ -269,6 +282,11 @@ class SqliteStateStore(StateStore):
                     )
                     db.executemany("DELETE FROM pages WHERE target = ? AND id = ?",
                                    [(name, id_) for id_, r in records.items() if r is None])
+                if tails:
+                    db.executemany(
+                        "INSERT INTO tails VALUES (?, ?) ON CONFLICT(target) DO UPDATE SET record = excluded.record",
+                        [(name, json.dumps(record_of(schedule))) for name, schedule in tails.items()],
+                    )
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
@@ -279,6 +297,7 @@ class SqliteStateStore(StateStore):
                 db.execute("DELETE FROM outcomes WHERE target = ?", (name,))
                 db.execute("DELETE FROM lanes WHERE target = ?", (name,))
                 db.execute("DELETE FROM pages WHERE target = ?", (name,))
+                db.execute("DELETE FROM tails WHERE target = ?", (name,))
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 

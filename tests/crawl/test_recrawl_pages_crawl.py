@@ -118,9 +118,9 @@ def test_a_due_run_revisits_100_pages_conditionally_and_emits_the_10_changed(
         assert item["revision"] == 2
         assert item["previous_checksum"] == checksums[item["id"]] != item["checksum"]
     # a 304 and an unchanged page are found: not failed, not missing
-    assert second.stats["idcrawl/lanes/reg:pages/found"] == 100
-    assert "idcrawl/lanes/reg:pages/failed" not in second.stats
-    assert "idcrawl/lanes/reg:pages/missing" not in second.stats
+    assert second.stats["idcrawl/lanes/reg:due/found"] == 100
+    assert "idcrawl/lanes/reg:due/failed" not in second.stats
+    assert "idcrawl/lanes/reg:due/missing" not in second.stats
 
     # the same moment again: nothing is due, no page is fetched
     site.log.clear()

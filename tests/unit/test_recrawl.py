@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from idcrawl.core.clock import Clock, ClockError, format_time, parse_time
+from idcrawl.core.clock import Clock, ClockError, format_time, parse_time, stamp
 from idcrawl.core.recrawl import (
     DEFAULT_POLICY,
     Fetch,
@@ -27,6 +28,9 @@ from idcrawl.core.recrawl import (
     next_duration,
     page_schedule,
     parse_policy,
+    record_of,
+    schedule_of,
+    tail_after_run,
     tail_schedule,
     visit_page,
     visit_tail,
@@ -328,3 +332,25 @@ def test_the_advised_margin_is_the_true_one_on_a_synthetic_site(r: float, gaps: 
 @given(st.floats(0.01, 0.99), st.integers(1, 10_000), st.integers(1, 200))
 def test_the_early_cut_chance_falls_as_the_margin_grows(r: float, gaps: int, margin: int) -> None:
     assert 0.0 <= early_cut_chance(r, margin + 1, gaps) <= early_cut_chance(r, margin, gaps) <= 1.0
+
+
+def test_a_tail_after_a_run_starts_at_the_initial_duration_then_follows_the_rule() -> None:
+    policy = Policy(initial_duration=2.5 * DAY, max_duration=3 * DAY)
+    first = tail_after_run(None, "reg", 1019, T0, policy)
+    assert first == Schedule(Kind.TAIL, "reg", T0, 2.5 * DAY, last_found=1019)
+    quiet = tail_after_run(first, "reg", 1019, T0 + 3 * DAY, policy)
+    assert (quiet.update_duration, quiet.last_found, quiet.revision) == (3 * DAY, 1019, 0)  # x 1.4, clamped
+    news = tail_after_run(quiet, "reg", 1025, T0 + 7 * DAY, policy)
+    assert (news.update_duration, news.last_found, news.revision) == (3 * DAY * 0.8, 1025, 1)
+    assert tail_after_run(news, "reg", 1030, T0 + 7 * DAY, policy) == news  # a replay: applied once already
+
+
+def test_schedule_records_round_trip_exactly() -> None:
+    page = page_schedule("reg/5", T0 + 0.125, "abc", etag='"x"', last_modified="Mon, 12 Jan 2026 07:00:00 GMT")
+    for schedule in (tail_schedule("reg", T0, 2**64 - 1), tail_schedule("reg", T0, None), page):
+        assert schedule_of(json.loads(json.dumps(record_of(schedule)))) == schedule
+
+
+def test_the_clock_stamps_times_as_items_and_runs_show_them() -> None:
+    assert stamp(T0 + 0.1234) == "2026-01-12T07:00:00.123Z"
+    assert Clock(T0).stamp() == "2026-01-12T07:00:00.000Z"
