@@ -219,3 +219,22 @@ def test_a_pages_lane_fetches_found_ids_that_other_lanes_of_its_target_skip() ->
         frontier.record(dispatch.lane, dispatch.id, LaneOutcome.FOUND)
     assert sorted(dispensed) == [("reg:asc", 5), ("reg:asc", 6), ("reg:pages", 2), ("reg:pages", 4)]
     assert frontier.skipped_found == 4  # 1..4 by the asc lane, not 2 and 4 again by the pages lane
+
+
+def test_a_revisit_request_is_conditional_takes_its_304_and_stays_out_of_the_http_cache() -> None:
+    from idcrawl.core.frontier import Dispatch
+    from idcrawl.core.targets import parse_target
+    from idcrawl.requests import CONDITIONAL_KEY, HANDLED_STATUSES, lane_request
+
+    reg = parse_target({"url": "http://example.org/n/{id}", "start": 1, "name": "reg"})
+    dispatch = Dispatch(reg, "reg:due", 7)
+    plain = lane_request(dispatch, callback=print, errback=print)
+    assert CONDITIONAL_KEY not in plain.meta and "dont_cache" not in plain.meta
+    assert b"If-None-Match" not in plain.headers and 304 not in plain.meta["handle_httpstatus_list"]
+    validators = {"If-None-Match": '"e1"', "If-Modified-Since": "Mon, 12 Jan 2026 07:00:00 GMT"}
+    revisit = lane_request(dispatch, callback=print, errback=print, validators=validators)
+    assert revisit.headers[b"If-None-Match"] == b'"e1"'
+    assert revisit.headers[b"If-Modified-Since"] == b"Mon, 12 Jan 2026 07:00:00 GMT"
+    assert revisit.meta[CONDITIONAL_KEY] is True and revisit.meta["dont_cache"] is True
+    assert revisit.meta["handle_httpstatus_list"] == [304, *HANDLED_STATUSES]
+    assert revisit.meta["idcrawl"] == plain.meta["idcrawl"]
