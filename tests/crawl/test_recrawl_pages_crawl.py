@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from idcrawl.core.recrawl import DEFAULT_POLICY
 from idcrawl.demo.site import DemoModel, Reply
 from idcrawl.state import SqliteStateStore
 from tests.support.crawl import run_crawl
@@ -159,7 +160,7 @@ def test_gone_pages_are_counted_leave_the_schedule_after_recrawl_gone_visits_and
 
 
 class SlowChangingModel(ChangingModel):
-    """A few ms per answer, so a due run lasts long enough to be killed mid-way."""
+    """10 ms per answer, so a due run lasts long enough to be killed mid-way."""
 
     def reply_to(self, id_: int, host: str, nth: int, headers: Mapping[str, str]) -> Reply:
         reply = super().reply_to(id_, host, nth, headers)
@@ -208,4 +209,5 @@ def test_a_due_run_killed_at_any_moment_loses_no_change_and_applies_no_fetch_twi
     for id_, page in pages.items():  # each fetch applied once: one motivation or one penalty
         assert page.last_crawled == now
         assert page.revision == (1 if id_ in changed else 0)
-        assert page.update_duration == pytest.approx(DAY * (0.8 if id_ in changed else 1.4), rel=1e-12)
+        factor = (1 - DEFAULT_POLICY.dec_rate) if id_ in changed else (1 + DEFAULT_POLICY.inc_rate)
+        assert page.update_duration == pytest.approx(DEFAULT_POLICY.initial_duration * factor, rel=1e-12)

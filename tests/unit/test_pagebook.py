@@ -80,7 +80,7 @@ def test_failed_a_replay_and_a_304_of_an_unknown_page_are_no_observation() -> No
 
 
 def test_due_ids_most_overdue_first() -> None:
-    pages = book()
+    pages = book(inc_rate=0.4, dec_rate=0.2, initial_duration=DAY)
     for id_ in (1, 2, 3):
         pages.visit("reg", id_, ok(str(id_)))
     pages.clock.advance(2 * DAY)
@@ -130,7 +130,8 @@ def test_a_crawl_book_keeps_no_record_once_visited_only_the_changes() -> None:
     st.integers(1, 3),
 )
 def test_the_book_equals_the_reference_model(steps: list[tuple[int, str, str, float]], gone_limit: int) -> None:
-    policy = {"gone_limit": gone_limit, "min_duration": 60.0, "max_duration": 30 * DAY}
+    policy = {"gone_limit": gone_limit, "min_duration": 60.0, "max_duration": 30 * DAY, "inc_rate": 0.4,
+              "dec_rate": 0.2, "initial_duration": DAY}
     pages = book(**policy)  # type: ignore[arg-type]
     fetches: list[tuple[int, str, str | None, float]] = []
     events: list[tuple[str, int]] = []
