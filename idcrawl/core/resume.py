@@ -22,7 +22,8 @@ from idcrawl.core.ranges import LaneRecord, plan_lane
 from idcrawl.core.recrawl import Schedule, due
 from idcrawl.core.targets import RESUME_MODES, Target
 
-__all__ = ["IDENTITY_KEYS", "RESUME_MODES", "identity", "resume_specs", "tail_due", "tail_spec"]
+__all__ = ["IDENTITY_KEYS", "RESUME_MODES", "identity", "resume_specs", "tail_bound", "tail_due", "tail_spec",
+           "tail_specs"]
 
 #: The target parameters that define which ids a crawl covers: a resumed run
 #: must have the same ones (margin, rate, window, attempts may change freely).
@@ -99,6 +100,15 @@ def resume_specs(
         ids = tuple(hole_ids)
         specs.append(LaneSpec(f"{target.name}:holes", "holes", 0, 1, len(ids) - 1, target.rate_asc, ids=ids))
     return specs
+
+
+def tail_bound(lanes: Mapping[str, LaneRecord]) -> tuple[int, int | None] | None:
+    """Where a ``resume=due`` run walks the tail of a target with these stored lanes: (from, to), to
+    None = up to its margin; None: no tail (no ascending lane, or one that reached its bound)."""
+    for record in lanes.values():
+        if record.step > 0 and record.key.endswith(":asc"):
+            return plan_lane(record, {}).bound
+    return None
 
 
 def tail_specs(target: Target, lanes: Mapping[str, LaneRecord]) -> list[LaneSpec]:

@@ -6,6 +6,8 @@ the test between runs, so no test sleeps through simulated days.
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 from idcrawl.core.clock import format_time, parse_time
@@ -13,6 +15,7 @@ from idcrawl.core.recrawl import DAY, Kind, Schedule
 from idcrawl.state import SqliteStateStore
 from tests.conftest import GapModel
 from tests.support.crawl import CrawlResult, run_crawl
+from tests.support.states import scrapy
 
 T0 = parse_time("2026-01-12T07:00:00Z")
 MARGIN = 3
@@ -52,13 +55,13 @@ def test_a_run_that_walks_the_tail_to_its_margin_records_its_schedule_on_the_one
     store = state_of(tmp_path)
     assert [(r.started_at, r.ended_at) for r in store.runs()] == [("2026-01-12T07:00:00.000Z",) * 2]
     store.close()
-    # a day and a half later, no new ids: penalised (x 1.4); then three new ids: motivated (x 0.8)
+    # a day and a half later, no new ids: penalised (x 1.8); then three new ids: motivated (x 0.8)
     crawl(tmp_path, site, T0 + 1.5 * DAY, resume="bound")
-    assert tails_of(tmp_path)["reg"] == Schedule(Kind.TAIL, "reg", T0 + 1.5 * DAY, DAY * 1.4, last_found=1019)
+    assert tails_of(tmp_path)["reg"] == Schedule(Kind.TAIL, "reg", T0 + 1.5 * DAY, DAY * 1.8, last_found=1019)
     model.high = 1022
-    again = crawl(tmp_path, site, T0 + 3 * DAY, resume="bound")
+    again = crawl(tmp_path, site, T0 + 3.5 * DAY, resume="bound")
     assert again.ids == [1020, 1021, 1022]
-    assert tails_of(tmp_path)["reg"] == Schedule(Kind.TAIL, "reg", T0 + 3 * DAY, DAY * 1.4 * 0.8,
+    assert tails_of(tmp_path)["reg"] == Schedule(Kind.TAIL, "reg", T0 + 3.5 * DAY, DAY * 1.8 * 0.8,
                                                  last_found=1022, revision=1)
 
 
@@ -114,7 +117,7 @@ def test_resume_due_sends_no_request_before_a_tail_is_due_and_margin_requests_wh
         assert sorted(id_ for id_ in requests if id_ <= 1019) == list(range(1000, 1020)), host
     assert {e.path for e in site.log if e.id is None} <= {"/robots.txt"}
     assert {name: (s.last_crawled, s.update_duration, s.last_found) for name, s in tails_of(tmp_path).items()} == {
-        name: (T0 + DAY + 1, DAY * 1.4, 1019) for name in ("a", "b")
+        name: (T0 + DAY + 1, DAY * 1.8, 1019) for name in ("a", "b")
     }
 
 
@@ -159,3 +162,35 @@ def test_durations_move_by_the_documented_factors_and_reach_max_and_min_exactly(
         durations.append(tails_of(tmp_path)["reg"].update_duration)
     assert durations == [3600.0, 5400.0, 7200.0, 7200.0, 3600.0, 2400.0, 2400.0]
     assert tails_of(tmp_path)["reg"].revision == 3
+
+
+def test_iddue_at_a_time_lists_exactly_what_a_due_run_at_that_time_fetches(make_site, tmp_path: Path) -> None:
+    model = GapModel(1000, 1019, set())
+    site = make_site(model)
+    base = tmp_path / "base"
+    base.mkdir()
+    job = two_tails(base, site)
+    due_run(base, site, T0, job)  # both tails: last crawled T0, 1 day
+    only_a = base / "a.toml"
+    only_a.write_text(job.read_text().split('[[targets]]\nname = "b"')[0])
+    due_run(base, site, T0 + 1.5 * DAY, only_a)  # a: last crawled T0 + 1.5 d, 1.8 d; b as it was
+    hosts = {"127.0.0.1": "a", "localhost": "b"}
+    for k, at in enumerate((T0 + 0.5 * DAY, T0 + 1.2 * DAY, T0 + 3.35 * DAY, T0 + 3.25 * DAY)):
+        listed = scrapy(base, "iddue", "--at", format_time(at), "--json")
+        assert listed.returncode == 0, listed.stderr
+        document = json.loads(listed.stdout)
+        run_dir = tmp_path / f"at{k}"
+        shutil.copytree(base, run_dir)
+        due_run(run_dir, site, at, job)
+        fetched = sorted({hosts[e.host] for e in site.log if e.id is not None})
+        assert sorted(document["due"]) == fetched, (format_time(at), document)
+        # most overdue first
+        assert document["due"] == sorted(document["due"], key=lambda n: -next(
+            t["tail"]["overdue"] for t in document["targets"] if t["name"] == n))
+    text = scrapy(base, "iddue", "--at", format_time(T0 + 1.2 * DAY))
+    assert "1 of 2 targets due" in text.stdout and "1d 19h 12m" in text.stdout, text.stdout
+    bad = scrapy(base, "iddue", "--at", "soon")
+    assert bad.returncode == 1 and bad.stderr.strip().splitlines() == [
+        "iddue: error: --at='soon': must be an ISO 8601 time such as 2026-01-12T07:00:00Z"]
+    unknown = scrapy(base, "iddue", "c")
+    assert unknown.returncode == 1 and "unknown target 'c'" in unknown.stderr and "Traceback" not in unknown.stderr
