@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 from idcrawl.core.clock import format_time, parse_time
 from idcrawl.core.recrawl import DAY, Kind, Schedule
 from idcrawl.state import SqliteStateStore
 from tests.conftest import GapModel
-from tests.support.crawl import CrawlResult, run_crawl
+from tests.crawl.test_resume_crawl import SlowModel
+from tests.support.crawl import CrawlResult, crawl_command, read_items, run_crawl
 from tests.support.states import scrapy
 
 T0 = parse_time("2026-01-12T07:00:00Z")
@@ -194,3 +198,35 @@ def test_iddue_at_a_time_lists_exactly_what_a_due_run_at_that_time_fetches(make_
         "iddue: error: --at='soon': must be an ISO 8601 time such as 2026-01-12T07:00:00Z"]
     unknown = scrapy(base, "iddue", "c")
     assert unknown.returncode == 1 and "unknown target 'c'" in unknown.stderr and "Traceback" not in unknown.stderr
+
+
+def test_a_due_run_killed_with_sigkill_updates_no_duration_and_the_rerun_applies_it_once(
+    make_site, tmp_path: Path
+) -> None:
+    model = SlowModel(1000, 1009, set())
+    site = make_site(model)
+    crawl(tmp_path, site, T0)
+    model.high = 2000  # 991 new ids, a few ms each: the due run is killed a sixth of the way
+    at = T0 + DAY + 1
+    command, env = crawl_command(
+        tmp_path, {"url": site.url(), "start": 1000, "margin": MARGIN, "name": "reg", "resume": "due"},
+        {"IDCRAWL_NOW": format_time(at), "IDCRAWL_STATE_COMMIT_ITEMS": 20, "IDCRAWL_STATE_COMMIT_INTERVAL": 0.5},
+        output="run1.jsonl",
+    )
+    site.log.clear()
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(site.ids()) < 150 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert len(site.ids()) >= 150 and max(site.ids()) < 2000  # killed mid-way
+    first = read_items(tmp_path / "run1.jsonl")
+    assert tails_of(tmp_path)["reg"] == Schedule(Kind.TAIL, "reg", T0, DAY, last_found=1009)  # untouched
+    rerun = crawl(tmp_path, site, at, resume="due")  # the same clock: still due, and applied once
+    assert {i["id"] for i in first} | set(rerun.ids) == set(range(1010, 2001))
+    assert tails_of(tmp_path)["reg"] == Schedule(Kind.TAIL, "reg", at, DAY * 0.8, last_found=2000, revision=1)
+    site.log.clear()
+    again = crawl(tmp_path, site, at, resume="due")  # a rerun at the same time: not due, nothing moves
+    assert site.log == [] and again.items == []
+    assert tails_of(tmp_path)["reg"] == Schedule(Kind.TAIL, "reg", at, DAY * 0.8, last_found=2000, revision=1)
