@@ -104,6 +104,10 @@ class PageBook:
         pages = self._pages.get(target)
         return None if pages is None else pages.get(id_)
 
+    def records(self, target: str) -> int:
+        """How many page records of ``target`` are held."""
+        return len(self._pages.get(target, ()))
+
     def validators(self, target: str, id_: int) -> dict[str, str]:
         """The conditional headers of a revisit: ``If-None-Match`` / ``If-Modified-Since`` from the last 200."""
         schedule = self.get(target, id_)

@@ -6,6 +6,7 @@ sleeps through simulated days): 100 found pages, 10 changed between two runs.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from idcrawl.core.recrawl import DEFAULT_POLICY
 from idcrawl.demo.site import DemoModel, Reply
 from idcrawl.state import SqliteStateStore
 from tests.support.crawl import run_crawl
+from tests.support.states import scrapy
 
 T0 = 1_768_201_200.0  # 2026-01-12T07:00:00Z
 DAY = 86_400.0
@@ -97,6 +99,12 @@ def test_a_due_run_revisits_100_pages_conditionally_and_emits_the_10_changed(
     changed = sorted(random.Random(17).sample(range(1, 101), 10))  # seeded
     for id_ in changed:
         model.version[id_] += 1
+    # scrapy iddue lists the pages the due run revisits (in its order: PageBook.due_ids, as the run's lane)
+    listed = json.loads(scrapy(tmp_path, "iddue", "--at", at(T0 + 2 * DAY), "--json").stdout)
+    [reg] = listed["targets"]
+    assert listed["due"] == ["reg"] and reg["pages"]["records"] == 100
+    due_order = reg["pages"]["due"]
+    assert sorted(due_order) == list(range(1, 101))
     site.log.clear()
     model.conditional.clear()
     second = crawl(site, tmp_path, T0 + 2 * DAY, "run2.jsonl", resume="due")
@@ -128,6 +136,8 @@ def test_a_due_run_revisits_100_pages_conditionally_and_emits_the_10_changed(
     third = crawl(site, tmp_path, T0 + 2 * DAY, "run3.jsonl", resume="due")
     assert [entry.id for entry in site.log if entry.id is not None and entry.id <= 100] == []
     assert third.items == []
+    listed = json.loads(scrapy(tmp_path, "iddue", "--at", at(T0 + 2 * DAY), "--json").stdout)
+    assert listed["targets"][0]["pages"] == {"records": 100, "due": []}
 
 
 def test_gone_pages_are_counted_leave_the_schedule_after_recrawl_gone_visits_and_stay_found(
