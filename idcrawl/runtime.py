@@ -590,7 +590,7 @@ class LocalWorker:
         if target.resume != "due" or self._store is None or self.pages is None:
             return []
         self.pages.load(target.name, self._store.load_pages(target.name))
-        due = self.pages.due_ids(target.name)
+        due = self.pages.due_ids(target.name, found=state.outcomes.get(Outcome.FOUND, ()))
         self._due_pages += len(due)
         return due
 

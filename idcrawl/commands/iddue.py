@@ -27,6 +27,7 @@ from scrapy.commands import ScrapyCommand
 from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, read_state, resolve_state
 from idcrawl.commands.report import ReportError
 from idcrawl.core.clock import Clock, ClockError, parse_time, stamp
+from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule, duration_text, overdue
 from idcrawl.core.resume import tail_bound, tail_due
@@ -86,7 +87,7 @@ def due_rows(store: StateStore, names: Sequence[str], job: Sequence[Target], at:
         is_due = walk is not None and tail_due(schedule, at)
         book = PageBook(Clock(at))
         book.load(name, store.load_pages(name))
-        due_pages = tuple(book.due_ids(name))
+        due_pages = tuple(book.due_ids(name, found=state.outcomes.get(Outcome.FOUND, ())))
         rows.append(DueRow(name, True, walk, schedule, is_due or bool(due_pages),
                            overdue(schedule, at) if schedule else None, due_pages, book.records(name), is_due))
     rows.sort(key=lambda r: (not r.due, -(r.overdue or 0.0) if r.due else _due_at(r), r.name))

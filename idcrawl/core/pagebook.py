@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
 from idcrawl.core.clock import Clock
@@ -105,7 +105,7 @@ class PageBook:
         return None if pages is None else pages.get(id_)
 
     def records(self, target: str) -> int:
-        """How many page records of ``target`` are held."""
+        """How many page records of ``target`` are held (on the schedule or not)."""
         return len(self._pages.get(target, ()))
 
     def validators(self, target: str, id_: int) -> dict[str, str]:
@@ -119,12 +119,19 @@ class PageBook:
                 headers["If-Modified-Since"] = schedule.last_modified
         return headers
 
-    def due_ids(self, target: str, now: float | None = None) -> list[int]:
-        """The ids of ``target`` whose page is due at ``now`` (default: the clock), most overdue first."""
+    def due_ids(self, target: str, now: float | None = None, found: Iterable[int] = ()) -> list[int]:
+        """The ids of ``target`` whose page is due at ``now`` (default: the clock), most overdue first.
+
+        ``found``: the target's found ids; those without a record (found before page records existed, or
+        whose record a kill lost) have no schedule yet and are due first, in id order, as a tail without
+        a schedule is: fetched without validators, their answer starts their record."""
         at = self.clock.now() if now is None else now
         pages = self._pages.get(target, {})
         by_key = {schedule.key: id_ for id_, schedule in pages.items()}
-        return [by_key[schedule.key] for schedule in due_order(pages.values(), at)]
+        unknown = [id_ for id_ in found if id_ not in pages]
+        limit = self.policy(target).gone_limit
+        scheduled = [schedule for schedule in pages.values() if schedule.gone < limit]  # not left
+        return unknown + [by_key[schedule.key] for schedule in due_order(scheduled, at)]
 
     def visit(self, target: str, id_: int, fetch: Fetch) -> PageVisit:
         """Apply one fetch of a found id of ``target`` at the clock's now (the rule of :func:`visit_page`)."""
@@ -143,9 +150,10 @@ class PageBook:
         visit = visit_page(old, fetch, now, policy)
         if visit.schedule is old:  # failed, or a replay of a fetch already applied
             return PageVisit(PageEvent.NONE)
-        self._set(target, id_, visit.schedule)
-        if visit.schedule is None:
+        if visit.schedule is None:  # kept as a record that left the schedule (gone_limit gone visits)
+            self._set(target, id_, replace(old, last_crawled=now, gone=max(old.gone + 1, policy.gone_limit)))
             return PageVisit(PageEvent.LEFT, previous_checksum=visit.previous_checksum)
+        self._set(target, id_, visit.schedule)
         if visit.gone:
             return PageVisit(PageEvent.GONE, previous_checksum=visit.previous_checksum)
         if fetch.outcome is Outcome.NOT_MODIFIED:
@@ -168,7 +176,7 @@ class PageBook:
         self.awaiting.discard((target, id_))
 
     def take_changes(self) -> dict[tuple[str, int], Schedule | None]:
-        """The records changed since the last call (None: the page left the schedule), to commit."""
+        """The records changed since the last call, to commit."""
         changed, self._changed = self._changed, {}
         return changed
 

@@ -161,7 +161,9 @@ def test_gone_pages_are_counted_leave_the_schedule_after_recrawl_gone_visits_and
         assert sorted(e.id for e in site.log if e.id is not None and e.id <= 100) == list(range(1, 101))
         site.log.clear()
     store = SqliteStateStore(tmp_path / ".scrapy" / "idcrawl" / "idseq.sqlite")
-    assert sorted(store.load_pages("reg")) == [i for i in range(1, 101) if i not in (3, 4)]
+    records = store.load_pages("reg")
+    assert sorted(records) == list(range(1, 101))  # those that left are kept, off the schedule
+    assert {i for i, record in records.items() if record.gone} == {3, 4} and records[3].gone == 3
     state = store.load("reg")
     assert state is not None and {3, 4} <= set(state.outcomes["found"])
     site.log.clear()
@@ -221,3 +223,26 @@ def test_a_due_run_killed_at_any_moment_loses_no_change_and_applies_no_fetch_twi
         assert page.revision == (1 if id_ in changed else 0)
         factor = (1 - DEFAULT_POLICY.dec_rate) if id_ in changed else (1 + DEFAULT_POLICY.inc_rate)
         assert page.update_duration == pytest.approx(DEFAULT_POLICY.initial_duration * factor, rel=1e-12)
+
+
+def test_pages_found_before_page_records_existed_are_due_at_once_and_get_records(make_site, tmp_path: Path) -> None:
+    import sqlite3
+
+    model = ChangingModel()
+    site = make_site(model)
+    crawl(site, tmp_path, T0, "run1.jsonl")
+    path = tmp_path / ".scrapy" / "idcrawl" / "idseq.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE pages")  # a state written before page records
+    db.commit()
+    db.close()
+    site.log.clear()
+    model.conditional.clear()
+    first_due = crawl(site, tmp_path, T0 + 3600, "run2.jsonl", resume="due")  # records: none, all due at once
+    assert sorted(e.id for e in site.log if e.id is not None and e.id <= 100) == list(range(1, 101))
+    assert model.conditional == [] and first_due.stats["idcrawl/pages/new"] == 100
+    assert first_due.ids == list(range(1, 101))  # no baseline to tell a change by: each once more, revision 1
+    assert sorted(SqliteStateStore(path).load_pages("reg")) == list(range(1, 101))
+    site.log.clear()
+    second_due = crawl(site, tmp_path, T0 + 3600 + 2 * DAY, "run3.jsonl", resume="due")
+    assert sorted(model.conditional) == list(range(1, 101)) and second_due.items == []

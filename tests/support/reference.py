@@ -125,12 +125,13 @@ def page_revisits_truth(
     inc_rate: float, dec_rate: float, lo: float, hi: float,
 ) -> tuple[list[tuple[str, int]], dict[int, tuple[str | None, int, float, int]]]:
     """Fetches of found pages in time order, ``(id, answer, checksum, at)`` with answer ``200``, ``304``,
-    ``missing`` or ``failed``: what each meant (event, item revision or 0) and every page's record left
-    (checksum, revision, duration, gone count), kept in plain dicts.
+    ``missing`` or ``failed``: what each meant (event, item revision or 0) and the record of every page
+    on the schedule at the end (checksum, revision, duration, gone count), kept in plain dicts.
 
     A page first answering 200 is new (revision 1); a 200 with another checksum than the last 200, or
     any 200 after a 304, is a change (revision + 1); a 200 with the same checksum is unchanged; a 304
-    is not modified; missing is gone, and the ``gone_limit``-th gone in a row leaves the schedule;
+    is not modified; missing is gone, and the ``gone_limit``-th gone in a row leaves the schedule (the
+    record stays, off the schedule: a later answer applies to it as to any record);
     failed, a fetch at or before the last applied one, or a 304/missing of a page without a record,
     is nothing. Motivate on a change, penalise otherwise, clamp to [lo, hi]."""
     records: dict[int, dict[str, object]] = {}
@@ -154,8 +155,8 @@ def page_revisits_truth(
         d = lo if d < lo else hi if d > hi else d
         if answer == "missing":
             gone = int(page["gone"]) + 1  # type: ignore[call-overload]
-            if gone >= gone_limit:
-                del records[id_]
+            if gone >= gone_limit:  # kept, off the schedule, its duration as it was
+                page.update(gone=gone, last=at)
                 events.append(("left_schedule", 0))
                 continue
             page.update(gone=gone, d=d, last=at)
@@ -172,5 +173,6 @@ def page_revisits_truth(
             events.append(("changed", int(page["revision"]) + 1))  # type: ignore[call-overload]
         else:
             events.append(("unchanged", 0))
-    left = {i: (p["checksum"], p["revision"], p["d"], p["gone"]) for i, p in records.items()}
+    left = {i: (p["checksum"], p["revision"], p["d"], p["gone"]) for i, p in records.items()
+            if int(p["gone"]) < gone_limit}  # type: ignore[call-overload]
     return events, left  # type: ignore[return-value]

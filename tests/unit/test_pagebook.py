@@ -62,8 +62,16 @@ def test_gone_counts_then_the_page_leaves_the_schedule() -> None:
     assert pages.visit("reg", 1, Fetch(Outcome.MISSING)).event is PageEvent.GONE
     pages.clock.advance(2 * DAY)
     assert pages.visit("reg", 1, Fetch(Outcome.MISSING)).event is PageEvent.LEFT
-    assert pages.get("reg", 1) is None
-    assert pages.take_changes()[("reg", 1)] is None
+    left = pages.take_changes()[("reg", 1)]  # kept, off the schedule: not taken for a page found before records
+    assert left is not None and left.gone == 2 and pages.get("reg", 1) == left
+    assert pages.due_ids("reg", T0 + 1000 * DAY, found=[1]) == []
+
+
+def test_found_ids_without_a_record_are_due_first_in_id_order() -> None:
+    pages = book()
+    pages.visit("reg", 5, ok("a"))
+    assert pages.due_ids("reg", T0 + 2 * DAY, found=[3, 5, 9]) == [3, 9, 5]
+    assert pages.due_ids("reg", T0, found=[3, 5, 9]) == [3, 9]
 
 
 def test_failed_a_replay_and_a_304_of_an_unknown_page_are_no_observation() -> None:
@@ -146,7 +154,7 @@ def test_the_book_equals_the_reference_model(steps: list[tuple[int, str, str, fl
     left = {}
     for id_ in range(1, 5):
         schedule = pages.get("reg", id_)
-        if schedule is not None:
+        if schedule is not None and schedule.gone < gone_limit:  # a record that left the schedule: gone
             left[id_] = (schedule.checksum, schedule.revision, schedule.update_duration, schedule.gone)
     assert left.keys() == want_left.keys()
     for id_, (checksum, revision, duration, gone) in left.items():
