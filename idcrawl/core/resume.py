@@ -68,7 +68,8 @@ def resume_specs(
         walks = tail_specs(target, lanes) if walk_tail else []
         if due_pages:
             ids = tuple(due_pages)
-            walks.append(LaneSpec(f"{target.name}:due", "holes", 0, 1, len(ids) - 1, target.rate_asc, ids=ids))
+            walks.append(LaneSpec(f"{target.name}:due", "holes", 0, 1, len(ids) - 1, target.rate_asc, ids=ids,
+                                  refetch_found=True))  # found ids, which the tail skips
         return walks
     if mode == "none" or not lanes:
         return lane_specs(target)
