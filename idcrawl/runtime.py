@@ -506,11 +506,9 @@ class LocalWorker:
         # ids the last run wrote to its feeds after its last commit: found already, never emitted again
         recovered = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler))
                      if store is not None and emit_once else {})
-        # resume=due: the tails' schedules (idcrawl.core.recrawl), read once
-        self._tails: dict[str, Schedule] = (
-            store.tail_schedules() if store is not None and any(t.resume == "due" for t in self.runtime.targets)
-            else {}
-        )
+        # the tails' schedules (idcrawl.core.recrawl), read once: resume=due plans with them, the recorder
+        # applies the recrawl rule to them at the run's end
+        self._tails: dict[str, Schedule] = store.tail_schedules() if store is not None else {}
         for target in self._in_due_order(self.runtime.targets):
             if target.resume == "none":
                 recovered.pop(target.name, None)  # the target starts over
@@ -529,6 +527,7 @@ class LocalWorker:
                 found_max=self._found_max,
                 last_found=self._last_found,
                 pages=self.pages,
+                tails=self._tails,
             )
 
     def _add_target(

@@ -25,7 +25,7 @@ from rich.text import Text
 from scrapy.commands import ScrapyCommand
 
 from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, read_state, resolve_state
-from idcrawl.commands.report import wanted_targets
+from idcrawl.commands.report import tail_fields, wanted_targets
 from idcrawl.core.clock import Clock, ClockError, parse_time, stamp
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageBook
@@ -139,17 +139,10 @@ def due_document(rows: Sequence[DueRow], *, at: float, state: str) -> dict[str, 
     """The rows as a JSON-ready dict (shape in docs/recrawl.md)."""
     targets = []
     for row in rows:
-        schedule = row.schedule
         tail = None
         if row.walk is not None:
-            tail = {
-                "walk_from": row.walk[0], "walk_to": row.walk[1], "due": row.tail_due, "overdue": row.overdue,
-                "last_crawled": stamp(schedule.last_crawled) if schedule else None,
-                "update_duration": schedule.update_duration if schedule else None,
-                "due_at": stamp(schedule.due_at()) if schedule else None,
-                "last_found": schedule.last_found if schedule else None,
-                "revision": schedule.revision if schedule else None,
-            }
+            tail = {"walk_from": row.walk[0], "walk_to": row.walk[1], "due": row.tail_due, "overdue": row.overdue,
+                    **tail_fields(row.schedule)}
         pages = {"records": row.pages, "due": list(row.due_pages)} if row.in_state else None
         targets.append({"name": row.name, "in_state": row.in_state, "due": row.due, "tail": tail, "pages": pages})
     return {"format": DUE_FORMAT, "state": state, "at": stamp(at), "due": [r.name for r in rows if r.due],

@@ -11,9 +11,10 @@ from rich.console import Console
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, load_views, resolve_state
-from idcrawl.commands.report import plan_document, render_plan
-from idcrawl.commands.scope_report import load_url_counts, render_scope, scope_document
+from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, read_state, resolve_state
+from idcrawl.commands.report import collect, plan_document, render_plan
+from idcrawl.commands.scope_report import render_scope, scope_document, url_counts
+from idcrawl.core.targets import parse_job
 
 
 class Command(ScrapyCommand):
@@ -48,9 +49,11 @@ class Command(ScrapyCommand):
             raise UsageError(f"--ranges must be >= 0, not {opts.ranges}", print_help=False)
         path = resolve_state(self.settings, opts)
         try:
-            urls, pages_only = load_url_counts(path, args)  # crawl scope: the URL queue by target, crawl profile, hops
-            plan_args = [name for name in args if name not in pages_only]  # page targets have no lanes
-            views = load_views(path, plan_args, opts.job) if plan_args or not args or opts.job else []
+            job = parse_job(opts.job) if opts.job else []
+            with read_state(path) as store:  # read once: the plan and the URL queue
+                urls, pages_only = url_counts(store, args)  # crawl scope: by target, crawl profile, hops
+                plan_args = [name for name in args if name not in pages_only]  # page targets have no lanes
+                views = collect(store, plan_args, job) if plan_args or not args or job else []
         except CommandFailed as exc:
             fail(self, "idplan", exc)
             return

@@ -454,11 +454,18 @@ def _run_json(run: RunRecord | None) -> dict[str, Any] | None:
 
 
 def tail_json(tail: Schedule | None) -> dict[str, Any] | None:
-    if tail is None:
-        return None
+    """A tail's schedule in ``idplan --json`` (None: no schedule); ``iddue --json`` has the same fields."""
+    return None if tail is None else tail_fields(tail)
+
+
+def tail_fields(tail: Schedule | None) -> dict[str, Any]:
+    """The fields of a tail's schedule in the JSON documents (each None without a schedule)."""
     return {
-        "last_crawled": stamp(tail.last_crawled), "update_duration": tail.update_duration,
-        "due_at": stamp(tail.due_at()), "last_found": tail.last_found, "revision": tail.revision,
+        "last_crawled": stamp(tail.last_crawled) if tail else None,
+        "update_duration": tail.update_duration if tail else None,
+        "due_at": stamp(tail.due_at()) if tail else None,
+        "last_found": tail.last_found if tail else None,
+        "revision": tail.revision if tail else None,
     }
 
 

@@ -8,7 +8,6 @@ a store that keeps no URL queue (Redis) has none.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -16,9 +15,9 @@ from rich.table import Table
 from rich.text import Text
 
 from idcrawl.core.urlqueue import QueueState, UrlCount, count_urls
-from idcrawl.state.sqlite import SqliteStateStore
+from idcrawl.state.base import StateStore
 
-__all__ = ["STATES", "load_url_counts", "render_scope", "scope_document"]
+__all__ = ["STATES", "render_scope", "scope_document", "url_counts"]
 
 #: The states shown, in order (a URL taken and never answered counts as queued).
 STATES = (QueueState.QUEUED, QueueState.POSTPONED, QueueState.HARVESTED)
@@ -26,18 +25,12 @@ STATES = (QueueState.QUEUED, QueueState.POSTPONED, QueueState.HARVESTED)
 Key = tuple[str, str, str]  # target, crawl profile, collection
 
 
-def load_url_counts(path: Path, targets: Sequence[str] = ()) -> tuple[list[UrlCount], list[str]]:
-    """The URL counts of the SQLite state file at ``path`` (of ``targets`` only, when named), and
-    which of ``targets`` have URLs but no lanes (page targets: the resume plan does not know them);
-    none from a file that does not exist or a state in Redis."""
-    if not isinstance(path, Path) or not path.is_file():
-        return [], []
-    store = SqliteStateStore(path, read_only=True)
-    try:
-        counts = count_urls(store.load_urls())
-        with_lanes = set(store.targets())
-    finally:
-        store.close()
+def url_counts(store: StateStore, targets: Sequence[str] = ()) -> tuple[list[UrlCount], list[str]]:
+    """The URL counts of the state ``store`` (of ``targets`` only, when named), and which of ``targets``
+    have URLs but no lanes (page targets: the resume plan does not know them); none from a store that
+    keeps no URL queue (Redis)."""
+    counts = count_urls(store.load_urls())
+    with_lanes = set(store.targets())
     with_urls = {c.target for c in counts}
     pages_only = [name for name in targets if name in with_urls and name not in with_lanes]
     return [c for c in counts if not targets or c.target in targets], pages_only

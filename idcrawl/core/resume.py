@@ -5,13 +5,13 @@ just after its last found id); ``holes`` refetches holes of the crawled
 spans (failed ones, or ``holes="all"``: missing and disallowed too) as list
 lanes; ``all`` does both; ``due`` walks the tail (the ascending lane, as ``bound`` does) when it is
 due (:func:`tail_due`, the rule of :mod:`idcrawl.core.recrawl`), then the due pages given, and
-nothing else. Ids already found are never fetched again: the frontier records them found without a
-request.
+nothing else. Ids already found are never fetched again (but by the due pages' lane, whose ids are
+found pages due for a revisit): the frontier records them found without a request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pyroaring import BitMap64
@@ -22,8 +22,7 @@ from idcrawl.core.ranges import LaneRecord, plan_lane
 from idcrawl.core.recrawl import Schedule, due
 from idcrawl.core.targets import RESUME_MODES, Target
 
-__all__ = ["IDENTITY_KEYS", "RESUME_MODES", "identity", "resume_specs", "tail_bound", "tail_due", "tail_spec",
-           "tail_specs"]
+__all__ = ["IDENTITY_KEYS", "RESUME_MODES", "identity", "resume_specs", "tail_bound", "tail_due", "tail_specs"]
 
 #: The target parameters that define which ids a crawl covers: a resumed run
 #: must have the same ones (margin, rate, window, attempts may change freely).
@@ -38,14 +37,6 @@ def tail_due(schedule: Schedule | None, now: float) -> bool:
     """Is a target's tail due at ``now`` (``resume=due``)? Yes when ``now - last_crawled > update_duration``,
     or when it has no schedule yet (no run walked it to its margin: an older state, or a stopped run)."""
     return schedule is None or due(schedule, now)
-
-
-def tail_spec(target: Target, lanes: Mapping[str, LaneRecord]) -> LaneSpec | None:
-    """The lane that walks ``target``'s tail: its ascending lane from just after its last found id (cut
-    by its margin) or from its first undecided id (stopped early); None: no tail (no ascending lane,
-    or one that reached its bound)."""
-    specs = tail_specs(target, lanes)
-    return specs[0] if specs else None
 
 
 def resume_specs(
@@ -67,9 +58,7 @@ def resume_specs(
     if mode == "due":
         walks = tail_specs(target, lanes) if walk_tail else []
         if due_pages:
-            ids = tuple(due_pages)
-            walks.append(LaneSpec(f"{target.name}:due", "holes", 0, 1, len(ids) - 1, target.rate_asc, ids=ids,
-                                  refetch_found=True))  # found ids, which the tail skips
+            walks.append(_list_lane(target, "due", due_pages, refetch_found=True))  # found ids, which the tail skips
         return walks
     if mode == "none" or not lanes:
         return lane_specs(target)
@@ -97,9 +86,16 @@ def resume_specs(
                     lane_holes = lane_holes[upto:]
             hole_ids |= lane_holes
     if hole_ids:
-        ids = tuple(hole_ids)
-        specs.append(LaneSpec(f"{target.name}:holes", "holes", 0, 1, len(ids) - 1, target.rate_asc, ids=ids))
+        specs.append(_list_lane(target, "holes", hole_ids))
     return specs
+
+
+def _list_lane(target: Target, name: str, ids: Iterable[int], *, refetch_found: bool = False) -> LaneSpec:
+    """A list lane ``<target>:<name>`` walking ``ids`` in the order given (holes, due pages);
+    ``refetch_found``: fetch ids already found too (due pages are found ids)."""
+    listed = tuple(ids)
+    return LaneSpec(f"{target.name}:{name}", "holes", 0, 1, len(listed) - 1, target.rate_asc, ids=listed,
+                    refetch_found=refetch_found)
 
 
 def tail_bound(lanes: Mapping[str, LaneRecord]) -> tuple[int, int | None] | None:
@@ -112,7 +108,9 @@ def tail_bound(lanes: Mapping[str, LaneRecord]) -> tuple[int, int | None] | None
 
 
 def tail_specs(target: Target, lanes: Mapping[str, LaneRecord]) -> list[LaneSpec]:
-    """``target``'s tail as a lane (none or one; see :func:`tail_spec`); every lane fresh when nothing was crawled."""
+    """The lane that walks ``target``'s tail (none or one): its ascending lane from just after its last found
+    id (cut by its margin) or from its first undecided id (stopped early); none when it has no ascending
+    lane or that one reached its bound; the fresh ascending lane when nothing was crawled."""
     if not lanes:
         return [spec for spec in lane_specs(target) if spec.direction == "asc"]
     specs: list[LaneSpec] = []

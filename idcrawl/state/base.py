@@ -11,9 +11,8 @@ committed state; see :class:`FeedMarks`). Per target also its tail's recrawl sch
 (``last_crawled``, ``update_duration``, ``last_found``, revision: :mod:`idcrawl.core.recrawl`),
 written with the run's last commit. And the URL queue of crawl scope: outlinks queued,
 postponed and harvested, with their counters (:mod:`idcrawl.core.urlqueue`). Backends only move
-these values; the rules that
-use them (the resume plan, the recrawl rule) live in :mod:`idcrawl.core.ranges` and
-:mod:`idcrawl.core.recrawl`.
+these values; the rules that use them (the resume plan, the recrawl rule, the URL queue's) live in
+:mod:`idcrawl.core.ranges`, :mod:`idcrawl.core.recrawl` and :mod:`idcrawl.core.urlqueue`.
 """
 
 from __future__ import annotations

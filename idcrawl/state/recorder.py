@@ -127,12 +127,14 @@ class StateRecorder:
         found_max: dict[str, int] | None = None,
         last_found: dict[str, int] | None = None,
         pages: PageBook | None = None,
+        tails: dict[str, Schedule] | None = None,
     ) -> None:
         """``recovered``: found ids read back from the last run's feed tails, committed at open;
         ``clock``: the crawl's one clock (``IDCRAWL_NOW``), for the run's times and the tails' schedules;
         ``found_max``: target -> the highest id its stored state has found (a tail's news is above it);
         ``last_found``: a continued lane -> its stored last found id, kept while the lane finds none;
-        ``pages``: the page schedule records, whose changes are committed with their ids' outcomes."""
+        ``pages``: the page schedule records, whose changes are committed with their ids' outcomes;
+        ``tails``: the tails' schedules as stored when the run began (None: read from ``store``)."""
         self.store = store
         self.crawler = crawler
         self.frontier = frontier
@@ -158,14 +160,14 @@ class StateRecorder:
         self.pages = pages
         self._page_records: dict[tuple[str, int], Schedule | None] = {}  # changed page records, not committed yet
         self.clock = clock if clock is not None else Clock()
-        self._tails: dict[str, Schedule] = {}  # target -> its tail's schedule as stored when the run began
+        #: target -> its tail's schedule as stored when the run began
+        self._tails: dict[str, Schedule] = tails if tails is not None else store.tail_schedules()
         self.found_max = dict(found_max or {})  # target -> the highest id found, stored or in this run
         self.last_found = last_found or {}
 
     # -- lifecycle ---------------------------------------------------------------
 
     def open(self) -> None:
-        self._tails = self.store.tail_schedules()
         self._run_id = self.store.begin_run(self.clock.stamp(), list(self._params))
         recovered = {target: {Outcome.FOUND: ids} for target, ids in self._recovered.items() if ids}
         self._commit(self._params, recovered)
@@ -303,10 +305,7 @@ class StateRecorder:
             for key, record in by_key.items():
                 if self._committed.get(key) != record:
                     changed.setdefault(target, {})[key] = record
-        if pages:
-            self.store.commit(params, outcomes, changed, feeds=feeds, tails=tails, pages=pages)
-        else:
-            self.store.commit(params, outcomes, changed, feeds=feeds, tails=tails)
+        self.store.commit(params, outcomes, changed, feeds=feeds, pages=pages, tails=tails)
         for by_key in changed.values():
             self._committed.update(by_key)
 
@@ -348,7 +347,7 @@ class StateRecorder:
                 pins[lane_key] = id_
         records: dict[str, dict[str, LaneRecord]] = defaultdict(dict)
         for key, lane in self.frontier.lanes.items():
-            if self.frontier.lane_direction[key] in ("holes", "pages"):  # list lanes have no durable record
+            if self.frontier.lane_direction[key] == "holes":  # list lanes (holes, due pages): no durable record
                 continue
             target = self.frontier.lane_target[key].name
             records[target][key] = self._record(key, lane, pins.get(key))

@@ -203,8 +203,10 @@ class RedisStateStore(StateStore):
 
         self._writable()
         try:
-            self.client.delete(self._key("o:", name), self._key("lanes:", name), self._key("pages:", name))
-            self.client.hdel(self._key("tails"), name)
+            with self.client.pipeline() as pipe:  # one MULTI: outcomes, lanes, page records and tail schedule
+                pipe.delete(self._key("o:", name), self._key("lanes:", name), self._key("pages:", name))
+                pipe.hdel(self._key("tails"), name)
+                pipe.execute()
         except redis.RedisError as exc:
             raise self._error(exc) from None
 

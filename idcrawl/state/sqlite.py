@@ -77,6 +77,8 @@ _URLS = (
 )
 _URL_COLUMNS = ("url, owner, collection, crawl_profiles, hops, offsite_hops, state, next_harvest, last_harvest, "
                 "not_found, errors, cycles, paths, links")
+_URL_UPSERT = (f"INSERT OR REPLACE INTO urls ({_URL_COLUMNS}) "  # noqa: S608 - the columns above, not input
+               f"VALUES ({', '.join('?' * len(_URL_COLUMNS.split(',')))})")
 
 
 def _url_row(entry: QueuedUrl) -> tuple[Any, ...]:
@@ -94,7 +96,6 @@ def _url_entry(row: Sequence[Any]) -> QueuedUrl:
                        last_harvest, not_found, errors, cycles)
     return QueuedUrl(record, QueueState(state), tuple(Hops(h, o) for h, o in json.loads(paths)),
                      None if links is None else tuple(json.loads(links)))
-
 
 
 class SqliteStateStore(StateStore):
@@ -229,44 +230,32 @@ class SqliteStateStore(StateStore):
             state.lanes[key] = LaneRecord(**json.loads(record))
         return state
 
-    def feed_marks(self) -> FeedMarks | None:
+    def _additive_rows(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of ``query`` on a table added after the first schema (``feeds``, ``urls``, ``pages``,
+        ``tails``); none from an older file opened read-only, which does not have it."""
         try:
-            rows = self._db.execute(
-                "SELECT run, path, offset FROM feeds WHERE run = (SELECT MAX(run) FROM feeds)"
-            ).fetchall()
+            return self._db.execute(query, params).fetchall()
         except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):  # a file written before feed marks, opened read-only
-                return None
+            if "no such table" in str(exc):
+                return []
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+
+    def feed_marks(self) -> FeedMarks | None:
+        rows = self._additive_rows("SELECT run, path, offset FROM feeds WHERE run = (SELECT MAX(run) FROM feeds)")
         if not rows:
             return None
         return FeedMarks(rows[0][0], {path: offset for _, path, offset in rows})
 
     def load_urls(self) -> list[QueuedUrl]:
-        try:
-            rows = self._db.execute(f"SELECT {_URL_COLUMNS} FROM urls ORDER BY url").fetchall()  # noqa: S608
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):  # a file written before the URL queue, opened read-only
-                return []
-            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+        rows = self._additive_rows(f"SELECT {_URL_COLUMNS} FROM urls ORDER BY url")  # noqa: S608
         return [_url_entry(row) for row in rows]
 
     def load_pages(self, name: str) -> dict[int, Schedule]:
-        try:
-            rows = self._db.execute("SELECT id, record FROM pages WHERE target = ?", (name,)).fetchall()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):  # a file written before page records, opened read-only
-                return {}
-            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+        rows = self._additive_rows("SELECT id, record FROM pages WHERE target = ?", (name,))
         return {id_: schedule_from_json(name, id_, record) for id_, record in rows}
 
     def tail_schedules(self) -> dict[str, Schedule]:
-        try:
-            rows = self._db.execute("SELECT target, record FROM tails ORDER BY target").fetchall()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):  # a file written before tail schedules, opened read-only
-                return {}
-            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+        rows = self._additive_rows("SELECT target, record FROM tails ORDER BY target")
         return {name: schedule_of(json.loads(record)) for name, record in rows}
 
     def runs(self) -> list[RunRecord]:
@@ -341,13 +330,12 @@ class SqliteStateStore(StateStore):
         try:
             with self._transaction() as db:
                 db.executemany("DELETE FROM urls WHERE url = ?", ((url,) for url in deleted))
-                db.executemany(f"INSERT OR REPLACE INTO urls ({_URL_COLUMNS}) "  # noqa: S608
-                               f"VALUES ({', '.join('?' * 14)})", (_url_row(entry) for entry in changed))
+                db.executemany(_URL_UPSERT, (_url_row(entry) for entry in changed))
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
     def reset(self, name: str) -> None:
-        """Forget a target's outcomes, lanes and page records (a fresh crawl); run history stays."""
+        """Forget a target's outcomes, lanes, page records and tail schedule (a fresh crawl); run history stays."""
         try:
             with self._transaction() as db:
                 db.execute("DELETE FROM outcomes WHERE target = ?", (name,))
