@@ -246,3 +246,55 @@ def test_pages_found_before_page_records_existed_are_due_at_once_and_get_records
     site.log.clear()
     second_due = crawl(site, tmp_path, T0 + 3600 + 2 * DAY, "run3.jsonl", resume="due")
     assert sorted(model.conditional) == list(range(1, 101)) and second_due.items == []
+
+
+def test_iddue_at_a_time_lists_exactly_the_tail_and_pages_a_due_run_at_that_time_fetches(
+    make_site, tmp_path: Path
+) -> None:
+    """Pages with three due times and a tail: at each of four times, ``iddue --at T`` names the
+    ids a ``resume=due`` run with the clock at T requests, no more, no fewer, the pages in its order."""
+    import shutil
+
+    model = ChangingModel()
+    site = make_site(model)
+    base = tmp_path / "base"
+    base.mkdir()
+    # window 1, per-host concurrency 1: the tail's requests are exactly its walk (no request past the cut)
+    settings = {"CONCURRENT_REQUESTS_PER_DOMAIN": 1}
+
+    def due_run(workdir: Path, now: float, output: str, **extra: object):
+        site.log.clear()
+        result = run_crawl(workdir, {**ARGS, "url": site.url(), "window": 1, **extra},
+                           {"IDCRAWL_NOW": at(now), **settings}, output=output)
+        assert result.returncode == 0, result.stderr[-3000:]
+        return result
+
+    due_run(base, T0, "run1.jsonl")  # every page and the tail: 1 day
+    rng = random.Random(1717)  # seeded
+    changed = rng.sample(range(1, 101), 10)
+    for id_ in changed:
+        model.version[id_] += 1
+    due_run(base, T0 + 2 * DAY, "run2.jsonl", resume="due")  # 10 pages 0.8 d, 90 pages and the tail 1.8 d
+    for id_ in changed[:5]:
+        model.version[id_] += 1
+    due_run(base, T0 + 3 * DAY, "run3.jsonl", resume="due")  # the 10: 5 changed again 0.64 d, 5 quiet 1.44 d
+    # due after: 5 pages T0 + 3.64 d, 90 pages and the tail T0 + 3.8 d, 5 pages T0 + 4.44 d
+    fetched_sets = []
+    for k, days in enumerate((3.5, 3.7, 3.9, 4.5)):
+        now = T0 + days * DAY
+        listed = scrapy(base, "iddue", "--at", at(now), "--json")
+        assert listed.returncode == 0, listed.stderr
+        [reg] = json.loads(listed.stdout)["targets"]
+        expected_pages = reg["pages"]["due"]
+        tail = reg["tail"]
+        expected_tail = list(range(tail["walk_from"], tail["walk_from"] + ARGS["margin"])) if tail["due"] else []
+        run_dir = tmp_path / f"at{k}"
+        shutil.copytree(base, run_dir)
+        run = due_run(run_dir, now, "due.jsonl", resume="due")
+        requested = [e.id for e in site.log if e.id is not None]
+        assert [i for i in requested if i <= 100] == expected_pages, days  # the pages, in iddue's order
+        assert [i for i in requested if i > 100] == expected_tail, days
+        assert run.items == []
+        fetched_sets.append((len(expected_pages), bool(expected_tail)))
+    # the four times see each due group fall due in turn (the test is not vacuous)
+    assert fetched_sets == [(0, False), (5, False), (95, True), (100, True)]
