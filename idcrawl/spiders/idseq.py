@@ -280,7 +280,7 @@ class IdSeqSpider(Spider):
             "status": response.status,
             "fetched_at": self.runtime.clock.stamp(),
             "attempts": info.get("attempt", 1),
-            "checksum": hashlib.sha1(response.body).hexdigest(),  # noqa: S324 - a fingerprint, not security
+            "checksum": _checksum(response),
         }
         visit = response.meta.get(_VISIT_KEY)
         item["revision"] = visit.revision if isinstance(visit, PageVisit) else 1
@@ -315,7 +315,7 @@ class IdSeqSpider(Spider):
             "offsite_hops": info.get("offsite_hops"),
             "crawl_profiles": info.get("crawl_profiles"),
             "fetched_at": self.runtime.clock.stamp(),
-            "checksum": hashlib.sha1(response.body).hexdigest(),  # noqa: S324 - a fingerprint, not security
+            "checksum": _checksum(response),
         }
         return iterate_spider_output(self.parse_outlink(response, item))
 
@@ -345,10 +345,8 @@ class IdSeqSpider(Spider):
         if outcome is Outcome.FOUND:
             visit = None
             if pages is not None:
-                fetch = Fetch(
-                    PageOutcome.OK, hashlib.sha1(response.body).hexdigest(),  # noqa: S324 - a fingerprint
-                    etag=_header(response, b"ETag"), last_modified=_header(response, b"Last-Modified"),
-                )
+                fetch = Fetch(PageOutcome.OK, _checksum(response), etag=_header(response, b"ETag"),
+                              last_modified=_header(response, b"Last-Modified"))
                 visit = pages.visit(info["target"], info["id"], fetch)
                 self._page_stat(visit.event)
             if visit is None or visit.emits:  # a new id or a changed page: an item
@@ -416,6 +414,11 @@ class IdSeqSpider(Spider):
 
     def _spider_closed(self, reason: str) -> None:
         self.runtime.close(reason)
+
+
+def _checksum(response: Response) -> str:
+    """A page's checksum: the item's ``checksum``, and what a revisit compares (SHA-1 of the body)."""
+    return hashlib.sha1(response.body).hexdigest()  # noqa: S324 - a fingerprint, not security
 
 
 def _header(response: Response, name: bytes) -> str | None:
