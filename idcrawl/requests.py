@@ -19,39 +19,53 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.runtime import META_KEY
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from twisted.python.failure import Failure
 
     from idcrawl.core.frontier import Dispatch
 
-__all__ = ["HANDLED_STATUSES", "failure_outcome", "lane_request"]
+__all__ = ["CONDITIONAL_KEY", "HANDLED_STATUSES", "failure_outcome", "lane_request"]
 
 logger = logging.getLogger(__name__)
 
 #: Statuses handed to the callback instead of being dropped by HttpErrorMiddleware
 #: (3xx stay out so that redirects are still followed).
 HANDLED_STATUSES = list(range(400, 600))
+#: ``request.meta`` key of a conditional revisit of a found page (its validators were sent): a 304
+#: answering it means "not modified" (:mod:`idcrawl.core.pagebook`).
+CONDITIONAL_KEY = "idcrawl_conditional"
 #: The message of the IgnoreRequest raised by Scrapy's RobotsTxtMiddleware.
 _ROBOTS_FORBIDDEN = "Forbidden by robots.txt"
 
 
-def lane_request(dispatch: Dispatch, *, callback: Callable[..., Any], errback: Callable[..., Any]) -> Request:
+def lane_request(
+    dispatch: Dispatch, *, callback: Callable[..., Any], errback: Callable[..., Any],
+    validators: Mapping[str, str] | None = None,
+) -> Request:
     """The request for one dispatched id: never filtered, every status to ``callback``, no Scrapy retries.
 
     ``request.meta[META_KEY]`` carries the lane, id, target and attempt that the
-    outcome is recorded under.
+    outcome is recorded under. ``validators``: the conditional headers of a revisit of a found page
+    (``If-None-Match``, ``If-Modified-Since``); its 304 goes to ``callback`` too, and Scrapy's HTTP
+    cache stays out of it (``dont_cache``: its own validators would answer instead of the site).
     """
+    meta: dict[str, Any] = {
+        META_KEY: {"lane": dispatch.lane, "id": dispatch.id, "target": dispatch.target.name, "attempt": 1},
+        "handle_httpstatus_list": HANDLED_STATUSES,
+        "dont_retry": True,  # IdAttemptsMiddleware retries lane requests, with a cool-down
+    }
+    if validators:
+        meta[CONDITIONAL_KEY] = True
+        meta["handle_httpstatus_list"] = [304, *HANDLED_STATUSES]
+        meta["dont_cache"] = True
     return Request(
         dispatch.target.url_for(dispatch.id),
         callback=callback,
         errback=errback,
         dont_filter=True,
-        meta={
-            META_KEY: {"lane": dispatch.lane, "id": dispatch.id, "target": dispatch.target.name, "attempt": 1},
-            "handle_httpstatus_list": HANDLED_STATUSES,
-            "dont_retry": True,  # IdAttemptsMiddleware retries lane requests, with a cool-down
-        },
+        headers=dict(validators) if validators else None,
+        meta=meta,
     )
 
 

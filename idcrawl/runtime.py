@@ -37,6 +37,7 @@ from idcrawl import _scrapy, default_settings
 from idcrawl.core.clock import Clock, ClockError, format_time
 from idcrawl.core.frontier import Dispatch, Frontier, IdFrontier, lane_specs
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
+from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, resume_specs, tail_due
 from idcrawl.core.scope import JobScope
@@ -222,6 +223,12 @@ class IdRuntime:
     @property
     def resume_notes(self) -> dict[str, str]:
         return self.worker.resume_notes
+
+    @property
+    def pages(self) -> PageBook | None:
+        """The page schedule records (recrawl of found pages); None: the worker keeps none."""
+        pages: PageBook | None = getattr(self.worker, "pages", None)
+        return pages
 
     @property
     def counts_scope(self) -> str:
@@ -505,7 +512,11 @@ class LocalWorker:
         self.frontier: Frontier[Payload] = Frontier([], neutral=neutral, rebind=_rebind, adaptive=adaptive)
         self.recorder: StateRecorder | None = None
         self.resume_notes: dict[str, str] = {}
+        #: the page schedule records of the targets (conditional revisits, due pages, items of changes
+        #: only), kept with the state (None: state off, every found page is new)
+        self.pages: PageBook | None = None
         self._recovered_count = 0  # found ids read back from the last run's feed tails
+        self._due_pages = 0  # page ids due (resume=due)
         store = None
         if settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
             from idcrawl.state.factory import open_store
@@ -520,6 +531,9 @@ class LocalWorker:
     def _load(self, store: StateStore | None) -> None:
         """The targets' lanes, planned from the stored state when there is one."""
         settings = self.crawler.settings
+        self._store = store
+        if store is not None:
+            self.pages = PageBook(self.runtime.clock, {t.name: t.policy for t in self.runtime.targets}, retain=False)
         origins: dict[str, int] = {}
         self._found_max: dict[str, int] = {}  # target -> the highest id its stored state found
         self._last_found: dict[str, int] = {}  # continued lane -> its stored last found id
@@ -548,6 +562,7 @@ class LocalWorker:
                 clock=self.runtime.clock,
                 found_max=self._found_max,
                 last_found=self._last_found,
+                pages=self.pages,
                 tails=self._tails,
             )
 
@@ -610,9 +625,14 @@ class LocalWorker:
 
     def due_pages(self, target: Target, state: TargetState) -> list[int]:
         """``resume=due``: the found ids of ``target`` due for a revisit at the clock's now, most overdue
-        first (:func:`idcrawl.core.recrawl.due_order`); walked after its tail. None yet: page schedules
-        are the page revisits' (conditional requests), which fill this in."""
-        return []
+        first (:func:`idcrawl.core.recrawl.due_order`); walked after its tail, as conditional requests.
+        Only a due run loads the page records: other runs never fetch a found id again."""
+        if target.resume != "due" or self._store is None or self.pages is None:
+            return []
+        self.pages.load(target.name, self._store.load_pages(target.name))
+        due = self.pages.due_ids(target.name, found=state.outcomes.get(Outcome.FOUND, ()))
+        self._due_pages += len(due)
+        return due
 
     def watch_schedules(self) -> list[Schedule]:
         """Watch mode, after the wave's last commit: the schedules of this job's targets as stored now
@@ -634,6 +654,8 @@ class LocalWorker:
     def open(self) -> None:
         if self._recovered_count:
             self.runtime.stats.set_value(f"{STATS_PREFIX}/resume/recovered_from_feed", self._recovered_count)
+        if self._due_pages:
+            self.runtime.stats.set_value(f"{STATS_PREFIX}/pages/due", self._due_pages)
         if self.recorder is not None:
             self.recorder.open()
 

@@ -3,7 +3,9 @@
 Per target, what a ``-a resume=due`` run with the clock at ``--at`` (default: ``IDCRAWL_NOW``, else now)
 fetches: its tail when it is due (:func:`idcrawl.core.resume.tail_due`: ``now - last_crawled >
 update_duration``, or no schedule yet), walked from just after its last found id to the margin
-(:func:`idcrawl.core.resume.tail_bound`); a job target never crawled is crawled from its start. Due
+(:func:`idcrawl.core.resume.tail_bound`); a job target never crawled is crawled from its start; and its
+found pages that are due (:class:`idcrawl.core.pagebook.PageBook`, the same computation as the crawl's),
+most overdue first, revisited with conditional requests. Due
 targets come first, most overdue first (``overdue / duration``); then the others by when they fall due.
 The state is only read.
 """
@@ -25,6 +27,8 @@ from scrapy.commands import ScrapyCommand
 from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, read_state, resolve_state
 from idcrawl.commands.report import tail_fields, wanted_targets
 from idcrawl.core.clock import Clock, ClockError, parse_time, stamp
+from idcrawl.core.lanes import Outcome
+from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule, duration_text, overdue
 from idcrawl.core.resume import tail_bound, tail_due
 from idcrawl.core.targets import Target, parse_job
@@ -49,6 +53,12 @@ class DueRow:
     due: bool
     #: how overdue, in durations (> 0 when due; None: no schedule)
     overdue: float | None
+    #: the found pages due for a revisit at that time, in fetch order (most overdue first)
+    due_pages: tuple[int, ...] = ()
+    #: how many found pages have a schedule record
+    pages: int = 0
+    #: is the tail due (``due``: the tail or some page)?
+    tail_due: bool = True
 
 
 def due_rows(store: StateStore, names: Sequence[str], job: Sequence[Target], at: float) -> list[DueRow]:
@@ -70,7 +80,11 @@ def due_rows(store: StateStore, names: Sequence[str], job: Sequence[Target], at:
             target_ = by_name.get(name)
             walk = (target_.start, target_.max) if target_ is not None and target_.direction != "desc" else None
         is_due = walk is not None and tail_due(schedule, at)
-        rows.append(DueRow(name, True, walk, schedule, is_due, overdue(schedule, at) if schedule else None))
+        book = PageBook(Clock(at))
+        book.load(name, store.load_pages(name))
+        due_pages = tuple(book.due_ids(name, found=state.outcomes.get(Outcome.FOUND, ())))
+        rows.append(DueRow(name, True, walk, schedule, is_due or bool(due_pages),
+                           overdue(schedule, at) if schedule else None, due_pages, book.records(name), is_due))
     rows.sort(key=lambda r: (not r.due, -(r.overdue or 0.0) if r.due else _due_at(r), r.name))
     return rows
 
@@ -91,7 +105,7 @@ def _walk_text(row: DueRow) -> str:
 def _at_text(row: DueRow) -> str:
     if row.walk is None:
         return "nothing"
-    if not row.due:
+    if not row.tail_due:
         return "not due"
     if row.schedule is None:
         return "due (no schedule yet)" if row.in_state else "due (never crawled)"
@@ -105,7 +119,8 @@ def render_due(rows: Sequence[DueRow], console: Console, *, at: float, state: st
     if not rows:
         return
     table = Table()
-    for column in ("target", "tail walk", "learned duration", "last crawled", "due after", "at that time"):
+    for column in ("target", "tail walk", "learned duration", "last crawled", "due after", "at that time",
+                   "pages due"):
         table.add_column(column, overflow="fold")
     for row in rows:
         schedule = row.schedule
@@ -115,6 +130,7 @@ def render_due(rows: Sequence[DueRow], console: Console, *, at: float, state: st
             stamp(schedule.last_crawled) if schedule else "-",
             stamp(schedule.due_at()) if schedule else "-",
             _at_text(row),
+            f"{len(row.due_pages):,} of {row.pages:,}" if row.pages else "-",
         )
     console.print(table)
 
@@ -125,9 +141,10 @@ def due_document(rows: Sequence[DueRow], *, at: float, state: str) -> dict[str, 
     for row in rows:
         tail = None
         if row.walk is not None:
-            tail = {"walk_from": row.walk[0], "walk_to": row.walk[1], "due": row.due, "overdue": row.overdue,
+            tail = {"walk_from": row.walk[0], "walk_to": row.walk[1], "due": row.tail_due, "overdue": row.overdue,
                     **tail_fields(row.schedule)}
-        targets.append({"name": row.name, "in_state": row.in_state, "due": row.due, "tail": tail, "pages": None})
+        pages = {"records": row.pages, "due": list(row.due_pages)} if row.in_state else None
+        targets.append({"name": row.name, "in_state": row.in_state, "due": row.due, "tail": tail, "pages": pages})
     return {"format": DUE_FORMAT, "state": state, "at": stamp(at), "due": [r.name for r in rows if r.due],
             "targets": targets}
 

@@ -35,6 +35,8 @@ class LaneSpec:
     stop: int | None
     weight: int
     ids: tuple[int, ...] | None = None
+    #: fetch ids an earlier run found (due pages revisited), which other lanes skip
+    refetch_found: bool = False
 
 
 def lane_specs(target: Target) -> list[LaneSpec]:
@@ -189,6 +191,7 @@ class Frontier(Generic[P]):
         self._known_found: dict[str, Container[int]] = {}
         #: shared ids whose emitting lane became known: (lane, payload, emits its items), not yet handed out
         self._pending: list[tuple[str, int, P | None, bool]] = []
+        self._refetch_found: set[str] = set()  # lanes that fetch known found ids (LaneSpec.refetch_found)
         #: ids not fetched because an earlier run already found them
         self.skipped_found = 0
         for target in targets:
@@ -220,6 +223,8 @@ class Frontier(Generic[P]):
             if spec.ids is not None:
                 self._ids[spec.key] = spec.ids
                 self._positions[spec.key] = {id_: pos for pos, id_ in enumerate(spec.ids)}
+            if spec.refetch_found:
+                self._refetch_found.add(spec.key)
             self.lanes[spec.key] = lane
             self.lane_target[spec.key] = target
             self.lane_direction[spec.key] = spec.direction
@@ -267,7 +272,7 @@ class Frontier(Generic[P]):
             id_ = ids[position] if ids is not None else position
             target = self.lane_target[key]
             known = self._known_found.get(target.name)
-            if known is not None and id_ in known:
+            if known is not None and id_ in known and key not in self._refetch_found:
                 self.skipped_found += 1
                 self.released.extend(self.record(key, id_, Outcome.FOUND).released)
                 continue

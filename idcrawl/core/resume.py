@@ -5,8 +5,8 @@ just after its last found id); ``holes`` refetches holes of the crawled
 spans (failed ones, or ``holes="all"``: missing and disallowed too) as list
 lanes; ``all`` does both; ``due`` walks the tail (the ascending lane, as ``bound`` does) when it is
 due (:func:`tail_due`, the rule of :mod:`idcrawl.core.recrawl`), then the due pages given, and
-nothing else. Ids already found are never fetched again: the frontier records them found without a
-request.
+nothing else. Ids already found are never fetched again (but by the due pages' lane, whose ids are
+found pages due for a revisit): the frontier records them found without a request.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def resume_specs(
     if mode == "due":
         walks = tail_specs(target, lanes) if walk_tail else []
         if due_pages:
-            walks.append(_list_lane(target, "due", due_pages))
+            walks.append(_list_lane(target, "due", due_pages, refetch_found=True))  # found ids, which the tail skips
         return walks
     if mode == "none" or not lanes:
         return lane_specs(target)
@@ -103,10 +103,12 @@ def resume_specs(
     return specs
 
 
-def _list_lane(target: Target, name: str, ids: Iterable[int]) -> LaneSpec:
-    """A list lane ``<target>:<name>`` walking ``ids`` in the order given (holes, due pages)."""
+def _list_lane(target: Target, name: str, ids: Iterable[int], *, refetch_found: bool = False) -> LaneSpec:
+    """A list lane ``<target>:<name>`` walking ``ids`` in the order given (holes, due pages);
+    ``refetch_found``: fetch ids already found too (due pages are found ids)."""
     listed = tuple(ids)
-    return LaneSpec(f"{target.name}:{name}", "holes", 0, 1, len(listed) - 1, target.rate_asc, ids=listed)
+    return LaneSpec(f"{target.name}:{name}", "holes", 0, 1, len(listed) - 1, target.rate_asc, ids=listed,
+                    refetch_found=refetch_found)
 
 
 def tail_bound(lanes: Mapping[str, LaneRecord]) -> tuple[int, int | None] | None:

@@ -14,7 +14,7 @@ import html
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -81,6 +81,10 @@ class DemoModel:
             return Reply(200, self.page(id_), (("Content-Type", "text/html; charset=utf-8"),))
         return Reply(404, b"<html><body><h1>Not found</h1></body></html>", (("Content-Type", "text/html"),))
 
+    def reply_to(self, id_: int, host: str, nth: int, headers: Mapping[str, str]) -> Reply:
+        """The answer given the request's headers (``If-None-Match``, ...): :meth:`reply` unless overridden."""
+        return self.reply(id_, host, nth)
+
     def soft_reply(self, id_: int, host: str, nth: int) -> Reply:
         """The answer at the soft-404 prefix: a notice, or 200 with a "could not be found" page."""
         reply = self.reply(id_, host, nth)
@@ -118,7 +122,7 @@ class _Handler(BaseHTTPRequestHandler):
             if id_ is None or prefix not in (site.prefix, site.soft_prefix):
                 reply = Reply(404, b"no such page")
             else:
-                reply = site.answer(id_, host, soft=prefix == site.soft_prefix)
+                reply = site.answer(id_, host, soft=prefix == site.soft_prefix, headers=dict(self.headers.items()))
         site.record(LoggedRequest(time.monotonic(), host, path, id_, reply.status))
         if reply.delay:
             time.sleep(reply.delay)
@@ -176,10 +180,12 @@ class IdSite(ThreadingHTTPServer):
         """The id template of the soft-404 prefix, e.g. ``http://127.0.0.1:PORT/register/{id}``."""
         return f"http://{host}:{self.port}{self.soft_prefix}/{{id}}"
 
-    def answer(self, id_: int, host: str, *, soft: bool = False) -> Reply:
+    def answer(self, id_: int, host: str, *, soft: bool = False, headers: Mapping[str, str] | None = None) -> Reply:
         with self._lock:
             nth = self._counts[(host, id_)] = self._counts.get((host, id_), 0) + 1
-        return self.model.soft_reply(id_, host, nth) if soft else self.model.reply(id_, host, nth)
+        if soft:
+            return self.model.soft_reply(id_, host, nth)
+        return self.model.reply_to(id_, host, nth, headers or {})
 
     def record(self, entry: LoggedRequest) -> None:
         with self._lock:

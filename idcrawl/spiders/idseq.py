@@ -26,6 +26,9 @@ from idcrawl import default_settings
 from idcrawl.core.fingerprints import ITEM_SIGNATURE_KEY
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
+from idcrawl.core.pagebook import PageEvent, PageVisit
+from idcrawl.core.recrawl import Fetch
+from idcrawl.core.recrawl import Outcome as PageOutcome
 from idcrawl.core.targets import (
     TARGET_KEYS,
     JobFile,
@@ -39,8 +42,8 @@ from idcrawl.core.watch import parse_watch, watch_targets
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.pages import page_signature, rule_outcome
 from idcrawl.pipelines import signatures_wanted
-from idcrawl.requests import failure_outcome, lane_request
-from idcrawl.runtime import META_KEY, IdRuntime, runtime_of
+from idcrawl.requests import CONDITIONAL_KEY, failure_outcome, lane_request
+from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, runtime_of
 from idcrawl.settings_profiles import apply_profile
 from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
 from idcrawl.validation import validate_settings
@@ -56,6 +59,17 @@ __all__ = ["ID_CONCURRENT_ITEMS", "IdSeqSpider"]
 # CONCURRENT_ITEMS of an id crawl unless the project or -s sets it: a response's outputs one after another
 ID_CONCURRENT_ITEMS = 1
 
+#: ``response.meta`` key of the page visit of a new or changed page (its item's revision).
+_VISIT_KEY = "idcrawl_page_visit"
+#: What each fetch of a found id meant for its page, counted (recrawl of found pages).
+_PAGE_STATS = {
+    PageEvent.NEW: f"{STATS_PREFIX}/pages/new",
+    PageEvent.CHANGED: f"{STATS_PREFIX}/pages/changed",
+    PageEvent.UNCHANGED: f"{STATS_PREFIX}/pages/unchanged",
+    PageEvent.NOT_MODIFIED: f"{STATS_PREFIX}/pages/not_modified",
+    PageEvent.GONE: f"{STATS_PREFIX}/pages/gone",
+    PageEvent.LEFT: f"{STATS_PREFIX}/pages/left_schedule",
+}
 
 
 class IdSeqSpider(Spider):
@@ -257,8 +271,15 @@ class IdSeqSpider(Spider):
 
     def make_id_request(self, dispatch: Dispatch) -> Request:
         """The request for one id; override to add headers, cookies or meta to ``super().make_id_request(dispatch)``
-        (``request.replace(...)``, keeping its callbacks and its ``request.meta["idcrawl"]``)."""
-        return lane_request(dispatch, callback=self._id_response, errback=self._id_failure)
+        (``request.replace(...)``, keeping its callbacks and its ``request.meta["idcrawl"]``).
+
+        A revisit of a found page carries the validators of its last fetch (``If-None-Match``,
+        ``If-Modified-Since``): a conditional request, whose 304 means "not modified"."""
+        pages = self.runtime.pages
+        validators = pages.validators(dispatch.target.name, dispatch.id) if pages is not None else None
+        if validators:
+            self.crawler.stats.inc_value(f"{STATS_PREFIX}/pages/conditional")
+        return lane_request(dispatch, callback=self._id_response, errback=self._id_failure, validators=validators)
 
     def classify(self, response: Response) -> Outcome:
         """Decide an id's outcome from its final response by its target's outcome rule.
@@ -276,7 +297,8 @@ class IdSeqSpider(Spider):
 
     def base_item(self, response: Response) -> dict[str, Any]:
         """The fields every item of a found id has (``target``, ``id``, ``url``, ``status``,
-        ``fetched_at``, ``attempts``, ``checksum``); ``parse_found`` gets it to fill in."""
+        ``fetched_at``, ``attempts``, ``checksum``, ``revision``, ``previous_checksum``);
+        ``parse_found`` gets it to fill in."""
         info = response.meta[META_KEY]
         item: dict[str, Any] = {
             "target": info["target"],
@@ -285,8 +307,11 @@ class IdSeqSpider(Spider):
             "status": response.status,
             "fetched_at": self.runtime.clock.stamp(),
             "attempts": info.get("attempt", 1),
-            "checksum": hashlib.sha1(response.body).hexdigest(),  # noqa: S324 - a fingerprint, not security
+            "checksum": _checksum(response),
         }
+        visit = response.meta.get(_VISIT_KEY)
+        item["revision"] = visit.revision if isinstance(visit, PageVisit) else 1
+        item["previous_checksum"] = visit.previous_checksum if isinstance(visit, PageVisit) else None
         if self._signatures_wanted:
             # near-duplicates: the pipeline needs the page's MinHash, and items do not carry the body
             minhash = page_signature(response)
@@ -317,7 +342,7 @@ class IdSeqSpider(Spider):
             "offsite_hops": info.get("offsite_hops"),
             "crawl_profiles": info.get("crawl_profiles"),
             "fetched_at": self.runtime.clock.stamp(),
-            "checksum": hashlib.sha1(response.body).hexdigest(),  # noqa: S324 - a fingerprint, not security
+            "checksum": _checksum(response),
         }
         return iterate_spider_output(self.parse_outlink(response, item))
 
@@ -336,11 +361,35 @@ class IdSeqSpider(Spider):
         if self._soft404 is not None and self._soft404.hold(response):
             return  # judged when the target's soft-404 probe is settled
         info = response.meta[META_KEY]
+        pages = self.runtime.pages
+        if response.status == 304 and response.meta.get(CONDITIONAL_KEY) and pages is not None:
+            # not modified: the id is still found; no body to parse, no item
+            self._page_stat(pages.visit(info["target"], info["id"], Fetch(PageOutcome.NOT_MODIFIED)).event)
+            yield from self.runtime.record(info["lane"], info["id"], Outcome.FOUND, [], attempt=info.get("attempt", 1))
+            return
         outcome = self.classify(response)
         payload = None
         if outcome is Outcome.FOUND:
-            payload = list(iterate_spider_output(self.parse_found(response, self.base_item(response))))
+            visit = None
+            if pages is not None:
+                fetch = Fetch(PageOutcome.OK, _checksum(response), etag=_header(response, b"ETag"),
+                              last_modified=_header(response, b"Last-Modified"))
+                visit = pages.visit(info["target"], info["id"], fetch)
+                self._page_stat(visit.event)
+            if visit is None or visit.emits:  # a new id or a changed page: an item
+                if visit is not None:
+                    response.meta[_VISIT_KEY] = visit  # base_item's revision and previous_checksum
+                payload = list(iterate_spider_output(self.parse_found(response, self.base_item(response))))
+            else:  # unchanged since the last fetch: nothing to emit
+                payload = []
+        elif outcome is Outcome.MISSING and pages is not None:
+            self._page_stat(pages.visit(info["target"], info["id"], Fetch(PageOutcome.MISSING)).event)
         yield from self.runtime.record(info["lane"], info["id"], outcome, payload, attempt=info.get("attempt", 1))
+
+    def _page_stat(self, event: PageEvent) -> None:
+        key = _PAGE_STATS.get(event)
+        if key is not None:
+            self.crawler.stats.inc_value(key)
 
     def _id_failure(self, failure: Failure) -> Iterator[Any]:
         info = failure.request.meta[META_KEY]  # type: ignore[attr-defined]
@@ -392,3 +441,14 @@ class IdSeqSpider(Spider):
 
     def _spider_closed(self, reason: str) -> None:
         self.runtime.close(reason)
+
+
+def _checksum(response: Response) -> str:
+    """A page's checksum: the item's ``checksum``, and what a revisit compares (SHA-1 of the body)."""
+    return hashlib.sha1(response.body).hexdigest()  # noqa: S324 - a fingerprint, not security
+
+
+def _header(response: Response, name: bytes) -> str | None:
+    """A response header as text (validators are ASCII), or None."""
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value else None

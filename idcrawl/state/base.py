@@ -1,8 +1,9 @@
 """The state store interface: what a crawl must remember between runs.
 
 Per target: its parameters (a later run with other parameters is detected),
-the outcome of every decided id as compressed bitmaps, and the lanes'
-durable records (cursor, last found id, cut). Per run: start and end times,
+the outcome of every decided id as compressed bitmaps, the lanes'
+durable records (cursor, last found id, cut) and a schedule record per found
+page (checksum, validators, last status, when it is due again). Per run: start and end times,
 finish reason, counts, the names of the targets it crawled (one state
 file may serve many jobs: ``scrapy idplan`` shows each target its own last
 run) and its feed marks (how far each local feed file was covered by the
@@ -101,10 +102,16 @@ class StateStore(ABC):
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
         feeds: FeedMarks | None = None,
+        pages: Mapping[str, Mapping[int, Schedule | None]] | None = None,
         tails: Mapping[str, Schedule] | None = None,
     ) -> None:
         """Atomically: set targets' params, add outcome ids, upsert lane records, set a run's feed marks,
+        upsert page schedule records (``pages``: target -> id -> record; None: the page left the schedule),
         set targets' tail schedules (``tails``: target name -> its schedule)."""
+
+    def load_pages(self, name: str) -> dict[int, Schedule]:
+        """The page schedule records of target ``name`` (id -> record; recrawl of found pages)."""
+        return {}
 
     def tail_schedules(self) -> dict[str, Schedule]:
         """Target name -> its tail's recrawl schedule, for the targets that have one."""
@@ -127,7 +134,7 @@ class StateStore(ABC):
 
     @abstractmethod
     def reset(self, name: str) -> None:
-        """Forget a target's outcomes, lanes and tail schedule (a fresh crawl); run history stays."""
+        """Forget a target's outcomes, lanes, page records and tail schedule (a fresh crawl); run history stays."""
 
     @abstractmethod
     def begin_run(self, started_at: str, targets: Sequence[str] | None = None) -> int:

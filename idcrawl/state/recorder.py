@@ -55,6 +55,7 @@ from w3lib.url import file_uri_to_path
 from idcrawl._scrapy import feed_slots, has_feed_exporter
 from idcrawl.core.clock import Clock
 from idcrawl.core.lanes import MARGIN, Lane, Outcome
+from idcrawl.core.pagebook import PageBook, by_target
 from idcrawl.core.ranges import LaneRecord
 from idcrawl.core.recrawl import Schedule, tail_after_run
 from idcrawl.core.resume import identity
@@ -125,12 +126,14 @@ class StateRecorder:
         clock: Clock | None = None,
         found_max: dict[str, int] | None = None,
         last_found: dict[str, int] | None = None,
+        pages: PageBook | None = None,
         tails: dict[str, Schedule] | None = None,
     ) -> None:
         """``recovered``: found ids read back from the last run's feed tails, committed at open;
         ``clock``: the crawl's one clock (``IDCRAWL_NOW``), for the run's times and the tails' schedules;
         ``found_max``: target -> the highest id its stored state has found (a tail's news is above it);
         ``last_found``: a continued lane -> its stored last found id, kept while the lane finds none;
+        ``pages``: the page schedule records, whose changes are committed with their ids' outcomes;
         ``tails``: the tails' schedules as stored when the run began (None: read from ``store``)."""
         self.store = store
         self.crawler = crawler
@@ -154,6 +157,8 @@ class StateRecorder:
         self._recovered = recovered or {}
         self._several_items = False  # some found id had more than one item: feed tails cannot be read back
         self._committed: dict[str, LaneRecord] = {}  # lane key -> its record as last committed
+        self.pages = pages
+        self._page_records: dict[tuple[str, int], Schedule | None] = {}  # changed page records, not committed yet
         self.clock = clock if clock is not None else Clock()
         #: target -> its tail's schedule as stored when the run began
         self._tails: dict[str, Schedule] = tails if tails is not None else store.tail_schedules()
@@ -233,6 +238,8 @@ class StateRecorder:
         if id_ > self.found_max.get(target, -1):
             self.found_max[target] = id_
         own = self._unwritten.expect(target, id_, outputs, lane_key)
+        if self.pages is not None:
+            self.pages.released(target, id_)
         if own > 1 and not self._several_items:
             # a kill could leave only some of its items in a feed: before they are written, no
             # feed of this run is read back any more (they go on being fetched again, at least once)
@@ -273,6 +280,7 @@ class StateRecorder:
         for commit in self.also_commit:  # after the flush: the items written so far are on disk
             commit()
         outcomes, self._pending = self._pending, defaultdict(lambda: defaultdict(BitMap64))
+        pages = self._ready_pages()
         marks = None
         if self._durable_feeds:
             for (target, id_) in self._written:
@@ -280,16 +288,31 @@ class StateRecorder:
             self._written = {}
             marks = self._marks()
         walked = self._walked_tails() if tails else None
-        self._commit({}, outcomes, marks, walked)
+        self._commit({}, outcomes, marks, walked, pages)
         if walked is not None:
             self.schedules = {**self._tails, **walked}
         self._pending_count = len(self._written)
         self.commits += 1
 
+    def _ready_pages(self) -> dict[str, dict[int, Schedule | None]] | None:
+        """Changed page records whose ids' items are written (a changed page's record goes with its item:
+        committed before it, a kill would leave the change recorded and its item never emitted)."""
+        if self.pages is None:
+            return None
+        self._page_records.update(self.pages.take_changes())
+        held = {key for key, _ in self._unwritten.pending()} | self.pages.awaiting
+        if not self._durable_feeds:
+            held.update(self._written)
+        ready = [(key, record) for key, record in self._page_records.items() if key not in held]
+        for key, _ in ready:
+            del self._page_records[key]
+        return by_target(ready) or None
+
     def _commit(
         self, params: dict[str, dict[str, Any]], outcomes: dict[str, dict[Outcome, BitMap64]],
         feeds: FeedMarks | None = None,
         tails: dict[str, Schedule] | None = None,
+        pages: dict[str, dict[int, Schedule | None]] | None = None,
     ) -> None:
         """One transaction; only the lane records that changed since the last commit are written
         (a job of 100,000 targets would otherwise rewrite every lane's record every few seconds)."""
@@ -299,7 +322,7 @@ class StateRecorder:
             for key, record in by_key.items():
                 if self._committed.get(key) != record:
                     changed.setdefault(target, {})[key] = record
-        self.store.commit(params, outcomes, changed, feeds=feeds, tails=tails)
+        self.store.commit(params, outcomes, changed, feeds=feeds, pages=pages, tails=tails)
         for by_key in changed.values():
             self._committed.update(by_key)
 
@@ -341,7 +364,7 @@ class StateRecorder:
                 pins[lane_key] = id_
         records: dict[str, dict[str, LaneRecord]] = defaultdict(dict)
         for key, lane in self.frontier.lanes.items():
-            if self.frontier.lane_direction[key] == "holes":
+            if self.frontier.lane_direction[key] == "holes":  # list lanes (holes, due pages): no durable record
                 continue
             target = self.frontier.lane_target[key].name
             records[target][key] = self._record(key, lane, pins.get(key))

@@ -10,7 +10,8 @@ id). The lanes of a distributed job live elsewhere (the scripts' hashes and
 Keys (``P`` = ``<IDCRAWL_REDIS_PREFIX>:{<job>}:``): ``P targets`` (hash name ->
 params JSON), ``P o:<target>`` (hash outcome -> roaring bitmap), ``P lanes:<target>``
 (hash lane -> record JSON), ``P runs`` (list of run JSON: a start row with the
-run's ``targets``, then an end row), ``P runseq``, ``P feeds:<run>`` (hash feed
+run's ``targets``, then an end row), ``P pages:<target>`` (hash id -> page
+schedule record JSON: recrawl of found pages), ``P runseq``, ``P feeds:<run>`` (hash feed
 file path -> offset: the run's feed marks), ``P feedrun`` (the latest run
 that wrote feed marks) and ``P tails`` (hash target -> its tail's recrawl schedule JSON).
 """
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
+from idcrawl.core.pagebook import schedule_from_json, schedule_to_json
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
 from idcrawl.core.recrawl import Schedule, record_of, schedule_of
 from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
@@ -94,6 +96,15 @@ class RedisStateStore(StateStore):
             raise self._error(exc) from None
         return state
 
+    def load_pages(self, name: str) -> dict[int, Schedule]:
+        import redis
+
+        try:
+            rows = self.client.hgetall(self._key("pages:", name))
+        except redis.RedisError as exc:
+            raise self._error(exc) from None
+        return {int(id_): schedule_from_json(name, int(id_), raw) for id_, raw in rows.items()}
+
     def feed_marks(self) -> FeedMarks | None:
         import redis
 
@@ -137,6 +148,7 @@ class RedisStateStore(StateStore):
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
         feeds: FeedMarks | None = None,
+        pages: Mapping[str, Mapping[int, Schedule | None]] | None = None,
         tails: Mapping[str, Schedule] | None = None,
     ) -> None:
         import redis
@@ -169,6 +181,13 @@ class RedisStateStore(StateStore):
                         if feeds is not None and feeds.offsets:
                             pipe.hset(self._key("feeds:", str(feeds.run_id)), mapping=dict(feeds.offsets))
                             pipe.set(self._key("feedrun"), feeds.run_id)
+                        for name, page_records in (pages or {}).items():
+                            kept = {str(i): schedule_to_json(r) for i, r in page_records.items() if r is not None}
+                            left = [str(i) for i, r in page_records.items() if r is None]
+                            if kept:
+                                pipe.hset(self._key("pages:", name), mapping=kept)
+                            if left:
+                                pipe.hdel(self._key("pages:", name), *left)
                         if tails:
                             pipe.hset(self._key("tails"),
                                       mapping={n: json.dumps(record_of(t)) for n, t in tails.items()})
@@ -184,8 +203,8 @@ class RedisStateStore(StateStore):
 
         self._writable()
         try:
-            with self.client.pipeline() as pipe:  # one MULTI: the outcomes, lanes and tail schedule go together
-                pipe.delete(self._key("o:", name), self._key("lanes:", name))
+            with self.client.pipeline() as pipe:  # one MULTI: outcomes, lanes, page records and tail schedule
+                pipe.delete(self._key("o:", name), self._key("lanes:", name), self._key("pages:", name))
                 pipe.hdel(self._key("tails"), name)
                 pipe.execute()
         except redis.RedisError as exc:

@@ -5,9 +5,10 @@ stays small whatever the range. Every commit is one transaction: killed at
 any moment, the file holds the state of the last completed commit.
 
 Older files get the ``feeds`` table (feed marks), the ``urls`` table (the URL queue of crawl
-scope, one row per URL) and the ``tails`` table (each target's tail recrawl schedule, a JSON record:
-:func:`idcrawl.core.recrawl.record_of`), added without a schema version change (older idcrawl
-versions ignore them), when opened for writing; read-only, a file without them has none.
+scope, one row per URL), the ``pages`` table (page schedule records) and the ``tails`` table (each
+target's tail recrawl schedule, a JSON record: :func:`idcrawl.core.recrawl.record_of`), added without
+a schema version change (older idcrawl versions ignore them), when opened for writing; read-only, a
+file without them has none.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
+from idcrawl.core.pagebook import schedule_from_json, schedule_to_json
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
 from idcrawl.core.recrawl import Schedule, record_of, schedule_of
 from idcrawl.core.scope import Hops, UrlRecord
@@ -59,6 +61,11 @@ _FEEDS = (
 )
 #: Tail schedules (recrawl, additive like ``feeds``): target -> its schedule as JSON.
 _TAILS = "CREATE TABLE IF NOT EXISTS tails (target TEXT PRIMARY KEY, record TEXT NOT NULL)"
+#: Page schedule records (recrawl of found pages), added the same way.
+_PAGES = (
+    "CREATE TABLE IF NOT EXISTS pages ("
+    "target TEXT NOT NULL, id INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (target, id))"
+)
 
 #: The URL queue of crawl scope (:mod:`idcrawl.core.urlqueue`): one row per URL (additive, like ``feeds``).
 _URLS = (
@@ -120,6 +127,7 @@ class SqliteStateStore(StateStore):
                 self._add_columns()
             self._db.execute(_FEEDS)
             self._db.execute(_URLS)
+            self._db.execute(_PAGES)
             self._db.execute(_TAILS)
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
@@ -222,11 +230,11 @@ class SqliteStateStore(StateStore):
             state.lanes[key] = LaneRecord(**json.loads(record))
         return state
 
-    def _additive_rows(self, query: str) -> list[Any]:
-        """The rows of ``query`` on a table added after the first schema (``feeds``, ``urls``, ``tails``);
-        none from an older file opened read-only, which does not have it."""
+    def _additive_rows(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of ``query`` on a table added after the first schema (``feeds``, ``urls``, ``pages``,
+        ``tails``); none from an older file opened read-only, which does not have it."""
         try:
-            return self._db.execute(query).fetchall()
+            return self._db.execute(query, params).fetchall()
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 return []
@@ -241,6 +249,10 @@ class SqliteStateStore(StateStore):
     def load_urls(self) -> list[QueuedUrl]:
         rows = self._additive_rows(f"SELECT {_URL_COLUMNS} FROM urls ORDER BY url")  # noqa: S608
         return [_url_entry(row) for row in rows]
+
+    def load_pages(self, name: str) -> dict[int, Schedule]:
+        rows = self._additive_rows("SELECT id, record FROM pages WHERE target = ?", (name,))
+        return {id_: schedule_from_json(name, id_, record) for id_, record in rows}
 
     def tail_schedules(self) -> dict[str, Schedule]:
         rows = self._additive_rows("SELECT target, record FROM tails ORDER BY target")
@@ -263,6 +275,7 @@ class SqliteStateStore(StateStore):
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
         feeds: FeedMarks | None = None,
+        pages: Mapping[str, Mapping[int, Schedule | None]] | None = None,
         tails: Mapping[str, Schedule] | None = None,
     ) -> None:
         try:
@@ -295,6 +308,14 @@ class SqliteStateStore(StateStore):
                         "ON CONFLICT(run, path) DO UPDATE SET offset = excluded.offset",
                         [(feeds.run_id, path, offset) for path, offset in feeds.offsets.items()],
                     )
+                for name, records in (pages or {}).items():
+                    db.executemany(
+                        "INSERT INTO pages VALUES (?, ?, ?) "
+                        "ON CONFLICT(target, id) DO UPDATE SET record = excluded.record",
+                        [(name, id_, schedule_to_json(r)) for id_, r in records.items() if r is not None],
+                    )
+                    db.executemany("DELETE FROM pages WHERE target = ? AND id = ?",
+                                   [(name, id_) for id_, r in records.items() if r is None])
                 if tails:
                     db.executemany(
                         "INSERT INTO tails VALUES (?, ?) ON CONFLICT(target) DO UPDATE SET record = excluded.record",
@@ -314,11 +335,12 @@ class SqliteStateStore(StateStore):
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
     def reset(self, name: str) -> None:
-        """Forget a target's outcomes and lanes (a fresh crawl); run history stays."""
+        """Forget a target's outcomes, lanes, page records and tail schedule (a fresh crawl); run history stays."""
         try:
             with self._transaction() as db:
                 db.execute("DELETE FROM outcomes WHERE target = ?", (name,))
                 db.execute("DELETE FROM lanes WHERE target = ?", (name,))
+                db.execute("DELETE FROM pages WHERE target = ?", (name,))
                 db.execute("DELETE FROM tails WHERE target = ?", (name,))
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None

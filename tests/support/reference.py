@@ -227,3 +227,62 @@ def watch_visits_truth(
                 last[name] = now
                 duration[name] = durations[min(visits_of[name], len(durations) - 1)]
     return visits
+
+
+def page_revisits_truth(
+    fetches: Sequence[tuple[int, str, str | None, float]], gone_limit: int, initial: float,
+    inc_rate: float, dec_rate: float, lo: float, hi: float,
+) -> tuple[list[tuple[str, int]], dict[int, tuple[str | None, int, float, int]]]:
+    """Fetches of found pages in time order, ``(id, answer, checksum, at)`` with answer ``200``, ``304``,
+    ``missing`` or ``failed``: what each meant (event, item revision or 0) and the record of every page
+    on the schedule at the end (checksum, revision, duration, gone count), kept in plain dicts.
+
+    A page first answering 200 is new (revision 1); a 200 with another checksum than the last 200, or
+    any 200 after a 304, is a change (revision + 1); a 200 with the same checksum is unchanged; a 304
+    is not modified; missing is gone, and the ``gone_limit``-th gone in a row leaves the schedule (the
+    record stays, off the schedule: a later answer applies to it as to any record);
+    failed, a fetch at or before the last applied one, or a 304/missing of a page without a record,
+    is nothing. Motivate on a change, penalise otherwise, clamp to [lo, hi]."""
+    records: dict[int, dict[str, object]] = {}
+    events: list[tuple[str, int]] = []
+    for id_, answer, checksum, at in fetches:
+        page = records.get(id_)
+        if page is None:
+            if answer == "200":
+                records[id_] = {"checksum": checksum, "revision": 0, "d": min(hi, max(lo, initial)), "gone": 0,
+                                "last": at, "status": 200}
+                events.append(("new", 1))
+            else:
+                events.append(("none", 0))
+            continue
+        if answer == "failed" or at <= page["last"]:  # type: ignore[operator]
+            events.append(("none", 0))
+            continue
+        news = answer == "200" and (checksum != page["checksum"] or page["status"] == 304)
+        d = float(page["d"])  # type: ignore[arg-type]
+        d = d * (1 - dec_rate) if news else d * (1 + inc_rate)
+        d = lo if d < lo else hi if d > hi else d
+        if answer == "missing":
+            gone = int(page["gone"]) + 1  # type: ignore[call-overload]
+            if gone >= gone_limit:  # kept, off the schedule, its duration as it was
+                page.update(gone=gone, last=at)
+                events.append(("left_schedule", 0))
+                continue
+            page.update(gone=gone, d=d, last=at)
+            events.append(("gone", 0))
+            continue
+        page.update(gone=0, d=d, last=at)
+        if answer == "304":
+            page["status"] = 304
+            events.append(("not_modified", 0))
+            continue
+        page.update(status=200, checksum=checksum)
+        if news:
+            page["revision"] = int(page["revision"]) + 1  # type: ignore[call-overload]
+            events.append(("changed", int(page["revision"]) + 1))  # type: ignore[call-overload]
+        else:
+            events.append(("unchanged", 0))
+    left = {i: (p["checksum"], p["revision"], p["d"], p["gone"]) for i, p in records.items()
+            if int(p["gone"]) < gone_limit}  # type: ignore[call-overload]
+    return events, left  # type: ignore[return-value]
+

@@ -40,7 +40,7 @@ def test_a_found_page_gives_the_fields_of_its_notice(recorded_crawl: Any) -> Non
     assert fetched_at.endswith("Z")
     assert item == {
         "target": "notices", "id": FOUND, "url": NOTICES.format(id=FOUND), "status": 200, "attempts": 1,
-        "checksum": "ee97a4371fae3eeed08fc1a04d78604d8228f7e7",
+        "checksum": "ee97a4371fae3eeed08fc1a04d78604d8228f7e7", "revision": 1, "previous_checksum": None,
         "title": f"Procurement notice {FOUND}", "agency": f"Agency {FOUND % 37}",
         "value": FOUND * 7919 % 1_000_000, "published": "2026-10-26",
     }

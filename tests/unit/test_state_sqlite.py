@@ -227,6 +227,8 @@ def test_the_url_queue_round_trips_and_a_file_from_before_it_gets_its_table(tmp_
     store.commit_urls([QueuedUrl(x.record, QueueState.QUEUED)], ["http://a.test/"])
     assert store.load_urls() == [QueuedUrl(x.record, QueueState.QUEUED)]
     store.close()
+
+
 def test_an_older_state_file_opens_read_only_and_gets_the_tails_table_when_written(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
     _older_file(path)

@@ -1,0 +1,189 @@
+"""The schedule records of found pages during a crawl: what each revisit means (issue 17, pages).
+
+:mod:`idcrawl.core.recrawl` holds the rule for one page; a :class:`PageBook` holds the records of
+every found page of a crawl's targets (loaded from the state store, one per ``(target, id)``), the
+validators a revisit sends (``If-None-Match``/``If-Modified-Since``), what each fetch means
+(:class:`PageEvent`: new, changed, unchanged, not modified, gone, left the schedule) and whether it
+gets an item (new ids and changed pages only, with a revision number and the previous checksum),
+the ids of a target that are due, most overdue first, and the records changed since the last commit.
+No Scrapy imports; times come from one :class:`~idcrawl.core.clock.Clock`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
+from enum import StrEnum
+
+from idcrawl.core.clock import Clock
+from idcrawl.core.recrawl import (
+    DEFAULT_POLICY,
+    Fetch,
+    Kind,
+    Outcome,
+    Policy,
+    Schedule,
+    due_order,
+    page_schedule,
+    visit_page,
+)
+
+__all__ = ["PageBook", "PageEvent", "PageVisit", "by_target", "page_key", "schedule_from_json", "schedule_to_json"]
+
+#: the fields of a stored page record (``kind`` and ``key`` are where it is stored)
+_STORED = tuple(f.name for f in fields(Schedule) if f.name not in ("kind", "key"))
+
+
+def page_key(target: str, id_: int) -> str:
+    """A page's :attr:`Schedule.key`: ``target/id``."""
+    return f"{target}/{id_}"
+
+
+def schedule_to_json(schedule: Schedule) -> str:
+    """A page record as stored (JSON of its fields, without kind and key)."""
+    return json.dumps({name: getattr(schedule, name) for name in _STORED}, sort_keys=True)
+
+
+def schedule_from_json(target: str, id_: int, text: str | bytes) -> Schedule:
+    """A stored page record read back (fields a later idcrawl added are ignored)."""
+    raw = json.loads(text)
+    return Schedule(Kind.PAGE, page_key(target, id_), **{k: v for k, v in raw.items() if k in _STORED})
+
+
+class PageEvent(StrEnum):
+    """What one fetch of a found id meant for its page."""
+
+    NEW = "new"  # found, no record yet: an item (revision 1)
+    CHANGED = "changed"  # a 200 with another checksum (or after a 304): an item
+    UNCHANGED = "unchanged"  # a 200 with the same checksum (a site that ignores validators): no item
+    NOT_MODIFIED = "not_modified"  # a 304: no body, no item
+    GONE = "gone"  # missing now: counted; the id stays found
+    LEFT = "left_schedule"  # gone ``recrawl_gone`` times in a row: no more revisits
+    NONE = "none"  # no observation (failed; a replay of a fetch already applied; a 304 never asked for)
+
+
+@dataclass(frozen=True, slots=True)
+class PageVisit:
+    event: PageEvent
+    #: the item's revision number (1 for a new page, +1 per change seen); 0 when there is no item
+    revision: int = 0
+    previous_checksum: str | None = None
+
+    @property
+    def emits(self) -> bool:
+        """Whether the fetch gets an item: a new id or a changed page."""
+        return self.event in (PageEvent.NEW, PageEvent.CHANGED)
+
+
+class PageBook:
+    """Page schedule records of a crawl's targets, the one clock, and the records changed since taken."""
+
+    def __init__(
+        self, clock: Clock | None = None, policies: Mapping[str, Policy] | None = None, *, retain: bool = True
+    ) -> None:
+        """``retain`` False: a visited page's record is not kept once visited, only handed on by
+        :meth:`take_changes` (a crawl fetches a found id once: its memory holds the loaded records
+        and the changes not yet committed, not every page it found)."""
+        self.clock = clock if clock is not None else Clock()
+        self.retain = retain
+        self.policies: dict[str, Policy] = dict(policies or {})
+        self._pages: dict[str, dict[int, Schedule]] = {}
+        self._changed: dict[tuple[str, int], Schedule | None] = {}
+        #: pages whose fetch gets an item not yet handed on (:meth:`released`): their records wait for it
+        self.awaiting: set[tuple[str, int]] = set()
+
+    def policy(self, target: str) -> Policy:
+        return self.policies.get(target, DEFAULT_POLICY)
+
+    def load(self, target: str, schedules: Mapping[int, Schedule]) -> None:
+        """The stored records of ``target`` (replacing any held)."""
+        self._pages[target] = dict(schedules)
+
+    def get(self, target: str, id_: int) -> Schedule | None:
+        pages = self._pages.get(target)
+        return None if pages is None else pages.get(id_)
+
+    def records(self, target: str) -> int:
+        """How many page records of ``target`` are held (on the schedule or not)."""
+        return len(self._pages.get(target, ()))
+
+    def validators(self, target: str, id_: int) -> dict[str, str]:
+        """The conditional headers of a revisit: ``If-None-Match`` / ``If-Modified-Since`` from the last 200."""
+        schedule = self.get(target, id_)
+        headers: dict[str, str] = {}
+        if schedule is not None:
+            if schedule.etag:
+                headers["If-None-Match"] = schedule.etag
+            if schedule.last_modified:
+                headers["If-Modified-Since"] = schedule.last_modified
+        return headers
+
+    def due_ids(self, target: str, now: float | None = None, found: Iterable[int] = ()) -> list[int]:
+        """The ids of ``target`` whose page is due at ``now`` (default: the clock), most overdue first.
+
+        ``found``: the target's found ids; those without a record (found before page records existed, or
+        whose record a kill lost) have no schedule yet and are due first, in id order, as a tail without
+        a schedule is: fetched without validators, their answer starts their record."""
+        at = self.clock.now() if now is None else now
+        pages = self._pages.get(target, {})
+        by_key = {schedule.key: id_ for id_, schedule in pages.items()}
+        unknown = [id_ for id_ in found if id_ not in pages]
+        limit = self.policy(target).gone_limit
+        scheduled = [schedule for schedule in pages.values() if schedule.gone < limit]  # not left
+        return unknown + [by_key[schedule.key] for schedule in due_order(scheduled, at)]
+
+    def visit(self, target: str, id_: int, fetch: Fetch) -> PageVisit:
+        """Apply one fetch of a found id of ``target`` at the clock's now (the rule of :func:`visit_page`)."""
+        now = self.clock.now()
+        policy = self.policy(target)
+        pages = self._pages.setdefault(target, {})
+        old = pages.get(id_)
+        if old is None:
+            if fetch.outcome is not Outcome.OK:
+                return PageVisit(PageEvent.NONE)
+            new = page_schedule(page_key(target, id_), now, fetch.checksum, etag=fetch.etag,
+                                last_modified=fetch.last_modified, policy=policy)
+            self._set(target, id_, new)
+            self.awaiting.add((target, id_))
+            return PageVisit(PageEvent.NEW, 1)
+        visit = visit_page(old, fetch, now, policy)
+        if visit.schedule is old:  # failed, or a replay of a fetch already applied
+            return PageVisit(PageEvent.NONE)
+        if visit.schedule is None:  # kept as a record that left the schedule (gone_limit gone visits)
+            self._set(target, id_, replace(old, last_crawled=now, gone=max(old.gone + 1, policy.gone_limit)))
+            return PageVisit(PageEvent.LEFT, previous_checksum=visit.previous_checksum)
+        self._set(target, id_, visit.schedule)
+        if visit.gone:
+            return PageVisit(PageEvent.GONE, previous_checksum=visit.previous_checksum)
+        if fetch.outcome is Outcome.NOT_MODIFIED:
+            return PageVisit(PageEvent.NOT_MODIFIED, previous_checksum=visit.previous_checksum)
+        if visit.news:
+            self.awaiting.add((target, id_))
+            return PageVisit(PageEvent.CHANGED, visit.schedule.revision + 1, visit.previous_checksum)
+        return PageVisit(PageEvent.UNCHANGED, previous_checksum=visit.previous_checksum)
+
+    def _set(self, target: str, id_: int, schedule: Schedule | None) -> None:
+        pages = self._pages.setdefault(target, {})
+        if schedule is None or not self.retain:
+            pages.pop(id_, None)
+        else:
+            pages[id_] = schedule
+        self._changed[(target, id_)] = schedule
+
+    def released(self, target: str, id_: int) -> None:
+        """The item of a new or changed page was handed on (the recorder now waits for it to be written)."""
+        self.awaiting.discard((target, id_))
+
+    def take_changes(self) -> dict[tuple[str, int], Schedule | None]:
+        """The records changed since the last call, to commit."""
+        changed, self._changed = self._changed, {}
+        return changed
+
+
+def by_target(changes: Iterable[tuple[tuple[str, int], Schedule | None]]) -> dict[str, dict[int, Schedule | None]]:
+    """``{(target, id): record}`` regrouped per target, as the state stores take them."""
+    grouped: dict[str, dict[int, Schedule | None]] = {}
+    for (target, id_), schedule in changes:
+        grouped.setdefault(target, {})[id_] = schedule
+    return grouped
