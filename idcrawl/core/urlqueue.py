@@ -1,0 +1,529 @@
+"""The durable URL queue of crawl scope (seed 003): outlinks queued, taken host by host, harvested.
+
+:class:`UrlQueue` is the interface the Scrapy shell drives; :class:`MemoryUrlQueue` implements it in
+memory (a crawl without state, and the SQLite store's working copy: it loads the stored entries and
+hands back :meth:`MemoryUrlQueue.changes` to commit). No Scrapy imports; times are seconds on the
+job's clock, passed in.
+
+One URL is one :class:`QueuedUrl`: its :class:`~idcrawl.core.scope.UrlRecord` (owner target,
+collection, crawl profiles, hops, harvest times and counters) and its :class:`QueueState`:
+
+- ``queued``: waiting for a slot on its host (taken by :meth:`UrlQueue.take`);
+- ``postponed``: its target, collection or crawl profiles are deactivated: kept, with a next
+  harvest time, until a later run finds them active again (:meth:`UrlQueue.start`);
+- ``taken``: handed to the downloader, no answer yet (queued again at the next run's start);
+- ``harvested``: answered. A found page's links were followed; a page that answered "not found"
+  or with an error is queued again at the next run's start (its counters say how often).
+
+The life of a run: :meth:`~UrlQueue.start` reconciles the stored URLs with the current job file
+(the seed's "harvesting a queued URL", steps 1-6, for every stored URL: dropped, re-owned,
+postponed, released), :meth:`~UrlQueue.seed` queues the page targets' pages (hop 0),
+:meth:`~UrlQueue.take` hands out the next URL of a host that has room (the yield model:
+:func:`~idcrawl.core.scope.choose`), :meth:`~UrlQueue.fetched` and :meth:`~UrlQueue.failed` record
+the answer (the seed's "processing the URL itself") and follow a found page's links (the seed's
+"processing outlinks": shortest hops kept, seed ownership by the table a-f, a better path found
+later re-follows a fetched page's links), :meth:`~UrlQueue.counts` feeds ``scrapy idplan``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Protocol, TypeVar
+
+from idcrawl.core.scope import (
+    SEED,
+    Collection,
+    CrawlProfile,
+    Decision,
+    Harvest,
+    Hops,
+    JobScope,
+    Owner,
+    UrlRecord,
+    Verdict,
+    check_dispatch,
+    choose_owner,
+    harvested,
+    host_of,
+)
+
+__all__ = [
+    "Group",
+    "MemoryUrlQueue",
+    "QueueState",
+    "QueuedUrl",
+    "Reconciled",
+    "UrlCount",
+    "UrlQueue",
+    "choose_group",
+    "count_urls",
+    "group_of",
+    "reconcile",
+]
+
+N = TypeVar("N")
+
+#: A URL's yield group on its host: (collection, crawl profile): its record's collection and the
+#: first of its crawl profiles (the one it is filed under).
+Group = tuple[str | None, str]
+
+
+class QueueState(StrEnum):
+    QUEUED = "queued"
+    POSTPONED = "postponed"
+    TAKEN = "taken"
+    HARVESTED = "harvested"
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedUrl:
+    """One URL of the queue: its record and state; ``paths``: the counters of every path to it that no
+    other beats on both hops and off-site hops (its record shows the fewest hops); ``links``: a found
+    page's canonical links (None: not fetched yet), followed again when a better path turns up."""
+
+    record: UrlRecord
+    state: QueueState = QueueState.QUEUED
+    paths: tuple[Hops, ...] = (SEED,)
+    links: tuple[str, ...] | None = None
+
+    @property
+    def url(self) -> str:
+        return self.record.url
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciled:
+    """What :meth:`UrlQueue.start` did to the stored URLs against the current job file.
+
+    ``dropped``: queued or postponed URLs taken out of the queue, by cause (``target``: its target
+    deleted and no other takes it; ``collection``: its collection deleted; ``scope``: in the scope
+    of none of its target's crawl profiles any more); ``forgotten``: harvested URLs dropped the same
+    way (their records); ``reowned``: URLs another target took over (its target deleted);
+    ``postponed``: URLs kept for a later run (deactivated); ``released``: postponed URLs active
+    again; ``requeued``: URLs harvested with "not found" or an error, or taken and never answered,
+    queued again.
+    """
+
+    dropped: Mapping[str, int] = field(default_factory=dict)
+    forgotten: int = 0
+    reowned: int = 0
+    postponed: int = 0
+    released: int = 0
+    requeued: int = 0
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class UrlCount:
+    """``count`` URLs of ``target``, ``crawl_profile`` (of ``collection``), at ``hops``, in ``state``
+    (a URL in the scope of several crawl profiles is counted under each)."""
+
+    target: str
+    crawl_profile: str
+    collection: str
+    hops: int
+    state: QueueState
+    count: int
+
+
+class UrlQueue(Protocol):
+    """The outlink frontier of crawl scope: what the scope middleware and the scheduler drive.
+
+    Implementations: :class:`MemoryUrlQueue` (one process; the SQLite store persists it), and a
+    shared queue in Redis for a distributed job. ``now``: seconds on the job's clock.
+    """
+
+    def start(self, scope: JobScope, now: float) -> Reconciled:
+        """A run starts with the job file's ``scope``: every stored URL is checked against it."""
+        ...
+
+    def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
+        """Queue ``url`` (canonical) as a hop-0 page of the target ``owner`` (a page target's page),
+        ready now, or postponed when ``owner`` is deactivated. None: it already is ``owner``'s hop-0
+        page (queued, postponed or harvested: a page is not fetched twice)."""
+        ...
+
+    def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None) -> list[QueuedUrl]:
+        """``url`` answered with a page whose canonical links are ``links``: its record counts a
+        found harvest, and the links in scope of its owner's crawl profiles are queued. ``seed_of``:
+        ``url`` is a hop-0 page of that target fetched elsewhere (an id target's found id page),
+        recorded here as harvested. Returns the URLs queued or postponed now (new, or taken over
+        from another target), for the stats."""
+        ...
+
+    def failed(self, url: str, result: Harvest, now: float) -> QueuedUrl | None:
+        """``url`` answered "not found" or failed (``result``): its counters; None: not in the queue."""
+        ...
+
+    def take(self, room: Callable[[str], bool], now: float) -> UrlRecord | None:
+        """The next URL to fetch: of the next host (round robin) with URLs ready that ``room(host)``
+        admits, the one the yield model chooses among them; marked taken. None: nothing ready on a
+        host with room."""
+        ...
+
+    def ready(self) -> int:
+        """How many URLs are queued and ready (a crawl is not finished while some are)."""
+        ...
+
+    def get(self, url: str) -> QueuedUrl | None:
+        """The entry of ``url``, or None."""
+        ...
+
+    def counts(self) -> list[UrlCount]:
+        """The URLs by target, crawl profile, collection, hops and state (``scrapy idplan``)."""
+        ...
+
+
+# -- pure rules both implementations share ---------------------------------------------------------
+
+
+def group_of(record: UrlRecord) -> Group:
+    """The yield group a URL contends in: its collection and the first of its crawl profiles."""
+    return (record.collection, record.crawl_profiles[0] if record.crawl_profiles else "")
+
+
+def _keep(counts: Mapping[N, int], yields: Mapping[N, float], rng: random.Random) -> N:
+    """One level of the yield model over groups with ``counts`` ready URLs: the group that keeps the
+    slot (a URL drawn at random; its group gives way with its yield probability while another is left)."""
+    left = [name for name, n in counts.items() if n > 0]
+    while len(left) > 1:
+        drawn_at = rng.randrange(sum(counts[name] for name in left))
+        drawn = left[-1]
+        for name in left:
+            drawn_at -= counts[name]
+            if drawn_at < 0:
+                drawn = name
+                break
+        if rng.random() >= yields.get(drawn, 0.0):
+            return drawn
+        left.remove(drawn)
+    return left[0]
+
+
+def choose_group(counts: Mapping[Group, int], scope: JobScope, rng: random.Random) -> Group:
+    """The group whose URL gets a host slot when ``counts`` URLs of each group are ready on it:
+    :func:`idcrawl.core.scope.choose` over counts (the same distribution, without a candidate per
+    URL): collections first, then the crawl profiles of the collection that kept the slot; the URL
+    itself is then drawn uniformly within the group. Yield probabilities come from ``scope``
+    (a deleted collection or crawl profile yields 0)."""
+    by_collection: dict[str | None, int] = {}
+    for (collection, _), n in counts.items():
+        by_collection[collection] = by_collection.get(collection, 0) + n
+    collection_yields = {name: _collection(scope, name).yield_probability for name in by_collection}
+    kept = _keep(by_collection, collection_yields, rng)
+    profiles = {name: n for (collection, name), n in counts.items() if collection == kept}
+    profile_yields = {name: _crawl_profile(scope, name).yield_probability for name in profiles}
+    return (kept, _keep(profiles, profile_yields, rng))
+
+
+def _collection(scope: JobScope, name: str | None) -> Collection:
+    return scope.collections.get(name or "", Collection(name or ""))
+
+
+def _crawl_profile(scope: JobScope, name: str | None) -> CrawlProfile:
+    return scope.crawl_profiles.get(name or "", CrawlProfile(name or "", 0))
+
+
+def _check(record: UrlRecord, scope: JobScope, now: float, postpone_for: float) -> Decision:
+    """:func:`check_dispatch`, except that a target's own hop-0 page is never out of its scope."""
+    decision = check_dispatch(record, scope, now, postpone_for)
+    if (decision.verdict is Verdict.DROP and record.hops == SEED and record.owner in scope.seeds
+            and decision.reason.startswith("in the scope of none")):
+        seed = scope.seeds[record.owner]
+        if not seed.enabled:
+            return Decision(Verdict.POSTPONE, replace(record, next_harvest=now + postpone_for),
+                            f"target {record.owner!r} deactivated")
+        return Decision(Verdict.HARVEST, record, "")
+    return decision
+
+
+def reconcile(entry: QueuedUrl, scope: JobScope, now: float,
+              postpone_for: float) -> tuple[QueuedUrl | None, tuple[str, ...]]:
+    """One stored URL at a run's start against the job file's ``scope``: its new entry (None:
+    dropped) and what happened to it, each of ``dropped/<cause>``, ``forgotten``, ``reowned``,
+    ``postponed``, ``released``, ``requeued`` (the fields of :class:`Reconciled`).
+
+    A URL taken and never answered, or harvested with "not found" or an error, is queued again; a
+    found page stays harvested. Then the checks at dispatch (:func:`check_dispatch`) against the
+    current job file: dropped (a harvested URL's record is forgotten), re-owned, postponed, or
+    (a postponed URL whose target, collection and crawl profiles are active again) released.
+    """
+    events: list[str] = []
+    state = entry.state
+    record = entry.record
+    if state is QueueState.TAKEN or (
+            state is QueueState.HARVESTED and (record.not_found or record.errors)):
+        state = QueueState.QUEUED
+        events.append("requeued")
+    decision = _check(record, scope, now, postpone_for)
+    if decision.verdict is Verdict.DROP:
+        if state is QueueState.HARVESTED:
+            return None, ("forgotten",)
+        cause = decision.reason.split()[0]
+        return None, (f"dropped/{cause if cause in ('target', 'collection') else 'scope'}",)
+    record = decision.record
+    if decision.verdict is Verdict.REOWN:
+        events.append("reowned")
+        decision = _check(record, scope, now, postpone_for)
+        record = decision.record
+    if state is QueueState.HARVESTED:
+        return replace(entry, record=record), tuple(events)
+    if decision.verdict is Verdict.POSTPONE:
+        if entry.state is not QueueState.POSTPONED:
+            events.append("postponed")
+        return replace(entry, record=record, state=QueueState.POSTPONED), tuple(events)
+    if entry.state is QueueState.POSTPONED:
+        events.append("released")
+    return replace(entry, record=replace(record, next_harvest=None), state=QueueState.QUEUED), tuple(events)
+
+
+def _beaten(hops: Hops, by: Hops) -> bool:
+    return by.hops <= hops.hops and by.offsite <= hops.offsite
+
+
+# -- in memory -------------------------------------------------------------------------------------
+
+
+class MemoryUrlQueue:
+    """:class:`UrlQueue` in memory. ``entries``: stored URLs to start from (the SQLite store's);
+    ``rng``: the yield model's draws (seeded: a run is reproducible); ``skip(url)``: URLs never
+    queued (another target's id pages: its lanes fetch them); ``postpone_for``: seconds from now
+    to a postponed URL's next harvest time.
+
+    Changed and deleted URLs are remembered until :meth:`changes` hands them over (to commit).
+    """
+
+    def __init__(self, entries: Iterable[QueuedUrl] = (), *, rng: random.Random | None = None,
+                 skip: Callable[[str], bool] | None = None, postpone_for: float = 3600.0) -> None:
+        self.scope = JobScope()
+        self.rng = rng if rng is not None else random.Random(0)
+        self._skip = skip
+        self.postpone_for = postpone_for
+        self._entries: dict[str, QueuedUrl] = {entry.url: entry for entry in entries}
+        #: ready URLs by host, then by yield group (lists: a uniform draw, then a swap-remove)
+        self._ready: dict[str, dict[Group, list[str]]] = {}
+        self._where: dict[str, int] = {}  # a ready URL's index in its group's list
+        self._hosts: deque[str] = deque()  # hosts with ready URLs, round robin
+        self._changed: set[str] = set()
+        self._deleted: set[str] = set()
+        for entry in self._entries.values():
+            if entry.state is QueueState.QUEUED:
+                self._push(entry.record)
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def _push(self, record: UrlRecord) -> None:
+        host = host_of(record.url)
+        groups = self._ready.get(host)
+        if groups is None:
+            groups = self._ready[host] = {}
+            self._hosts.append(host)
+        urls = groups.setdefault(group_of(record), [])
+        self._where[record.url] = len(urls)
+        urls.append(record.url)
+
+    def _pull(self, record: UrlRecord) -> None:
+        """Take a ready URL out of its host's lists (swap-remove)."""
+        index = self._where.pop(record.url, None)
+        if index is None:
+            return
+        host = host_of(record.url)
+        groups = self._ready[host]
+        group = group_of(record)
+        urls = groups[group]
+        last = urls.pop()
+        if index < len(urls):
+            urls[index] = last
+            self._where[last] = index
+        if not urls:
+            del groups[group]
+            if not groups:
+                del self._ready[host]
+                self._hosts.remove(host)
+
+    def _put(self, entry: QueuedUrl) -> None:
+        """Store ``entry``, keeping the ready lists in step with its state and group."""
+        old = self._entries.get(entry.url)
+        if old is not None and old.state is QueueState.QUEUED:
+            self._pull(old.record)
+        self._entries[entry.url] = entry
+        if entry.state is QueueState.QUEUED:
+            self._push(entry.record)
+        self._changed.add(entry.url)
+        self._deleted.discard(entry.url)
+
+    def _delete(self, url: str) -> None:
+        old = self._entries.pop(url)
+        if old.state is QueueState.QUEUED:
+            self._pull(old.record)
+        self._changed.discard(url)
+        self._deleted.add(url)
+
+    def changes(self) -> tuple[list[QueuedUrl], list[str]]:
+        """The entries changed and the URLs deleted since the last call (to commit), then forgotten."""
+        changed = [self._entries[url] for url in sorted(self._changed)]
+        deleted = sorted(self._deleted)
+        self._changed.clear()
+        self._deleted.clear()
+        return changed, deleted
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def entries(self) -> list[QueuedUrl]:
+        return list(self._entries.values())
+
+    # -- the interface -----------------------------------------------------------------------
+
+    def start(self, scope: JobScope, now: float) -> Reconciled:
+        self.scope = scope
+        counts: dict[str, int] = {}
+        for entry in list(self._entries.values()):
+            new, events = reconcile(entry, scope, now, self.postpone_for)
+            for what in events:
+                counts[what] = counts.get(what, 0) + 1
+            if new is None:
+                self._delete(entry.url)
+            elif new != entry:
+                self._put(new)
+        return Reconciled(
+            dropped={key.split("/", 1)[1]: n for key, n in sorted(counts.items()) if key.startswith("dropped/")},
+            forgotten=counts.get("forgotten", 0), reowned=counts.get("reowned", 0),
+            postponed=counts.get("postponed", 0), released=counts.get("released", 0),
+            requeued=counts.get("requeued", 0),
+        )
+
+    def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
+        entry = self._entries.get(url)
+        if entry is not None and entry.record.owner == owner and entry.record.hops == SEED:
+            return None
+        names = self.scope.seeds[owner].crawl_profiles
+        record = UrlRecord(url, owner, self.scope.collection_of(names), names, SEED)
+        if entry is not None:  # its own target's page: the specific seed wins (case 1); counters kept
+            record = replace(entry.record, owner=owner, collection=record.collection, crawl_profiles=names,
+                             hops=SEED)
+        new = self._queue(QueuedUrl(record, entry.state if entry is not None else QueueState.QUEUED, (SEED,),
+                                    entry.links if entry is not None else None), now)
+        self._put(new)
+        return new
+
+    def _queue(self, entry: QueuedUrl, now: float) -> QueuedUrl:
+        """A URL (re)queued now: the checks at dispatch say queued or postponed (a harvested page
+        that changes owner or path keeps its state)."""
+        if entry.state is QueueState.HARVESTED or entry.state is QueueState.TAKEN:
+            return entry
+        decision = _check(entry.record, self.scope, now, self.postpone_for)
+        if decision.verdict is Verdict.POSTPONE:
+            return replace(entry, record=decision.record, state=QueueState.POSTPONED)
+        return replace(entry, state=QueueState.QUEUED)
+
+    def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None) -> list[QueuedUrl]:
+        if seed_of is not None:
+            entry = self._entries.get(url)
+            if entry is None or entry.record.owner != seed_of or entry.record.hops != SEED:
+                names = self.scope.seeds[seed_of].crawl_profiles
+                base = entry.record if entry is not None else UrlRecord(url, seed_of, None, ())
+                record = replace(base, owner=seed_of, collection=self.scope.collection_of(names),
+                                 crawl_profiles=names, hops=SEED)
+                self._put(QueuedUrl(record, QueueState.TAKEN, (SEED,)))
+        entry = self._entries.get(url)
+        if entry is None:
+            return []
+        entry = replace(entry, record=harvested(entry.record, Harvest.FOUND, now), state=QueueState.HARVESTED,
+                        links=tuple(dict.fromkeys(links)))
+        self._put(entry)
+        new: dict[str, QueuedUrl] = {}
+        work = [(url, hops) for hops in entry.paths]
+        while work:  # (page, counters) whose links are to be followed
+            page, hops = work.pop()
+            source = self._entries.get(page)
+            if source is None or hops not in source.paths or source.links is None:
+                continue  # beaten since
+            for link in source.links:
+                self._offer(page, source.record.owner, hops, link, now, new, work)
+        return list(new.values())
+
+    def _offer(self, page: str, owner: str, at: Hops, link: str, now: float, new: dict[str, QueuedUrl],
+               work: list[tuple[str, Hops]]) -> None:
+        if self._skip is not None and self._skip(link):
+            return
+        hops = at.follow(page, link)
+        names = self.scope.scoped(owner, link, hops)
+        if not names:
+            return
+        entry = self._entries.get(link)
+        if entry is None:
+            record = UrlRecord(link, owner, self.scope.collection_of(names), names, hops)
+            queued = self._queue(QueuedUrl(record, QueueState.QUEUED, (hops,)), now)
+            self._put(queued)
+            new[link] = queued
+            return
+        record = entry.record
+        if record.owner == owner:
+            if any(_beaten(hops, by=path) for path in entry.paths):
+                return
+            paths = (*(path for path in entry.paths if not _beaten(path, by=hops)), hops)
+            entry = replace(entry, paths=paths, record=replace(
+                record, hops=min(paths), crawl_profiles=tuple(dict.fromkeys(record.crawl_profiles + names))))
+            self._put(entry)
+        else:
+            seeds = self.scope.seeds
+            if record.owner in seeds and choose_owner(link, seeds[owner].url,
+                                                      seeds[record.owner].url) is not Owner.CONTEXT:
+                return
+            entry = self._queue(replace(entry, paths=(hops,), record=replace(
+                record, owner=owner, collection=self.scope.collection_of(names), crawl_profiles=names,
+                hops=hops)), now)
+            self._put(entry)
+            if entry.state is not QueueState.HARVESTED:
+                new[link] = entry
+        if entry.links is not None:
+            work.append((link, hops))
+
+    def failed(self, url: str, result: Harvest, now: float) -> QueuedUrl | None:
+        entry = self._entries.get(url)
+        if entry is None:
+            return None
+        entry = replace(entry, record=harvested(entry.record, result, now), state=QueueState.HARVESTED)
+        self._put(entry)
+        return entry
+
+    def take(self, room: Callable[[str], bool], now: float) -> UrlRecord | None:
+        for _ in range(len(self._hosts)):
+            host = self._hosts[0]
+            self._hosts.rotate(-1)
+            if not room(host):
+                continue
+            groups = self._ready[host]
+            group = next(iter(groups)) if len(groups) == 1 else choose_group(
+                {g: len(urls) for g, urls in groups.items()}, self.scope, self.rng)
+            urls = groups[group]
+            entry = self._entries[urls[self.rng.randrange(len(urls))] if len(urls) > 1 else urls[0]]
+            self._put(replace(entry, state=QueueState.TAKEN))
+            return entry.record
+        return None
+
+    def ready(self) -> int:
+        return len(self._where)
+
+    def get(self, url: str) -> QueuedUrl | None:
+        return self._entries.get(url)
+
+    def counts(self) -> list[UrlCount]:
+        return count_urls(self._entries.values())
+
+
+def count_urls(entries: Iterable[QueuedUrl]) -> list[UrlCount]:
+    """:meth:`UrlQueue.counts` of ``entries``: by target, crawl profile, collection, hops and state
+    (``taken`` counted as ``queued``: not answered yet)."""
+    totals: dict[tuple[str, str, str, int, QueueState], int] = {}
+    for entry in entries:
+        record = entry.record
+        state = QueueState.QUEUED if entry.state is QueueState.TAKEN else entry.state
+        for name in record.crawl_profiles or ("",):
+            key = (record.owner, name, record.collection or "", record.hops.hops, state)
+            totals[key] = totals.get(key, 0) + 1
+    return sorted(UrlCount(*key, count) for key, count in totals.items())
