@@ -1,28 +1,26 @@
--- URL_PUT: what a worker decided at dispatch for a URL it took (the seed's harvest checks), or
--- gives back without fetching it.
+-- URL_PUT: a URL's entry changed outside the walk, if it is still in the state the caller read:
+-- 'back' (a worker gives back a URL it took and will not fetch: ready again for the fleet), or
+-- 'set' (a run's start reconciled a stored URL with the job file: new owner, collection, crawl
+-- profiles, hops, state and next harvest time; 'gone' deletes it).
 -- KEYS: P U:<url>.
--- ARGV: url, worker, what, then by what:
---   'back': back to its host's ready queue (this worker will not fetch it);
---   'postpone', next_ms, next (seconds on the job's clock): kept, ready again from next_ms;
---   'drop': out of the queue (kept as dropped: not queued again by a later offer);
---   'reown', owner, col, cps: another target took it (the owner's target is gone); still taken.
--- Returns the record row, or {} when the URL is unknown or another worker holds it now.
+-- ARGV: url, what, state read (the compare: st, and w for a taken URL); for 'set': owner, col,
+--   cps, hops, off, st, next.
+-- Returns 1 if changed, 0 if the entry is not as read (another worker changed it).
 local U = KEYS[1]
-local url, me, what = ARGV[1], ARGV[2], ARGV[3]
+local url, what, seen = ARGV[1], ARGV[2], ARGV[3]
 local P = prefix_of(U, 'U:' .. url)
 local R = record_of(U)
-if not R or R.st ~= 't' or R.w ~= me then return {} end
-if what == 'reown' then
-  redis.call('HSET', U, 'owner', ARGV[4], 'col', ARGV[5], 'cps', ARGV[6])
-  return record_row(record_of(U))
-end
-unqueue(P, url, R)
+if not R then return 0 end
+local now_seen = R.st
+if R.st == 't' then now_seen = 't:' .. R.w end
+if now_seen ~= seen then return 0 end
 if what == 'back' then
-  requeue(P, url, R)
-elseif what == 'postpone' then
-  redis.call('HSET', U, 'st', 'p', 'w', '', 'next', ARGV[5])
-  redis.call('ZADD', P .. 'upost', tonumber(ARGV[4]), url)
+  update(P, url, R, {st = 'q', w = ''})
+elseif ARGV[9] == 'gone' then
+  unplace(P, url, R)
+  redis.call('DEL', U)
 else
-  redis.call('HSET', U, 'st', 'd', 'w', '')
+  update(P, url, R, {owner = ARGV[4], col = ARGV[5], cps = ARGV[6], hops = ARGV[7], off = ARGV[8], st = ARGV[9],
+    w = '', next = ARGV[10]})
 end
-return record_row(record_of(U))
+return 1

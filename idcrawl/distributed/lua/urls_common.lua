@@ -1,41 +1,29 @@
--- urls_common.lua: helpers of the shared URL queue (crawl scope's outlinks), put after common.lua
--- in front of the url_*.lua scripts (idcrawl.distributed.scripts).
+-- urls_common.lua: helpers of the shared URL queue (crawl scope's outlinks, idcrawl.core.urlqueue),
+-- put after common.lua in front of the url_*.lua scripts (idcrawl.distributed.scripts).
 --
 -- Keys (P = the job prefix, cut from P U:<url> or P uhosts):
---   P U:<url>            hash  the URL's record: owner, col ('' = none), cps (crawl profiles,
+--   P U:<url>            hash  the URL's entry: owner, col ('' = none), cps (crawl profiles,
 --                              "\n"-joined), hops, off (off-site hops), paths ("h:o,h:o": every
---                              path no other beats on both counters), host, st (q queued, t taken,
---                              h harvested, p postponed, d dropped), w (the worker that took it),
+--                              path no other beats on both counters), host, st (q queued, p
+--                              postponed, t taken, h harvested), w (the worker that took it),
 --                              next, last (seconds on the job's clock, '' = none), nf, err, cyc
---                              (counters), links ("\n"-joined, once harvested)
---   P uq:<host>/<group>  zset  ready URLs of a host and group (<collection>/<crawl profile>), by hops
+--                              (counters), links ("\n"-joined; absent: not fetched)
+--   P uq:<host>/<group>  zset  ready URLs of a host and yield group (<collection>/<crawl profile>)
 --   P uqc:<host>         hash  group -> its ready URLs (the yields' draw needs only these counts)
 --   P uhosts             hash  host -> its ready URLs (0: field gone)
---   P utaken             hash  url -> the worker that took it (claimed under the fleet's lease)
---   P upost              zset  postponed URLs by the time (ms) they become ready again
+--   P utaken             hash  url -> the worker that took it (held under the fleet's lease)
+--   P upost              set   postponed URLs (released by a later run's start)
+--   P ustart             string  the worker that reconciled the stored URLs for the running fleet
 
 local function group_of(col, cps)
   local first = string.match(cps, '^[^\n]*')
   return col .. '/' .. first
 end
 
-local function ready_add(P, url, host, grp, hops)
-  if redis.call('ZADD', P .. 'uq:' .. host .. '/' .. grp, hops, url) == 1 then
-    redis.call('HINCRBY', P .. 'uqc:' .. host, grp, 1)
-    redis.call('HINCRBY', P .. 'uhosts', host, 1)
-  end
-end
-
-local function ready_rem(P, url, host, grp)
-  if redis.call('ZREM', P .. 'uq:' .. host .. '/' .. grp, url) == 1 then
-    if redis.call('HINCRBY', P .. 'uqc:' .. host, grp, -1) <= 0 then redis.call('HDEL', P .. 'uqc:' .. host, grp) end
-    if redis.call('HINCRBY', P .. 'uhosts', host, -1) <= 0 then redis.call('HDEL', P .. 'uhosts', host) end
-  end
-end
-
--- the record R (a table of its fields) of URL key U, or nil
 local FIELDS = {'owner', 'col', 'cps', 'hops', 'off', 'paths', 'host', 'st', 'w', 'next', 'last', 'nf', 'err',
   'cyc'}
+
+-- the entry of URL key U as a table of its fields, or nil
 local function record_of(U)
   local f = redis.call('HMGET', U, unpack(FIELDS))
   if not f[1] then return nil end
@@ -44,11 +32,59 @@ local function record_of(U)
   return R
 end
 
--- the reply row of a record: the fields in FIELDS order
-local function record_row(R)
+-- a reply row: the fields in FIELDS order, then the links ('' with has = 0: not fetched)
+local function entry_row(U)
+  local R = record_of(U)
+  if not R then return {} end
   local row = {}
   for i, name in ipairs(FIELDS) do row[i] = R[name] end
+  local links = redis.call('HGET', U, 'links')
+  row[#row + 1] = links or ''
+  row[#row + 1] = links and 1 or 0
   return row
+end
+
+-- file URL url of entry R (its state R.st) where its state keeps it
+local function place(P, url, R)
+  if R.st == 'q' then
+    local grp = group_of(R.col, R.cps)
+    if redis.call('ZADD', P .. 'uq:' .. R.host .. '/' .. grp, tonumber(R.hops), url) == 1 then
+      redis.call('HINCRBY', P .. 'uqc:' .. R.host, grp, 1)
+      redis.call('HINCRBY', P .. 'uhosts', R.host, 1)
+    end
+  elseif R.st == 't' then
+    redis.call('HSET', P .. 'utaken', url, R.w)
+  elseif R.st == 'p' then
+    redis.call('SADD', P .. 'upost', url)
+  end
+end
+
+-- take URL url of entry R out of where its state keeps it
+local function unplace(P, url, R)
+  if R.st == 'q' then
+    local grp = group_of(R.col, R.cps)
+    if redis.call('ZREM', P .. 'uq:' .. R.host .. '/' .. grp, url) == 1 then
+      if redis.call('HINCRBY', P .. 'uqc:' .. R.host, grp, -1) <= 0 then redis.call('HDEL', P .. 'uqc:' .. R.host, grp) end
+      if redis.call('HINCRBY', P .. 'uhosts', R.host, -1) <= 0 then redis.call('HDEL', P .. 'uhosts', R.host) end
+    end
+  elseif R.st == 't' then
+    redis.call('HDEL', P .. 'utaken', url)
+  elseif R.st == 'p' then
+    redis.call('SREM', P .. 'upost', url)
+  end
+end
+
+-- change fields of URL url (entry R) to those of the table new, filing it again
+local function update(P, url, R, new)
+  unplace(P, url, R)
+  local args = {}
+  for name, value in pairs(new) do
+    R[name] = value
+    args[#args + 1] = name
+    args[#args + 1] = value
+  end
+  redis.call('HSET', P .. 'U:' .. url, unpack(args))
+  place(P, url, R)
 end
 
 -- paths "h:o,h:o" as a list of {h, o}
@@ -71,17 +107,4 @@ local function best_path(paths)
     if p[1] < best[1] or (p[1] == best[1] and p[2] < best[2]) then best = p end
   end
   return best
-end
-
--- take URL U (record R) out of the ready queues, the taken hash and the postponed set
-local function unqueue(P, url, R)
-  if R.st == 'q' then ready_rem(P, url, R.host, group_of(R.col, R.cps)) end
-  if R.st == 't' then redis.call('HDEL', P .. 'utaken', url) end
-  if R.st == 'p' then redis.call('ZREM', P .. 'upost', url) end
-end
-
--- put URL U (record R) back in its host's ready queue
-local function requeue(P, url, R)
-  redis.call('HSET', P .. 'U:' .. url, 'st', 'q', 'w', '')
-  ready_add(P, url, R.host, group_of(R.col, R.cps), tonumber(R.hops))
 end
