@@ -211,6 +211,7 @@ class RedisUrlQueue:
         return _text(verdict), entry_of(url, row)
 
     def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
+        self.status.at = float("-inf")
         verdict, entry = self._offer_call(url, owner, self.scope.seeds[owner].crawl_profiles, SEED, "seed", now)
         return None if verdict == "same" else entry
 
@@ -219,12 +220,16 @@ class RedisUrlQueue:
             self._offer_call(url, seed_of, self.scope.seeds[seed_of].crawl_profiles, SEED, "fetched", now)
         links = tuple(dict.fromkeys(links))
         self.taken.discard(url)
-        row = self._harvest(keys=[self.key("U:", url)], args=[url, Harvest.FOUND.value, repr(now), "\n".join(links)])
+        self.status.at = float("-inf")  # the fleet's counts change: read again
+        row = self._harvest(keys=[self.key("U:", url)],
+                            args=[url, Harvest.FOUND.value, repr(now), "\n".join(links), self.worker])
         if not row:
             return []
         entry = entry_of(url, row)
         new: dict[str, QueuedUrl] = {}
         self._follow([(url, entry.record.owner, hops, links) for hops in entry.paths], now, new)
+        # held until its links are offered (URL_HARVEST): the fleet was not finished in between
+        self._put(keys=[self.key("U:", url)], args=[url, "done", self.worker])
         return list(new.values())
 
     def _follow(self, work: list[tuple[str, str, Hops, tuple[str, ...]]], now: float,
@@ -268,7 +273,8 @@ class RedisUrlQueue:
 
     def failed(self, url: str, result: Harvest, now: float) -> QueuedUrl | None:
         self.taken.discard(url)
-        row = self._harvest(keys=[self.key("U:", url)], args=[url, result.value, repr(now), ""])
+        self.status.at = float("-inf")
+        row = self._harvest(keys=[self.key("U:", url)], args=[url, result.value, repr(now), "", self.worker])
         return entry_of(url, row) if row else None
 
     # -- takes -------------------------------------------------------------------------------
@@ -306,13 +312,14 @@ class RedisUrlQueue:
                 if reply:
                     url = _text(reply[0])
                     self.taken.add(url)
+                    self.status.at = float("-inf")
                     return entry_of(url, reply[1]).record
         return None
 
     def ready(self) -> int:
         """URLs queued and ready in the fleet, and URLs other workers took and have not answered (their
-        pages may queue more): a worker is not finished while some are. Read again at most every
-        ``READY_FRESH`` seconds."""
+        pages may queue more): a worker is not finished while some are. Read again after every change
+        this worker made, else at most every ``READY_FRESH`` seconds."""
         if time.monotonic() - self.status.at > READY_FRESH:
             self.poll()
         return self.status.ready + self.status.taken_by_others

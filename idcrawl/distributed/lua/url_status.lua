@@ -1,5 +1,6 @@
 -- URL_STATUS: the shared URL queue at a glance, after giving back the URLs of stopped workers (a
--- taken URL whose worker left the job, or whose heartbeat is older than the lease, is ready again).
+-- taken URL whose worker left the job, or whose heartbeat is older than the lease, is ready again;
+-- so is a found page it held, whose links it may not have offered: it is fetched again).
 -- KEYS: P uhosts, P workers.
 -- ARGV: lease_ms, worker (whose own taken URLs are counted apart).
 -- Returns {ready, taken by others, taken by this worker, postponed, given back, host, count, ...}.
@@ -13,7 +14,8 @@ for i = 1, #taken, 2 do
   local beat = redis.call('ZSCORE', KEYS[2], w)
   if w ~= me and (not beat or tonumber(beat) < now - lease) then
     local R = record_of(P .. 'U:' .. taken[i])
-    if R and R.st == 't' then
+    if R and (R.st == 't' or R.st == 'h') then
+      redis.call('HDEL', P .. 'utaken', taken[i])
       update(P, taken[i], R, {st = 'q', w = ''})
       back = back + 1
     else
