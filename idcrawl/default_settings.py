@@ -264,6 +264,15 @@ IDCRAWL_FAIL_EXIT_CODE = 0
 #: worker whose Redis was gone for longer than its lease, or came back empty.
 IDCRAWL_FAIL_REASONS = ["idcrawl_redis_unavailable", "idcrawl_redis_state_lost"]
 
+# -- Crawl scope (idcrawl.core.urlqueue) ----------------------------------------------------------
+#: The seed of the random draws that give a contended host slot to a collection, crawl profile and
+#: URL (the yield model): the same seed and the same answers give the same order of dispatch.
+IDCRAWL_SCOPE_SEED = 0
+
+#: Seconds from now to a postponed URL's next harvest time (its target, crawl profile or collection
+#: deactivated); the URL waits for a run that finds them active again.
+IDCRAWL_SCOPE_POSTPONE = 3600.0
+
 # -- The clock (idcrawl.core.clock.Clock) ----------------------------------------------------------
 #: "Now" for every time idcrawl records or compares (recrawl due times, fetched_at, the recorder):
 #: None = the real clock; an ISO 8601 time (2026-01-12T07:00:00Z; no offset = UTC) fixes it there.

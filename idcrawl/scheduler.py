@@ -25,6 +25,7 @@ from scrapy.core.scheduler import Scheduler
 
 from idcrawl._scrapy import slot_has_room, slot_key
 from idcrawl.core.delays import DelayQueue
+from idcrawl.core.scope import host_of
 from idcrawl.runtime import DUE_KEY, STATS_PREFIX, IdRuntime, Limiter, runtime_of
 
 if TYPE_CHECKING:
@@ -44,7 +45,14 @@ class IdScheduler(Scheduler):
         # lane requests handed to the engine that have not reached their slot yet
         self._entering: dict[str, weakref.WeakSet[Request]] = {}
         self._delayed: DelayQueue[Request] = DelayQueue()
+        self._scope: Any = None  # the crawl scope's URL queue (IdScopeMiddleware); None: no crawl scope
+        self._outlinks_first = False
         if self.runtime is not None:
+            if self.runtime.scope:
+                from idcrawl.spidermiddlewares.scope import IdScopeMiddleware
+
+                assert self.crawler is not None
+                self._scope = self.crawler.get_spider_middleware(IdScopeMiddleware)
             self.runtime.open()
             assert self.crawler is not None
             self.crawler.signals.connect(self._reached_downloader, signal=signals.request_reached_downloader)
@@ -58,6 +66,8 @@ class IdScheduler(Scheduler):
 
     def has_pending_requests(self) -> bool:
         if super().has_pending_requests() or self._delayed:
+            return True
+        if self._scope is not None and self._scope.queue.ready():
             return True
         return self.runtime is not None and self.runtime.frontier.can_dispense()
 
@@ -81,9 +91,13 @@ class IdScheduler(Scheduler):
                 break
         if request is not None or self.runtime is None:
             return request
+        if self._scope is not None:  # crawl scope: lanes and the URL queue take turns
+            self._outlinks_first = not self._outlinks_first
+            if self._outlinks_first and (request := self._next_outlink()) is not None:
+                return request
         dispatch = self.runtime.next(self._group_ready)
         if dispatch is None:
-            return None
+            return self._next_outlink() if self._scope is not None and not self._outlinks_first else None
         assert self.stats is not None
         self.stats.inc_value("scheduler/dequeued")
         self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}")
@@ -97,6 +111,16 @@ class IdScheduler(Scheduler):
         if limiter is not None:
             limiter.taken(slot_key)
         return lane_request
+
+    def _next_outlink(self) -> Request | None:
+        """The next URL of the crawl scope's queue on a host with room (the yield model chooses)."""
+        request: Request | None = self._scope.next_request(self._group_ready)
+        if request is not None:
+            assert self.stats is not None
+            self.stats.inc_value("scheduler/dequeued")
+            self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}_scope")
+            self._entering.setdefault(self._slot_key(host_of(request.url)), weakref.WeakSet()).add(request)
+        return request
 
     def _next_queued(self) -> Request | None:
         """A due retry, else a request of Scrapy's queues (follow-ups)."""

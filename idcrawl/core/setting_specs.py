@@ -274,6 +274,9 @@ SPECS: Final[dict[str, Spec]] = {
     "IDCRAWL_CONTENT_DUPLICATES": _choice(("mark", "drop", "off")),
     "IDCRAWL_CONTENT_NEAR_DUPLICATES": Spec(_float(0.0, 1.0).check, "must be a Jaccard threshold in [0, 1] (0 = off)",
                                             optional=True),
+    # crawl scope (idcrawl.core.urlqueue)
+    "IDCRAWL_SCOPE_SEED": _int(0, note=" (the seed of the yield draws)"),
+    "IDCRAWL_SCOPE_POSTPONE": _float(note=" (seconds)"),
     # distributed runs
     "IDCRAWL_DISTRIBUTED": _bool(),
     "IDCRAWL_WORKER_CLASS": _text("the import path of a worker class such as idcrawl.runtime.LocalWorker",

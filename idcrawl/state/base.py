@@ -6,8 +6,9 @@ durable records (cursor, last found id, cut). Per run: start and end times,
 finish reason, counts, the names of the targets it crawled (one state
 file may serve many jobs: ``scrapy idplan`` shows each target its own last
 run) and its feed marks (how far each local feed file was covered by the
-committed state; see :class:`FeedMarks`). Backends only move these values; the rules that
-use them (the resume plan) live in :mod:`idcrawl.core.ranges`.
+committed state; see :class:`FeedMarks`). And the URL queue of crawl scope: outlinks queued,
+postponed and harvested, with their counters (:mod:`idcrawl.core.urlqueue`). Backends only move
+these values; the rules that use them (the resume plan) live in :mod:`idcrawl.core.ranges`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord
+from idcrawl.core.urlqueue import QueuedUrl
 
 __all__ = ["FeedMarks", "RunRecord", "StateError", "StateStore", "TargetState"]
 
@@ -101,6 +103,17 @@ class StateStore(ABC):
     def feed_marks(self) -> FeedMarks | None:
         """The feed marks of the latest run that committed any (None: no run did)."""
         return None
+
+    #: Whether the store keeps the URL queue of crawl scope (:meth:`load_urls`, :meth:`commit_urls`).
+    keeps_urls = False
+
+    def load_urls(self) -> list[QueuedUrl]:
+        """The stored URLs of crawl scope (:mod:`idcrawl.core.urlqueue`), in URL order."""
+        return []
+
+    def commit_urls(self, changed: Sequence[QueuedUrl], deleted: Sequence[str]) -> None:
+        """Atomically: store ``changed`` URLs (replacing their earlier entries), forget ``deleted`` ones."""
+        raise NotImplementedError(f"{type(self).__name__} does not keep the URL queue")
 
     @abstractmethod
     def reset(self, name: str) -> None:

@@ -40,7 +40,7 @@ import json
 import logging
 import os
 from collections import defaultdict
-from collections.abc import Container
+from collections.abc import Callable, Container
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -139,6 +139,8 @@ class StateRecorder:
         self._ended = self._feeds_done = self._store_closed = False
         self._loop: Any = None
         self.commits = 0
+        #: called first at every checkpoint, while the store is open (the URL queue of crawl scope commits its changes)
+        self.also_commit: list[Callable[[], None]] = []
         self.emit_once = emit_once
         self._recovered = recovered or {}
         self._several_items = False  # some found id had more than one item: feed tails cannot be read back
@@ -235,6 +237,8 @@ class StateRecorder:
     def checkpoint(self, flush: bool = True) -> None:
         if self._store_closed:
             return
+        for commit in self.also_commit:
+            commit()
         if flush:
             self._durable_feeds = flush_feeds(self.crawler)
         outcomes, self._pending = self._pending, defaultdict(lambda: defaultdict(BitMap64))

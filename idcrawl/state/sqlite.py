@@ -4,8 +4,9 @@ One row per target outcome holds a serialized roaring bitmap, so the file
 stays small whatever the range. Every commit is one transaction: killed at
 any moment, the file holds the state of the last completed commit.
 
-Older files get the ``feeds`` table (feed marks, added without a schema
-version change: older idcrawl versions ignore it) when opened for writing.
+Older files get the ``feeds`` table (feed marks) and the ``urls`` table (the URL queue of crawl
+scope, one row per URL), added without a schema version change (older idcrawl versions ignore
+them), when opened for writing; read-only, a file without them has none.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
+from idcrawl.core.scope import Hops, UrlRecord
+from idcrawl.core.urlqueue import QueuedUrl, QueueState
 from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
 
 __all__ = ["SCHEMA_VERSION", "SqliteStateStore"]
@@ -53,8 +56,38 @@ _FEEDS = (
     "run INTEGER NOT NULL, path TEXT NOT NULL, offset INTEGER NOT NULL, PRIMARY KEY (run, path))"
 )
 
+#: The URL queue of crawl scope (:mod:`idcrawl.core.urlqueue`): one row per URL (additive, like ``feeds``).
+_URLS = (
+    "CREATE TABLE IF NOT EXISTS urls ("
+    "url TEXT PRIMARY KEY, owner TEXT NOT NULL, collection TEXT, crawl_profiles TEXT NOT NULL, "
+    "hops INTEGER NOT NULL, offsite_hops INTEGER NOT NULL, state TEXT NOT NULL, next_harvest REAL, "
+    "last_harvest REAL, not_found INTEGER NOT NULL, errors INTEGER NOT NULL, cycles INTEGER NOT NULL, "
+    "paths TEXT NOT NULL, links TEXT)"
+)
+_URL_COLUMNS = ("url, owner, collection, crawl_profiles, hops, offsite_hops, state, next_harvest, last_harvest, "
+                "not_found, errors, cycles, paths, links")
+
+
+def _url_row(entry: QueuedUrl) -> tuple[Any, ...]:
+    r = entry.record
+    return (r.url, r.owner, r.collection, json.dumps(r.crawl_profiles), r.hops.hops, r.hops.offsite,
+            entry.state.value, r.next_harvest, r.last_harvest, r.not_found, r.errors, r.cycles,
+            json.dumps([[p.hops, p.offsite] for p in entry.paths]),
+            None if entry.links is None else json.dumps(entry.links))
+
+
+def _url_entry(row: Sequence[Any]) -> QueuedUrl:
+    (url, owner, collection, names, hops, offsite, state, next_harvest, last_harvest,
+     not_found, errors, cycles, paths, links) = row
+    record = UrlRecord(url, owner, collection, tuple(json.loads(names)), Hops(hops, offsite), next_harvest,
+                       last_harvest, not_found, errors, cycles)
+    return QueuedUrl(record, QueueState(state), tuple(Hops(h, o) for h, o in json.loads(paths)),
+                     None if links is None else tuple(json.loads(links)))
+
 
 class SqliteStateStore(StateStore):
+    keeps_urls = True
+
     def __init__(self, path: str | Path, *, timeout: float = 5.0, read_only: bool = False) -> None:
         self.path = Path(path)
         if read_only:
@@ -80,6 +113,7 @@ class SqliteStateStore(StateStore):
             else:
                 self._add_columns()
             self._db.execute(_FEEDS)
+            self._db.execute(_URLS)
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
         except OSError as exc:
@@ -194,6 +228,15 @@ class SqliteStateStore(StateStore):
             return None
         return FeedMarks(rows[0][0], {path: offset for _, path, offset in rows})
 
+    def load_urls(self) -> list[QueuedUrl]:
+        try:
+            rows = self._db.execute(f"SELECT {_URL_COLUMNS} FROM urls ORDER BY url").fetchall()  # noqa: S608
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # a file written before the URL queue, opened read-only
+                return []
+            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+        return [_url_entry(row) for row in rows]
+
     def runs(self) -> list[RunRecord]:
         query = "SELECT id, started_at, ended_at, finish_reason, counts, targets FROM runs ORDER BY id"
         if "targets" not in self._columns("runs"):  # an older file, opened read-only: not recorded
@@ -242,6 +285,17 @@ class SqliteStateStore(StateStore):
                         "ON CONFLICT(run, path) DO UPDATE SET offset = excluded.offset",
                         [(feeds.run_id, path, offset) for path, offset in feeds.offsets.items()],
                     )
+        except sqlite3.Error as exc:
+            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+
+    def commit_urls(self, changed: Sequence[QueuedUrl], deleted: Sequence[str]) -> None:
+        if not changed and not deleted:
+            return
+        try:
+            with self._transaction() as db:
+                db.executemany("DELETE FROM urls WHERE url = ?", ((url,) for url in deleted))
+                db.executemany(f"INSERT OR REPLACE INTO urls ({_URL_COLUMNS}) "  # noqa: S608
+                               f"VALUES ({', '.join('?' * 14)})", (_url_row(entry) for entry in changed))
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 

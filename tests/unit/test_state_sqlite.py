@@ -156,3 +156,39 @@ def test_read_only_refuses_corrupt_and_foreign_files_intact(tmp_path: Path) -> N
     with pytest.raises(StateError, match="not an idcrawl state file"):
         SqliteStateStore(foreign, read_only=True)
     assert _files(tmp_path) == before
+
+
+def _old_file(path: Path) -> None:
+    """A state file as idcrawl wrote it before the URL queue (and feed marks): no ``urls`` table."""
+    from idcrawl.state.sqlite import _SCHEMA, APPLICATION, SCHEMA_VERSION
+
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA)
+    db.executemany("INSERT INTO meta VALUES (?, ?)", [("application", APPLICATION),
+                                                        ("schema_version", str(SCHEMA_VERSION))])
+    db.commit()
+    db.close()
+
+
+def test_the_url_queue_round_trips_and_a_file_from_before_it_gets_its_table(tmp_path: Path) -> None:
+    from idcrawl.core.scope import Hops, UrlRecord
+    from idcrawl.core.urlqueue import QueuedUrl, QueueState
+
+    path = tmp_path / "old.sqlite"
+    _old_file(path)
+    reader = SqliteStateStore(path, read_only=True)
+    assert reader.load_urls() == []  # read-only: nothing added, nothing stored
+    reader.close()
+    store = SqliteStateStore(path)
+    assert store.keeps_urls and store.load_urls() == []
+    a = QueuedUrl(UrlRecord("http://a.test/", "s", None, ("p",)), QueueState.HARVESTED, links=("http://a.test/x",))
+    x = QueuedUrl(UrlRecord("http://a.test/x", "s", "news", ("p", "q"), Hops(1, 0), 5.0, 2.0, 1, 0, 1),
+                  QueueState.POSTPONED, (Hops(1, 0), Hops(2, 0)))
+    store.commit_urls([a, x], [])
+    store.commit_urls([], [])  # nothing to do
+    store.close()
+    store = SqliteStateStore(path)
+    assert store.load_urls() == [a, x]
+    store.commit_urls([QueuedUrl(x.record, QueueState.QUEUED)], ["http://a.test/"])
+    assert store.load_urls() == [QueuedUrl(x.record, QueueState.QUEUED)]
+    store.close()
