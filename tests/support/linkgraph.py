@@ -13,6 +13,7 @@ test never makes a real DNS lookup.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -61,8 +62,11 @@ class LinkGraphSite:
     the paths requested on ``host``, in order, robots.txt included.
     """
 
-    def __init__(self, graph: Mapping[str, Sequence[str]], robots: Mapping[str, str] | None = None) -> None:
+    def __init__(self, graph: Mapping[str, Sequence[str]], robots: Mapping[str, str] | None = None,
+                 delay: float = 0.0) -> None:
+        """``delay``: seconds each page takes to answer (so that a crawl can be stopped mid-way)."""
         self.graph = {k: list(v) for k, v in graph.items()}
+        self.delay = delay
         self.robots = dict(robots or {})
         self.log: list[tuple[str, str]] = []
         self._lock = threading.Lock()
@@ -76,6 +80,8 @@ class LinkGraphSite:
                 if self.path == "/robots.txt" and host in site.robots:
                     self._reply(200, site.robots[host].encode(), "text/plain")
                     return
+                if site.delay:
+                    time.sleep(site.delay)
                 page = f"http://{host}{self.path}"
                 if page not in site.graph:
                     self._reply(404, b"<html><body>no such page</body></html>", "text/html")

@@ -1,0 +1,137 @@
+"""Crawl scope in a distributed job: three real ``scrapy crawl`` workers, one redis-server, the
+link-graph site (several host names on one local port, resolved to 127.0.0.1 by the tests'
+resolver, never a real DNS lookup).
+
+The outlinks go through the job's shared URL queue (:mod:`idcrawl.distributed.urlqueue`): the fleet
+fetches the URL set one process fetches, each URL once; a worker SIGKILLed while it holds taken
+URLs loses none of them (another worker fetches them after the lease).
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import socket
+import time
+from collections import Counter
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
+from tests.support.crawl import read_items, run_crawl
+from tests.support.linkgraph import LinkGraphSite, resolver_settings
+
+redis = pytest.importorskip("redis")
+
+HOSTS = ("a.test", "b.test", "c.test", "d.test")
+
+
+def make_graph(seed: int, pages: int = 90) -> dict[str, list[str]]:
+    """A seeded link graph over four hosts (d.test out of scope: no request), some pages missing (404)."""
+    rng = random.Random(seed)
+    urls = ["http://a.test/"] + [f"http://{rng.choice(HOSTS)}/p{i}" for i in range(1, pages)]
+    graph = {url: [rng.choice(urls) for _ in range(rng.randint(1, 5))] for url in urls}
+    for url in rng.sample(urls[1:], pages // 10):
+        del graph[url]  # 404
+    return graph
+
+
+def job(path: Path, site: LinkGraphSite) -> Path:
+    path.write_text(f"""
+[[crawl_profiles]]
+name = "net"
+scope = "any"
+max_hops = 8
+exclude = ["//d\\\\.test"]
+
+[[targets]]
+name = "front"
+url = "{site.url('http://a.test/')}"
+crawl_profiles = ["net"]
+""")
+    return path
+
+
+def fetched(site: LinkGraphSite) -> Counter[tuple[str, str]]:
+    with site._lock:
+        return Counter((host, path) for host, path in site.log if path != "/robots.txt")
+
+
+def settings(redis_server: object, name: str, **extra: object) -> dict[str, object]:
+    return {**worker_settings(redis_server, job=name, **extra), **resolver_settings(HOSTS)}
+
+
+def test_three_workers_fetch_the_url_set_of_one_process_each_url_once(redis_server, tmp_path: Path) -> None:
+    site = LinkGraphSite(make_graph(16)).start()
+    try:
+        path = job(tmp_path / "job.toml", site)
+        (tmp_path / "single").mkdir()
+        single = run_crawl(tmp_path / "single", {"job": path}, resolver_settings(HOSTS))
+        assert single.returncode == 0, single.stderr[-3000:]
+        one = fetched(site)
+        assert max(one.values()) == 1 and len(one) > 40  # 49 pages
+        assert not any(host == "d.test" for host, _ in one)
+        site.log.clear()
+
+        procs = [start_worker(tmp_path / f"w{n}", {"job": path}, settings(redis_server, "scope")) for n in range(3)]
+        results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+        for result in results:
+            assert result.returncode == 0, result.stderr[-3000:]
+            assert result.stats["finish_reason"] == "finished"
+        fleet = fetched(site)
+        assert set(fleet) == set(one)  # the same URL set as one process
+        assert max(fleet.values()) == 1, [page for page, n in fleet.items() if n > 1]  # each URL once
+        items = [item["url"] for result in results for item in result.items]
+        assert sorted(items) == sorted(item["url"] for item in single.items)
+        shares = [result.stats.get("idcrawl/crawl_profiles/net/fetched", 0) for result in results]
+        assert sum(shares) == single.stats["idcrawl/crawl_profiles/net/fetched"]
+        assert sum(1 for share in shares if share) >= 2, shares  # the fleet shared the work
+    finally:
+        site.stop()
+
+
+def test_a_sigkilled_workers_taken_urls_are_fetched_by_another(redis_server, tmp_path: Path) -> None:
+    site = LinkGraphSite(make_graph(17), delay=0.02).start()
+    try:
+        path = job(tmp_path / "job.toml", site)
+        (tmp_path / "single").mkdir()
+        single = run_crawl(tmp_path / "single", {"job": path}, resolver_settings(HOSTS))
+        assert single.returncode == 0, single.stderr[-3000:]
+        one = fetched(site)
+        site.log.clear()
+
+        extra = {"IDCRAWL_REDIS_LEASE_TIMEOUT": 3.0}
+        procs = [start_worker(tmp_path / f"w{n}", {"job": path}, settings(redis_server, "kill", **extra))
+                 for n in range(3)]
+        client = redis.Redis.from_url(redis_server.url)
+        victim = f"{socket.gethostname()}:{procs[0].pid}:".encode()
+
+        def victim_holds() -> list[bytes]:
+            return [url for url, worker in client.hgetall("idcrawl:{kill}:utaken").items()
+                    if worker.startswith(victim)]
+
+        deadline = time.monotonic() + 60
+        while not victim_holds() and time.monotonic() < deadline:
+            time.sleep(0.002)
+        held = victim_holds()
+        assert held, "the worker to kill never took a URL"
+        procs[0].send_signal(signal.SIGKILL)
+        procs[0].wait(timeout=30)
+        held = victim_holds()  # what it held when it died (the survivors wait for its lease: 3 s)
+        survivors = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs) if n]
+        for result in survivors:
+            assert result.returncode == 0, result.stderr[-3000:]
+            assert result.stats["finish_reason"] == "finished"
+        fleet = fetched(site)
+        assert set(fleet) == set(one)  # nothing lost
+        twice = {page for page, n in fleet.items() if n > 1}
+        dead = {(urlsplit(url.decode()).hostname, urlsplit(url.decode()).path) for url in held}
+        assert twice <= dead, (twice, dead)  # only what it held when it died is fetched again
+        assert sum(r.stats.get("idcrawl/redis/urls_taken_over", 0) for r in survivors) >= 1
+        got = {item["url"] for item in read_items(tmp_path / "w0" / "items.jsonl")}
+        got |= {item["url"] for r in survivors for item in r.items}
+        assert got == {item["url"] for item in single.items}
+    finally:
+        site.stop()
