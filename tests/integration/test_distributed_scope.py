@@ -135,3 +135,55 @@ def test_a_sigkilled_workers_taken_urls_are_fetched_by_another(redis_server, tmp
         assert got == {item["url"] for item in single.items}
     finally:
         site.stop()
+
+
+def id_graph() -> dict[str, list[str]]:
+    """Id pages /item/1..30 (every third missing) linking to outlink pages and to other id pages."""
+    rng = random.Random(18)
+    pages = [f"http://{rng.choice(HOSTS[:3])}/o{i}" for i in range(40)]
+    graph: dict[str, list[str]] = {}
+    for i in range(1, 31):
+        if i % 3:
+            graph[f"http://a.test/item/{i}"] = [rng.choice(pages), f"http://a.test/item/{rng.randint(1, 35)}"]
+    for page in pages:
+        graph[page] = [rng.choice(pages) for _ in range(2)] + [f"http://a.test/item/{rng.randint(1, 35)}"]
+    return graph
+
+
+def test_three_workers_with_an_id_target_fetch_each_id_page_and_each_outlink_once(redis_server, tmp_path: Path) -> None:
+    """Found id pages are hop 0 of their target; a link to an id page is left to the target's lanes."""
+    site = LinkGraphSite(id_graph()).start()
+    try:
+        path = tmp_path / "job.toml"
+        path.write_text(f"""
+[[crawl_profiles]]
+name = "near"
+scope = "any"
+max_hops = 2
+
+[[targets]]
+name = "items"
+url = "{site.url('http://a.test/item/{id}')}"
+start = 1
+max = 30
+margin = 0
+crawl_profiles = ["near"]
+""")
+        (tmp_path / "single").mkdir()
+        single = run_crawl(tmp_path / "single", {"job": path}, resolver_settings(HOSTS))
+        assert single.returncode == 0, single.stderr[-3000:]
+        one = fetched(site)
+        assert max(one.values()) == 1 and sum(1 for _, p in one if p.startswith("/o")) > 10
+        site.log.clear()
+
+        procs = [start_worker(tmp_path / f"w{n}", {"job": path}, settings(redis_server, "ids")) for n in range(3)]
+        results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+        for result in results:
+            assert result.returncode == 0, result.stderr[-3000:]
+        fleet = fetched(site)
+        assert set(fleet) == set(one)
+        assert max(fleet.values()) == 1, [page for page, n in fleet.items() if n > 1]
+        items = sorted(item["url"] for result in results for item in result.items)
+        assert items == sorted(item["url"] for item in single.items)
+    finally:
+        site.stop()
