@@ -29,6 +29,11 @@ endif
 # (idcrawl.recorded builds a crawler outside the engine: _scrapy.offline_crawler). Left out: the other crawl
 # modules (soft 404s, overlap, incidents, monitors, demo, idjob, idcoverage, addon, the rest of the
 # distributed ones), the package builds (packaging, scrapyd, zyte), and the rest of tests/unit.
+# `make test` runs pytest on TEST_WORKERS processes (pytest-xdist; each test starts its own servers on free
+# ports and writes under its own tmp_path, so they share nothing). Two: the suite is half waiting (crawl
+# subprocesses, sites with latency, leases) and a CI machine has 2 cores; on this machine the crawl and
+# integration tiers used 1.3 cores serially. TEST_WORKERS=0 runs it in one process (plain `pytest` does too).
+TEST_WORKERS ?= 2
 FLOOR_TESTS := tests/unit/test_scrapy_adapter.py tests/unit/test_errors.py tests/crawl/test_crawl_core.py tests/crawl/test_crawl_errors.py \
 	tests/unit/test_politeness.py tests/crawl/test_politeness_crawl.py tests/crawl/test_limits_crawl.py \
 	tests/unit/test_profiles.py tests/crawl/test_profiles_crawl.py \
@@ -74,14 +79,14 @@ docs: $(VENV)/.installed
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
 test: lint docs $(FLOOR_VENV)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 	$(MAKE) test-floor
 
 test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest tests/unit
 
 test-floor: $(FLOOR_VENV)/.installed
-	IDCRAWL_EXPECT_SCRAPY=$(FLOOR_SCRAPY) $(FLOOR_BIN)/python -m pytest $(FLOOR_TESTS)
+	IDCRAWL_EXPECT_SCRAPY=$(FLOOR_SCRAPY) $(FLOOR_BIN)/python -m pytest -n $(TEST_WORKERS) $(FLOOR_TESTS)
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/scheduler_lanes.py

@@ -34,14 +34,16 @@ from scrapy.utils.asyncio import call_later
 from scrapy.utils.misc import load_object
 
 from idcrawl import _scrapy, default_settings
+from idcrawl.core.clock import Clock, ClockError, format_time
 from idcrawl.core.frontier import Dispatch, Frontier, IdFrontier, lane_specs
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
-from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs
+from idcrawl.core.recrawl import Schedule, overdue
+from idcrawl.core.resume import IDENTITY_KEYS, identity, resume_specs, tail_due
 from idcrawl.core.scope import JobScope
 from idcrawl.core.talk import resume_text
 from idcrawl.core.targets import Target
 from idcrawl.errors import BadInputError
-from idcrawl.state.base import StateError, StateStore
+from idcrawl.state.base import StateError, StateStore, TargetState
 from idcrawl.state.recorder import StateRecorder, overwritten_feeds, recover_feed_tails
 
 if TYPE_CHECKING:
@@ -170,6 +172,7 @@ class IdRuntime:
         self._timer: Any = None
         self._timer_due = 0.0
         self._worker: Worker | None = None
+        self._clock: Clock | None = None
         _RUNTIMES[crawler] = self
         # the runtime refers to its crawler: left in the registry, a finished crawler would stay in memory
         crawler.signals.connect(self._forget, signal=signals.engine_stopped)
@@ -186,6 +189,16 @@ class IdRuntime:
             except (ImportError, AttributeError, NameError, ValueError) as exc:
                 raise BadInputError(f"bad setting: IDCRAWL_WORKER_CLASS={path!r}: cannot be imported ({exc})") from None
             self._worker = worker_cls(self)
+
+    @property
+    def clock(self) -> Clock:
+        """The crawl's one clock (``IDCRAWL_NOW``: real, or fixed): ``fetched_at``, the runs' times, recrawl."""
+        if self._clock is None:
+            try:
+                self._clock = Clock.from_setting(self.crawler.settings.get("IDCRAWL_NOW"))
+            except ClockError as exc:
+                raise BadInputError(f"bad setting: {exc}") from None
+        return self._clock
 
     @property
     def worker(self) -> Worker:
@@ -473,11 +486,16 @@ class LocalWorker:
         """The targets' lanes, planned from the stored state when there is one."""
         settings = self.crawler.settings
         origins: dict[str, int] = {}
+        self._found_max: dict[str, int] = {}  # target -> the highest id its stored state found
+        self._last_found: dict[str, int] = {}  # continued lane -> its stored last found id
         emit_once = settings.getbool("IDCRAWL_STATE_EMIT_ONCE", default_settings.IDCRAWL_STATE_EMIT_ONCE)
         # ids the last run wrote to its feeds after its last commit: found already, never emitted again
         recovered = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler))
                      if store is not None and emit_once else {})
-        for target in self.runtime.targets:
+        # the tails' schedules (idcrawl.core.recrawl), read once: resume=due plans with them, the recorder
+        # applies the recrawl rule to them at the run's end
+        self._tails: dict[str, Schedule] = store.tail_schedules() if store is not None else {}
+        for target in self._in_due_order(self.runtime.targets):
             if target.resume == "none":
                 recovered.pop(target.name, None)  # the target starts over
             self._add_target(target, store, origins, recovered.get(target.name))
@@ -491,6 +509,10 @@ class LocalWorker:
                 ),
                 emit_once=emit_once,
                 recovered=recovered,
+                clock=self.runtime.clock,
+                found_max=self._found_max,
+                last_found=self._last_found,
+                tails=self._tails,
             )
 
     def _add_target(
@@ -520,17 +542,50 @@ class LocalWorker:
         if recovered:
             found = state.outcomes.get(Outcome.FOUND)
             state.outcomes[Outcome.FOUND] = recovered | found if found is not None else recovered
-        specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes)
+        walk_tail = True
+        if target.resume == "due":
+            schedule = self._tails.get(target.name)
+            walk_tail = tail_due(schedule, self.runtime.clock.now())
+            if not walk_tail and schedule is not None:
+                self.resume_notes[target.name] = (
+                    f"resume=due: tail not due until {format_time(schedule.due_at())}, nothing to fetch"
+                )
+        specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
+                             walk_tail=walk_tail, due_pages=self.due_pages(target, state))
         origins.update({key: record.start for key, record in state.lanes.items()})
         known = cast("Container[int] | None", state.outcomes.get(Outcome.FOUND))  # a roaring bitmap
+        if isinstance(known, BitMap64) and known:
+            self._found_max[target.name] = known.max()
         self.frontier.add_target(target, specs, known_found=known)
         continued = {spec.key for spec in specs}
+        self._last_found.update((key, record.last_found) for key, record in state.lanes.items()
+                                if key in continued and record.last_found is not None)
         note = resume_text(
             target.resume, stored=True, known_found=len(known) if isinstance(known, Sized) else 0,
             finished=[spec.direction for spec in lane_specs(target) if spec.key not in continued],
         )
-        if note is not None:
+        if note is not None and target.name not in self.resume_notes:
             self.resume_notes[target.name] = note
+
+    def _in_due_order(self, targets: Sequence[Target]) -> list[Target]:
+        """``resume=due``: the targets whose tails are most overdue first (they win the interleaving's
+        ties, so a run cut short by a limit has walked them); the others as given."""
+        if not self._tails:
+            return list(targets)
+        now = self.runtime.clock.now()
+        tails = self._tails
+
+        def rank(target: Target) -> float:
+            schedule = tails.get(target.name)
+            return -overdue(schedule, now) if target.resume == "due" and schedule is not None else 0.0
+
+        return sorted(targets, key=rank)  # stable: ties keep the job's order
+
+    def due_pages(self, target: Target, state: TargetState) -> list[int]:
+        """``resume=due``: the found ids of ``target`` due for a revisit at the clock's now, most overdue
+        first (:func:`idcrawl.core.recrawl.due_order`); walked after its tail. None yet: page schedules
+        are the page revisits' (conditional requests), which fill this in."""
+        return []
 
     def describe_state(self) -> str:
         if self.recorder is None:

@@ -8,6 +8,10 @@ empty, the next id comes from the frontier, which interleaves lanes by weight
 and skips lanes whose download slot is busy, so a slow host never holds up
 the others (no head-of-line blocking).
 
+With crawl scope, the outlinks wait in the job's URL queue (:mod:`idcrawl.core.urlqueue`, held by
+``IdScopeMiddleware``), not in Scrapy's queues: lane requests and the queue take turns, and the
+queue hands out a URL of a host whose slot has room, chosen then by the yield model.
+
 Set ``SCHEDULER = "idcrawl.scheduler.IdScheduler"`` (the idseq spider does
 it for you). In a crawl without an id runtime (:func:`idcrawl.runtime.runtime_of`)
 it behaves exactly like Scrapy's default scheduler.

@@ -1,6 +1,6 @@
 """Scrapy commands of idcrawl: ``scrapy idplan`` (the resume plan of a job's
 state), ``scrapy idcoverage`` (a picture of it), ``scrapy idjob`` (a
-distributed job in Redis), and ``scrapy crawl`` (Scrapy's, with
+distributed job in Redis), ``scrapy iddue`` (what is due for a recrawl), and ``scrapy crawl`` (Scrapy's, with
 ``IDCRAWL_FAIL_EXIT_CODE``).
 
 Registered by ``COMMANDS_MODULE = "idcrawl.commands"`` in this project and by

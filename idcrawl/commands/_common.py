@@ -6,7 +6,9 @@ No command class lives here (Scrapy would register it as a command ``_common``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +17,13 @@ from scrapy.exceptions import UsageError
 
 from idcrawl.commands.report import ReportError, TargetView, collect
 from idcrawl.core.targets import TargetError, parse_job
-from idcrawl.state.base import StateError
+from idcrawl.state.base import StateError, StateStore
 from idcrawl.state.location import state_path
 from idcrawl.state.sqlite import SqliteStateStore
 
 __all__ = [
-    "CommandFailed", "PlainHelpFormatter", "add_state_options", "check_args", "fail", "load_views", "resolve_state",
+    "CommandFailed", "PlainHelpFormatter", "add_state_options", "check_args", "fail", "load_views", "read_state",
+    "resolve_state",
 ]
 
 #: Errors that end a command with one line and exit status 1.
@@ -97,14 +100,22 @@ def resolve_state(settings: Any, opts: argparse.Namespace) -> Path:
 def load_views(path: Path, targets: list[str], job: str | None) -> list[TargetView]:
     """Read the plan of ``targets`` (and the job's) from the state file at ``path``, read-only."""
     job_targets = parse_job(job) if job else []
+    with read_state(path) as store:
+        return collect(store, targets, job_targets)
+
+
+@contextlib.contextmanager
+def read_state(path: Path) -> Iterator[StateStore]:
+    """The state at ``path`` (a file, or a job's state in Redis: :func:`resolve_state`), opened read-only."""
     if isinstance(path, RedisState):
         from idcrawl.state.factory import open_store
 
         redis_store = open_store(path.settings, path.spider, read_only=True, backend="redis")
         try:
-            return collect(redis_store, targets, job_targets)
+            yield redis_store
         finally:
             redis_store.close()
+        return
     if not path.exists():
         raise ReportError(
             f"state file {str(path)!r} does not exist: no crawl recorded state there "
@@ -112,7 +123,7 @@ def load_views(path: Path, targets: list[str], job: str | None) -> list[TargetVi
         )
     store = SqliteStateStore(path, read_only=True)
     try:
-        return collect(store, targets, job_targets)
+        yield store
     finally:
         store.close()
 

@@ -11,8 +11,10 @@ from rich.console import Console
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, load_views, resolve_state
-from idcrawl.commands.report import plan_document, render_plan
+from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, read_state, resolve_state
+from idcrawl.commands.report import collect, plan_document, render_plan
+from idcrawl.commands.scope_report import render_scope, scope_document, url_counts
+from idcrawl.core.targets import parse_job
 
 
 class Command(ScrapyCommand):
@@ -28,7 +30,9 @@ class Command(ScrapyCommand):
     def long_desc(self) -> str:
         return (
             "Print, per target and lane, the crawled span, the content (found ids), the holes "
-            "(missing, failed, disallowed), the bound still to crawl, why the lane stopped, and the last run. "
+            "(missing, failed, disallowed), the bound still to crawl, why the lane stopped, and the last run; "
+            "with crawl scope, the queued, postponed and harvested URLs per target, crawl profile, "
+            "collection and hops. "
             "Without TARGET: every target of the state file (or of --job). The state file is only read."
         )
 
@@ -45,12 +49,22 @@ class Command(ScrapyCommand):
             raise UsageError(f"--ranges must be >= 0, not {opts.ranges}", print_help=False)
         path = resolve_state(self.settings, opts)
         try:
-            views = load_views(path, args, opts.job)
+            job = parse_job(opts.job) if opts.job else []
+            with read_state(path) as store:  # read once: the plan and the URL queue
+                urls, pages_only = url_counts(store, args)  # crawl scope: by target, crawl profile, hops
+                plan_args = [name for name in args if name not in pages_only]  # page targets have no lanes
+                views = collect(store, plan_args, job) if plan_args or not args or job else []
         except CommandFailed as exc:
             fail(self, "idplan", exc)
             return
         if opts.json:
             document = plan_document(views, state=str(path), keep=opts.ranges)
+            document["scope"] = scope_document(urls)
             sys.stdout.write(json.dumps(document, indent=2) + "\n")
         else:
-            render_plan(views, Console(highlight=False), keep=opts.ranges, state=str(path))
+            console = Console(highlight=False)
+            if views or not urls:
+                render_plan(views, console, keep=opts.ranges, state=str(path))
+            else:  # only page targets: no resume plan to show
+                console.print(f"state file {path}", highlight=False, markup=False)
+            render_scope(urls, console)

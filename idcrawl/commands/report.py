@@ -22,9 +22,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from idcrawl.core.clock import stamp
 from idcrawl.core.frontier import lane_specs
 from idcrawl.core.lanes import BOUND, MARGIN, Outcome
 from idcrawl.core.ranges import LanePlan, LaneRecord, plan_lane
+from idcrawl.core.recrawl import MarginAdvice, Schedule, duration_text, margin_advice
 from idcrawl.core.targets import Target
 from idcrawl.state.base import RunRecord, StateStore, TargetState
 
@@ -193,6 +195,10 @@ class TargetView:
     last_run: RunRecord | None
     minimum: int | None
     maximum: int | None
+    #: the tail's recrawl schedule (None: no run walked the tail to its margin yet)
+    tail: Schedule | None = None
+    #: what the found ids' gap runs say about the margin (None: fewer than two found ids)
+    advice: MarginAdvice | None = None
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -200,9 +206,11 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def target_view(
-    name: str, state: TargetState | None, target: Target | None = None, last_run: RunRecord | None = None
+    name: str, state: TargetState | None, target: Target | None = None, last_run: RunRecord | None = None,
+    tail: Schedule | None = None,
 ) -> TargetView:
-    """The plan of one target: its stored lanes, plus the job's lanes never recorded."""
+    """The plan of one target: its stored lanes, plus the job's lanes never recorded; its tail's
+    schedule and the margin advice of its found ids."""
     records: dict[str, LaneRecord] = dict(state.lanes) if state is not None else {}
     if target is not None:
         for spec in lane_specs(target):
@@ -222,7 +230,20 @@ def target_view(
             minimum = lane.record.stop
         if lane.record.stop is not None and lane.record.step > 0 and maximum is None:
             maximum = lane.record.stop
-    return TargetView(name, state is not None, params, lanes, last_run, minimum, maximum)
+    found = outcomes.get(Outcome.FOUND, BitMap64())
+    advice = margin_advice(found, target.margin if target is not None else margin_in_use(lanes)) \
+        if len(found) >= 2 else None
+    return TargetView(name, state is not None, params, lanes, last_run, minimum, maximum, tail, advice)
+
+
+def margin_in_use(lanes: Iterable[LaneView]) -> int | None:
+    """The margin the stored lanes were cut by (the smallest distance from a last found id to its
+    cut); None when no lane was cut after a found id. A failed id does not count toward the margin,
+    so a cut past one overstates it: ``--job`` gives the target's own margin."""
+    distances = [abs(lane.record.cut_at - lane.record.last_found) for lane in lanes
+                 if lane.record.reason == MARGIN and lane.record.cut_at is not None
+                 and lane.record.last_found is not None]
+    return min(distances) if distances else None
 
 
 def last_run_of(runs: Sequence[RunRecord], name: str) -> RunRecord | None:
@@ -240,26 +261,33 @@ def last_run_of(runs: Sequence[RunRecord], name: str) -> RunRecord | None:
     return None
 
 
-def collect(store: StateStore, names: Iterable[str] = (), job: Sequence[Target] = ()) -> list[TargetView]:
-    """Views of the named targets and the job's targets; of every stored target if neither.
-
-    A named target the store does not hold is an error; a job's target that was
-    never crawled is shown with all of its range still to crawl.
-    """
+def wanted_targets(store: StateStore, names: Iterable[str], job: Sequence[Target]) -> list[str]:
+    """The named targets and the job's, in that order (every stored target if neither); a named target
+    the store does not hold is a :class:`ReportError` naming it and what the store has."""
     known = store.targets()
     names = list(names)
     for name in names:
         if name not in known:
             listed = ", ".join(repr(k) for k in known[:10]) + (", ..." if len(known) > 10 else "")
             raise ReportError(f"unknown target {name!r} (the state file has {listed or 'no targets'})")
-    wanted = list(dict.fromkeys([*names, *(t.name for t in job)])) if names or job else known
+    return list(dict.fromkeys([*names, *(t.name for t in job)])) if names or job else known
+
+
+def collect(store: StateStore, names: Iterable[str] = (), job: Sequence[Target] = ()) -> list[TargetView]:
+    """Views of the named targets and the job's targets; of every stored target if neither.
+
+    A named target the store does not hold is an error; a job's target that was
+    never crawled is shown with all of its range still to crawl.
+    """
+    wanted = wanted_targets(store, names, job)
     by_name = {t.name: t for t in job}
     runs = store.runs()
+    tails = store.tail_schedules()
     views = []
     for name in wanted:
         state = store.load(name)
         last_run = last_run_of(runs, name) if state is not None else None  # never crawled: no run of it
-        views.append(target_view(name, state, by_name.get(name), last_run))
+        views.append(target_view(name, state, by_name.get(name), last_run, tails.get(name)))
     return views
 
 
@@ -313,6 +341,30 @@ def _run_line(run: RunRecord | None) -> str:
     return line if run.targets is not None else f"{line} ({UNKNOWN_TARGETS})"
 
 
+def tail_text(tail: Schedule | None) -> str:
+    """The tail's learned duration and when it is due again."""
+    if tail is None:
+        return "no schedule yet (no run walked it to its margin)"
+    found = "nothing found" if tail.last_found is None else f"last found {tail.last_found}"
+    return (f"learned duration {duration_text(tail.update_duration)}; last crawled {stamp(tail.last_crawled)}, "
+            f"due after {stamp(tail.due_at())}; {found}; {tail.revision} with news")
+
+
+def advice_text(advice: MarginAdvice | None) -> str:
+    """The margin advice: the chance the margin in use cut a lane early, the margin that keeps it under 1%."""
+    if advice is None:
+        return "fewer than two found ids: no gap runs to learn from"
+    text = f"margin {advice.advised} keeps the chance of an early cut under {advice.risk:.0%}"
+    if advice.margin is not None and advice.early_cut is not None:
+        text = (f"margin {advice.margin} cuts a lane before its real end with chance {advice.early_cut:.2%}; "
+                + text)
+    text += f" (from {advice.runs:,} gap runs"
+    if advice.censored:
+        text += (f"; censored by the margin: {advice.censored} reached {advice.margin - 1 if advice.margin else 0}"
+                 " or more, a longer one cut the lane, so this is a lower bound")
+    return text + ")"
+
+
 def lane_rows(lane: LaneView, keep: int = 3) -> list[tuple[str, str]]:
     """(field, value) lines of one lane, as the table shows them."""
     rows = [("walk", _walk_text(lane)), ("crawled", _span_text(lane.plan))]
@@ -346,6 +398,9 @@ def target_heading(view: TargetView) -> Text:
         heading.append(f"  {url}", style="")
     if view.in_state:
         heading.append(f"\nlast run: {_run_line(view.last_run)}", style="")
+        if any(lane.direction == "asc" for lane in view.lanes):
+            heading.append(f"\ntail: {tail_text(view.tail)}", style="")
+        heading.append(f"\nmargin advice: {advice_text(view.advice)}", style="")
     else:
         heading.append("\nnever crawled: no state recorded for this target", style="")
     return heading
@@ -398,6 +453,31 @@ def _run_json(run: RunRecord | None) -> dict[str, Any] | None:
     }
 
 
+def tail_json(tail: Schedule | None) -> dict[str, Any] | None:
+    """A tail's schedule in ``idplan --json`` (None: no schedule); ``iddue --json`` has the same fields."""
+    return None if tail is None else tail_fields(tail)
+
+
+def tail_fields(tail: Schedule | None) -> dict[str, Any]:
+    """The fields of a tail's schedule in the JSON documents (each None without a schedule)."""
+    return {
+        "last_crawled": stamp(tail.last_crawled) if tail else None,
+        "update_duration": tail.update_duration if tail else None,
+        "due_at": stamp(tail.due_at()) if tail else None,
+        "last_found": tail.last_found if tail else None,
+        "revision": tail.revision if tail else None,
+    }
+
+
+def _advice_json(advice: MarginAdvice | None) -> dict[str, Any] | None:
+    if advice is None:
+        return None
+    return {
+        "gap_runs": advice.runs, "r": advice.r, "margin": advice.margin, "early_cut_chance": advice.early_cut,
+        "advised_margin": advice.advised, "risk": advice.risk, "censored_runs": advice.censored,
+    }
+
+
 def plan_document(views: Sequence[TargetView], *, state: str | None = None, keep: int = 3) -> dict[str, Any]:
     """The plan as a JSON-ready dict (``json.dumps`` it); docs/reference/idplan-json.md has the shape."""
     return {
@@ -411,6 +491,8 @@ def plan_document(views: Sequence[TargetView], *, state: str | None = None, keep
                 "min": view.minimum,
                 "max": view.maximum,
                 "last_run": _run_json(view.last_run),
+                "tail": tail_json(view.tail),
+                "margin_advice": _advice_json(view.advice),
                 "lanes": [_lane_json(lane, keep) for lane in view.lanes],
             }
             for view in views

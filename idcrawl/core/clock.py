@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["Clock", "ClockError", "format_time", "parse_time"]
+__all__ = ["Clock", "ClockError", "format_time", "parse_time", "stamp"]
 
 
 class ClockError(ValueError):
@@ -43,6 +43,12 @@ def format_time(seconds: float) -> str:
     return text
 
 
+def stamp(seconds: float) -> str:
+    """The ISO 8601 UTC form with milliseconds, as items' ``fetched_at`` and run records show it
+    (``2026-01-12T07:00:00.000Z``)."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 class Clock:
     """``now()`` in epoch seconds: the real clock, or a fixed one that moves only when told."""
 
@@ -65,6 +71,10 @@ class Clock:
 
     def now(self) -> float:
         return self._real() if self._fixed is None else self._fixed
+
+    def stamp(self) -> str:
+        """``now()`` as :func:`stamp` writes it (``fetched_at``, the runs' start and end)."""
+        return stamp(self.now())
 
     def set(self, seconds: float) -> None:
         """Fix the clock at ``seconds`` (a real clock becomes a fixed one)."""

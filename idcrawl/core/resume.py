@@ -3,13 +3,15 @@
 ``bound`` continues every unfinished lane (a lane cut by its margin from
 just after its last found id); ``holes`` refetches holes of the crawled
 spans (failed ones, or ``holes="all"``: missing and disallowed too) as list
-lanes; ``all`` does both. Ids already found are never fetched again: the
-frontier records them found without a request.
+lanes; ``all`` does both; ``due`` walks the tail (the ascending lane, as ``bound`` does) when it is
+due (:func:`tail_due`, the rule of :mod:`idcrawl.core.recrawl`), then the due pages given, and
+nothing else. Ids already found are never fetched again: the frontier records them found without a
+request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pyroaring import BitMap64
@@ -17,9 +19,10 @@ from pyroaring import BitMap64
 from idcrawl.core.frontier import LaneSpec, lane_specs
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, plan_lane
+from idcrawl.core.recrawl import Schedule, due
 from idcrawl.core.targets import RESUME_MODES, Target
 
-__all__ = ["IDENTITY_KEYS", "RESUME_MODES", "identity", "resume_specs"]
+__all__ = ["IDENTITY_KEYS", "RESUME_MODES", "identity", "resume_specs", "tail_bound", "tail_due", "tail_specs"]
 
 #: The target parameters that define which ids a crawl covers: a resumed run
 #: must have the same ones (margin, rate, window, attempts may change freely).
@@ -30,14 +33,33 @@ def identity(target: Target) -> dict[str, Any]:
     return {key: (str(getattr(target, key)) if key == "direction" else getattr(target, key)) for key in IDENTITY_KEYS}
 
 
+def tail_due(schedule: Schedule | None, now: float) -> bool:
+    """Is a target's tail due at ``now`` (``resume=due``)? Yes when ``now - last_crawled > update_duration``,
+    or when it has no schedule yet (no run walked it to its margin: an older state, or a stopped run)."""
+    return schedule is None or due(schedule, now)
+
+
 def resume_specs(
     target: Target,
     lanes: Mapping[str, LaneRecord],
     outcomes: Mapping[Outcome, BitMap64],
     mode: str,
     holes: str = "failed",
+    *,
+    walk_tail: bool = True,
+    due_pages: Sequence[int] = (),
 ) -> list[LaneSpec]:
-    """The lanes to walk when resuming ``target`` with ``mode``."""
+    """The lanes to walk when resuming ``target`` with ``mode``.
+
+    ``due`` only: ``walk_tail`` False leaves out the tail (not due: :func:`tail_due`); ``due_pages``,
+    found ids due for a revisit in fetch order (most overdue first: :func:`idcrawl.core.recrawl.due_order`),
+    become a list lane ``<target>:due`` after the tail (the hook of the page revisits).
+    """
+    if mode == "due":
+        walks = tail_specs(target, lanes) if walk_tail else []
+        if due_pages:
+            walks.append(_list_lane(target, "due", due_pages))
+        return walks
     if mode == "none" or not lanes:
         return lane_specs(target)
     specs: list[LaneSpec] = []
@@ -64,6 +86,41 @@ def resume_specs(
                     lane_holes = lane_holes[upto:]
             hole_ids |= lane_holes
     if hole_ids:
-        ids = tuple(hole_ids)
-        specs.append(LaneSpec(f"{target.name}:holes", "holes", 0, 1, len(ids) - 1, target.rate_asc, ids=ids))
+        specs.append(_list_lane(target, "holes", hole_ids))
+    return specs
+
+
+def _list_lane(target: Target, name: str, ids: Iterable[int]) -> LaneSpec:
+    """A list lane ``<target>:<name>`` walking ``ids`` in the order given (holes, due pages)."""
+    listed = tuple(ids)
+    return LaneSpec(f"{target.name}:{name}", "holes", 0, 1, len(listed) - 1, target.rate_asc, ids=listed)
+
+
+def tail_bound(lanes: Mapping[str, LaneRecord]) -> tuple[int, int | None] | None:
+    """Where a ``resume=due`` run walks the tail of a target with these stored lanes: (from, to), to
+    None = up to its margin; None: no tail (no ascending lane, or one that reached its bound)."""
+    for record in lanes.values():
+        if record.step > 0 and record.key.endswith(":asc"):
+            return plan_lane(record, {}).bound
+    return None
+
+
+def tail_specs(target: Target, lanes: Mapping[str, LaneRecord]) -> list[LaneSpec]:
+    """The lane that walks ``target``'s tail (none or one): its ascending lane from just after its last found
+    id (cut by its margin) or from its first undecided id (stopped early); none when it has no ascending
+    lane or that one reached its bound; the fresh ascending lane when nothing was crawled."""
+    if not lanes:
+        return [spec for spec in lane_specs(target) if spec.direction == "asc"]
+    specs: list[LaneSpec] = []
+    for spec in lane_specs(target):
+        record = lanes.get(spec.key)
+        if spec.direction != "asc":
+            continue
+        if record is None:
+            specs.append(spec)
+            continue
+        plan = plan_lane(record, {})
+        if plan.bound is not None:
+            start, stop = plan.bound
+            specs.append(LaneSpec(spec.key, spec.direction, start, record.step, stop, spec.weight))
     return specs

@@ -117,6 +117,13 @@ def canonical(url: str) -> str:
     return canonicalize_url(url)
 
 
+@lru_cache(maxsize=1024)
+def _canonical_seed(url: str) -> str:
+    """:func:`canonical` of a seed URL (asked for every link of every page)."""
+    return canonical(url)
+
+
+@lru_cache(maxsize=1 << 16)
 def host_of(url: str) -> str:
     """The host name of ``url``, lower case, without a trailing dot ("" when it has none)."""
     return (urlsplit(url).hostname or "").rstrip(".")
@@ -230,7 +237,7 @@ class JobScope:
         """The crawl profiles of the seed ``owner`` that ``url`` with ``hops`` is in scope of
         (enabled or not), in the seed's order; a deleted crawl profile contributes nothing."""
         seed = self.seeds[owner]
-        seed_url = canonical(seed.url)
+        seed_url = _canonical_seed(seed.url)
         return tuple(name for name in seed.crawl_profiles
                      if name in self.crawl_profiles and in_scope(self.crawl_profiles[name], seed_url, url, hops))
 
@@ -491,117 +498,3 @@ def expected_shares(candidates: Sequence[Candidate[K]]) -> dict[tuple[str | None
         for name, share in _group_shares(counts, yields).items():
             result[(collection, name)] = collection_shares[collection] * share
     return result
-
-
-# -- the walk: outlinks of one process, shortest hops, owners -------------------------------------
-
-
-@dataclass(slots=True)
-class _Entry:
-    record: UrlRecord
-    #: the counters of every path known that no other path beats on both counters (its owner's)
-    paths: list[Hops]
-    links: tuple[str, ...] | None = None  # the page's links once fetched (re-followed when a better path turns up)
-
-
-def _beaten(hops: Hops, by: Hops) -> bool:
-    """``by`` is at least as good as ``hops`` on both counters."""
-    return by.hops <= hops.hops and by.offsite <= hops.offsite
-
-
-class ScopeWalk:
-    """Which outlinks to fetch, with their owner, crawl profiles and shortest hops (in memory).
-
-    The seed's "processing outlinks": a link in the scope of at least one crawl profile of its
-    page's owner is queued (returned once, to be requested); met again with the same owner by a
-    better path, its entry is updated (2.2); with another owner, :func:`choose_owner` decides
-    (2.3); out of scope it is ignored (2.4-2.6: a queued entry keeps its better path). A fetched
-    page keeps its links: when a better path to it turns up later, they are followed again with
-    its counters, so the fetched set is a breadth-first walk to ``max_hops`` whatever order pages
-    arrive in. "Better" is on both counters: an entry keeps every path that no other beats on
-    hops and off-site hops together (a longer path with fewer off-site hops can reach pages a
-    shorter one cannot under ``max_offsite_hops``); its record shows the fewest hops.
-    ``skip(url)``: URLs never queued here (another target's id pages: its lanes fetch them).
-    """
-
-    def __init__(self, scope: JobScope, *, skip: Callable[[str], bool] | None = None) -> None:
-        self.scope = scope
-        self._skip = skip
-        self._entries: dict[str, _Entry] = {}
-
-    def __contains__(self, url: str) -> bool:
-        return url in self._entries
-
-    def record(self, url: str) -> UrlRecord | None:
-        entry = self._entries.get(url)
-        return entry.record if entry is not None else None
-
-    def harvested(self, url: str, result: Harvest, now: float) -> UrlRecord | None:
-        """Count a harvest of a known URL in its record (:func:`harvested`); None: not a URL of the walk."""
-        entry = self._entries.get(url)
-        if entry is None:
-            return None
-        entry.record = harvested(entry.record, result, now)
-        return entry.record
-
-    def seed(self, owner: str, url: str) -> UrlRecord | None:
-        """A hop-0 page of ``owner`` (a page target's page, or a found id page): its record, or None
-        when the page was already known as ``owner``'s hop-0 page."""
-        entry = self._entries.get(url)
-        if entry is not None and entry.record.owner == owner and entry.record.hops == SEED:
-            return None
-        names = self.scope.seeds[owner].crawl_profiles
-        record = UrlRecord(url, owner, self.scope.collection_of(names), names, SEED)
-        if entry is None:
-            self._entries[url] = _Entry(record, [SEED])
-        else:  # its own target's page: the specific seed wins (case 1)
-            entry.record, entry.paths = record, [SEED]
-        return record
-
-    def fetched(self, url: str, links: Iterable[str]) -> list[UrlRecord]:
-        """The page ``url`` (known here: :meth:`seed` or returned before) was fetched with these
-        canonical ``links``: the records of URLs to request now, each returned once in the walk."""
-        entry = self._entries[url]
-        entry.links = tuple(dict.fromkeys(links))
-        new: list[UrlRecord] = []
-        work = [(url, hops) for hops in entry.paths]
-        while work:  # (page, counters) whose links are to be followed
-            page, hops = work.pop()
-            source = self._entries[page]
-            if hops not in source.paths:
-                continue  # beaten since, or the page changed owner
-            assert source.links is not None
-            for link in source.links:
-                self._offer(page, source.record.owner, hops, link, new, work)
-        return new
-
-    def _offer(self, page: str, owner: str, at: Hops, link: str, new: list[UrlRecord],
-               work: list[tuple[str, Hops]]) -> None:
-        if self._skip is not None and self._skip(link):
-            return
-        hops = at.follow(page, link)
-        names = self.scope.scoped(owner, link, hops)
-        if not names:
-            return
-        entry = self._entries.get(link)
-        if entry is None:
-            record = UrlRecord(link, owner, self.scope.collection_of(names), names, hops)
-            self._entries[link] = _Entry(record, [hops])
-            new.append(record)
-            return
-        queued = entry.record
-        if queued.owner == owner:
-            if any(_beaten(hops, by=path) for path in entry.paths):
-                return
-            entry.paths = [path for path in entry.paths if not _beaten(path, by=hops)] + [hops]
-            entry.record = replace(queued, hops=min(entry.paths),
-                                   crawl_profiles=tuple(dict.fromkeys(queued.crawl_profiles + names)))
-        else:
-            seeds = self.scope.seeds
-            if choose_owner(link, seeds[owner].url, seeds[queued.owner].url) is not Owner.CONTEXT:
-                return
-            entry.paths = [hops]
-            entry.record = replace(queued, owner=owner, collection=self.scope.collection_of(names),
-                                   crawl_profiles=names, hops=hops)
-        if entry.links is not None:
-            work.append((link, hops))

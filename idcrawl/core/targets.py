@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from idcrawl.core.lanes import MAX_ID
 from idcrawl.core.outcomes import DEFAULT_MISSING_STATUSES, DEFAULT_RULE, OUTCOME_KEYS, OutcomeRule, OutcomeRuleError
+from idcrawl.core.recrawl import DEFAULT_POLICY, RECRAWL_KEYS, Policy, parse_policy
 from idcrawl.core.scope import SCHEMES, Collection, CrawlProfile, JobScope, ScopeKind, Seed
 
 __all__ = [
@@ -127,7 +128,7 @@ DEFAULTS: dict[str, Any] = {
 
 #: Every key a target accepts, in spider arguments and in job files.
 TARGET_KEYS = frozenset(
-    {"name", "url", "start", "min", "max", "soft404_probe", *DEFAULTS.keys(), *OUTCOME_KEYS}
+    {"name", "url", "start", "min", "max", "soft404_probe", *DEFAULTS.keys(), *OUTCOME_KEYS, *RECRAWL_KEYS}
 )
 #: The keys of crawl scope (seed 003) a target accepts in a job file only: they refer to its ``[[crawl_profiles]]``.
 SCOPE_TARGET_KEYS = frozenset({"crawl_profiles", "enabled"})
@@ -169,6 +170,8 @@ class Target:
     crawl_profiles: tuple[str, ...] = ()
     #: False: deactivated (seed 003: its URLs are postponed, not crawled)
     enabled: bool = True
+    #: the adaptive recrawl rule's numbers (the ``recrawl_*`` keys; :mod:`idcrawl.core.recrawl`)
+    policy: Policy = DEFAULT_POLICY
 
     def url_for(self, id_: int) -> str:
         return self.url.format(id=id_)
@@ -506,6 +509,7 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
     holes = _choice("holes", merged["holes"], HOLES_MODES)
     rule = _outcome_rule(merged)
     probe = _probe(merged.get("soft404_probe"), url)
+    policy = parse_policy({key: value for key, value in merged.items() if value not in (None, "")})
     raw_similarity = merged["soft404_similarity"]
     similarity = _similarity(DEFAULTS["soft404_similarity"] if raw_similarity in (None, "") else raw_similarity)
 
@@ -536,6 +540,7 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
         soft404_similarity=similarity,
         crawl_profiles=_names("crawl_profiles", raw["crawl_profiles"]) if "crawl_profiles" in raw else (),
         enabled=_bool("enabled", raw["enabled"]) if "enabled" in raw else True,
+        policy=policy,
     )
 
 
@@ -563,8 +568,9 @@ def parse_page_target(raw: Mapping[str, Any]) -> PageTarget:
 
 
 RUN_OPTION_KEYS = ("resume", "holes")
-#: The values of a target's ``resume`` key (seed 000's resume plan) and of ``holes``.
-RESUME_MODES = ("none", "bound", "holes", "all")
+#: The values of a target's ``resume`` key (seed 000's resume plan; ``due``: only the tails and pages
+#: due again, :mod:`idcrawl.core.recrawl`) and of ``holes``.
+RESUME_MODES = ("none", "bound", "holes", "all", "due")
 HOLES_MODES = ("failed", "all")
 
 

@@ -415,10 +415,27 @@ class MemoryUrlQueue:
         that changes owner or path keeps its state)."""
         if entry.state is QueueState.HARVESTED or entry.state is QueueState.TAKEN:
             return entry
+        if self._active(entry.record):  # the common case, without checking the scope again
+            return replace(entry, state=QueueState.QUEUED) if entry.state is not QueueState.QUEUED else entry
         decision = _check(entry.record, self.scope, now, self.postpone_for)
         if decision.verdict is Verdict.POSTPONE:
             return replace(entry, record=decision.record, state=QueueState.POSTPONED)
         return replace(entry, state=QueueState.QUEUED)
+
+    def _active(self, record: UrlRecord) -> bool:
+        """Are the target, the collection and one of the crawl profiles (of that collection) of a
+        record just put together from the scope all there and enabled? Then it is queued."""
+        scope = self.scope
+        seed = scope.seeds.get(record.owner)
+        if seed is None or not seed.enabled:
+            return False
+        if record.collection is not None:
+            collection = scope.collections.get(record.collection)
+            if collection is None or not collection.enabled:
+                return False
+        profiles = scope.crawl_profiles
+        return any(name in profiles and profiles[name].enabled and profiles[name].collection == record.collection
+                   for name in record.crawl_profiles)
 
     def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None) -> list[QueuedUrl]:
         if seed_of is not None:

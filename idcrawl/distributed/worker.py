@@ -148,6 +148,9 @@ class RedisWorker:
         }
         resumed: dict[str, str | None] = {}
         for target in runtime.targets:
+            if target.resume == "due":  # the tails' schedules are written by a single process's recorder
+                raise BadInputError(f"{spider_name}: bad input: target {target.name!r}: resume='due' is not "
+                                    "available in a distributed job yet (run it in one process)")
             try:
                 self.frontier.add_target(target)
                 if target.resume != "none":  # bound, holes, all: planned once for the job (RedisFrontier.resume)

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
     from idcrawl.core.targets import Target
@@ -65,19 +66,26 @@ PREFIX = f"{STATS_PREFIX}/crawl_profiles"
 SCOPE_STATS = f"{STATS_PREFIX}/scope"
 
 
+def _queue_settings(settings: BaseSettings) -> tuple[random.Random, float]:
+    """The URL queue's yield draws (``IDCRAWL_SCOPE_SEED``) and postponement (``IDCRAWL_SCOPE_POSTPONE``)."""
+    return (random.Random(settings.getint("IDCRAWL_SCOPE_SEED", default_settings.IDCRAWL_SCOPE_SEED)),
+            settings.getfloat("IDCRAWL_SCOPE_POSTPONE", default_settings.IDCRAWL_SCOPE_POSTPONE))
+
+
 class IdScopeMiddleware:
     """Follows the outlinks of a job's hop-0 pages in the scope of its crawl profiles."""
 
     def __init__(self, crawler: Crawler, scope: JobScope, targets: Iterable[Target] = (),
-                 queue: UrlQueue | None = None, store: StateStore | None = None) -> None:
-        """``queue``: the URL queue (None: a new one, in memory, with the URLs ``store`` keeps)."""
+                 queue: UrlQueue | None = None, store: StateStore | None = None, clock: Clock | None = None) -> None:
+        """``queue``: the URL queue (None: a new one, in memory, with the URLs ``store`` keeps); ``clock``:
+        the crawl's one clock (None: one from ``IDCRAWL_NOW``)."""
         self.crawler = crawler
         self.scope = scope
         stats = crawler.stats
         assert stats is not None
         self.stats = stats
         settings = crawler.settings
-        self.clock = Clock.from_setting(settings.get("IDCRAWL_NOW"))
+        self.clock = clock if clock is not None else Clock.from_setting(settings.get("IDCRAWL_NOW"))
         self.links = LinkExtractor()
         self.missing_statuses = frozenset(
             int(status) for status in settings.getlist("IDCRAWL_MISSING_STATUSES",
@@ -85,8 +93,7 @@ class IdScopeMiddleware:
         #: a link to an id page of an id target is theirs (never fetched twice)
         skip = self._id_page_of(targets)
         if queue is None:
-            rng = random.Random(settings.getint("IDCRAWL_SCOPE_SEED", default_settings.IDCRAWL_SCOPE_SEED))
-            postpone_for = settings.getfloat("IDCRAWL_SCOPE_POSTPONE", default_settings.IDCRAWL_SCOPE_POSTPONE)
+            rng, postpone_for = _queue_settings(settings)
             stored = store.load_urls() if store is not None else ()
             queue = MemoryUrlQueue(stored, rng=rng, skip=skip, postpone_for=postpone_for)
         self.queue: UrlQueue = queue
@@ -101,14 +108,12 @@ class IdScopeMiddleware:
         settings = crawler.settings
         make = getattr(worker, "make_url_queue", None)
         if make is not None:  # the worker's own queue (a distributed job's, shared)
-            skip = cls._id_page_of(runtime.targets)
-            queue = make(runtime.scope, random.Random(
-                settings.getint("IDCRAWL_SCOPE_SEED", default_settings.IDCRAWL_SCOPE_SEED)), skip,
-                settings.getfloat("IDCRAWL_SCOPE_POSTPONE", default_settings.IDCRAWL_SCOPE_POSTPONE))
-            return cls(crawler, runtime.scope, runtime.targets, queue)
+            rng, postpone_for = _queue_settings(settings)
+            queue = make(runtime.scope, rng, cls._id_page_of(runtime.targets), postpone_for)
+            return cls(crawler, runtime.scope, runtime.targets, queue, clock=runtime.clock)
         recorder = getattr(worker, "recorder", None)
         store = recorder.store if recorder is not None and recorder.store.keeps_urls else None
-        middleware = cls(crawler, runtime.scope, runtime.targets, store=store)
+        middleware = cls(crawler, runtime.scope, runtime.targets, store=store, clock=runtime.clock)
         if store is not None and recorder is not None and isinstance(middleware.queue, MemoryUrlQueue):
             queue = middleware.queue
             recorder.also_commit.append(lambda: store.commit_urls(*queue.changes()))
@@ -175,8 +180,13 @@ class IdScopeMiddleware:
         if info is None:
             return
         response = getattr(failure.value, "response", None)
-        missing = response is not None and response.status in self.missing_statuses
-        entry = self.queue.failed(info["url"], Harvest.NOT_FOUND if missing else Harvest.ERROR, self.clock.now())
+        self._failed(info["url"], response.status if response is not None else None, self.clock.now())
+
+    def _failed(self, url: str, status: int | None, now: float) -> None:
+        """``url`` answered ``status`` outside 2xx (None: no answer): its not-found counter (a status the
+        target's rule calls missing) or its error counter goes up, counted per crawl profile."""
+        missing = status is not None and status in self.missing_statuses
+        entry = self.queue.failed(url, Harvest.NOT_FOUND if missing else Harvest.ERROR, now)
         if entry is not None:
             self._count(entry.record, "not_found" if missing else "errors")
 
@@ -213,11 +223,8 @@ class IdScopeMiddleware:
             if entry is None:
                 return
             if not 200 <= response.status < 300:  # its errback counted it, unless the spider took the status
-                if entry.state is not QueueState.TAKEN:
-                    return
-                missing = response.status in self.missing_statuses
-                self.queue.failed(url, Harvest.NOT_FOUND if missing else Harvest.ERROR, now)
-                self._count(entry.record, "not_found" if missing else "errors")
+                if entry.state is QueueState.TAKEN:
+                    self._failed(url, response.status, now)
                 return
             if entry.record.hops.hops:
                 self._count(entry.record, "fetched")

@@ -13,12 +13,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import replace
-from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import DontCloseSpider
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 from scrapy.utils.spider import iterate_spider_output
 
@@ -50,7 +50,10 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
-__all__ = ["IdSeqSpider"]
+__all__ = ["ID_CONCURRENT_ITEMS", "IdSeqSpider"]
+
+# CONCURRENT_ITEMS of an id crawl unless the project or -s sets it: a response's outputs one after another
+ID_CONCURRENT_ITEMS = 1
 
 
 
@@ -123,6 +126,11 @@ class IdSeqSpider(Spider):
         from idcrawl.extensions.state import STATE_LOADER_ORDER
         from idcrawl.scheduler import IdScheduler
 
+        # Scrapy 2.19 starts CONCURRENT_ITEMS asyncio tasks per response (default 100); an id page yields one
+        # item, so 100 cost ~1.45x the CPU per page for nothing (docs/benchmarks.md). Set only when the project,
+        # the command line and the spider left Scrapy's default; a profile still applies on top.
+        if (settings.getpriority("CONCURRENT_ITEMS") or 0) < SETTINGS_PRIORITIES["project"]:
+            settings.set("CONCURRENT_ITEMS", ID_CONCURRENT_ITEMS, priority="addon")
         apply_profile(settings)
         # IDCRAWL_SPIDERMON is read by an add-on: add-ons run later, after a job file's profile too
         from idcrawl.spidermon.addon import Monitoring
@@ -248,7 +256,7 @@ class IdSeqSpider(Spider):
             "id": info["id"],
             "url": response.url,
             "status": response.status,
-            "fetched_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "fetched_at": self.runtime.clock.stamp(),
             "attempts": info.get("attempt", 1),
             "checksum": hashlib.sha1(response.body).hexdigest(),  # noqa: S324 - a fingerprint, not security
         }
@@ -281,7 +289,7 @@ class IdSeqSpider(Spider):
             "hops": info.get("hops"),
             "offsite_hops": info.get("offsite_hops"),
             "crawl_profiles": info.get("crawl_profiles"),
-            "fetched_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "fetched_at": self.runtime.clock.stamp(),
             "checksum": hashlib.sha1(response.body).hexdigest(),  # noqa: S324 - a fingerprint, not security
         }
         return iterate_spider_output(self.parse_outlink(response, item))

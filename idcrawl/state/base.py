@@ -6,9 +6,12 @@ durable records (cursor, last found id, cut). Per run: start and end times,
 finish reason, counts, the names of the targets it crawled (one state
 file may serve many jobs: ``scrapy idplan`` shows each target its own last
 run) and its feed marks (how far each local feed file was covered by the
-committed state; see :class:`FeedMarks`). And the URL queue of crawl scope: outlinks queued,
+committed state; see :class:`FeedMarks`). Per target also its tail's recrawl schedule
+(``last_crawled``, ``update_duration``, ``last_found``, revision: :mod:`idcrawl.core.recrawl`),
+written with the run's last commit. And the URL queue of crawl scope: outlinks queued,
 postponed and harvested, with their counters (:mod:`idcrawl.core.urlqueue`). Backends only move
-these values; the rules that use them (the resume plan) live in :mod:`idcrawl.core.ranges`.
+these values; the rules that use them (the resume plan, the recrawl rule, the URL queue's) live in
+:mod:`idcrawl.core.ranges`, :mod:`idcrawl.core.recrawl` and :mod:`idcrawl.core.urlqueue`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord
+from idcrawl.core.recrawl import Schedule
 from idcrawl.core.urlqueue import QueuedUrl
 
 __all__ = ["FeedMarks", "RunRecord", "StateError", "StateStore", "TargetState"]
@@ -97,8 +101,14 @@ class StateStore(ABC):
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
         feeds: FeedMarks | None = None,
+        tails: Mapping[str, Schedule] | None = None,
     ) -> None:
-        """Atomically: set targets' params, add outcome ids, upsert lane records, set a run's feed marks."""
+        """Atomically: set targets' params, add outcome ids, upsert lane records, set a run's feed marks,
+        set targets' tail schedules (``tails``: target name -> its schedule)."""
+
+    def tail_schedules(self) -> dict[str, Schedule]:
+        """Target name -> its tail's recrawl schedule, for the targets that have one."""
+        return {}
 
     def feed_marks(self) -> FeedMarks | None:
         """The feed marks of the latest run that committed any (None: no run did)."""
@@ -117,7 +127,7 @@ class StateStore(ABC):
 
     @abstractmethod
     def reset(self, name: str) -> None:
-        """Forget a target's outcomes and lanes (a fresh crawl); run history stays."""
+        """Forget a target's outcomes, lanes and tail schedule (a fresh crawl); run history stays."""
 
     @abstractmethod
     def begin_run(self, started_at: str, targets: Sequence[str] | None = None) -> int:

@@ -41,7 +41,6 @@ import logging
 import os
 from collections import defaultdict
 from collections.abc import Callable, Container
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -54,8 +53,10 @@ from scrapy.utils.asyncio import create_looping_call
 from w3lib.url import file_uri_to_path
 
 from idcrawl._scrapy import feed_slots, has_feed_exporter
-from idcrawl.core.lanes import Lane, Outcome
+from idcrawl.core.clock import Clock
+from idcrawl.core.lanes import MARGIN, Lane, Outcome
 from idcrawl.core.ranges import LaneRecord
+from idcrawl.core.recrawl import Schedule, tail_after_run
 from idcrawl.core.resume import identity
 from idcrawl.state.base import FeedMarks, StateStore
 
@@ -121,8 +122,16 @@ class StateRecorder:
         interval: float,
         emit_once: bool = False,
         recovered: dict[str, BitMap64] | None = None,
+        clock: Clock | None = None,
+        found_max: dict[str, int] | None = None,
+        last_found: dict[str, int] | None = None,
+        tails: dict[str, Schedule] | None = None,
     ) -> None:
-        """``recovered``: found ids read back from the last run's feed tails, committed at open."""
+        """``recovered``: found ids read back from the last run's feed tails, committed at open;
+        ``clock``: the crawl's one clock (``IDCRAWL_NOW``), for the run's times and the tails' schedules;
+        ``found_max``: target -> the highest id its stored state has found (a tail's news is above it);
+        ``last_found``: a continued lane -> its stored last found id, kept while the lane finds none;
+        ``tails``: the tails' schedules as stored when the run began (None: read from ``store``)."""
         self.store = store
         self.crawler = crawler
         self.frontier = frontier
@@ -139,17 +148,22 @@ class StateRecorder:
         self._ended = self._feeds_done = self._store_closed = False
         self._loop: Any = None
         self.commits = 0
-        #: called first at every checkpoint, while the store is open (the URL queue of crawl scope commits its changes)
+        #: called at every checkpoint, after the feeds' flush (the URL queue of crawl scope commits its changes)
         self.also_commit: list[Callable[[], None]] = []
         self.emit_once = emit_once
         self._recovered = recovered or {}
         self._several_items = False  # some found id had more than one item: feed tails cannot be read back
         self._committed: dict[str, LaneRecord] = {}  # lane key -> its record as last committed
+        self.clock = clock if clock is not None else Clock()
+        #: target -> its tail's schedule as stored when the run began
+        self._tails: dict[str, Schedule] = tails if tails is not None else store.tail_schedules()
+        self.found_max = dict(found_max or {})  # target -> the highest id found, stored or in this run
+        self.last_found = last_found or {}
 
     # -- lifecycle ---------------------------------------------------------------
 
     def open(self) -> None:
-        self._run_id = self.store.begin_run(_now(), list(self._params))
+        self._run_id = self.store.begin_run(self.clock.stamp(), list(self._params))
         recovered = {target: {Outcome.FOUND: ids} for target, ids in self._recovered.items() if ids}
         self._commit(self._params, recovered)
         # the feed exporter makes its slots on spider_opened, after this; no item is written before
@@ -174,9 +188,9 @@ class StateRecorder:
         that only become durable when the feed exporter has closed."""
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-        self.checkpoint()
+        self.checkpoint(tails=True)
         if self._run_id is not None:
-            self.store.end_run(self._run_id, _now(), reason, counts)
+            self.store.end_run(self._run_id, self.clock.stamp(), reason, counts)
         self._ended = True
         if self._feeds_done or not has_feed_exporter(self.crawler):
             self._close_store()
@@ -202,6 +216,8 @@ class StateRecorder:
 
     def released(self, target: str, lane_key: str, id_: int, outputs: list[Any]) -> None:
         """A found id's outputs were emitted; count the items that stand for it."""
+        if id_ > self.found_max.get(target, -1):
+            self.found_max[target] = id_
         own = self._unwritten.expect(target, id_, outputs, lane_key)
         if own > 1 and not self._several_items:
             # a kill could leave only some of its items in a feed: before they are written, no
@@ -234,13 +250,14 @@ class StateRecorder:
 
     # -- commits -------------------------------------------------------------------
 
-    def checkpoint(self, flush: bool = True) -> None:
+    def checkpoint(self, flush: bool = True, *, tails: bool = False) -> None:
+        """Commit what is durable now; ``tails`` (the last one): with the tails walked to their margin."""
         if self._store_closed:
             return
-        for commit in self.also_commit:
-            commit()
         if flush:
             self._durable_feeds = flush_feeds(self.crawler)
+        for commit in self.also_commit:  # after the flush: the items written so far are on disk
+            commit()
         outcomes, self._pending = self._pending, defaultdict(lambda: defaultdict(BitMap64))
         marks = None
         if self._durable_feeds:
@@ -248,13 +265,14 @@ class StateRecorder:
                 outcomes[target][Outcome.FOUND].add(id_)
             self._written = {}
             marks = self._marks()
-        self._commit({}, outcomes, marks)
+        self._commit({}, outcomes, marks, self._walked_tails() if tails else None)
         self._pending_count = len(self._written)
         self.commits += 1
 
     def _commit(
         self, params: dict[str, dict[str, Any]], outcomes: dict[str, dict[Outcome, BitMap64]],
         feeds: FeedMarks | None = None,
+        tails: dict[str, Schedule] | None = None,
     ) -> None:
         """One transaction; only the lane records that changed since the last commit are written
         (a job of 100,000 targets would otherwise rewrite every lane's record every few seconds)."""
@@ -264,9 +282,27 @@ class StateRecorder:
             for key, record in by_key.items():
                 if self._committed.get(key) != record:
                     changed.setdefault(target, {})[key] = record
-        self.store.commit(params, outcomes, changed, feeds=feeds)
+        self.store.commit(params, outcomes, changed, feeds=feeds, tails=tails)
         for by_key in changed.values():
             self._committed.update(by_key)
+
+    def _walked_tails(self) -> dict[str, Schedule]:
+        """The schedule of each tail this run walked to its margin (an ascending lane cut by it), the
+        recrawl rule applied at the clock's now (:func:`idcrawl.core.recrawl.tail_after_run`): news = the
+        target's highest found id (stored, or found by this run or a killed one before it) above the
+        schedule's ``last_found``. A lane stopped before its margin (a kill, a limit) or
+        at its bound is no visit: its tail's schedule stays as it was (still due). ``resume=none``
+        starts the schedule over, as it does the target's state."""
+        now = self.clock.now()
+        walked: dict[str, Schedule] = {}
+        for key, lane in self.frontier.lanes.items():
+            if self.frontier.lane_direction[key] != "asc" or not lane.settled or lane.reason != MARGIN:
+                continue
+            target = self.frontier.lane_target[key]
+            previous = None if target.resume == "none" else self._tails.get(target.name)
+            walked[target.name] = tail_after_run(previous, target.name, self.found_max.get(target.name), now,
+                                                 target.policy)
+        return walked
 
     def _marks(self) -> FeedMarks | None:
         """This run's feed marks, when ``IDCRAWL_STATE_EMIT_ONCE`` is on (feeds flushed just before)."""
@@ -300,7 +336,10 @@ class StateRecorder:
         if pin is not None and (pin - cursor) * lane.step < 0:
             return LaneRecord(key, origin, lane.step, lane.stop, pin, None, None, None)
         reason = lane.reason if lane.settled else None
-        return LaneRecord(key, origin, lane.step, lane.stop, cursor, lane.last_found, lane.cut_at, reason)
+        # a continued lane that found nothing yet keeps its stored last found id (a later resume restarts
+        # just after it, not from the lane's first start)
+        last = lane.last_found if lane.last_found is not None else self.last_found.get(key)
+        return LaneRecord(key, origin, lane.step, lane.stop, cursor, last, lane.cut_at, reason)
 
 def flush_feeds(crawler: Crawler) -> bool:
     """Flush and fsync local feed files; False if some feed is only durable at close (S3, FTP, ...)."""
@@ -477,8 +516,4 @@ def item_key(item: Any) -> tuple[str, int] | None:
         return target, id_
     return None
 
-
-def _now() -> str:
-    """ISO 8601 UTC with milliseconds, like the items' ``fetched_at``: 2026-11-26T10:05:00.123Z."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 

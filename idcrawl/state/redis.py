@@ -11,8 +11,8 @@ Keys (``P`` = ``<IDCRAWL_REDIS_PREFIX>:{<job>}:``): ``P targets`` (hash name ->
 params JSON), ``P o:<target>`` (hash outcome -> roaring bitmap), ``P lanes:<target>``
 (hash lane -> record JSON), ``P runs`` (list of run JSON: a start row with the
 run's ``targets``, then an end row), ``P runseq``, ``P feeds:<run>`` (hash feed
-file path -> offset: the run's feed marks) and ``P feedrun`` (the latest run
-that wrote feed marks).
+file path -> offset: the run's feed marks), ``P feedrun`` (the latest run
+that wrote feed marks) and ``P tails`` (hash target -> its tail's recrawl schedule JSON).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
+from idcrawl.core.recrawl import Schedule, record_of, schedule_of
 from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
 
 if TYPE_CHECKING:
@@ -105,6 +106,15 @@ class RedisStateStore(StateStore):
             raise self._error(exc) from None
         return FeedMarks(int(run), {_text(path): int(offset) for path, offset in offsets.items()})
 
+    def tail_schedules(self) -> dict[str, Schedule]:
+        import redis
+
+        try:
+            rows = self.client.hgetall(self._key("tails"))
+        except redis.RedisError as exc:
+            raise self._error(exc) from None
+        return {_text(name): schedule_of(json.loads(raw)) for name, raw in sorted(rows.items())}
+
     def runs(self) -> list[RunRecord]:
         import redis
 
@@ -127,6 +137,7 @@ class RedisStateStore(StateStore):
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
         feeds: FeedMarks | None = None,
+        tails: Mapping[str, Schedule] | None = None,
     ) -> None:
         import redis
 
@@ -158,6 +169,9 @@ class RedisStateStore(StateStore):
                         if feeds is not None and feeds.offsets:
                             pipe.hset(self._key("feeds:", str(feeds.run_id)), mapping=dict(feeds.offsets))
                             pipe.set(self._key("feedrun"), feeds.run_id)
+                        if tails:
+                            pipe.hset(self._key("tails"),
+                                      mapping={n: json.dumps(record_of(t)) for n, t in tails.items()})
                         pipe.execute()
                         return
                     except redis.WatchError:
@@ -170,7 +184,10 @@ class RedisStateStore(StateStore):
 
         self._writable()
         try:
-            self.client.delete(self._key("o:", name), self._key("lanes:", name))
+            with self.client.pipeline() as pipe:  # one MULTI: the outcomes, lanes and tail schedule go together
+                pipe.delete(self._key("o:", name), self._key("lanes:", name))
+                pipe.hdel(self._key("tails"), name)
+                pipe.execute()
         except redis.RedisError as exc:
             raise self._error(exc) from None
 

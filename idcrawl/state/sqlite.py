@@ -4,9 +4,10 @@ One row per target outcome holds a serialized roaring bitmap, so the file
 stays small whatever the range. Every commit is one transaction: killed at
 any moment, the file holds the state of the last completed commit.
 
-Older files get the ``feeds`` table (feed marks) and the ``urls`` table (the URL queue of crawl
-scope, one row per URL), added without a schema version change (older idcrawl versions ignore
-them), when opened for writing; read-only, a file without them has none.
+Older files get the ``feeds`` table (feed marks), the ``urls`` table (the URL queue of crawl
+scope, one row per URL) and the ``tails`` table (each target's tail recrawl schedule, a JSON record:
+:func:`idcrawl.core.recrawl.record_of`), added without a schema version change (older idcrawl
+versions ignore them), when opened for writing; read-only, a file without them has none.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
+from idcrawl.core.recrawl import Schedule, record_of, schedule_of
 from idcrawl.core.scope import Hops, UrlRecord
 from idcrawl.core.urlqueue import QueuedUrl, QueueState
 from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
@@ -55,6 +57,8 @@ _FEEDS = (
     "CREATE TABLE IF NOT EXISTS feeds ("
     "run INTEGER NOT NULL, path TEXT NOT NULL, offset INTEGER NOT NULL, PRIMARY KEY (run, path))"
 )
+#: Tail schedules (recrawl, additive like ``feeds``): target -> its schedule as JSON.
+_TAILS = "CREATE TABLE IF NOT EXISTS tails (target TEXT PRIMARY KEY, record TEXT NOT NULL)"
 
 #: The URL queue of crawl scope (:mod:`idcrawl.core.urlqueue`): one row per URL (additive, like ``feeds``).
 _URLS = (
@@ -66,6 +70,8 @@ _URLS = (
 )
 _URL_COLUMNS = ("url, owner, collection, crawl_profiles, hops, offsite_hops, state, next_harvest, last_harvest, "
                 "not_found, errors, cycles, paths, links")
+_URL_UPSERT = (f"INSERT OR REPLACE INTO urls ({_URL_COLUMNS}) "  # noqa: S608 - the columns above, not input
+               f"VALUES ({', '.join('?' * len(_URL_COLUMNS.split(',')))})")
 
 
 def _url_row(entry: QueuedUrl) -> tuple[Any, ...]:
@@ -114,6 +120,7 @@ class SqliteStateStore(StateStore):
                 self._add_columns()
             self._db.execute(_FEEDS)
             self._db.execute(_URLS)
+            self._db.execute(_TAILS)
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
         except OSError as exc:
@@ -215,27 +222,29 @@ class SqliteStateStore(StateStore):
             state.lanes[key] = LaneRecord(**json.loads(record))
         return state
 
-    def feed_marks(self) -> FeedMarks | None:
+    def _additive_rows(self, query: str) -> list[Any]:
+        """The rows of ``query`` on a table added after the first schema (``feeds``, ``urls``, ``tails``);
+        none from an older file opened read-only, which does not have it."""
         try:
-            rows = self._db.execute(
-                "SELECT run, path, offset FROM feeds WHERE run = (SELECT MAX(run) FROM feeds)"
-            ).fetchall()
+            return self._db.execute(query).fetchall()
         except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):  # a file written before feed marks, opened read-only
-                return None
+            if "no such table" in str(exc):
+                return []
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+
+    def feed_marks(self) -> FeedMarks | None:
+        rows = self._additive_rows("SELECT run, path, offset FROM feeds WHERE run = (SELECT MAX(run) FROM feeds)")
         if not rows:
             return None
         return FeedMarks(rows[0][0], {path: offset for _, path, offset in rows})
 
     def load_urls(self) -> list[QueuedUrl]:
-        try:
-            rows = self._db.execute(f"SELECT {_URL_COLUMNS} FROM urls ORDER BY url").fetchall()  # noqa: S608
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):  # a file written before the URL queue, opened read-only
-                return []
-            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+        rows = self._additive_rows(f"SELECT {_URL_COLUMNS} FROM urls ORDER BY url")  # noqa: S608
         return [_url_entry(row) for row in rows]
+
+    def tail_schedules(self) -> dict[str, Schedule]:
+        rows = self._additive_rows("SELECT target, record FROM tails ORDER BY target")
+        return {name: schedule_of(json.loads(record)) for name, record in rows}
 
     def runs(self) -> list[RunRecord]:
         query = "SELECT id, started_at, ended_at, finish_reason, counts, targets FROM runs ORDER BY id"
@@ -254,6 +263,7 @@ class SqliteStateStore(StateStore):
         outcomes: Mapping[str, Mapping[Outcome, BitMap64]],
         lanes: Mapping[str, Mapping[str, LaneRecord]],
         feeds: FeedMarks | None = None,
+        tails: Mapping[str, Schedule] | None = None,
     ) -> None:
         try:
             with self._transaction() as db:
@@ -285,6 +295,11 @@ class SqliteStateStore(StateStore):
                         "ON CONFLICT(run, path) DO UPDATE SET offset = excluded.offset",
                         [(feeds.run_id, path, offset) for path, offset in feeds.offsets.items()],
                     )
+                if tails:
+                    db.executemany(
+                        "INSERT INTO tails VALUES (?, ?) ON CONFLICT(target) DO UPDATE SET record = excluded.record",
+                        [(name, json.dumps(record_of(schedule))) for name, schedule in tails.items()],
+                    )
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
@@ -294,8 +309,7 @@ class SqliteStateStore(StateStore):
         try:
             with self._transaction() as db:
                 db.executemany("DELETE FROM urls WHERE url = ?", ((url,) for url in deleted))
-                db.executemany(f"INSERT OR REPLACE INTO urls ({_URL_COLUMNS}) "  # noqa: S608
-                               f"VALUES ({', '.join('?' * 14)})", (_url_row(entry) for entry in changed))
+                db.executemany(_URL_UPSERT, (_url_row(entry) for entry in changed))
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
@@ -305,6 +319,7 @@ class SqliteStateStore(StateStore):
             with self._transaction() as db:
                 db.execute("DELETE FROM outcomes WHERE target = ?", (name,))
                 db.execute("DELETE FROM lanes WHERE target = ?", (name,))
+                db.execute("DELETE FROM tails WHERE target = ?", (name,))
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 

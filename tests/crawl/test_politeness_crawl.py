@@ -81,9 +81,11 @@ max = 1059
     assert result.stats["idcrawl/politeness/max_delay"] == MAX_DELAY
     assert FACTOR * SLOW_DELAY <= result.stats[f"idcrawl/politeness/slots/{SLOW}/delay"] < MAX_DELAY
     assert result.stats[f"idcrawl/politeness/slots/{SLOW}/fetches"] == 7  # robots.txt + 6 ids
-    # the fast host is not held up by the slow one: its gaps follow its own (tiny) latency
+    # the fast host is not held up by the slow one: its gaps follow its own (tiny) latency, not the slow
+    # host's delays (measured against the slow host's gaps of the same run, not an absolute time: a
+    # median of 0.068 s against a fixed 0.05 s once failed on a 2-core machine at load 9)
     fast_gaps = sorted(b.at - a.at for a, b in pairwise(fast))
-    assert fast_gaps[len(fast_gaps) // 2] < 0.1 * FACTOR * SLOW_DELAY
+    assert fast_gaps[len(fast_gaps) // 2] < min(gaps.values()) / 5, (fast_gaps, gaps)
     first_gap = [e for e in fast if slow[0].at < e.at < slow[1].at]
     assert len(first_gap) >= 10, len(first_gap)
     assert fast[-1].at < slow[-2].at  # done long before the slow host

@@ -118,3 +118,34 @@ def due_order_truth(things: Sequence[tuple[str, str, float, float]], now: float)
             picked.insert(i, (ratio, key))
         order += [key for _, key in picked]
     return order
+
+
+def yield_shares_truth(
+    urls: Sequence[tuple[str, str]], collection_yields: Mapping[str, float], profile_yields: Mapping[str, float]
+) -> dict[tuple[str, str], float]:
+    """The chance that each (collection, crawl profile) gets a host slot when ``urls`` (one pair per
+    ready URL) contend for it, by the seed's rule taken literally, URL by URL: draw one of the URLs
+    left uniformly; while another collection is left, the drawn URL's collection gives way with its
+    yield probability (all its URLs leave the draw); then the same among the crawl profiles of the
+    collection that kept the slot. Enumerated exactly (small inputs only)."""
+    shares: dict[tuple[str, str], float] = {}
+
+    def level(left: tuple[tuple[str, str], ...], key: int, yields: Mapping[str, float], weight: float,
+              then: Callable[[tuple[tuple[str, str], ...], float], None]) -> None:
+        if len({url[key] for url in left}) == 1:
+            then(left, weight)
+            return
+        for url in left:
+            drawn = weight / len(left)
+            group = url[key]
+            then(tuple(u for u in left if u[key] == group), drawn * (1 - yields[group]))
+            if yields[group]:
+                level(tuple(u for u in left if u[key] != group), key, yields, drawn * yields[group], then)
+
+    def keep(left: tuple[tuple[str, str], ...], weight: float) -> None:
+        if weight:
+            shares[left[0]] = shares.get(left[0], 0.0) + weight
+
+    level(tuple(urls), 0, collection_yields, 1.0,
+          lambda left, weight: level(left, 1, profile_yields, weight, keep))
+    return shares

@@ -26,7 +26,7 @@ from idcrawl.extensions.progress import IdProgress
 from idcrawl.runtime import IdRuntime
 from idcrawl.scheduler import IdScheduler
 from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
-from idcrawl.spiders.idseq import IdSeqSpider
+from idcrawl.spiders.idseq import ID_CONCURRENT_ITEMS, IdSeqSpider
 
 
 class MyScheduler(IdScheduler):
@@ -103,6 +103,17 @@ def test_the_idseq_spider_works_without_the_addon() -> None:
     assert components(settings, "DOWNLOADER_MIDDLEWARES") == {ATTEMPTS_MIDDLEWARE: 549}
     assert components(settings, "SPIDER_MIDDLEWARES") == {SOFT404_MIDDLEWARE: 1100}
     assert "idcrawl.settings_profiles.JobProfile" in settings.getdict("ADDONS")
+
+
+def test_the_idseq_spider_processes_a_responses_outputs_one_at_a_time_unless_told() -> None:
+    settings = Settings()  # Scrapy's default CONCURRENT_ITEMS (100): 100 asyncio tasks per response
+    IdSeqSpider.update_settings(settings)
+    assert settings.getint("CONCURRENT_ITEMS") == ID_CONCURRENT_ITEMS == 1
+    for priority in ("project", "spider", "cmdline"):
+        told = Settings()
+        told.set("CONCURRENT_ITEMS", 100, priority=priority)
+        IdSeqSpider.update_settings(told)
+        assert told.getint("CONCURRENT_ITEMS") == 100, priority
 
 
 def test_the_idseq_spider_replaces_another_scheduler_but_keeps_a_subclass() -> None:

@@ -44,3 +44,15 @@ def test_all_leaves_out_the_holes_the_reopened_lanes_walk_again(holes: str) -> N
 
 def test_bound_has_no_holes_lane() -> None:
     assert holes_of("bound") is None
+
+
+def test_due_walks_the_tail_only_from_just_after_its_last_found_id() -> None:
+    specs = resume_specs(TARGET, LANES, OUTCOMES, "due")
+    assert [(s.key, s.direction, s.start, s.stop, s.ids) for s in specs] == [("reg:asc", "asc", 1020, None, None)]
+
+
+def test_due_has_no_tail_for_an_ascending_lane_that_reached_its_bound() -> None:
+    bounded = parse_target({"name": "reg", "url": "http://127.0.0.1:1/n/{id}", "start": 1000, "max": 1023,
+                            "margin": 3})
+    lanes = {"reg:asc": LaneRecord("reg:asc", 1000, 1, 1023, 1024, 1019, None, "bound")}
+    assert resume_specs(bounded, lanes, OUTCOMES, "due") == []

@@ -21,7 +21,6 @@ from idcrawl.core.scope import (
     JobScope,
     Owner,
     ScopeKind,
-    ScopeWalk,
     Seed,
     UrlRecord,
     Verdict,
@@ -36,6 +35,7 @@ from idcrawl.core.scope import (
     registered_domain,
     specificity,
 )
+from idcrawl.core.urlqueue import MemoryUrlQueue
 from tests.support.reference import scope_states_truth, scope_truth
 
 # -- ownership: the seed's table a-f, with its exact URLs ------------------------------------------
@@ -275,34 +275,37 @@ def test_the_walk_fetches_a_breadth_first_walk_to_max_hops_in_any_order(
         links.setdefault(url(a), []).append(url(b))
     seed = url(0)
     scope = JobScope({"s": Seed("s", seed, ("p",))}, {"p": CrawlProfile("p", max_hops, kind=kind)})
-    walk = ScopeWalk(scope)
-    assert walk.seed("s", seed) is not None
+    walk = _queue(scope)
+    assert walk.seed("s", seed, 0.0) is not None
     pending = [seed]
     fetched: list[str] = []
     while pending:  # pages answer in any order
         page = pending.pop(order.randrange(len(pending)))
         fetched.append(page)
-        pending.extend(record.url for record in walk.fetched(page, links.get(page, [])))
+        pending.extend(entry.url for entry in walk.fetched(page, links.get(page, []), 0.0))
     truth = scope_truth(links, seed, max_hops, lambda u: kind is ScopeKind.ANY or u.startswith("http://a.test/"))
     assert sorted(fetched) == sorted(truth)  # each page once, and exactly the BFS's
     for page, hops in truth.items():
-        record = walk.record(page)
-        assert record is not None and record.hops.hops == hops
+        entry = walk.get(page)
+        assert entry is not None and entry.record.hops.hops == hops
 
 
 def test_a_link_reached_from_two_seeds_is_owned_by_the_table_and_queued_once() -> None:
     scope = JobScope({"front": Seed("front", "http://www.db.no/", ("p",)),
                       "section": Seed("section", "http://www.db.no/artikkel", ("p",))},
                      {"p": CrawlProfile("p", 2)})
-    walk = ScopeWalk(scope)
-    walk.seed("front", "http://www.db.no/")
-    walk.seed("section", "http://www.db.no/artikkel")
-    first = walk.fetched("http://www.db.no/", ["http://www.db.no/artikkel/to"])
-    assert [(r.url, r.owner) for r in first] == [("http://www.db.no/artikkel/to", "front")]
-    # the more specific seed reaches it too: case 3, it takes the URL over, which is not queued again
-    assert walk.fetched("http://www.db.no/artikkel", ["http://www.db.no/artikkel/to"]) == []
-    record = walk.record("http://www.db.no/artikkel/to")
-    assert record is not None and record.owner == "section"
+    walk = _queue(scope)
+    walk.seed("front", "http://www.db.no/", 0.0)
+    walk.seed("section", "http://www.db.no/artikkel", 0.0)
+    first = walk.fetched("http://www.db.no/", ["http://www.db.no/artikkel/to"], 0.0)
+    assert [(e.url, e.record.owner) for e in first] == [("http://www.db.no/artikkel/to", "front")]
+    # the more specific seed reaches it too: case 3, it takes the URL over (a changed entry), not queued again
+    second = walk.fetched("http://www.db.no/artikkel", ["http://www.db.no/artikkel/to"], 0.0)
+    assert [(e.url, e.record.owner) for e in second] == [("http://www.db.no/artikkel/to", "section")]
+    taken = []
+    while (record := walk.take(lambda host: True, 0.0)) is not None:
+        taken.append(record.url)
+    assert taken.count("http://www.db.no/artikkel/to") == 1
 
 
 @settings(max_examples=300, deadline=None)
@@ -327,23 +330,19 @@ def test_the_walk_with_off_site_hops_reaches_what_a_walk_of_both_counters_reache
     seed = url(0)
     crawl_profile = CrawlProfile("p", max_hops, max_offsite_hops=max_offsite, kind=kind,
                                  include=(re.compile(r"^http://b\.test/"),) if include_b else ())
-    walk = ScopeWalk(JobScope({"s": Seed("s", seed, ("p",))}, {"p": crawl_profile}))
-    walk.seed("s", seed)
+    walk = _queue(JobScope({"s": Seed("s", seed, ("p",))}, {"p": crawl_profile}))
+    walk.seed("s", seed, 0.0)
     pending, fetched = [seed], []
     while pending:
         page = pending.pop(order.randrange(len(pending)))
         fetched.append(page)
-        pending.extend(record.url for record in walk.fetched(page, links.get(page, [])))
+        pending.extend(entry.url for entry in walk.fetched(page, links.get(page, []), 0.0))
     truth = scope_states_truth(links, seed, lambda u, h, o: in_scope(crawl_profile, seed, u, Hops(h, o)))
     assert sorted(fetched) == sorted(truth)
 
 
-def test_the_walk_counts_harvests_in_the_record_of_a_url() -> None:
-    walk = ScopeWalk(JobScope({"s": Seed("s", "http://a.test/", ("p",))}, {"p": CrawlProfile("p", 1)}))
-    walk.seed("s", "http://a.test/")
-    (record,) = walk.fetched("http://a.test/", ["http://a.test/x"])
-    for now, result in enumerate([Harvest.NOT_FOUND, Harvest.NOT_FOUND, Harvest.FOUND]):
-        walk.harvested(record.url, result, float(now))
-    after = walk.record(record.url)
-    assert after is not None and (after.not_found, after.cycles, after.last_harvest) == (0, 3, 2.0)
-    assert walk.harvested("http://a.test/unknown", Harvest.FOUND, 0.0) is None
+def _queue(scope: JobScope) -> MemoryUrlQueue:
+    """The URL queue the crawl walks with (:mod:`idcrawl.core.urlqueue`), started on ``scope``."""
+    queue = MemoryUrlQueue()
+    queue.start(scope, 0.0)
+    return queue

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import sqlite3
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord
+from idcrawl.core.recrawl import Kind, Schedule
 from idcrawl.state import SqliteStateStore, StateError
 from idcrawl.state.sqlite import SCHEMA_VERSION
 
@@ -170,6 +172,39 @@ def _old_file(path: Path) -> None:
     db.close()
 
 
+# -- tail schedules (recrawl) -------------------------------------------------------------
+
+_TAIL = Schedule(Kind.TAIL, "t", 1_768_201_200.0, 86_400.0 * 1.4, last_found=2**64 - 1, revision=3)
+
+
+def test_tail_schedules_round_trip_exactly_and_reset_forgets_them(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    store = SqliteStateStore(path)
+    assert store.tail_schedules() == {}
+    store.commit({"t": {"url": "u"}, "u": {"url": "v"}}, {}, {}, tails={"t": _TAIL})
+    store.commit({}, {}, {}, tails={"u": replace(_TAIL, key="u", last_found=None)})
+    store.close()
+    again = SqliteStateStore(path, read_only=True)
+    assert again.tail_schedules() == {"t": _TAIL, "u": replace(_TAIL, key="u", last_found=None)}
+    again.close()
+    store = SqliteStateStore(path)
+    store.commit({}, {}, {}, tails={"t": replace(_TAIL, revision=4)})  # the last one wins
+    store.reset("u")
+    assert store.tail_schedules() == {"t": replace(_TAIL, revision=4)}
+
+
+def _older_file(path: Path) -> None:
+    """A state file as idcrawl wrote it before tail schedules (and feed marks): no such tables."""
+    store = SqliteStateStore(path)
+    store.commit({"t": {"url": "u"}}, {"t": {Outcome.FOUND: BitMap64([1])}}, {})
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE tails")
+    db.execute("DROP TABLE feeds")
+    db.commit()
+    db.close()
+
+
 def test_the_url_queue_round_trips_and_a_file_from_before_it_gets_its_table(tmp_path: Path) -> None:
     from idcrawl.core.scope import Hops, UrlRecord
     from idcrawl.core.urlqueue import QueuedUrl, QueueState
@@ -192,3 +227,14 @@ def test_the_url_queue_round_trips_and_a_file_from_before_it_gets_its_table(tmp_
     store.commit_urls([QueuedUrl(x.record, QueueState.QUEUED)], ["http://a.test/"])
     assert store.load_urls() == [QueuedUrl(x.record, QueueState.QUEUED)]
     store.close()
+def test_an_older_state_file_opens_read_only_and_gets_the_tails_table_when_written(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    _older_file(path)
+    reader = SqliteStateStore(path, read_only=True)
+    assert reader.tail_schedules() == {} and reader.load("t") is not None
+    reader.close()
+    store = SqliteStateStore(path)
+    store.commit({}, {}, {}, tails={"t": _TAIL})
+    state = store.load("t")
+    assert store.tail_schedules() == {"t": _TAIL} and state is not None
+    assert list(state.outcomes[Outcome.FOUND]) == [1]

@@ -1,0 +1,174 @@
+"""``scrapy iddue [TARGET ...] [--job FILE] [--state PATH] [--at TIME] [--json]``: what is due, and when.
+
+Per target, what a ``-a resume=due`` run with the clock at ``--at`` (default: ``IDCRAWL_NOW``, else now)
+fetches: its tail when it is due (:func:`idcrawl.core.resume.tail_due`: ``now - last_crawled >
+update_duration``, or no schedule yet), walked from just after its last found id to the margin
+(:func:`idcrawl.core.resume.tail_bound`); a job target never crawled is crawled from its start. Due
+targets come first, most overdue first (``overdue / duration``); then the others by when they fall due.
+The state is only read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+from scrapy.commands import ScrapyCommand
+
+from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, read_state, resolve_state
+from idcrawl.commands.report import tail_fields, wanted_targets
+from idcrawl.core.clock import Clock, ClockError, parse_time, stamp
+from idcrawl.core.recrawl import Schedule, duration_text, overdue
+from idcrawl.core.resume import tail_bound, tail_due
+from idcrawl.core.targets import Target, parse_job
+from idcrawl.state.base import StateStore
+
+__all__ = ["DUE_FORMAT", "Command", "DueRow", "due_document", "due_rows"]
+
+#: Version of the JSON document of ``scrapy iddue --json``.
+DUE_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class DueRow:
+    """One target at the time asked about."""
+
+    name: str
+    in_state: bool
+    #: where a due run walks the tail: (from, to), to None = up to the margin; None: no tail
+    walk: tuple[int, int | None] | None
+    schedule: Schedule | None
+    #: does a resume=due run at that time fetch it (its tail, or all of it when never crawled)?
+    due: bool
+    #: how overdue, in durations (> 0 when due; None: no schedule)
+    overdue: float | None
+
+
+def due_rows(store: StateStore, names: Sequence[str], job: Sequence[Target], at: float) -> list[DueRow]:
+    """The rows of the named targets and the job's (every stored target if neither), in fetch order."""
+    wanted = wanted_targets(store, names, job)
+    by_name = {t.name: t for t in job}
+    tails = store.tail_schedules()
+    rows = []
+    for name in wanted:
+        state = store.load(name)
+        if state is None:  # a job target never crawled: a resume=due run crawls it fresh
+            target = by_name[name]
+            rows.append(DueRow(name, False, (target.start, target.max), None, True, None))
+            continue
+        schedule = tails.get(name)
+        if state.lanes:
+            walk = tail_bound(state.lanes)
+        else:  # recorded, no lane yet: the tail walks from the start
+            target_ = by_name.get(name)
+            walk = (target_.start, target_.max) if target_ is not None and target_.direction != "desc" else None
+        is_due = walk is not None and tail_due(schedule, at)
+        rows.append(DueRow(name, True, walk, schedule, is_due, overdue(schedule, at) if schedule else None))
+    rows.sort(key=lambda r: (not r.due, -(r.overdue or 0.0) if r.due else _due_at(r), r.name))
+    return rows
+
+
+def _due_at(row: DueRow) -> float:
+    return row.schedule.due_at() if row.schedule is not None else float("inf")
+
+
+def _walk_text(row: DueRow) -> str:
+    if row.walk is None:
+        return "no tail (no ascending lane, or it reached its bound)"
+    first, last = row.walk
+    if not row.in_state:
+        return f"never crawled: all of it, from {first}"
+    return f"from {first} to {'the margin' if last is None else f'the margin or {last}'}"
+
+
+def _at_text(row: DueRow) -> str:
+    if row.walk is None:
+        return "nothing"
+    if not row.due:
+        return "not due"
+    if row.schedule is None:
+        return "due (no schedule yet)" if row.in_state else "due (never crawled)"
+    return f"due, {row.overdue:.2f} durations overdue"
+
+
+def render_due(rows: Sequence[DueRow], console: Console, *, at: float, state: str) -> None:
+    console.print(Text(f"state file {state}"))
+    console.print(Text(f"at {stamp(at)}: {sum(r.due for r in rows)} of {len(rows)} targets due "
+                       "(what a -a resume=due run fetches then)"))
+    if not rows:
+        return
+    table = Table()
+    for column in ("target", "tail walk", "learned duration", "last crawled", "due after", "at that time"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        schedule = row.schedule
+        table.add_row(
+            row.name, _walk_text(row),
+            duration_text(schedule.update_duration) if schedule else "-",
+            stamp(schedule.last_crawled) if schedule else "-",
+            stamp(schedule.due_at()) if schedule else "-",
+            _at_text(row),
+        )
+    console.print(table)
+
+
+def due_document(rows: Sequence[DueRow], *, at: float, state: str) -> dict[str, Any]:
+    """The rows as a JSON-ready dict (shape in docs/recrawl.md)."""
+    targets = []
+    for row in rows:
+        tail = None
+        if row.walk is not None:
+            tail = {"walk_from": row.walk[0], "walk_to": row.walk[1], "due": row.due, "overdue": row.overdue,
+                    **tail_fields(row.schedule)}
+        targets.append({"name": row.name, "in_state": row.in_state, "due": row.due, "tail": tail, "pages": None})
+    return {"format": DUE_FORMAT, "state": state, "at": stamp(at), "due": [r.name for r in rows if r.due],
+            "targets": targets}
+
+
+class Command(ScrapyCommand):
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "[TARGET ...] [--job FILE] [--state PATH] [--spider NAME] [--at TIME] [--json]"
+
+    def short_desc(self) -> str:
+        return "Print what is due for a recrawl (-a resume=due) and when, per target"
+
+    def long_desc(self) -> str:
+        return (
+            "Print, per target, its tail's learned recrawl duration, when it was last crawled and falls due, "
+            "and whether a -a resume=due run at --at (default: IDCRAWL_NOW, else now) fetches it, most overdue "
+            "first. Without TARGET: every target of the state file (or of --job). The state file is only read."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        add_state_options(parser)
+        parser.add_argument("--at", metavar="TIME",
+                            help="an ISO 8601 time such as 2026-01-12T07:00:00Z (default: IDCRAWL_NOW, else now)")
+        parser.add_argument("--json", action="store_true", help="print a JSON document for scripts")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        check_args(args)
+        path = resolve_state(self.settings, opts)
+        try:
+            now = self.settings.get("IDCRAWL_NOW") if self.settings is not None else None
+            at = parse_time(opts.at, "--at") if opts.at else Clock.from_setting(now).now()
+            job = parse_job(opts.job) if opts.job else []
+            with read_state(path) as store:
+                rows = due_rows(store, args, job, at)
+        except (*CommandFailed, ClockError) as exc:
+            fail(self, "iddue", exc)
+            return
+        if opts.json:
+            sys.stdout.write(json.dumps(due_document(rows, at=at, state=str(path)), indent=2) + "\n")
+        else:
+            render_due(rows, Console(highlight=False), at=at, state=str(path))
