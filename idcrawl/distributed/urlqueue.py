@@ -133,6 +133,8 @@ class RedisUrlQueue:
         self._hosts: deque[str] = deque()  # hosts with ready URLs as last read, round robin
         #: URLs this worker took and has not answered (given back when it leaves)
         self.taken: set[str] = set()
+        #: taken URLs of stopped workers that this worker's calls made ready again (its start's included)
+        self.taken_over = 0
 
     def key(self, *parts: str) -> str:
         return self.prefix + "".join(parts)
@@ -285,6 +287,7 @@ class RedisUrlQueue:
         ready, others, mine, postponed, back = (int(v) for v in reply[:5])
         hosts = {_text(reply[i]): int(reply[i + 1]) for i in range(5, len(reply), 2)}
         self.status = QueueStatus(ready, others, mine, postponed, back, hosts, time.monotonic())
+        self.taken_over += back
         return self.status
 
     def take(self, room: Callable[[str], bool], now: float) -> UrlRecord | None:

@@ -426,8 +426,8 @@ class RedisWorker:
         urls_ready = False
         if self.urls is not None:  # the crawl scope's queue: stopped workers' URLs ready again
             urls = self.urls.poll()
-            if urls.given_back:
-                self._inc(f"{PREFIX}/urls_taken_over", urls.given_back)
+            if self.urls.taken_over:  # this poll's and the queue's start's (before the stats could count)
+                self.stats.set_value(f"{PREFIX}/urls_taken_over", self.urls.taken_over)
             urls_ready = urls.ready > 0  # the engine asks for them
             if urls.ready or urls.taken_by_others or urls.taken_here:
                 self._idle_since = time.monotonic()

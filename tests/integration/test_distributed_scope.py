@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import signal
-import socket
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -93,7 +93,13 @@ def test_three_workers_fetch_the_url_set_of_one_process_each_url_once(redis_serv
 
 
 def test_a_sigkilled_workers_taken_urls_are_fetched_by_another(redis_server, tmp_path: Path) -> None:
-    site = LinkGraphSite(make_graph(17), delay=0.02).start()
+    """The pages past the front page are held (the site's gate) until the three workers have joined and
+    the one to kill, a worker holding taken URLs, is stopped and its URLs read: what it held cannot
+    change in between (no timing), and no worker joins after the kill (a joining worker would take
+    the dead one over itself)."""
+    gate = threading.Event()
+    gate.set()  # the single process: open
+    site = LinkGraphSite(make_graph(17), gate=gate, ungated={"http://a.test/"}).start()
     try:
         path = job(tmp_path / "job.toml", site)
         (tmp_path / "single").mkdir()
@@ -102,25 +108,32 @@ def test_a_sigkilled_workers_taken_urls_are_fetched_by_another(redis_server, tmp
         one = fetched(site)
         site.log.clear()
 
+        gate.clear()
         extra = {"IDCRAWL_REDIS_LEASE_TIMEOUT": 3.0}
         procs = [start_worker(tmp_path / f"w{n}", {"job": path}, settings(redis_server, "kill", **extra))
                  for n in range(3)]
         client = redis.Redis.from_url(redis_server.url)
-        victim = f"{socket.gethostname()}:{procs[0].pid}:".encode()
 
-        def victim_holds() -> list[bytes]:
-            return [url for url, worker in client.hgetall("idcrawl:{kill}:utaken").items()
-                    if worker.startswith(victim)]
+        def holders() -> dict[int, list[bytes]]:  # pid -> the URLs it took and has not answered
+            held: dict[int, list[bytes]] = {}
+            for url, worker in client.hgetall("idcrawl:{kill}:utaken").items():
+                held.setdefault(int(worker.split(b":")[1]), []).append(url)
+            return held
 
-        deadline = time.monotonic() + 60
-        while not victim_holds() and time.monotonic() < deadline:
-            time.sleep(0.002)
-        held = victim_holds()
-        assert held, "the worker to kill never took a URL"
-        procs[0].send_signal(signal.SIGKILL)
-        procs[0].wait(timeout=30)
-        held = victim_holds()  # what it held when it died (the survivors wait for its lease: 3 s)
-        survivors = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs) if n]
+        def all_joined() -> bool:
+            return client.zcard("idcrawl:{kill}:workers") >= 3
+
+        deadline = time.monotonic() + 120
+        while not (all_joined() and holders()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert all_joined() and holders(), "a worker never joined, or none took a URL"
+        victim = next(n for n, proc in enumerate(procs) if proc.pid in holders())
+        procs[victim].send_signal(signal.SIGSTOP)
+        held = holders()[procs[victim].pid]  # what it holds when it dies (the survivors wait for its lease)
+        procs[victim].send_signal(signal.SIGKILL)
+        procs[victim].wait(timeout=30)
+        gate.set()
+        survivors = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs) if n != victim]
         for result in survivors:
             assert result.returncode == 0, result.stderr[-3000:]
             assert result.stats["finish_reason"] == "finished"
@@ -129,11 +142,12 @@ def test_a_sigkilled_workers_taken_urls_are_fetched_by_another(redis_server, tmp
         twice = {page for page, n in fleet.items() if n > 1}
         dead = {(urlsplit(url.decode()).hostname, urlsplit(url.decode()).path) for url in held}
         assert twice <= dead, (twice, dead)  # only what it held when it died is fetched again
-        assert sum(r.stats.get("idcrawl/redis/urls_taken_over", 0) for r in survivors) >= 1
-        got = {item["url"] for item in read_items(tmp_path / "w0" / "items.jsonl")}
+        assert sum(r.stats.get("idcrawl/redis/urls_taken_over", 0) for r in survivors) == len(held)
+        got = {item["url"] for item in read_items(tmp_path / f"w{victim}" / "items.jsonl")}
         got |= {item["url"] for r in survivors for item in r.items}
         assert got == {item["url"] for item in single.items}
     finally:
+        gate.set()
         site.stop()
 
 
