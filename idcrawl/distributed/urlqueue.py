@@ -57,7 +57,7 @@ from idcrawl.distributed import scripts
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["QueueStatus", "RedisUrlQueue", "entry_of", "group_key"]
+__all__ = ["QueueStatus", "RedisUrlQueue", "entry_of", "group_key", "read_entries"]
 
 #: How often an offer is made again when the owner changed in between (the compare-and-set).
 TRIES = 8
@@ -338,27 +338,47 @@ class RedisUrlQueue:
     # -- reading -----------------------------------------------------------------------------
 
     def get(self, url: str) -> QueuedUrl | None:
-        key = self.key("U:", url)
-        with self.client.pipeline(transaction=True) as pipe:
-            pipe.hmget(key, "owner", "col", "cps", "hops", "off", "paths", "host", "st", "w", "next", "last", "nf",
-                       "err", "cyc", "links")
-            pipe.hexists(key, "links")
-            fields, has = pipe.execute()
-        if fields[0] is None:
-            return None
-        return entry_of(url, [*fields, "1" if has else "0"])
+        return next(_read(self.client, self.prefix, [url]), None)
 
     def entries(self) -> Iterator[QueuedUrl]:
         """Every URL of the job (a ``SCAN`` of its ``U:`` keys)."""
-        start = len(self.key("U:"))
-        for key in self.client.scan_iter(match=_glob(self.key("U:")) + "*", count=500):
-            url = _text(key)[start:]
-            entry = self.get(url)
-            if entry is not None:
-                yield entry
+        return read_entries(self.client, self.prefix)
 
     def counts(self) -> list[UrlCount]:
         return count_urls(self.entries())
+
+
+#: The fields of a URL's entry in a script's row order (``urls_common.lua``), then its links.
+_ROW = ("owner", "col", "cps", "hops", "off", "paths", "host", "st", "w", "next", "last", "nf", "err", "cyc", "links")
+#: URLs read in one round trip (:func:`read_entries`).
+BATCH = 500
+
+
+def read_entries(client: redis.Redis, prefix: str) -> Iterator[QueuedUrl]:
+    """Every URL of the job whose keys start with ``prefix`` (a ``SCAN`` of its ``U:`` keys, read
+    ``BATCH`` URLs per round trip); only reads. What ``scrapy idplan`` counts of a distributed job."""
+    start = len(prefix + "U:")
+    batch: list[str] = []
+    for key in client.scan_iter(match=_glob(prefix + "U:") + "*", count=BATCH):
+        batch.append(_text(key)[start:])
+        if len(batch) == BATCH:
+            yield from _read(client, prefix, batch)
+            batch = []
+    yield from _read(client, prefix, batch)
+
+
+def _read(client: redis.Redis, prefix: str, urls: Sequence[str]) -> Iterator[QueuedUrl]:
+    """The entries of ``urls`` (each read in one transaction; a URL gone in between is skipped)."""
+    if not urls:
+        return
+    with client.pipeline(transaction=True) as pipe:
+        for url in urls:
+            pipe.hmget(prefix + "U:" + url, *_ROW)
+            pipe.hexists(prefix + "U:" + url, "links")
+        replies = pipe.execute()
+    for url, fields, has in zip(urls, replies[::2], replies[1::2], strict=True):
+        if fields[0] is not None:
+            yield entry_of(url, [*fields, "1" if has else "0"])
 
 
 def _glob(text: str) -> str:

@@ -9,6 +9,7 @@ URLs loses none of them (another worker fetches them after the lease).
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import threading
@@ -20,6 +21,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
+from tests.integration.test_idjob import redis_settings, scrapy
 from tests.support.crawl import read_items, run_crawl
 from tests.support.linkgraph import LinkGraphSite, resolver_settings
 
@@ -88,6 +90,15 @@ def test_three_workers_fetch_the_url_set_of_one_process_each_url_once(redis_serv
         shares = [result.stats.get("idcrawl/crawl_profiles/net/fetched", 0) for result in results]
         assert sum(shares) == single.stats["idcrawl/crawl_profiles/net/fetched"]
         assert sum(1 for share in shares if share) >= 2, shares  # the fleet shared the work
+        # idplan reads the fleet's queue from Redis: the single process's counts by hops
+        fleet_plan = scrapy(tmp_path, "idplan", "--json", settings=redis_settings(redis_server, "scope"))
+        single_plan = scrapy(tmp_path / "single", "idplan", "--json", settings={})
+        assert fleet_plan.returncode == 0 and single_plan.returncode == 0, fleet_plan.stderr + single_plan.stderr
+        scope = json.loads(fleet_plan.stdout)["scope"]
+        assert scope == json.loads(single_plan.stdout)["scope"]
+        assert [row["harvested"] for row in scope] == [len(one)]
+        table = scrapy(tmp_path, "idplan", settings=redis_settings(redis_server, "scope"))
+        assert "crawl scope: URLs by hops" in table.stdout, table.stdout + table.stderr
     finally:
         site.stop()
 

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from idcrawl.core.scope import Collection, CrawlProfile, Harvest, Hops, JobScope, ScopeKind, Seed
-from idcrawl.core.urlqueue import MemoryUrlQueue, QueueState, UrlCount
-from idcrawl.distributed.urlqueue import RedisUrlQueue
+from idcrawl.core.urlqueue import MemoryUrlQueue, QueueState, UrlCount, count_urls
+from idcrawl.distributed.state import JobStateStore
+from idcrawl.distributed.urlqueue import BATCH, RedisUrlQueue
 from tests.support.reference import scope_truth
 
 redis = pytest.importorskip("redis")
@@ -208,6 +209,25 @@ def test_a_taken_url_is_exclusive_and_ready_again_when_its_worker_stops(redis_se
     record = two.take(lambda _: True, 0.0)
     assert record is not None and record.url == FRONT
     assert two.give_back() == 1 and two.poll().ready == 1  # a worker leaving gives back what it took
+    assert (one.taken_over, two.taken_over) == (0, 1)
+
+
+def test_a_worker_that_starts_the_fleets_run_counts_the_stopped_workers_urls_it_takes_over(redis_server) -> None:
+    """The first worker of a fleet's run makes a stopped worker's taken URLs ready again in its start,
+    before any poll: they count as taken over too (``idcrawl/redis/urls_taken_over``; a worker whose
+    start-up lagged a killed one's by more than the lease counted none)."""
+    client = redis.Redis.from_url(redis_server.url)
+    scope = one_seed(1)
+    killed = RedisUrlQueue(client, "t:{late}:", "w1", lease_ms=60_000)
+    killed.start(scope, 0.0)
+    killed.seed("front", FRONT, 0.0)
+    assert killed.take(lambda _: True, 0.0) is not None
+    client.zrem("t:{late}:workers", "w1")  # killed, and its lease ran out before another worker started
+    late = RedisUrlQueue(client, "t:{late}:", "w2", lease_ms=60_000)
+    late.start(scope, 0.0)
+    assert late.taken_over == 1 and late.poll().given_back == 0 and late.taken_over == 1
+    record = late.take(lambda _: True, 0.0)
+    assert record is not None and record.url == FRONT
 
 
 DRAWS = 2000
@@ -236,3 +256,28 @@ def test_yields_over_2000_takes_on_one_host_follow_the_seed_example(redis_server
     p = 1 / 20 + 19 / 20 * 0.9
     mean, sd = DRAWS * p, sqrt(DRAWS * p * (1 - p))
     assert abs(wins - mean) <= 3 * sd, (wins, mean, sd)  # seeded: reproducible, cannot fail by chance
+
+
+def test_the_job_state_store_reads_the_fleets_queue_in_url_order_batch_by_batch(redis_server) -> None:
+    """What ``scrapy idplan`` counts of a distributed job (``JobStateStore.load_urls``): every URL of the
+    shared queue as the workers left it, read ``BATCH`` URLs per round trip, taken ones counted queued."""
+    client = redis.Redis.from_url(redis_server.url)
+    links = [f"http://b.test/{i}" for i in range(BATCH * 2 + 200)]
+    prefix = "idcrawl:{plan}:"
+    queue = RedisUrlQueue(client, prefix, "w1", rng=random.Random(1))
+    queue.start(one_seed(1), 0.0)
+    queue.seed("front", FRONT, 0.0)
+    assert queue.take(lambda _: True, 0.0) is not None
+    queue.fetched(FRONT, links, 0.0)
+    for n in range(301):  # 300 answered (every third not found), one taken and not answered
+        record = queue.take(lambda _: True, 0.0)
+        assert record is not None
+        if n < 300:
+            answer(queue, {url: [] for url in links[::3]}, record.url)
+    stored = JobStateStore(client, prefix, read_only=True).load_urls()
+    assert [entry.url for entry in stored] == sorted([FRONT, *links])
+    assert stored == sorted(queue.entries(), key=lambda entry: entry.url)
+    assert count_urls(stored) == [UrlCount("front", "p", "news", 0, QueueState.HARVESTED, 1),
+                                  UrlCount("front", "p", "news", 1, QueueState.HARVESTED, 300),
+                                  UrlCount("front", "p", "news", 1, QueueState.QUEUED, len(links) - 300)]
+    assert JobStateStore(client, "idcrawl:{other}:", read_only=True).load_urls() == []
