@@ -1,8 +1,9 @@
 """The URL queue of crawl scope in ``scrapy idplan``: per target, crawl profile and collection, the
 queued, postponed and harvested URLs by hops (a table, and the ``scope`` part of ``--json``).
 
-Read from the state store's URL queue (:meth:`idcrawl.state.base.StateStore.load_urls`), only read;
-a store that keeps no URL queue (Redis) has none.
+Read from the state store's URL queue (:meth:`idcrawl.state.base.StateStore.load_urls`), only read:
+a SQLite file's ``urls`` table, or a distributed job's shared queue in Redis
+(:class:`idcrawl.distributed.state.JobStateStore`).
 """
 
 from __future__ import annotations
@@ -27,8 +28,7 @@ Key = tuple[str, str, str]  # target, crawl profile, collection
 
 def url_counts(store: StateStore, targets: Sequence[str] = ()) -> tuple[list[UrlCount], list[str]]:
     """The URL counts of the state ``store`` (of ``targets`` only, when named), and which of ``targets``
-    have URLs but no lanes (page targets: the resume plan does not know them); none from a store that
-    keeps no URL queue (Redis)."""
+    have URLs but no lanes (page targets: the resume plan does not know them)."""
     counts = count_urls(store.load_urls())
     with_lanes = set(store.targets())
     with_urls = {c.target for c in counts}

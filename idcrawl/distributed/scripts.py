@@ -82,6 +82,9 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
                              :mod:`idcrawl.distributed.limits`)
 ``P bloom:<shard>``    string  the Bloom dupefilter's bits (``BLOOM``), ``P bloom:count`` its size
 ``P dupefilter``       set   the exact dupefilter's fingerprints (scrapy-redis's RFPDupeFilter)
+``P U:<url>``, ``P uq:<host>/<group>``, ``P uqc:<host>``, ``P uhosts``, ``P utaken``, ``P upost``
+                       the shared URL queue of crawl scope (outlinks): records, ready queues by
+                       host and yield group, taken and postponed URLs (``urls_common.lua``)
 
 Ids are Lua numbers (doubles): exact up to 2**53, far above any real id.
 """
@@ -93,7 +96,7 @@ from importlib import resources
 
 __all__ = [
     "ADOPT", "BLOOM", "CLAIM", "DELAY", "GIVE_BACK", "LEAVE", "LIMITS", "NAMES", "PACKAGE", "POLITE", "POP_DELAYED",
-    "RECORD", "REGISTER", "RESUME", "STATUS", "load",
+    "RECORD", "REGISTER", "RESUME", "STATUS", "URL_HARVEST", "URL_OFFER", "URL_PUT", "URL_STATUS", "URL_TAKE", "load",
 ]
 
 #: The package whose ``*.lua`` files are the scripts.
@@ -109,9 +112,11 @@ def _read(name: str) -> str:
 NAMES: dict[str, str] = {}
 
 
-def load(name: str) -> str:
-    """The source of script ``name`` (``claim``: ``claim.lua``), ``common.lua`` in front."""
-    source = f"{_read('common.lua')}\n-- {name}.lua\n{_read(name + '.lua')}"
+def load(name: str, *preludes: str) -> str:
+    """The source of script ``name`` (``claim``: ``claim.lua``), ``common.lua`` in front, then
+    the helper files ``preludes`` (``urls_common``: ``urls_common.lua``)."""
+    helpers = "".join(f"\n-- {prelude}.lua\n{_read(prelude + '.lua')}" for prelude in preludes)
+    source = f"{_read('common.lua')}{helpers}\n-- {name}.lua\n{_read(name + '.lua')}"
     NAMES[hashlib.sha1(source.encode()).hexdigest()] = name  # noqa: S324 - Redis's own script hash
     return source
 
@@ -129,3 +134,9 @@ POLITE = load("polite")
 BLOOM = load("bloom")
 LIMITS = load("limits")
 RESUME = load("resume")
+# the shared URL queue of crawl scope (idcrawl.distributed.urlqueue): helpers in urls_common.lua
+URL_OFFER = load("url_offer", "urls_common")
+URL_TAKE = load("url_take", "urls_common")
+URL_HARVEST = load("url_harvest", "urls_common")
+URL_PUT = load("url_put", "urls_common")
+URL_STATUS = load("url_status", "urls_common")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyroaring import BitMap64
 
@@ -20,6 +20,9 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
 from idcrawl.state.base import TargetState
 from idcrawl.state.redis import RedisStateStore, _text
+
+if TYPE_CHECKING:
+    from idcrawl.core.urlqueue import QueuedUrl
 
 __all__ = ["JobStateStore", "decode_bits"]
 
@@ -54,7 +57,19 @@ def decode_bits(bits: bytes, start: int, step: int, length: int) -> dict[Outcome
 
 
 class JobStateStore(RedisStateStore):
-    """A Redis state store that reads a distributed job's targets and lanes too."""
+    """A Redis state store that reads a distributed job's targets and lanes too, and the URL queue
+    of its crawl scope (:mod:`idcrawl.distributed.urlqueue`: the fleet's workers write it)."""
+
+    def load_urls(self) -> list[QueuedUrl]:
+        """The job's URLs of crawl scope, in URL order (read only: the workers write them)."""
+        import redis
+
+        from idcrawl.distributed.urlqueue import read_entries
+
+        try:
+            return sorted(read_entries(self.client, self.prefix), key=lambda entry: entry.url)
+        except redis.RedisError as exc:
+            raise self._error(exc) from None
 
     def _names(self) -> set[str]:
         return super()._names() | {_text(n) for n in self.client.hkeys(self._key("specs"))}

@@ -68,13 +68,18 @@ from idcrawl.distributed.connection import (
     worker_id,
 )
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict, check_distributed
+from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
 from idcrawl.state.recorder import UnwrittenItems, flush_feeds
 
 if TYPE_CHECKING:
+    import random
+    from collections.abc import Callable
+
     from scrapy.statscollectors import StatsCollector
 
+    from idcrawl.core.scope import JobScope
     from idcrawl.runtime import Worker
 
 __all__ = ["RedisWorker", "parse_pushed"]
@@ -176,8 +181,10 @@ class RedisWorker:
                     self.resume_notes[target.name] += f"; {not_due[target.name]}"
         #: ascending lanes whose walk this worker has not yet seen applied to its tail's schedule (settle_tails)
         self._tails_open = {key for key, direction in self.frontier.lane_direction.items() if direction == "asc"}
-        #: started without targets: waits for pushed ones (until the idle timeout)
-        self.feeder = not runtime.targets
+        #: the crawl scope's URL queue shared by the fleet (make_url_queue; None: no crawl scope)
+        self.urls: RedisUrlQueue | None = None
+        #: started without targets (nor page targets): waits for pushed ones (until the idle timeout)
+        self.feeder = not runtime.targets and not runtime.scope
         self.frontier.wait_for_feed = self.feeder
         self._tver = -1
         self._loop: Any = None
@@ -274,6 +281,14 @@ class RedisWorker:
     def stats(self) -> StatsCollector:
         return self.runtime.stats
 
+    def make_url_queue(self, scope: JobScope, rng: random.Random, skip: Callable[[str], bool] | None,
+                       postpone_for: float) -> RedisUrlQueue:
+        """The crawl scope's URL queue (``IdScopeMiddleware`` asks): one queue for the fleet, in the job's
+        keys (:mod:`idcrawl.distributed.urlqueue`); its taken URLs are held under this worker's lease."""
+        self.urls = RedisUrlQueue(self.client, self.job.prefix, self.worker, lease_ms=int(self.lease * 1000),
+                                  rng=rng, skip=skip, postpone_for=postpone_for)
+        return self.urls
+
     def _inc(self, key: str, count: int = 1) -> None:
         self.stats.inc_value(key, count)
 
@@ -328,6 +343,8 @@ class RedisWorker:
         try:
             self.ack(force=True)
             self.settle_tails()
+            if self.urls is not None:  # taken, not answered: ready again for the fleet
+                self._inc(f"{PREFIX}/urls_given_back", self.urls.give_back())
             self._taken = self.job.leave(self.worker)
         except RedisError as exc:
             logger.warning("idcrawl: could not leave the Redis job cleanly (%s): the other workers take back "
@@ -488,6 +505,14 @@ class RedisWorker:
         if self._unrecorded:
             self._replay()
         woken = frontier.poll()
+        urls_ready = False
+        if self.urls is not None:  # the crawl scope's queue: stopped workers' URLs ready again
+            urls = self.urls.poll()
+            if self.urls.taken_over:  # this poll's and the queue's start's (before the stats could count)
+                self.stats.set_value(f"{PREFIX}/urls_taken_over", self.urls.taken_over)
+            urls_ready = urls.ready > 0  # the engine asks for them
+            if urls.ready or urls.taken_by_others or urls.taken_here:
+                self._idle_since = time.monotonic()
         if frontier.vanished:
             logger.error("idcrawl: the job's lanes %s are gone from Redis (restarted without persistence, or "
                          "cleaned): stopping this worker", sorted(frontier.vanished)[:5])
@@ -509,7 +534,7 @@ class RedisWorker:
             self._adopt()
         self.ack()
         self._check_lost()
-        if woken or frontier.can_dispense() or frontier.finished:
+        if woken or urls_ready or frontier.can_dispense() or frontier.finished:
             # finished: the engine checks at once whether it is idle and closes (the fleet's finish,
             # as this poll read it from Redis), instead of at Scrapy's next 5 s idle check
             self.runtime.wake_engine()

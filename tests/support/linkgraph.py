@@ -13,7 +13,8 @@ test never makes a real DNS lookup.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Collection, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -61,8 +62,15 @@ class LinkGraphSite:
     the paths requested on ``host``, in order, robots.txt included.
     """
 
-    def __init__(self, graph: Mapping[str, Sequence[str]], robots: Mapping[str, str] | None = None) -> None:
+    def __init__(self, graph: Mapping[str, Sequence[str]], robots: Mapping[str, str] | None = None,
+                 delay: float = 0.0, gate: threading.Event | None = None, ungated: Collection[str] = ()) -> None:
+        """``delay``: seconds each page takes to answer (so that a crawl can be stopped mid-way);
+        ``gate``: while it is clear, pages (but the ``ungated`` ones and robots.txt) are
+        answered only once it is set (logged at once: a crawl held mid-way, without timing)."""
         self.graph = {k: list(v) for k, v in graph.items()}
+        self.delay = delay
+        self.gate = gate
+        self.ungated = frozenset(ungated)
         self.robots = dict(robots or {})
         self.log: list[tuple[str, str]] = []
         self._lock = threading.Lock()
@@ -77,6 +85,10 @@ class LinkGraphSite:
                     self._reply(200, site.robots[host].encode(), "text/plain")
                     return
                 page = f"http://{host}{self.path}"
+                if site.gate is not None and page not in site.ungated and self.path != "/robots.txt":
+                    site.gate.wait()
+                if site.delay:
+                    time.sleep(site.delay)
                 if page not in site.graph:
                     self._reply(404, b"<html><body>no such page</body></html>", "text/html")
                     return

@@ -1,0 +1,24 @@
+-- URL_HARVEST: a URL was fetched (the seed's "processing the URL itself",
+-- idcrawl.core.scope.harvested): last harvest = now, the not-found counter up on a not-found
+-- answer, kept on an error, reset by a found page; the error counter up on an error, reset by any
+-- answer; hops as they are; one cycle more. A found page's links are kept, to be followed again
+-- when a better path to it turns up. The URL is harvested whoever held it. A found page stays held
+-- by this worker in P utaken until URL_PUT 'done' (its links offered): the fleet is not finished
+-- in between, and if the worker stops first, the page is fetched again (URL_STATUS).
+-- KEYS: P U:<url>.
+-- ARGV: url, result ('found', 'not_found', 'error'), now, links ('found' only), worker.
+-- Returns the entry row, or {} for a URL the job does not know.
+local U = KEYS[1]
+local url, result, now = ARGV[1], ARGV[2], ARGV[3]
+local P = prefix_of(U, 'U:' .. url)
+local R = record_of(U)
+if not R then return {} end
+local nf, err = tonumber(R.nf), tonumber(R.err)
+if result == 'not_found' then nf = nf + 1 elseif result ~= 'error' then nf = 0 end
+if result == 'error' then err = err + 1 else err = 0 end
+update(P, url, R, {st = 'h', w = '', last = now, next = '', nf = s(nf), err = s(err), cyc = s(tonumber(R.cyc) + 1)})
+if result == 'found' then
+  redis.call('HSET', U, 'links', ARGV[4])
+  redis.call('HSET', P .. 'utaken', url, ARGV[5])
+end
+return entry_row(U)

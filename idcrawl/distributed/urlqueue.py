@@ -1,0 +1,386 @@
+"""``RedisUrlQueue``: the URL queue of crawl scope (:class:`idcrawl.core.urlqueue.UrlQueue`) shared by a fleet.
+
+In one process the queue of a job's outlinks is a :class:`~idcrawl.core.urlqueue.MemoryUrlQueue`
+(the SQLite store persists it). In a distributed job every worker follows the links of the pages it
+fetched, so the queue lives in Redis, in the job's keys, and changes only inside the ``URL_*`` Lua
+scripts of :mod:`idcrawl.distributed.scripts` (``urls_common.lua`` lists the keys), with the same
+rules:
+
+- **offers** (``URL_OFFER``): the first offer of a URL files it once for the whole fleet, in its
+  host's ready queue (or postponed: the checks at dispatch, decided here); a later offer with the
+  same owner keeps every path that no other beats on hops and off-site hops together (the entry
+  shows the fewest hops), and a fetched page's links are followed again with the better path; with
+  another owner this worker decides with :func:`~idcrawl.core.scope.choose_owner` and offers again,
+  naming the owner it read (a compare-and-set: a change in between is decided again);
+- **takes** (``URL_TAKE``): a worker takes a ready URL of a host exclusively; which one is the
+  core's yield draw (:func:`~idcrawl.core.urlqueue.choose_group` over the host's ready URLs by
+  collection and crawl profile, with this worker's seeded ``random.Random``), then a seeded uniform
+  draw among that group's URLs. A taken URL is held under the fleet's lease
+  (``IDCRAWL_REDIS_LEASE_TIMEOUT``): when its worker stops (killed, or left the job) it is ready
+  again (``URL_STATUS``), as a stopped worker's lane claims are;
+- **harvests** (``URL_HARVEST``): the per-URL counters of the seed's "processing the URL itself"
+  (:func:`~idcrawl.core.scope.harvested`), and a found page's links;
+- **a run's start** (:meth:`RedisUrlQueue.start`): the first worker of a fleet (no other worker
+  alive in the job) reconciles the stored URLs with the job file
+  (:func:`~idcrawl.core.urlqueue.reconcile`, ``URL_PUT``), as the SQLite store does at a run's start.
+
+Round trips: one ``URL_OFFER`` per in-scope link (a link out of every crawl profile's scope costs
+none), three per take (the hosts, the host's groups, ``URL_TAKE``), one ``URL_HARVEST`` per answer,
+one ``URL_STATUS`` per poll of the worker.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import WatchError
+
+from idcrawl.core.scope import SEED, Harvest, Hops, JobScope, Owner, UrlRecord, Verdict, choose_owner, host_of
+from idcrawl.core.urlqueue import (
+    Group,
+    QueuedUrl,
+    QueueState,
+    Reconciled,
+    UrlCount,
+    _check,
+    choose_group,
+    count_urls,
+    reconcile,
+)
+from idcrawl.distributed import scripts
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["QueueStatus", "RedisUrlQueue", "entry_of", "group_key", "read_entries"]
+
+#: How often an offer is made again when the owner changed in between (the compare-and-set).
+TRIES = 8
+#: How long (s) :meth:`RedisUrlQueue.ready` trusts the fleet's counts it read (the scheduler asks often).
+READY_FRESH = 0.05
+
+_STATES = {"q": QueueState.QUEUED, "p": QueueState.POSTPONED, "t": QueueState.TAKEN, "h": QueueState.HARVESTED}
+_CODES = {state: code for code, state in _STATES.items()}
+
+
+def group_key(group: Group) -> str:
+    """A yield group in Redis: ``<collection>/<crawl profile>`` ('' for none; names never hold '/')."""
+    return f"{group[0] or ''}/{group[1]}"
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _float(value: str) -> float | None:
+    return float(value) if value else None
+
+
+def entry_of(url: str, row: Sequence[Any]) -> QueuedUrl:
+    """An entry from a script's row (``urls_common.lua``: owner, col, cps, hops, off, paths, host,
+    st, w, next, last, nf, err, cyc, links, has links)."""
+    owner, col, cps, hops, off, paths, _host, st, _w, nxt, last, nf, err, cyc, links, has = (_text(v) for v in row)
+    record = UrlRecord(url, owner, col or None, tuple(name for name in cps.split("\n") if name),
+                       Hops(int(hops), int(off)), _float(nxt), _float(last), int(nf), int(err), int(cyc))
+    path_list = tuple(Hops(int(h), int(o)) for h, _, o in (p.partition(":") for p in paths.split(",") if p))
+    return QueuedUrl(record, _STATES[st], path_list or (SEED,),
+                     tuple(link for link in links.split("\n") if link) if has == "1" else None)
+
+
+@dataclass(slots=True)
+class QueueStatus:
+    """The shared queue as the last ``URL_STATUS`` saw it."""
+
+    ready: int = 0
+    taken_by_others: int = 0
+    taken_here: int = 0
+    postponed: int = 0
+    given_back: int = 0  # URLs of stopped workers that this call made ready again
+    hosts: dict[str, int] = field(default_factory=dict)  # host -> ready URLs
+    at: float = float("-inf")  # monotonic time of the call
+
+
+class RedisUrlQueue:
+    """:class:`~idcrawl.core.urlqueue.UrlQueue` in Redis, for the worker ``worker`` of the job whose
+    keys start with ``prefix``. ``rng``: the yield model's draws (seeded); ``skip(url)``: URLs never
+    queued (another target's id pages: its lanes fetch them); ``postpone_for``: seconds from now to
+    a postponed URL's next harvest time; ``lease_ms``: the fleet's lease of a taken URL."""
+
+    def __init__(self, client: redis.Redis, prefix: str, worker: str, *, lease_ms: int = 8_000,
+                 rng: random.Random | None = None, skip: Callable[[str], bool] | None = None,
+                 postpone_for: float = 3600.0) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.worker = worker
+        self.lease_ms = lease_ms
+        self.scope = JobScope()
+        self.rng = rng if rng is not None else random.Random(0)
+        self._skip = skip
+        self.postpone_for = postpone_for
+        self._offer = client.register_script(scripts.URL_OFFER)
+        self._take = client.register_script(scripts.URL_TAKE)
+        self._harvest = client.register_script(scripts.URL_HARVEST)
+        self._put = client.register_script(scripts.URL_PUT)
+        self._status = client.register_script(scripts.URL_STATUS)
+        self.status = QueueStatus()
+        self._hosts: deque[str] = deque()  # hosts with ready URLs as last read, round robin
+        #: URLs this worker took and has not answered (given back when it leaves)
+        self.taken: set[str] = set()
+        #: taken URLs of stopped workers that this worker's calls made ready again (its start's included)
+        self.taken_over = 0
+
+    def key(self, *parts: str) -> str:
+        return self.prefix + "".join(parts)
+
+    # -- a run's start -----------------------------------------------------------------------
+
+    def start(self, scope: JobScope, now: float) -> Reconciled:
+        """The job file's ``scope``; the first worker of a fleet (no other alive in the job) reconciles
+        the stored URLs with it (:func:`~idcrawl.core.urlqueue.reconcile`); a worker joining a running
+        fleet finds them reconciled. A URL taken by a worker that is gone is ready again (``URL_STATUS``)."""
+        self.scope = scope
+        if not self._first_of_fleet():
+            return Reconciled()
+        self.poll()
+        counts: dict[str, int] = {}
+        for entry in self.entries():
+            if entry.state is QueueState.TAKEN:
+                continue  # a live worker's (its lease decides)
+            new, events = reconcile(entry, scope, now, self.postpone_for)
+            if new == entry:
+                continue
+            if not self._set(entry, new):
+                continue  # changed in between by a worker that joined: its state stands
+            for what in events:
+                counts[what] = counts.get(what, 0) + 1
+        return Reconciled(
+            dropped={key.split("/", 1)[1]: n for key, n in sorted(counts.items()) if key.startswith("dropped/")},
+            forgotten=counts.get("forgotten", 0), reowned=counts.get("reowned", 0),
+            postponed=counts.get("postponed", 0), released=counts.get("released", 0),
+            requeued=counts.get("requeued", 0),
+        )
+
+    def _first_of_fleet(self) -> bool:
+        """Whether no other worker of the job is alive (heartbeat within the lease): this one starts a run.
+        It registers its own heartbeat in the same transaction, so of workers starting together one is first."""
+        workers = self.key("workers")
+        pipe: Any
+        with self.client.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(workers)
+                    server_time = pipe.time()
+                    now_ms = int(server_time[0]) * 1000 + int(server_time[1]) // 1000
+                    alive = pipe.zrangebyscore(workers, now_ms - self.lease_ms, "+inf")
+                    first = not any(_text(w) != self.worker for w in alive)
+                    pipe.multi()
+                    pipe.zadd(workers, {self.worker: now_ms})
+                    pipe.execute()
+                    return first
+                except WatchError:  # another worker joined in between: look again
+                    continue
+
+    def _set(self, old: QueuedUrl, new: QueuedUrl | None) -> bool:
+        """Write a reconciled entry (None: gone) if it is still as read."""
+        if new is None:
+            args: list[Any] = ["", "", "", 0, 0, "gone", ""]
+        else:
+            record = new.record
+            args = [record.owner, record.collection or "", "\n".join(record.crawl_profiles), record.hops.hops,
+                    record.hops.offsite, _CODES[new.state],
+                    "" if record.next_harvest is None else repr(record.next_harvest)]
+        return bool(self._put(keys=[self.key("U:", old.url)], args=[old.url, "set", _CODES[old.state], *args]))
+
+    # -- offers ------------------------------------------------------------------------------
+
+    def _offer_call(self, url: str, owner: str, names: Sequence[str], hops: Hops, mode: str, now: float,
+                    expect: str = "") -> tuple[str, QueuedUrl]:
+        collection = self.scope.collection_of(names)
+        record = UrlRecord(url, owner, collection, tuple(names), hops)
+        decision = _check(record, self.scope, now, self.postpone_for)
+        postponed = decision.verdict is Verdict.POSTPONE
+        nxt = decision.record.next_harvest if postponed else None
+        verdict, row = self._offer(keys=[self.key("U:", url)], args=[
+            url, owner, collection or "", "\n".join(names), hops.hops, hops.offsite, host_of(url), mode, expect,
+            "p" if postponed else "q", "" if nxt is None else repr(nxt), self.worker])
+        return _text(verdict), entry_of(url, row)
+
+    def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
+        self.status.at = float("-inf")
+        verdict, entry = self._offer_call(url, owner, self.scope.seeds[owner].crawl_profiles, SEED, "seed", now)
+        return None if verdict == "same" else entry
+
+    def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None) -> list[QueuedUrl]:
+        if seed_of is not None:
+            self._offer_call(url, seed_of, self.scope.seeds[seed_of].crawl_profiles, SEED, "fetched", now)
+        links = tuple(dict.fromkeys(links))
+        self.taken.discard(url)
+        self.status.at = float("-inf")  # the fleet's counts change: read again
+        row = self._harvest(keys=[self.key("U:", url)],
+                            args=[url, Harvest.FOUND.value, repr(now), "\n".join(links), self.worker])
+        if not row:
+            return []
+        entry = entry_of(url, row)
+        new: dict[str, QueuedUrl] = {}
+        self._follow([(url, entry.record.owner, hops, links) for hops in entry.paths], now, new)
+        # held until its links are offered (URL_HARVEST): the fleet was not finished in between
+        self._put(keys=[self.key("U:", url)], args=[url, "done", self.worker])
+        return list(new.values())
+
+    def _follow(self, work: list[tuple[str, str, Hops, tuple[str, ...]]], now: float,
+                new: dict[str, QueuedUrl]) -> None:
+        """Offer the links of (page, its owner, its counters, its links), and of pages a better path
+        reaches again; ``new`` gets the URLs filed for the first time or taken over from another owner."""
+        while work:
+            page, owner, at, links = work.pop()
+            if owner not in self.scope.seeds:
+                continue
+            for link in links:
+                if self._skip is not None and self._skip(link):
+                    continue
+                hops = at.follow(page, link)
+                names = self.scope.scoped(owner, link, hops)
+                if names:
+                    self._offer_link(link, owner, names, hops, now, new, work)
+
+    def _offer_link(self, link: str, owner: str, names: tuple[str, ...], hops: Hops, now: float,
+                    new: dict[str, QueuedUrl], work: list[tuple[str, str, Hops, tuple[str, ...]]]) -> None:
+        expect = ""
+        for _ in range(TRIES):
+            verdict, entry = self._offer_call(link, owner, names, hops, "link", now, expect)
+            if verdict == "new":
+                new[link] = entry
+                return
+            if verdict in ("better", "reowned"):
+                if verdict == "reowned" and entry.state is not QueueState.HARVESTED:
+                    new[link] = entry
+                if entry.links is not None:
+                    work.append((link, owner, hops, entry.links))
+                return
+            if verdict != "owner":
+                return
+            queued = entry.record.owner
+            seeds = self.scope.seeds
+            if queued in seeds and choose_owner(link, seeds[owner].url, seeds[queued].url) is not Owner.CONTEXT:
+                return
+            expect = queued  # this owner takes it, if the queued one still has it
+        raise RuntimeError(f"idcrawl: the owner of {link} kept changing ({TRIES} offers in a row)")
+
+    def failed(self, url: str, result: Harvest, now: float) -> QueuedUrl | None:
+        self.taken.discard(url)
+        self.status.at = float("-inf")
+        row = self._harvest(keys=[self.key("U:", url)], args=[url, result.value, repr(now), "", self.worker])
+        return entry_of(url, row) if row else None
+
+    # -- takes -------------------------------------------------------------------------------
+
+    def poll(self) -> QueueStatus:
+        """``URL_STATUS``: stopped workers' URLs ready again; the fleet's counts and hosts."""
+        reply = self._status(keys=[self.key("uhosts"), self.key("workers")], args=[self.lease_ms, self.worker])
+        ready, others, mine, postponed, back = (int(v) for v in reply[:5])
+        hosts = {_text(reply[i]): int(reply[i + 1]) for i in range(5, len(reply), 2)}
+        self.status = QueueStatus(ready, others, mine, postponed, back, hosts, time.monotonic())
+        self.taken_over += back
+        return self.status
+
+    def take(self, room: Callable[[str], bool], now: float) -> UrlRecord | None:
+        """Of the next host (round robin) with ready URLs that ``room(host)`` admits, the URL the yield
+        model chooses; taken by this worker for the fleet. None: nothing ready on a host with room."""
+        hosts = {_text(k): int(v) for k, v in self.client.hgetall(self.key("uhosts")).items()}
+        self._hosts = deque([h for h in self._hosts if h in hosts] + sorted(h for h in hosts if h not in self._hosts))
+        for _ in range(len(self._hosts)):
+            host = self._hosts[0]
+            self._hosts.rotate(-1)
+            if not room(host):
+                continue
+            for _ in range(TRIES):
+                counts = {_text(k): int(v) for k, v in self.client.hgetall(self.key("uqc:", host)).items()}
+                if not counts:
+                    break
+                groups: dict[Group, int] = {}
+                for key, n in counts.items():
+                    collection, _, profile = key.partition("/")
+                    groups[(collection or None, profile)] = n
+                group = next(iter(groups)) if len(groups) == 1 else choose_group(groups, self.scope, self.rng)
+                draw = self.rng.random() if groups[group] > 1 else 0.0
+                reply = self._take(keys=[self.key("uhosts"), self.key("workers")],
+                                   args=[self.worker, host, group_key(group), repr(draw)])
+                if reply:
+                    url = _text(reply[0])
+                    self.taken.add(url)
+                    self.status.at = float("-inf")
+                    return entry_of(url, reply[1]).record
+        return None
+
+    def ready(self) -> int:
+        """URLs queued and ready in the fleet, and URLs other workers took and have not answered (their
+        pages may queue more): a worker is not finished while some are. Read again after every change
+        this worker made, else at most every ``READY_FRESH`` seconds."""
+        if time.monotonic() - self.status.at > READY_FRESH:
+            self.poll()
+        return self.status.ready + self.status.taken_by_others
+
+    def give_back(self) -> int:
+        """This worker leaves: the URLs it took and has not answered are ready again; returns how many."""
+        given = 0
+        for url in sorted(self.taken):
+            given += int(self._put(keys=[self.key("U:", url)], args=[url, "back", f"t:{self.worker}"]))
+        self.taken.clear()
+        return given
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def get(self, url: str) -> QueuedUrl | None:
+        return next(_read(self.client, self.prefix, [url]), None)
+
+    def entries(self) -> Iterator[QueuedUrl]:
+        """Every URL of the job (a ``SCAN`` of its ``U:`` keys)."""
+        return read_entries(self.client, self.prefix)
+
+    def counts(self) -> list[UrlCount]:
+        return count_urls(self.entries())
+
+
+#: The fields of a URL's entry in a script's row order (``urls_common.lua``), then its links.
+_ROW = ("owner", "col", "cps", "hops", "off", "paths", "host", "st", "w", "next", "last", "nf", "err", "cyc", "links")
+#: URLs read in one round trip (:func:`read_entries`).
+BATCH = 500
+
+
+def read_entries(client: redis.Redis, prefix: str) -> Iterator[QueuedUrl]:
+    """Every URL of the job whose keys start with ``prefix`` (a ``SCAN`` of its ``U:`` keys, read
+    ``BATCH`` URLs per round trip); only reads. What ``scrapy idplan`` counts of a distributed job."""
+    start = len(prefix + "U:")
+    batch: list[str] = []
+    for key in client.scan_iter(match=_glob(prefix + "U:") + "*", count=BATCH):
+        batch.append(_text(key)[start:])
+        if len(batch) == BATCH:
+            yield from _read(client, prefix, batch)
+            batch = []
+    yield from _read(client, prefix, batch)
+
+
+def _read(client: redis.Redis, prefix: str, urls: Sequence[str]) -> Iterator[QueuedUrl]:
+    """The entries of ``urls`` (each read in one transaction; a URL gone in between is skipped)."""
+    if not urls:
+        return
+    with client.pipeline(transaction=True) as pipe:
+        for url in urls:
+            pipe.hmget(prefix + "U:" + url, *_ROW)
+            pipe.hexists(prefix + "U:" + url, "links")
+        replies = pipe.execute()
+    for url, fields, has in zip(urls, replies[::2], replies[1::2], strict=True):
+        if fields[0] is not None:
+            yield entry_of(url, [*fields, "1" if has else "0"])
+
+
+def _glob(text: str) -> str:
+    """``text`` as a literal in a Redis ``MATCH`` pattern (the prefix's braces and any ``*?[]\\``)."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
