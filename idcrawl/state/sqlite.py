@@ -67,6 +67,16 @@ _PAGES = (
     "target TEXT NOT NULL, id INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (target, id))"
 )
 
+def _id_row(id_: int) -> int:
+    """An id (0 .. 2**64-1) as SQLite's signed 64-bit INTEGER: ids from 2**63 wrap to negatives."""
+    return id_ - (1 << 64) if id_ >= 1 << 63 else id_
+
+
+def _row_id(value: int) -> int:
+    """The id of a page row (:func:`_id_row` undone)."""
+    return value + (1 << 64) if value < 0 else value
+
+
 #: The URL queue of crawl scope (:mod:`idcrawl.core.urlqueue`): one row per URL (additive, like ``feeds``).
 _URLS = (
     "CREATE TABLE IF NOT EXISTS urls ("
@@ -252,7 +262,7 @@ class SqliteStateStore(StateStore):
 
     def load_pages(self, name: str) -> dict[int, Schedule]:
         rows = self._additive_rows("SELECT id, record FROM pages WHERE target = ?", (name,))
-        return {id_: schedule_from_json(name, id_, record) for id_, record in rows}
+        return {(id_ := _row_id(row)): schedule_from_json(name, id_, record) for row, record in rows}
 
     def tail_schedules(self) -> dict[str, Schedule]:
         rows = self._additive_rows("SELECT target, record FROM tails ORDER BY target")
@@ -312,10 +322,10 @@ class SqliteStateStore(StateStore):
                     db.executemany(
                         "INSERT INTO pages VALUES (?, ?, ?) "
                         "ON CONFLICT(target, id) DO UPDATE SET record = excluded.record",
-                        [(name, id_, schedule_to_json(r)) for id_, r in records.items() if r is not None],
+                        [(name, _id_row(id_), schedule_to_json(r)) for id_, r in records.items() if r is not None],
                     )
                     db.executemany("DELETE FROM pages WHERE target = ? AND id = ?",
-                                   [(name, id_) for id_, r in records.items() if r is None])
+                                   [(name, _id_row(id_)) for id_, r in records.items() if r is None])
                 if tails:
                     db.executemany(
                         "INSERT INTO tails VALUES (?, ?) ON CONFLICT(target) DO UPDATE SET record = excluded.record",

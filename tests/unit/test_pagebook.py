@@ -191,6 +191,20 @@ def test_sqlite_commits_page_records_with_the_outcomes_and_forgets_them_on_reset
     store.close()
 
 
+def test_sqlite_keeps_page_records_of_ids_up_to_the_largest(tmp_path: Path) -> None:
+    """Ids from 2**63 do not fit SQLite's signed INTEGER: they are stored wrapped and read back whole."""
+    ids = (0, 2**63 - 1, 2**63, 2**64 - 1)
+    pages = book()
+    for id_ in ids:
+        pages.visit("reg", id_, ok(str(id_)))
+    store = SqliteStateStore(tmp_path / "s.sqlite")
+    store.commit({"reg": {"url": "u"}}, {}, {}, pages=by_target(pages.take_changes().items()))
+    assert store.load_pages("reg") == {i: pages.get("reg", i) for i in ids}
+    store.commit({}, {}, {}, pages={"reg": {2**64 - 1: None}})
+    assert sorted(store.load_pages("reg")) == list(ids[:-1])
+    store.close()
+
+
 def test_an_older_state_file_without_the_pages_table_opens_and_gets_it(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     SqliteStateStore(path).close()
