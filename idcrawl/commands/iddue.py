@@ -61,8 +61,11 @@ class DueRow:
     tail_due: bool = True
 
 
-def due_rows(store: StateStore, names: Sequence[str], job: Sequence[Target], at: float) -> list[DueRow]:
-    """The rows of the named targets and the job's (every stored target if neither), in fetch order."""
+def due_rows(
+    store: StateStore, names: Sequence[str], job: Sequence[Target], at: float, *, pages: bool = True
+) -> list[DueRow]:
+    """The rows of the named targets and the job's (every stored target if neither), in fetch order.
+    ``pages`` False: a distributed job, which keeps no page records and revisits no found page yet."""
     wanted = wanted_targets(store, names, job)
     by_name = {t.name: t for t in job}
     tails = store.tail_schedules()
@@ -81,8 +84,10 @@ def due_rows(store: StateStore, names: Sequence[str], job: Sequence[Target], at:
             walk = (target_.start, target_.max) if target_ is not None and target_.direction != "desc" else None
         is_due = walk is not None and tail_due(schedule, at)
         book = PageBook(Clock(at))
-        book.load(name, store.load_pages(name))
-        due_pages = tuple(book.due_ids(name, found=state.outcomes.get(Outcome.FOUND, ())))
+        due_pages: tuple[int, ...] = ()
+        if pages:
+            book.load(name, store.load_pages(name))
+            due_pages = tuple(book.due_ids(name, found=state.outcomes.get(Outcome.FOUND, ())))
         rows.append(DueRow(name, True, walk, schedule, is_due or bool(due_pages),
                            overdue(schedule, at) if schedule else None, due_pages, book.records(name), is_due))
     rows.sort(key=lambda r: (not r.due, -(r.overdue or 0.0) if r.due else _due_at(r), r.name))
@@ -181,7 +186,8 @@ class Command(ScrapyCommand):
             at = parse_time(opts.at, "--at") if opts.at else Clock.from_setting(now).now()
             job = parse_job(opts.job) if opts.job else []
             with read_state(path) as store:
-                rows = due_rows(store, args, job, at)
+                fleet = self.settings is not None and self.settings.getbool("IDCRAWL_DISTRIBUTED")
+                rows = due_rows(store, args, job, at, pages=not fleet)
         except (*CommandFailed, ClockError) as exc:
             fail(self, "iddue", exc)
             return
