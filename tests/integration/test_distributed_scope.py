@@ -105,8 +105,9 @@ def test_three_workers_fetch_the_url_set_of_one_process_each_url_once(redis_serv
 
 def test_a_sigkilled_workers_taken_urls_are_fetched_by_another(redis_server, tmp_path: Path) -> None:
     """The site's pages are held (its gate) until the three workers have joined and the one to kill,
-    the worker that took the front page, is stopped and its URLs read: what it held cannot change in
-    between (no timing), and no worker joins after the kill (a joining worker would take the dead one
+    the worker that took the front page, is stopped with its requests for them sent (in the site's
+    log) and its URLs read: what it held cannot change in between (no timing; a worker stopped between
+    taking a URL and sending its request is let go on and stopped again), and no worker joins after the kill (a joining worker would take the dead one
     over itself). It dies before any answer, so it wrote no item (a killed worker's items still in its
     feed's buffer are lost: docs/distributed.md)."""
     gate = threading.Event()
@@ -142,8 +143,9 @@ def test_a_sigkilled_workers_taken_urls_are_fetched_by_another(redis_server, tmp
             if victim is not None:
                 procs[victim].send_signal(signal.SIGSTOP)
                 held = holders().get(procs[victim].pid, [])
-                if held:
-                    break
+                arrived = set(fetched(site))  # requests reach the site's log before its gate
+                if held and all((urlsplit(u.decode()).hostname, urlsplit(u.decode()).path) in arrived for u in held):
+                    break  # it took them and sent them: only their answers are missing
                 procs[victim].send_signal(signal.SIGCONT)
             assert time.monotonic() < deadline, "a worker never joined, or none took a URL"
             time.sleep(0.01)
