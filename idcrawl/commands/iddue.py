@@ -32,6 +32,7 @@ from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule, duration_text, overdue
 from idcrawl.core.resume import tail_bound, tail_due
 from idcrawl.core.targets import Target, parse_job
+from idcrawl.distributed.connection import page_records_kept
 from idcrawl.state.base import StateStore
 
 __all__ = ["DUE_FORMAT", "Command", "DueRow", "due_document", "due_rows"]
@@ -186,8 +187,8 @@ class Command(ScrapyCommand):
             at = parse_time(opts.at, "--at") if opts.at else Clock.from_setting(now).now()
             job = parse_job(opts.job) if opts.job else []
             with read_state(path) as store:
-                fleet = self.settings is not None and self.settings.getbool("IDCRAWL_DISTRIBUTED")
-                rows = due_rows(store, args, job, at, pages=not fleet)
+                pages = self.settings is None or page_records_kept(self.settings)
+                rows = due_rows(store, args, job, at, pages=pages)
         except (*CommandFailed, ClockError) as exc:
             fail(self, "iddue", exc)
             return
