@@ -61,6 +61,12 @@ def fetched(site: LinkGraphSite) -> Counter[tuple[str, str]]:
         return Counter((host, path) for host, path in site.log if path != "/robots.txt")
 
 
+def page_of(url: bytes) -> tuple[str, str]:
+    """A URL of the fleet's queue as the site logs its request: (host, path)."""
+    parts = urlsplit(url.decode())
+    return parts.hostname or "", parts.path
+
+
 def settings(redis_server: object, name: str, **extra: object) -> dict[str, object]:
     return {**worker_settings(redis_server, job=name, **extra), **resolver_settings(HOSTS)}
 
@@ -144,7 +150,7 @@ def test_a_sigkilled_workers_taken_urls_are_fetched_by_another(redis_server, tmp
                 procs[victim].send_signal(signal.SIGSTOP)
                 held = holders().get(procs[victim].pid, [])
                 arrived = set(fetched(site))  # requests reach the site's log before its gate
-                if held and all((urlsplit(u.decode()).hostname, urlsplit(u.decode()).path) in arrived for u in held):
+                if held and all(page_of(url) in arrived for url in held):
                     break  # it took them and sent them: only their answers are missing
                 procs[victim].send_signal(signal.SIGCONT)
             assert time.monotonic() < deadline, "a worker never joined, or none took a URL"
@@ -159,7 +165,7 @@ def test_a_sigkilled_workers_taken_urls_are_fetched_by_another(redis_server, tmp
         fleet = fetched(site)
         assert set(fleet) == set(one)  # nothing lost
         twice = {page for page, n in fleet.items() if n > 1}
-        dead = {(urlsplit(url.decode()).hostname, urlsplit(url.decode()).path) for url in held}
+        dead = {page_of(url) for url in held}
         assert twice <= dead, (twice, dead)  # only what it held when it died is fetched again
         assert held == [site.url("http://a.test/").encode()] and twice == dead
         assert sum(r.stats.get("idcrawl/redis/urls_taken_over", 0) for r in survivors) == len(held)
