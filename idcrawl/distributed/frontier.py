@@ -398,16 +398,22 @@ class RedisFrontier(Generic[P]):
         while it is in progress (a lane of it unsettled, a worker of it alive, or less than the lease
         since a worker of it joined or left: ``resume.lua``) joins it, or raises
         :class:`TargetConflict` if it was started with other resume arguments.
-        Returns ``created``, ``joined``, or None (nothing crawled yet: the lanes start fresh)."""
+        Returns ``created``, ``joined``, or None (nothing crawled yet: the lanes start fresh; that plan is
+        registered too, so that a late worker of the same fleet joins it rather than resuming what the
+        others have just walked)."""
         from idcrawl.distributed.state import JobStateStore
 
         state = JobStateStore(self.job.client, self.job.prefix, read_only=True).load(target.name)
-        if state is None or all(record.cursor == record.start for record in state.lanes.values()):
-            return None  # nothing crawled yet
-        specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes, walk_tail=walk_tail)
-        own = {spec.key for spec in lane_specs(target)}
-        reopen = [(spec.key, spec.start) for spec in specs if spec.ids is None and spec.key in own]
-        holes = next((spec for spec in specs if spec.ids is not None), None)
+        fresh = state is None or all(record.cursor == record.start for record in state.lanes.values())
+        if fresh:  # nothing crawled yet: the lanes start fresh, and that is the fleet's plan
+            reopen: list[tuple[str, int]] = []
+            holes = None
+        else:
+            specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
+                                 walk_tail=walk_tail)
+            own = {spec.key for spec in lane_specs(target)}
+            reopen = [(spec.key, spec.start) for spec in specs if spec.ids is None and spec.key in own]
+            holes = next((spec for spec in specs if spec.ids is not None), None)
         args = f"resume={target.resume}" + (f", holes={target.holes}" if target.resume in ("holes", "all") else "")
         neutral = "1" if Outcome.FAILED in self._neutral else "0"
         reply = self.job.resume(
@@ -422,6 +428,11 @@ class RedisFrontier(Generic[P]):
                 f"({_text(reply[1])}) in Redis job {self.job.prefix!r}: start this worker with the same "
                 "arguments, or once that resume has finished"
             )
+        if fresh:
+            # registered all the same: a worker of this fleet that starts once the fresh lanes have been walked
+            # (a lane cut by its margin) joins this plan instead of planning a resume of its own, which would
+            # reopen the cut lanes and walk them a second time in the same run
+            return None
         lanes = [_text(k) for k in reply[1:]]
         listed = [key for key in lanes if key not in self.lanes]
         for key in lanes:

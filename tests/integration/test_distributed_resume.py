@@ -243,6 +243,24 @@ def test_resume_on_a_fresh_job_starts_fresh(redis_server) -> None:
     assert sorted(w.lanes) == ["reg:asc", "reg:desc"]
 
 
+@pytest.mark.parametrize("mode", ["bound", "all", "due"])
+def test_a_late_worker_of_a_fresh_jobs_fleet_joins_its_plan_and_walks_no_cut_lane_again(redis_server, mode) -> None:
+    """A fleet started with a resume on a fresh job: its first worker registers the plan "start fresh", so a
+    worker of the same fleet that starts once the lanes were cut by their margin joins that plan. Planning a
+    resume of its own, it reopened the cut lanes and walked their margins a second time in the same run
+    (and a tail's walk counted twice: test_distributed_due.py failed on it in a CI run)."""
+    first = frontier(redis_server, "a0")
+    assert join([first], target(resume=mode)) == [None]
+    drive([first], random.Random(7), flaky(set()))
+    client = first.job.client
+    walks = {lane: client.hget(first.job.key("L:", lane), "walk") for lane in ("reg:asc", "reg:desc")}
+    assert all(first.lanes[lane].settled for lane in walks)
+    late = frontier(redis_server, "a1")
+    assert join([late], target(resume=mode)) == ["joined"]
+    assert {lane: client.hget(late.job.key("L:", lane), "walk") for lane in walks} == walks, "no lane reopened"
+    assert all(late.lanes[lane].settled for lane in walks)
+
+
 # -- real crawls: scrapy crawl workers on a local site ---------------------------------------------------
 
 FLAKY_IDS = {983, 995, 1003, 1005, 1020, 1029}
