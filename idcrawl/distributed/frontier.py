@@ -404,11 +404,10 @@ class RedisFrontier(Generic[P]):
         from idcrawl.distributed.state import JobStateStore
 
         state = JobStateStore(self.job.client, self.job.prefix, read_only=True).load(target.name)
+        reopen: list[tuple[str, int]] = []
+        holes = None
         fresh = state is None or all(record.cursor == record.start for record in state.lanes.values())
-        if fresh:  # nothing crawled yet: the lanes start fresh, and that is the fleet's plan
-            reopen: list[tuple[str, int]] = []
-            holes = None
-        else:
+        if state is not None and not fresh:  # else nothing crawled yet: the lanes start fresh (the fleet's plan)
             specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
                                  walk_tail=walk_tail)
             own = {spec.key for spec in lane_specs(target)}
