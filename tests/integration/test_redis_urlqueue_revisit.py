@@ -6,6 +6,8 @@ without a ``revisit``) and several runs at given times on the job's clock; betwe
 profiles' frequencies change (slowed down, sped up, taken away) and a crawl profile may be assigned
 to the target. Within a run the clock moves on in steps (no sleeping: the time is an argument) and
 each step takes until nothing is ready: what falls due during the run is taken at the step it is due.
+Crawl profiles belong to a collection or none (a revisit counts for a URL of its collection only), and
+now and then one is deactivated for a run (its URLs postponed).
 One process (:class:`MemoryUrlQueue`, rebuilt from its entries per run as the SQLite store does) and a
 fleet of two or three simulated workers (seeded interleaving of takes and answers) must fetch the same
 URLs at every step, each once, start each run with the same counts (``due``, ``not_due``,
@@ -16,11 +18,12 @@ choice comes from ``random.Random(SEED + case)``.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from idcrawl.core.scope import CrawlProfile, Harvest, JobScope, ScopeKind, Seed
+from idcrawl.core.scope import Collection, CrawlProfile, Harvest, JobScope, ScopeKind, Seed
 from idcrawl.core.urlqueue import MemoryUrlQueue, QueuedUrl, Reconciled
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from tests.integration.test_redis_urlqueue import FRONT, make_graph
@@ -32,14 +35,14 @@ CASES = 60
 REVISITS = (None, 10.0, 25.0, 60.0)
 
 
-Run = tuple[float, list[float], tuple[str, ...], tuple[float | None, ...]]
+Run = tuple[float, list[float], tuple[str, ...], tuple[float | None, ...], tuple[bool, ...]]
 
 
 def make_plan(rng: random.Random) -> tuple[list[CrawlProfile], list[Run]]:
     """The crawl profiles and the runs: (start time, the clock's steps in the run, the target's crawl
     profiles, each crawl profile's revisit)."""
-    profiles = [CrawlProfile(f"p{i}", rng.randint(0, 4), kind=rng.choice((ScopeKind.ANY, ScopeKind.HOST)))
-                for i in range(rng.randint(1, 3))]
+    profiles = [CrawlProfile(f"p{i}", rng.randint(0, 4), kind=rng.choice((ScopeKind.ANY, ScopeKind.HOST)),
+                             collection=rng.choice((None, "news"))) for i in range(rng.randint(1, 3))]
     names = tuple(p.name for p in profiles)
     runs = []
     now = 0.0
@@ -47,15 +50,18 @@ def make_plan(rng: random.Random) -> tuple[list[CrawlProfile], list[Run]]:
         now += rng.choice((0.0, 5.0, 10.0, 30.0, 70.0))
         steps = sorted({now + rng.choice((0.0, 10.0, 25.0, 40.0)) for _ in range(rng.randint(1, 3))} | {now})
         assigned = names[:-1] if n == 0 and len(names) > 1 and rng.random() < 0.5 else names  # gained in run 2
-        runs.append((now, steps, assigned, tuple(rng.choice(REVISITS) for _ in profiles)))
+        runs.append((now, steps, assigned, tuple(rng.choice(REVISITS) for _ in profiles),
+                     tuple(rng.random() >= 0.15 for _ in profiles)))  # now and then one deactivated
         now = steps[-1]
     return profiles, runs
 
 
-def scope_of(profiles: list[CrawlProfile], assigned: tuple[str, ...], revisits: tuple[float | None, ...]) -> JobScope:
-    crawl_profiles = {p.name: CrawlProfile(p.name, p.max_hops, kind=p.kind, revisit=r)
-                      for p, r in zip(profiles, revisits, strict=True)}
-    return JobScope({"front": Seed("front", FRONT, assigned)}, crawl_profiles, {}, ("front",))
+def scope_of(profiles: list[CrawlProfile], assigned: tuple[str, ...], revisits: tuple[float | None, ...],
+             enabled: tuple[bool, ...]) -> JobScope:
+    crawl_profiles = {p.name: replace(p, revisit=r, enabled=on)
+                      for p, r, on in zip(profiles, revisits, enabled, strict=True)}
+    return JobScope({"front": Seed("front", FRONT, assigned)}, crawl_profiles, {"news": Collection("news")},
+                    ("front",))
 
 
 def answer(queue: Any, graph: dict[str, list[str]], url: str, now: float) -> None:
@@ -133,8 +139,8 @@ def test_a_fleet_revisits_what_one_process_revisits_at_every_step_of_every_run(r
         profiles, runs = make_plan(rng)
         prefix = f"rv:{{{case}}}:"
         entries: list[QueuedUrl] = []
-        for run, (_, steps, assigned, revisits) in enumerate(runs):
-            scope = scope_of(profiles, assigned, revisits)
+        for run, (_, steps, assigned, revisits, enabled) in enumerate(runs):
+            scope = scope_of(profiles, assigned, revisits, enabled)
             memory, expected_start, expected = memory_run(entries, scope, steps, graph)
             fleet, fleet_start, got = fleet_run(client, prefix, run, scope, steps, graph, rng)
             where = f"case {case} run {run}: graph={graph} profiles={profiles} runs={runs}"
