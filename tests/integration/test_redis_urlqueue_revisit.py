@@ -152,3 +152,38 @@ def test_a_fleet_revisits_what_one_process_revisits_at_every_step_of_every_run(r
             revisited += run > 0 and any(fetched for fetched in got)
             started += fleet_start.started > 0
     assert revisited >= 20 and started >= 3  # the seeded cases do revisit and re-follow
+
+
+def two_seeds(a_revisit: float | None, b_revisit: float | None) -> JobScope:
+    return JobScope({"a": Seed("a", "http://www.db.no/", ("pa",)), "b": Seed("b", "http://www.vg.no/", ("pb",))},
+                    {"pa": CrawlProfile("pa", 2, kind=ScopeKind.ANY, revisit=a_revisit),
+                     "pb": CrawlProfile("pb", 2, kind=ScopeKind.ANY, revisit=b_revisit)}, pages=("a", "b"))
+
+
+@pytest.mark.parametrize(("a_revisit", "b_revisit", "owner"), [
+    (None, None, "b"), (100.0, None, "a"), (None, 100.0, "b"), (50.0, 100.0, "a"), (100.0, 50.0, "b"),
+    (100.0, 100.0, "b"),
+])
+def test_in_a_fleet_a_harvested_url_two_seeds_reach_goes_to_the_seed_that_harvests_it_next_first(
+    redis_server: Any, a_revisit: float | None, b_revisit: float | None, owner: str,
+) -> None:
+    """The seed's outlink case 6 (http://www.twatter.gov shares its domain with neither seed) as in
+    one process (tests/unit/test_urlqueue_revisit.py): the earliest next harvest wins, a tie keeps b."""
+    client = redis.Redis.from_url(redis_server.url)
+    prefix = f"own:{{{a_revisit}-{b_revisit}}}:"
+    one, two = (RedisUrlQueue(client, prefix, name) for name in ("w1", "w2"))
+    for queue in (one, two):
+        queue.start(two_seeds(a_revisit, b_revisit), 0.0)
+    one.seed("b", "http://www.vg.no/", 0.0)
+    for _ in range(2):
+        record = one.take(lambda _: True, 0.0)
+        assert record is not None
+        answer(one, {"http://www.vg.no/": ["http://www.twatter.gov/"], "http://www.twatter.gov/": []}, record.url, 0.0)
+    two.seed("a", "http://www.db.no/", 1.0)
+    record = two.take(lambda h: h == "www.db.no", 1.0)
+    assert record is not None
+    two.fetched(record.url, ["http://www.twatter.gov/"], 1.0)  # another worker reaches it from a's page
+    entry = two.get("http://www.twatter.gov/")
+    assert entry is not None and entry.record.owner == owner and entry.record.cycles == 1
+    revisit = a_revisit if owner == "a" else b_revisit
+    assert entry.record.next_harvest == revisit  # harvested at 0
