@@ -69,7 +69,9 @@ __all__ = [
     "choose_group",
     "count_urls",
     "group_of",
+    "next_harvest_of",
     "reconcile",
+    "waits",
 ]
 
 N = TypeVar("N")
@@ -304,6 +306,22 @@ def reconcile(entry: QueuedUrl, scope: JobScope, now: float,
     return replace(entry, record=replace(record, next_harvest=None), state=QueueState.QUEUED), tuple(events)
 
 
+def next_harvest_of(state: QueueState, record: UrlRecord, scope: JobScope) -> float:
+    """When a URL in ``state`` with ``record`` is harvested next, for seed ownership (cases 3-6):
+    a found page at its last harvest + its revisit frequency (never: infinity), any other now (0)."""
+    if state is not QueueState.HARVESTED or record.last_harvest is None or record.not_found or record.errors:
+        return 0.0
+    revisit = revisit_of(record, scope)
+    return math.inf if revisit is None else record.last_harvest + revisit
+
+
+def waits(entry: QueuedUrl, scope: JobScope, now: float, postpone_for: float) -> bool:
+    """Whether a URL reconciled at a run's start (:func:`reconcile`) waits for its revisit: harvested,
+    with a revisit frequency, not due at ``now`` (it is queued again at its next harvest time)."""
+    return (entry.state is QueueState.HARVESTED and revisit_of(entry.record, scope) is not None
+            and _check(entry.record, scope, now, postpone_for).verdict is Verdict.WAIT)
+
+
 def _beaten(hops: Hops, by: Hops) -> bool:
     return by.hops <= hops.hops and by.offsite <= hops.offsite
 
@@ -419,8 +437,7 @@ class MemoryUrlQueue:
                 continue
             if new != entry:
                 self._put(new)
-            if new.state is QueueState.HARVESTED and revisit_of(new.record, scope) is not None and _check(
-                    new.record, scope, now, self.postpone_for).verdict is Verdict.WAIT:
+            if waits(new, scope, now, self.postpone_for):
                 self._wait(new)
         started: dict[str, QueuedUrl] = {}
         for url, names in before.items():
@@ -590,12 +607,7 @@ class MemoryUrlQueue:
             work.append((link, hops))
 
     def _next_harvest(self, state: QueueState, record: UrlRecord) -> float:
-        """When a URL in ``state`` with ``record`` is harvested next, for seed ownership (cases 3-6):
-        a found page at its last harvest + its revisit frequency (never: infinity), any other now (0)."""
-        if state is not QueueState.HARVESTED or record.last_harvest is None or record.not_found or record.errors:
-            return 0.0
-        revisit = revisit_of(record, self.scope)
-        return math.inf if revisit is None else record.last_harvest + revisit
+        return next_harvest_of(state, record, self.scope)
 
     def failed(self, url: str, result: Harvest, now: float) -> QueuedUrl | None:
         entry = self._entries.get(url)

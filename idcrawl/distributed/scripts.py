@@ -82,9 +82,10 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
                              :mod:`idcrawl.distributed.limits`)
 ``P bloom:<shard>``    string  the Bloom dupefilter's bits (``BLOOM``), ``P bloom:count`` its size
 ``P dupefilter``       set   the exact dupefilter's fingerprints (scrapy-redis's RFPDupeFilter)
-``P U:<url>``, ``P uq:<host>/<group>``, ``P uqc:<host>``, ``P uhosts``, ``P utaken``, ``P upost``
-                       the shared URL queue of crawl scope (outlinks): records, ready queues by
-                       host and yield group, taken and postponed URLs (``urls_common.lua``)
+``P U:<url>``, ``P uq:<host>/<group>``, ``P uqc:<host>``, ``P uhosts``, ``P utaken``, ``P upost``,
+``P uwait``            the shared URL queue of crawl scope (outlinks): records, ready queues by
+                       host and yield group, taken and postponed URLs, harvested URLs waiting for
+                       their revisit by next harvest time (``urls_common.lua``)
 
 Ids are Lua numbers (doubles): exact up to 2**53, far above any real id.
 """
@@ -96,7 +97,8 @@ from importlib import resources
 
 __all__ = [
     "ADOPT", "BLOOM", "CLAIM", "DELAY", "GIVE_BACK", "LEAVE", "LIMITS", "NAMES", "PACKAGE", "POLITE", "POP_DELAYED",
-    "RECORD", "REGISTER", "RESUME", "STATUS", "URL_HARVEST", "URL_OFFER", "URL_PUT", "URL_STATUS", "URL_TAKE", "load",
+    "RECORD", "REGISTER", "RESUME", "STATUS", "URL_DUE", "URL_HARVEST", "URL_OFFER", "URL_PUT", "URL_STATUS",
+    "URL_TAKE", "load",
 ]
 
 #: The package whose ``*.lua`` files are the scripts.
@@ -140,3 +142,4 @@ URL_TAKE = load("url_take", "urls_common")
 URL_HARVEST = load("url_harvest", "urls_common")
 URL_PUT = load("url_put", "urls_common")
 URL_STATUS = load("url_status", "urls_common")
+URL_DUE = load("url_due", "urls_common")

@@ -31,6 +31,7 @@ one ``URL_STATUS`` per poll of the worker.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections import deque
@@ -50,14 +51,16 @@ from idcrawl.core.urlqueue import (
     _check,
     choose_group,
     count_urls,
+    next_harvest_of,
     reconcile,
+    waits,
 )
 from idcrawl.distributed import scripts
 
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["QueueStatus", "RedisUrlQueue", "entry_of", "group_key", "read_entries"]
+__all__ = ["QueueStatus", "RedisUrlQueue", "entry_of", "group_key", "read_entries", "revisit_spec"]
 
 #: How often an offer is made again when the owner changed in between (the compare-and-set).
 TRIES = 8
@@ -71,6 +74,17 @@ _CODES = {state: code for code, state in _STATES.items()}
 def group_key(group: Group) -> str:
     """A yield group in Redis: ``<collection>/<crawl profile>`` ('' for none; names never hold '/')."""
     return f"{group[0] or ''}/{group[1]}"
+
+
+def revisit_spec(scope: JobScope) -> str:
+    """What the ``URL_*`` scripts need of ``scope`` to schedule revisits (``urls_common.lua``'s
+    ``revisit_of``, :func:`idcrawl.core.scope.revisit_of`): '' when no crawl profile has a revisit, else
+    JSON of the page targets and of the enabled crawl profiles with a revisit (collection, seconds)."""
+    profiles = {name: [profile.collection or "", profile.revisit] for name, profile in scope.crawl_profiles.items()
+                if profile.revisit is not None and profile.enabled}
+    if not profiles:
+        return ""
+    return json.dumps({"pages": list(scope.pages), "profiles": profiles}, sort_keys=True)
 
 
 def _text(value: Any) -> str:
@@ -121,10 +135,12 @@ class RedisUrlQueue:
         self.worker = worker
         self.lease_ms = lease_ms
         self.scope = JobScope()
+        self._spec = ""  # revisit_spec(scope)
         self.rng = rng if rng is not None else random.Random(0)
         self._skip = skip
         self.postpone_for = postpone_for
         self._offer = client.register_script(scripts.URL_OFFER)
+        self._due = client.register_script(scripts.URL_DUE)
         self._take = client.register_script(scripts.URL_TAKE)
         self._harvest = client.register_script(scripts.URL_HARVEST)
         self._put = client.register_script(scripts.URL_PUT)
@@ -144,28 +160,74 @@ class RedisUrlQueue:
     def start(self, scope: JobScope, now: float) -> Reconciled:
         """The job file's ``scope``; the first worker of a fleet (no other alive in the job) reconciles
         the stored URLs with it (:func:`~idcrawl.core.urlqueue.reconcile`); a worker joining a running
-        fleet finds them reconciled. A URL taken by a worker that is gone is ready again (``URL_STATUS``)."""
+        fleet finds them reconciled. A URL taken by a worker that is gone is ready again (``URL_STATUS``).
+        As in one process, a harvested URL not due waits for its revisit (``P uwait``, by the time the
+        rule gives it now), and a target's hop-0 page whose crawl profiles grew since the last run
+        (a crawl profile assigned or activated again) has its stored links walked again (``started``)."""
         self.scope = scope
+        self._spec = revisit_spec(scope)
         if not self._first_of_fleet():
             return Reconciled()
         self.poll()
         counts: dict[str, int] = {}
+        pairs: Any = self.client.zrange(self.key("uwait"), 0, -1, withscores=True)
+        waiting = {_text(url): float(score) for url, score in pairs}  # harvested URLs waiting, by next harvest
+        #: hop-0 pages with stored links, and their crawl profiles before this run
+        before: dict[str, tuple[str, ...]] = {}
         for entry in self.entries():
+            if entry.record.hops == SEED and entry.links is not None:
+                before[entry.url] = entry.record.crawl_profiles
             if entry.state is QueueState.TAKEN:
                 continue  # a live worker's (its lease decides)
             new, events = reconcile(entry, scope, now, self.postpone_for)
-            if new == entry:
+            wait = new is not None and waits(new, scope, now, self.postpone_for)
+            if new == entry and ((waiting.get(entry.url) == new.record.next_harvest) if wait
+                                 else entry.url not in waiting):
                 continue
-            if not self._set(entry, new):
+            if not self._set(entry, new, wait=wait):
                 continue  # changed in between by a worker that joined: its state stands
             for what in events:
                 counts[what] = counts.get(what, 0) + 1
+        started: dict[str, QueuedUrl] = {}
+        for url, names in sorted(before.items()):
+            page = self.get(url)
+            if page is not None and page.record.hops == SEED and not set(page.record.crawl_profiles) <= set(names):
+                self._walk_again(page, now, started)
         return Reconciled(
             dropped={key.split("/", 1)[1]: n for key, n in sorted(counts.items()) if key.startswith("dropped/")},
             forgotten=counts.get("forgotten", 0), reowned=counts.get("reowned", 0),
             postponed=counts.get("postponed", 0), released=counts.get("released", 0),
-            requeued=counts.get("requeued", 0),
+            requeued=counts.get("requeued", 0), due=counts.get("due", 0), not_due=counts.get("not_due", 0),
+            started=len(started),
         )
+
+    def _walk_again(self, start: QueuedUrl, now: float, new: dict[str, QueuedUrl]) -> None:
+        """A crawl profile was assigned to (or activated again on) the target of the hop-0 page ``start``
+        (:meth:`idcrawl.core.urlqueue.MemoryUrlQueue._walk_again`, the same walk): the stored links of
+        ``start`` and of the pages of its target reached from it are offered again (each page and path
+        once), so what the crawl profile adds to the scope is queued (into ``new``) without fetching."""
+        owner = start.record.owner
+        if owner not in self.scope.seeds:
+            return
+        seen: set[tuple[str, Hops]] = set()
+        work: list[tuple[str, str, Hops, tuple[str, ...]]] = [(start.url, owner, hops, ()) for hops in start.paths]
+        while work:
+            page, _, hops, _ = work.pop()
+            if (page, hops) in seen:
+                continue
+            seen.add((page, hops))
+            source = self.get(page)
+            if source is None or source.record.owner != owner or hops not in source.paths or source.links is None:
+                continue
+            for link in source.links:
+                if self._skip is None or not self._skip(link):
+                    at = hops.follow(page, link)
+                    names = self.scope.scoped(owner, link, at)
+                    if names:
+                        self._offer_link(link, owner, names, at, now, new, work)
+                entry = self.get(link)
+                if entry is not None and entry.record.owner == owner and entry.links is not None:
+                    work.extend((link, owner, path, ()) for path in entry.paths)
 
     def _first_of_fleet(self) -> bool:
         """Whether no other worker of the job is alive (heartbeat within the lease): this one starts a run.
@@ -187,16 +249,19 @@ class RedisUrlQueue:
                 except WatchError:  # another worker joined in between: look again
                     continue
 
-    def _set(self, old: QueuedUrl, new: QueuedUrl | None) -> bool:
-        """Write a reconciled entry (None: gone) if it is still as read."""
+    def _set(self, old: QueuedUrl, new: QueuedUrl | None, *, wait: bool = False) -> bool:
+        """Write a reconciled entry (None: gone) if it is still as read (state and last harvest);
+        ``wait``: it waits for its revisit at its next harvest time (``P uwait``)."""
         if new is None:
-            args: list[Any] = ["", "", "", 0, 0, "gone", ""]
+            args: list[Any] = ["", "", "", 0, 0, "gone", "", ""]
         else:
             record = new.record
             args = [record.owner, record.collection or "", "\n".join(record.crawl_profiles), record.hops.hops,
                     record.hops.offsite, _CODES[new.state],
-                    "" if record.next_harvest is None else repr(record.next_harvest)]
-        return bool(self._put(keys=[self.key("U:", old.url)], args=[old.url, "set", _CODES[old.state], *args]))
+                    "" if record.next_harvest is None else repr(record.next_harvest), "1" if wait else ""]
+        last = old.record.last_harvest
+        return bool(self._put(keys=[self.key("U:", old.url)], args=[
+            old.url, "set", _CODES[old.state], *args, "" if last is None else repr(last)]))
 
     # -- offers ------------------------------------------------------------------------------
 
@@ -209,7 +274,7 @@ class RedisUrlQueue:
         nxt = decision.record.next_harvest if postponed else None
         verdict, row = self._offer(keys=[self.key("U:", url)], args=[
             url, owner, collection or "", "\n".join(names), hops.hops, hops.offsite, host_of(url), mode, expect,
-            "p" if postponed else "q", "" if nxt is None else repr(nxt), self.worker])
+            "p" if postponed else "q", "" if nxt is None else repr(nxt), self.worker, self._spec])
         return _text(verdict), entry_of(url, row)
 
     def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
@@ -224,7 +289,7 @@ class RedisUrlQueue:
         self.taken.discard(url)
         self.status.at = float("-inf")  # the fleet's counts change: read again
         row = self._harvest(keys=[self.key("U:", url)],
-                            args=[url, Harvest.FOUND.value, repr(now), "\n".join(links), self.worker])
+                            args=[url, Harvest.FOUND.value, repr(now), "\n".join(links), self.worker, self._spec])
         if not row:
             return []
         entry = entry_of(url, row)
@@ -268,7 +333,13 @@ class RedisUrlQueue:
                 return
             queued = entry.record.owner
             seeds = self.scope.seeds
-            if queued in seeds and choose_owner(link, seeds[owner].url, seeds[queued].url) is not Owner.CONTEXT:
+            mine = UrlRecord(link, owner, self.scope.collection_of(names), names, hops, entry.record.next_harvest,
+                             entry.record.last_harvest, entry.record.not_found, entry.record.errors,
+                             entry.record.cycles)
+            if queued in seeds and choose_owner(
+                    link, seeds[owner].url, seeds[queued].url,
+                    context_next=next_harvest_of(entry.state, mine, self.scope),
+                    queued_next=next_harvest_of(entry.state, entry.record, self.scope)) is not Owner.CONTEXT:
                 return
             expect = queued  # this owner takes it, if the queued one still has it
         raise RuntimeError(f"idcrawl: the owner of {link} kept changing ({TRIES} offers in a row)")
@@ -276,7 +347,8 @@ class RedisUrlQueue:
     def failed(self, url: str, result: Harvest, now: float) -> QueuedUrl | None:
         self.taken.discard(url)
         self.status.at = float("-inf")
-        row = self._harvest(keys=[self.key("U:", url)], args=[url, result.value, repr(now), "", self.worker])
+        row = self._harvest(keys=[self.key("U:", url)],
+                            args=[url, result.value, repr(now), "", self.worker, self._spec])
         return entry_of(url, row) if row else None
 
     # -- takes -------------------------------------------------------------------------------
@@ -293,7 +365,8 @@ class RedisUrlQueue:
     def take(self, room: Callable[[str], bool], now: float) -> UrlRecord | None:
         """Of the next host (round robin) with ready URLs that ``room(host)`` admits, the URL the yield
         model chooses; taken by this worker for the fleet. None: nothing ready on a host with room."""
-        hosts = {_text(k): int(v) for k, v in self.client.hgetall(self.key("uhosts")).items()}
+        reply = self._due(keys=[self.key("uhosts")], args=[repr(now)])  # revisits due at now queued first
+        hosts = {_text(reply[i]): int(reply[i + 1]) for i in range(0, len(reply), 2)}
         self._hosts = deque([h for h in self._hosts if h in hosts] + sorted(h for h in hosts if h not in self._hosts))
         for _ in range(len(self._hosts)):
             host = self._hosts[0]

@@ -154,10 +154,6 @@ class RedisWorker:
             "window": settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
             "missing_statuses": settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES),
         }
-        revisits = [name for name, profile in runtime.scope.crawl_profiles.items() if profile.revisit is not None]
-        if revisits:  # the shared URL queue's Lua does not schedule revisits yet
-            raise BadInputError(f"{spider_name}: bad input: crawl profile {revisits[0]!r}: revisit is not available "
-                                "in a distributed job yet (run it in one process)")
         resumed: dict[str, str | None] = {}
         not_due: dict[str, str] = {}  # resume=due: target -> when its tail falls due (this worker's plan)
         try:

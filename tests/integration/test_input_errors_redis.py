@@ -83,15 +83,3 @@ def test_a_single_process_crawl_keeps_its_tail_schedule_in_redis(make_site, redi
     again = run_crawl(tmp_path, {"url": site.url(), "start": 1000, "margin": 3, "name": "reg", "resume": "due"},
                       settings)
     assert again.returncode == 0 and site.log == []  # not due a moment later
-
-
-def test_a_distributed_job_refuses_a_crawl_profiles_revisit_in_one_line(make_site, redis_server,
-                                                                         tmp_path: Path) -> None:
-    site = make_site()
-    job = tmp_path / "job.toml"
-    job.write_text(f"[[crawl_profiles]]\nname = 'daily'\nmax_hops = 1\nrevisit = '1d'\n"
-                   f"[[targets]]\nname = 'ids'\nurl = '{site.url()}'\nstart = 1000\ncrawl_profiles = ['daily']\n")
-    result = run_crawl(tmp_path, {"job": job},
-                       {"IDCRAWL_DISTRIBUTED": True, "REDIS_URL": redis_server.url, "IDCRAWL_REDIS_IDLE_TIMEOUT": 1})
-    _assert_refused(result, "crawl profile 'daily': revisit is not available in a distributed job yet")
-    assert site.log == []

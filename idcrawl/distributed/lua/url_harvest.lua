@@ -6,7 +6,8 @@
 -- by this worker in P utaken until URL_PUT 'done' (its links offered): the fleet is not finished
 -- in between, and if the worker stops first, the page is fetched again (URL_STATUS).
 -- KEYS: P U:<url>.
--- ARGV: url, result ('found', 'not_found', 'error'), now, links ('found' only), worker.
+-- ARGV: url, result ('found', 'not_found', 'error'), now, links ('found' only), worker, the revisits'
+--   spec (urls_common.lua: with a revisit its next harvest is now + that, waiting in P uwait).
 -- Returns the entry row, or {} for a URL the job does not know.
 local U = KEYS[1]
 local url, result, now = ARGV[1], ARGV[2], ARGV[3]
@@ -17,6 +18,7 @@ local nf, err = tonumber(R.nf), tonumber(R.err)
 if result == 'not_found' then nf = nf + 1 elseif result ~= 'error' then nf = 0 end
 if result == 'error' then err = err + 1 else err = 0 end
 update(P, url, R, {st = 'h', w = '', last = now, next = '', nf = s(nf), err = s(err), cyc = s(tonumber(R.cyc) + 1)})
+schedule(P, url, R, ARGV[6])
 if result == 'found' then
   redis.call('HSET', U, 'links', ARGV[4])
   redis.call('HSET', P .. 'utaken', url, ARGV[5])

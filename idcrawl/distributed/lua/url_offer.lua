@@ -5,7 +5,8 @@
 -- another owner the caller decides who owns it (idcrawl.core.scope.choose_owner) and offers again
 -- with expect = the owner it read (a compare-and-set).
 -- KEYS: P U:<url>.
--- ARGV: url, owner, col, cps, hops, off, host, mode, expect, st0, next, worker.
+-- ARGV: url, owner, col, cps, hops, off, host, mode, expect, st0, next, worker, the revisits' spec
+--   (urls_common.lua: a harvested URL seeded or re-owned is scheduled again with its new crawl profiles).
 --   mode: 'link' (an outlink), 'seed' (a page target's page), 'fetched' (a hop-0 page fetched
 --   elsewhere: a found id page; it is filed as taken by worker, its harvest follows).
 --   st0, next: the state a URL (re)queued with this owner gets: 'q', or 'p' (postponed) with its
@@ -16,7 +17,7 @@
 local U = KEYS[1]
 local url, owner, col, cps, hops, off, host, mode, expect = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]),
   tonumber(ARGV[6]), ARGV[7], ARGV[8], ARGV[9]
-local st0, nxt, me = ARGV[10], ARGV[11], ARGV[12]
+local st0, nxt, me, spec = ARGV[10], ARGV[11], ARGV[12], ARGV[13]
 local P = prefix_of(U, 'U:' .. url)
 local R = record_of(U)
 local path = s(hops) .. ':' .. s(off)
@@ -42,6 +43,7 @@ if mode == 'seed' then  -- a page target's page: the specific seed wins (case 1)
   local st, n = requeued(R.st)
   update(P, url, R, {owner = owner, col = col, cps = cps, hops = '0', off = '0', paths = '0:0', st = st,
     next = n or R.next})
+  schedule(P, url, R, spec)
   return reply('seeded')
 end
 if mode == 'fetched' then  -- a found id page: its target's hop-0 page, taken by this worker (harvested next)
@@ -73,4 +75,5 @@ if expect == '' or expect ~= R.owner then return reply('owner') end
 local st, n = requeued(R.st)
 update(P, url, R, {owner = owner, col = col, cps = cps, hops = s(hops), off = s(off), paths = path, st = st,
   next = n or R.next})
+schedule(P, url, R, spec)
 return reply('reowned')

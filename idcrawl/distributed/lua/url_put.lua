@@ -5,7 +5,8 @@
 -- profiles, hops, state and next harvest time; 'gone' deletes it).
 -- KEYS: P U:<url>.
 -- ARGV: url, what, state read (the compare: st, and w for a taken URL; for 'done': the worker);
---   for 'set': owner, col, cps, hops, off, st, next.
+--   for 'set': owner, col, cps, hops, off, st, next, wait ('1': it waits for its revisit in P uwait
+--   at next; '': it does not), the last harvest read (compared too: a URL harvested again since stands).
 -- Returns 1 if changed, 0 if the entry is not as read (another worker changed it).
 local U = KEYS[1]
 local url, what, seen = ARGV[1], ARGV[2], ARGV[3]
@@ -20,13 +21,20 @@ if not R then return 0 end
 local now_seen = R.st
 if R.st == 't' then now_seen = 't:' .. R.w end
 if now_seen ~= seen then return 0 end
+if what == 'set' and tonumber(R.last) ~= tonumber(ARGV[12]) then return 0 end
 if what == 'back' then
   update(P, url, R, {st = 'q', w = ''})
 elseif ARGV[9] == 'gone' then
   unplace(P, url, R)
   redis.call('DEL', U)
+  redis.call('ZREM', P .. 'uwait', url)
 else
   update(P, url, R, {owner = ARGV[4], col = ARGV[5], cps = ARGV[6], hops = ARGV[7], off = ARGV[8], st = ARGV[9],
     w = '', next = ARGV[10]})
+  if ARGV[11] == '1' then
+    redis.call('ZADD', P .. 'uwait', ARGV[10], url)
+  else
+    redis.call('ZREM', P .. 'uwait', url)
+  end
 end
 return 1

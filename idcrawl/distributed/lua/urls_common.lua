@@ -13,6 +13,8 @@
 --   P uhosts             hash  host -> its ready URLs (0: field gone)
 --   P utaken             hash  url -> the worker that took it (held under the fleet's lease)
 --   P upost              set   postponed URLs (released by a later run's start)
+--   P uwait              zset  harvested URLs waiting for their revisit, by next harvest time (a
+--                              member whose entry changed since is skipped when its time comes)
 --   P ustart             string  the worker that reconciled the stored URLs for the running fleet
 
 local function group_of(col, cps)
@@ -107,4 +109,53 @@ local function best_path(paths)
     if p[1] < best[1] or (p[1] == best[1] and p[2] < best[2]) then best = p end
   end
   return best
+end
+
+-- revisits (a crawl profile's revisit, idcrawl.core.scope.revisit_of). spec: '' (no crawl profile has
+-- one) or JSON {"pages": [page target names], "profiles": {name: [collection ('' none), seconds]}} of
+-- the enabled crawl profiles with a revisit. Times are seconds on the job's clock, written with 17
+-- significant digits (exact: a Lua number passed to redis.call would be cut to 14).
+local function time_text(x) return string.format('%.17g', x) end
+
+-- the seconds from entry R's last harvest to its next (the shortest revisit of its crawl profiles
+-- that are enabled and of its collection), or nil: harvested once; an id target's hop-0 page: nil
+local function revisit_of(R, spec)
+  if spec == '' then return nil end
+  local job = cjson.decode(spec)
+  if R.hops == '0' and R.off == '0' then
+    local page = false
+    for _, name in ipairs(job.pages) do if name == R.owner then page = true end end
+    if not page then return nil end
+  end
+  local best = nil
+  for name in string.gmatch(R.cps, '[^\n]+') do
+    local p = job.profiles[name]
+    if p and p[1] == R.col and (best == nil or p[2] < best) then best = p[2] end
+  end
+  return best
+end
+
+-- a harvested entry R (found, not found or an error) with a revisit: its next harvest = last + the
+-- revisit, and it waits in P uwait for that time (MemoryUrlQueue._schedule); else as it is
+local function schedule(P, url, R, spec)
+  if R.st ~= 'h' or R.last == '' then return end
+  local revisit = revisit_of(R, spec)
+  if not revisit then return end
+  local nxt = time_text(tonumber(R.last) + revisit)
+  R.next = nxt
+  redis.call('HSET', P .. 'U:' .. url, 'next', nxt)
+  redis.call('ZADD', P .. 'uwait', nxt, url)
+end
+
+-- harvested URLs whose next harvest time is at most now are queued again (MemoryUrlQueue._promote)
+local function promote(P, now)
+  local due = redis.call('ZRANGEBYSCORE', P .. 'uwait', '-inf', now, 'WITHSCORES')
+  for i = 1, #due, 2 do
+    local url = due[i]
+    redis.call('ZREM', P .. 'uwait', url)
+    local R = record_of(P .. 'U:' .. url)
+    if R and R.st == 'h' and R.next ~= '' and tonumber(R.next) == tonumber(due[i + 1]) then
+      update(P, url, R, {st = 'q', next = ''})
+    end
+  end
 end
