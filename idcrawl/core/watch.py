@@ -22,15 +22,19 @@ from typing import Any
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.targets import Target, TargetError
 
-__all__ = ["TICK", "WATCH_REFUSED", "next_wave_at", "parse_watch", "real_sleep", "watch_targets"]
+__all__ = ["TICK", "next_wave_at", "parse_watch", "real_sleep", "watch_targets", "wave_key"]
 
 #: Seconds after a schedule's ``due_at()`` at which a wave starts: due is strict (``>``), and the
 #: recorded times have millisecond precision.
 TICK = 0.001
 
-#: Why a distributed job refuses watch mode (one line, after ``<spider>: bad input: ``).
-WATCH_REFUSED = ("watch=true is not available in a distributed job yet "
-                 "(run it in one process, or start resume=due runs from a timer)")
+
+
+def wave_key(wave_at: float) -> int:
+    """The key of a watching fleet's wave: its time in whole milliseconds (the precision of the
+    recorded times). Every worker computes the wave's time from the same schedules in Redis
+    (:func:`next_wave_at`), so the workers awake for one wave name it alike and join one plan."""
+    return round(wave_at * 1000)
 
 
 def next_wave_at(schedules: Iterable[Schedule], now: float, tick: float = TICK) -> float | None:
