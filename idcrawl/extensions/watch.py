@@ -14,6 +14,11 @@ The sleep is on the one clock (``IDCRAWL_NOW``): with a fixed clock the extensio
 wave's time when it wakes, and ``IDCRAWL_WATCH_SPEED`` (simulated seconds per real second) makes a
 simulated day pass in a moment, so a test sees two waves without sleeping through a day.
 
+In a distributed job every worker watches: a wave's end is the job's (every lane settled in Redis),
+the worker leaves the job, sleeps until the earliest due time of the job's schedules in Redis, and
+its next worker plans the wave or joins the fleet's plan of it (``runtime.wave_at`` names the wave:
+:mod:`idcrawl.distributed.worker`, ``resume.lua``).
+
 Stats: ``idcrawl/watch/waves`` (waves started, the first included), ``idcrawl/watch/slept`` (clock
 seconds slept between waves), ``idcrawl/watch/next_wave`` (when the next wave starts, while asleep).
 """
