@@ -22,6 +22,7 @@ import pytest
 from idcrawl.core.clock import format_time, stamp
 from idcrawl.core.recrawl import DAY
 from idcrawl.core.watch import TICK
+from idcrawl.demo.site import Reply
 from tests.conftest import GapModel
 from tests.integration.test_distributed_crawl import start_worker, worker_settings
 from tests.integration.test_distributed_due import HOSTS, MARGIN, T0, fleet, tails
@@ -38,6 +39,20 @@ SPEED = 60
 SECOND = BEFORE + DAY + TICK
 #: b's duration after the first wave: its initial 23 h, motivated (x 0.8)
 B_DURATION = 23 * 3600 * (1 - 0.2)
+
+
+class GatedModel(GapModel):
+    """The site's pages wait while its gate is closed: the first wave cannot end before every worker of
+    the test has joined it (whatever the order and speed of their start-ups)."""
+
+    def __init__(self, low: int, high: int) -> None:
+        super().__init__(low, high, set())
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def reply(self, id_: int, host: str, nth: int) -> Reply:
+        assert self.gate.wait(120), "the gate was never opened"
+        return super().reply(id_, host, nth)
 
 
 def job_file(workdir: Path, site) -> Path:
@@ -119,24 +134,34 @@ def tail_requests(site) -> dict[str, list[int]]:
     return by
 
 
-def pre_run(tmp_path: Path, redis_server, site, model: GapModel) -> Path:
-    """A plain fleet crawl a day before the watch (less a minute); then the site grows by 5 ids."""
+def pre_run(tmp_path: Path, redis_server, site, model: GatedModel) -> Path:
+    """A plain fleet crawl a day before the watch (less a minute); then the site grows by 5 ids and its
+    gate closes (the watch's first wave waits for its workers)."""
     job = job_file(tmp_path, site)
     fleet(tmp_path, "before", redis_server, job, BEFORE, workers=2, resume=None)
     assert {name: s.last_found for name, s in tails(redis_server).items()} == {"a": 1019, "b": 1019}
     model.high = 1024
+    model.gate.clear()
     site.log.clear()
     return job
+
+
+def open_when_joined(model: GatedModel, *watchers: Watcher) -> None:
+    """Open the site once every watcher has planned or joined the first wave (its start-up line)."""
+    for watcher in watchers:
+        watcher.wait_for("of Redis job")
+    model.gate.set()
 
 
 def test_a_watching_fleet_runs_two_waves_each_tail_once_and_stops_cleanly_on_sigint(
     make_site, redis_server, tmp_path: Path
 ) -> None:
-    model = GapModel(1000, 1019, set())
+    model = GatedModel(1000, 1019)
     site = make_site(model)
     job = pre_run(tmp_path, redis_server, site, model)
     watchers = [Watcher(tmp_path / f"w{n}", job, settings_of(redis_server)) for n in range(2)]
     try:
+        open_when_joined(model, *watchers)  # both take part in the first wave, so both see it end
         for watcher in watchers:  # both have walked two waves, and sleep ~1,100 s (real) before the third
             watcher.wait_for("idcrawl: watch: wave 2 done")
         codes = [watcher.stop(signal.SIGINT) for watcher in watchers]
@@ -187,12 +212,13 @@ def test_a_worker_killed_between_waves_leaves_the_next_wave_to_the_other(
 ) -> None:
     """The victim's watch speed makes its sleep after the first wave last 60,000 s of real time: it is
     asleep when killed, whatever the machine's load. The survivor walks the second wave alone."""
-    model = GapModel(1000, 1019, set())
+    model = GatedModel(1000, 1019)
     site = make_site(model)
     job = pre_run(tmp_path, redis_server, site, model)
     survivor = Watcher(tmp_path / "survivor", job, settings_of(redis_server))
     victim = Watcher(tmp_path / "victim", job, settings_of(redis_server, speed=0.001))
     try:
+        open_when_joined(model, survivor, victim)
         victim.wait_for("idcrawl: watch: wave 1 done")
         assert victim.stop(signal.SIGKILL) == -signal.SIGKILL
         survivor.wait_for("idcrawl: watch: wave 2 done")
@@ -218,9 +244,10 @@ def test_a_worker_that_starts_while_the_fleet_sleeps_agrees_on_the_next_wave(
     """A worker started late, once the first worker has walked the first wave and sleeps (its own speed
     keeps it asleep for 60,000 s of real time), plans at the same fixed clock: nothing is due any more,
     it walks nothing and sleeps until the same next wave, read from Redis."""
-    model = GapModel(1000, 1019, set())
+    model = GatedModel(1000, 1019)
     site = make_site(model)
     job = pre_run(tmp_path, redis_server, site, model)
+    model.gate.set()
     first = Watcher(tmp_path / "first", job, settings_of(redis_server, speed=0.001))
     late: Watcher | None = None
     try:
