@@ -1,6 +1,6 @@
 """Watch mode's rule: when the next wave of a watching crawl starts, and how long it sleeps until then.
 
-A watching crawl (``-a watch=true``) runs ``resume=due`` waves in one process: after a wave it
+A watching crawl (``-a watch=true``; in a distributed job, on every worker) runs ``resume=due`` waves: after a wave it
 sleeps until the earliest schedule just written falls due (:func:`next_wave_at`), then plans the
 next wave at that time. The schedules are those of :mod:`idcrawl.core.recrawl` (tails, and found
 pages once they are revisited): whatever is due then is walked, so found pages join through the
