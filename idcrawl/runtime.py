@@ -152,6 +152,8 @@ class IdRuntime:
 
     #: Set by the job-limits extension when a limit is configured; None: no limits.
     limiter: Limiter | None = None
+    #: Watch mode: the time of the wave the next worker plans (the watch sets it; None: the first wave).
+    wave_at: float | None = None
 
     def __init__(
         self, crawler: Crawler, targets: Sequence[Target], *, missing_targets: BadInputError | None = None,

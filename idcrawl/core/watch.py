@@ -1,6 +1,6 @@
 """Watch mode's rule: when the next wave of a watching crawl starts, and how long it sleeps until then.
 
-A watching crawl (``-a watch=true``) runs ``resume=due`` waves in one process: after a wave it
+A watching crawl (``-a watch=true``; in a distributed job, on every worker) runs ``resume=due`` waves: after a wave it
 sleeps until the earliest schedule just written falls due (:func:`next_wave_at`), then plans the
 next wave at that time. The schedules are those of :mod:`idcrawl.core.recrawl` (tails, and found
 pages once they are revisited): whatever is due then is walked, so found pages join through the
@@ -22,15 +22,19 @@ from typing import Any
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.targets import Target, TargetError
 
-__all__ = ["TICK", "WATCH_REFUSED", "next_wave_at", "parse_watch", "real_sleep", "watch_targets"]
+__all__ = ["TICK", "next_wave_at", "parse_watch", "real_sleep", "watch_targets", "wave_key"]
 
 #: Seconds after a schedule's ``due_at()`` at which a wave starts: due is strict (``>``), and the
 #: recorded times have millisecond precision.
 TICK = 0.001
 
-#: Why a distributed job refuses watch mode (one line, after ``<spider>: bad input: ``).
-WATCH_REFUSED = ("watch=true is not available in a distributed job yet "
-                 "(run it in one process, or start resume=due runs from a timer)")
+
+
+def wave_key(wave_at: float) -> int:
+    """The key of a watching fleet's wave: its time in whole milliseconds (the precision of the
+    recorded times). Every worker computes the wave's time from the same schedules in Redis
+    (:func:`next_wave_at`), so the workers awake for one wave name it alike and join one plan."""
+    return round(wave_at * 1000)
 
 
 def next_wave_at(schedules: Iterable[Schedule], now: float, tick: float = TICK) -> float | None:

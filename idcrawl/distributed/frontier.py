@@ -388,7 +388,7 @@ class RedisFrontier(Generic[P]):
                             and key not in self._closed_here):
                         self._refresh(key)
 
-    def resume(self, target: Target, *, walk_tail: bool = True) -> str | None:
+    def resume(self, target: Target, *, walk_tail: bool = True, wave: int | None = None) -> str | None:
         """Resume ``target`` (``resume=bound|holes|all|due``) for the whole job, as a single process
         resumes the same state (:func:`idcrawl.core.resume.resume_specs`): its lanes cut by their
         margin go on from just after their last found id (bound, all), its holes become a list lane
@@ -400,7 +400,8 @@ class RedisFrontier(Generic[P]):
         :class:`TargetConflict` if it was started with other resume arguments.
         Returns ``created``, ``joined``, or None (nothing crawled yet: the lanes start fresh; that plan is
         registered too, so that a late worker of the same fleet joins it rather than resuming what the
-        others have just walked)."""
+        others have just walked). ``wave``: a watching fleet's later wave (its time in ms on the one
+        clock): a plan of its own, which the workers awake for that wave join (``resume.lua``)."""
         from idcrawl.distributed.state import JobStateStore
 
         state = JobStateStore(self.job.client, self.job.prefix, read_only=True).load(target.name)
@@ -414,6 +415,8 @@ class RedisFrontier(Generic[P]):
             reopen = [(spec.key, spec.start) for spec in specs if spec.ids is None and spec.key in own]
             holes = next((spec for spec in specs if spec.ids is not None), None)
         args = f"resume={target.resume}" + (f", holes={target.holes}" if target.resume in ("holes", "all") else "")
+        if wave is not None:
+            args += f", wave={wave}"
         neutral = "1" if Outcome.FAILED in self._neutral else "0"
         reply = self.job.resume(
             self.worker, target.name, args, f"{target.name}:holes",

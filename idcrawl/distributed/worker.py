@@ -57,7 +57,7 @@ from idcrawl.core.lanes import MARGIN, Outcome
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import due_first, tail_due
 from idcrawl.core.targets import Target, TargetError, parse_target
-from idcrawl.core.watch import WATCH_REFUSED
+from idcrawl.core.watch import watch_targets, wave_key
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
 from idcrawl.distributed.connection import (
     RedisUnavailable,
@@ -115,8 +115,8 @@ class RedisWorker:
         self.crawler = crawler = runtime.crawler
         settings = crawler.settings
         spider_name = getattr(crawler.spidercls, "name", "idseq")
-        if settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH):  # idcrawl.extensions.watch
-            raise BadInputError(f"{spider_name}: bad input: {WATCH_REFUSED}")
+        if runtime.wave > 1:  # a watching fleet's later wave: targets joined or pushed since are watched too
+            runtime.targets[:] = watch_targets(runtime.targets)
         try:
             for target in runtime.targets:
                 check_distributed(target)
@@ -161,7 +161,7 @@ class RedisWorker:
                 self.frontier.add_target(target)
                 if target.resume != "none":  # bound, holes, all, due: planned once for the job (RedisFrontier.resume)
                     walk_tail = self._walk_tail(target, spider_name, not_due)
-                    resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail)
+                    resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave())
         except TargetConflict as exc:
             raise BadInputError(f"{spider_name}: bad input: {exc}") from None
         for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
@@ -207,6 +207,42 @@ class RedisWorker:
         logger.info("idcrawl: worker %s of Redis job %r (%d targets of its own)",
                     self.worker, self.job.prefix, len(runtime.targets))
 
+    # -- watch mode in a fleet (idcrawl.extensions.watch) ---------------------------------------
+
+    def _wave(self) -> int | None:
+        """Watch mode: the key of the wave this worker plans (:func:`idcrawl.core.watch.wave_key`), the
+        same for every worker of the fleet awake for it; None for the first wave (the run itself, a plain
+        ``resume=due`` plan of the fleet) and when not watching."""
+        at = self.runtime.wave_at
+        return wave_key(at) if self.runtime.wave > 1 and at is not None else None
+
+    def _settle_before_wave(self, targets: list[Target]) -> None:
+        """Watch mode: before planning a wave, apply the rule to any walk of a due target's tail that ended
+        but was not applied (its worker was killed between the walk's end and its poll), so that the plan
+        sees the tail walked and does not walk it again in the same wave."""
+        if not self.crawler.settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH):
+            return
+        from idcrawl.core.frontier import lane_specs
+        from idcrawl.distributed.tails import settle_tail
+
+        now = self.runtime.clock.now()
+        for target in targets:
+            for spec in lane_specs(target):
+                if target.resume == "due" and spec.direction == "asc":
+                    settle_tail(self.client, self.job.prefix, target, spec.key, now)
+
+    def watch_schedules(self) -> list[Schedule]:
+        """Watch mode, after a wave (this worker has left the job, its ended walks applied): the job's tail
+        schedules as Redis holds them, so every worker, one that joined late too, sleeps until the same
+        earliest due time (:func:`idcrawl.core.watch.next_wave_at`). Found pages due for a revisit join a
+        wave through :meth:`due_pages`."""
+        from idcrawl.distributed.state import JobStateStore
+
+        try:
+            return list(JobStateStore(self.client, self.job.prefix, read_only=True).tail_schedules().values())
+        except RedisError as exc:
+            raise BadInputError(f"idcrawl: watch: the Redis job cannot be read ({exc})") from None
+
     # -- resume=due: the tails of a fleet (idcrawl.distributed.tails) -------------------------
 
     def _planned(self, targets: list[Target]) -> list[Target]:
@@ -218,6 +254,7 @@ class RedisWorker:
             # start times enough that test_robots_txt_fetches_keep_the_fleets_gaps_too failed every time
             from idcrawl.distributed.state import JobStateStore
 
+            self._settle_before_wave(targets)
             self._tails = JobStateStore(self.client, self.job.prefix, read_only=True).tail_schedules()
         return due_first(targets, self._tails, self.runtime.clock.now()) if self._tails else list(targets)
 

@@ -14,6 +14,11 @@ The sleep is on the one clock (``IDCRAWL_NOW``): with a fixed clock the extensio
 wave's time when it wakes, and ``IDCRAWL_WATCH_SPEED`` (simulated seconds per real second) makes a
 simulated day pass in a moment, so a test sees two waves without sleeping through a day.
 
+In a distributed job every worker watches: a wave's end is the job's (every lane settled in Redis),
+the worker leaves the job, sleeps until the earliest due time of the job's schedules in Redis, and
+its next worker plans the wave or joins the fleet's plan of it (``runtime.wave_at`` names the wave:
+:mod:`idcrawl.distributed.worker`, ``resume.lua``).
+
 Stats: ``idcrawl/watch/waves`` (waves started, the first included), ``idcrawl/watch/slept`` (clock
 seconds slept between waves), ``idcrawl/watch/next_wave`` (when the next wave starts, while asleep).
 """
@@ -26,15 +31,14 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.asyncio import call_later
-from scrapy.utils.misc import load_object
 
 from idcrawl import default_settings
 from idcrawl._scrapy import close_spider
 from idcrawl.core.clock import Clock, ClockError, format_time, stamp
 from idcrawl.core.recrawl import duration_text
-from idcrawl.core.watch import WATCH_REFUSED, next_wave_at, real_sleep
+from idcrawl.core.watch import next_wave_at, real_sleep
 from idcrawl.errors import BadInputError
-from idcrawl.runtime import STATS_PREFIX, LocalWorker, runtime_of
+from idcrawl.runtime import STATS_PREFIX, runtime_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -69,14 +73,6 @@ class IdWatch:
         if not settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH):
             return None
         name = getattr(crawler.spidercls, "name", "idseq")
-        path = settings.get("IDCRAWL_WORKER_CLASS") or default_settings.IDCRAWL_WORKER_CLASS
-        try:
-            worker_cls = load_object(path) if isinstance(path, str) else path
-        except (ImportError, AttributeError, NameError, ValueError):
-            worker_cls = None  # the runtime says so in its own line
-        # the distributed layer's worker refuses it too (its class is only set once the add-ons ran)
-        if isinstance(worker_cls, type) and not issubclass(worker_cls, LocalWorker):
-            raise BadInputError(f"{name}: bad input: {WATCH_REFUSED}")
         if not settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
             raise BadInputError(f"{name}: bad input: watch=true needs the state (IDCRAWL_STATE = True): "
                                 "each wave is planned from the schedules the last one wrote")
@@ -108,10 +104,15 @@ class IdWatch:
         if not runtime.frontier.finished or not engine.spider_is_idle():
             return  # the wave goes on (the spider's idle handler keeps the engine open)
         runtime.end_wave()
-        worker = runtime.worker
-        assert isinstance(worker, LocalWorker)
+        worker: Any = runtime.worker  # a LocalWorker, or a RedisWorker of a watching fleet
         now = runtime.clock.now()
-        at = next_wave_at(worker.watch_schedules(), now)
+        try:
+            schedules = worker.watch_schedules()
+        except BadInputError as exc:  # a fleet's schedules in Redis could not be read
+            logger.error("%s", exc)
+            close_spider(self.crawler, "idcrawl_watch_error")
+            return
+        at = next_wave_at(schedules, now)
         if at is None:
             logger.info("idcrawl: watch: wave %d done; nothing will fall due again, the crawl ends", self.waves)
             return
@@ -135,6 +136,7 @@ class IdWatch:
         self._timer = None
         stats = self._stats()
         stats.inc_value(f"{PREFIX}/slept", clock.now() - self._slept_from)
+        runtime.wave_at = self._wave_at  # a fleet's workers name the wave by it (idcrawl.distributed.worker)
         try:
             runtime.next_wave()
         except BadInputError as exc:  # the state became unusable between waves (a Redis server gone)

@@ -58,14 +58,6 @@ def test_found_pages_due_in_a_fleet_are_refused_with_one_line(make_site, redis_s
     assert after == before, "nothing saved changed"
 
 
-def test_a_distributed_job_refuses_watch_mode_in_one_line(make_site, redis_server, tmp_path: Path) -> None:
-    site = make_site()
-    result = run_crawl(tmp_path, {"url": site.url(), "start": 1000, "watch": "true"},
-                       {"IDCRAWL_DISTRIBUTED": True, "REDIS_URL": redis_server.url, "IDCRAWL_REDIS_IDLE_TIMEOUT": 1})
-    _assert_refused(result, "watch=true is not available in a distributed job yet")
-    assert site.log == []
-
-
 def test_a_single_process_crawl_keeps_its_tail_schedule_in_redis(make_site, redis_server, tmp_path: Path) -> None:
     redis = pytest.importorskip("redis")
     from idcrawl.state.redis import RedisStateStore

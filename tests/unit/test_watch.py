@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from idcrawl.core.recrawl import Kind, Schedule, due
 from idcrawl.core.targets import TargetError, parse_target
-from idcrawl.core.watch import TICK, next_wave_at, parse_watch, real_sleep, watch_targets
+from idcrawl.core.watch import TICK, next_wave_at, parse_watch, real_sleep, watch_targets, wave_key
 from tests.support.reference import watch_visits_truth
 
 
@@ -28,6 +28,24 @@ def test_the_next_wave_is_a_tick_after_the_earliest_due_time_not_yet_passed() ->
     assert at is not None and due(schedules[1], at) and not due(schedules[1], at - TICK)
     assert next_wave_at(schedules, 151.0) is None  # all due: nothing left to wait for
     assert next_wave_at([], 0.0) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**9), st.integers(60_000, 365 * 86_400_000)), min_size=1, max_size=6),
+       st.integers(0, 10**9), st.permutations(range(6)))
+def test_a_fleets_workers_name_a_wave_alike_whatever_order_they_read_the_schedules_in(
+    records: list[tuple[int, int]], now_ms: int, order: Sequence[int]
+) -> None:
+    """Every worker of a watching fleet computes the wave's key from the same schedules (read from Redis,
+    in any order) at the same fixed clock: the same key, the wave's time in whole milliseconds."""
+    schedules = [tail(str(n), last / 1000, duration / 1000) for n, (last, duration) in enumerate(records)]
+    shuffled = [schedules[i] for i in order if i < len(schedules)]
+    now = now_ms / 1000
+    first, second = next_wave_at(schedules, now), next_wave_at(shuffled, now)
+    assert first == second
+    if first is not None:
+        assert wave_key(first) == wave_key(second or 0) == round(first * 1000)
+        assert abs(wave_key(first) / 1000 - first) <= 0.0005
 
 
 def test_the_sleep_is_scaled_by_the_speed_and_never_negative() -> None:

@@ -16,25 +16,42 @@
 -- bumps P tver, so that workers already running join them (RedisFrontier.join_list_lanes).
 -- Returns {'created' | 'joined', lane...} (the resume's lanes: reopened ones, then the list
 -- lane), or {'conflict', args of the resume in progress}.
+-- Watch mode (distributed/worker.py): each later wave of a watching fleet is a plan of its own, its
+-- args ending with ', wave=<ms>' (the wave's time on the one clock, the same for every worker): the
+-- first worker awake for it plans, the others join; the last wave's grace does not hold it back.
 local R, unsettled, workers, tl = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local P = prefix_of(unsettled, 'unsettled')
 local me, args, base, target = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local window, neutral, weight, grace, n = ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
 local RL, RW = R .. ':lanes', R .. ':w'
 local now = now_ms()
+-- the wave of a watching fleet a resume plans: args end with ', wave=<ms>' (the wave's time), -1: not a wave
+local function wave_of(a)
+  return tonumber(string.match(a, ', wave=(%d+)$') or '-1')
+end
+local function unwaved(a)  -- the resume's arguments without the wave
+  return (string.gsub(a, ', wave=%d+$', ''))
+end
 local current = redis.call('HGET', R, 'args')
 if current then
   local active = now - tonumber(redis.call('HGET', R, 'at') or '0') < grace
+  local walking = false
   for _, lane in ipairs(redis.call('SMEMBERS', RL)) do
-    if redis.call('SISMEMBER', unsettled, lane) == 1 then active = true end
+    if redis.call('SISMEMBER', unsettled, lane) == 1 then walking = true end
   end
+  active = active or walking
   if not active then
     for _, w in ipairs(redis.call('SMEMBERS', RW)) do
       if w ~= me and redis.call('ZSCORE', workers, w) then active = true end
     end
   end
+  local wave, wave_now = wave_of(args), wave_of(current)
+  -- watch mode: the plan of a later wave replaces one whose lanes are walked (its grace is for
+  -- the workers of its own wave, which went to sleep); a worker late for a wave, or a due run
+  -- started while a wave is in progress, joins the plan in progress instead of being refused
+  if wave > wave_now and not walking then active = false end
   if active then
-    if current ~= args then return {'conflict', current} end
+    if unwaved(current) ~= unwaved(args) then return {'conflict', current} end
     redis.call('SADD', RW, me)
     redis.call('HSET', R, 'at', s(now))
     local out = {'joined'}
