@@ -405,7 +405,7 @@ class RedisFrontier(Generic[P]):
 
         state = JobStateStore(self.job.client, self.job.prefix, read_only=True).load(target.name)
         fresh = state is None or all(record.cursor == record.start for record in state.lanes.values())
-        if fresh:  # nothing crawled yet: the lanes start fresh, and that is the fleet's plan
+        if fresh or state is None:  # nothing crawled yet: the lanes start fresh, and that is the fleet's plan
             reopen: list[tuple[str, int]] = []
             holes = None
         else:
