@@ -24,6 +24,13 @@ IDCRAWL_MARGIN_COUNTS_FAILED = True
 #: about the concurrency).
 IDCRAWL_SPECULATION = "adaptive"
 
+#: Overlapping targets: most found-id payloads (a page's items) held in memory, per shared id
+#: space, while a lane nearer to the id by the emitting rule has not decided whether it emits
+#: them. At the cap, the lanes that no held id waits for dispense no new ids until it frees
+#: (requests in flight complete and may add theirs); nothing is dropped or reordered. 0 = no cap.
+#: One process only: a distributed job refuses a value other than 0.
+IDCRAWL_MAX_HELD_PAYLOADS = 0
+
 #: Most targets a job file may hold; a larger job is refused with one line before
 #: it is parsed. Each target costs about 0.2 ms and 5 KB to start (bench/big_job.py:
 #: 20,000 targets open in ~5 s and ~170 MB, 100,000 in ~20 s and ~500 MB). 0 = no limit.

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.core.scheduler import Scheduler
 
-from idcrawl._scrapy import slot_has_room, slot_key
+from idcrawl._scrapy import slot_has_room, slot_key, stats_incrementer
 from idcrawl.core.delays import DelayQueue
 from idcrawl.core.scope import host_of
 from idcrawl.runtime import DUE_KEY, STATS_PREFIX, IdRuntime, Limiter, runtime_of
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
 
 __all__ = ["IdScheduler"]
+
+_DEQUEUED_LANE = f"scheduler/dequeued/{STATS_PREFIX}"
 
 
 class IdScheduler(Scheduler):
@@ -51,6 +53,8 @@ class IdScheduler(Scheduler):
         self._delayed: DelayQueue[Request] = DelayQueue()
         self._scope: Any = None  # the crawl scope's URL queue (IdScopeMiddleware); None: no crawl scope
         self._outlinks_first = False
+        assert self.stats is not None
+        self._stats_inc = stats_incrementer(self.stats)  # two increments per lane request
         if self.runtime is not None:
             if self.runtime.scope:
                 from idcrawl.spidermiddlewares.scope import IdScopeMiddleware
@@ -103,8 +107,9 @@ class IdScheduler(Scheduler):
         if dispatch is None:
             return self._next_outlink() if self._scope is not None and not self._outlinks_first else None
         assert self.stats is not None
-        self.stats.inc_value("scheduler/dequeued")
-        self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}")
+        inc = self._stats_inc
+        inc("scheduler/dequeued")
+        inc(_DEQUEUED_LANE)
         lane_request: Request = self.spider.make_id_request(dispatch)  # type: ignore[attr-defined]
         # lane requests are never filtered (a false positive would lose a page and bend a margin;
         # overlapping targets share outcomes in the frontier instead), but the filter learns them,

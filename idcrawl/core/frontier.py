@@ -154,6 +154,13 @@ class Frontier(Generic[P]):
     a lane's decision on an id comes when its prefix or its earliest possible
     cut passes it, or its cut or stop falls before it.
 
+    ``max_held`` caps the payloads held that way in a space (0: no cap): once
+    it holds ``max_held``, a lane of the space that no held id waits for
+    dispenses no new id until the count falls below the cap (requests in
+    flight still complete and may add theirs); the lanes held ids wait for go
+    on, since their outcomes free them. Nothing is dropped or reordered: the
+    lanes wait, the items are the same.
+
     Lanes are ``adaptive`` (see :class:`idcrawl.core.lanes.Lane`): each dispenses
     at most ``margin`` ids past its earliest possible cut, and an id whose outcome
     can no longer change the cut (a retry cooling down) does not hold its window.
@@ -166,8 +173,10 @@ class Frontier(Generic[P]):
         neutral: frozenset[Outcome] = frozenset(),
         rebind: Callable[[P | None, str, int], P] | None = None,
         adaptive: bool = True,
+        max_held: int = 0,
     ) -> None:
         self._adaptive = adaptive
+        self._max_held = max_held
         self._group_of = group_of or (lambda t: t.host)
         self._neutral = neutral
         self._rebind = rebind
@@ -291,7 +300,14 @@ class Frontier(Generic[P]):
             return Dispatch(target, key, id_)
 
     def _lane_ready(self, key: str) -> bool:
-        return self.lanes[key].ready
+        if not self.lanes[key].ready:
+            return False
+        return not self._max_held or not self._capped(key)
+
+    def _capped(self, key: str) -> bool:
+        """The lane's space holds ``max_held`` payloads and no held id waits for this lane."""
+        space = self._space.get(self.lane_target[key].name)
+        return space is not None and space.held_count >= self._max_held and not space.blocked.get(key)
 
     # -- outcomes ----------------------------------------------------------------
 
@@ -367,6 +383,7 @@ class Frontier(Generic[P]):
                     kept.append(self._rebind(None, lane_key, id_))
                 continue
             space.held.setdefault(id_, {})[lane_key] = payload
+            space.held_count += 1
             self._decide_emitter(space, id_)
         return kept
 
@@ -408,11 +425,18 @@ class Frontier(Generic[P]):
             holds = True if key in holders else self._holds(key, id_)
             if holds is None:
                 heapq.heappush(space.blocked.setdefault(key, []), (distance, id_))
+                if self._max_held:
+                    self._iv.unpark(key)  # a held id waits for it: it goes on even at the cap
                 return
             if holds:
                 winner = key
                 break
         del space.held[id_]
+        space.held_count -= len(holders)
+        if self._max_held and space.held_count < self._max_held <= space.held_count + len(holders):
+            for key in space.lanes:  # below the cap again: lanes that waited for it go on
+                if self.lanes[key].ready:
+                    self._iv.unpark(key)
         for key, payload in holders.items():
             if key == winner:
                 space.mark_emitted(id_)
@@ -484,7 +508,7 @@ class Frontier(Generic[P]):
         return not self._unsettled
 
     def can_dispense(self) -> bool:
-        return any(self.lanes[k].ready for k in self._unsettled)
+        return any(self._lane_ready(k) for k in self._unsettled)
 
     def outstanding(self) -> int:
         return sum(self.lanes[k].ahead for k in self._unsettled if self.lanes[k].cut_at is None)

@@ -90,8 +90,8 @@ _WAIT: Claim[Any] = Claim(fetch=False)
 class IdSpace(Generic[P]):
     """The ids of one URL template, shared by the lanes of overlapping targets."""
 
-    __slots__ = ("_decided", "_emitted", "_in_flight", "_payloads", "blocked", "deduplicated", "held", "lanes",
-                 "owner")
+    __slots__ = ("_decided", "_emitted", "_in_flight", "_payloads", "blocked", "deduplicated", "held", "held_count",
+                 "lanes", "owner")
 
     def __init__(self) -> None:
         self._decided: dict[Outcome, BitMap64] = {outcome: BitMap64() for outcome in Outcome}
@@ -104,6 +104,8 @@ class IdSpace(Generic[P]):
         self.lanes: list[str] = []
         #: found id -> lane -> payload that lane released, waiting for the emitting lane to be known
         self.held: dict[int, dict[str, P]] = {}
+        #: how many payloads ``held`` holds (all lanes, all ids)
+        self.held_count = 0
         #: lane -> (rank in that lane, id) of held ids waiting for that lane's decision (a heap)
         self.blocked: dict[str, list[tuple[int, int]]] = {}
         #: found id -> the lane known to emit it, which has not released it yet

@@ -231,6 +231,7 @@ SPECS: Final[dict[str, Spec]] = {
     "IDCRAWL_MAX_TARGETS": _int(0, note=" (0 = no limit)"),
     "IDCRAWL_MARGIN_COUNTS_FAILED": _bool(),
     "IDCRAWL_SPECULATION": _choice(("adaptive", "window")),
+    "IDCRAWL_MAX_HELD_PAYLOADS": _int(0, note=" (0 = no cap)"),
     "IDCRAWL_MISSING_STATUSES": _statuses(),
     "IDCRAWL_PROGRESS_INTERVAL": _float(note=" (seconds; 0 = off)"),
     "IDCRAWL_PROGRESS_FIRST": _float(note=" (seconds)"),

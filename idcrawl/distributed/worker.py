@@ -154,6 +154,7 @@ class RedisWorker:
             "window": settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
             "missing_statuses": settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES),
         }
+        _refuse_held_cap(settings, spider_name)
         resumed: dict[str, str | None] = {}
         not_due: dict[str, str] = {}  # resume=due: target -> when its tail falls due (this worker's plan)
         try:
@@ -776,3 +777,12 @@ if TYPE_CHECKING:  # mypy checks that the Redis worker is a Worker and its front
 
     def _is_a_worker(worker: RedisWorker) -> Worker:
         return worker
+
+
+def _refuse_held_cap(settings: Any, spider_name: str) -> None:
+    """IDCRAWL_MAX_HELD_PAYLOADS caps the held payloads of one process's frontier; the fleet's Lua
+    (``<space>:blk:<lane>``) holds them without a cap yet."""
+    cap = settings.getint("IDCRAWL_MAX_HELD_PAYLOADS", default_settings.IDCRAWL_MAX_HELD_PAYLOADS)
+    if cap:
+        raise BadInputError(f"{spider_name}: bad input: IDCRAWL_MAX_HELD_PAYLOADS={cap}: the cap on held payloads "
+                            "is not available in a distributed job yet (run it in one process, or set 0)")

@@ -389,7 +389,7 @@ class IdSeqSpider(Spider):
     def _page_stat(self, event: PageEvent) -> None:
         key = _PAGE_STATS.get(event)
         if key is not None:
-            self.crawler.stats.inc_value(key)
+            self.runtime.inc_stat(key)
 
     def _id_failure(self, failure: Failure) -> Iterator[Any]:
         info = failure.request.meta[META_KEY]  # type: ignore[attr-defined]

@@ -11,6 +11,7 @@ import random
 from collections import Counter, defaultdict
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,7 @@ from idcrawl.core.frontier import Dispatch, Frontier, lane_specs
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.overlap import IdSpace, space_key
 from idcrawl.core.targets import Target, parse_target
+from idcrawl.errors import BadInputError
 from tests.support.reference import lane_truth, shared_emitter_truth
 
 FOUND, MISSING, FAILED = Outcome.FOUND, Outcome.MISSING, Outcome.FAILED
@@ -113,16 +115,19 @@ def overlapping(draw: st.DrawFn) -> list[Target]:
     failing=st.sets(st.integers(0, 170), max_size=15),
     concurrency=st.integers(1, 40),
     adaptive=st.booleans(),
+    max_held=st.sampled_from([0, 1, 3]),
     rnd=st.randoms(use_true_random=True),
 )
 def test_overlapping_targets_match_each_lane_alone(
-    targets: list[Target], exists: set[int], failing: set[int], concurrency: int, adaptive: bool, rnd: random.Random
+    targets: list[Target], exists: set[int], failing: set[int], concurrency: int, adaptive: bool, max_held: int,
+    rnd: random.Random,
 ) -> None:
-    """... and the lane that emits a shared id's items is the reference's, whatever the order."""
+    """... and the lane that emits a shared id's items is the reference's, whatever the order, with
+    the held payloads capped (IDCRAWL_MAX_HELD_PAYLOADS 1 or 3: lanes wait, the crawl still ends) or not."""
     def outcome_of(id_: int) -> Outcome:
         return FAILED if id_ in failing else FOUND if id_ in exists else MISSING
 
-    frontier: Frontier[Payload] = Frontier(targets, rebind=rebind, adaptive=adaptive)
+    frontier: Frontier[Payload] = Frontier(targets, rebind=rebind, adaptive=adaptive, max_held=max_held)
     fetched: Counter[int] = Counter()
     emitted: list[int] = []
     emitter: dict[int, str] = {}
@@ -165,6 +170,65 @@ def test_overlapping_targets_match_each_lane_alone(
     specs = [(spec.key, spec.start, spec.step, spec.stop, tgt.margin) for tgt in targets for spec in lane_specs(tgt)]
     assert emitter == shared_emitter_truth(specs, lambda i: outcome_of(i) is FOUND), "the rule's emitting lane"
     assert sum(lane.counts.emitted for lane in frontier.lanes.values()) == len(emitted)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_cap_on_held_payloads_bounds_them_and_changes_no_item(seed: int) -> None:
+    """a walks 1..200 at rate 8, b 100..300 at rate 1 (margin 5): b is nearer to 100..200, so a holds
+    the items of those it reaches first for b. Without a cap a holds dozens at once; with the cap at 1
+    a waits instead (held payloads at most 1 + the requests in flight), the crawl ends and the items
+    and their emitting lanes are those of the uncapped crawl (seeded completion orders)."""
+    gaps = {50, 150, 151, 250}
+    exists = set(range(1, 301)) - gaps
+    a = target(name="a", start=1, direction="asc", margin=5, max=200, rate=8, window=64)
+    b = target(name="b", start=100, direction="asc", margin=5, max=300, window=64)
+    concurrency = 6
+
+    def crawl(max_held: int) -> tuple[dict[int, str], int]:
+        rnd = random.Random(seed)
+        frontier: Frontier[Payload] = Frontier([a, b], rebind=rebind, max_held=max_held)
+        space = frontier._space["a"]
+        emitter: dict[int, str] = {}
+        inflight: list[Dispatch] = []
+        most = 0
+
+        def take(released: list[Payload]) -> None:
+            for lane, id_, outputs in released:
+                if outputs:
+                    assert id_ not in emitter, "emitted twice"
+                    emitter[id_] = lane.split(":")[0]
+
+        while True:
+            while len(inflight) < concurrency and (dispatch := frontier.next()) is not None:
+                inflight.append(dispatch)
+            take(frontier.released)
+            frontier.released.clear()
+            if not inflight:
+                break
+            dispatch = inflight.pop(rnd.randrange(len(inflight)))
+            found = dispatch.id in exists
+            payload = (dispatch.lane, dispatch.id, [dispatch.id]) if found else None
+            take(frontier.record(dispatch.lane, dispatch.id, FOUND if found else MISSING, payload).released)
+            frontier.touched.clear()
+            most = max(most, space.held_count)
+        assert frontier.finished and space.held_count == 0
+        return emitter, most
+
+    free, most_free = crawl(0)
+    capped, most_capped = crawl(1)
+    assert capped == free == {i: "a" if i < 100 else "b" for i in exists if i <= 300}
+    assert most_free > 10, "the case holds many payloads without the cap"
+    assert most_capped <= 1 + concurrency
+
+
+def test_a_distributed_job_refuses_the_held_payload_cap() -> None:
+    from scrapy.settings import Settings
+
+    from idcrawl.distributed.worker import _refuse_held_cap
+
+    _refuse_held_cap(Settings({"IDCRAWL_MAX_HELD_PAYLOADS": 0}), "idseq")
+    with pytest.raises(BadInputError, match=r"^idseq: bad input: IDCRAWL_MAX_HELD_PAYLOADS=1: .* distributed job"):
+        _refuse_held_cap(Settings({"IDCRAWL_MAX_HELD_PAYLOADS": 1}), "idseq")
 
 
 def test_resumed_holes_of_overlapping_targets_are_fetched_once_and_every_list_lane_settles() -> None:

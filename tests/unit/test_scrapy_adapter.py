@@ -153,6 +153,53 @@ def test_the_engine_names_wake_engine_relies_on_exist() -> None:
     assert callable(getattr(engine.CallLaterOnce, "schedule", None))
 
 
+# -- stats --------------------------------------------------------------------------------
+
+
+def test_stats_incrementer_gives_what_inc_value_gives_at_every_step() -> None:
+    """The direct increment of a collector with Scrapy's own ``inc_value`` (the memory collector, a
+    subclass such as the benchmarks') leaves the same keys and values as ``inc_value`` after each call."""
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    class Subclass(MemoryStatsCollector):
+        pass
+
+    rng = random.Random(18)
+    for cls in (MemoryStatsCollector, Subclass):
+        direct, reference = cls(get_crawler()), cls(get_crawler())
+        inc = _scrapy.stats_incrementer(direct)
+        assert inc is not direct.inc_value
+        direct.set_value("a", 5)
+        reference.set_value("a", 5)
+        for _ in range(200):
+            key, count = rng.choice("abc"), rng.randint(-2, 3)
+            inc(key, count)
+            reference.inc_value(key, count)
+            assert direct.get_stats() == reference.get_stats()
+        direct.set_stats({"b": 1})  # a new dict: the increments follow it
+        inc("b")
+        assert direct.get_stats() == {"b": 2}
+
+
+def test_stats_incrementer_keeps_a_collectors_own_inc_value() -> None:
+    """A collector that overrides ``inc_value`` (sends each increment somewhere, or drops it) gets it."""
+    from scrapy.statscollectors import DummyStatsCollector, MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    sent: list[tuple[str, int]] = []
+
+    class Sending(MemoryStatsCollector):
+        def inc_value(self, key: str, count: int = 1, start: int = 0, spider: Any = None) -> None:
+            sent.append((key, count))
+
+    _scrapy.stats_incrementer(Sending(get_crawler()))("k", 2)
+    assert sent == [("k", 2)]
+    dummy = DummyStatsCollector(get_crawler())
+    _scrapy.stats_incrementer(dummy)("k", 2)
+    assert dummy.get_stats() == {}
+
+
 # -- closing the spider -------------------------------------------------------------------
 
 
