@@ -41,6 +41,7 @@ from idcrawl.core.resume import resume_specs
 from idcrawl.core.targets import Target, TargetError
 from idcrawl.distributed import scripts
 from idcrawl.distributed.codec import space_id, spec_conflict, spec_json, target_spec
+from idcrawl.distributed.pages import is_due_lane
 
 if TYPE_CHECKING:
     import redis
@@ -388,7 +389,7 @@ class RedisFrontier(Generic[P]):
                             and key not in self._closed_here):
                         self._refresh(key)
 
-    def resume(self, target: Target, *, walk_tail: bool = True) -> str | None:
+    def resume(self, target: Target, *, walk_tail: bool = True, due_pages: Sequence[int] = ()) -> str | None:
         """Resume ``target`` (``resume=bound|holes|all|due``) for the whole job, as a single process
         resumes the same state (:func:`idcrawl.core.resume.resume_specs`): its lanes cut by their
         margin go on from just after their last found id (bound, all), its holes become a list lane
@@ -400,24 +401,25 @@ class RedisFrontier(Generic[P]):
         :class:`TargetConflict` if it was started with other resume arguments.
         Returns ``created``, ``joined``, or None (nothing crawled yet: the lanes start fresh; that plan is
         registered too, so that a late worker of the same fleet joins it rather than resuming what the
-        others have just walked)."""
+        others have just walked). ``due_pages`` (due: found ids due for a revisit, in fetch order) become
+        the list lane ``<target>:due``, as in one process (:func:`idcrawl.core.resume.resume_specs`)."""
         from idcrawl.distributed.state import JobStateStore
 
         state = JobStateStore(self.job.client, self.job.prefix, read_only=True).load(target.name)
         fresh = state is None or all(record.cursor == record.start for record in state.lanes.values())
-        if fresh:  # nothing crawled yet: the lanes start fresh, and that is the fleet's plan
+        if state is None or fresh:  # nothing crawled yet: the lanes start fresh, and that is the fleet's plan
             reopen: list[tuple[str, int]] = []
             holes = None
         else:
             specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
-                                 walk_tail=walk_tail)
+                                 walk_tail=walk_tail, due_pages=due_pages)
             own = {spec.key for spec in lane_specs(target)}
             reopen = [(spec.key, spec.start) for spec in specs if spec.ids is None and spec.key in own]
             holes = next((spec for spec in specs if spec.ids is not None), None)
         args = f"resume={target.resume}" + (f", holes={target.holes}" if target.resume in ("holes", "all") else "")
         neutral = "1" if Outcome.FAILED in self._neutral else "0"
         reply = self.job.resume(
-            self.worker, target.name, args, f"{target.name}:holes",
+            self.worker, target.name, args, holes.key if holes is not None else f"{target.name}:holes",
             (target.window, neutral, target.rate_asc, self.lease_ms),
             reopen, holes.ids if holes is not None and holes.ids else (),
         )
@@ -483,6 +485,8 @@ class RedisFrontier(Generic[P]):
         if lane_key not in self._ids:
             return None
         target = self.lane_target[lane_key]
+        if is_due_lane(lane_key, target.name):  # revisited found pages: found stays found (gone is counted)
+            return None
         for spec in lane_specs(target):
             if (id_ - spec.start) * spec.step >= 0:
                 return spec.key, (id_ - spec.start) * spec.step
