@@ -104,8 +104,10 @@ def test_a_due_fleet_revisits_100_pages_once_each_conditionally_and_emits_the_10
     fetched = page_requests(site)
     assert Counter(fetched) == Counter(range(1, 101)), "each due page once across the fleet"
     assert sorted(model.conditional) == list(range(1, 101)), "conditional requests from the stored validators"
-    assert sorted(entry.id for entry in site.log if entry.id is not None and entry.id > 100) == list(
-        range(101, 101 + MARGIN)), "and the due tail to its margin: what iddue listed"
+    # and the due tail from where iddue said, to its margin (past it by what the default window lets the
+    # fleet send before the cut is known: exactly the margin needs window 1, test_distributed_due.py)
+    tail = [entry.id for entry in site.log if entry.id is not None and entry.id > 100]
+    assert min(tail) == 101 and set(range(101, 101 + MARGIN)) <= set(tail) and Counter(tail).most_common(1)[0][1] == 1
     assert stat(due, "idcrawl/pages/conditional") == 100
     assert stat(due, "idcrawl/pages/due") == 100, "the fleet's plan, counted by the worker that registered it"
     statuses = sorted(entry.status for entry in site.log if entry.id is not None and entry.id <= 100)
