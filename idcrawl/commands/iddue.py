@@ -32,7 +32,6 @@ from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule, duration_text, overdue
 from idcrawl.core.resume import tail_bound, tail_due
 from idcrawl.core.targets import Target, parse_job
-from idcrawl.distributed.connection import page_records_kept
 from idcrawl.state.base import StateStore
 
 __all__ = ["DUE_FORMAT", "Command", "DueRow", "due_document", "due_rows"]
@@ -63,10 +62,10 @@ class DueRow:
 
 
 def due_rows(
-    store: StateStore, names: Sequence[str], job: Sequence[Target], at: float, *, pages: bool = True
+    store: StateStore, names: Sequence[str], job: Sequence[Target], at: float
 ) -> list[DueRow]:
     """The rows of the named targets and the job's (every stored target if neither), in fetch order.
-    ``pages`` False: a distributed job, which keeps no page records and revisits no found page yet."""
+    A distributed job's page records are in its Redis keys, in the same layout (:mod:`idcrawl.distributed.pages`)."""
     wanted = wanted_targets(store, names, job)
     by_name = {t.name: t for t in job}
     tails = store.tail_schedules()
@@ -85,10 +84,8 @@ def due_rows(
             walk = (target_.start, target_.max) if target_ is not None and target_.direction != "desc" else None
         is_due = walk is not None and tail_due(schedule, at)
         book = PageBook(Clock(at))
-        due_pages: tuple[int, ...] = ()
-        if pages:
-            book.load(name, store.load_pages(name))
-            due_pages = tuple(book.due_ids(name, found=state.outcomes.get(Outcome.FOUND, ())))
+        book.load(name, store.load_pages(name))
+        due_pages = tuple(book.due_ids(name, found=state.outcomes.get(Outcome.FOUND, ())))
         rows.append(DueRow(name, True, walk, schedule, is_due or bool(due_pages),
                            overdue(schedule, at) if schedule else None, due_pages, book.records(name), is_due))
     rows.sort(key=lambda r: (not r.due, -(r.overdue or 0.0) if r.due else _due_at(r), r.name))
@@ -187,8 +184,7 @@ class Command(ScrapyCommand):
             at = parse_time(opts.at, "--at") if opts.at else Clock.from_setting(now).now()
             job = parse_job(opts.job) if opts.job else []
             with read_state(path) as store:
-                pages = self.settings is None or page_records_kept(self.settings)
-                rows = due_rows(store, args, job, at, pages=pages)
+                rows = due_rows(store, args, job, at)
         except (*CommandFailed, ClockError) as exc:
             fail(self, "iddue", exc)
             return

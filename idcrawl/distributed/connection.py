@@ -162,12 +162,6 @@ def distributed(settings: Any) -> bool:
     return bool(settings.getbool("IDCRAWL_DISTRIBUTED", default_settings.IDCRAWL_DISTRIBUTED))
 
 
-def page_records_kept(settings: Any) -> bool:
-    """Whether the crawls of these settings keep found pages' records (and revisit them when due): not a
-    distributed job's workers yet (:meth:`idcrawl.distributed.worker.RedisWorker.due_pages`)."""
-    return not distributed(settings)
-
-
 def state_backend(settings: Any) -> str:
     """``sqlite`` or ``redis`` (a distributed crawl keeps its state in Redis whatever this says)."""
     backend = str(settings.get("IDCRAWL_STATE_BACKEND") or default_settings.IDCRAWL_STATE_BACKEND).strip().lower()

@@ -41,6 +41,7 @@ from idcrawl.core.resume import resume_specs
 from idcrawl.core.targets import Target, TargetError
 from idcrawl.distributed import scripts
 from idcrawl.distributed.codec import space_id, spec_conflict, spec_json, target_spec
+from idcrawl.distributed.pages import is_due_lane
 
 if TYPE_CHECKING:
     import redis
@@ -388,7 +389,8 @@ class RedisFrontier(Generic[P]):
                             and key not in self._closed_here):
                         self._refresh(key)
 
-    def resume(self, target: Target, *, walk_tail: bool = True, wave: int | None = None) -> str | None:
+    def resume(self, target: Target, *, walk_tail: bool = True, due_pages: Sequence[int] = (),
+               wave: int | None = None) -> str | None:
         """Resume ``target`` (``resume=bound|holes|all|due``) for the whole job, as a single process
         resumes the same state (:func:`idcrawl.core.resume.resume_specs`): its lanes cut by their
         margin go on from just after their last found id (bound, all), its holes become a list lane
@@ -400,8 +402,10 @@ class RedisFrontier(Generic[P]):
         :class:`TargetConflict` if it was started with other resume arguments.
         Returns ``created``, ``joined``, or None (nothing crawled yet: the lanes start fresh; that plan is
         registered too, so that a late worker of the same fleet joins it rather than resuming what the
-        others have just walked). ``wave``: a watching fleet's later wave (its time in ms on the one
-        clock): a plan of its own, which the workers awake for that wave join (``resume.lua``)."""
+        others have just walked). ``due_pages`` (due: found ids due for a revisit, in fetch order) become
+        the list lane ``<target>:due``, as in one process (:func:`idcrawl.core.resume.resume_specs`).
+        ``wave``: a watching fleet's later wave (its time in ms on the one clock): a plan of its own, which
+        the workers awake for that wave join (``resume.lua``)."""
         from idcrawl.distributed.state import JobStateStore
 
         state = JobStateStore(self.job.client, self.job.prefix, read_only=True).load(target.name)
@@ -410,7 +414,7 @@ class RedisFrontier(Generic[P]):
         fresh = state is None or all(record.cursor == record.start for record in state.lanes.values())
         if state is not None and not fresh:  # else nothing crawled yet: the lanes start fresh (the fleet's plan)
             specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
-                                 walk_tail=walk_tail)
+                                 walk_tail=walk_tail, due_pages=due_pages)
             own = {spec.key for spec in lane_specs(target)}
             reopen = [(spec.key, spec.start) for spec in specs if spec.ids is None and spec.key in own]
             holes = next((spec for spec in specs if spec.ids is not None), None)
@@ -419,7 +423,7 @@ class RedisFrontier(Generic[P]):
             args += f", wave={wave}"
         neutral = "1" if Outcome.FAILED in self._neutral else "0"
         reply = self.job.resume(
-            self.worker, target.name, args, f"{target.name}:holes",
+            self.worker, target.name, args, holes.key if holes is not None else f"{target.name}:holes",
             (target.window, neutral, target.rate_asc, self.lease_ms),
             reopen, holes.ids if holes is not None and holes.ids else (),
         )
@@ -485,6 +489,8 @@ class RedisFrontier(Generic[P]):
         if lane_key not in self._ids:
             return None
         target = self.lane_target[lane_key]
+        if is_due_lane(lane_key, target.name):  # revisited found pages: found stays found (gone is counted)
+            return None
         for spec in lane_specs(target):
             if (id_ - spec.start) * spec.step >= 0:
                 return spec.key, (id_ - spec.start) * spec.step

@@ -68,6 +68,7 @@ from idcrawl.distributed.connection import (
     worker_id,
 )
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict, check_distributed
+from idcrawl.distributed.pages import FleetPageBook, is_due_lane
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
@@ -155,6 +156,11 @@ class RedisWorker:
             "missing_statuses": settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES),
         }
         _refuse_held_cap(settings, spider_name)
+        #: the found pages' records of due runs (conditional revisits, items of changes only): idcrawl.distributed.pages
+        self.pages = FleetPageBook(self.client, self.job.prefix, runtime.clock,
+                                   {target.name: target.policy for target in runtime.targets})
+        self._due_ids: dict[str, list[int]] = {}  # resume=due: target -> its due pages, as this worker planned them
+        self._due_planned = 0  # the due pages of the plans this worker registered for the fleet
         resumed: dict[str, str | None] = {}
         not_due: dict[str, str] = {}  # resume=due: target -> when its tail falls due (this worker's plan)
         try:
@@ -162,7 +168,8 @@ class RedisWorker:
                 self.frontier.add_target(target)
                 if target.resume != "none":  # bound, holes, all, due: planned once for the job (RedisFrontier.resume)
                     walk_tail = self._walk_tail(target, spider_name, not_due)
-                    resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave())
+                    resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave(),
+                                                                due_pages=self._due_ids.get(target.name, ()))
         except TargetConflict as exc:
             raise BadInputError(f"{spider_name}: bad input: {exc}") from None
         for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
@@ -174,8 +181,11 @@ class RedisWorker:
             if verdict is not None:  # the plan line shows the holes lane itself ("holes: N ids to refetch")
                 self.resume_notes[target.name] = f"resumed (Redis job, resume={target.resume}): " + (
                     "registered for the fleet" if verdict == "created" else "joined the fleet's resume in progress")
+                if verdict == "created" and self._due_ids.get(target.name):
+                    self._due_planned += len(self._due_ids[target.name])
                 if verdict == "created" and target.name in not_due:
                     self.resume_notes[target.name] += f"; {not_due[target.name]}"
+        self._load_page_records()
         #: ascending lanes whose walk this worker has not yet seen applied to its tail's schedule (settle_tails)
         self._tails_open = {key for key, direction in self.frontier.lane_direction.items() if direction == "asc"}
         #: the crawl scope's URL queue shared by the fleet (make_url_queue; None: no crawl scope)
@@ -262,26 +272,46 @@ class RedisWorker:
     def _walk_tail(self, target: Target, spider_name: str, not_due: dict[str, str]) -> bool:
         """``resume=due``: is the target's tail due at the clock's now (:func:`idcrawl.core.resume.tail_due`,
         the single process's rule)? Only the first worker's answer counts: it registers the fleet's plan,
-        and the workers that join it take that plan (RedisFrontier.resume). Found pages due for a revisit
-        are refused with one line (:meth:`due_pages`)."""
+        and the workers that join it take that plan (RedisFrontier.resume), with its due pages (:meth:`due_pages`)."""
         if target.resume != "due":
             return True
         schedule = self._tails.get(target.name)
         walk = tail_due(schedule, self.runtime.clock.now())
+        pages = self._due_ids[target.name] = self.due_pages(target)
         if not walk and schedule is not None:
-            not_due[target.name] = f"tail not due until {format_time(schedule.due_at())}, nothing to fetch"
-        pages = self.due_pages(target)
-        if pages:
-            raise BadInputError(
-                f"{spider_name}: bad input: target {target.name!r}: resume='due' has {len(pages)} found pages due "
-                "for a revisit, which a distributed job does not fetch yet (run them in one process)")
+            not_due[target.name] = f"tail not due until {format_time(schedule.due_at())}, " + (
+                f"{len(pages)} found pages due" if pages else "nothing to fetch")
         return walk
 
     def due_pages(self, target: Target) -> list[int]:
-        """``resume=due``: the found ids of ``target`` due for a revisit, in fetch order: the place of page
-        revisits in a fleet. None: a distributed job keeps no page records yet (found pages are revisited by
-        one process), and a worker refuses a plan that has some (:meth:`_walk_tail`)."""
-        return []
+        """``resume=due``: the found ids of ``target`` due for a revisit at the clock's now, most overdue
+        first (:meth:`idcrawl.core.pagebook.PageBook.due_ids`, the single process's computation, on the
+        job's page records and found ids). The first worker's list is the fleet's plan (a ``<target>:due``
+        list lane, each page fetched once by the fleet); every worker loads the records, whose validators
+        its revisits send."""
+        from idcrawl.core.lanes import Outcome
+        from idcrawl.distributed.state import JobStateStore
+
+        state = JobStateStore(self.client, self.job.prefix, read_only=True).load(target.name)
+        self.pages.policies[target.name] = target.policy
+        self.pages.load_job(target.name)
+        found = state.outcomes.get(Outcome.FOUND, ()) if state is not None else ()
+        return self.pages.due_ids(target.name, found=found)
+
+    def _load_page_records(self) -> None:
+        """The page records of the targets whose due pages this worker walks (a plan it joined without
+        ``resume=due`` of its own: :meth:`RedisFrontier.join_list_lanes`): their revisits are conditional too."""
+        for key in self.frontier.list_lanes():
+            target = self.frontier.lane_target[key]
+            if target.name not in self.pages.loaded and is_due_lane(key, target.name):
+                self.pages.policies[target.name] = target.policy
+                self.pages.load_job(target.name)
+
+    def _write_pages(self) -> None:
+        """Write the page records whose outcomes are recorded (:meth:`FleetPageBook.flush`)."""
+        written = self.pages.flush()
+        if written:
+            self._inc(f"{PREFIX}/page_records_written", written)
 
     def settle_tails(self) -> int:
         """Apply the recrawl rule, once for the job, to the tails whose walk this worker saw end (an ascending
@@ -335,6 +365,8 @@ class RedisWorker:
         self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
         self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
         self._idle_since = time.monotonic()
+        if self._due_planned:
+            self.stats.set_value(f"{STATS_PREFIX}/pages/due", self._due_planned)
         self._take_over()
         self.poll()
         self._loop = create_looping_call(self.poll)
@@ -376,6 +408,7 @@ class RedisWorker:
         self._closed = True
         try:
             self.ack(force=True)
+            self._write_pages()
             self.settle_tails()
             if self.urls is not None:  # taken, not answered: ready again for the fleet
                 self._inc(f"{PREFIX}/urls_given_back", self.urls.give_back())
@@ -416,8 +449,9 @@ class RedisWorker:
         return []
 
     def decided(self, target: str, outcome: Outcome, id_: int) -> None:
-        """Durable already: Redis recorded it."""
+        """Durable already: Redis recorded it (a visited page's record is written at the next poll)."""
         self._idle_since = time.monotonic()
+        self.pages.decided(target, id_)
 
     def released(self, lane_key: str, id_: int, outputs: list[Any]) -> None:
         """Expect the items of released outputs; they are acknowledged once written."""
@@ -560,10 +594,12 @@ class RedisWorker:
             self._tver = status.tver
             self._load_targets()
             self._open_tails()
+            self._load_page_records()
         if status.feed:
             self._pop_feed()
             self._open_tails()
         self.settle_tails()
+        self._write_pages()
         if status.orphans:
             self._adopt()
         self.ack()

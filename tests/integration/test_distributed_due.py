@@ -135,7 +135,10 @@ def test_a_fleet_sends_nothing_before_a_tail_is_due_and_margin_requests_per_tail
     site.log.clear()
     due = fleet(tmp_path, "due", redis_server, job, at)
     assert items(due) == []
-    assert requests(site) == {"a": [1020, 1021, 1022], "b": [1020, 1021, 1022]}
+    # the tail: exactly the margin's ids after last_found; and the found pages, due too (1 day), revisited
+    # once each across the fleet, unchanged: no item (idcrawl.distributed.pages)
+    found = list(range(1000, 1020))
+    assert requests(site) == {"a": [*found, 1020, 1021, 1022], "b": [*found, 1020, 1021, 1022]}
     assert {e.path for e in site.log if e.id is None} <= {"/robots.txt"}
     # penalised once (x 1.8), not once per worker
     assert tails(redis_server) == {name: Schedule(Kind.TAIL, name, at, DAY * 1.8, last_found=1019) for name in "ab"}
@@ -165,7 +168,10 @@ def test_a_fleet_gives_exactly_the_new_ids_each_run_and_iddue_lists_what_it_fetc
         assert items(results) == sorted((name, i) for name in "ab" for i in new), "the new ids, once across the fleet"
         last = max(seen | set(new))
         walked = list(range(max(seen) + 1, last + MARGIN + 1))
-        assert requests(site) == {"a": walked, "b": walked}, "from last_found + 1 to the margin, each id once"
+        # from last_found + 1 to the margin, and the found pages due for a revisit (what iddue listed), each once
+        revisits = {t["name"]: t["pages"]["due"] for t in listed["targets"]}
+        assert all(set(ids) <= seen for ids in revisits.values())
+        assert requests(site) == {name: sorted([*revisits[name], *walked]) for name in "ab"}
         assert Counter(e.id for e in site.log if e.id is not None).most_common(1)[0][1] <= 2  # one per host
         seen |= set(new)
         durations.append(durations[-1] * (0.8 if new else 1.8))

@@ -6,13 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from idcrawl.core.clock import format_time, parse_time
-from idcrawl.core.recrawl import DAY
+from idcrawl.core.clock import parse_time
 from idcrawl.demo.site import DemoModel
-from tests.conftest import GapModel
 from tests.crawl.test_input_errors import MAX_ID, _assert_refused
-from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
-from tests.integration.test_distributed_due import T0, client_of, fleet, two_tails
 from tests.support.crawl import run_crawl
 
 
@@ -39,23 +35,6 @@ def test_overlapping_targets_at_the_largest_id_without_state_and_in_redis(make_s
     assert result.ids == list(range(MAX_ID - 10, MAX_ID + 1))
 
 
-def test_found_pages_due_in_a_fleet_are_refused_with_one_line(make_site, redis_server, tmp_path: Path) -> None:
-    model = GapModel(1000, 1009, set())
-    site = make_site(model)
-    job = two_tails(tmp_path, site)
-    fleet(tmp_path, "first", redis_server, job, T0, workers=1, resume=None)
-    client = client_of(redis_server)
-    before = {key: client.dump(key) for key in client.keys("*") if not key.endswith(b"workers")}
-    site.log.clear()
-    settings = worker_settings(redis_server, job="due", IDCRAWL_NOW=format_time(T0 + 2 * DAY),
-                               IDCRAWL_WORKER_CLASS="tests.support.pages_due_worker.PagesDueWorker")
-    proc = start_worker(tmp_path / "pages", {"job": job, "resume": "due"}, settings)
-    _assert_refused(finish(proc, tmp_path / "pages"),
-                    "bad input: target 'a': resume='due' has 2 found pages due for a revisit, which a distributed "
-                    "job does not fetch yet (run them in one process)")
-    assert site.log == [], "no request sent"
-    after = {key: client.dump(key) for key in client.keys("*") if not key.endswith(b"workers")}
-    assert after == before, "nothing saved changed"
 
 
 def test_a_single_process_crawl_keeps_its_tail_schedule_in_redis(make_site, redis_server, tmp_path: Path) -> None:

@@ -1,0 +1,220 @@
+"""Found pages revisited by a distributed job (issue 17): fleets of 2-3 ``scrapy crawl`` workers on one Redis,
+the clock fixed with ``IDCRAWL_NOW`` (no test sleeps through simulated days). The workers keep the page
+records in the job's keys; a ``resume=due`` fleet run revisits each due page once across the fleet, with
+conditional requests; ``scrapy iddue --at T`` on the job lists what the fleet fetches at T; a SIGKILLed
+worker neither updates a page's duration twice nor loses one."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import time
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from idcrawl.core.clock import format_time
+from idcrawl.core.lanes import Outcome
+from idcrawl.demo.site import Reply
+from idcrawl.distributed.state import JobStateStore
+from tests.crawl.test_recrawl_pages_crawl import DAY, T0, ChangingModel
+from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
+from tests.integration.test_distributed_due import client_of, fleet, iddue
+from tests.support.crawl import CrawlResult, read_items
+
+redis = pytest.importorskip("redis")
+
+PREFIX = "idcrawl:{due}:"
+MARGIN = 5
+DUE_AT = T0 + 2 * DAY  # every page (initial duration 1 day) and the tail are due
+
+
+def job_file(tmp_path: Path, site) -> Path:
+    path = tmp_path / "job.toml"
+    path.write_text(f'[[targets]]\nname = "reg"\nurl = "{site.url()}"\nstart = 1\nmargin = {MARGIN}\n')
+    return path
+
+
+def run_fleet(tmp_path: Path, run: str, redis_server, job: Path, at: float, workers: int,
+              resume: str | None = "due") -> list[CrawlResult]:
+    """``fleet`` of test_distributed_due, after the grace of the last run of target ``reg`` (resume.lua)."""
+    wait_for_grace(redis_server)
+    return fleet(tmp_path, run, redis_server, job, at, workers=workers, resume=resume)
+
+
+def wait_for_grace(redis_server, grace_ms: float = 1000) -> None:
+    client = client_of(redis_server)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        stamp = client.hget(PREFIX + "R:reg", "at")
+        seconds, micros = client.time()
+        if stamp is None or seconds * 1000 + micros // 1000 - int(stamp) >= grace_ms:
+            return
+        time.sleep(0.05)  # a condition on Redis's clock, not simulated time
+
+
+def records(redis_server):
+    return JobStateStore(client_of(redis_server), PREFIX, read_only=True).load_pages("reg")
+
+
+def page_requests(site) -> list[int]:
+    return [entry.id for entry in site.log if entry.id is not None and entry.id <= 100]
+
+
+def stat(results: list[CrawlResult], key: str) -> int:
+    return sum(r.stats.get(key, 0) for r in results)
+
+
+def first_run_and_changes(tmp_path: Path, site, model: ChangingModel, redis_server, seed: int) -> tuple[Path, list[int],
+                                                                                                        dict[int, str]]:
+    job = job_file(tmp_path, site)
+    first = run_fleet(tmp_path, "first", redis_server, job, T0, workers=2, resume=None)
+    items = [item for r in first for item in r.items]
+    assert sorted(item["id"] for item in items) == list(range(1, 101)), "each found page once across the fleet"
+    assert {item["revision"] for item in items} == {1}
+    stored = records(redis_server)
+    assert sorted(stored) == list(range(1, 101)), "the workers keep the page records in the job's keys"
+    assert {(s.last_crawled, s.update_duration) for s in stored.values()} == {(T0, DAY)}
+    assert stored[7].etag == model.etag(7)
+    changed = sorted(random.Random(seed).sample(range(1, 101), 10))  # seeded
+    for id_ in changed:
+        model.version[id_] += 1
+    return job, changed, {item["id"]: item["checksum"] for item in items}
+
+
+@pytest.mark.parametrize("validators", [True, False], ids=["validators", "checksums"])
+def test_a_due_fleet_revisits_100_pages_once_each_conditionally_and_emits_the_10_changed(
+    make_site, redis_server, tmp_path: Path, validators: bool
+) -> None:
+    model = ChangingModel(validators=validators)
+    site = make_site(model)
+    job, changed, checksums = first_run_and_changes(tmp_path, site, model, redis_server, 17)
+
+    listed = iddue(tmp_path, redis_server, DUE_AT)  # scrapy iddue on the Redis job lists pages too
+    [reg] = listed["targets"]
+    assert listed["due"] == ["reg"] and reg["pages"]["records"] == 100
+    assert sorted(reg["pages"]["due"]) == list(range(1, 101))
+    assert reg["tail"]["walk_from"] == 101
+    site.log.clear()
+    model.conditional.clear()
+    due = run_fleet(tmp_path, "due", redis_server, job, DUE_AT, workers=3)
+    fetched = page_requests(site)
+    assert Counter(fetched) == Counter(range(1, 101)), "each due page once across the fleet"
+    assert sorted(model.conditional) == list(range(1, 101)), "conditional requests from the stored validators"
+    # and the due tail from where iddue said, to its margin (past it by what the default window lets the
+    # fleet send before the cut is known: exactly the margin needs window 1, test_distributed_due.py)
+    tail = [entry.id for entry in site.log if entry.id is not None and entry.id > 100]
+    assert min(tail) == 101 and set(range(101, 101 + MARGIN)) <= set(tail) and Counter(tail).most_common(1)[0][1] == 1
+    assert stat(due, "idcrawl/pages/conditional") == 100
+    assert stat(due, "idcrawl/pages/due") == 100, "the fleet's plan, counted by the worker that registered it"
+    statuses = sorted(entry.status for entry in site.log if entry.id is not None and entry.id <= 100)
+    if validators:
+        assert statuses == [200] * 10 + [304] * 90
+        assert stat(due, "idcrawl/pages/not_modified") == 90 and stat(due, "idcrawl/pages/unchanged") == 0
+    else:
+        assert statuses == [200] * 100
+        assert stat(due, "idcrawl/pages/unchanged") == 90 and stat(due, "idcrawl/pages/not_modified") == 0
+    assert stat(due, "idcrawl/pages/changed") == 10
+    items = [item for r in due for item in r.items]
+    assert sorted(item["id"] for item in items) == changed
+    for item in items:
+        assert item["revision"] == 2
+        assert item["previous_checksum"] == checksums[item["id"]] != item["checksum"]
+    # each page's rule applied once: motivated (x 0.8) if it changed, penalised (x 1.8) if not
+    stored = records(redis_server)
+    assert {s.last_crawled for s in stored.values()} == {DUE_AT}
+    assert {id_: s.update_duration for id_, s in stored.items()} == {
+        id_: pytest.approx(DAY * (0.8 if id_ in changed else 1.8)) for id_ in range(1, 101)}
+    state = JobStateStore(client_of(redis_server), PREFIX, read_only=True).load("reg")
+    assert state is not None and set(range(1, 101)) <= set(state.outcomes[Outcome.FOUND]), "found stays found"
+
+    # the same moment again: nothing is due, no page is fetched by any worker
+    listed = iddue(tmp_path, redis_server, DUE_AT)
+    assert listed["targets"][0]["pages"] == {"records": 100, "due": []}
+    site.log.clear()
+    again = run_fleet(tmp_path, "again", redis_server, job, DUE_AT, workers=2)
+    assert page_requests(site) == [] and [item for r in again for item in r.items] == []
+
+
+class SlowChangingModel(ChangingModel):
+    """:class:`ChangingModel` at 30 ms a page: a fleet's due run lasts long enough to kill a worker mid-way."""
+
+    def reply_to(self, id_: int, host: str, nth: int, headers: Any) -> Reply:
+        reply = super().reply_to(id_, host, nth, headers)
+        return Reply(reply.status, reply.body, reply.headers, 0.03)
+
+
+def test_a_sigkilled_worker_of_a_due_fleet_updates_no_page_twice_and_loses_none(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    model = SlowChangingModel()
+    site = make_site(model)
+    job, changed, _ = first_run_and_changes(tmp_path, site, model, redis_server, 29)
+    settings = worker_settings(redis_server, job="due", IDCRAWL_NOW=format_time(DUE_AT), IDCRAWL_REDIS_LEASE_TIMEOUT=1,
+                               CONCURRENT_REQUESTS_PER_DOMAIN=1)
+    wait_for_grace(redis_server)
+    site.log.clear()
+    procs: list[subprocess.Popen[str]] = [
+        start_worker(tmp_path / f"k{n}", {"job": job, "resume": "due"}, settings) for n in range(2)]
+    deadline = time.monotonic() + 120
+    while len(page_requests(site)) < 30 and all(p.poll() is None for p in procs) and time.monotonic() < deadline:
+        time.sleep(0.01)  # waiting for requests to reach the site, not for simulated time
+    procs[0].send_signal(signal.SIGKILL)
+    procs[0].communicate(timeout=30)
+    survivor = finish(procs[1], tmp_path / "k1")
+    assert survivor.returncode == 0, survivor.stderr[-3000:]
+    killed_at = len(page_requests(site))
+    assert killed_at >= 30, killed_at
+    assert set(page_requests(site)) == set(range(1, 101)), "the survivor walks the due pages to the end"
+    written = [*read_items(tmp_path / "k0" / "items.jsonl"), *survivor.items]
+
+    # the rerun (the same clock): iddue lists what it fetches; afterwards nothing is due
+    listed = iddue(tmp_path, redis_server, DUE_AT)
+    left = listed["targets"][0]["pages"]["due"]
+    site.log.clear()
+    rerun = run_fleet(tmp_path, "rerun", redis_server, job, DUE_AT, workers=2)
+    assert sorted(page_requests(site)) == sorted(left)
+    written += [item for r in rerun for item in r.items]
+    stored = records(redis_server)
+    assert {s.last_crawled for s in stored.values()} == {DUE_AT}, "no page's update lost"
+    assert {id_: s.update_duration for id_, s in stored.items()} == {
+        id_: pytest.approx(DAY * (0.8 if id_ in changed else 1.8)) for id_ in range(1, 101)}, "none updated twice"
+    assert {item["id"] for item in written} == set(changed), "every changed page's item written (at least once)"
+    assert {item["revision"] for item in written} == {2}
+    assert iddue(tmp_path, redis_server, DUE_AT)["targets"][0]["pages"]["due"] == []
+
+
+def test_a_workers_page_record_is_written_only_once_its_outcome_is_recorded(redis_server) -> None:
+    """:class:`FleetPageBook`: a visit's record waits for ``decided`` (the outcome recorded in Redis) and is
+    written by ``flush``; the record of a fetch whose outcome never got recorded (a kill) is never written."""
+    from idcrawl.core.clock import Clock
+    from idcrawl.core.recrawl import Fetch, Kind, Outcome, Schedule
+    from idcrawl.distributed.pages import FleetPageBook, is_due_lane
+    from idcrawl.state.redis import RedisStateStore
+
+    client = client_of(redis_server)
+    prefix = "idcrawl:{book}:"
+    base = Schedule(Kind.PAGE, "reg/1", T0, DAY, checksum="c1", etag='"1"', last_status=200)
+    two = replace(base, key="reg/2")
+    RedisStateStore(client, prefix).commit({}, {}, {}, pages={"reg": {1: base, 2: two}})
+    book = FleetPageBook(client, prefix, Clock(DUE_AT))
+    assert book.load_job("reg") == {1: base, 2: two} and book.load_job("reg") == {}, "loaded once"
+    assert book.validators("reg", 1) == {"If-None-Match": '"1"'}
+    assert book.visit("reg", 1, Fetch(Outcome.NOT_MODIFIED)).event == "not_modified"
+    assert book.visit("reg", 2, Fetch(Outcome.OK, "c2")).emits
+    assert book.visit("reg", 3, Fetch(Outcome.OK, "c3")).emits  # a new page: revision 1
+    assert book.flush() == 0 and RedisStateStore(client, prefix).load_pages("reg") == {1: base, 2: two}
+    book.decided("reg", 1)
+    book.decided("reg", 3)
+    assert book.flush() == 2 and book.flush() == 0
+    stored = RedisStateStore(client, prefix).load_pages("reg")
+    assert stored[1].last_crawled == DUE_AT and stored[1].update_duration == pytest.approx(DAY * 1.8)
+    assert stored[2] == two, "its outcome was never recorded: the record stays as it was (the page stays due)"
+    assert stored[3].revision == 0 and stored[3].checksum == "c3"
+    assert not book.awaiting
+    assert [is_due_lane(k, "reg") for k in ("reg:due", "reg:due2", "reg:holes", "reg:asc", "reg:dueX")] == [
+        True, True, False, False, False]
