@@ -15,6 +15,10 @@ cursor never passes a found id whose items are not written yet.
    outcomes, committable found ids, and each lane's cursor pinned before its
    earliest uncommitted found id.
 
+Found pages of crawl scope are held the same way (:meth:`StateRecorder.hold_page`): the items that
+stand for a page (:func:`page_key`) are counted, and once written the page is harvested in the URL
+queue at the next checkpoint, after the flush and before the queue's changes are committed.
+
 Killed at any moment, the state therefore describes a prefix of what the feed
 files hold; a resumed run refetches at most what was decided after the last
 checkpoint (plus requests in flight). Feeds that are uploaded only at close

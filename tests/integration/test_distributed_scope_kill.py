@@ -76,3 +76,40 @@ def test_a_killed_workers_page_whose_item_was_not_written_is_fetched_again(redis
         assert client.hget(key, "st") == b"h" and client.hget(key, "cyc") == b"1"  # one harvest counted
     finally:
         site.stop()
+
+
+def test_a_held_page_offers_its_links_stays_taken_and_counts_one_harvest_once_written(redis_server) -> None:
+    """``RedisUrlQueue.fetched(hold=True)`` (URL_HARVEST 'links') and ``written`` (URL_HARVEST 'written'):
+    the links are queued at once, the page stays its worker's (taken, no counter moved) until written;
+    a worker that stops first leaves it ready again for the fleet, its counters as they were."""
+    from idcrawl.core.scope import CrawlProfile, JobScope, ScopeKind, Seed
+    from idcrawl.core.urlqueue import QueueState
+    from idcrawl.distributed.urlqueue import RedisUrlQueue
+
+    front, link = "http://a.test/0", "http://b.test/1"
+    scope = JobScope({"front": Seed("front", front, ("p",))}, {"p": CrawlProfile("p", 1, kind=ScopeKind.ANY)}, {},
+                     ("front",))
+    client = redis.Redis.from_url(redis_server.url)
+    one, two = (RedisUrlQueue(client, "t:{held}:", name, lease_ms=60_000) for name in ("w1", "w2"))
+    one.start(scope, 0.0)
+    two.start(scope, 0.0)
+    one.seed("front", front, 0.0)
+    assert one.take(lambda _: True, 0.0) is not None
+    queued = one.fetched(front, [link], 5.0, hold=True)
+    assert [entry.url for entry in queued] == [link]  # offered at once
+    entry = one.get(front)
+    assert entry is not None and entry.state is QueueState.TAKEN and entry.links == (link,)
+    assert (entry.record.cycles, entry.record.last_harvest) == (0, None)  # not harvested yet
+    assert two.ready() == 2  # the link, and the page w1 holds (the fleet is not finished)
+    client.zrem("t:{held}:workers", "w1")  # w1 stops before its item is written
+    assert two.poll().given_back == 1
+    record = two.take(lambda _: True, 6.0)
+    assert record is not None and record.url in (front, link)
+    if record.url == link:
+        record = two.take(lambda _: True, 6.0)
+    assert record is not None and record.url == front and record.cycles == 0  # fetched again
+    two.fetched(front, [link], 6.0, hold=True)
+    done = two.written(front, 6.0)
+    assert done is not None and done.state is QueueState.HARVESTED
+    assert (done.record.cycles, done.record.last_harvest) == (1, 6.0)  # one harvest
+    assert client.hget("t:{held}:utaken", front) is None and front not in two.taken
