@@ -686,6 +686,11 @@ class LocalWorker:
         if self.recorder is not None:
             self.recorder.released(self.frontier.lane_target[lane_key].name, lane_key, id_, outputs)
 
+    def hold_page(self, owner: str, url: str, outputs: list[Any], harvest: Callable[[], None]) -> bool:
+        """A found page of the crawl scope: harvested once its items are written (the recorder's
+        checkpoint, as found ids); False (no state, or no item of its own): harvest it now."""
+        return self.recorder is not None and self.recorder.hold_page(owner, url, outputs, harvest)
+
     def stop(self, reason: str) -> None:
         """Lanes still running stop with the close reason."""
         for key, lane in self.frontier.lanes.items():

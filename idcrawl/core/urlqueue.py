@@ -11,7 +11,9 @@ collection, crawl profiles, hops, harvest times and counters) and its :class:`Qu
 - ``queued``: waiting for a slot on its host (taken by :meth:`UrlQueue.take`);
 - ``postponed``: its target, collection or crawl profiles are deactivated: kept, with a next
   harvest time, until a later run finds them active again (:meth:`UrlQueue.start`);
-- ``taken``: handed to the downloader, no answer yet (queued again at the next run's start);
+- ``taken``: handed to the downloader, no answer yet, or a found page whose items are not written
+  yet (its links are followed already; :meth:`UrlQueue.written` harvests it): queued again at the
+  next run's start;
 - ``harvested``: answered. A found page's links were followed; a page that answered "not found"
   or with an error is queued again at the next run's start (its counters say how often). With a
   revisit frequency (a crawl profile's ``revisit``, :func:`~idcrawl.core.scope.revisit_of`) its
@@ -163,12 +165,20 @@ class UrlQueue(Protocol):
         page (queued, postponed or harvested: a page is not fetched twice)."""
         ...
 
-    def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None) -> list[QueuedUrl]:
+    def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None,
+                hold: bool = False) -> list[QueuedUrl]:
         """``url`` answered with a page whose canonical links are ``links``: its record counts a
         found harvest, and the links in scope of its owner's crawl profiles are queued. ``seed_of``:
         ``url`` is a hop-0 page of that target fetched elsewhere (an id target's found id page),
-        recorded here as harvested. Returns the URLs queued or postponed now (new, or taken over
-        from another target), for the stats."""
+        recorded here as harvested. ``hold``: its links are kept and followed, but the page stays
+        taken until :meth:`written` harvests it (its items are not written yet: a kill in between
+        fetches it again). Returns the URLs queued or postponed now (new, or taken over from another
+        target), for the stats."""
+        ...
+
+    def written(self, url: str, now: float) -> QueuedUrl | None:
+        """The items of ``url``, fetched with ``hold`` at ``now``, are written: its found harvest is
+        recorded (counters, cycles, last harvest ``now``). None: not in the queue."""
         ...
 
     def failed(self, url: str, result: Harvest, now: float) -> QueuedUrl | None:
@@ -541,7 +551,8 @@ class MemoryUrlQueue:
         return any(name in profiles and profiles[name].enabled and profiles[name].collection == record.collection
                    for name in record.crawl_profiles)
 
-    def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None) -> list[QueuedUrl]:
+    def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None,
+                hold: bool = False) -> list[QueuedUrl]:
         if seed_of is not None:
             entry = self._entries.get(url)
             if entry is None or entry.record.owner != seed_of or entry.record.hops != SEED:
@@ -553,8 +564,10 @@ class MemoryUrlQueue:
         entry = self._entries.get(url)
         if entry is None:
             return []
-        entry = self._schedule(replace(entry, record=harvested(entry.record, Harvest.FOUND, now),
-                                       state=QueueState.HARVESTED, links=tuple(dict.fromkeys(links))))
+        entry = replace(entry, links=tuple(dict.fromkeys(links)))
+        if not hold:
+            entry = self._schedule(replace(entry, record=harvested(entry.record, Harvest.FOUND, now),
+                                           state=QueueState.HARVESTED))
         self._put(entry)
         new: dict[str, QueuedUrl] = {}
         work = [(url, hops) for hops in entry.paths]
@@ -608,6 +621,15 @@ class MemoryUrlQueue:
 
     def _next_harvest(self, state: QueueState, record: UrlRecord) -> float:
         return next_harvest_of(state, record, self.scope)
+
+    def written(self, url: str, now: float) -> QueuedUrl | None:
+        entry = self._entries.get(url)
+        if entry is None:
+            return None
+        entry = self._schedule(replace(entry, record=harvested(entry.record, Harvest.FOUND, now),
+                                       state=QueueState.HARVESTED))
+        self._put(entry)
+        return entry
 
     def failed(self, url: str, result: Harvest, now: float) -> QueuedUrl | None:
         entry = self._entries.get(url)

@@ -19,7 +19,9 @@ rules:
   (``IDCRAWL_REDIS_LEASE_TIMEOUT``): when its worker stops (killed, or left the job) it is ready
   again (``URL_STATUS``), as a stopped worker's lane claims are;
 - **harvests** (``URL_HARVEST``): the per-URL counters of the seed's "processing the URL itself"
-  (:func:`~idcrawl.core.scope.harvested`), and a found page's links;
+  (:func:`~idcrawl.core.scope.harvested`), and a found page's links; a found page whose items are
+  not written yet keeps its links and stays taken (its links are offered), and is harvested once
+  they are written (:meth:`RedisUrlQueue.written`, after the worker's feeds were flushed);
 - **a run's start** (:meth:`RedisUrlQueue.start`): the first worker of a fleet (no other worker
   alive in the job) reconciles the stored URLs with the job file
   (:func:`~idcrawl.core.urlqueue.reconcile`, ``URL_PUT``), as the SQLite store does at a run's start.
@@ -282,22 +284,33 @@ class RedisUrlQueue:
         verdict, entry = self._offer_call(url, owner, self.scope.seeds[owner].crawl_profiles, SEED, "seed", now)
         return None if verdict == "same" else entry
 
-    def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None) -> list[QueuedUrl]:
+    def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None,
+                hold: bool = False) -> list[QueuedUrl]:
         if seed_of is not None:
             self._offer_call(url, seed_of, self.scope.seeds[seed_of].crawl_profiles, SEED, "fetched", now)
         links = tuple(dict.fromkeys(links))
-        self.taken.discard(url)
+        if not hold:
+            self.taken.discard(url)
         self.status.at = float("-inf")  # the fleet's counts change: read again
         row = self._harvest(keys=[self.key("U:", url)],
-                            args=[url, Harvest.FOUND.value, repr(now), "\n".join(links), self.worker, self._spec])
+                            args=[url, "links" if hold else Harvest.FOUND.value, repr(now), "\n".join(links),
+                                  self.worker, self._spec])
         if not row:
             return []
         entry = entry_of(url, row)
         new: dict[str, QueuedUrl] = {}
         self._follow([(url, entry.record.owner, hops, links) for hops in entry.paths], now, new)
-        # held until its links are offered (URL_HARVEST): the fleet was not finished in between
-        self._put(keys=[self.key("U:", url)], args=[url, "done", self.worker])
+        if not hold:  # held until its links are offered (URL_HARVEST): the fleet was not finished in between
+            self._put(keys=[self.key("U:", url)], args=[url, "done", self.worker])
         return list(new.values())
+
+    def written(self, url: str, now: float) -> QueuedUrl | None:
+        """The page's items are written: its found harvest (``URL_HARVEST`` 'written'); it is no longer
+        held by this worker."""
+        self.taken.discard(url)
+        self.status.at = float("-inf")
+        row = self._harvest(keys=[self.key("U:", url)], args=[url, "written", repr(now), "", self.worker, self._spec])
+        return entry_of(url, row) if row else None
 
     def _follow(self, work: list[tuple[str, str, Hops, tuple[str, ...]]], now: float,
                 new: dict[str, QueuedUrl]) -> None:

@@ -72,7 +72,7 @@ from idcrawl.distributed.pages import FleetPageBook, is_due_lane
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
-from idcrawl.state.recorder import UnwrittenItems, flush_feeds
+from idcrawl.state.recorder import UnwrittenItems, flush_feeds, page_key
 
 if TYPE_CHECKING:
     import random
@@ -200,6 +200,10 @@ class RedisWorker:
         # acknowledgements of released outputs: tokens are their emit fields, "lane|id"
         self._unwritten = UnwrittenItems()
         self._written: list[str] = []
+        #: found pages of the crawl scope whose items are on their way (tokens: what harvests them), and
+        #: those written (harvested at the next acknowledgement, after the feeds' flush: hold_page)
+        self._unwritten_pages = UnwrittenItems(page_key)
+        self._written_pages: list[Callable[[], None]] = []
         self._ack_batch = settings.getint("IDCRAWL_STATE_COMMIT_ITEMS", default_settings.IDCRAWL_STATE_COMMIT_ITEMS)
         self._ack_interval = settings.getfloat(
             "IDCRAWL_STATE_COMMIT_INTERVAL", default_settings.IDCRAWL_STATE_COMMIT_INTERVAL
@@ -472,22 +476,49 @@ class RedisWorker:
             outputs.extend(lane_outputs)
         return outputs
 
+    def hold_page(self, owner: str, url: str, outputs: list[Any], harvest: Callable[[], None]) -> bool:
+        """A found page of the crawl scope: harvested in the fleet's queue (``harvest()``) once the items
+        that stand for it are written and acknowledged, as released ids are; False: none, harvest now."""
+        return bool(self._unwritten_pages.expect(owner, url, outputs, harvest))
+
+    def _harvest_written_pages(self) -> None:
+        """After the feeds' flush: the found pages whose items are written are harvested."""
+        while self._written_pages:  # one at a time: an outage leaves the rest for the next acknowledgement
+            self._written_pages[0]()
+            del self._written_pages[0]
+
     def _item_written(self, item: Any, *args: Any, **kwargs: Any) -> None:
-        done = self._unwritten.written(item)
-        if done is not None:
+        page = self._unwritten_pages.written(item)
+        if page is not None:
+            self._written_pages.append(page[1])
+        else:
+            done = self._unwritten.written(item)
+            if done is None:
+                return
             self._written.append(done[1])
-            if len(self._written) >= self._ack_batch:
-                self.ack()
+        if len(self._written) + len(self._written_pages) >= self._ack_batch:
+            self.ack()
 
     def ack(self, force: bool = False) -> None:
-        """Flush and fsync local feeds, then drop the written outputs from this worker's emit hash."""
-        if not self._written:
+        """Flush and fsync local feeds, then drop the written outputs from this worker's emit hash (and
+        harvest the found pages whose items are written)."""
+        if not self._written and not self._written_pages:
             return
-        due = len(self._written) >= self._ack_batch or time.monotonic() - self._last_ack >= self._ack_interval
+        waiting = len(self._written) + len(self._written_pages)
+        due = waiting >= self._ack_batch or time.monotonic() - self._last_ack >= self._ack_interval
         if not (force or due):
             return
         if not flush_feeds(self.crawler) and not force:
             return  # a feed that is only durable at close: the outputs stay unacknowledged until then
+        if self._written_pages:
+            try:
+                self._harvest_written_pages()
+            except RedisError as exc:
+                self._outage(exc)
+                return
+        if not self._written:
+            self._last_ack = time.monotonic()
+            return
         fields, self._written = self._written, []
         try:
             self.client.hdel(self.job.key("W:", self.worker, ":emit"), *fields)

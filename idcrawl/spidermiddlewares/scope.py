@@ -14,7 +14,11 @@ middleware is not built (``NotConfigured``): its hot path is untouched. What it 
   w3lib) are offered to the queue: a link in the scope of at least one crawl profile of the page's
   target (its owner) is queued once, with the shortest hops known (or postponed);
 - a link to an id page of an id target (an id within its ``min``/``max``) is left to that target's
-  lanes: they fetch it, or decide not to (past a cut), and it is never fetched twice.
+  lanes: they fetch it, or decide not to (past a cut), and it is never fetched twice;
+- a found page of the walk is harvested only once its items are written: its links are offered
+  at once, but it stays taken until the worker's acknowledgement path (``hold_page``: the state
+  recorder's checkpoint in one process, the acknowledgement of a Redis worker, after the feeds'
+  flush) says its items are on disk, so a killed crawl's page is fetched again, never lost.
 
 The queue is not Scrapy's: ``IdScheduler`` takes its URLs host by host when a host has room
 (:meth:`IdScopeMiddleware.next_request`), so the yield model decides at dispatch. The outlink
@@ -204,6 +208,11 @@ class IdScopeMiddleware:
                             crawl_profiles=list(record.crawl_profiles))
 
     def process_spider_output(self, response: Response, result: Iterable[Any], spider: Any = None) -> Iterator[Any]:
+        if SCOPE_KEY in response.meta:  # a page of the walk: its outputs first, held until written
+            outputs = list(result)
+            self._follow(response, outputs)
+            yield from outputs
+            return
         yield from result
         self._follow(response)
 
@@ -211,14 +220,33 @@ class IdScopeMiddleware:
         self, response: Response, result: AsyncIterator[Any], spider: Any = None
     ) -> AsyncIterator[Any]:
         # spider: passed by Scrapy before 2.19 (2.19 passes it only when a method requires it)
+        if SCOPE_KEY in response.meta:
+            outputs = [request_or_item async for request_or_item in result]
+            self._follow(response, outputs)
+            for request_or_item in outputs:
+                yield request_or_item
+            return
         async for request_or_item in result:
             yield request_or_item
         self._follow(response)
 
-    def _follow(self, response: Response) -> None:
-        """The in-scope links of ``response``, if it is a hop-0 page or an outlink, offered to the queue."""
+    def _hold(self, url: str, info: dict[str, Any], response: Response, outputs: list[Any], now: float) -> bool:
+        """Whether the found page ``url`` stays taken until its items in ``outputs`` are written (the
+        worker's acknowledgement path, as found ids: ``hold_page``); then the worker harvests it."""
+        owner = info.get("owner")
+        runtime = runtime_of(self.crawler)
+        hold_page = getattr(runtime.worker, "hold_page", None) if runtime is not None else None
+        if not isinstance(owner, str) or hold_page is None:
+            return False
+        queue = self.queue
+        return bool(hold_page(owner, response.url, outputs, lambda: queue.written(url, now)))
+
+    def _follow(self, response: Response, outputs: list[Any] | None = None) -> None:
+        """The in-scope links of ``response``, if it is a hop-0 page or an outlink, offered to the queue;
+        ``outputs``: a page of the walk's (its harvest waits for their items to be written)."""
         info = response.meta.get(SCOPE_KEY)
         seed_of = None
+        hold = False
         now = self.clock.now()
         if info is not None:
             url = info["url"]
@@ -231,6 +259,7 @@ class IdScopeMiddleware:
                 return
             if entry.record.hops.hops:
                 self._count(entry.record, "fetched")
+            hold = outputs is not None and self._hold(url, info, response, outputs, now)
         else:
             lane = response.meta.get(META_KEY)
             if lane is None or "id" not in lane:
@@ -244,6 +273,6 @@ class IdScopeMiddleware:
             url, seed_of = canonical(response.url), seed.name
         links = ([canonical(link.url) for link in self.links.extract_links(response)]
                  if isinstance(response, TextResponse) else [])
-        for queued in self.queue.fetched(url, links, now, seed_of=seed_of):
+        for queued in self.queue.fetched(url, links, now, seed_of=seed_of, hold=hold):
             self._count(queued.record, queued.state.value)
         self._wake()

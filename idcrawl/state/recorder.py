@@ -15,6 +15,10 @@ cursor never passes a found id whose items are not written yet.
    outcomes, committable found ids, and each lane's cursor pinned before its
    earliest uncommitted found id.
 
+Found pages of crawl scope are held the same way (:meth:`StateRecorder.hold_page`): the items that
+stand for a page (:func:`page_key`) are counted, and once written the page is harvested in the URL
+queue at the next checkpoint, after the flush and before the queue's changes are committed.
+
 Killed at any moment, the state therefore describes a prefix of what the feed
 files hold; a resumed run refetches at most what was decided after the last
 checkpoint (plus requests in flight). Feeds that are uploaded only at close
@@ -69,7 +73,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "StateRecorder", "UnwrittenItems", "end_cut_lines", "feed_marks", "flush_feeds", "item_key",
-    "overwritten_feeds", "recover_feed_tails",
+    "overwritten_feeds", "page_key", "recover_feed_tails",
 ]
 
 logger = logging.getLogger(__name__)
@@ -82,21 +86,25 @@ class UnwrittenItems:
     target and id) has been scraped, so a kill before that refetches it. Each
     entry carries a token (the lane key here, an emit field in a distributed
     worker) that the caller gets back when the id's last item is written.
+
+    ``key_of``: what an item stands for (:func:`item_key`: a found id; :func:`page_key`: a found page
+    of the crawl scope, ``(owner, url)``, held the same way until its items are written).
     """
 
-    def __init__(self) -> None:
-        self._left: dict[tuple[str, int], list[Any]] = {}  # (target, id) -> [token, items left]
+    def __init__(self, key_of: Callable[[Any], tuple[str, Any] | None] | None = None) -> None:
+        self._key_of = key_of if key_of is not None else item_key
+        self._left: dict[tuple[str, Any], list[Any]] = {}  # (target, id) -> [token, items left]
 
-    def expect(self, target: str, id_: int, outputs: list[Any], token: Any) -> int:
+    def expect(self, target: str, id_: Any, outputs: list[Any], token: Any) -> int:
         """Wait for the items of ``outputs`` that stand for ``(target, id_)``; how many (0: none)."""
-        own = sum(1 for output in outputs if item_key(output) == (target, id_))
+        own = sum(1 for output in outputs if self._key_of(output) == (target, id_))
         if own:
             self._left[(target, id_)] = [token, own]
         return own
 
-    def written(self, item: Any) -> tuple[tuple[str, int], Any] | None:
+    def written(self, item: Any) -> tuple[tuple[str, Any], Any] | None:
         """An item was scraped: ``((target, id), token)`` when it was its id's last one, else None."""
-        key = item_key(item)
+        key = self._key_of(item)
         entry = self._left.get(key) if key is not None else None
         if entry is None or key is None:
             return None
@@ -106,7 +114,7 @@ class UnwrittenItems:
         del self._left[key]
         return key, entry[0]
 
-    def pending(self) -> list[tuple[tuple[str, int], Any]]:
+    def pending(self) -> list[tuple[tuple[str, Any], Any]]:
         """``((target, id), token)`` of every id still waiting for items."""
         return [(key, entry[0]) for key, entry in self._left.items()]
 
@@ -145,6 +153,10 @@ class StateRecorder:
         self._pending_count = 0
         self._unwritten = UnwrittenItems()  # tokens: lane keys
         self._written: dict[tuple[str, int], str] = {}  # found ids whose items are written -> lane key
+        #: found pages of the crawl scope on their way to the feeds (tokens: what harvests them), and those
+        #: whose items are written (harvested at the next checkpoint, once the feeds are durable)
+        self._unwritten_pages = UnwrittenItems(page_key)
+        self._written_pages: list[Callable[[], None]] = []
         self._params = {name: identity(t) for name, t in frontier.targets.items()}
         self._durable_feeds = True
         self._run_id: int | None = None
@@ -206,7 +218,8 @@ class StateRecorder:
         """Watch mode, after :meth:`close` of a wave: when every found id is committed (local feeds),
         stop listening and close the store now (the next wave has its own recorder); otherwise the
         feeds' close still commits the rest, as at the end of a run."""
-        if not self._ended or self._written or self._unwritten.pending():
+        if (not self._ended or self._written or self._unwritten.pending() or self._written_pages
+                or self._unwritten_pages.pending()):
             return
         for handler, signal in ((self._feeds_opened, signals.spider_opened), (self._item_written, signals.item_scraped),
                                 (self._item_written, signals.item_dropped),
@@ -250,7 +263,17 @@ class StateRecorder:
         if not own:
             self._found(target, id_, lane_key)
 
+    def hold_page(self, owner: str, url: str, outputs: list[Any], harvest: Callable[[], None]) -> bool:
+        """A found page of the crawl scope (``owner``'s, answered at ``url``) releases ``outputs``: its
+        harvest (``harvest()``: the URL queue records it) waits until the items that stand for it
+        (:func:`page_key`) are written, as a found id's commit does; False: it has none, harvest now."""
+        return bool(self._unwritten_pages.expect(owner, url, outputs, harvest))
+
     def _item_written(self, item: Any, *args: Any, **kwargs: Any) -> None:
+        page = self._unwritten_pages.written(item)
+        if page is not None:
+            self._written_pages.append(page[1])
+            return
         done = self._unwritten.written(item)
         if done is not None:
             (target, id_), lane_key = done
@@ -277,6 +300,10 @@ class StateRecorder:
             return
         if flush:
             self._durable_feeds = flush_feeds(self.crawler)
+        if self._durable_feeds:  # found pages whose items are on disk now: harvested, committed just below
+            harvests, self._written_pages = self._written_pages, []
+            for harvest in harvests:
+                harvest()
         for commit in self.also_commit:  # after the flush: the items written so far are on disk
             commit()
         outcomes, self._pending = self._pending, defaultdict(lambda: defaultdict(BitMap64))
@@ -543,6 +570,19 @@ def _line_key(line: bytes) -> tuple[str, int] | None:
     except ValueError:
         return None
     return item_key(item) if isinstance(item, dict) else None
+
+
+def page_key(item: Any) -> tuple[str, str] | None:
+    """The (owner target, url) of a found page of the crawl scope an item stands for (``target`` and
+    ``url``, no ``id``: ``IdSeqSpider._outlink_response``'s item), or None for other items."""
+    try:
+        adapter = ItemAdapter(item)
+    except TypeError:
+        return None
+    target, url = adapter.get("target"), adapter.get("url")
+    if isinstance(target, str) and isinstance(url, str) and "id" not in adapter:
+        return target, url
+    return None
 
 
 def item_key(item: Any) -> tuple[str, int] | None:

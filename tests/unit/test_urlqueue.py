@@ -123,6 +123,41 @@ def test_an_id_page_found_elsewhere_is_a_hop_0_page_and_skipped_urls_are_never_q
 # -- across runs ---------------------------------------------------------------------------------------
 
 
+@settings(max_examples=150, deadline=None)
+@given(edges=st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11)), max_size=40),
+       max_hops=st.integers(0, 4), seed=st.integers(0, 2**32 - 1), written=st.sets(st.integers(0, 11)))
+def test_a_found_page_held_until_its_items_are_written_is_fetched_again_by_a_run_killed_before(
+    edges: list[tuple[int, int]], max_hops: int, seed: int, written: set[int],
+) -> None:
+    """Run 1 fetches every page with ``hold`` (links followed at once) and writes the items of the pages
+    in ``written`` only, then dies: run 2 fetches exactly the others again, the union of the items is the
+    walk (scope_truth) with each page once, and each page counts one harvest."""
+    links = graph(edges)
+    queue = MemoryUrlQueue(rng=random.Random(seed))
+    queue.start(one_seed(max_hops), 0.0)
+    queue.seed("s", url(0), 0.0)
+    fetched = []
+    while (record := queue.take(lambda _: True, 0.0)) is not None:
+        fetched.append(record.url)
+        queue.fetched(record.url, links.get(record.url, []), 0.0, hold=True)
+        entry = queue.get(record.url)
+        assert entry is not None and entry.state is QueueState.TAKEN and entry.record.cycles == 0
+    truth = scope_truth(links, url(0), max_hops, lambda _: True)
+    assert sorted(fetched) == sorted(truth)  # the links of a held page are followed: the same walk
+    items = [page for page in fetched if int(page.rsplit("/p", 1)[1]) in written]
+    for page in items:
+        entry = queue.written(page, 0.0)
+        assert entry is not None and entry.state is QueueState.HARVESTED and entry.record.cycles == 1
+    assert queue.written("http://a.test/unknown", 0.0) is None
+    queue = rerun(queue, one_seed(max_hops), 10.0, seed)  # killed: the held pages were never written
+    again = drain(queue, links, 10.0)
+    assert sorted(again) == sorted(set(fetched) - set(items))  # exactly what was held, nothing else
+    assert sorted(items + again) == sorted(truth)  # every page's item once
+    for page in truth:
+        entry = queue.get(page)
+        assert entry is not None and entry.state is QueueState.HARVESTED and entry.record.cycles == 1
+
+
 @settings(max_examples=100, deadline=None)
 @given(edges=st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11)), max_size=40),
        max_hops=st.integers(0, 3), stop_after=st.integers(0, 12), seed=st.integers(0, 2**32 - 1),

@@ -5,15 +5,23 @@
 -- when a better path to it turns up. The URL is harvested whoever held it. A found page stays held
 -- by this worker in P utaken until URL_PUT 'done' (its links offered): the fleet is not finished
 -- in between, and if the worker stops first, the page is fetched again (URL_STATUS).
+-- A found page whose items are not written yet is harvested in two calls: 'links' keeps its links
+-- (to be offered; the page stays taken under the worker's lease: if the worker stops first, it is
+-- fetched again), then 'written' (its items are written) counts the found harvest.
 -- KEYS: P U:<url>.
--- ARGV: url, result ('found', 'not_found', 'error'), now, links ('found' only), worker, the revisits'
---   spec (urls_common.lua: with a revisit its next harvest is now + that, waiting in P uwait).
+-- ARGV: url, result ('found', 'not_found', 'error', 'links', 'written'), now, links ('found' and
+--   'links' only), worker, the revisits' spec (urls_common.lua: with a revisit its next harvest is
+--   now + that, waiting in P uwait; not read for 'links').
 -- Returns the entry row, or {} for a URL the job does not know.
 local U = KEYS[1]
 local url, result, now = ARGV[1], ARGV[2], ARGV[3]
 local P = prefix_of(U, 'U:' .. url)
 local R = record_of(U)
 if not R then return {} end
+if result == 'links' then
+  redis.call('HSET', U, 'links', ARGV[4])
+  return entry_row(U)
+end
 local nf, err = tonumber(R.nf), tonumber(R.err)
 if result == 'not_found' then nf = nf + 1 elseif result ~= 'error' then nf = 0 end
 if result == 'error' then err = err + 1 else err = 0 end
