@@ -95,7 +95,8 @@ def test_three_workers_fetch_the_url_set_of_one_process_each_url_once(redis_serv
         assert sorted(items) == sorted(item["url"] for item in single.items)
         shares = [result.stats.get("idcrawl/crawl_profiles/net/fetched", 0) for result in results]
         assert sum(shares) == single.stats["idcrawl/crawl_profiles/net/fetched"]
-        assert sum(1 for share in shares if share) >= 2, shares  # the fleet shared the work
+        # how the work is shared depends on the workers' start times: one worker that started first may take
+        # all of it (seen at load 15); that another worker fetches what one holds is the SIGKILL test below
         # idplan reads the fleet's queue from Redis: the single process's counts by hops
         fleet_plan = scrapy(tmp_path, "idplan", "--json", settings=redis_settings(redis_server, "scope"))
         single_plan = scrapy(tmp_path / "single", "idplan", "--json", settings={})
