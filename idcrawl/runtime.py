@@ -509,7 +509,10 @@ class LocalWorker:
         neutral = frozenset() if counts_failed else frozenset({Outcome.FAILED})
         speculation = settings.get("IDCRAWL_SPECULATION", default_settings.IDCRAWL_SPECULATION)
         adaptive = str(speculation).strip().lower() == "adaptive"
-        self.frontier: Frontier[Payload] = Frontier([], neutral=neutral, rebind=_rebind, adaptive=adaptive)
+        self.frontier: Frontier[Payload] = Frontier(
+            [], neutral=neutral, rebind=_rebind, adaptive=adaptive,
+            sequential=lambda target: _scrapy.sequential_host(settings, target.host),
+        )
         self.recorder: StateRecorder | None = None
         self.resume_notes: dict[str, str] = {}
         #: the page schedule records of the targets (conditional revisits, due pages, items of changes
