@@ -86,6 +86,7 @@ __all__ = [
     "new_slot_delay",
     "offline_crawler",
     "robots_parser",
+    "sequential_host",
     "set_slot_delay",
     "slot_has_room",
     "slot_jitter",
@@ -220,6 +221,18 @@ def new_slot_delay(crawler: Crawler | Any, key: str) -> float:
         return float(entry["delay"])
     default = getattr(downloader, "_delay", None)
     return float(default) if default is not None else crawler.settings.getfloat("DOWNLOAD_DELAY")
+
+
+def sequential_host(settings: Any, host: str) -> bool:
+    """Whether the download slot of ``host`` takes one request at a time, from the settings alone (no
+    engine needed): ``CONCURRENT_REQUESTS = 1``, or the slot's concurrency is 1 (its ``DOWNLOAD_SLOTS``
+    entry, else ``CONCURRENT_REQUESTS_PER_IP`` when set, else ``CONCURRENT_REQUESTS_PER_DOMAIN``), as
+    Scrapy's downloader gives it (``Downloader._get_slot``)."""
+    if settings.getint("CONCURRENT_REQUESTS") == 1:
+        return True
+    concurrency = settings.getint("CONCURRENT_REQUESTS_PER_IP") or settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
+    entry = settings.getdict("DOWNLOAD_SLOTS").get(host, {})
+    return int(entry.get("concurrency", concurrency)) == 1
 
 
 def slot_has_room(crawler: Crawler | Any, key: str, entering: int = 0) -> bool:

@@ -519,8 +519,10 @@ class LocalWorker:
         speculation = settings.get("IDCRAWL_SPECULATION", default_settings.IDCRAWL_SPECULATION)
         adaptive = str(speculation).strip().lower() == "adaptive"
         max_held = settings.getint("IDCRAWL_MAX_HELD_PAYLOADS", default_settings.IDCRAWL_MAX_HELD_PAYLOADS)
-        self.frontier: Frontier[Payload] = Frontier([], neutral=neutral, rebind=_rebind, adaptive=adaptive,
-                                                    max_held=max_held)
+        self.frontier: Frontier[Payload] = Frontier(
+            [], neutral=neutral, rebind=_rebind, adaptive=adaptive, max_held=max_held,
+            sequential=lambda target: _scrapy.sequential_host(settings, target.host),
+        )
         self.recorder: StateRecorder | None = None
         self.resume_notes: dict[str, str] = {}
         #: the page schedule records of the targets (conditional revisits, due pages, items of changes

@@ -164,6 +164,12 @@ class Frontier(Generic[P]):
     Lanes are ``adaptive`` (see :class:`idcrawl.core.lanes.Lane`): each dispenses
     at most ``margin`` ids past its earliest possible cut, and an id whose outcome
     can no longer change the cut (a retry cooling down) does not hold its window.
+    The lanes of a target for which ``sequential(target)`` is true (its download
+    slot takes one request at a time) dispense none past it: Scrapy frees a slot
+    when the response has arrived, before the spider has parsed it, so an id
+    past the earliest possible cut would go out while the outcome that may cut
+    the lane is still unknown; without it a walk at per-host concurrency 1 sends
+    exactly the ids up to its cut (the next id waits for that parse only).
     """
 
     def __init__(
@@ -174,9 +180,11 @@ class Frontier(Generic[P]):
         rebind: Callable[[P | None, str, int], P] | None = None,
         adaptive: bool = True,
         max_held: int = 0,
+        sequential: Callable[[Target], bool] | None = None,
     ) -> None:
         self._adaptive = adaptive
         self._max_held = max_held
+        self._sequential = sequential
         self._group_of = group_of or (lambda t: t.host)
         self._neutral = neutral
         self._rebind = rebind
@@ -223,11 +231,12 @@ class Frontier(Generic[P]):
             self._known_found[target.name] = known_found
         self._join_space(target)
         group = self._group_of(target)
+        speculation = 0 if self._sequential is not None and self._sequential(target) else None
         for spec in lane_specs(target) if specs is None else specs:
             lane: Lane[P] = Lane(
                 spec.key, start=spec.start, step=spec.step, stop=spec.stop,
                 margin=0 if spec.ids is not None else target.margin,
-                window=target.window, neutral=self._neutral, adaptive=self._adaptive,
+                window=target.window, neutral=self._neutral, adaptive=self._adaptive, speculation=speculation,
             )
             if spec.ids is not None:
                 self._ids[spec.key] = spec.ids

@@ -80,10 +80,13 @@ class Lane(Generic[P]):
     - *Speculation follows the evidence.* Its *earliest possible cut* is where
       the margin would cut it if every id without an outcome (in flight, or
       not dispensed yet) were a miss. The real cut can only come at or after
-      it, so the lane dispenses at most ``margin`` ids past it: while found ids
-      keep arriving it moves on and the lane runs at full concurrency; as misses
-      gather, dispensing stops, and a found id moves it again. The requests
-      wasted past the real cut are then at most ``margin``, at any concurrency.
+      it, so the lane dispenses at most ``speculation`` ids past it (``margin``
+      unless given): while found ids keep arriving it moves on and the lane runs
+      at full concurrency; as misses gather, dispensing stops, and a found id
+      moves it again. The requests wasted past the real cut are then at most
+      ``speculation``, at any concurrency; with ``speculation = 0`` none (the
+      earliest possible cut only moves on, so every id dispensed is within the
+      real cut).
     - *An undecided id that cannot change the cut does not hold the window.*
       The window is counted from just after the last found id before the
       earliest possible cut (the *window base*), not from the first undecided
@@ -109,6 +112,7 @@ class Lane(Generic[P]):
         "neutral",
         "next_id",
         "reason",
+        "speculation",
         "start",
         "step",
         "stop",
@@ -126,6 +130,7 @@ class Lane(Generic[P]):
         window: int,
         neutral: frozenset[Outcome] = frozenset(),
         adaptive: bool = False,
+        speculation: int | None = None,
     ) -> None:
         if step not in (1, -1):
             raise ValueError(f"step must be 1 or -1, not {step!r}")
@@ -151,6 +156,10 @@ class Lane(Generic[P]):
         self._decided: dict[int, Outcome] = {}
         self._held: dict[int, P] = {}
         self.adaptive = adaptive
+        #: an adaptive lane dispenses at most this many ids past its earliest possible cut (None: ``margin``;
+        #: 0 on a download slot of concurrency 1, where an id past it could only be sent while the
+        #: response that decides the cut is parsed: see :class:`idcrawl.core.frontier.Frontier`)
+        self.speculation = margin if speculation is None else max(0, speculation)
         #: the earliest possible cut (adaptive lanes with a margin; None: no cut can come)
         self._pcut: int | None = start + (margin - 1) * step if adaptive and margin else None
         #: the window base of an adaptive lane (see the class docs); at least the first undecided id
@@ -184,8 +193,8 @@ class Lane(Generic[P]):
         if not self.adaptive:
             return self.ahead < self.window
         step, next_id = self.step, self.next_id
-        if self._pcut is not None and (next_id - self._pcut) * step > self.margin:
-            return False  # ``margin`` ids past the earliest possible cut are out already
+        if self._pcut is not None and (next_id - self._pcut) * step > self.speculation:
+            return False  # ``speculation`` (``margin``) ids past the earliest possible cut are out already
         base = self._base if (self._base - self.first_undecided) * step > 0 else self.first_undecided
         return (next_id - base) * step < self.window and self.ahead < self.window * BEHIND_WINDOWS
 

@@ -125,11 +125,15 @@ class RedisJob:
             args += row
         return self._register(keys=keys, args=args)
 
-    def claim(self, worker: str, lane: str, n: int, lease_ms: int) -> Any:
+    def claim(self, worker: str, lane: str, n: int, lease_ms: int, speculation: int | None = None) -> Any:
         """Heartbeat, reclaim, up to ``n`` ids of the lane:
-        ``[fu, next, reason, cut, last, [deduplicated, touched, released], id...]``."""
+        ``[fu, next, reason, cut, last, [deduplicated, touched, released], id...]``.
+        ``speculation``: an adaptive lane's new ids at most this many past its earliest possible cut
+        (None: its margin; 0 for a worker whose slot of the lane's host is sequential, as
+        ``Lane(speculation=0)``)."""
         keys = [*self._reclaim_keys(), *self.lane_keys(lane, "own", "free", "dec")]
-        return self._claim(keys=keys, args=[worker, n, lease_ms])
+        args: list[Any] = [worker, n, lease_ms] if speculation is None else [worker, n, lease_ms, speculation]
+        return self._claim(keys=keys, args=args)
 
     def record(
         self, worker: str, lane: str, id_: int, code: int, payload: bytes, back: tuple[str, int] | None = None
@@ -240,12 +244,18 @@ class RedisFrontier(Generic[P]):
         decode: Callable[[str, int, bytes], P] | None = None,
         concurrency: int = 0,
         adaptive: bool = True,
+        sequential: Callable[[Target], bool] | None = None,
     ) -> None:
         """``concurrency``: requests this worker runs at once (0: unknown); with many lanes a claim
         takes no more ids than the worker's share per lane (:meth:`claim_size`).
         ``adaptive``: the lanes this worker registers follow adaptive speculation (CLAIM hands out at
-        most margin ids past a lane's earliest possible cut, the window counted from its window base)."""
+        most margin ids past a lane's earliest possible cut, the window counted from its window base).
+        ``sequential(target)``: this worker's slot of the target's host takes one request at a time; its
+        claims then take no id past the lane's earliest possible cut (see ``Frontier``): with every
+        worker's slot sequential the fleet sends no request past a cut."""
         self.adaptive = adaptive
+        self._sequential = sequential
+        self._unspeculative: set[str] = set()  # lanes this worker claims without speculation
         self.job = job
         self.worker = worker
         self.block = max(1, block)
@@ -336,6 +346,8 @@ class RedisFrontier(Generic[P]):
             self.lane_target[spec.key] = target
             self.lane_direction[spec.key] = spec.direction
             self._buffers[spec.key] = deque()
+            if self._sequential is not None and self._sequential(target):
+                self._unspeculative.add(spec.key)
             if state[0] is not None:
                 self._sync(spec.key, *state)
             if not lane.settled:
@@ -609,7 +621,8 @@ class RedisFrontier(Generic[P]):
         return max(1, size)
 
     def _claim(self, key: str) -> list[int]:
-        reply = self.job.claim(self.worker, key, self.claim_size(key), self.lease_ms)
+        speculation = 0 if key in self._unspeculative else None
+        reply = self.job.claim(self.worker, key, self.claim_size(key), self.lease_ms, speculation)
         if not reply:
             return []
         deduplicated, touched, released = reply[5]

@@ -51,7 +51,7 @@ from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
 
 from idcrawl import default_settings
-from idcrawl._scrapy import close_spider, engine_busy
+from idcrawl._scrapy import close_spider, engine_busy, sequential_host
 from idcrawl.core.clock import format_time
 from idcrawl.core.lanes import MARGIN, Outcome
 from idcrawl.core.recrawl import Schedule
@@ -149,6 +149,7 @@ class RedisWorker:
             concurrency=settings.getint("CONCURRENT_REQUESTS"),
             adaptive=str(settings.get("IDCRAWL_SPECULATION", default_settings.IDCRAWL_SPECULATION)).strip().lower()
             == "adaptive",
+            sequential=lambda target: sequential_host(settings, target.host),
         )
         self._defaults = {
             "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),

@@ -13,6 +13,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from idcrawl.core.clock import format_time, parse_time
 from idcrawl.core.recrawl import DAY, Kind, Schedule
 from idcrawl.state import SqliteStateStore
@@ -72,13 +74,14 @@ def test_a_run_that_walks_the_tail_to_its_margin_records_its_schedule_on_the_one
 def two_tails(workdir: Path, site, **keys: object) -> Path:
     """A job file with two targets on the site, one per host name (each its own download slot).
 
-    ``window = 1``: at per-host concurrency 1 Scrapy frees a download slot when the response has
-    arrived, before the spider has parsed it, so with a wider window the next id of the lane can
-    leave before the last one's outcome is known (one request past the cut, counted in
-    ``idcrawl/past_cut``); with one id in flight per lane the requests are exactly the walk's."""
+    The default window unless a ``window`` key is given: at per-host concurrency 1 Scrapy frees a
+    download slot when the response has arrived, before the spider has parsed it, so a lane that
+    speculated past its earliest possible cut would send one request past the cut (``idcrawl/past_cut``);
+    a lane of a sequential slot does not (``Frontier(sequential=...)``), so the requests are exactly the
+    walk's with any window."""
     extra = "".join(f"{key} = {value!r}\n" for key, value in keys.items()).replace("'", '"')
     path = workdir / "job.toml"
-    path.write_text(f"[defaults]\nstart = 1000\nmargin = {MARGIN}\nwindow = 1\n{extra}"
+    path.write_text(f"[defaults]\nstart = 1000\nmargin = {MARGIN}\n{extra}"
                     f'[[targets]]\nname = "a"\nurl = "{site.url()}"\n'
                     f'[[targets]]\nname = "b"\nurl = "{site.url("localhost")}"\n')
     return path
@@ -114,6 +117,7 @@ def test_resume_due_sends_no_request_before_a_tail_is_due_and_margin_requests_wh
     # due, no new ids: exactly the margin's ids after last_found, per tail, at per-host concurrency 1
     due = due_run(tmp_path, site, T0 + DAY + 1, job)
     assert due.items == []
+    assert due.stats.get("idcrawl/past_cut", 0) == 0, "nothing sent past a cut"
     for host in ("127.0.0.1", "localhost"):
         # the found pages fell due at the same time (the same initial duration): revisited once each
         requests = page_requests(site, host)
@@ -123,6 +127,30 @@ def test_resume_due_sends_no_request_before_a_tail_is_due_and_margin_requests_wh
     assert {name: (s.last_crawled, s.update_duration, s.last_found) for name, s in tails_of(tmp_path).items()} == {
         name: (T0 + DAY + 1, DAY * 1.8, 1019) for name in ("a", "b")
     }
+
+
+@pytest.mark.parametrize("window", [None, 1], ids=["default-window", "window-1"])
+def test_a_due_tail_alone_sends_exactly_margin_requests_at_per_host_concurrency_one(
+    make_site, tmp_path: Path, window: int | None
+) -> None:
+    """No found page due with it (their revisits would take the slot while the tail's last miss is parsed,
+    and hide a request past the cut): a due run with no new ids sends exactly the margin's ids per tail,
+    with the default window too (the next id past the earliest possible cut waits for that parse)."""
+    model = GapModel(1000, 1009, set())
+    site = make_site(model)
+    job = two_tails(tmp_path, site, **({} if window is None else {"window": window}))
+    due_run(tmp_path, site, T0, job)  # tails and pages 1000..1009: last crawled T0, 1 day
+    model.high = 1019
+    grown = due_run(tmp_path, site, T0 + DAY + 1, job)  # news: the tails 0.8 day; pages 1000..1009 1.8 days
+    assert sorted(i["id"] for i in grown.items) == sorted([*range(1010, 1020)] * 2)
+    at = T0 + 1.9 * DAY  # the tails are due, no page is
+    alone = due_run(tmp_path, site, at, job)
+    assert alone.items == []
+    for host in ("127.0.0.1", "localhost"):
+        assert page_requests(site, host) == [1020, 1021, 1022], host
+    assert alone.stats.get("idcrawl/past_cut", 0) == 0, "nothing sent past a cut"
+    assert {name: (s.last_crawled, s.last_found) for name, s in tails_of(tmp_path).items()} == {
+        name: (at, 1019) for name in ("a", "b")}
 
 
 def test_a_site_whose_ids_grow_between_runs_gives_exactly_the_new_ids_each_run(make_site, tmp_path: Path) -> None:

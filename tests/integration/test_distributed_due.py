@@ -36,13 +36,14 @@ MARGIN = 3
 HOSTS = {"127.0.0.1": "a", "localhost": "b"}
 
 
-def two_tails(workdir: Path, site) -> Path:
+def two_tails(workdir: Path, site, window: int | None = 1) -> Path:
     """Two targets on the site, one per host name (each its own download slot); ``window = 1``: one id of a
     lane undecided at a time in the whole fleet (the claim script's window), so a walk's requests are
-    exactly its ids, however many workers claim (see the single process's test_recrawl_crawl.py)."""
+    exactly its ids, however many workers claim (see the single process's test_recrawl_crawl.py);
+    ``window=None``: the default window."""
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / "job.toml"
-    path.write_text(f"[defaults]\nstart = 1000\nmargin = {MARGIN}\nwindow = 1\n"
+    path.write_text(f"[defaults]\nstart = 1000\nmargin = {MARGIN}\n{'' if window is None else f'window = {window}'}\n"
                     f'[[targets]]\nname = "a"\nurl = "{site.url()}"\n'
                     f'[[targets]]\nname = "b"\nurl = "{site.url("localhost")}"\n')
     return path
@@ -144,6 +145,25 @@ def test_a_fleet_sends_nothing_before_a_tail_is_due_and_margin_requests_per_tail
     assert tails(redis_server) == {name: Schedule(Kind.TAIL, name, at, DAY * 1.8, last_found=1019) for name in "ab"}
     assert walks(redis_server) == {"a": 1, "b": 1}
     assert sum(r.stats.get("idcrawl/redis/tails_settled", 0) for r in due) == 2
+
+
+def test_a_fleet_walks_a_due_tail_to_exactly_its_margin_with_the_default_window(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    """Per-host concurrency 1 in each worker, the default window: a worker's claim takes no id past the
+    lane's earliest possible cut, so the fleet's requests stop at the cut (before, a claim made while the
+    last miss was parsed took the id after it: 1023)."""
+    model = GapModel(1000, 1019, set())
+    site = make_site(model)
+    job = two_tails(tmp_path, site, window=None)
+    fleet(tmp_path, "first", redis_server, job, T0, workers=2, resume=None)
+    site.log.clear()
+    due = fleet(tmp_path, "due", redis_server, job, T0 + DAY + 1, workers=2)
+    assert items(due) == []
+    tail = {name: [i for i in ids if i > 1019] for name, ids in requests(site).items()}
+    assert tail == {"a": [1020, 1021, 1022], "b": [1020, 1021, 1022]}
+    assert sum(r.stats.get("idcrawl/past_cut", 0) for r in due) == 0
+    assert walks(redis_server) == {"a": 1, "b": 1}
 
 
 def test_a_fleet_gives_exactly_the_new_ids_each_run_and_iddue_lists_what_it_fetches(

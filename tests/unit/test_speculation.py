@@ -33,9 +33,9 @@ FOUND, MISSING, FAILED = Outcome.FOUND, Outcome.MISSING, Outcome.FAILED
 
 
 def lane(start: int = 0, step: int = 1, stop: int | None = None, margin: int = 3, window: int = 100,
-         neutral: frozenset[Outcome] = frozenset()) -> Lane[int]:
+         neutral: frozenset[Outcome] = frozenset(), speculation: int | None = None) -> Lane[int]:
     return Lane("t:asc" if step > 0 else "t:desc", start=start, step=step, stop=stop, margin=margin,
-                window=window, neutral=neutral, adaptive=True)
+                window=window, neutral=neutral, adaptive=True, speculation=speculation)
 
 
 def fill(ln: Lane[int]) -> list[int]:
@@ -102,6 +102,18 @@ def test_misses_in_flight_stop_the_lane_at_margin_past_the_end() -> None:
     assert (ln.cut_at, ln.reason) == (13, MARGIN)
     assert ln.counts.past_cut <= 4
     assert ln.next_id - 1 - ln.cut_at == ln.counts.past_cut
+
+
+def test_a_lane_without_speculation_dispenses_up_to_its_earliest_cut_only() -> None:
+    """A sequential slot's lane (``speculation = 0``): the ids up to the earliest possible cut, then
+    each next one once an outcome moved it; at the lane end nothing past the cut."""
+    ln = lane(margin=3, speculation=0)
+    assert fill(ln) == [0, 1, 2]
+    ln.record(0, FOUND, 0)
+    assert ln.earliest_cut == 3 and fill(ln) == [3]
+    for id_ in (1, 2, 3):
+        ln.record(id_, MISSING)
+    assert (ln.cut_at, ln.reason) == (3, MARGIN) and ln.counts.past_cut == 0 and ln.next_id == 4
 
 
 def test_neutral_outcomes_do_not_count_toward_the_earliest_cut() -> None:
@@ -241,15 +253,20 @@ def truth(start: int, stop: int | None, step: int, margin: int, outcomes: dict[i
 
 
 @settings(max_examples=400, derandomize=True, deadline=None)
-@given(case=cases(), window=st.integers(1, 40), concurrency=st.integers(1, 64), seed=st.integers(0, 2**32 - 1))
+@given(case=cases(), window=st.integers(1, 40), concurrency=st.integers(1, 64), seed=st.integers(0, 2**32 - 1),
+       speculation=st.one_of(st.none(), st.just(0), st.integers(1, 8)))
 def test_any_order_decides_as_the_sequential_rule_and_wastes_at_most_the_margin(
     case: tuple[int, int | None, int, int, dict[int, Outcome], set[int], frozenset[Outcome]],
     window: int,
     concurrency: int,
     seed: int,
+    speculation: int | None,
 ) -> None:
+    """... and at most ``speculation`` (the margin unless given; 0: nothing past the cut)."""
     start, stop, step, margin, outcomes, slow, neutral = case
-    ln = lane(start=start, step=step, stop=stop, margin=margin, window=window, neutral=neutral)
+    ln = lane(start=start, step=step, stop=stop, margin=margin, window=window, neutral=neutral,
+              speculation=speculation)
+    spec = margin if speculation is None else speculation
     fixed = Lane("fixed", start=start, step=step, stop=stop, margin=margin, window=window, neutral=neutral)
     neutral_names = {o.value for o in neutral}
 
@@ -265,7 +282,7 @@ def test_any_order_decides_as_the_sequential_rule_and_wastes_at_most_the_margin(
             return
         # a lane that does not dispense has a reason: margin ids past the earliest cut, a full
         # window from its base, or BEHIND_WINDOWS windows from its first undecided id
-        held_back = (pcut is not None and (ln.next_id - pcut) * step > margin)
+        held_back = (pcut is not None and (ln.next_id - pcut) * step > spec)
         full = (ln.next_id - ln.window_base) * step >= window or ln.ahead >= window * BEHIND_WINDOWS
         assert ln.ready == (not held_back and not full)
 
@@ -281,9 +298,9 @@ def test_any_order_decides_as_the_sequential_rule_and_wastes_at_most_the_margin(
     assert ln.settled and not ln.outstanding()
     for name in ("found", "missing", "failed", "emitted"):
         assert getattr(ln.counts, name) == getattr(fixed.counts, name), name
-    # requests past the cut: at most the margin
+    # requests past the cut: at most the speculation (the margin unless given)
     if cut is not None:
-        assert ln.counts.past_cut == (ln.next_id - cut) * step - 1 <= margin
+        assert ln.counts.past_cut == (ln.next_id - cut) * step - 1 <= spec
 
 
 def drive_frontier(frontier: Frontier[tuple[str, int]], outcome_of: Callable[[int], Outcome], rnd: random.Random,
@@ -343,8 +360,10 @@ def test_frontiers_decide_the_same_with_adaptive_lanes_and_a_fixed_window(
         return lane, id_
 
     runs = []
-    for adaptive in (True, False):
-        frontier: Frontier[tuple[str, int]] = Frontier(targets, rebind=rebind, adaptive=adaptive)
+    # adaptive; a fixed window; adaptive with every slot sequential (concurrency 1: no id past an earliest cut)
+    for adaptive, sequential in ((True, False), (False, False), (True, True)):
+        frontier: Frontier[tuple[str, int]] = Frontier(targets, rebind=rebind, adaptive=adaptive,
+                                                       sequential=(lambda t: True) if sequential else None)
         released = drive_frontier(frontier, outcome_of, random.Random(seed), concurrency, slow)
         counts = {key: (ln.cut_at, ln.counts.found, ln.counts.missing, ln.counts.failed)
                   for key, ln in frontier.lanes.items()}
@@ -357,5 +376,5 @@ def test_frontiers_decide_the_same_with_adaptive_lanes_and_a_fixed_window(
                 assert ln.cut_at == cut, key
                 assert sorted(released[key]) == sorted(found), key
                 if adaptive and cut is not None:
-                    assert ln.counts.past_cut <= tgt.margin, key
-    assert runs[0] == runs[1]
+                    assert ln.counts.past_cut <= (0 if sequential else tgt.margin), key
+    assert runs[0] == runs[1] == runs[2]

@@ -3,7 +3,8 @@
 -- (overlapping targets) a new id another lane fetches is not handed out: the lane waits for
 -- that outcome; an id another lane decided takes its outcome now (outputs once, common.lua).
 -- KEYS: P workers, P unsettled, P orphans, P job, P L:<lane>, its :own, :free, :dec.
--- ARGV: worker, n, lease_ms.
+-- ARGV: worker, n, lease_ms[, speculation: new ids at most this many past an adaptive lane's earliest
+-- possible cut; default its margin; 0 from a worker whose slot of the host takes one request at a time].
 -- Returns {fu, next, reason, cut, last, {deduplicated, touched, released}, id...}, or {} for an
 -- unknown lane. deduplicated: ids served without a request; touched and released as RECORD's.
 local J = job_keys()
@@ -28,7 +29,7 @@ if cut == '' then
     if undecided(K, id, step, fu, nxt, cut) then ids[#ids + 1] = id end
   end
   if reason == '' and #ids < n then
-    local room = room_of(K, step, window, fu, nxt, tonumber(f[10]))
+    local room = room_of(K, step, window, fu, nxt, tonumber(ARGV[4] or f[10]))
     while #ids < n and room > 0 and cut == '' do
       local id = nxt
       nxt = nxt + step

@@ -262,7 +262,8 @@ local function move_earliest_cut(K, at, step, margin, neutral, fu, run0, nxt)
 end
 
 -- how many new ids CLAIM may hand out now: the window (counted from the window base of an
--- adaptive lane), and for an adaptive lane at most margin past its earliest possible cut
+-- adaptive lane), and for an adaptive lane at most margin past its earliest possible cut (CLAIM
+-- passes 0 instead of the lane's margin for a worker whose slot of the host is sequential)
 local function room_of(K, step, window, fu, nxt, margin)
   local f = redis.call('HMGET', K.hash, 'pcut', 'base')
   if not f[1] or f[1] == '' then return window - (nxt - fu) * step end
