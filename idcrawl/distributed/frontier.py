@@ -409,6 +409,7 @@ class RedisFrontier(Generic[P]):
             reopen: list[tuple[str, int]] = []
             holes = None
         else:
+            assert state is not None  # not fresh
             specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
                                  walk_tail=walk_tail)
             own = {spec.key for spec in lane_specs(target)}
