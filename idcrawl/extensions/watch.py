@@ -9,8 +9,8 @@ tails' schedules, the state records the wave as a run) and the spider stays open
 URL queue's ``next_harvest()``). Then the runtime plans the next wave from the state at that time
 (:meth:`idcrawl.runtime.IdRuntime.next_wave`: the same resume plan, so the found pages due then
 join it, and a wave of due pages alone walks only them) with the same lanes, margins, politeness
-and limits; with crawl scope the wave is a run of the URL queue too (``IdScopeMiddleware.next_wave``). Scrapy's first SIGINT
-closes the spider gracefully: between waves there is nothing left to commit, during a wave the
+and limits; with crawl scope the wave is a run of the URL queue too (``IdScopeMiddleware.next_wave``).
+Scrapy's first SIGINT closes the spider gracefully: between waves there is nothing left to commit, during a wave the
 close commits as any run's does, and a later run resumes from the state.
 
 The sleep is on the one clock (``IDCRAWL_NOW``): with a fixed clock the extension moves it to the
