@@ -578,6 +578,8 @@ class LocalWorker:
                 pages=self.pages,
                 tails=self._tails,
             )
+            # watch mode: the wave's last commit tells when its earliest found page falls due
+            self.recorder.watch = settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH)
 
     def _add_target(
         self, target: Target, store: StateStore | None, origins: dict[str, int], recovered: BitMap64 | None = None
@@ -655,6 +657,13 @@ class LocalWorker:
             return []
         targets = self.frontier.targets
         return [schedule for name, schedule in self.recorder.schedules.items() if name in targets]
+
+    def watch_pages(self) -> list[float]:
+        """Watch mode, after the wave's last commit: the earliest due time of this job's found pages
+        not before the wave's end, as stored then (one indexed query per target: no walk over the
+        pages), so a page falling due before the next tail wakes a wave of its own."""
+        at = self.recorder.next_page_at if self.recorder is not None else None
+        return [] if at is None else [at]
 
     def describe_state(self) -> str:
         if self.recorder is None:

@@ -524,6 +524,19 @@ class MemoryUrlQueue:
             if entry is not None and entry.state is QueueState.HARVESTED and entry.record.next_harvest == at:
                 self._put(replace(entry, state=QueueState.QUEUED, record=replace(entry.record, next_harvest=None)))
 
+    def next_harvest(self) -> float | None:
+        """The earliest next harvest time of the harvested URLs waiting for a revisit (watch mode's
+        wake-up); None: none waits. Stale heap pairs on top are dropped on the way (amortised
+        O(log n), no walk over the URLs)."""
+        waiting = self._waiting
+        while waiting:
+            at, url = waiting[0]
+            entry = self._entries.get(url)
+            if entry is not None and entry.state is QueueState.HARVESTED and entry.record.next_harvest == at:
+                return at
+            heapq.heappop(waiting)
+        return None
+
     def _queue(self, entry: QueuedUrl, now: float) -> QueuedUrl:
         """A URL (re)queued now: the checks at dispatch say queued or postponed (a harvested page
         that changes owner or path keeps its state)."""

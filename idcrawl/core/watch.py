@@ -2,9 +2,11 @@
 
 A watching crawl (``-a watch=true``; in a distributed job, on every worker) runs ``resume=due`` waves: after a wave it
 sleeps until the earliest schedule just written falls due (:func:`next_wave_at`), then plans the
-next wave at that time. The schedules are those of :mod:`idcrawl.core.recrawl` (tails, and found
-pages once they are revisited): whatever is due then is walked, so found pages join through the
-same resume plan. No Scrapy here: the Scrapy shell is ``idcrawl.extensions.watch.IdWatch``.
+next wave at that time. The schedules are those of :mod:`idcrawl.core.recrawl`: the tails, and the
+found pages (a page falling due between two tail waves wakes a wave of its own); with crawl scope
+also the next harvest of a URL whose crawl profile has ``revisit``. Whatever is due then is walked,
+through the same resume plan (and the URL queue) as any ``resume=due`` run.
+No Scrapy here: the Scrapy shell is ``idcrawl.extensions.watch.IdWatch``.
 
 A thing is due when ``now - last_crawled > update_duration`` (strictly): the first moment a wave
 finds it due is a tick after ``due_at()`` (:data:`TICK`, a millisecond: the precision of the
@@ -37,14 +39,24 @@ def wave_key(wave_at: float) -> int:
     return round(wave_at * 1000)
 
 
-def next_wave_at(schedules: Iterable[Schedule], now: float, tick: float = TICK) -> float | None:
-    """The time of the next wave after one that ended at ``now``: a tick after the earliest
-    ``due_at()`` of ``schedules`` not due at ``now``. A schedule still due after the wave is not
-    waited for (the wave did not walk it to its end: a limit stopped it, or it has nothing left to
-    walk); the next wave walks it if it can. None: nothing will fall due, the watch is over.
-    ``tick``: a test's unit of time (1 with integer times: exact arithmetic)."""
-    earliest = min((at for schedule in schedules if (at := schedule.due_at()) >= now), default=None)
-    return None if earliest is None else earliest + tick
+def next_wave_at(
+    schedules: Iterable[Schedule], now: float, tick: float = TICK, *,
+    pages: Iterable[float | None] = (), harvests: Iterable[float | None] = (),
+) -> float | None:
+    """The time of the next wave after one that ended at ``now``: the earliest moment something
+    falls due. ``schedules`` (the tails) and ``pages`` (the ``due_at()`` of found pages' schedules:
+    the earliest of each target's is enough) are due strictly after their due time: a tick after
+    the earliest not due at ``now``; one still due after the wave is not waited for (the wave did
+    not walk it to its end: a limit stopped it, or it has nothing left to walk), the next wave walks
+    it if it can. ``harvests``: next harvest times of crawl scope's URLs (a crawl profile's
+    ``revisit``), due from that moment on (:meth:`idcrawl.core.urlqueue.MemoryUrlQueue.take`), at it;
+    one that came while the wave had no more turns to take it (only the real clock moves during a
+    wave) a tick after ``now``. None stands for nothing. None: nothing will fall due, the watch is
+    over. ``tick``: a test's unit of time (1 with integer times: exact arithmetic)."""
+    moments = [at + tick for at in (*(schedule.due_at() for schedule in schedules), *pages)
+               if at is not None and at >= now]
+    moments += [max(at, now + tick) for at in harvests if at is not None]
+    return min(moments, default=None)
 
 
 def real_sleep(wave_at: float, now: float, speed: float = 1.0) -> float:

@@ -157,6 +157,9 @@ class RedisWorker:
             "missing_statuses": settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES),
         }
         _refuse_held_cap(settings, spider_name)
+        if runtime.scope and settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH):
+            raise BadInputError(f"{spider_name}: bad input: watch=true with crawl scope (page targets, crawl profiles) "
+                                "is not available in a distributed job yet (watch it in one process)")
         #: the found pages' records of due runs (conditional revisits, items of changes only): idcrawl.distributed.pages
         self.pages = FleetPageBook(self.client, self.job.prefix, runtime.clock,
                                    {target.name: target.policy for target in runtime.targets})
@@ -258,6 +261,21 @@ class RedisWorker:
             return list(JobStateStore(self.client, self.job.prefix, read_only=True).tail_schedules().values())
         except RedisError as exc:
             raise BadInputError(f"idcrawl: watch: the Redis job cannot be read ({exc})") from None
+
+    def watch_pages(self) -> list[float]:
+        """Watch mode, after a wave: the earliest due time of the job's found pages as Redis holds their
+        records, so every worker wakes for the same page (:func:`idcrawl.core.watch.next_wave_at`). It
+        reads every page record of the worker's targets (O(pages) per wave, as the Redis state store
+        does: no index by due time in Redis yet)."""
+        from idcrawl.distributed.state import JobStateStore
+
+        store = JobStateStore(self.client, self.job.prefix, read_only=True)
+        now = self.runtime.clock.now()
+        try:
+            times = [store.next_page_due(target.name, now, target.policy.gone_limit) for target in self.runtime.targets]
+        except RedisError as exc:
+            raise BadInputError(f"idcrawl: watch: the Redis job cannot be read ({exc})") from None
+        return [at for at in times if at is not None]
 
     # -- resume=due: the tails of a fleet (idcrawl.distributed.tails) -------------------------
 

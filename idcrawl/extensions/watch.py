@@ -4,10 +4,13 @@ A watching crawl runs ``resume=due`` waves: the first is the run itself; when a 
 engine is idle and every lane settled) its worker closes as a run does (the last commit writes the
 tails' schedules, the state records the wave as a run) and the spider stays open
 (``DontCloseSpider``). The extension sleeps until the earliest schedule just written falls due
-(:func:`idcrawl.core.watch.next_wave_at`), then the runtime plans the next wave from the state at
-that time (:meth:`idcrawl.runtime.IdRuntime.next_wave`: the same resume plan, so found pages due for
-a revisit join it) with the same lanes, margins, politeness and limits. Scrapy's first SIGINT
-closes the spider gracefully: between waves there is nothing left to commit, during a wave the
+(:func:`idcrawl.core.watch.next_wave_at`): a tail's, a found page's (the worker's
+``watch_pages()``: read with the wave's last commit), or with crawl scope a URL's next harvest (the
+URL queue's ``next_harvest()``). Then the runtime plans the next wave from the state at that time
+(:meth:`idcrawl.runtime.IdRuntime.next_wave`: the same resume plan, so the found pages due then
+join it, and a wave of due pages alone walks only them) with the same lanes, margins, politeness
+and limits; with crawl scope the wave is a run of the URL queue too (``IdScopeMiddleware.next_wave``).
+Scrapy's first SIGINT closes the spider gracefully: between waves there is nothing left to commit, during a wave the
 close commits as any run's does, and a later run resumes from the state.
 
 The sleep is on the one clock (``IDCRAWL_NOW``): with a fixed clock the extension moves it to the
@@ -107,12 +110,12 @@ class IdWatch:
         worker: Any = runtime.worker  # a LocalWorker, or a RedisWorker of a watching fleet
         now = runtime.clock.now()
         try:
-            schedules = worker.watch_schedules()
+            schedules, pages = worker.watch_schedules(), worker.watch_pages()
         except BadInputError as exc:  # a fleet's schedules in Redis could not be read
             logger.error("%s", exc)
             close_spider(self.crawler, "idcrawl_watch_error")
             return
-        at = next_wave_at(schedules, now)
+        at = next_wave_at(schedules, now, pages=pages, harvests=self._harvests())
         if at is None:
             logger.info("idcrawl: watch: wave %d done; nothing will fall due again, the crawl ends", self.waves)
             return
@@ -143,6 +146,9 @@ class IdWatch:
             logger.error("%s", exc)
             close_spider(self.crawler, "idcrawl_watch_error")
             return
+        scope = self._scope()
+        if scope is not None:  # crawl scope: the wave is a run of the URL queue too
+            scope.next_wave(runtime.worker)
         new_wave = getattr(runtime.limiter, "new_wave", None)
         if new_wave is not None:  # the job limits (idcrawl.extensions.limits.IdLimits): per process
             new_wave()
@@ -150,6 +156,22 @@ class IdWatch:
         stats.set_value(f"{PREFIX}/waves", self.waves)
         logger.info("idcrawl: watch: wave %d at %s", self.waves, format_time(clock.now()))
         runtime.wake_engine()
+
+    def _scope(self) -> Any:
+        """The crawl scope's middleware (``IdScopeMiddleware``: its URL queue), or None: no crawl scope."""
+        runtime = runtime_of(self.crawler)
+        if runtime is None or not runtime.scope:
+            return None
+        from idcrawl.spidermiddlewares.scope import IdScopeMiddleware
+
+        return self.crawler.get_spider_middleware(IdScopeMiddleware)
+
+    def _harvests(self) -> list[float]:
+        """The URL queue's earliest next harvest (a crawl profile's ``revisit``), if it waits for one."""
+        scope = self._scope()
+        next_harvest = getattr(scope.queue, "next_harvest", None) if scope is not None else None
+        at = next_harvest() if next_harvest is not None else None
+        return [] if at is None else [at]
 
     def _spider_closed(self, spider: Any = None, reason: str = "") -> None:
         if self._timer is not None:

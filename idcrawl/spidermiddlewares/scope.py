@@ -102,6 +102,7 @@ class IdScopeMiddleware:
             stored = store.load_urls() if store is not None else ()
             queue = MemoryUrlQueue(stored, rng=rng, skip=skip, postpone_for=postpone_for)
         self.queue: UrlQueue = queue
+        self._commits: tuple[list[Callable[[], None]], Callable[[], None]] | None = None  # (recorder's list, hook)
         self._count_reconciled(queue.start(scope, self.clock.now()))
 
     @classmethod
@@ -119,10 +120,33 @@ class IdScopeMiddleware:
         recorder = getattr(worker, "recorder", None)
         store = recorder.store if recorder is not None and recorder.store.keeps_urls else None
         middleware = cls(crawler, runtime.scope, runtime.targets, store=store, clock=runtime.clock)
-        if store is not None and recorder is not None and isinstance(middleware.queue, MemoryUrlQueue):
-            queue = middleware.queue
-            recorder.also_commit.append(lambda: store.commit_urls(*queue.changes()))
+        middleware._commit_with(recorder)
         return middleware
+
+    def _commit_with(self, recorder: Any) -> None:
+        """The queue's changes are committed at the checkpoints of ``recorder`` (the worker's state
+        recorder; None: no state, or a queue that is not kept in memory), and no longer at an earlier one's."""
+        if self._commits is not None:
+            hooks, hook = self._commits
+            hooks.remove(hook)
+            self._commits = None
+        store = recorder.store if recorder is not None and recorder.store.keeps_urls else None
+        queue = self.queue
+        if store is None or not isinstance(queue, MemoryUrlQueue):
+            return
+
+        def commit() -> None:
+            store.commit_urls(*queue.changes())
+
+        recorder.also_commit.append(commit)
+        self._commits = (recorder.also_commit, commit)
+
+    def next_wave(self, worker: Any) -> None:
+        """Watch mode (``idcrawl.extensions.watch``): a new wave starts, a run of the state with a new
+        ``worker``: the stored URLs are checked again as at a run's start (revisits due queued, URLs
+        that failed queued again: ``idcrawl/scope/...``), and the queue commits with the new recorder."""
+        self._count_reconciled(self.queue.start(self.scope, self.clock.now()))
+        self._commit_with(getattr(worker, "recorder", None))
 
     @staticmethod
     def _id_page_of(targets: Iterable[Target]) -> Callable[[str], bool] | None:

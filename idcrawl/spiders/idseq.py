@@ -188,7 +188,7 @@ class IdSeqSpider(Spider):
         # the crawler's runtime (runtime_of); its worker, with the state, is built after the extensions
         job = spider._job_file
         scope = job.scope() if job is not None and job.has_scope else None  # crawl scope: page targets, outlinks
-        watching = spider._watching(crawler, targets, scope is not None)
+        watching = spider._watching(crawler, targets)
         if watching is not None:
             targets = watching
         IdRuntime(crawler, targets, missing_targets=missing, scope=scope)
@@ -200,7 +200,7 @@ class IdSeqSpider(Spider):
             spider._watch = IdWatch.install(crawler)  # held here: signals keep weak references
         return spider
 
-    def _watching(self, crawler: Crawler, targets: list[Target], scope: bool) -> list[Target] | None:
+    def _watching(self, crawler: Crawler, targets: list[Target]) -> list[Target] | None:
         """Watch mode (``-a watch=true``, or ``IDCRAWL_WATCH``): the targets, every one's waves
         ``resume=due`` (:func:`idcrawl.core.watch.watch_targets`); None: not watching."""
         try:
@@ -208,9 +208,6 @@ class IdSeqSpider(Spider):
                      else crawler.settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH))
             if not watch:
                 return None
-            if scope:
-                raise TargetError("watch", self._watch_arg if self._watch_arg is not None else True,
-                                  "watch mode does not follow crawl scope yet (page targets, crawl profiles)")
             watched = watch_targets(targets)
         except TargetError as exc:
             raise BadInputError(f"{self.name}: bad input: {exc}") from None

@@ -113,6 +113,13 @@ class StateStore(ABC):
         """The page schedule records of target ``name`` (id -> record; recrawl of found pages)."""
         return {}
 
+    def next_page_due(self, name: str, now: float, gone_limit: int) -> float | None:
+        """The earliest ``due_at()`` not before ``now`` of target ``name``'s found pages on the
+        schedule (fewer than ``gone_limit`` gone revisits in a row); None: none (watch mode's wake-up).
+        This default reads every record (O(pages)); a store may answer from an index."""
+        return min((at for schedule in self.load_pages(name).values()
+                    if schedule.gone < gone_limit and (at := schedule.due_at()) >= now), default=None)
+
     def tail_schedules(self) -> dict[str, Schedule]:
         """Target name -> its tail's recrawl schedule, for the targets that have one."""
         return {}

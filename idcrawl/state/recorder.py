@@ -178,6 +178,10 @@ class StateRecorder:
         self.schedules: dict[str, Schedule] = dict(self._tails)
         self.found_max = dict(found_max or {})  # target -> the highest id found, stored or in this run
         self.last_found = last_found or {}
+        #: watch mode: :meth:`close` reads :attr:`next_page_at` after the last commit, the store still open
+        self.watch = False
+        #: watch mode: the earliest due time of the found pages as :meth:`close` left them (None: none)
+        self.next_page_at: float | None = None
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -210,9 +214,24 @@ class StateRecorder:
         self.checkpoint(tails=True)
         if self._run_id is not None:
             self.store.end_run(self._run_id, self.clock.stamp(), reason, counts)
+        if self.watch:
+            self.next_page_at = self._next_page_due(self.clock.now())
         self._ended = True
         if self._feeds_done or not has_feed_exporter(self.crawler):
             self._close_store()
+
+    def _next_page_due(self, now: float) -> float | None:
+        """The earliest due time not before ``now`` of the found pages of this run's targets: the
+        committed records (the store's :meth:`~idcrawl.state.base.StateStore.next_page_due`, one
+        query per target) and the changed records still held back for their items."""
+        if self.pages is None:
+            return None
+        pages = self.pages
+        times = [self.store.next_page_due(name, now, pages.policy(name).gone_limit) for name in self._params]
+        times += [at for (name, _), record in self._page_records.items() if record is not None
+                  and name in self._params and record.gone < pages.policy(name).gone_limit
+                  and (at := record.due_at()) >= now]
+        return min((at for at in times if at is not None), default=None)
 
     def detach(self) -> None:
         """Watch mode, after :meth:`close` of a wave: when every found id is committed (local feeds),

@@ -154,12 +154,13 @@ def test_a_watching_crawl_runs_two_waves_then_stops_cleanly_on_sigint_and_a_late
 
 
 def test_a_watch_with_nothing_left_to_fall_due_ends_after_its_wave(make_site, tmp_path: Path) -> None:
-    """A bounded lane that reached its max has no tail: nothing will ever fall due, the crawl ends."""
+    """A bounded lane that reached its max has no tail, and one that found nothing no found page to
+    revisit: nothing will ever fall due, the crawl ends. (A found page would fall due: its revisit.)"""
     site = make_site(GapModel(1000, 1019, set()))
-    result = run_crawl(tmp_path, {"url": site.url(), "start": 1000, "max": 1005, "name": "a", "watch": "true"},
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 2000, "max": 2005, "name": "a", "watch": "true"},
                        settings_at(T0, IDCRAWL_WATCH_SPEED=SPEED))
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.ids == list(range(1000, 1006))
+    assert result.ids == [] and [e.id for e in site.log if e.id is not None] == list(range(2000, 2006))
     assert result.stats["finish_reason"] == "finished" and result.stats["idcrawl/watch/waves"] == 1
     assert "idcrawl: watch: wave 1 done; nothing will fall due again, the crawl ends" in result.stderr
 

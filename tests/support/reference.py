@@ -208,22 +208,26 @@ def revisit_truth(
 
 
 def watch_visits_truth(
-    things: Mapping[str, tuple[int, Sequence[int]]], start: int, horizon: int
+    things: Mapping[str, tuple[int, Sequence[int]]], start: int, horizon: int,
+    harvests: Mapping[str, tuple[int, Sequence[int]]] | None = None,
 ) -> list[tuple[int, str]]:
     """Watch mode as a timer that fires every tick (a millisecond of the real watch): ``things`` maps
     a name to its last crawl time and the durations its visits set in turn (in ticks; the last one
     repeats). At each tick from ``start`` to ``horizon`` every thing due then (``now - last >
-    duration``) is visited: ``(time, name)`` in time order, then by name."""
-    last = {name: first for name, (first, _) in things.items()}
-    duration = {name: durations[0] for name, (_, durations) in things.items()}
-    visits_of = dict.fromkeys(things, 0)
+    duration``) is visited: ``(time, name)`` in time order, then by name. ``harvests``: crawl scope's
+    URLs the same way (their last harvest, their revisit frequencies), due from their next harvest
+    on (``now - last >= revisit``); names apart from ``things``'."""
+    harvests = harvests or {}
+    last = {name: first for name, (first, _) in (*things.items(), *harvests.items())}
+    duration = {name: durations[0] for name, (_, durations) in (*things.items(), *harvests.items())}
+    visits_of = dict.fromkeys([*things, *harvests], 0)
     visits: list[tuple[int, str]] = []
     for now in range(start, horizon + 1):
-        for name in sorted(things):
-            if now - last[name] > duration[name]:
+        for name in sorted([*things, *harvests]):
+            if now - last[name] > duration[name] or (name in harvests and now - last[name] >= duration[name]):
                 visits.append((now, name))
                 visits_of[name] += 1
-                durations = things[name][1]
+                durations = (harvests[name] if name in harvests else things[name])[1]
                 last[name] = now
                 duration[name] = durations[min(visits_of[name], len(durations) - 1)]
     return visits

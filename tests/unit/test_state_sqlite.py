@@ -240,3 +240,31 @@ def test_an_older_state_file_opens_read_only_and_gets_the_tails_table_when_writt
     state = store.load("t")
     assert store.tail_schedules() == {"t": _TAIL} and state is not None
     assert list(state.outcomes[Outcome.FOUND]) == [1]
+
+
+def test_the_next_page_due_comes_from_an_index_and_equals_a_walk_over_every_record(tmp_path: Path) -> None:
+    """Watch mode's wake-up for found pages: the earliest due time not before ``now`` of a target's
+    pages on the schedule (gone fewer than the limit), read through the ``pages_due`` index (no scan
+    of the pages), equal to the store interface's default, which reads every record. Seeded records
+    of three targets, ids up to 2**64-1, some off the schedule, some due already."""
+    from idcrawl.core.pagebook import page_key
+    from idcrawl.state.base import StateStore
+    from idcrawl.state.sqlite import _NEXT_PAGE_DUE
+
+    rng = random.Random(17)
+    store = SqliteStateStore(tmp_path / "state.sqlite")
+    ids = [0, 1, 2**63 - 1, 2**63, 2**64 - 1, *rng.sample(range(2, 10_000), 300)]
+    pages = {name: {id_: Schedule(Kind.PAGE, page_key(name, id_), float(rng.randrange(1000)),
+                                  float(rng.randrange(1, 500)), checksum="c", gone=rng.choice([0, 0, 0, 1, 2, 3]))
+                    for id_ in rng.sample(ids, 200)} for name in ("a", "b", "c")}
+    store.commit({}, {}, {}, pages=pages)
+    plan = " ".join(str(row) for row in store._db.execute(f"EXPLAIN QUERY PLAN {_NEXT_PAGE_DUE}", ("a", 0.0, 3)))
+    assert "USING INDEX pages_due" in plan and "TEMP B-TREE" not in plan, plan
+    for name in ("a", "b", "c", "none"):
+        for now in (0.0, 300.0, 700.0, 1200.0, 1500.0):
+            for limit in (1, 3):
+                expected = StateStore.next_page_due(store, name, now, limit)
+                assert store.next_page_due(name, now, limit) == expected, (name, now, limit)
+                on_schedule = [s.due_at() for s in pages.get(name, {}).values() if s.gone < limit]
+                assert expected == min((at for at in on_schedule if at >= now), default=None)
+    store.close()

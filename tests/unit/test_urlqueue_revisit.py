@@ -317,3 +317,17 @@ def test_a_link_out_of_scope_by_a_longer_path_keeps_its_entry_queued_with_the_sa
     entry = queue.get(other)
     assert entry is not None and entry.state is QueueState.QUEUED and entry.record.hops.hops == 1
     assert drain(queue, {}) == [other]
+
+
+def test_next_harvest_is_the_earliest_revisit_waiting_and_skips_what_was_taken_since() -> None:
+    """Watch mode's wake-up for crawl scope: the earliest next harvest of the URLs waiting for a
+    revisit; a URL promoted and harvested again has a later one (its old heap entry is stale)."""
+    scope = job(profile("frontpages", 0, 3600.0), profile("daily", 2, 86_400.0))
+    queue, _ = first_run(scope, LINKS, now=100.0)
+    assert queue.next_harvest() == 100.0 + 3600  # the front page; its outlinks a day later
+    assert drain(queue, LINKS, now=100.0 + 3600) == [url(0)]
+    assert queue.next_harvest() == 100.0 + 7200
+    assert sorted(drain(queue, LINKS, now=100.0 + 86_400)) == sorted(url(i) for i in range(4))
+    assert queue.next_harvest() == 100.0 + 86_400 + 3600
+    without = job(profile("once", 2, None))
+    assert first_run(without, LINKS)[0].next_harvest() is None  # harvested once: nothing to wake for

@@ -48,6 +48,20 @@ def test_a_fleets_workers_name_a_wave_alike_whatever_order_they_read_the_schedul
         assert abs(wave_key(first) / 1000 - first) <= 0.0005
 
 
+def test_found_pages_wake_as_tails_do_and_a_next_harvest_at_its_own_time() -> None:
+    tails = [tail("a", 0.0, 100.0)]
+    # a page falling due before the tail wakes a wave a tick after its due time
+    assert next_wave_at(tails, 10.0, pages=[50.0]) == 50.0 + TICK
+    assert next_wave_at(tails, 10.0, pages=[150.0, None]) == 100.0 + TICK
+    assert next_wave_at(tails, 60.0, pages=[50.0]) == 100.0 + TICK  # still due after the wave: not waited for
+    assert next_wave_at([], 10.0, pages=[None]) is None
+    # a URL's next harvest is due from that moment on (not strictly after): the wave is at it
+    assert next_wave_at(tails, 10.0, harvests=[40.0]) == 40.0
+    assert next_wave_at([], 10.0, harvests=[10.0]) == 10.0 + TICK  # came at the wave's end: at once
+    assert next_wave_at([], 10.0, harvests=[5.0]) == 10.0 + TICK
+    assert next_wave_at(tails, 10.0, pages=[30.0], harvests=[30.0]) == 30.0
+
+
 def test_the_sleep_is_scaled_by_the_speed_and_never_negative() -> None:
     assert real_sleep(86_400.0 + 10, 10.0, 86_400) == 1.0
     assert real_sleep(70.0, 10.0) == 60.0
@@ -79,21 +93,34 @@ def test_a_bad_watch_argument_is_one_line() -> None:
     assert str(error.value) == "watch='maybe': must be true or false"
 
 
-def watch_visits(things: dict[str, tuple[int, Sequence[int]]], start: int, horizon: int) -> list[tuple[int, str]]:
+def watch_visits(things: dict[str, tuple[int, Sequence[int]]], start: int, horizon: int,
+                 harvests: dict[str, tuple[int, Sequence[int]]] | None = None) -> list[tuple[int, str]]:
     """The waves of a watch (``next_wave_at``, what is ``due`` at each) on a fixed clock counting
-    ticks (integer times, ``tick=1``: exact arithmetic, the ticks the reference's milliseconds)."""
+    ticks (integer times, ``tick=1``: exact arithmetic, the ticks the reference's milliseconds).
+    Things named ``p``..``r`` are found pages (the earliest due time given as ``pages``); ``harvests``
+    are crawl scope's URLs (last harvest + revisit, due from then on, given as ``harvests``)."""
+    harvests = harvests or {}
     schedules = {name: tail(name, first, durations[0]) for name, (first, durations) in things.items()}
-    visits_of = dict.fromkeys(things, 0)
+    next_harvest = {name: first + revisits[0] for name, (first, revisits) in harvests.items()}
+    visits_of = dict.fromkeys([*things, *harvests], 0)
     visits: list[tuple[int, str]] = []
     now: float | None = start
     while now is not None and now <= horizon:
-        for name in sorted(schedules):
-            if due(schedules[name], now):
+        for name in sorted([*schedules, *harvests]):
+            if name in harvests:
+                if next_harvest[name] <= now:
+                    visits.append((int(now), name))
+                    visits_of[name] += 1
+                    revisits = harvests[name][1]
+                    next_harvest[name] = now + revisits[min(visits_of[name], len(revisits) - 1)]
+            elif due(schedules[name], now):
                 visits.append((int(now), name))
                 visits_of[name] += 1
                 durations = things[name][1]
                 schedules[name] = tail(name, now, durations[min(visits_of[name], len(durations) - 1)])
-        now = next_wave_at(schedules.values(), now, tick=1)
+        pages = [s.due_at() for name, s in schedules.items() if name in "pqr" and s.due_at() >= now]
+        now = next_wave_at([s for name, s in schedules.items() if name not in "pqr"], now, tick=1,
+                           pages=[min(pages, default=None)], harvests=[min(next_harvest.values(), default=None)])
     return visits
 
 
@@ -109,6 +136,18 @@ def test_waves_visit_everything_exactly_when_a_timer_firing_every_millisecond_wo
     first millisecond it is due, never earlier, never twice for one falling due."""
     horizon = 400
     assert watch_visits(things, start, horizon) == watch_visits_truth(things, start, horizon)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(things=st.dictionaries(st.sampled_from("abpq"), thing, min_size=1),
+       harvests=st.dictionaries(st.sampled_from("uv"), thing), start=st.integers(0, 100))
+def test_waves_woken_by_tails_pages_and_next_harvests_visit_each_when_the_timer_would(
+    things: dict[str, tuple[int, list[int]]], harvests: dict[str, tuple[int, list[int]]], start: int
+) -> None:
+    """Found pages (given as each target's earliest due time) and crawl scope's next harvests wake
+    waves too: nothing waits for a later wave, nothing is visited early or twice."""
+    horizon = 400
+    assert watch_visits(things, start, horizon, harvests) == watch_visits_truth(things, start, horizon, harvests)
 
 
 def test_at_epoch_times_the_wave_finds_the_thing_due_and_a_tick_earlier_it_is_not() -> None:
