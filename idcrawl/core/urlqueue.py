@@ -74,6 +74,7 @@ __all__ = [
     "next_harvest_of",
     "reconcile",
     "waits",
+    "walk_stored",
 ]
 
 N = TypeVar("N")
@@ -133,6 +134,18 @@ class Reconciled:
     due: int = 0
     not_due: int = 0
     started: int = 0
+
+    @classmethod
+    def of_counts(cls, counts: Mapping[str, int], started: int) -> Reconciled:
+        """From a start's event counts (the events :func:`reconcile` gives, ``dropped/<cause>`` included)
+        and the number of URLs ``started``."""
+        return cls(
+            dropped={key.split("/", 1)[1]: n for key, n in sorted(counts.items()) if key.startswith("dropped/")},
+            forgotten=counts.get("forgotten", 0), reowned=counts.get("reowned", 0),
+            postponed=counts.get("postponed", 0), released=counts.get("released", 0),
+            requeued=counts.get("requeued", 0), due=counts.get("due", 0), not_due=counts.get("not_due", 0),
+            started=started,
+        )
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -339,6 +352,31 @@ def _beaten(hops: Hops, by: Hops) -> bool:
 # -- in memory -------------------------------------------------------------------------------------
 
 
+def walk_stored(start: QueuedUrl, get: Callable[[str], QueuedUrl | None],
+                offer: Callable[[str, Hops, str, list[tuple[str, Hops]]], None]) -> None:
+    """The walk of "starting a seed" in its context (a crawl profile assigned to, or activated again on,
+    the target of the hop-0 page ``start``): the stored links of ``start`` and of the pages of its target
+    reached from it, each page and path once, each link given to ``offer(page, hops, link, work)``,
+    which may push pages reached again by a better path onto ``work``. ``get``: a URL's stored entry.
+    One walk for the in-memory queue and the fleet's (:mod:`idcrawl.distributed.urlqueue`)."""
+    owner = start.record.owner
+    seen: set[tuple[str, Hops]] = set()
+    work = [(start.url, hops) for hops in start.paths]
+    while work:
+        page, hops = work.pop()
+        if (page, hops) in seen:
+            continue
+        seen.add((page, hops))
+        source = get(page)
+        if source is None or source.record.owner != owner or hops not in source.paths or source.links is None:
+            continue
+        for link in source.links:
+            offer(page, hops, link, work)
+            entry = get(link)
+            if entry is not None and entry.record.owner == owner and entry.links is not None:
+                work.extend((link, path) for path in entry.paths)
+
+
 class MemoryUrlQueue:
     """:class:`UrlQueue` in memory. ``entries``: stored URLs to start from (the SQLite store's);
     ``rng``: the yield model's draws (seeded: a run is reproducible); ``skip(url)``: URLs never
@@ -454,13 +492,7 @@ class MemoryUrlQueue:
             page = self._entries.get(url)
             if page is not None and page.record.hops == SEED and not set(page.record.crawl_profiles) <= set(names):
                 self._walk_again(page, now, started)
-        return Reconciled(
-            dropped={key.split("/", 1)[1]: n for key, n in sorted(counts.items()) if key.startswith("dropped/")},
-            forgotten=counts.get("forgotten", 0), reowned=counts.get("reowned", 0),
-            postponed=counts.get("postponed", 0), released=counts.get("released", 0),
-            requeued=counts.get("requeued", 0), due=counts.get("due", 0), not_due=counts.get("not_due", 0),
-            started=len(started),
-        )
+        return Reconciled.of_counts(counts, len(started))
 
     def _walk_again(self, start: QueuedUrl, now: float, new: dict[str, QueuedUrl]) -> None:
         """A crawl profile was assigned to (or activated again on) the target of the hop-0 page
@@ -468,21 +500,8 @@ class MemoryUrlQueue:
         the pages of its target reached from it are offered again (each page and path once), so
         what the crawl profile adds to the scope is queued (into ``new``) without fetching again."""
         owner = start.record.owner
-        seen: set[tuple[str, Hops]] = set()
-        work = [(start.url, hops) for hops in start.paths]
-        while work:
-            page, hops = work.pop()
-            if (page, hops) in seen:
-                continue
-            seen.add((page, hops))
-            source = self._entries.get(page)
-            if source is None or source.record.owner != owner or hops not in source.paths or source.links is None:
-                continue
-            for link in source.links:
-                self._offer(page, owner, hops, link, now, new, work)
-                entry = self._entries.get(link)
-                if entry is not None and entry.record.owner == owner and entry.links is not None:
-                    work.extend((link, path) for path in entry.paths)
+        walk_stored(start, self._entries.get,
+                    lambda page, hops, link, work: self._offer(page, owner, hops, link, now, new, work))
 
     def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
         entry = self._entries.get(url)

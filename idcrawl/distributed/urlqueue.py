@@ -56,6 +56,7 @@ from idcrawl.core.urlqueue import (
     next_harvest_of,
     reconcile,
     waits,
+    walk_stored,
 )
 from idcrawl.distributed import scripts
 
@@ -195,13 +196,7 @@ class RedisUrlQueue:
             page = self.get(url)
             if page is not None and page.record.hops == SEED and not set(page.record.crawl_profiles) <= set(names):
                 self._walk_again(page, now, started)
-        return Reconciled(
-            dropped={key.split("/", 1)[1]: n for key, n in sorted(counts.items()) if key.startswith("dropped/")},
-            forgotten=counts.get("forgotten", 0), reowned=counts.get("reowned", 0),
-            postponed=counts.get("postponed", 0), released=counts.get("released", 0),
-            requeued=counts.get("requeued", 0), due=counts.get("due", 0), not_due=counts.get("not_due", 0),
-            started=len(started),
-        )
+        return Reconciled.of_counts(counts, len(started))
 
     def _walk_again(self, start: QueuedUrl, now: float, new: dict[str, QueuedUrl]) -> None:
         """A crawl profile was assigned to (or activated again on) the target of the hop-0 page ``start``
@@ -211,25 +206,18 @@ class RedisUrlQueue:
         owner = start.record.owner
         if owner not in self.scope.seeds:
             return
-        seen: set[tuple[str, Hops]] = set()
-        work: list[tuple[str, str, Hops, tuple[str, ...]]] = [(start.url, owner, hops, ()) for hops in start.paths]
-        while work:
-            page, _, hops, _ = work.pop()
-            if (page, hops) in seen:
-                continue
-            seen.add((page, hops))
-            source = self.get(page)
-            if source is None or source.record.owner != owner or hops not in source.paths or source.links is None:
-                continue
-            for link in source.links:
-                if self._skip is None or not self._skip(link):
-                    at = hops.follow(page, link)
-                    names = self.scope.scoped(owner, link, at)
-                    if names:
-                        self._offer_link(link, owner, names, at, now, new, work)
-                entry = self.get(link)
-                if entry is not None and entry.record.owner == owner and entry.links is not None:
-                    work.extend((link, owner, path, ()) for path in entry.paths)
+
+        def offer(page: str, hops: Hops, link: str, work: list[tuple[str, Hops]]) -> None:
+            if self._skip is not None and self._skip(link):
+                return
+            at = hops.follow(page, link)
+            names = self.scope.scoped(owner, link, at)
+            if names:
+                reached: list[tuple[str, str, Hops, tuple[str, ...]]] = []  # pages a better path reaches again
+                self._offer_link(link, owner, names, at, now, new, reached)
+                work.extend((url, path) for url, _, path, _ in reached)
+
+        walk_stored(start, self.get, offer)
 
     def _first_of_fleet(self) -> bool:
         """Whether no other worker of the job is alive (heartbeat within the lease): this one starts a run.
