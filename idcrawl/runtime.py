@@ -266,18 +266,18 @@ class IdRuntime:
             worker.unavailable(exc)
             return None
         if frontier.skipped_found != skipped:
-            self._inc(f"{STATS_PREFIX}/resume/skipped_found", frontier.skipped_found - skipped)
+            self.inc_stat(f"{STATS_PREFIX}/resume/skipped_found", frontier.skipped_found - skipped)
         if frontier.deduplicated != deduplicated:
             # ids an overlapping target fetched (or is fetching): served without a request
-            self._inc(f"{STATS_PREFIX}/deduplicated", frontier.deduplicated - deduplicated)
-            self._inc("dupefilter/filtered", frontier.deduplicated - deduplicated)
+            self.inc_stat(f"{STATS_PREFIX}/deduplicated", frontier.deduplicated - deduplicated)
+            self.inc_stat("dupefilter/filtered", frontier.deduplicated - deduplicated)
         if frontier.touched:
             self._take_touched()
         if frontier.released:
             released, frontier.released = frontier.released, []
             self._orphans += self._released(released)
         if dispatch is not None:
-            self._inc(f"{STATS_PREFIX}/dispensed")
+            self.inc_stat(f"{STATS_PREFIX}/dispensed")
             lane = frontier.lanes[dispatch.lane]
             if lane.stopped:
                 self._lane_stopped(dispatch.lane, lane)
@@ -301,7 +301,7 @@ class IdRuntime:
             rec = frontier.record(lane_key, id_, outcome, payload)
         except worker.errors as exc:
             return worker.record_failed(exc, lane_key, id_, outcome, outputs, attempt)
-        self._inc(f"{STATS_PREFIX}/attempts/{outcome.value}_on/{attempt}")
+        self.inc_stat(f"{STATS_PREFIX}/attempts/{outcome.value}_on/{attempt}")
         self._count(lane_key, before, _counts_of(lane.counts))
         if rec.stopped:
             self._lane_stopped(lane_key, lane)
@@ -342,8 +342,8 @@ class IdRuntime:
         """Move the change of a lane's counters into stats (per lane, and job totals)."""
         for name, old, new in zip(_COUNT_FIELDS, before, after, strict=True):
             if new != old and name != "dispensed":
-                self._inc(f"{STATS_PREFIX}/{name}", new - old)
-                self._inc(f"{STATS_PREFIX}/lanes/{lane_key}/{name}", new - old)
+                self.inc_stat(f"{STATS_PREFIX}/{name}", new - old)
+                self.inc_stat(f"{STATS_PREFIX}/lanes/{lane_key}/{name}", new - old)
 
     def lane_stopped(self, lane_key: str, lane: Lane[Payload]) -> None:
         """Stats of a lane that stopped (its reason, where it was cut)."""
@@ -361,8 +361,6 @@ class IdRuntime:
         if inc is None:  # about 6 increments per response: without Scrapy's wrapping of each call
             inc = self._stats_inc = _scrapy.stats_incrementer(self.stats)
         inc(key, count)
-
-    _inc = inc_stat
 
     # -- waking the engine ---------------------------------------------------------
 
@@ -422,7 +420,7 @@ class IdRuntime:
         outputs: list[Any] = self.take_orphans()
         for key, lost in self.frontier.lost():
             logger.warning("idcrawl: lane %s: ids %s never got an outcome; counted as failed", key, lost[:10])
-            self._inc(f"{STATS_PREFIX}/lost", len(lost))
+            self.inc_stat(f"{STATS_PREFIX}/lost", len(lost))
             for id_ in lost:
                 outputs.extend(self.record(key, id_, Outcome.FAILED))
         return outputs
@@ -464,7 +462,7 @@ class IdRuntime:
         held = sum(lane.held for lane in frontier.lanes.values())
         if held:
             logger.info("idcrawl: %d found ids held at close were not emitted (reason %s)", held, reason)
-            self._inc(f"{STATS_PREFIX}/held_at_close", held)
+            self.inc_stat(f"{STATS_PREFIX}/held_at_close", held)
         worker.close(reason)
 
     def job_counts(self, *, per_wave: bool = True) -> dict[str, int]:
