@@ -28,6 +28,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from itemadapter import ItemAdapter
 from pyroaring import BitMap64
 from scrapy import signals
 from scrapy.utils.asyncio import call_later
@@ -76,6 +77,24 @@ _counts_of = operator.attrgetter(*_COUNT_FIELDS)
 def _rebind(payload: Payload | None, lane_key: str, id_: int) -> Payload:
     """Another lane's payload for a shared id (its items once; ``None``: already emitted)."""
     return (lane_key, id_, payload[2] if payload is not None else [])
+
+
+def emitted_as(outputs: list[Any], name: str, id_: int, names: Container[str]) -> None:
+    """Items of found id ``id_`` that name another target (the lane that fetched a shared id)
+    take ``name``, the target of the lane that emits them; items of other ids, or whose
+    ``target`` names no target of the job (a spider's own field), are left as they are."""
+    for output in outputs:
+        if type(output) is dict:
+            adapter: Any = output
+        elif ItemAdapter.is_item(output):
+            adapter = ItemAdapter(output)
+        else:
+            continue  # a request
+        try:
+            if adapter.get("id") == id_ and adapter.get("target") != name and adapter.get("target") in names:
+                adapter["target"] = name
+        except (KeyError, TypeError):  # an item class without a settable target field
+            continue
 
 
 class Limiter(Protocol):
@@ -320,10 +339,20 @@ class IdRuntime:
 
     def _released(self, released: list[Payload]) -> list[Any]:
         """The outputs of released payloads, told to the worker."""
-        worker = self.worker
+        return self.emit_released(released)
+
+    def emit_released(self, released: list[Payload]) -> list[Any]:
+        """The outputs of released payloads (a found id's items, released to the lane that emits
+        them), told to the worker. A shared id's items were made by the lane that fetched it; they
+        carry the ``target`` of the lane that emits them (``idcrawl.core.overlap.emitting_rank``),
+        which may be another target of the id space (see :func:`emitted_as`)."""
+        worker, lane_target, names = self.worker, self.frontier.lane_target, self.frontier.targets
+        outputs: list[Any] = []
         for released_lane, released_id, released_outputs in released:
+            emitted_as(released_outputs, lane_target[released_lane].name, released_id, names)
             worker.released(released_lane, released_id, released_outputs)
-        return [output for _, _, released_outputs in released for output in released_outputs]
+            outputs += released_outputs
+        return outputs
 
     def _take_touched(self) -> None:
         """Stats and state of lanes that another lane's fetch decided an id of."""

@@ -489,11 +489,7 @@ class RedisWorker:
 
     def _take(self, released: list[Payload]) -> list[Any]:
         """Outputs released to this worker outside an outcome of its own (adopted, recovered)."""
-        outputs: list[Any] = []
-        for lane_key, id_, lane_outputs in released:
-            self.released(lane_key, id_, lane_outputs)
-            outputs.extend(lane_outputs)
-        return outputs
+        return self.runtime.emit_released(released)
 
     def hold_page(self, owner: str, url: str, outputs: list[Any], harvest: Callable[[], None]) -> bool:
         """A found page of the crawl scope: harvested in the fleet's queue (``harvest()``) once the items

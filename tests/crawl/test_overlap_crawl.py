@@ -56,3 +56,20 @@ def test_overlapping_targets_fetch_each_url_once(make_site, tmp_path: Path, conc
     assert deduplicated >= len(shared)
     assert set(requested) >= set(range(996, 1184))
     assert len(requested) <= len(range(996, 1184)) + 2 * 128  # plus at most a window past each cut
+
+
+def test_a_shared_ids_items_name_the_target_that_emits_them_whichever_lane_fetched_it(
+    make_site, tmp_path: Path
+) -> None:
+    # b is the nearest lane to ids 130..160 (the rule), but a, twenty times b's rate, reaches and
+    # fetches most of them first: their items are b's all the same, as the docs promise
+    site = make_site(GapModel(100, 199, set()))
+    a = {"name": "a", "start": 100, "max": 160, "margin": 4, "rate": 20}
+    b = {"name": "b", "start": 130, "max": 170, "margin": 4, "rate": 1}
+    job = job_file(tmp_path / "job.toml", site.url(), a, b)
+    result = run_crawl(tmp_path, {"job": job}, {"CONCURRENT_REQUESTS": 1, "CONCURRENT_REQUESTS_PER_DOMAIN": 1})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert max(Counter(site.ids()).values()) == 1, "a URL was fetched twice"
+    labels = {item["id"]: item["target"] for item in result.items}
+    assert labels == {i: "a" if i < 130 else "b" for i in range(100, 171)}
+    assert result.stats["idcrawl/lanes/b:asc/emitted"] == 41

@@ -494,6 +494,37 @@ def test_overlapping_targets_give_the_single_process_requests_and_items_exactly(
         assert sum(r.stats.get(f"idcrawl/{name}", 0) for r in results) == single.stats[f"idcrawl/{name}"], name
 
 
+def test_a_shared_ids_items_name_the_target_that_emits_them_in_a_fleet_too(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    # as in one process (tests/crawl/test_overlap_crawl.py): a, twenty times b's rate, fetches most
+    # of the ids b is nearest to; their items are b's
+    site = make_site(GapModel(100, 199, set()))
+    job = tmp_path / "job.toml"
+    job.write_text(f"""
+[[targets]]
+name = "a"
+url = "{site.url()}"
+start = 100
+max = 160
+margin = 4
+rate = 20
+
+[[targets]]
+name = "b"
+url = "{site.url()}"
+start = 130
+max = 170
+margin = 4
+""")
+    settings = worker_settings(redis_server, job="labels", CONCURRENT_REQUESTS=1, CONCURRENT_REQUESTS_PER_DOMAIN=1)
+    result = finish(start_worker(tmp_path / "w0", {"job": job}, settings), tmp_path / "w0")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert max(Counter(site.ids()).values()) == 1, "a URL was fetched twice"
+    assert {item["id"]: item["target"] for item in result.items} == {i: "a" if i < 130 else "b" for i in range(100, 171)}
+    assert result.stats["idcrawl/lanes/b:asc/emitted"] == 41
+
+
 def test_many_small_overlapping_targets_fetch_no_id_twice(make_site, redis_server, tmp_path: Path) -> None:
     import random
 

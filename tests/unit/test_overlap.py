@@ -287,3 +287,32 @@ def test_a_shared_id_is_emitted_by_the_nearest_lane_whatever_the_completion_orde
         assert frontier.finished
         assert {i for i, lane in emitter.items() if lane == "b:asc"} == {i for i in exists if i >= 100}, seed
         assert {i for i, lane in emitter.items() if lane == "a:asc"} == {i for i in exists if i < 100}, seed
+
+
+def test_emitted_items_take_the_emitting_target_and_nothing_else_changes() -> None:
+    import dataclasses
+
+    import scrapy
+
+    from idcrawl.runtime import emitted_as
+
+    class Page(scrapy.Item):
+        target = scrapy.Field()
+        id = scrapy.Field()
+
+    @dataclasses.dataclass
+    class Bare:
+        id: int
+
+    names = {"a": None, "b": None}
+    outputs = [
+        {"target": "a", "id": 7},  # the fetching lane's item of the id: relabelled
+        {"target": "a", "id": 8},  # another id's item: left
+        {"target": "mine", "id": 7},  # a spider's own field, no target of the job: left
+        Page(target="a", id=7),
+        Bare(7),  # no target field at all
+        scrapy.Request("https://example.org/7"),
+    ]
+    emitted_as(outputs, "b", 7, names)
+    assert [o["target"] for o in outputs[:4]] == ["b", "a", "mine", "b"]
+    assert outputs[4] == Bare(7)
