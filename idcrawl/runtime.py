@@ -349,7 +349,9 @@ class IdRuntime:
         worker, lane_target, names = self.worker, self.frontier.lane_target, self.frontier.targets
         outputs: list[Any] = []
         for released_lane, released_id, released_outputs in released:
-            emitted_as(released_outputs, lane_target[released_lane].name, released_id, names)
+            target = lane_target.get(released_lane)  # None: a lane of another worker (adopted outputs)
+            name = target.name if target is not None else released_lane.rpartition(":")[0]
+            emitted_as(released_outputs, name, released_id, names)
             worker.released(released_lane, released_id, released_outputs)
             outputs += released_outputs
         return outputs
