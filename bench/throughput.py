@@ -195,7 +195,9 @@ def command(side: str, url: str, ids: int, args: argparse.Namespace, stats_file:
     if args.concurrent_items is not None:
         settings["CONCURRENT_ITEMS"] = args.concurrent_items
     env, cwd = environment(), ROOT
-    if side == "idcrawl":
+    if side == "base":  # idcrawl from another checkout (--base), same settings: before/after a change
+        env, cwd = environment(args.base), args.base
+    if side in ("idcrawl", "base"):
         settings["IDCRAWL_STATE_PATH"] = str(state_file)
         if args.window is not None:
             settings["IDCRAWL_WINDOW"] = args.window
@@ -218,8 +220,10 @@ def command(side: str, url: str, ids: int, args: argparse.Namespace, stats_file:
     return cmd, env, cwd
 
 
-def environment() -> dict[str, str]:
-    path = os.pathsep.join([str(BENCH), str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+def environment(root: Path = ROOT) -> dict[str, str]:
+    """The crawl's environment: the project's settings, idcrawl imported from ``root`` (its folder comes
+    before the installed package on ``PYTHONPATH``, so ``--base`` runs another checkout's code)."""
+    path = os.pathsep.join([str(BENCH), str(root), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return {**os.environ, "SCRAPY_SETTINGS_MODULE": "idcrawl.settings", "PYTHONPATH": path}
 
 
@@ -357,6 +361,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path,
                         help="keep logs and stats files in this directory (else a temporary one, "
                              "removed after a successful run)")
+    parser.add_argument("--base", type=Path, metavar="DIR",
+                        help="also run idcrawl from another checkout DIR (e.g. `git archive main | tar -x -C DIR`) "
+                             "with the same settings, alternating: prints the ratio this checkout / DIR")
+    parser.add_argument("--no-plain", dest="plain", action="store_false",
+                        help="leave out the plain side (with --base: only this checkout against DIR)")
     parser.add_argument("--profile", action="store_true",
                         help="after the timed rounds, run each side once more under cProfile and summarize")
     parser.add_argument("--top", type=int, default=15, help="rows of each profile summary (default 15)")
@@ -378,47 +387,49 @@ def main(argv: list[str] | None = None) -> int:
           f"CONCURRENT_REQUESTS_PER_DOMAIN={args.concurrency} CONCURRENT_ITEMS={args.concurrent_items or 'default'} "
           f"IDCRAWL_WINDOW={args.window or project_setting('IDCRAWL_WINDOW')} state={'on' if args.state else 'off'} "
           f"{' '.join('-s ' + s for s in args.set)}; files in {workdir}", flush=True)
+    sides = ["idcrawl", *(["base"] if args.base else []), *(["plain"] if args.plain else [])]
     runs: list[Run] = []
     try:
         for round_ in range(1, args.rounds + 1):
-            for side in ("idcrawl", "plain"):
+            for side in sides:
                 run = crawl(side, round_, url, args.ids, args, server, workdir)
                 runs.append(run)
                 print(f"  round {round_} {side:<7}: {run.cpu_rate:7.1f} pages/CPU-s, {run.rate:7.1f} pages/s "
                       f"({run.responses} responses in {run.elapsed:.1f}s, {run.cpu:.1f} CPU-s, {run.items} items)",
                       flush=True)
         if args.profile:
-            profiles = {side: workdir / f"{side}.prof" for side in ("idcrawl", "plain")}
-            for side, path in profiles.items():
-                crawl(side, 0, url, args.ids, args, server, workdir, profile=path)
+            for side in sides:
+                crawl(side, 0, url, args.ids, args, server, workdir, profile=workdir / f"{side}.prof")
     finally:
         stop_server(server)
 
     print()
     print_table(runs)
-    cpu_ratios, ratios = [], []
-    for round_ in range(1, args.rounds + 1):
-        a, b = (next(r for r in runs if r.round == round_ and r.side == s) for s in ("idcrawl", "plain"))
-        cpu_ratios.append(a.cpu_rate / b.cpu_rate)
-        ratios.append(a.rate / b.rate)
-    med = {s: statistics.median(r.rate for r in runs if r.side == s) for s in ("idcrawl", "plain")}
-    cpu = {s: statistics.median(r.cpu_rate for r in runs if r.side == s) for s in ("idcrawl", "plain")}
-    steady = {s: statistics.median(r.steady_rate for r in runs if r.side == s) for s in ("idcrawl", "plain")}
     print()
-    print("pages per CPU-second, ratio idcrawl/plain per round:", " ".join(f"{r:.3f}" for r in cpu_ratios))
-    print("wall pages/s, ratio idcrawl/plain per round:", " ".join(f"{r:.3f}" for r in ratios))
-    print(f"median pages/CPU-s: idcrawl {cpu['idcrawl']:.1f}, plain {cpu['plain']:.1f}; "
-          f"median pages/s: idcrawl {med['idcrawl']:.1f}, plain {med['plain']:.1f}; "
-          f"steady pages/s (first to last response): idcrawl {steady['idcrawl']:.1f}, plain {steady['plain']:.1f}")
-    ratio = statistics.median(cpu_ratios)
-    print(f"MEDIAN RATIO idcrawl/plain, pages per CPU-second: {ratio:.3f} "
-          f"(wall pages/s: {statistics.median(ratios):.3f}; target >= 1.0: {'met' if ratio >= 1.0 else 'not met'})")
+    med = {s: statistics.median(r.rate for r in runs if r.side == s) for s in sides}
+    cpu = {s: statistics.median(r.cpu_rate for r in runs if r.side == s) for s in sides}
+    steady = {s: statistics.median(r.steady_rate for r in runs if r.side == s) for s in sides}
+    print("median pages/CPU-s:", ", ".join(f"{s} {cpu[s]:.1f}" for s in sides),
+          "; median pages/s:", ", ".join(f"{s} {med[s]:.1f}" for s in sides),
+          "; steady pages/s (first to last response):", ", ".join(f"{s} {steady[s]:.1f}" for s in sides))
+    for other in sides[1:]:
+        cpu_ratios, ratios = [], []
+        for round_ in range(1, args.rounds + 1):
+            a, b = (next(r for r in runs if r.round == round_ and r.side == s) for s in ("idcrawl", other))
+            cpu_ratios.append(a.cpu_rate / b.cpu_rate)
+            ratios.append(a.rate / b.rate)
+        print(f"pages per CPU-second, ratio idcrawl/{other} per round:", " ".join(f"{r:.3f}" for r in cpu_ratios))
+        print(f"wall pages/s, ratio idcrawl/{other} per round:", " ".join(f"{r:.3f}" for r in ratios))
+        ratio = statistics.median(cpu_ratios)
+        target = f"; target >= 1.0: {'met' if ratio >= 1.0 else 'not met'}" if other == "plain" else ""
+        print(f"MEDIAN RATIO idcrawl/{other}, pages per CPU-second: {ratio:.3f} "
+              f"(wall pages/s: {statistics.median(ratios):.3f}{target})")
 
-    items = {s: sorted({r.items for r in runs if r.side == s}) for s in ("idcrawl", "plain")}
-    print(f"items: idcrawl {items['idcrawl']}, plain {items['plain']}; the site has {len(expected)} pages")
+    items = {s: sorted({r.items for r in runs if r.side == s}) for s in sides}
+    print("items:", ", ".join(f"{s} {items[s]}" for s in sides), f"; the site has {len(expected)} pages")
     bad = [r for r in runs if r.ids != expected or r.items != len(expected)]
     if args.profile:
-        for side in ("idcrawl", "plain"):
+        for side in sides:
             summarize_profile(workdir / f"{side}.prof", side, args.top)
     if bad:
         for r in bad:
@@ -427,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"MISMATCH: round {r.round} {r.side}: {r.items} items; missing {missing} extra {extra}",
                   file=sys.stderr)
         return 1
-    print("both sides found exactly the site's pages in every round")
+    print("every side found exactly the site's pages in every round")
     if args.keep is None:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0

@@ -18,7 +18,10 @@ moves a middleware. What it wires:
                             exactly Scrapy's for spiders that are not id crawls)
 ``DOWNLOADER_MIDDLEWARES``  ``IdAttemptsMiddleware`` at 549 (beside RetryMiddleware);
                             Scrapy's ``RobotsTxtMiddleware`` swapped for
-                            ``idcrawl.downloadermiddlewares.robotstxt.IdRobotsTxtMiddleware`` at 100
+                            ``idcrawl.downloadermiddlewares.robotstxt.IdRobotsTxtMiddleware`` at 100;
+                            Scrapy's ``MetaRefreshMiddleware`` swapped for
+                            ``idcrawl.downloadermiddlewares.metarefresh.IdMetaRefreshMiddleware``
+                            at 580 (the same decisions, without decoding pages that cannot refresh)
 ``SPIDER_MIDDLEWARES``      ``idcrawl.spidermiddlewares.soft404.IdSoft404Middleware`` at 1100
                             (the soft-404 probes, ``soft404_probe``);
                             ``idcrawl.spidermiddlewares.scope.IdScopeMiddleware`` at 1050 when a
@@ -58,7 +61,9 @@ from idcrawl.validation import validate_settings
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-__all__ = ["ADDON_PRIORITY", "IdCrawl", "mentions_component", "raise_dict_priority", "setdefault_component"]
+__all__ = [
+    "ADDON_PRIORITY", "IdCrawl", "mentions_component", "raise_dict_priority", "setdefault_component", "swap_component",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +79,9 @@ SCOPE_ORDER = 1050  # spider side of Scrapy's own: its outlink requests pass the
 SCRAPY_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 ID_ROBOTS = "idcrawl.downloadermiddlewares.robotstxt.IdRobotsTxtMiddleware"
 ROBOTS_ORDER = 100  # Scrapy's own position for robots.txt
+SCRAPY_METAREFRESH = "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware"
+ID_METAREFRESH = "idcrawl.downloadermiddlewares.metarefresh.IdMetaRefreshMiddleware"
+METAREFRESH_ORDER = 580  # Scrapy's own position for meta refresh
 EXTENSIONS = {
     "idcrawl.extensions.progress.IdProgress": 500,
     "idcrawl.extensions.politeness.IdPoliteness": 100,
@@ -129,6 +137,16 @@ def setdefault_component(
     return True
 
 
+def swap_component(settings: BaseSettings, name: str, scrapys: str, ours: str, order: int) -> None:
+    """Put ``ours`` in place of Scrapy's ``scrapys`` (off) at ``order`` in the component dict ``name``.
+
+    The two are one piece: a project that lists either of them decides for both, and nothing changes.
+    """
+    if not (mentions_component(settings, name, scrapys) or mentions_component(settings, name, ours)):
+        setdefault_component(settings, name, scrapys, None)
+        setdefault_component(settings, name, ours, order)
+
+
 def raise_dict_priority(settings: BaseSettings, name: str, priority: int | str) -> None:
     """Make the dict setting ``name`` as a whole at least as strong as ``priority`` (its keys keep theirs).
 
@@ -167,11 +185,8 @@ class IdCrawl:
         settings.set("DUPEFILTER_CLASS", DUPEFILTER, priority=ADDON_PRIORITY)
         setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER)
         setdefault_component(settings, "SPIDER_MIDDLEWARES", SOFT404_MIDDLEWARE, SOFT404_ORDER)
-        # robots.txt: the two middlewares are one piece; a project that lists either decides for both
-        if not (mentions_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_ROBOTS)
-                or mentions_component(settings, "DOWNLOADER_MIDDLEWARES", ID_ROBOTS)):
-            setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_ROBOTS, None)
-            setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ID_ROBOTS, ROBOTS_ORDER)
+        swap_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_ROBOTS, ID_ROBOTS, ROBOTS_ORDER)
+        swap_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_METAREFRESH, ID_METAREFRESH, METAREFRESH_ORDER)
         for path, order in EXTENSIONS.items():
             setdefault_component(settings, "EXTENSIONS", path, order)
         # marks (IDCRAWL_CONTENT_DUPLICATES = "mark", the default) or drops items whose body an earlier item had

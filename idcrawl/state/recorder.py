@@ -44,7 +44,7 @@ import json
 import logging
 import os
 from collections import defaultdict
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -583,6 +583,18 @@ def recover_feed_tails(marks: FeedMarks | None, skip: Container[str] | None = ()
     return found
 
 
+def _fields(item: Any) -> Mapping[str, Any] | ItemAdapter | None:
+    """The item's fields (``get``, ``in``): a plain dict as it is (what ``ItemAdapter`` would wrap it in
+    reads the same; building one per item and lookup was ~1% of a ``fast`` crawl's profiled CPU), any
+    other item through ``ItemAdapter``; None: not an item."""
+    if type(item) is dict:
+        return item
+    try:
+        return ItemAdapter(item)
+    except TypeError:
+        return None
+
+
 def _line_key(line: bytes) -> tuple[str, int] | None:
     try:
         item = json.loads(line)
@@ -594,9 +606,8 @@ def _line_key(line: bytes) -> tuple[str, int] | None:
 def page_key(item: Any) -> tuple[str, str] | None:
     """The (owner target, url) of a found page of the crawl scope an item stands for (``target`` and
     ``url``, no ``id``: ``IdSeqSpider._outlink_response``'s item), or None for other items."""
-    try:
-        adapter = ItemAdapter(item)
-    except TypeError:
+    adapter = _fields(item)
+    if adapter is None:
         return None
     target, url = adapter.get("target"), adapter.get("url")
     if isinstance(target, str) and isinstance(url, str) and "id" not in adapter:
@@ -606,9 +617,8 @@ def page_key(item: Any) -> tuple[str, str] | None:
 
 def item_key(item: Any) -> tuple[str, int] | None:
     """The (target, id) an item stands for, or None for other items."""
-    try:
-        adapter = ItemAdapter(item)
-    except TypeError:
+    adapter = _fields(item)
+    if adapter is None:
         return None
     target, id_ = adapter.get("target"), adapter.get("id")
     if isinstance(target, str) and isinstance(id_, int):

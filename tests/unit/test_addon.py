@@ -14,8 +14,10 @@ from idcrawl.addon import (
     CONTENT_PIPELINE,
     DUPEFILTER,
     EXTENSIONS,
+    ID_METAREFRESH,
     ID_ROBOTS,
     SCHEDULER,
+    SCRAPY_METAREFRESH,
     SCRAPY_ROBOTS,
     SOFT404_MIDDLEWARE,
     IdCrawl,
@@ -49,7 +51,8 @@ def test_the_addon_wires_every_piece_at_addon_priority() -> None:
     assert settings["SCHEDULER"] == SCHEDULER and settings.getpriority("SCHEDULER") == 15
     assert settings["DUPEFILTER_CLASS"] == DUPEFILTER and settings.getpriority("DUPEFILTER_CLASS") == 15
     middlewares = components(settings, "DOWNLOADER_MIDDLEWARES")
-    assert middlewares == {ATTEMPTS_MIDDLEWARE: 549, SCRAPY_ROBOTS: None, ID_ROBOTS: 100}
+    assert middlewares == {ATTEMPTS_MIDDLEWARE: 549, SCRAPY_ROBOTS: None, ID_ROBOTS: 100,
+                           SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580}
     assert components(settings, "SPIDER_MIDDLEWARES") == {SOFT404_MIDDLEWARE: 1100}
     assert settings["SPIDER_MIDDLEWARES"].getpriority(SOFT404_MIDDLEWARE) == 15
     assert components(settings, "EXTENSIONS") == EXTENSIONS
@@ -76,9 +79,20 @@ def test_a_project_overrides_any_single_piece() -> None:
 
 def test_a_project_that_lists_either_robots_middleware_decides_for_both() -> None:
     keep_scrapys = wired({"DOWNLOADER_MIDDLEWARES": {SCRAPY_ROBOTS: 100}})
-    assert components(keep_scrapys, "DOWNLOADER_MIDDLEWARES") == {SCRAPY_ROBOTS: 100, ATTEMPTS_MIDDLEWARE: 549}
+    assert components(keep_scrapys, "DOWNLOADER_MIDDLEWARES") == {
+        SCRAPY_ROBOTS: 100, ATTEMPTS_MIDDLEWARE: 549, SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580}
     no_ours = wired({"DOWNLOADER_MIDDLEWARES": {ID_ROBOTS: None}})
-    assert components(no_ours, "DOWNLOADER_MIDDLEWARES") == {ID_ROBOTS: None, ATTEMPTS_MIDDLEWARE: 549}
+    assert components(no_ours, "DOWNLOADER_MIDDLEWARES") == {
+        ID_ROBOTS: None, ATTEMPTS_MIDDLEWARE: 549, SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580}
+
+
+def test_a_project_that_lists_either_meta_refresh_middleware_decides_for_both() -> None:
+    keep_scrapys = wired({"DOWNLOADER_MIDDLEWARES": {SCRAPY_METAREFRESH: 580}})
+    middlewares = components(keep_scrapys, "DOWNLOADER_MIDDLEWARES")
+    assert middlewares[SCRAPY_METAREFRESH] == 580 and ID_METAREFRESH not in middlewares
+    off = wired({"DOWNLOADER_MIDDLEWARES": {SCRAPY_METAREFRESH: None}})
+    middlewares = components(off, "DOWNLOADER_MIDDLEWARES")
+    assert middlewares[SCRAPY_METAREFRESH] is None and ID_METAREFRESH not in middlewares
 
 
 def test_a_component_dict_from_the_command_line_still_gets_the_other_pieces() -> None:

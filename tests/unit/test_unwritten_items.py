@@ -2,7 +2,25 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import scrapy
+from itemadapter import ItemAdapter
+
 from idcrawl.state.recorder import UnwrittenItems, item_key, page_key
+
+
+class Notice(scrapy.Item):
+    target = scrapy.Field()
+    id = scrapy.Field()
+    url = scrapy.Field()
+
+
+@dataclass
+class Page:
+    target: str
+    url: str
 
 
 def test_item_and_page_keys_tell_an_id_item_from_a_page_item() -> None:
@@ -11,6 +29,26 @@ def test_item_and_page_keys_tell_an_id_item_from_a_page_item() -> None:
     assert page_key({"target": "t", "url": "http://a/x"}) == ("t", "http://a/x")
     assert item_key({"target": "t", "url": "http://a/x"}) is None
     assert page_key({"url": "http://a/x"}) is None and page_key("not an item") is None
+
+
+def test_every_kind_of_item_is_read_as_itemadapter_reads_it() -> None:
+    # a plain dict is read directly (the hot path), every other item through ItemAdapter: the same keys
+    items = [
+        {"target": "t", "id": 3, "url": "http://a/3"}, {"target": "t", "url": "http://a/x"}, {"target": 1, "id": 3},
+        {"target": "t", "id": "3"}, {}, OrderedDict(target="t", id=4), Notice(target="t", id=5, url="http://a/5"),
+        Notice(target="t", url="http://a/y"), Page("t", "http://a/z"), "not an item", None, ["t", 3],
+    ]
+    for item in items:
+        try:
+            adapter = ItemAdapter(item)
+        except TypeError:
+            assert item_key(item) is None and page_key(item) is None
+            continue
+        target, id_, url = adapter.get("target"), adapter.get("id"), adapter.get("url")
+        by_adapter = (target, id_) if isinstance(target, str) and isinstance(id_, int) else None
+        assert item_key(item) == by_adapter
+        page = (target, url) if isinstance(target, str) and isinstance(url, str) and "id" not in adapter else None
+        assert page_key(item) == page
 
 
 def test_a_page_is_done_once_its_last_own_item_is_written() -> None:
