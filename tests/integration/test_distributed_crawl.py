@@ -355,9 +355,11 @@ def test_a_worker_whose_first_request_leaves_late_keeps_the_fleets_gaps(
     for result in results:
         assert result.returncode == 0, result.stderr[-3000:]
     assert sorted(e.id for e in site.log if e.id is not None) == list(range(10, 41))
-    # every worker sent its robots.txt: each takes a few ids as it joins (its concurrency), and no id
-    # leaves before all three joined (the middleware holds each first request till then)
-    assert [e.path for e in site.log].count("/robots.txt") == 3
+    # one robots.txt per worker that sent anything; at least two did: no id leaves before all three
+    # joined (the middleware holds each first request till then), and a worker takes a few ids as it
+    # joins (about its concurrency of 4: 31 ids leave a share for each)
+    senders = sum(1 for result in results if result.stats.get("downloader/request_count", 0))
+    assert [e.path for e in site.log].count("/robots.txt") == senders >= 2
     stamped: dict[str, list[float]] = {}
     for line in left_log.read_text().splitlines():
         at, path = line.split(" ", 1)
