@@ -50,6 +50,9 @@ relies on, by version:
   ``storage``, ``file``, ``uri_template``, ``format``), ``feeds`` (uri
   template -> options) and ``exporters`` (format -> exporter class); the same
   in 2.18 and 2.19.
+- :func:`before_download`: ``engine.downloader.handlers.download_request_async``, the call
+  ``Downloader._download`` makes when a request leaves its slot's queue for the download handler
+  (right after the slot's ``lastseen``); no signal fires there. The same in 2.18 and 2.19.
 - :func:`stats_incrementer`: ``StatsCollector.inc_value`` and the collector's
   ``_stats`` dict (what that method increments); the same in 2.18 and 2.19.
 """
@@ -66,7 +69,7 @@ from scrapy.utils.defer import _schedule_coro
 from twisted.internet.defer import Deferred
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
     from typing import IO
 
     from scrapy import Request
@@ -77,6 +80,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SLOT_HAS_JITTER",
     "FeedSlotView",
+    "before_download",
     "close_spider",
     "command_crawler",
     "download_slot",
@@ -251,6 +255,19 @@ def slot_has_room(crawler: Crawler | Any, key: str, entering: int = 0) -> bool:
     if slot.delay and (slot.queue or entering):
         return False
     return len(slot.active) + entering < slot.concurrency
+
+
+def before_download(crawler: Crawler | Any, hook: Callable[[Request], Awaitable[None]]) -> None:
+    """Await ``hook(request)`` as each request leaves its slot's queue for the download handler (the
+    moment Scrapy's slot delay runs from), before the handler sends it. Needs the engine; call once."""
+    handlers = crawler.engine.downloader.handlers
+    download = handlers.download_request_async
+
+    async def hooked(request: Request) -> Any:
+        await hook(request)
+        return await download(request)
+
+    handlers.download_request_async = hooked  # type: ignore[method-assign]
 
 
 def slot_jitter(slot: Any) -> float:

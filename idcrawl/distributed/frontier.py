@@ -194,9 +194,10 @@ class RedisJob:
         """Take up to ``n`` due retries (their members)."""
         return self._pop_delayed(keys=[self.key("delayed")], args=[worker, n])
 
-    def polite(self, slot: str, gap_ms: int) -> Any:
-        """Reserve the slot's next start for the fleet: 0 = go now, else ms to wait."""
-        return self._polite(keys=[self.key("polite:", slot)], args=[gap_ms])
+    def polite(self, slot: str, gap_ms: int, token: str) -> Any:
+        """Reserve the slot's next start for the fleet for request ``token``, or (called again as it
+        leaves) move it to a gap after now: 0 = go now, else ms to wait."""
+        return self._polite(keys=[self.key("polite:", slot)], args=[gap_ms, token])
 
 
 class JobStatus:

@@ -76,7 +76,8 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
 ``P delayed``          zset  retries (serialised requests) by due time (ms)
 ``P feed``             list  targets pushed to the fleet (JSON)
 ``P incidents``        list  incident log entries from every worker
-``P polite:<slot>``    int   the earliest time (ms) the next request to a slot may start
+``P polite:<slot>``    string  "<ms> <token>": the earliest time (ms) the next request to a slot
+                             may start, and the request that took the slot last (``POLITE``)
 ``P limits:<level>:<key>``  hash  the fleet's limit counts, stop, first and last iteration
                              start (ms), found-change iteration (``LIMITS``,
                              :mod:`idcrawl.distributed.limits`)

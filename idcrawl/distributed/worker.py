@@ -842,10 +842,12 @@ class RedisWorker:
         self.runtime.wake_in(wait)
         return False
 
-    def reserve(self, slot: str, gap: float) -> float:
-        """Reserve the slot's next start for the fleet (``POLITE``): 0 = go now, else seconds to wait."""
+    def reserve(self, slot: str, gap: float, token: str) -> float:
+        """Reserve the slot's next start for the fleet for request ``token`` (``POLITE``; called again
+        as the request leaves, which moves the next start to a gap after that): 0 = go now, else
+        seconds to wait."""
         try:
-            wait_ms = int(self.job.polite(slot, max(1, int(gap * 1000))))
+            wait_ms = int(self.job.polite(slot, max(1, int(gap * 1000)), token))
         except RedisError as exc:
             self._outage(exc)
             return gap  # no reservation possible: wait a whole gap, then ask again

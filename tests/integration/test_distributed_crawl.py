@@ -322,6 +322,57 @@ def test_robots_txt_fetches_keep_the_fleets_gaps_too(
     assert min(gaps) >= 0.2, [(e.path, round(e.at - times[0], 3)) for e in site.log]
 
 
+#: The fleet's clock counts whole ms (the script's now_ms): two requests' moments of leaving, a gap apart
+#: to the ms, are at least gap - 1 ms apart; 2 ms also covers the rate at which NTP may slew Redis's clock
+#: (TIME) against the monotonic clock of the site's log and the workers' stamps (<= 500 ppm, 0.15 ms per
+#: gap).
+CLOCK_RESOLUTION = 0.002
+
+
+def test_a_worker_whose_first_request_leaves_late_keeps_the_fleets_gaps(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    """Each worker's first request (robots.txt) leaves long after its reservation: held until all three
+    workers joined, then 0.2 s more (tests/support/late_send.py). The fleet's gaps run from the moment a
+    request leaves for the download handler, as one process's slot delay does; before, they ran from
+    reservation to reservation, and the three robots.txt fetches left within milliseconds of each other.
+
+    Checked at the site's log by causality, not timing: each request arrives at least a gap after the
+    previous arrival left its worker. A request arrives after it left, and it left (the script let it go)
+    at least a gap after the previous one left, which is after that one passed the stamping middleware.
+    (The raw gaps between arrivals also carry each request's way from worker to site: a turn of the
+    worker's reactor and of the site's thread, up to 85 ms measured at load 9, in one process as in a
+    fleet: no bound a test may rely on.)"""
+    site = make_site(GapModel(0, 1000, set()), robots_txt="User-agent: *\nDisallow: /private\n")
+    args = {"url": site.url(), "start": 10, "max": 40, "margin": 0}
+    left_log = tmp_path / "left.log"
+    settings = worker_settings(
+        redis_server, job="late-send", ROBOTSTXT_OBEY=True, RANDOMIZE_DOWNLOAD_DELAY=False, DOWNLOAD_DELAY_JITTER=0,
+        DOWNLOAD_DELAY=0.3, DOWNLOADER_MIDDLEWARES={"tests.support.late_send.LateFirstSend": 960},
+        LATE_SEND_WORKERS=3, LATE_SEND_DELAY=0.2, LATE_SEND_LOG=str(left_log))
+    procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(3)]
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(e.id for e in site.log if e.id is not None) == list(range(10, 41))
+    # one robots.txt per worker that sent anything; at least two did: no id leaves before all three
+    # joined (the middleware holds each first request till then), and a worker takes a few ids as it
+    # joins (about its concurrency of 4: 31 ids leave a share for each)
+    senders = sum(1 for result in results if result.stats.get("downloader/request_count", 0))
+    assert [e.path for e in site.log].count("/robots.txt") == senders >= 2
+    stamped: dict[str, list[float]] = {}
+    for line in left_log.read_text().splitlines():
+        at, path = line.split(" ", 1)
+        stamped.setdefault(path, []).append(float(at))
+    assert sorted(stamped) == sorted({e.path for e in site.log})
+    assert all(len(stamps) == 1 for path, stamps in stamped.items() if path != "/robots.txt")
+    origin = site.log[0].at
+    log = [(e.path, round(e.at - origin, 3), round(min(stamped[e.path]) - origin, 3)) for e in site.log]
+    for a, b in itertools.pairwise(site.log):
+        # a robots.txt arrival: the earliest stamp of the three is before the one that arrived left
+        assert b.at >= min(stamped[a.path]) + 0.3 - CLOCK_RESOLUTION, (a.path, b.path, log)
+
+
 def test_a_worker_joining_a_finished_job_sends_nothing_not_even_robots_txt(
     make_site, redis_server, tmp_path: Path
 ) -> None:

@@ -327,3 +327,32 @@ def test_a_worker_stopped_with_ids_of_a_cut_lane_that_another_lane_waits_for_is_
     assert sorted(set(emitted)) == sorted(emitted_1)
     for key, cut in cuts.items():
         assert all(w.lanes[key].cut_at == cut for w in workers[1:]), key
+
+
+def test_polite_reserves_a_slot_and_moves_its_next_start_to_a_gap_after_a_request_leaves(redis_server) -> None:
+    """``POLITE`` (the fleet's politeness): a request reserves the slot's next start, and again as it
+    leaves. No time passes in the test: a gap of 60 s, and the stored start moved back by hand where a
+    gap would have run out."""
+    client = redis.Redis.from_url(redis_server.url)
+    job = RedisJob(client, "t:{polite}:")
+    key, gap_ms = job.key("polite:", "h"), 60_000
+
+    def stored() -> tuple[int, str]:
+        at, _, token = client.get(key).decode().partition(" ")
+        return int(at), token
+
+    assert job.polite("h", gap_ms, "a") == 0  # a reserves: the next start is a gap later
+    reserved_at, holder = stored()
+    assert holder == "a"
+    assert 0 < job.polite("h", gap_ms, "b") <= gap_ms  # b waits for it
+    assert job.polite("h", gap_ms, "a") == 0  # a leaves (nobody took the slot since): a gap from now
+    assert stored()[0] >= reserved_at and stored()[1] == "a"
+    # a leaves late: its gap ran out and b took the slot meanwhile; a waits for b's gap, then reserves anew
+    client.set(key, f"{stored()[0] - gap_ms} a")
+    assert job.polite("h", gap_ms, "b") == 0
+    assert stored()[1] == "b"
+    assert 0 < job.polite("h", gap_ms, "a") <= gap_ms
+    assert stored()[1] == "b"
+    # a slot whose key expired (or a start stored without a token): the first to ask goes
+    client.set(key, "1")
+    assert job.polite("h", gap_ms, "c") == 0 and stored()[1] == "c"

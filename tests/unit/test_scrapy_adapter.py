@@ -368,6 +368,39 @@ def test_the_downloader_names_the_slot_functions_rely_on_exist() -> None:
     assert (slot.active, len(slot.queue), slot.concurrency, slot.delay) == (set(), 0, 1, 1.0)
 
 
+def test_before_download_awaits_the_hook_then_the_handler() -> None:
+    import asyncio
+
+    from scrapy import Request
+
+    calls: list[str] = []
+
+    async def handler_call(request: Request) -> str:
+        calls.append(f"handler {request.url}")
+        return "response"
+
+    async def hook(request: Request) -> None:
+        await asyncio.sleep(0)  # a hook that waits: the handler is called after it
+        calls.append(f"hook {request.url}")
+
+    handlers = SimpleNamespace(download_request_async=handler_call)
+    crawler = SimpleNamespace(engine=SimpleNamespace(downloader=SimpleNamespace(handlers=handlers)))
+    _scrapy.before_download(crawler, hook)
+    assert asyncio.run(handlers.download_request_async(Request("http://a.example/1"))) == "response"
+    assert calls == ["hook http://a.example/1", "handler http://a.example/1"]
+
+
+def test_the_downloader_names_before_download_relies_on_exist() -> None:
+    import inspect
+
+    from scrapy.core.downloader import Downloader
+    from scrapy.core.downloader.handlers import DownloadHandlers
+
+    assert "self.handlers" in inspect.getsource(Downloader.__init__)
+    assert "self.handlers.download_request_async(request)" in inspect.getsource(Downloader._download)
+    assert inspect.iscoroutinefunction(DownloadHandlers.download_request_async)
+
+
 # -- robots.txt ---------------------------------------------------------------------------
 
 
