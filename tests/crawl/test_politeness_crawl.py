@@ -86,9 +86,11 @@ max = 1059
     # median of 0.068 s against a fixed 0.05 s once failed on a 2-core machine at load 9)
     fast_gaps = sorted(b.at - a.at for a, b in pairwise(fast))
     assert fast_gaps[len(fast_gaps) // 2] < min(gaps.values()) / 5, (fast_gaps, gaps)
+    # a fast host held to the slow host's gaps would send at most one request per slow gap (and need
+    # 60 gaps); at load 15 on 2 cores it sent 8 in the first gap, 20+ on a quiet machine
     first_gap = [e for e in fast if slow[0].at < e.at < slow[1].at]
-    assert len(first_gap) >= 10, len(first_gap)
-    assert fast[-1].at < slow[-2].at  # done long before the slow host
+    assert len(first_gap) >= 3, len(first_gap)
+    assert fast[-1].at < slow[-1].at  # done before the slow host (6 gaps for 60 requests)
     print("slow-host gaps:", {k: round(v, 3) for k, v in gaps.items()})
     print("fast host:", len(fast), "requests in", round(fast[-1].at - fast[0].at, 3), "s, median gap",
           round(fast_gaps[len(fast_gaps) // 2], 4), "s;", len(first_gap), "inside the first slow gap")
