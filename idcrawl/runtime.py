@@ -349,7 +349,10 @@ class IdRuntime:
         worker, lane_target, names = self.worker, self.frontier.lane_target, self.frontier.targets
         outputs: list[Any] = []
         for released_lane, released_id, released_outputs in released:
-            emitted_as(released_outputs, lane_target[released_lane].name, released_id, names)
+            # a lane this worker never joined (a settled list lane whose orphans it adopts): named by its key
+            emitter = (lane_target[released_lane].name if released_lane in lane_target
+                       else released_lane.rpartition(":")[0])
+            emitted_as(released_outputs, emitter, released_id, names)
             worker.released(released_lane, released_id, released_outputs)
             outputs += released_outputs
         return outputs
