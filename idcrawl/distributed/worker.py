@@ -273,11 +273,8 @@ class RedisWorker:
 
         store = JobStateStore(self.client, self.job.prefix)
         now = self.runtime.clock.now()
-        times: list[float | None] = []
         try:
-            for target in self.runtime.targets:
-                store.index_pages(target.name)
-                times.append(store.next_page_due(target.name, now, target.policy.gone_limit))
+            times = [store.next_page_due(target.name, now, target.policy.gone_limit) for target in self.runtime.targets]
         except (RedisError, StateError) as exc:
             raise BadInputError(f"idcrawl: watch: the Redis job cannot be read ({exc})") from None
         return [at for at in times if at is not None]

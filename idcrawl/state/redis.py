@@ -185,12 +185,13 @@ class RedisStateStore(StateStore):
             raise self._error(exc) from None
 
     def next_page_due(self, name: str, now: float, gone_limit: int) -> float | None:
-        """From the index when it is complete: O(log pages), plus the records off the schedule it steps over
-        (as the SQLite store's ``pages_due`` index); else every record (the default)."""
+        """From the index (built once by a writable store: :meth:`index_pages`): O(log pages), plus the records
+        off the schedule it steps over (as the SQLite store's ``pages_due`` index); a read-only store of a job
+        without the index reads every record (the default)."""
         import redis
 
         try:
-            if not self.pages_indexed(name):
+            if not self.index_pages(name):
                 return super().next_page_due(name, now, gone_limit)
             key, offset = self._key("pagedue:", name), 0
             while True:

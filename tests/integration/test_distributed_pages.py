@@ -111,6 +111,7 @@ def test_a_due_fleet_revisits_100_pages_once_each_conditionally_and_emits_the_10
     assert min(tail) == 101 and set(range(101, 101 + MARGIN)) <= set(tail) and Counter(tail).most_common(1)[0][1] == 1
     assert stat(due, "idcrawl/pages/conditional") == 100
     assert stat(due, "idcrawl/pages/due") == 100, "the fleet's plan, counted by the worker that registered it"
+    assert stat(due, "idcrawl/redis/page_records_written") == 100, "each revisited page's record once, with its outcome"
     statuses = sorted(entry.status for entry in site.log if entry.id is not None and entry.id <= 100)
     if validators:
         assert statuses == [200] * 10 + [304] * 90
