@@ -41,7 +41,7 @@ from idcrawl.core.resume import resume_specs
 from idcrawl.core.targets import Target, TargetError
 from idcrawl.distributed import scripts
 from idcrawl.distributed.codec import space_id, spec_conflict, spec_json, target_spec
-from idcrawl.distributed.pages import is_due_lane
+from idcrawl.distributed.pages import FleetPageBook, PageWrite, is_due_lane
 
 if TYPE_CHECKING:
     import redis
@@ -136,20 +136,25 @@ class RedisJob:
         return self._claim(keys=keys, args=args)
 
     def record(
-        self, worker: str, lane: str, id_: int, code: int, payload: bytes, back: tuple[str, int] | None = None
+        self, worker: str, lane: str, id_: int, code: int, payload: bytes, back: tuple[str, int] | None = None,
+        page: PageWrite | None = None,
     ) -> Any:
         """An id's outcome: ``[fu, next, reason, cut, last, 7 counts, duplicate, settled, touched, lane|id, blob...]``.
 
         ``touched``: lanes of the id's space that were waiting for this outcome, each
         ``[lane, fu, next, reason, cut, last, 7 counts, duplicate, settled, id, code]``.
         ``back``: for a list lane (resumed holes, ``id_`` a position), the target's lane and the
-        position there of the id, whose outcome the script rewrites."""
+        position there of the id, whose outcome the script rewrites.
+        ``page``: a found page's record, written with the outcome (``page_record.lua``)."""
         keys = [*self.lane_keys(lane, "own", "dec", "pay", "bits", "free"), self.emit_key(worker),
                 self.key("unsettled")]
         args: list[Any] = [lane, id_, code, payload]
         if back is not None:
             keys.append(self.key("L:", back[0], ":bits"))
             args.append(back[1])
+        if page is not None:
+            keys += [self.key("pages:", page.target), self.key("pagedue:", page.target)]
+            args += ["page", page.id, page.record, page.due_at, "1" if page.emits else "0"]
         return self._record(keys=keys, args=args)
 
     def resume(
@@ -283,6 +288,8 @@ class RedisFrontier(Generic[P]):
         self._misses: dict[str, int] = {}  # lane -> misses in a row among its latest outcomes recorded here
         #: claimed ids not fetched because this worker learnt of the lane's cut first
         self.dropped_past_cut = 0
+        #: the worker's page records (resume=due): a visited page's record goes with its outcome (record)
+        self.pages: FleetPageBook | None = None
         self._parked: set[str] = set()
         self._unsettled: set[str] = set()
         self._closed_here: set[str] = set()  # lanes a limit stopped in this worker (the job's lane goes on)
@@ -715,7 +722,8 @@ class RedisFrontier(Generic[P]):
         blob = self._encode(payload) if payload is not None and self._encode is not None else b""
         self.inflight.discard((lane_key, id_))
         self.last_activity = time.monotonic()
-        reply = self.job.record(self.worker, lane_key, redis_id, CODES[outcome], blob, self._back(lane_key, id_))
+        page = self.pages.outgoing(self.lane_target[lane_key].name, id_) if self.pages is not None else None
+        reply = self.job.record(self.worker, lane_key, redis_id, CODES[outcome], blob, self._back(lane_key, id_), page)
         if outcome is Outcome.FOUND:
             self._misses[lane_key] = 0
         elif outcome not in self._neutral:
@@ -728,6 +736,8 @@ class RedisFrontier(Generic[P]):
         result.overshoot = deltas[5] > 0 and outcome is Outcome.FOUND
         result.stopped = stopped
         result.released = self._released(reply[15:])
+        if page is not None and self.pages is not None:  # written unless a duplicate or dropped past the cut
+            self.pages.sent(page, not int(reply[12]) and not (page.emits and result.overshoot))
         if lane_key in self._parked and self._room(lane, was_ready):
             result.became_ready = self.unpark(lane_key)
         self._take_touched(reply[14])

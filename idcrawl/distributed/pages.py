@@ -6,30 +6,71 @@ Redis state store (``P pages:<target>``: hash id -> page record JSON, :mod:`idcr
 ``scrapy iddue`` and a single process read them alike. :class:`FleetPageBook` is the
 :class:`~idcrawl.core.pagebook.PageBook` of one worker:
 
-- **Loaded per target** when the worker plans or joins a due run of it (:meth:`FleetPageBook.load_job`):
-  the validators of a revisit (``If-None-Match``/``If-Modified-Since``) and the base of the rule are
-  the records as the job holds them before the run. Each due page is fetched once by the fleet (a
-  position of the run's ``<target>:due`` list lane), so the record it starts from is that one.
-- **Written once the fetch's outcome is recorded** (:meth:`FleetPageBook.decided`, then
-  :meth:`FleetPageBook.flush` at the worker's next poll): by then the id's outcome and its item (a new
-  or changed page) are in Redis, which emits the item at least once whatever worker is killed (the emit
-  hash, orphans). A worker killed before its outcome was recorded wrote no record: another worker fetches
-  the id again from the same stored record, and the rule is applied once. A worker killed after, before
-  its poll wrote the record, leaves the page's record as it was: the page stays due, and the next due run
-  revisits it and applies the rule once (its item, if the page changed, may then be written twice: the
-  fleet's items are at least once). So no duration is updated twice for one fetch, and no item is lost.
+- **Loaded for the pages a run revisits**: the records of the due pages (:func:`fleet_due_ids`, from the
+  index of due times ``P pagedue:<target>``) when the worker plans a due run, and those of the ids of the
+  run's ``<target>:due`` list lanes (:meth:`FleetPageBook.load_ids`) when it joins one: the validators of a
+  revisit (``If-None-Match``/``If-Modified-Since``) and the base of the rule are the records as the job
+  holds them before the run. Each due page is fetched once by the fleet (a position of the run's list lane).
+- **Written with the fetch's outcome**: the changed record travels with the outcome to ``RECORD``
+  (:meth:`FleetPageBook.outgoing`, ``page_record.lua``), which writes it, and its place in the index of due
+  times, in the same atomic call that records the outcome and stores a new or changed page's item in Redis
+  (the lane's ``:pay`` hash until the prefix passes it, then the emit hash of the worker it is released
+  to, then the orphans if that worker stops before acknowledging it: emitted at least once). So no record
+  says a page was seen whose item can be lost, which is the single process's rule (there the record is
+  committed with the item, once it is written: the fleet's item is durable once it is in Redis). A worker
+  killed before the call wrote neither: another worker fetches the id again from the same stored record,
+  and the rule is applied once. A duplicate outcome (an id fetched twice after a lease ran out) writes no
+  record: the first outcome's record stands, so no duration is updated twice for one fetch. A new page
+  fetched past its lane's cut (overshoot: no item) gets no record, as in one process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from pyroaring import BitMap64
 
 from idcrawl.core.clock import Clock
 from idcrawl.core.pagebook import PageBook, PageVisit, schedule_to_json
 from idcrawl.core.recrawl import Fetch, Policy, Schedule
 
-__all__ = ["FleetPageBook", "is_due_lane"]
+if TYPE_CHECKING:
+    from idcrawl.state.redis import RedisStateStore
+
+__all__ = ["FleetPageBook", "PageWrite", "fleet_due_ids", "is_due_lane"]
+
+
+class PageWrite(NamedTuple):
+    """A page record on its way to ``RECORD`` with its id's outcome (``page_record.lua``)."""
+
+    target: str
+    id: int
+    record: str  # the record's JSON (schedule_to_json); '' deletes it
+    due_at: str  # last_crawled + update_duration (seconds), the index's score; '' when deleted
+    emits: bool  # the fetch gets an item (a new or changed page): no record if the item is dropped past the cut
+
+    @classmethod
+    def of(cls, target: str, id_: int, record: Schedule | None, emits: bool) -> PageWrite:
+        if record is None:
+            return cls(target, id_, "", "", emits)
+        return cls(target, id_, schedule_to_json(record), repr(record.due_at()), emits)
+
+
+def fleet_due_ids(store: RedisStateStore, book: PageBook, target: str, found: Iterable[int], now: float) -> list[int]:
+    """The found ids of ``target`` due at ``now``, most overdue first (:meth:`PageBook.due_ids`, the single
+    process's computation), with the records of the due pages loaded into ``book``.
+
+    With the index of due times (:meth:`RedisStateStore.index_pages`: built once for a job written before
+    it), only the records due by it are read, O(log pages + due), and the found ids without a record (due
+    first) are the found ids the index does not hold (ids only); without it (a read-only store of such a
+    job), every record is read."""
+    if store.index_pages(target):
+        book.load(target, store.due_page_records(target, now))
+        found = BitMap64(found) - store.page_ids(target)
+    else:
+        book.load(target, store.load_pages(target))
+    return book.due_ids(target, now, found=found)
 
 
 def is_due_lane(lane_key: str, target: str) -> bool:
@@ -40,60 +81,55 @@ def is_due_lane(lane_key: str, target: str) -> bool:
 
 
 class FleetPageBook(PageBook):
-    """One worker's page records: loaded from the job's keys, written there once outcomes are recorded."""
+    """One worker's page records: loaded from the job's keys, written there with the outcomes (``RECORD``)."""
 
     def __init__(self, client: Any, prefix: str, clock: Clock, policies: Mapping[str, Policy] | None = None) -> None:
         super().__init__(clock, policies, retain=False)
         self.client = client
         self.prefix = prefix
-        #: targets whose stored records this worker loaded (a due run of theirs is planned or joined)
-        self.loaded: set[str] = set()
-        self._fetched: dict[tuple[str, int], Schedule | None] = {}  # visited, outcome not recorded yet
-        self._ready: dict[tuple[str, int], Schedule | None] = {}  # outcome recorded: to write
+        #: target -> the ids whose stored record this worker looked up (a visited one is not read again)
+        self.looked_up: dict[str, set[int]] = {}
+        self._fetched: dict[tuple[str, int], PageWrite] = {}  # visited, outcome not recorded yet
+        #: records written with their outcomes by this worker
+        self.written = 0
 
-    def load_job(self, target: str) -> dict[int, Schedule]:
-        """The job's page records of ``target`` (once per worker): a revisit starts from them."""
+    def _store(self, read_only: bool = True) -> RedisStateStore:
         from idcrawl.state.redis import RedisStateStore
 
-        if target in self.loaded:
-            return {}
-        records = RedisStateStore(self.client, self.prefix, read_only=True).load_pages(target)
-        self.load(target, records)
-        self.loaded.add(target)
-        return records
+        return RedisStateStore(self.client, self.prefix, read_only=read_only)
+
+    def due_ids_of(self, target: str, found: Iterable[int]) -> list[int]:
+        """:func:`fleet_due_ids` at the clock's now (the index rebuilt once for a job written before it)."""
+        due = fleet_due_ids(self._store(read_only=False), self, target, found, self.clock.now())
+        self.looked_up.setdefault(target, set()).update(self._pages.get(target, {}))
+        return due
+
+    def load_ids(self, target: str, ids: Iterable[int]) -> int:
+        """The stored records of ``ids`` not looked up yet (the ids of a due run this worker joined):
+        O(len(ids)); returns how many were read."""
+        seen = self.looked_up.setdefault(target, set())
+        new = [id_ for id_ in ids if id_ not in seen]
+        if not new:
+            return 0
+        seen.update(new)
+        records = self._store().load_page_ids(target, new)
+        self._pages.setdefault(target, {}).update(records)
+        return len(records)
 
     def visit(self, target: str, id_: int, fetch: Fetch) -> PageVisit:
-        """The rule of :meth:`PageBook.visit`; the changed record waits for the id's outcome to be recorded."""
+        """The rule of :meth:`PageBook.visit`; the changed record waits for the id's outcome (:meth:`outgoing`)."""
         visit = super().visit(target, id_, fetch)
-        self._fetched.update(self.take_changes())
-        self.awaiting.discard((target, id_))  # the item travels through Redis: the record waits for the outcome
+        for key, record in self.take_changes().items():
+            self._fetched[key] = PageWrite.of(key[0], key[1], record, visit.emits)
+        self.awaiting.discard((target, id_))  # the item travels through Redis with the outcome
         return visit
 
-    def decided(self, target: str, id_: int) -> None:
-        """The id's outcome (and a new or changed page's item) is recorded in Redis: its record may be written."""
-        key = (target, id_)
-        if key in self._fetched:
-            self._ready[key] = self._fetched.pop(key)
+    def outgoing(self, target: str, id_: int) -> PageWrite | None:
+        """The record to write with the outcome of ``id_`` (None: the fetch changed none)."""
+        return self._fetched.get((target, id_))
 
-    @property
-    def unwritten(self) -> int:
-        """Records whose outcome is recorded, not written yet."""
-        return len(self._ready)
-
-    def flush(self) -> int:
-        """Write the ready records to the job's keys (one transaction); returns how many. A Redis error
-        leaves them ready for the next flush."""
-        if not self._ready:
-            return 0
-        ready = dict(self._ready)
-        with self.client.pipeline(transaction=True) as pipe:
-            for (target, id_), record in ready.items():
-                if record is None:
-                    pipe.hdel(self.prefix + "pages:" + target, str(id_))
-                else:
-                    pipe.hset(self.prefix + "pages:" + target, str(id_), schedule_to_json(record))
-            pipe.execute()
-        for key in ready:
-            if self._ready.get(key) is ready[key]:
-                del self._ready[key]
-        return len(ready)
+    def sent(self, page: PageWrite, written: bool) -> None:
+        """``RECORD`` answered: the record went with the outcome (``written``: and was written)."""
+        if self._fetched.get((page.target, page.id)) is page:
+            del self._fetched[(page.target, page.id)]
+        self.written += written

@@ -73,6 +73,10 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
 ``P S:<space>:fly``    hash  id -> the lane fetching it (claimed, no outcome yet)
 ``P S:<space>:wait``   hash  id -> the lanes waiting for that outcome ("\n"-separated)
 ``P S:<space>:pay``    hash  id -> outputs of a found id no lane has emitted yet
+``P pages:<target>``   hash  id -> a found page's recrawl record (JSON), written by RECORD with the
+                             page's outcome (``page_record.lua``, :mod:`idcrawl.distributed.pages`)
+``P pagedue:<target>`` zset  id by that record's due time (seconds): the index of page due times
+``P pageidx``          set   targets whose ``pagedue`` index holds every record (:mod:`idcrawl.state.redis`)
 ``P delayed``          zset  retries (serialised requests) by due time (ms)
 ``P feed``             list  targets pushed to the fleet (JSON)
 ``P incidents``        list  incident log entries from every worker
@@ -126,7 +130,7 @@ def load(name: str, *preludes: str) -> str:
 
 REGISTER = load("register")
 CLAIM = load("claim")
-RECORD = load("record")
+RECORD = load("record", "page_record")  # a found page's record with its outcome
 STATUS = load("status")
 ADOPT = load("adopt")
 LEAVE = load("leave")

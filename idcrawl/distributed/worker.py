@@ -72,6 +72,7 @@ from idcrawl.distributed.pages import FleetPageBook, is_due_lane
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
+from idcrawl.state.base import StateError
 from idcrawl.state.recorder import UnwrittenItems, flush_feeds, page_key
 
 if TYPE_CHECKING:
@@ -163,6 +164,7 @@ class RedisWorker:
         #: the found pages' records of due runs (conditional revisits, items of changes only): idcrawl.distributed.pages
         self.pages = FleetPageBook(self.client, self.job.prefix, runtime.clock,
                                    {target.name: target.policy for target in runtime.targets})
+        self.frontier.pages = self.pages  # a visited page's record goes with its outcome
         self._due_ids: dict[str, list[int]] = {}  # resume=due: target -> its due pages, as this worker planned them
         self._due_planned = 0  # the due pages of the plans this worker registered for the fleet
         resumed: dict[str, str | None] = {}
@@ -264,16 +266,16 @@ class RedisWorker:
 
     def watch_pages(self) -> list[float]:
         """Watch mode, after a wave: the earliest due time of the job's found pages as Redis holds their
-        records, so every worker wakes for the same page (:func:`idcrawl.core.watch.next_wave_at`). It
-        reads every page record of the worker's targets (O(pages) per wave, as the Redis state store
-        does: no index by due time in Redis yet)."""
+        records, so every worker wakes for the same page (:func:`idcrawl.core.watch.next_wave_at`). From the
+        index of page due times (``P pagedue:<target>``, rebuilt once for a job written before it): O(log
+        pages) per target and wave."""
         from idcrawl.distributed.state import JobStateStore
 
-        store = JobStateStore(self.client, self.job.prefix, read_only=True)
+        store = JobStateStore(self.client, self.job.prefix)
         now = self.runtime.clock.now()
         try:
             times = [store.next_page_due(target.name, now, target.policy.gone_limit) for target in self.runtime.targets]
-        except RedisError as exc:
+        except (RedisError, StateError) as exc:
             raise BadInputError(f"idcrawl: watch: the Redis job cannot be read ({exc})") from None
         return [at for at in times if at is not None]
 
@@ -309,30 +311,29 @@ class RedisWorker:
     def due_pages(self, target: Target) -> list[int]:
         """``resume=due``: the found ids of ``target`` due for a revisit at the clock's now, most overdue
         first (:meth:`idcrawl.core.pagebook.PageBook.due_ids`, the single process's computation, on the
-        job's page records and found ids). The first worker's list is the fleet's plan (a ``<target>:due``
-        list lane, each page fetched once by the fleet); every worker loads the records, whose validators
-        its revisits send."""
+        job's page records and found ids: :func:`idcrawl.distributed.pages.fleet_due_ids`, from the index of
+        page due times). The first worker's list is the fleet's plan (a ``<target>:due`` list lane, each page
+        fetched once by the fleet); the due pages' records are loaded, whose validators its revisits send."""
         from idcrawl.core.lanes import Outcome
         from idcrawl.distributed.state import JobStateStore
 
         state = JobStateStore(self.client, self.job.prefix, read_only=True).load(target.name)
         self.pages.policies[target.name] = target.policy
-        self.pages.load_job(target.name)
         found = state.outcomes.get(Outcome.FOUND, ()) if state is not None else ()
-        return self.pages.due_ids(target.name, found=found)
+        return self.pages.due_ids_of(target.name, found)
 
     def _load_page_records(self) -> None:
-        """The page records of the targets whose due pages this worker walks (a plan it joined without
-        ``resume=due`` of its own: :meth:`RedisFrontier.join_list_lanes`): their revisits are conditional too."""
-        for key in self.frontier.list_lanes():
+        """The page records of the ids of the due runs this worker walks (a plan it joined, whose ids may
+        differ from its own: :meth:`RedisFrontier.join_list_lanes`): their revisits are conditional too."""
+        for key, ids in self.frontier.list_lanes().items():
             target = self.frontier.lane_target[key]
-            if target.name not in self.pages.loaded and is_due_lane(key, target.name):
-                self.pages.policies[target.name] = target.policy
-                self.pages.load_job(target.name)
+            if is_due_lane(key, target.name):
+                self.pages.policies.setdefault(target.name, target.policy)
+                self.pages.load_ids(target.name, ids)
 
     def _write_pages(self) -> None:
-        """Write the page records whose outcomes are recorded (:meth:`FleetPageBook.flush`)."""
-        written = self.pages.flush()
+        """Count the page records written with their outcomes (``RECORD``: :meth:`FleetPageBook.outgoing`)."""
+        written = self.pages.written - int(self.stats.get_value(f"{PREFIX}/page_records_written", 0))
         if written:
             self._inc(f"{PREFIX}/page_records_written", written)
 
@@ -472,9 +473,8 @@ class RedisWorker:
         return []
 
     def decided(self, target: str, outcome: Outcome, id_: int) -> None:
-        """Durable already: Redis recorded it (a visited page's record is written at the next poll)."""
+        """Durable already: Redis recorded it (a visited page's record with it)."""
         self._idle_since = time.monotonic()
-        self.pages.decided(target, id_)
 
     def released(self, lane_key: str, id_: int, outputs: list[Any]) -> None:
         """Expect the items of released outputs; they are acknowledged once written."""

@@ -14,6 +14,13 @@ run's ``targets``, then an end row), ``P pages:<target>`` (hash id -> page
 schedule record JSON: recrawl of found pages), ``P runseq``, ``P feeds:<run>`` (hash feed
 file path -> offset: the run's feed marks), ``P feedrun`` (the latest run
 that wrote feed marks) and ``P tails`` (hash target -> its tail's recrawl schedule JSON).
+
+The index of page due times: ``P pagedue:<target>`` (sorted set: id by its record's due time,
+``last_crawled + update_duration``, every record on the schedule or not), written in the same
+transaction (or Lua call: :mod:`idcrawl.distributed.pages`) as the records, and ``P pageidx`` (set of
+the targets whose index holds every record). A job written before the index has no ``pageidx``
+entry: the first writable reader rebuilds it once (:meth:`RedisStateStore.index_pages`); until then
+(and for read-only readers of such a job) the records are read the old way, O(pages).
 """
 
 from __future__ import annotations
@@ -105,6 +112,99 @@ class RedisStateStore(StateStore):
             raise self._error(exc) from None
         return {int(id_): schedule_from_json(name, int(id_), raw) for id_, raw in rows.items()}
 
+    # -- the index of page due times ------------------------------------------------------
+
+    def pages_indexed(self, name: str) -> bool:
+        """Whether ``P pagedue:<name>`` holds every page record of ``name``."""
+        return bool(self.client.sismember(self._key("pageidx"), name))
+
+    def index_pages(self, name: str) -> bool:
+        """Make sure the index of ``name``'s page due times is complete: built once from the records of a
+        job written before it (one optimistic transaction, O(pages)); False for a read-only store that finds
+        no index (its reader reads the records the old way)."""
+        import redis
+
+        try:
+            if self.pages_indexed(name):
+                return True
+            if self.read_only:
+                return False
+            pages, due = self._key("pages:", name), self._key("pagedue:", name)
+            with self.client.pipeline() as pipe:
+                while True:
+                    try:
+                        pipe.watch(pages)
+                        rows = pipe.hgetall(pages)
+                        pipe.multi()
+                        pipe.delete(due)
+                        if rows:
+                            pipe.zadd(due, {_text(id_): schedule_from_json(name, int(id_), raw).due_at()
+                                            for id_, raw in rows.items()})
+                        pipe.sadd(self._key("pageidx"), name)
+                        pipe.execute()
+                        return True
+                    except redis.WatchError:
+                        continue
+        except redis.RedisError as exc:
+            raise self._error(exc) from None
+
+    def load_page_ids(self, name: str, ids: Sequence[int]) -> dict[int, Schedule]:
+        """The stored records of ``ids`` of target ``name`` (those that have one): O(len(ids))."""
+        import redis
+
+        found: dict[int, Schedule] = {}
+        try:
+            for at in range(0, len(ids), 1000):
+                chunk = list(ids[at:at + 1000])
+                for id_, raw in zip(chunk, self.client.hmget(self._key("pages:", name), [str(i) for i in chunk]),
+                                    strict=True):
+                    if raw is not None:
+                        found[id_] = schedule_from_json(name, id_, raw)
+        except redis.RedisError as exc:
+            raise self._error(exc) from None
+        return found
+
+    def due_page_records(self, name: str, now: float) -> dict[int, Schedule]:
+        """From the index (:meth:`index_pages` first): the records whose due time is not after ``now``
+        (the due ones among them: :func:`idcrawl.core.recrawl.due`), O(log pages + due)."""
+        import redis
+
+        try:
+            ids = [int(i) for i in self.client.zrangebyscore(self._key("pagedue:", name), "-inf", now)]
+        except redis.RedisError as exc:
+            raise self._error(exc) from None
+        return self.load_page_ids(name, ids)
+
+    def page_ids(self, name: str) -> BitMap64:
+        """From the index: the ids of ``name`` that have a page record (ids only, no record read)."""
+        import redis
+
+        try:
+            return BitMap64(int(i) for i in self.client.zrange(self._key("pagedue:", name), 0, -1))
+        except redis.RedisError as exc:
+            raise self._error(exc) from None
+
+    def next_page_due(self, name: str, now: float, gone_limit: int) -> float | None:
+        """From the index (built once by a writable store: :meth:`index_pages`): O(log pages), plus the records
+        off the schedule it steps over (as the SQLite store's ``pages_due`` index); a read-only store of a job
+        without the index reads every record (the default)."""
+        import redis
+
+        try:
+            if not self.index_pages(name):
+                return super().next_page_due(name, now, gone_limit)
+            key, offset = self._key("pagedue:", name), 0
+            while True:
+                rows = self.client.zrangebyscore(key, now, "+inf", start=offset, num=64, withscores=True)
+                if not rows:
+                    return None
+                for schedule in self.load_page_ids(name, [int(i) for i, _ in rows]).values():
+                    if schedule.gone < gone_limit and schedule.due_at() >= now:
+                        return schedule.due_at()
+                offset += len(rows)
+        except redis.RedisError as exc:
+            raise self._error(exc) from None
+
     def feed_marks(self) -> FeedMarks | None:
         import redis
 
@@ -186,8 +286,11 @@ class RedisStateStore(StateStore):
                             left = [str(i) for i, r in page_records.items() if r is None]
                             if kept:
                                 pipe.hset(self._key("pages:", name), mapping=kept)
+                                pipe.zadd(self._key("pagedue:", name), {
+                                    str(i): r.due_at() for i, r in page_records.items() if r is not None})
                             if left:
                                 pipe.hdel(self._key("pages:", name), *left)
+                                pipe.zrem(self._key("pagedue:", name), *left)
                         if tails:
                             pipe.hset(self._key("tails"),
                                       mapping={n: json.dumps(record_of(t)) for n, t in tails.items()})
@@ -204,7 +307,9 @@ class RedisStateStore(StateStore):
         self._writable()
         try:
             with self.client.pipeline() as pipe:  # one MULTI: outcomes, lanes, page records and tail schedule
-                pipe.delete(self._key("o:", name), self._key("lanes:", name), self._key("pages:", name))
+                pipe.delete(self._key("o:", name), self._key("lanes:", name), self._key("pages:", name),
+                            self._key("pagedue:", name))
+                pipe.sadd(self._key("pageidx"), name)  # no records: an empty index is complete
                 pipe.hdel(self._key("tails"), name)
                 pipe.execute()
         except redis.RedisError as exc:

@@ -111,6 +111,7 @@ def test_a_due_fleet_revisits_100_pages_once_each_conditionally_and_emits_the_10
     assert min(tail) == 101 and set(range(101, 101 + MARGIN)) <= set(tail) and Counter(tail).most_common(1)[0][1] == 1
     assert stat(due, "idcrawl/pages/conditional") == 100
     assert stat(due, "idcrawl/pages/due") == 100, "the fleet's plan, counted by the worker that registered it"
+    assert stat(due, "idcrawl/redis/page_records_written") == 100, "each revisited page's record once, with its outcome"
     statuses = sorted(entry.status for entry in site.log if entry.id is not None and entry.id <= 100)
     if validators:
         assert statuses == [200] * 10 + [304] * 90
@@ -151,6 +152,10 @@ class SlowChangingModel(ChangingModel):
 def test_a_sigkilled_worker_of_a_due_fleet_updates_no_page_twice_and_loses_none(
     make_site, redis_server, tmp_path: Path
 ) -> None:
+    """One of two workers is SIGKILLed once 30 page records of the run are in Redis (a condition, not a time):
+    a page's record is written with its outcome, so every page whose outcome the killed worker had recorded
+    has its record, and the survivor takes the pages it had in flight: after the run nothing is due, and a
+    rerun at the same clock sends nothing."""
     model = SlowChangingModel()
     site = make_site(model)
     job, changed, _ = first_run_and_changes(tmp_path, site, model, redis_server, 29)
@@ -161,8 +166,9 @@ def test_a_sigkilled_worker_of_a_due_fleet_updates_no_page_twice_and_loses_none(
     procs: list[subprocess.Popen[str]] = [
         start_worker(tmp_path / f"k{n}", {"job": job, "resume": "due"}, settings) for n in range(2)]
     deadline = time.monotonic() + 120
-    while len(page_requests(site)) < 30 and all(p.poll() is None for p in procs) and time.monotonic() < deadline:
-        time.sleep(0.01)  # waiting for requests to reach the site, not for simulated time
+    while (sum(s.last_crawled == DUE_AT for s in records(redis_server).values()) < 30
+           and all(p.poll() is None for p in procs) and time.monotonic() < deadline):
+        time.sleep(0.01)  # waiting for records to reach Redis, not for simulated time
     procs[0].send_signal(signal.SIGKILL)
     procs[0].communicate(timeout=30)
     survivor = finish(procs[1], tmp_path / "k1")
@@ -171,28 +177,29 @@ def test_a_sigkilled_worker_of_a_due_fleet_updates_no_page_twice_and_loses_none(
     assert killed_at >= 30, killed_at
     assert set(page_requests(site)) == set(range(1, 101)), "the survivor walks the due pages to the end"
     written = [*read_items(tmp_path / "k0" / "items.jsonl"), *survivor.items]
-
-    # the rerun (the same clock): iddue lists what it fetches; afterwards nothing is due
-    listed = iddue(tmp_path, redis_server, DUE_AT)
-    left = listed["targets"][0]["pages"]["due"]
-    site.log.clear()
-    rerun = run_fleet(tmp_path, "rerun", redis_server, job, DUE_AT, workers=2)
-    assert sorted(page_requests(site)) == sorted(left)
-    written += [item for r in rerun for item in r.items]
     stored = records(redis_server)
-    assert {s.last_crawled for s in stored.values()} == {DUE_AT}, "no page's update lost"
+    assert {s.last_crawled for s in stored.values()} == {DUE_AT}, "every page's record written with its outcome"
     assert {id_: s.update_duration for id_, s in stored.items()} == {
         id_: pytest.approx(DAY * (0.8 if id_ in changed else 1.8)) for id_ in range(1, 101)}, "none updated twice"
     assert {item["id"] for item in written} == set(changed), "every changed page's item written (at least once)"
     assert {item["revision"] for item in written} == {2}
+
+    # the rerun (the same clock): nothing is due, nothing is fetched
     assert iddue(tmp_path, redis_server, DUE_AT)["targets"][0]["pages"]["due"] == []
+    site.log.clear()
+    rerun = run_fleet(tmp_path, "rerun", redis_server, job, DUE_AT, workers=2)
+    assert page_requests(site) == [] and [item for r in rerun for item in r.items] == []
+    assert records(redis_server) == stored
 
 
-def test_a_workers_page_record_is_written_only_once_its_outcome_is_recorded(redis_server) -> None:
-    """:class:`FleetPageBook`: a visit's record waits for ``decided`` (the outcome recorded in Redis) and is
-    written by ``flush``; the record of a fetch whose outcome never got recorded (a kill) is never written."""
+def test_a_workers_page_record_is_written_in_the_call_that_records_its_outcome(redis_server) -> None:
+    """:class:`FleetPageBook` + ``RECORD``: a visit's record goes with its id's outcome, written (with its
+    due time in the index) in that one Lua call; a fetch whose outcome was never recorded (a kill) wrote no
+    record; a duplicate outcome writes none; a new page fetched past its lane's cut (no item) gets none."""
     from idcrawl.core.clock import Clock
-    from idcrawl.core.recrawl import Fetch, Kind, Outcome, Schedule
+    from idcrawl.core.recrawl import Fetch, Kind, Schedule
+    from idcrawl.core.recrawl import Outcome as PageOutcome
+    from idcrawl.distributed.frontier import CODES, RedisJob
     from idcrawl.distributed.pages import FleetPageBook, is_due_lane
     from idcrawl.state.redis import RedisStateStore
 
@@ -200,21 +207,47 @@ def test_a_workers_page_record_is_written_only_once_its_outcome_is_recorded(redi
     prefix = "idcrawl:{book}:"
     base = Schedule(Kind.PAGE, "reg/1", T0, DAY, checksum="c1", etag='"1"', last_status=200)
     two = replace(base, key="reg/2")
-    RedisStateStore(client, prefix).commit({}, {}, {}, pages={"reg": {1: base, 2: two}})
+    store = RedisStateStore(client, prefix)
+    store.commit({}, {}, {}, pages={"reg": {1: base, 2: two}})
     book = FleetPageBook(client, prefix, Clock(DUE_AT))
-    assert book.load_job("reg") == {1: base, 2: two} and book.load_job("reg") == {}, "loaded once"
+    assert book.load_ids("reg", [1, 2, 3]) == 2 and book.load_ids("reg", [1, 2, 3]) == 0, "looked up once"
     assert book.validators("reg", 1) == {"If-None-Match": '"1"'}
-    assert book.visit("reg", 1, Fetch(Outcome.NOT_MODIFIED)).event == "not_modified"
-    assert book.visit("reg", 2, Fetch(Outcome.OK, "c2")).emits
-    assert book.visit("reg", 3, Fetch(Outcome.OK, "c3")).emits  # a new page: revision 1
-    assert book.flush() == 0 and RedisStateStore(client, prefix).load_pages("reg") == {1: base, 2: two}
-    book.decided("reg", 1)
-    book.decided("reg", 3)
-    assert book.flush() == 2 and book.flush() == 0
-    stored = RedisStateStore(client, prefix).load_pages("reg")
+    job = RedisJob(client, prefix)
+    assert job.register("reg", "{}", [("reg:asc", 1, 1, "", 2, 8, "1", 1)], adaptive=False) is None
+    assert [int(i) for i in job.claim("w", "reg:asc", 8, 3_600_000)[6:]] == list(range(1, 9))
+
+    def record(id_: int, outcome: Outcome) -> Any:
+        payload = b"item" if outcome is Outcome.FOUND else b""
+        return job.record("w", "reg:asc", id_, CODES[outcome], payload, None, book.outgoing("reg", id_))
+
+    assert book.visit("reg", 1, Fetch(PageOutcome.NOT_MODIFIED)).event == "not_modified"
+    assert book.visit("reg", 2, Fetch(PageOutcome.OK, "c2")).emits
+    assert book.visit("reg", 3, Fetch(PageOutcome.OK, "c3")).emits  # a new page: revision 1
+    assert store.load_pages("reg") == {1: base, 2: two}, "nothing written before its outcome"
+    record(1, Outcome.FOUND)
+    record(3, Outcome.FOUND)
+    stored = store.load_pages("reg")
     assert stored[1].last_crawled == DUE_AT and stored[1].update_duration == pytest.approx(DAY * 1.8)
     assert stored[2] == two, "its outcome was never recorded: the record stays as it was (the page stays due)"
     assert stored[3].revision == 0 and stored[3].checksum == "c3"
+    due = {int(i): at for i, at in client.zrange(prefix + "pagedue:reg", 0, -1, withscores=True)}
+    assert due == {i: s.due_at() for i, s in stored.items()}, "the index moves with the records"
     assert not book.awaiting
+
+    # a duplicate outcome (the id fetched again after a lease ran out) writes no record: the first stands
+    again = FleetPageBook(client, prefix, Clock(DUE_AT + DAY))
+    again.load_ids("reg", [1])
+    again.visit("reg", 1, Fetch(PageOutcome.NOT_MODIFIED))
+    assert int(job.record("w", "reg:asc", 1, CODES[Outcome.FOUND], b"", None, again.outgoing("reg", 1))[12]) == 1
+    assert store.load_pages("reg")[1] == stored[1]
+
+    # ids 4, 5 missing: the lane is cut at 5 (margin 2); a new page at 7, past the cut, gets no record
+    record(2, Outcome.FOUND)
+    record(4, Outcome.MISSING)
+    record(5, Outcome.MISSING)
+    book.visit("reg", 7, Fetch(PageOutcome.OK, "c7"))
+    assert int(record(7, Outcome.FOUND)[10]) == 1, "overshoot"
+    assert sorted(store.load_pages("reg")) == [1, 2, 3]
+    assert client.zcard(prefix + "pagedue:reg") == 3
     assert [is_due_lane(k, "reg") for k in ("reg:due", "reg:due2", "reg:holes", "reg:asc", "reg:dueX")] == [
         True, True, False, False, False]

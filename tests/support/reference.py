@@ -290,3 +290,18 @@ def page_revisits_truth(
             if int(p["gone"]) < gone_limit}  # type: ignore[call-overload]
     return events, left  # type: ignore[return-value]
 
+
+
+def page_due_truth(
+    records: Mapping[int, tuple[float, float, int]], found: Sequence[int], now: float, gone_limit: int, target: str
+) -> tuple[list[int], float | None]:
+    """Found pages of ``target`` by id -> (last_crawled, duration, gone): the ids a due run at ``now`` fetches
+    (found ids without a record first, in id order; then the due pages on the schedule, ``gone <
+    gone_limit``, by :func:`due_order_truth`), and the earliest due time not before ``now`` of a page on
+    the schedule (None: none)."""
+    unknown = sorted(i for i in set(found) if i not in records)
+    scheduled = {i: r for i, r in records.items() if r[2] < gone_limit}
+    order = due_order_truth([("page", f"{target}/{i}", r[0], r[1]) for i, r in scheduled.items()], now)
+    by_key = {f"{target}/{i}": i for i in scheduled}
+    later = [r[0] + r[1] for r in scheduled.values() if r[0] + r[1] >= now]
+    return unknown + [by_key[key] for key in order], min(later) if later else None

@@ -316,3 +316,18 @@ def test_emitted_items_take_the_emitting_target_and_nothing_else_changes() -> No
     emitted_as(outputs, "b", 7, names)
     assert [o["target"] for o in outputs[:4]] == ["b", "a", "mine", "b"]
     assert outputs[4] == Bare(7)
+
+
+def test_released_outputs_of_a_lane_the_worker_never_joined_are_emitted_as_its_keys_target() -> None:
+    """A worker adopting a stopped worker's unacknowledged outputs of a list lane it never joined (a settled
+    ``<target>:due`` lane of a fleet) emits them, the lane named by its key (it raised KeyError)."""
+    from types import SimpleNamespace
+
+    from idcrawl.runtime import IdRuntime
+
+    told: list[tuple[str, int]] = []
+    frontier = SimpleNamespace(lane_target={}, targets={"a": None})
+    worker = SimpleNamespace(released=lambda lane, id_, outputs: told.append((lane, id_)))
+    runtime = SimpleNamespace(worker=worker, frontier=frontier)
+    outputs = IdRuntime.emit_released(runtime, [("a:due", 7, [{"target": "a", "id": 7}])])  # type: ignore[arg-type]
+    assert outputs == [{"target": "a", "id": 7}] and told == [("a:due", 7)]

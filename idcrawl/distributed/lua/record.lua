@@ -11,6 +11,8 @@
 -- overshoot, past_cut, duplicate, settled, touched, lane|id, payload, ...}; {} for an unknown
 -- lane. touched: the other lanes this outcome decided the id of, {lane, fu, next, reason,
 -- cut, last, 7 counts, duplicate, settled, id, code} each.
+-- A found page's record may follow in KEYS and ARGV: written with the outcome (page_record.lua).
+local page = page_args()
 local K = {hash = KEYS[1], own = KEYS[2], dec = KEYS[3], pay = KEYS[4], bits = KEYS[5], free = KEYS[6]}
 local E, unsettled = KEYS[7], KEYS[8]
 local lane, id, code, payload = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
@@ -18,6 +20,7 @@ local S = space_of(K)
 local fetching = S ~= nil and redis.call('HGET', S.fly, s(id)) == lane
 local r = record_lane(K, lane, id, code, payload, E, unsettled, S)
 if not r then return {} end
+write_page(page, r, K, id)
 if KEYS[9] and r.duplicate == 0 then
   redis.call('BITFIELD', KEYS[9], 'SET', 'u2', '#' .. ARGV[5], s(code))
   -- the same hole of overlapping targets' resumes (resume.lua): their lanes get the outcome too
