@@ -78,7 +78,9 @@ def test_idjob_push_validates_then_feeds_and_clean_deletes_the_job(redis_server,
     pushed = scrapy(tmp_path, "idjob", "push", str(good), settings=settings)
     assert pushed.returncode == 0, pushed.stderr
     assert client.llen("idcrawl:{pushclean}:feed") == 1
-    client.zadd("idcrawl:{pushclean}:workers", {"w": int(client.time()[0]) * 1000})  # a live worker
+    # a live worker: its heartbeat an hour ahead, so that it is still alive however late the command starts
+    # (stamped "now", it once looked dead to a command that started past the lease at load 15)
+    client.zadd("idcrawl:{pushclean}:workers", {"w": (int(client.time()[0]) + 3600) * 1000})
     client.set("other:{job}:keep", 1)
     kept = scrapy(tmp_path, "idjob", "clean", settings=settings)
     assert kept.returncode == 1 and "1 worker(s)" in kept.stderr
