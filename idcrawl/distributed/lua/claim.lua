@@ -38,6 +38,7 @@ if cut == '' then
     if room > 0 and capped(S, S and S.lane, tonumber(ARGV[5])) then
       room = 0
       held_cap = 1
+      redis.call('HINCRBY', J.job, 'held_cap_waits', 1)
     end
     while #ids < n and room > 0 and cut == '' do
       local id = nxt
