@@ -28,7 +28,7 @@ IDCRAWL_SPECULATION = "adaptive"
 #: space, while a lane nearer to the id by the emitting rule has not decided whether it emits
 #: them. At the cap, the lanes that no held id waits for dispense no new ids until it frees
 #: (requests in flight complete and may add theirs); nothing is dropped or reordered. 0 = no cap.
-#: One process only: a distributed job refuses a value other than 0.
+#: A distributed job counts them for the whole fleet (in Redis, one payload per held id).
 IDCRAWL_MAX_HELD_PAYLOADS = 0
 
 #: Most targets a job file may hold; a larger job is refused with one line before

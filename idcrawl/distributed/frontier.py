@@ -125,14 +125,22 @@ class RedisJob:
             args += row
         return self._register(keys=keys, args=args)
 
-    def claim(self, worker: str, lane: str, n: int, lease_ms: int, speculation: int | None = None) -> Any:
+    def claim(
+        self, worker: str, lane: str, n: int, lease_ms: int, speculation: int | None = None, max_held: int = 0
+    ) -> Any:
         """Heartbeat, reclaim, up to ``n`` ids of the lane:
-        ``[fu, next, reason, cut, last, [deduplicated, touched, released], id...]``.
+        ``[fu, next, reason, cut, last, [deduplicated, touched, released, capped], id...]``.
         ``speculation``: an adaptive lane's new ids at most this many past its earliest possible cut
         (None: its margin; 0 for a worker whose slot of the lane's host is sequential, as
-        ``Lane(speculation=0)``)."""
+        ``Lane(speculation=0)``). ``max_held``: no new ids while the lane's id space holds that many
+        payloads of shared ids and none waits for this lane (``IDCRAWL_MAX_HELD_PAYLOADS``; 0: no cap);
+        ``capped`` is 1 when that kept the claim from handing out new ids."""
         keys = [*self._reclaim_keys(), *self.lane_keys(lane, "own", "free", "dec")]
-        args: list[Any] = [worker, n, lease_ms] if speculation is None else [worker, n, lease_ms, speculation]
+        args: list[Any] = [worker, n, lease_ms]
+        if speculation is not None or max_held:
+            args.append("" if speculation is None else speculation)
+        if max_held:
+            args.append(max_held)
         return self._claim(keys=keys, args=args)
 
     def record(
@@ -172,12 +180,14 @@ class RedisJob:
         argv += list(ids)
         return self._resume(keys=keys, args=argv)
 
-    def status(self, worker: str, lease_ms: int, lanes: Sequence[str]) -> Any:
-        """Heartbeat, reclaim, then ``[fu, next, reason, cut, last, free]`` per lane and the job's counts."""
+    def status(self, worker: str, lease_ms: int, lanes: Sequence[str], max_held: int = 0) -> Any:
+        """Heartbeat, reclaim, then ``[fu, next, reason, cut, last, free, room]`` per lane and the job's
+        counts (``max_held``: a lane the cap keeps from new ids has no room, as in :meth:`claim`)."""
         keys = [*self._reclaim_keys(), self.key("delayed"), self.key("feed"), self.key("tver")]
         for lane in lanes:
             keys += self.lane_keys(lane, "free")
-        return self._status(keys=keys, args=[worker, lease_ms])
+        args: list[Any] = [worker, lease_ms, max_held] if max_held else [worker, lease_ms]
+        return self._status(keys=keys, args=args)
 
     def adopt(self, worker: str, n: int) -> Any:
         """Take up to ``n`` orphaned outputs: ``[lane|id, blob, ...]``."""
@@ -251,6 +261,7 @@ class RedisFrontier(Generic[P]):
         concurrency: int = 0,
         adaptive: bool = True,
         sequential: Callable[[Target], bool] | None = None,
+        max_held: int = 0,
     ) -> None:
         """``concurrency``: requests this worker runs at once (0: unknown); with many lanes a claim
         takes no more ids than the worker's share per lane (:meth:`claim_size`).
@@ -258,8 +269,17 @@ class RedisFrontier(Generic[P]):
         most margin ids past a lane's earliest possible cut, the window counted from its window base).
         ``sequential(target)``: this worker's slot of the target's host takes one request at a time; its
         claims then take no id past the lane's earliest possible cut (see ``Frontier``): with every
-        worker's slot sequential the fleet sends no request past a cut."""
+        worker's slot sequential the fleet sends no request past a cut.
+        ``max_held`` (``IDCRAWL_MAX_HELD_PAYLOADS``, 0: no cap): the cap on the payloads of shared ids an id
+        space holds for the whole fleet (see ``Frontier``): a claim for a lane of a space at the cap that
+        no held id waits for hands out no new ids, and the lane parks until a poll shows room or an
+        outcome recorded here may have freed some."""
         self.adaptive = adaptive
+        self.max_held = max(0, max_held)
+        self._capped: set[str] = set()  # lanes parked because the cap kept their last claim from new ids
+        self._space_ids: dict[str, str] = {}  # target name -> its id space (codec.space_id)
+        #: claims the cap kept from handing out new ids (stat idcrawl/redis/held_cap_waits)
+        self.held_cap_waits = 0
         self._sequential = sequential
         self._unspeculative: set[str] = set()  # lanes this worker claims without speculation
         self.job = job
@@ -630,10 +650,13 @@ class RedisFrontier(Generic[P]):
 
     def _claim(self, key: str) -> list[int]:
         speculation = 0 if key in self._unspeculative else None
-        reply = self.job.claim(self.worker, key, self.claim_size(key), self.lease_ms, speculation)
+        reply = self.job.claim(self.worker, key, self.claim_size(key), self.lease_ms, speculation, self.max_held)
         if not reply:
             return []
-        deduplicated, touched, released = reply[5]
+        deduplicated, touched, released, *capped = reply[5]
+        if capped and int(capped[0]):
+            self.held_cap_waits += 1
+            self._capped.add(key)  # parked by next() if nothing came: woken by a poll or an outcome here
         self._take_touched(touched)
         self.released += self._released(released)
         self._sync(key, *reply[:5])
@@ -677,6 +700,7 @@ class RedisFrontier(Generic[P]):
 
     def unpark(self, key: str) -> bool:
         """Let a parked lane be picked again (the job showed room); True if it was parked."""
+        self._capped.discard(key)
         if key not in self._parked:
             return False
         self._parked.discard(key)
@@ -741,7 +765,24 @@ class RedisFrontier(Generic[P]):
         if lane_key in self._parked and self._room(lane, was_ready):
             result.became_ready = self.unpark(lane_key)
         self._take_touched(reply[14])
+        if self._capped:
+            self._wake_capped(lane_key)
         return result
+
+    def _wake_capped(self, lane_key: str) -> None:
+        """An outcome in a lane's id space may have freed held payloads (or made a held id wait for a
+        lane): the lanes of that space the cap parked here claim again (a claim that may come back
+        empty and park them again; a poll wakes them too, from the job's own answer)."""
+        space = self._space_of(lane_key)
+        for key in [k for k in self._capped if self._space_of(k) == space]:
+            self.unpark(key)
+
+    def _space_of(self, lane_key: str) -> str:
+        target = self.lane_target[lane_key]
+        space = self._space_ids.get(target.name)
+        if space is None:
+            space = self._space_ids[target.name] = space_id(target)
+        return space
 
     def close_lane(self, lane_key: str, reason: str) -> None:
         """Stop dispensing a lane *in this worker* (a limit, a shutdown); the job's lane goes on."""
@@ -759,7 +800,7 @@ class RedisFrontier(Generic[P]):
     def poll(self) -> list[str]:
         """Heartbeat, take back ids of stopped workers, refresh every lane; returns lanes that got room."""
         keys = sorted(self._unsettled)
-        reply = self.job.status(self.worker, self.lease_ms, keys)
+        reply = self.job.status(self.worker, self.lease_ms, keys, self.max_held)
         woken: list[str] = []
         self.vanished = set()
         for key, state in zip(keys, reply[:-1], strict=True):

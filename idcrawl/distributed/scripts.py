@@ -62,7 +62,8 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
 ``P held``             set   settled lanes of an id space that still keep claims of ids
                              in flight (other lanes wait for their outcomes)
 ``P workers``          zset  worker -> last heartbeat (ms, Redis clock)
-``P job``              hash  job totals: reclaimed_workers, reclaimed_ids
+``P job``              hash  job totals: reclaimed_workers, reclaimed_ids, held_cap_waits (claims
+                             ``IDCRAWL_MAX_HELD_PAYLOADS`` kept from new ids)
 ``P W:<worker>:emit``  hash  "lane|id" -> outputs released to that worker and
                              not yet acknowledged as written
 ``P orphans``          hash  the same, taken from workers that stopped
@@ -73,6 +74,10 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
 ``P S:<space>:fly``    hash  id -> the lane fetching it (claimed, no outcome yet)
 ``P S:<space>:wait``   hash  id -> the lanes waiting for that outcome ("\n"-separated)
 ``P S:<space>:pay``    hash  id -> outputs of a found id no lane has emitted yet
+``P S:<space>:blk:<lane>``  zset  found ids of ``:pay`` whose emitting lane waits for that
+                             lane's decision, by distance (``recheck`` in ``common.lua``)
+``P S:<space>:held``   set   the ids of ``:pay`` that wait in a ``:blk`` set: the space's held
+                             payloads, counted against ``IDCRAWL_MAX_HELD_PAYLOADS``
 ``P pages:<target>``   hash  id -> a found page's recrawl record (JSON), written by RECORD with the
                              page's outcome (``page_record.lua``, :mod:`idcrawl.distributed.pages`)
 ``P pagedue:<target>`` zset  id by that record's due time (seconds): the index of page due times

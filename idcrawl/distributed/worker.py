@@ -151,13 +151,13 @@ class RedisWorker:
             adaptive=str(settings.get("IDCRAWL_SPECULATION", default_settings.IDCRAWL_SPECULATION)).strip().lower()
             == "adaptive",
             sequential=lambda target: sequential_host(settings, target.host),
+            max_held=settings.getint("IDCRAWL_MAX_HELD_PAYLOADS", default_settings.IDCRAWL_MAX_HELD_PAYLOADS),
         )
         self._defaults = {
             "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),
             "window": settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
             "missing_statuses": settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES),
         }
-        _refuse_held_cap(settings, spider_name)
         if runtime.scope and settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH):
             raise BadInputError(f"{spider_name}: bad input: watch=true with crawl scope (page targets, crawl profiles) "
                                 "is not available in a distributed job yet (watch it in one process)")
@@ -448,6 +448,8 @@ class RedisWorker:
         frontier = self.frontier
         self.stats.set_value(f"{PREFIX}/given_back", int(self._taken))
         self.stats.set_value(f"{PREFIX}/job_finished", frontier.status.finished)
+        if frontier.held_cap_waits:
+            self.stats.set_value(f"{PREFIX}/held_cap_waits", frontier.held_cap_waits)
 
     # -- the runtime's calls that Redis did not answer ---------------------------------
 
@@ -862,11 +864,3 @@ if TYPE_CHECKING:  # mypy checks that the Redis worker is a Worker and its front
     def _is_a_worker(worker: RedisWorker) -> Worker:
         return worker
 
-
-def _refuse_held_cap(settings: Any, spider_name: str) -> None:
-    """IDCRAWL_MAX_HELD_PAYLOADS caps the held payloads of one process's frontier; the fleet's Lua
-    (``<space>:blk:<lane>``) holds them without a cap yet."""
-    cap = settings.getint("IDCRAWL_MAX_HELD_PAYLOADS", default_settings.IDCRAWL_MAX_HELD_PAYLOADS)
-    if cap:
-        raise BadInputError(f"{spider_name}: bad input: IDCRAWL_MAX_HELD_PAYLOADS={cap}: the cap on held payloads "
-                            "is not available in a distributed job yet (run it in one process, or set 0)")

@@ -545,6 +545,75 @@ def test_overlapping_targets_give_the_single_process_requests_and_items_exactly(
         assert sum(r.stats.get(f"idcrawl/{name}", 0) for r in results) == single.stats[f"idcrawl/{name}"], name
 
 
+def test_the_held_payload_cap_in_a_fleet_gives_the_single_process_items_exactly(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    """IDCRAWL_MAX_HELD_PAYLOADS = 1 in a fleet of 3 workers: a walks up from 1, b down from 150, so b
+    emits 76..150 (nearer to them) and a emits the rest. The site holds b's first id, 150, until the
+    fleet holds a payload of a shared id (a passed 76 while b, its fixed window behind 150, had not
+    decided it) and a claim was kept from new ids at the cap (conditions read from Redis, not times):
+    a waits while b walks down, and the items are the single process's (with the cap too), each once."""
+    import redis as redis_lib
+
+    client = redis_lib.Redis.from_url(redis_server.url)
+    gate = {"fleet": False, "held": 0, "waits": 0}
+
+    def hold_b_first_id(entry: Any) -> None:
+        if entry.id != 150 or not gate["fleet"]:
+            return
+        for _ in range(3000):  # opens at the condition; the bound only keeps a broken crawl from hanging
+            held = sum(client.scard(key) for key in client.keys("*:S:*:held"))
+            waits = sum(int(client.hget(key, "held_cap_waits") or 0) for key in client.keys("*:job"))
+            if held and waits:
+                gate["held"], gate["waits"] = held, waits
+                return
+            time.sleep(0.02)
+
+    site = make_site(GapModel(1, 300, set()), on_request=hold_b_first_id)
+    job = tmp_path / "job.toml"
+    job.write_text(f"""
+[defaults]
+margin = 5
+window = 12
+
+[[targets]]
+name = "a"
+url = "{site.url()}"
+start = 1
+direction = "asc"
+max = 200
+
+[[targets]]
+name = "b"
+url = "{site.url()}"
+start = 150
+direction = "desc"
+""")
+    capped = {"IDCRAWL_MAX_HELD_PAYLOADS": 1, "IDCRAWL_SPECULATION": "window"}
+    (tmp_path / "single").mkdir()
+    single = run_crawl(tmp_path / "single", {"job": job}, capped)
+    assert single.returncode == 0, single.stderr[-3000:]
+    single_items = sorted((i["target"], i["id"]) for i in single.items)
+    assert single_items == sorted([("a", i) for i in [*range(1, 76), *range(151, 201)]]
+                                  + [("b", i) for i in range(76, 151)])
+    site.log.clear()
+    site._counts.clear()
+
+    gate["fleet"] = True
+    settings = worker_settings(redis_server, job="heldcap", **capped)
+    procs = [start_worker(tmp_path / f"w{n}", {"job": job}, settings) for n in range(3)]
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stats["finish_reason"] == "finished"
+    assert gate["held"] >= 1 and gate["waits"] >= 1, "the gate opened without the fleet at the cap"
+    assert sum(r.stats.get("idcrawl/redis/held_cap_waits", 0) for r in results) >= 1
+    items = sorted((i["target"], i["id"]) for r in results for i in r.items)
+    assert items == single_items, "not the single process's items"
+    assert max(Counter(site.ids()).values()) == 1, "a URL was fetched twice"
+    assert not any(client.scard(key) for key in client.keys("*:S:*:held")), "payloads left held"
+
+
 def test_a_shared_ids_items_name_the_target_that_emits_them_in_a_fleet_too(
     make_site, redis_server, tmp_path: Path
 ) -> None:

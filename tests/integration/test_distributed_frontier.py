@@ -30,11 +30,12 @@ def exists(id_: int) -> bool:
 
 
 def frontier(
-    server, worker: str, prefix: str = "t:{job}:", lease_ms: int = 60_000, block: int = 3, adaptive: bool = True
+    server, worker: str, prefix: str = "t:{job}:", lease_ms: int = 60_000, block: int = 3, adaptive: bool = True,
+    max_held: int = 0,
 ) -> RedisFrontier:
     client = redis.Redis.from_url(server.url)
     return RedisFrontier(
-        RedisJob(client, prefix), worker, block=block, lease_ms=lease_ms, adaptive=adaptive,
+        RedisJob(client, prefix), worker, block=block, lease_ms=lease_ms, adaptive=adaptive, max_held=max_held,
         encode=lambda payload: pickle.dumps(payload[2]),
         decode=lambda lane, id_, blob: (lane, id_, pickle.loads(blob)),
     )
@@ -170,10 +171,78 @@ def test_overlapping_targets_share_one_id_space_across_workers(redis_server, see
     assert sum(w.deduplicated for w in workers) > 0
 
 
+class HeldCapWatch:
+    """Checks every claim of a fleet against IDCRAWL_MAX_HELD_PAYLOADS (``cap``) as Redis saw it just
+    before (the test drives the workers from one thread, so nothing runs in between): a claim for a
+    lane whose space held ``cap`` payloads or more while no held id waited for the lane handed out no
+    new id (the lane's ``next`` did not move). After every claim and outcome the held set is a subset
+    of the space's payloads (the count names no payload that is gone); ``most``: the largest count.
+    ``ahead``: a lane that alone holds payloads (a lane nearer to its shared ids decides them): while
+    the space is at the cap, the held count plus that lane's ids handed out and not passed by its prefix
+    never grows (the lane takes no new ids; each id its prefix passes adds at most one held payload)."""
+
+    def __init__(self, workers: list[RedisFrontier], cap: int, ahead: str | None = None) -> None:
+        self.cap, self.most, self.capped_claims, self.steps = cap, 0, 0, 0
+        self.ahead, self.last = ahead, (0, 0)
+        self.client = workers[0].job.client
+        self.job = workers[0].job
+        for w in workers:
+            w.job.claim = self._claim(w.job.claim)  # type: ignore[method-assign]
+            w.job.record = self._record(w.job.record)  # type: ignore[method-assign]
+
+    def space(self, lane: str) -> str | None:
+        base = self.client.hget(self.job.key("L:", lane), "space")
+        return base.decode() if base is not None else None
+
+    def held(self, base: str) -> set[bytes]:
+        return self.client.smembers(base + ":held")
+
+    def _check(self, base: str) -> None:
+        held = self.held(base)
+        assert held <= set(self.client.hkeys(base + ":pay")), "a held id without its payload"
+        self.most = max(self.most, len(held))
+        self.steps += 1
+        if self.ahead is not None:
+            nxt, fu, step = self.client.hmget(self.job.key("L:", self.ahead), "next", "fu", "step")
+            total = len(held) + (int(nxt) - int(fu)) * int(step)
+            if self.last[0] >= self.cap > 0:
+                assert total <= self.last[1], "held payloads and the lane's ids out grew at the cap"
+            self.last = (len(held), total)
+
+    def _claim(self, claim):
+        def watched(worker, lane, n, lease_ms, speculation=None, max_held=0):
+            base = self.space(lane)
+            if base is None:
+                return claim(worker, lane, n, lease_ms, speculation, max_held)
+            at_cap = len(self.held(base)) >= self.cap > 0 and not self.client.zcard(f"{base}:blk:{lane}")
+            before = self.client.hget(self.job.key("L:", lane), "next")
+            reply = claim(worker, lane, n, lease_ms, speculation, max_held)
+            if at_cap:
+                assert self.client.hget(self.job.key("L:", lane), "next") == before, "new ids at the cap"
+            if reply and int(reply[5][3]):  # the cap kept this claim from new ids: it was at the cap
+                assert at_cap
+                self.capped_claims += 1
+            self._check(base)
+            return reply
+        return watched
+
+    def _record(self, record):
+        def watched(worker, lane, *args, **kwargs):
+            reply = record(worker, lane, *args, **kwargs)
+            base = self.space(lane)
+            if base is not None:
+                self._check(base)
+            return reply
+        return watched
+
+
+@pytest.mark.parametrize("max_held", [0, 1, 3])
 @pytest.mark.parametrize("seed", range(20, 36))
-def test_random_overlapping_targets_match_the_core_frontier(redis_server, seed: int) -> None:
+def test_random_overlapping_targets_match_the_core_frontier(redis_server, seed: int, max_held: int) -> None:
     """... and each shared id's items come from the lane the rule names (the reference's), with
-    adaptive speculation (even seeds) or the fixed window (odd), lanes of unequal rates."""
+    adaptive speculation (even seeds) or the fixed window (odd), lanes of unequal rates; with the
+    fleet's cap on held payloads (IDCRAWL_MAX_HELD_PAYLOADS 1 or 3) too: lanes wait at the cap (no
+    claim hands a capped lane new ids), the job still ends with the same items, cuts and emitters."""
     rng = random.Random(seed)
     adaptive = seed % 2 == 0
     targets = [
@@ -183,13 +252,17 @@ def test_random_overlapping_targets_match_the_core_frontier(redis_server, seed: 
     ]
     emitters_1: dict[int, str] = {}
     emitted_1, cuts, found, _ = single_process(targets, emitters_1, adaptive=adaptive)
-    workers = [frontier(redis_server, f"w{i}", prefix=f"t:{{rnd{seed}}}:", block=rng.randint(1, 4),
-                        adaptive=adaptive) for i in range(3)]
+    workers = [frontier(redis_server, f"w{i}", prefix=f"t:{{rnd{seed}c{max_held}}}:", block=rng.randint(1, 4),
+                        adaptive=adaptive, max_held=max_held) for i in range(3)]
     for w in workers:
         for t in targets:
             w.add_target(t)
+    watch = HeldCapWatch(workers, max_held)
     emitters: dict[int, str] = {}
     emitted, dispensed = drive(workers, random.Random(seed), emitters=emitters)
+    base = watch.space(f"{targets[0].name}:asc") or watch.space(f"{targets[0].name}:desc")
+    assert base is not None and watch.steps > 0
+    assert not watch.held(base), "payloads left held at the end"
     assert sorted(emitted) == sorted(emitted_1), "not the core's items, once"
     specs = [(key, w.lanes[key].start, w.lanes[key].step, w.lanes[key].stop, t.margin)
              for t in targets for key in (f"{t.name}:asc", f"{t.name}:desc") if key in (w := workers[0]).lanes]
@@ -200,6 +273,68 @@ def test_random_overlapping_targets_match_the_core_frontier(redis_server, seed: 
     for key, cut in cuts.items():
         assert all(w.lanes[key].cut_at == cut for w in workers), key
         assert sum(w.lanes[key].counts.found for w in workers) == found[key], key
+
+
+def drive_bounded(workers: list[RedisFrontier], rng: random.Random, concurrency: int) -> dict[int, str]:
+    """Dispense and decide ids across workers with at most ``concurrency`` requests in flight in the
+    fleet, completed in a seeded random order; returns each emitted id's lane (an id emitted twice fails)."""
+    emitters: dict[int, str] = {}
+    inflight: list[tuple[RedisFrontier, str, int]] = []
+
+    def take(released: list) -> None:
+        for lane, id_, _ in released:
+            assert id_ not in emitters, "emitted twice"
+            emitters[id_] = lane
+
+    for _ in range(100_000):
+        for w in rng.sample(workers, len(workers)):
+            while len(inflight) < concurrency and (dispatch := w.next()) is not None:
+                inflight.append((w, dispatch.lane, dispatch.id))
+            take(w.released)
+            w.released, w.touched = [], []
+        if not inflight:
+            for w in workers:
+                w.poll()  # the job's own answer wakes parked lanes
+            if all(w.status.finished for w in workers):
+                return emitters
+            continue
+        w, lane, id_ = inflight.pop(rng.randrange(len(inflight)))
+        found = exists(id_)
+        take(w.record(lane, id_, Outcome.FOUND if found else Outcome.MISSING,
+                      (lane, id_, [id_]) if found else None).released)
+        w.touched = []
+    raise AssertionError("the job did not finish")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_fleet_s_cap_on_held_payloads_bounds_them_and_changes_no_item(redis_server, seed: int) -> None:
+    """a walks 900..1100 at eight times b's rate, b 950..1100 (margin 7, no cut before the bounds): b is
+    nearer to 950..1100, so a holds the items of those it reaches first for b. Without a cap the job
+    holds many at once; with the cap at 1 the fleet's claims give a no new ids while it is at the cap
+    (b, which the held ids wait for, goes on): at the cap the held payloads and a's ids out never grow
+    (HeldCapWatch), the job ends, and the items and their emitting lanes are the reference's (seeded
+    completion orders, two workers, 6 requests in flight)."""
+    targets = [target(name="a", start=900, direction="asc", max=1100, margin=7, window=64, rate=8),
+               target(name="b", start=950, direction="asc", max=1100, margin=7, window=64)]
+    specs = [("a:asc", 900, 1, 1100, 7), ("b:asc", 950, 1, 1100, 7)]
+    truth = shared_emitter_truth(specs, exists)
+    concurrency, block = 6, 3
+
+    def crawl(max_held: int) -> HeldCapWatch:
+        workers = [frontier(redis_server, f"w{i}", prefix=f"t:{{cap{seed}c{max_held}}}:", block=block,
+                            max_held=max_held) for i in range(2)]
+        for w in workers:
+            for t in targets:
+                w.add_target(t)
+        watch = HeldCapWatch(workers, max_held, ahead="a:asc")
+        emitters = drive_bounded(workers, random.Random(seed), concurrency)
+        assert emitters == truth, "not the reference's items and emitting lanes"
+        assert not watch.held(watch.space("a:asc") or ""), "payloads left held at the end"
+        return watch
+
+    free, capped = crawl(0), crawl(1)
+    assert free.most > 10, "the case holds many payloads without the cap"
+    assert capped.capped_claims > 0
 
 
 @pytest.mark.parametrize("seed", [5, 6])

@@ -19,7 +19,6 @@ from idcrawl.core.frontier import Dispatch, Frontier, lane_specs
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.overlap import IdSpace, space_key
 from idcrawl.core.targets import Target, parse_target
-from idcrawl.errors import BadInputError
 from tests.support.reference import lane_truth, shared_emitter_truth
 
 FOUND, MISSING, FAILED = Outcome.FOUND, Outcome.MISSING, Outcome.FAILED
@@ -219,16 +218,6 @@ def test_the_cap_on_held_payloads_bounds_them_and_changes_no_item(seed: int) -> 
     assert capped == free == {i: "a" if i < 100 else "b" for i in exists if i <= 300}
     assert most_free > 10, "the case holds many payloads without the cap"
     assert most_capped <= 1 + concurrency
-
-
-def test_a_distributed_job_refuses_the_held_payload_cap() -> None:
-    from scrapy.settings import Settings
-
-    from idcrawl.distributed.worker import _refuse_held_cap
-
-    _refuse_held_cap(Settings({"IDCRAWL_MAX_HELD_PAYLOADS": 0}), "idseq")
-    with pytest.raises(BadInputError, match=r"^idseq: bad input: IDCRAWL_MAX_HELD_PAYLOADS=1: .* distributed job"):
-        _refuse_held_cap(Settings({"IDCRAWL_MAX_HELD_PAYLOADS": 1}), "idseq")
 
 
 def test_resumed_holes_of_overlapping_targets_are_fetched_once_and_every_list_lane_settles() -> None:

@@ -4,9 +4,12 @@
 -- that outcome; an id another lane decided takes its outcome now (outputs once, common.lua).
 -- KEYS: P workers, P unsettled, P orphans, P job, P L:<lane>, its :own, :free, :dec.
 -- ARGV: worker, n, lease_ms[, speculation: new ids at most this many past an adaptive lane's earliest
--- possible cut; default its margin; 0 from a worker whose slot of the host takes one request at a time].
--- Returns {fu, next, reason, cut, last, {deduplicated, touched, released}, id...}, or {} for an
--- unknown lane. deduplicated: ids served without a request; touched and released as RECORD's.
+-- possible cut; '' or absent: its margin; 0 from a worker whose slot of the host takes one request at a
+-- time[, cap: IDCRAWL_MAX_HELD_PAYLOADS, 0 or absent = none: no new ids while the lane's id space
+-- holds cap payloads or more and no held id waits for the lane (capped, common.lua)]].
+-- Returns {fu, next, reason, cut, last, {deduplicated, touched, released, capped}, id...}, or {} for an
+-- unknown lane. deduplicated: ids served without a request; touched and released as RECORD's;
+-- capped: 1 if the cap kept the claim from handing out new ids.
 local J = job_keys()
 local K = lane_keys(KEYS[5])
 local me, n, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -19,7 +22,7 @@ if not f[1] then return {} end
 local step, stop, window = tonumber(f[2]), f[3], tonumber(f[4])
 local nxt, fu, reason, cut = tonumber(f[5]), tonumber(f[6]), f[7], f[8]
 local S = space_of(K)
-local ids, dedup, touched, released = {}, 0, {}, {}
+local ids, dedup, touched, released, held_cap = {}, 0, {}, {}, 0
 local E = J.P .. 'W:' .. me .. ':emit'
 if cut == '' then
   while #ids < n do
@@ -29,7 +32,14 @@ if cut == '' then
     if undecided(K, id, step, fu, nxt, cut) then ids[#ids + 1] = id end
   end
   if reason == '' and #ids < n then
-    local room = room_of(K, step, window, fu, nxt, tonumber(ARGV[4] or f[10]))
+    local speculation = ARGV[4]
+    if speculation == nil or speculation == '' then speculation = f[10] end
+    local room = room_of(K, step, window, fu, nxt, tonumber(speculation))
+    if room > 0 and capped(S, S and S.lane, tonumber(ARGV[5])) then
+      room = 0
+      held_cap = 1
+      redis.call('HINCRBY', J.job, 'held_cap_waits', 1)
+    end
     while #ids < n and room > 0 and cut == '' do
       local id = nxt
       nxt = nxt + step
@@ -71,6 +81,6 @@ end
 for _, id in ipairs(ids) do redis.call('HSET', K.own, s(id), me) end
 if #ids > 0 then redis.call('HINCRBY', K.hash, 'c_dispensed', #ids) end
 if #touched > 0 then f[9] = redis.call('HGET', K.hash, 'last') end
-local out = {s(fu), s(nxt), reason, cut, f[9], {dedup, touched, released}}
+local out = {s(fu), s(nxt), reason, cut, f[9], {dedup, touched, released, held_cap}}
 for _, id in ipairs(ids) do out[#out + 1] = s(id) end
 return out

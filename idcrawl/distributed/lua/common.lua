@@ -280,6 +280,25 @@ end
 -- the rule has decided whether its prefix holds the id; a lane that passes it while one before
 -- it has not decided yet lists it in <base>:blk:<that lane> (a sorted set by distance), looked at
 -- again whenever that lane changes (recheck).
+--
+-- IDCRAWL_MAX_HELD_PAYLOADS (the cap on held payloads, as Frontier(max_held=...)): <base>:held is
+-- the set of the ids of <base>:pay that wait in a <base>:blk:<lane> (their emitting lane is not
+-- known yet), moved wherever an id goes into a :blk set or out of it and wherever its outputs leave
+-- <base>:pay; its size is the space's held count, one payload per id (a set, not a counter: adding
+-- an id twice or removing it twice leaves the count right). CLAIM hands out no new ids to a lane
+-- while the space holds cap or more and no held id waits for that lane (capped).
+local function hold(S, sid, blocked)
+  if blocked then redis.call('SADD', S.base .. ':held', sid)
+  else redis.call('SREM', S.base .. ':held', sid) end
+end
+
+-- a lane of space S (nil: none) may take no new ids: the space holds cap (> 0) payloads or more,
+-- and no held id waits for the lane
+local function capped(S, lane, cap)
+  if not S or not cap or cap <= 0 then return false end
+  return redis.call('SCARD', S.base .. ':held') >= cap and redis.call('ZCARD', S.base .. ':blk:' .. lane) == 0
+end
+
 local EMIT_FIELDS = {'start', 'from', 'step', 'stop', 'cut', 'fu', 'next', 'reason', 'margin', 'pcut', 'last'}
 
 local function lane_fields(L)
@@ -341,6 +360,7 @@ local function recheck(S, lane, E, r)
       if f and holds_of(f, id) == nil then return end
       redis.call('ZREM', B, sid)
       local w, blk, x = emitter(S, id, nil)
+      hold(S, sid, blk)
       if blk then
         redis.call('ZADD', S.base .. ':blk:' .. blk, x, sid)
       elseif w and (id - tonumber(x.fu)) * tonumber(x.step) < 0 then
@@ -357,6 +377,7 @@ local function recheck(S, lane, E, r)
       end
     else
       redis.call('ZREM', B, sid)
+      hold(S, sid, false)
     end
   end
 end
@@ -421,6 +442,7 @@ local function record_lane(K, lane, id, code, payload, E, unsettled, S)
         redis.call('HDEL', K.pay, key)
       elseif S and redis.call('HEXISTS', S.pay, key) == 1 then  -- the rule names the lane that emits it
         local w, blk, x = emitter(S, at, lane)
+        hold(S, key, blk)
         if w == lane then
           p = redis.call('HGET', S.pay, key)
           redis.call('HDEL', S.pay, key)
