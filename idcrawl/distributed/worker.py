@@ -167,6 +167,8 @@ class RedisWorker:
         self._due_planned = 0  # the due pages of the plans this worker registered for the fleet
         resumed: dict[str, str | None] = {}
         not_due: dict[str, str] = {}  # resume=due: target -> when its tail falls due (this worker's plan)
+        # the fleet's run this worker belongs to: its resume plans and the URL queue follow it (distributed.runs)
+        self.frontier.join_run(self._wave())
         try:
             for target in self._planned(runtime.targets):
                 self.frontier.add_target(target)
@@ -175,6 +177,7 @@ class RedisWorker:
                     resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave(),
                                                                 due_pages=self._due_ids.get(target.name, ()))
         except TargetConflict as exc:
+            self.client.zrem(self.job.key("workers"), self.worker)  # refused: not a worker of the run
             raise BadInputError(f"{spider_name}: bad input: {exc}") from None
         for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
             if lane.first_undecided != lane.start or lane.stopped or self.frontier.lane_direction[key] == "holes":
@@ -373,7 +376,7 @@ class RedisWorker:
         """The crawl scope's URL queue (``IdScopeMiddleware`` asks): one queue for the fleet, in the job's
         keys (:mod:`idcrawl.distributed.urlqueue`); its taken URLs are held under this worker's lease."""
         self.urls = RedisUrlQueue(self.client, self.job.prefix, self.worker, lease_ms=int(self.lease * 1000),
-                                  rng=rng, skip=skip, postpone_for=postpone_for)
+                                  rng=rng, skip=skip, postpone_for=postpone_for, run=self.frontier.run)
         return self.urls
 
     def _inc(self, key: str, count: int = 1) -> None:

@@ -26,6 +26,7 @@ import pytest
 from idcrawl.core.scope import Collection, CrawlProfile, Harvest, JobScope, ScopeKind, Seed
 from idcrawl.core.urlqueue import MemoryUrlQueue, QueuedUrl, Reconciled
 from idcrawl.distributed.urlqueue import RedisUrlQueue
+from tests.integration.test_distributed_runs import next_run
 from tests.integration.test_redis_urlqueue import FRONT, make_graph
 
 redis = pytest.importorskip("redis")
@@ -94,7 +95,7 @@ def fleet_run(client: Any, prefix: str, run: int, scope: JobScope, steps: list[f
     reconciled = Reconciled()
     for i in range(rng.randint(2, 3)):
         queue = RedisUrlQueue(client, prefix, f"r{run}w{i}", lease_ms=600_000, rng=random.Random(rng.random()))
-        started = queue.start(scope, steps[0])
+        started = queue.start(scope, steps[0], run=next_run(client, prefix, queue.worker, 600_000) if i == 0 else None)
         if i == 0:
             reconciled = started
         else:
