@@ -349,7 +349,9 @@ class IdRuntime:
         worker, lane_target, names = self.worker, self.frontier.lane_target, self.frontier.targets
         outputs: list[Any] = []
         for released_lane, released_id, released_outputs in released:
-            emitted_as(released_outputs, lane_target[released_lane].name, released_id, names)
+            lane_of = lane_target.get(released_lane)  # None: a stopped worker's lane this one never joined
+            if lane_of is not None:
+                emitted_as(released_outputs, lane_of.name, released_id, names)
             worker.released(released_lane, released_id, released_outputs)
             outputs += released_outputs
         return outputs

@@ -6,9 +6,9 @@ fleet's workers start and stop one by one, so the job keeps its run in Redis (``
 its watch wave, when it started or a worker last left the job) and ``RUN`` (``run.lua``) says, for a
 starting worker, whether it joins the run in progress or starts the next one:
 
-- the run goes on while a worker of the job is alive (its heartbeat within
-  ``IDCRAWL_REDIS_LEASE_TIMEOUT``), and for a grace of one lease after it started or a worker left the
-  job: a worker starting then joins it;
+- the run goes on while another worker is in the job (until it leaves, or a worker reclaims it once its
+  heartbeat is older than ``IDCRAWL_REDIS_LEASE_TIMEOUT``), and for a grace of one lease after it
+  started or a worker left the job: a worker starting then joins it;
 - watch mode: a wave names its run (``wave``, its time on the one clock): the first worker awake for a
   later wave starts its run at once, the workers of that wave (and one late for an earlier wave) join it;
 - otherwise the worker starts the next run.
@@ -22,7 +22,7 @@ walked is planned anew) ask the run the worker joined, once, at its start
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from idcrawl.distributed import scripts
@@ -30,7 +30,7 @@ from idcrawl.distributed import scripts
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["Run", "join_run"]
+__all__ = ["Run", "join_run", "refused"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,16 +39,37 @@ class Run:
 
     number: int
     new: bool
+    #: ``P run``'s n, wave and at before this worker joined ('' = none): what :func:`refused` puts back
+    before: tuple[str, str, str] = field(default=("", "", ""), compare=False)
 
 
 def join_run(client: redis.Redis, prefix: str, worker: str, *, lease_ms: int, wave: int | None = None,
              now_ms: int | None = None) -> Run:
     """The run of the job (keys under ``prefix``) that ``worker`` belongs to as it starts (``RUN``): the run in
-    progress (another worker alive within ``lease_ms``, or less than ``lease_ms`` since it started or a worker
+    progress (another worker in the job, or less than ``lease_ms`` since it started or a worker
     left), else a new one. ``wave``: a watching fleet's later wave (ms), which names its run. ``now_ms``: the
     fleet's time (None: Redis's clock, as the heartbeats; tests pass a time). Registers the worker's heartbeat."""
     script: Any = client.register_script(scripts.RUN)
-    number, verdict = script(keys=[prefix + "run", prefix + "workers"],
-                             args=[worker, "" if wave is None else wave, lease_ms, "" if now_ms is None else now_ms])
-    text = verdict.decode() if isinstance(verdict, bytes) else str(verdict)
-    return Run(int(number), text == "new")
+    number, verdict, *before = script(keys=[prefix + "run", prefix + "workers"],
+                                      args=[worker, "" if wave is None else wave, lease_ms,
+                                            "" if now_ms is None else now_ms])
+    n, was, at = (v.decode() if isinstance(v, bytes) else str(v) for v in before)
+    return Run(int(number), _text(verdict) == "new", (n, was, at))
+
+
+def refused(client: redis.Redis, prefix: str, worker: str, run: Run) -> None:
+    """``worker`` joined ``run`` and was refused (bad input): it is no worker of the job, and a run it started
+    is put back as it was, so that nothing saved changed."""
+    pipe: Any = client.pipeline(transaction=True)
+    pipe.zrem(prefix + "workers", worker)
+    if run.new:
+        n, wave, at = run.before
+        if n:
+            pipe.hset(prefix + "run", mapping={"n": n, "wave": wave, "at": at})
+        else:
+            pipe.delete(prefix + "run")
+    pipe.execute()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

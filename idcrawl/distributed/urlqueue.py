@@ -380,6 +380,13 @@ class RedisUrlQueue:
                     return entry_of(url, reply[1]).record
         return None
 
+    def next_harvest(self) -> float | None:
+        """The earliest next harvest time of the fleet's harvested URLs waiting for a revisit (``P uwait``):
+        a watching worker's wake-up (:meth:`idcrawl.core.urlqueue.MemoryUrlQueue.next_harvest`), the same for
+        every worker; None: none waits."""
+        first: Any = self.client.zrange(self.key("uwait"), 0, 0, withscores=True)
+        return float(first[0][1]) if first else None
+
     def ready(self) -> int:
         """URLs queued and ready in the fleet, and URLs other workers took and have not answered (their
         pages may queue more): a worker is not finished while some are. Read again after every change

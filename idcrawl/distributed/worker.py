@@ -69,6 +69,7 @@ from idcrawl.distributed.connection import (
 )
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict, check_distributed
 from idcrawl.distributed.pages import FleetPageBook, is_due_lane
+from idcrawl.distributed.runs import refused
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
@@ -157,9 +158,6 @@ class RedisWorker:
             "missing_statuses": settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES),
         }
         _refuse_held_cap(settings, spider_name)
-        if runtime.scope and settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH):
-            raise BadInputError(f"{spider_name}: bad input: watch=true with crawl scope (page targets, crawl profiles) "
-                                "is not available in a distributed job yet (watch it in one process)")
         #: the found pages' records of due runs (conditional revisits, items of changes only): idcrawl.distributed.pages
         self.pages = FleetPageBook(self.client, self.job.prefix, runtime.clock,
                                    {target.name: target.policy for target in runtime.targets})
@@ -177,7 +175,8 @@ class RedisWorker:
                     resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave(),
                                                                 due_pages=self._due_ids.get(target.name, ()))
         except TargetConflict as exc:
-            self.client.zrem(self.job.key("workers"), self.worker)  # refused: not a worker of the run
+            if self.frontier.run is not None:  # refused: not a worker of the run, nothing saved changed
+                refused(self.client, self.job.prefix, self.worker, self.frontier.run)
             raise BadInputError(f"{spider_name}: bad input: {exc}") from None
         for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
             if lane.first_undecided != lane.start or lane.stopped or self.frontier.lane_direction[key] == "holes":

@@ -149,6 +149,7 @@ def test_a_fleet_revisits_what_one_process_revisits_at_every_step_of_every_run(r
             assert (fleet_start.due, fleet_start.not_due, fleet_start.started) == (
                 expected_start.due, expected_start.not_due, expected_start.started), where
             assert records(fleet.entries()) == records(memory.entries()), where
+            assert fleet.next_harvest() == memory.next_harvest(), where  # a watching worker's wake-up
             entries = memory.entries()
             revisited += run > 0 and any(fetched for fetched in got)
             started += fleet_start.started > 0
