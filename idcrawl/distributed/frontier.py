@@ -42,6 +42,7 @@ from idcrawl.core.targets import Target, TargetError
 from idcrawl.distributed import scripts
 from idcrawl.distributed.codec import space_id, spec_conflict, spec_json, target_spec
 from idcrawl.distributed.pages import FleetPageBook, PageWrite, is_due_lane
+from idcrawl.distributed.runs import Run, join_run
 
 if TYPE_CHECKING:
     import redis
@@ -171,8 +172,8 @@ class RedisJob:
     ) -> Any:
         """Register a resume of ``target`` (reopened cut lanes, hole ids) or join the one in progress:
         ``['created' | 'joined', lane...]`` or ``['conflict', its args]``.
-        ``lane_args``: window, neutral, weight of the list lane, and the grace (ms) for which a
-        resume stays in progress after a worker of it joined or left."""
+        ``lane_args``: window, neutral, weight of the list lane, and the worker's run of the fleet
+        (:func:`idcrawl.distributed.runs.join_run`): a plan of that run is joined."""
         keys = [self.key("R:", target), self.key("unsettled"), self.key("workers"), self.key("tl:", target)]
         argv: list[Any] = [worker, args, base, target, *lane_args, len(reopen)]
         for lane, restart in reopen:
@@ -325,6 +326,8 @@ class RedisFrontier(Generic[P]):
         self._ids: dict[str, tuple[int, ...]] = {}
         self._positions: dict[str, dict[int, int]] = {}
         self._not_listed: set[str] = set()  # lanes of targets not joined here, known not to be list lanes
+        #: the fleet's run this worker belongs to (:meth:`join_run`; None: not asked yet)
+        self.run: Run | None = None
 
     # -- targets ---------------------------------------------------------------
 
@@ -429,6 +432,13 @@ class RedisFrontier(Generic[P]):
                             and key not in self._closed_here):
                         self._refresh(key)
 
+    def join_run(self, wave: int | None = None) -> Run:
+        """The fleet's run this worker belongs to (:func:`idcrawl.distributed.runs.join_run`), asked once:
+        its resume plans and the URL queue (``RedisUrlQueue.start``) follow it."""
+        if self.run is None:
+            self.run = join_run(self.job.client, self.job.prefix, self.worker, lease_ms=self.lease_ms, wave=wave)
+        return self.run
+
     def resume(self, target: Target, *, walk_tail: bool = True, due_pages: Sequence[int] = (),
                wave: int | None = None) -> str | None:
         """Resume ``target`` (``resume=bound|holes|all|due``) for the whole job, as a single process
@@ -437,8 +447,8 @@ class RedisFrontier(Generic[P]):
         walked by position (holes, all), its tail is walked when ``walk_tail`` (due: the worker that
         plans decided the tail is due; not due, the plan is "nothing to fetch"). The first worker
         registers the resume, and its plan is the job's; a worker that starts
-        while it is in progress (a lane of it unsettled, a worker of it alive, or less than the lease
-        since a worker of it joined or left: ``resume.lua``) joins it, or raises
+        while it is in progress (a lane of it unsettled, or the worker belongs to the fleet's run that
+        planned it: :meth:`join_run`, ``resume.lua``) joins it, or raises
         :class:`TargetConflict` if it was started with other resume arguments.
         Returns ``created``, ``joined``, or None (nothing crawled yet: the lanes start fresh; that plan is
         registered too, so that a late worker of the same fleet joins it rather than resuming what the
@@ -464,7 +474,7 @@ class RedisFrontier(Generic[P]):
         neutral = "1" if Outcome.FAILED in self._neutral else "0"
         reply = self.job.resume(
             self.worker, target.name, args, holes.key if holes is not None else f"{target.name}:holes",
-            (target.window, neutral, target.rate_asc, self.lease_ms),
+            (target.window, neutral, target.rate_asc, self.join_run(wave).number),
             reopen, holes.ids if holes is not None and holes.ids else (),
         )
         verdict = _text(reply[0])

@@ -46,8 +46,11 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
                              written with its outcome by RECORD
 ``P resumed``          set   targets with a resume (workers join its lanes)
 ``P R:<target>``       hash  the target's last resume: args (``resume=..``), gen (how
-                             many), at (ms: a worker of it last joined or left);
+                             many), run (the fleet's run that planned it, ``P run``'s n);
                              ``:lanes``/``:order`` its lanes, ``:w`` its workers
+``P run``              hash  the fleet's run (``RUN``, :mod:`idcrawl.distributed.runs`): n (its
+                             number), wave ('' or a watch wave's ms), at (ms: a worker last
+                             joined it or left the job)
 ``P L:<lane>:bits``    string  the outcome of every id the prefix passed, 2 bits
                              per id at position (id - start) * step (BITFIELD
                              u2: 0 found, 1 missing, 2 failed, 3 disallowed)
@@ -107,7 +110,7 @@ from importlib import resources
 
 __all__ = [
     "ADOPT", "BLOOM", "CLAIM", "DELAY", "GIVE_BACK", "LEAVE", "LIMITS", "NAMES", "PACKAGE", "POLITE", "POP_DELAYED",
-    "RECORD", "REGISTER", "RESUME", "STATUS", "URL_DUE", "URL_HARVEST", "URL_OFFER", "URL_PUT", "URL_STATUS",
+    "RECORD", "REGISTER", "RESUME", "RUN", "STATUS", "URL_DUE", "URL_HARVEST", "URL_OFFER", "URL_PUT", "URL_STATUS",
     "URL_TAKE", "load",
 ]
 
@@ -146,6 +149,7 @@ POLITE = load("polite")
 BLOOM = load("bloom")
 LIMITS = load("limits")
 RESUME = load("resume")
+RUN = load("run")
 # the shared URL queue of crawl scope (idcrawl.distributed.urlqueue): helpers in urls_common.lua
 URL_OFFER = load("url_offer", "urls_common")
 URL_TAKE = load("url_take", "urls_common")

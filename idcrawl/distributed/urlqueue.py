@@ -22,9 +22,10 @@ rules:
   (:func:`~idcrawl.core.scope.harvested`), and a found page's links; a found page whose items are
   not written yet keeps its links and stays taken (its links are offered), and is harvested once
   they are written (:meth:`RedisUrlQueue.written`, after the worker's feeds were flushed);
-- **a run's start** (:meth:`RedisUrlQueue.start`): the first worker of a fleet (no other worker
-  alive in the job) reconciles the stored URLs with the job file
-  (:func:`~idcrawl.core.urlqueue.reconcile`, ``URL_PUT``), as the SQLite store does at a run's start.
+- **a run's start** (:meth:`RedisUrlQueue.start`): the worker that starts a run of the fleet
+  (:mod:`idcrawl.distributed.runs`, the rule the resume plans follow too) reconciles the stored URLs
+  with the job file (:func:`~idcrawl.core.urlqueue.reconcile`, ``URL_PUT``), as the SQLite store does
+  at a run's start; a worker joining the run finds them reconciled.
 
 Round trips: one ``URL_OFFER`` per in-scope link (a link out of every crawl profile's scope costs
 none), three per take (the hosts, the host's groups, ``URL_TAKE``), one ``URL_HARVEST`` per answer,
@@ -40,8 +41,6 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from redis.exceptions import WatchError
 
 from idcrawl.core.scope import SEED, Harvest, Hops, JobScope, Owner, UrlRecord, Verdict, choose_owner, host_of
 from idcrawl.core.urlqueue import (
@@ -59,6 +58,7 @@ from idcrawl.core.urlqueue import (
     walk_stored,
 )
 from idcrawl.distributed import scripts
+from idcrawl.distributed.runs import Run, join_run
 
 if TYPE_CHECKING:
     import redis
@@ -128,11 +128,12 @@ class RedisUrlQueue:
     """:class:`~idcrawl.core.urlqueue.UrlQueue` in Redis, for the worker ``worker`` of the job whose
     keys start with ``prefix``. ``rng``: the yield model's draws (seeded); ``skip(url)``: URLs never
     queued (another target's id pages: its lanes fetch them); ``postpone_for``: seconds from now to
-    a postponed URL's next harvest time; ``lease_ms``: the fleet's lease of a taken URL."""
+    a postponed URL's next harvest time; ``lease_ms``: the fleet's lease of a taken URL; ``run``: the
+    fleet's run the worker joined (:func:`idcrawl.distributed.runs.join_run`), None: :meth:`start` joins it."""
 
     def __init__(self, client: redis.Redis, prefix: str, worker: str, *, lease_ms: int = 8_000,
                  rng: random.Random | None = None, skip: Callable[[str], bool] | None = None,
-                 postpone_for: float = 3600.0) -> None:
+                 postpone_for: float = 3600.0, run: Run | None = None) -> None:
         self.client = client
         self.prefix = prefix
         self.worker = worker
@@ -142,6 +143,8 @@ class RedisUrlQueue:
         self.rng = rng if rng is not None else random.Random(0)
         self._skip = skip
         self.postpone_for = postpone_for
+        #: the fleet's run its worker joined (:mod:`idcrawl.distributed.runs`; None: :meth:`start` joins one)
+        self.run = run
         self._offer = client.register_script(scripts.URL_OFFER)
         self._due = client.register_script(scripts.URL_DUE)
         self._take = client.register_script(scripts.URL_TAKE)
@@ -160,16 +163,20 @@ class RedisUrlQueue:
 
     # -- a run's start -----------------------------------------------------------------------
 
-    def start(self, scope: JobScope, now: float) -> Reconciled:
-        """The job file's ``scope``; the first worker of a fleet (no other alive in the job) reconciles
-        the stored URLs with it (:func:`~idcrawl.core.urlqueue.reconcile`); a worker joining a running
-        fleet finds them reconciled. A URL taken by a worker that is gone is ready again (``URL_STATUS``).
+    def start(self, scope: JobScope, now: float, run: Run | None = None) -> Reconciled:
+        """The job file's ``scope``; the worker that starts a run of the fleet (``run``, the run the worker
+        joined: :func:`idcrawl.distributed.runs.join_run`; None: this queue joins one with its lease) reconciles
+        the stored URLs with it (:func:`~idcrawl.core.urlqueue.reconcile`); a worker joining the run in
+        progress finds them reconciled. A URL taken by a worker that is gone is ready again (``URL_STATUS``).
         As in one process, a harvested URL not due waits for its revisit (``P uwait``, by the time the
         rule gives it now), and a target's hop-0 page whose crawl profiles grew since the last run
         (a crawl profile assigned or activated again) has its stored links walked again (``started``)."""
         self.scope = scope
         self._spec = revisit_spec(scope)
-        if not self._first_of_fleet():
+        run = run or self.run
+        if run is None:
+            run = self.run = join_run(self.client, self.prefix, self.worker, lease_ms=self.lease_ms)
+        if not run.new:
             return Reconciled()
         self.poll()
         counts: dict[str, int] = {}
@@ -218,26 +225,6 @@ class RedisUrlQueue:
                 work.extend((url, path) for url, _, path, _ in reached)
 
         walk_stored(start, self.get, offer)
-
-    def _first_of_fleet(self) -> bool:
-        """Whether no other worker of the job is alive (heartbeat within the lease): this one starts a run.
-        It registers its own heartbeat in the same transaction, so of workers starting together one is first."""
-        workers = self.key("workers")
-        pipe: Any
-        with self.client.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(workers)
-                    server_time = pipe.time()
-                    now_ms = int(server_time[0]) * 1000 + int(server_time[1]) // 1000
-                    alive = pipe.zrangebyscore(workers, now_ms - self.lease_ms, "+inf")
-                    first = not any(_text(w) != self.worker for w in alive)
-                    pipe.multi()
-                    pipe.zadd(workers, {self.worker: now_ms})
-                    pipe.execute()
-                    return first
-                except WatchError:  # another worker joined in between: look again
-                    continue
 
     def _set(self, old: QueuedUrl, new: QueuedUrl | None, *, wait: bool = False) -> bool:
         """Write a reconciled entry (None: gone) if it is still as read (state and last harvest);
@@ -392,6 +379,13 @@ class RedisUrlQueue:
                     self.status.at = float("-inf")
                     return entry_of(url, reply[1]).record
         return None
+
+    def next_harvest(self) -> float | None:
+        """The earliest next harvest time of the fleet's harvested URLs waiting for a revisit (``P uwait``):
+        a watching worker's wake-up (:meth:`idcrawl.core.urlqueue.MemoryUrlQueue.next_harvest`), the same for
+        every worker; None: none waits."""
+        first: Any = self.client.zrange(self.key("uwait"), 0, 0, withscores=True)
+        return float(first[0][1]) if first else None
 
     def ready(self) -> int:
         """URLs queued and ready in the fleet, and URLs other workers took and have not answered (their

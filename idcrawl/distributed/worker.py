@@ -69,6 +69,7 @@ from idcrawl.distributed.connection import (
 )
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict, check_distributed
 from idcrawl.distributed.pages import FleetPageBook, is_due_lane
+from idcrawl.distributed.runs import refused
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
@@ -158,9 +159,6 @@ class RedisWorker:
             "window": settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
             "missing_statuses": settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES),
         }
-        if runtime.scope and settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH):
-            raise BadInputError(f"{spider_name}: bad input: watch=true with crawl scope (page targets, crawl profiles) "
-                                "is not available in a distributed job yet (watch it in one process)")
         #: the found pages' records of due runs (conditional revisits, items of changes only): idcrawl.distributed.pages
         self.pages = FleetPageBook(self.client, self.job.prefix, runtime.clock,
                                    {target.name: target.policy for target in runtime.targets})
@@ -169,6 +167,8 @@ class RedisWorker:
         self._due_planned = 0  # the due pages of the plans this worker registered for the fleet
         resumed: dict[str, str | None] = {}
         not_due: dict[str, str] = {}  # resume=due: target -> when its tail falls due (this worker's plan)
+        # the fleet's run this worker belongs to: its resume plans and the URL queue follow it (distributed.runs)
+        self.frontier.join_run(self._wave())
         try:
             for target in self._planned(runtime.targets):
                 self.frontier.add_target(target)
@@ -177,6 +177,8 @@ class RedisWorker:
                     resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave(),
                                                                 due_pages=self._due_ids.get(target.name, ()))
         except TargetConflict as exc:
+            if self.frontier.run is not None:  # refused: not a worker of the run, nothing saved changed
+                refused(self.client, self.job.prefix, self.worker, self.frontier.run)
             raise BadInputError(f"{spider_name}: bad input: {exc}") from None
         for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
             if lane.first_undecided != lane.start or lane.stopped or self.frontier.lane_direction[key] == "holes":
@@ -374,7 +376,7 @@ class RedisWorker:
         """The crawl scope's URL queue (``IdScopeMiddleware`` asks): one queue for the fleet, in the job's
         keys (:mod:`idcrawl.distributed.urlqueue`); its taken URLs are held under this worker's lease."""
         self.urls = RedisUrlQueue(self.client, self.job.prefix, self.worker, lease_ms=int(self.lease * 1000),
-                                  rng=rng, skip=skip, postpone_for=postpone_for)
+                                  rng=rng, skip=skip, postpone_for=postpone_for, run=self.frontier.run)
         return self.urls
 
     def _inc(self, key: str, count: int = 1) -> None:

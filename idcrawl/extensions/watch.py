@@ -20,7 +20,9 @@ simulated day pass in a moment, so a test sees two waves without sleeping throug
 In a distributed job every worker watches: a wave's end is the job's (every lane settled in Redis),
 the worker leaves the job, sleeps until the earliest due time of the job's schedules in Redis, and
 its next worker plans the wave or joins the fleet's plan of it (``runtime.wave_at`` names the wave:
-:mod:`idcrawl.distributed.worker`, ``resume.lua``).
+:mod:`idcrawl.distributed.worker`, ``resume.lua``). Each wave is a run of the fleet
+(:mod:`idcrawl.distributed.runs`), for the shared URL queue of crawl scope too: the worker that starts
+the wave's run reconciles it, and the URL queue's next harvest is the fleet's (``P uwait``).
 
 Stats: ``idcrawl/watch/waves`` (waves started, the first included), ``idcrawl/watch/slept`` (clock
 seconds slept between waves), ``idcrawl/watch/next_wave`` (when the next wave starts, while asleep).

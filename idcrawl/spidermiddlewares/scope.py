@@ -144,7 +144,15 @@ class IdScopeMiddleware:
     def next_wave(self, worker: Any) -> None:
         """Watch mode (``idcrawl.extensions.watch``): a new wave starts, a run of the state with a new
         ``worker``: the stored URLs are checked again as at a run's start (revisits due queued, URLs
-        that failed queued again: ``idcrawl/scope/...``), and the queue commits with the new recorder."""
+        that failed queued again: ``idcrawl/scope/...``), and the queue commits with the new recorder. A
+        worker that brings its own queue (a fleet's: each wave a worker and a run of the fleet of its own)
+        gives the wave a new one, reconciled by the worker that starts the wave's run."""
+        make = getattr(worker, "make_url_queue", None)
+        if make is not None:
+            runtime = runtime_of(self.crawler)
+            rng, postpone_for = _queue_settings(self.crawler.settings)
+            rng = getattr(self.queue, "rng", rng)  # the draws go on from the last wave's
+            self.queue = make(self.scope, rng, self._id_page_of(runtime.targets if runtime else ()), postpone_for)
         self._count_reconciled(self.queue.start(self.scope, self.clock.now()))
         self._commit_with(getattr(worker, "recorder", None))
 

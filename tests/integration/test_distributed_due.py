@@ -54,7 +54,7 @@ def fleet(tmp_path: Path, run: str, redis_server, job: Path, at: float, workers:
     """One run of the fleet: ``workers`` workers started together with the clock at ``at``; all finish.
 
     A fleet started within the grace of the last run (``IDCRAWL_REDIS_LEASE_TIMEOUT`` after a worker of it
-    joined or left: resume.lua) would join that run's plan, as a late worker of the same fleet does; so
+    joined or left: run.lua) would join that run and its plan, as a late worker of the same fleet does; so
     each run first waits, on Redis's clock, until the previous run's grace (1 s here) has passed."""
     settings = {"IDCRAWL_REDIS_LEASE_TIMEOUT": 1, **settings}
     client = client_of(redis_server)
@@ -62,7 +62,7 @@ def fleet(tmp_path: Path, run: str, redis_server, job: Path, at: float, workers:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         seconds, micros = client.time()
-        stamps = [int(v) for v in (client.hget(f"idcrawl:{{due}}:R:{name}", "at") for name in "ab") if v is not None]
+        stamps = [int(v) for v in [client.hget("idcrawl:{due}:run", "at")] if v is not None]  # the fleet's run
         if all(seconds * 1000 + micros // 1000 - stamp >= grace_ms for stamp in stamps):
             break
         time.sleep(0.05)  # waiting for a condition on Redis's clock, not for simulated time

@@ -41,7 +41,7 @@ def job_file(tmp_path: Path, site) -> Path:
 
 def run_fleet(tmp_path: Path, run: str, redis_server, job: Path, at: float, workers: int,
               resume: str | None = "due") -> list[CrawlResult]:
-    """``fleet`` of test_distributed_due, after the grace of the last run of target ``reg`` (resume.lua)."""
+    """``fleet`` of test_distributed_due, after the grace of the fleet's last run (run.lua)."""
     wait_for_grace(redis_server)
     return fleet(tmp_path, run, redis_server, job, at, workers=workers, resume=resume)
 
@@ -50,7 +50,7 @@ def wait_for_grace(redis_server, grace_ms: float = 1000) -> None:
     client = client_of(redis_server)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        stamp = client.hget(PREFIX + "R:reg", "at")
+        stamp = client.hget(PREFIX + "run", "at")  # the fleet's run (distributed.runs)
         seconds, micros = client.time()
         if stamp is None or seconds * 1000 + micros // 1000 - int(stamp) >= grace_ms:
             return

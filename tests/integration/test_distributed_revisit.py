@@ -46,11 +46,19 @@ def fleet(site: LinkGraphSite, tmp_path: Path, name: str, run: int, workers: int
     reconcile the queue again (a not-found URL requeued and fetched twice: seen at load 15)."""
     path = tmp_path / f"job{run}.toml"
     path.write_text(job)
-    settings = {**worker_settings(redis_server, job=name), **resolver_settings(HOSTS), **extra}
+    settings = {**worker_settings(redis_server, job=name), **resolver_settings(HOSTS),
+                "IDCRAWL_REDIS_LEASE_TIMEOUT": 1, **extra}
     assert site.gate is not None
     site.gate.clear()
-    procs = [start_worker(tmp_path / f"r{run}w{n}", {"job": path}, settings) for n in range(workers)]
     client = redis.Redis.from_url(redis_server.url)
+    # a run of its own: started once the last run's grace (the lease, 1 s) passed on Redis's clock (run.lua)
+    deadline = time.monotonic() + 30
+    while (stamp := client.hget(f"idcrawl:{{{name}}}:run", "at")) is not None and time.monotonic() < deadline:
+        seconds, micros = client.time()
+        if seconds * 1000 + micros // 1000 - int(stamp) >= 1000:
+            break
+        time.sleep(0.05)  # a condition on Redis's clock, not simulated time
+    procs = [start_worker(tmp_path / f"r{run}w{n}", {"job": path}, settings) for n in range(workers)]
     deadline = time.monotonic() + 120
     # a condition, not a time: all joined, or one ended (a run with nothing to fetch needs no gate)
     while (client.zcard(f"idcrawl:{{{name}}}:workers") < workers and all(p.poll() is None for p in procs)

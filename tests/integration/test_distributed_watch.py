@@ -268,18 +268,22 @@ def test_a_worker_that_starts_while_the_fleet_sleeps_agrees_on_the_next_wave(
 
 
 def test_waves_of_a_fleet_are_plans_of_their_own(redis_server) -> None:
-    """resume.lua without Scrapy: a later wave replaces a walked plan within its grace; a worker late for a
-    wave joins it; a due run started during a wave joins it; other arguments are still refused."""
+    """resume.lua without Scrapy, each worker in the fleet's run it joins (run.lua, a wave names its run): a
+    later wave replaces a walked plan within its grace; a worker late for a wave joins it; a due run started
+    during a wave joins it; other arguments are still refused."""
     import redis
 
     client = redis.Redis.from_url(redis_server.url)
     from idcrawl.distributed.frontier import RedisJob
+    from idcrawl.distributed.runs import join_run
 
     job = RedisJob(client, "idcrawl:{waves}:")
-    lane_args = (1, "1", 1.0, 60_000)  # a minute's grace: every plan below is within it
 
     def resume(worker: str, args: str) -> str:
-        reply = job.resume(worker, "a", args, "a:holes", lane_args, (), ())
+        wave = args.partition(", wave=")[2]
+        run = join_run(client, job.prefix, worker, lease_ms=60_000,  # a minute's grace: every plan below is within it
+                       wave=int(wave) if wave else None)
+        reply = job.resume(worker, "a", args, "a:holes", (1, "1", 1.0, run.number), (), ())
         return reply[0].decode()
 
     assert resume("w1", "resume=due") == "created"

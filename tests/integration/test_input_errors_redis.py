@@ -54,22 +54,3 @@ def test_a_single_process_crawl_keeps_its_tail_schedule_in_redis(make_site, redi
     again = run_crawl(tmp_path, {"url": site.url(), "start": 1000, "margin": 3, "name": "reg", "resume": "due"},
                       settings)
     assert again.returncode == 0 and site.log == []  # not due a moment later
-
-
-def test_a_watching_fleet_refuses_crawl_scope_in_one_line(make_site, redis_server, tmp_path: Path) -> None:
-    """Watch mode follows crawl scope in one process; a watching fleet refuses it (one line, no request,
-    nothing saved in Redis)."""
-    import redis
-
-    site = make_site()
-    job = tmp_path / "job.toml"
-    job.write_text(f'[[crawl_profiles]]\nname = "net"\nmax_hops = 1\n'
-                   f'[[targets]]\nname = "front"\nurl = "{site.url().replace("{id}", "")}"\ncrawl_profiles = ["net"]\n')
-    client = redis.Redis.from_url(redis_server.url)
-    before = set(client.keys("*"))
-    result = run_crawl(tmp_path, {"job": job, "watch": "true"},
-                       {"IDCRAWL_DISTRIBUTED": True, "REDIS_URL": redis_server.url, "IDCRAWL_REDIS_IDLE_TIMEOUT": 1})
-    _assert_refused(result, "bad input: watch=true with crawl scope (page targets, crawl profiles) is not available "
-                            "in a distributed job yet (watch it in one process)")
-    assert site.log == []
-    assert {key for key in client.keys("*") if not key.endswith(b"workers")} <= before

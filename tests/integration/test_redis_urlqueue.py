@@ -22,6 +22,7 @@ from idcrawl.core.scope import Collection, CrawlProfile, Harvest, Hops, JobScope
 from idcrawl.core.urlqueue import MemoryUrlQueue, QueueState, UrlCount, count_urls
 from idcrawl.distributed.state import JobStateStore
 from idcrawl.distributed.urlqueue import BATCH, RedisUrlQueue
+from tests.integration.test_distributed_runs import next_run
 from tests.support.reference import scope_truth
 
 redis = pytest.importorskip("redis")
@@ -138,7 +139,7 @@ def run(client: Any, prefix: str, scope: JobScope, name: str, graph: dict[str, l
         now: float) -> tuple[RedisUrlQueue, list[str]]:
     """One run of one worker: start, seed, take and answer until nothing is ready, leave."""
     queue = RedisUrlQueue(client, prefix, name, rng=random.Random(1))
-    queue.start(scope, now)
+    queue.start(scope, now, run=next_run(client, prefix, name))  # a run of its own
     queue.seed("front", FRONT, now)
     fetched = []
     while (record := queue.take(lambda _: True, now)) is not None:
@@ -188,7 +189,7 @@ def test_a_collection_deactivated_in_run_2_postpones_and_run_3_finishes_the_walk
                               for h, n in ((0, 1), (1, 2), (2, 1))]
     # deleting the collection (its crawl profile with it) drops the job's URLs
     reconciled = RedisUrlQueue(client, prefix, "w4").start(
-        JobScope({"front": Seed("front", FRONT, ())}, {}, {}, ("front",)), 3.0)
+        JobScope({"front": Seed("front", FRONT, ())}, {}, {}, ("front",)), 3.0, run=next_run(client, prefix, "w4"))
     assert reconciled.forgotten == 4 and queue.counts() == []
 
 
@@ -224,7 +225,7 @@ def test_a_worker_that_starts_the_fleets_run_counts_the_stopped_workers_urls_it_
     assert killed.take(lambda _: True, 0.0) is not None
     client.zrem("t:{late}:workers", "w1")  # killed, and its lease ran out before another worker started
     late = RedisUrlQueue(client, "t:{late}:", "w2", lease_ms=60_000)
-    late.start(scope, 0.0)
+    late.start(scope, 0.0, run=next_run(client, "t:{late}:", "w2", 60_000))
     assert late.taken_over == 1 and late.poll().given_back == 0 and late.taken_over == 1
     record = late.take(lambda _: True, 0.0)
     assert record is not None and record.url == FRONT

@@ -26,6 +26,7 @@ import pytest
 from idcrawl.core.scope import Collection, CrawlProfile, Harvest, JobScope, ScopeKind, Seed
 from idcrawl.core.urlqueue import MemoryUrlQueue, QueuedUrl, Reconciled
 from idcrawl.distributed.urlqueue import RedisUrlQueue
+from tests.integration.test_distributed_runs import next_run
 from tests.integration.test_redis_urlqueue import FRONT, make_graph
 
 redis = pytest.importorskip("redis")
@@ -94,7 +95,7 @@ def fleet_run(client: Any, prefix: str, run: int, scope: JobScope, steps: list[f
     reconciled = Reconciled()
     for i in range(rng.randint(2, 3)):
         queue = RedisUrlQueue(client, prefix, f"r{run}w{i}", lease_ms=600_000, rng=random.Random(rng.random()))
-        started = queue.start(scope, steps[0])
+        started = queue.start(scope, steps[0], run=next_run(client, prefix, queue.worker, 600_000) if i == 0 else None)
         if i == 0:
             reconciled = started
         else:
@@ -148,6 +149,7 @@ def test_a_fleet_revisits_what_one_process_revisits_at_every_step_of_every_run(r
             assert (fleet_start.due, fleet_start.not_due, fleet_start.started) == (
                 expected_start.due, expected_start.not_due, expected_start.started), where
             assert records(fleet.entries()) == records(memory.entries()), where
+            assert fleet.next_harvest() == memory.next_harvest(), where  # a watching worker's wake-up
             entries = memory.entries()
             revisited += run > 0 and any(fetched for fetched in got)
             started += fleet_start.started > 0

@@ -181,11 +181,8 @@ local function release_worker(J, w, E)
   end
   redis.call('DEL', E)
   redis.call('ZREM', J.workers, w)
-  -- a resume this worker took part in stays in progress for a grace after it left (resume.lua)
-  for _, t in ipairs(redis.call('SMEMBERS', J.P .. 'resumed')) do
-    local R = J.P .. 'R:' .. t
-    if redis.call('SISMEMBER', R .. ':w', w) == 1 then redis.call('HSET', R, 'at', s(now_ms())) end
-  end
+  -- the fleet's run goes on for a grace after a worker left (run.lua)
+  if redis.call('EXISTS', J.P .. 'run') == 1 then redis.call('HSET', J.P .. 'run', 'at', s(now_ms())) end
   return taken
 end
 

@@ -1,59 +1,42 @@
 -- RESUME: a worker started with resume=bound|holes|all|due registers that resume of a target for
 -- the job, or joins the one in progress. A resume is in progress while one of its lanes is
--- unsettled, a worker that took part in it is alive (in P workers), or less than grace ms
--- have passed since a worker joined it or left the job (R field at, release_worker): a worker
--- started with the same arguments then joins it (nothing is planned twice), one with other
--- arguments is refused. Otherwise the worker's plan becomes the job's: the cut lanes it names go on from
+-- unsettled, or while the fleet's run that planned it goes on (the worker belongs to it: RUN,
+-- idcrawl.distributed.runs, the one rule of a fleet's run): a worker started with the same
+-- arguments then joins it (nothing is planned twice), one with other arguments is refused. Otherwise
+-- the worker's plan becomes the job's: the cut lanes it names go on from
 -- their restart id (bound, all, due; each reopening counts one more walk in the lane's walk
 -- field), and the hole ids become a new list lane <base> (first resume) or <base><n> (the
 -- n-th), walked by position 0..#ids-1 with no margin. A due resume whose tails are not due
 -- names no lane: it registers the plan "nothing to fetch", which later workers join.
 -- KEYS: P R:<target>, P unsettled, P workers, P tl:<target>.
 -- ARGV: worker, args (the resume's arguments, compared as text), base (lane name of the
---   holes), target, window, neutral, weight, grace (ms), n (reopened lanes), then n pairs
---   (lane, restart id), then the hole ids in order.
+--   holes), target, window, neutral, weight, run (the worker's run of the fleet, RUN's n),
+--   n (reopened lanes), then n pairs (lane, restart id), then the hole ids in order.
 -- A registered resume adds the target to P resumed; a new list lane or reopened lane also
 -- bumps P tver, so that workers already running join them (RedisFrontier.join_list_lanes).
 -- Returns {'created' | 'joined', lane...} (the resume's lanes: reopened ones, then the list
 -- lane), or {'conflict', args of the resume in progress}.
--- Watch mode (distributed/worker.py): each later wave of a watching fleet is a plan of its own, its
+-- Watch mode (distributed/worker.py): each later wave of a watching fleet is a run of its own (RUN), its
 -- args ending with ', wave=<ms>' (the wave's time on the one clock, the same for every worker): the
--- first worker awake for it plans, the others join; the last wave's grace does not hold it back.
+-- first worker awake for it plans, the others join; a worker late for a wave, or a due run started
+-- while a wave is in progress, joins the wave's plan (arguments compared without the wave).
 local R, unsettled, workers, tl = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local P = prefix_of(unsettled, 'unsettled')
 local me, args, base, target = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local window, neutral, weight, grace, n = ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
+local window, neutral, weight, run, n = ARGV[5], ARGV[6], ARGV[7], ARGV[8], tonumber(ARGV[9])
 local RL, RW = R .. ':lanes', R .. ':w'
-local now = now_ms()
--- the wave of a watching fleet a resume plans: args end with ', wave=<ms>' (the wave's time), -1: not a wave
-local function wave_of(a)
-  return tonumber(string.match(a, ', wave=(%d+)$') or '-1')
-end
 local function unwaved(a)  -- the resume's arguments without the wave
   return (string.gsub(a, ', wave=%d+$', ''))
 end
 local current = redis.call('HGET', R, 'args')
 if current then
-  local active = now - tonumber(redis.call('HGET', R, 'at') or '0') < grace
-  local walking = false
+  local active = redis.call('HGET', R, 'run') == run
   for _, lane in ipairs(redis.call('SMEMBERS', RL)) do
-    if redis.call('SISMEMBER', unsettled, lane) == 1 then walking = true end
+    if redis.call('SISMEMBER', unsettled, lane) == 1 then active = true end  -- still walked
   end
-  active = active or walking
-  if not active then
-    for _, w in ipairs(redis.call('SMEMBERS', RW)) do
-      if w ~= me and redis.call('ZSCORE', workers, w) then active = true end
-    end
-  end
-  local wave, wave_now = wave_of(args), wave_of(current)
-  -- watch mode: the plan of a later wave replaces one whose lanes are walked (its grace is for
-  -- the workers of its own wave, which went to sleep); a worker late for a wave, or a due run
-  -- started while a wave is in progress, joins the plan in progress instead of being refused
-  if wave > wave_now and not walking then active = false end
   if active then
     if unwaved(current) ~= unwaved(args) then return {'conflict', current} end
     redis.call('SADD', RW, me)
-    redis.call('HSET', R, 'at', s(now))
     local out = {'joined'}
     for _, lane in ipairs(redis.call('LRANGE', R .. ':order', 0, -1)) do out[#out + 1] = lane end
     return out
@@ -62,7 +45,7 @@ end
 local gen = redis.call('HINCRBY', R, 'gen', 1)
 redis.call('DEL', RL, RW, R .. ':order')
 redis.call('SADD', RW, me)
-redis.call('HSET', R, 'args', args, 'at', s(now))
+redis.call('HSET', R, 'args', args, 'run', run)
 local out = {'created'}
 local function add(lane)
   redis.call('SADD', RL, lane)

@@ -1,0 +1,75 @@
+"""Runs of a fleet: which run a starting worker belongs to, the one rule of a distributed job.
+
+In one process a run is one ``scrapy crawl``: the URL queue is reconciled at its start (the seed's
+rule at a run's start: a not-found URL queued again, revisits due) and a resume is planned once. A
+fleet's workers start and stop one by one, so the job keeps its run in Redis (``P run``: its number,
+its watch wave, when it started or a worker last left the job) and ``RUN`` (``run.lua``) says, for a
+starting worker, whether it joins the run in progress or starts the next one:
+
+- the run goes on while another worker is in the job (until it leaves, or a worker reclaims it once its
+  heartbeat is older than ``IDCRAWL_REDIS_LEASE_TIMEOUT``), and for a grace of one lease after it
+  started or a worker left the job: a worker starting then joins it;
+- watch mode: a wave names its run (``wave``, its time on the one clock): the first worker awake for a
+  later wave starts its run at once, the workers of that wave (and one late for an earlier wave) join it;
+- otherwise the worker starts the next run.
+
+Both the URL queue (:meth:`idcrawl.distributed.urlqueue.RedisUrlQueue.start`: the worker that starts
+a run reconciles the queue, a joining one finds it reconciled) and the resume plans
+(``resume.lua``: a plan of the worker's run is joined, a plan of an earlier run whose lanes are all
+walked is planned anew) ask the run the worker joined, once, at its start
+(:meth:`idcrawl.distributed.worker.RedisWorker`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from idcrawl.distributed import scripts
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["Run", "join_run", "refused"]
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """The fleet's run a worker joined: its number, and whether this worker started it."""
+
+    number: int
+    new: bool
+    #: ``P run``'s n, wave and at before this worker joined ('' = none): what :func:`refused` puts back
+    before: tuple[str, str, str] = field(default=("", "", ""), compare=False)
+
+
+def join_run(client: redis.Redis, prefix: str, worker: str, *, lease_ms: int, wave: int | None = None,
+             now_ms: int | None = None) -> Run:
+    """The run of the job (keys under ``prefix``) that ``worker`` belongs to as it starts (``RUN``): the run in
+    progress (another worker in the job, or less than ``lease_ms`` since it started or a worker
+    left), else a new one. ``wave``: a watching fleet's later wave (ms), which names its run. ``now_ms``: the
+    fleet's time (None: Redis's clock, as the heartbeats; tests pass a time). Registers the worker's heartbeat."""
+    script: Any = client.register_script(scripts.RUN)
+    number, verdict, *before = script(keys=[prefix + "run", prefix + "workers"],
+                                      args=[worker, "" if wave is None else wave, lease_ms,
+                                            "" if now_ms is None else now_ms])
+    n, was, at = (v.decode() if isinstance(v, bytes) else str(v) for v in before)
+    return Run(int(number), _text(verdict) == "new", (n, was, at))
+
+
+def refused(client: redis.Redis, prefix: str, worker: str, run: Run) -> None:
+    """``worker`` joined ``run`` and was refused (bad input): it is no worker of the job, and a run it started
+    is put back as it was, so that nothing saved changed."""
+    pipe: Any = client.pipeline(transaction=True)
+    pipe.zrem(prefix + "workers", worker)
+    if run.new:
+        n, wave, at = run.before
+        if n:
+            pipe.hset(prefix + "run", mapping={"n": n, "wave": wave, "at": at})
+        else:
+            pipe.delete(prefix + "run")
+    pipe.execute()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,156 @@
+"""Runs of a fleet (``idcrawl.distributed.runs``, ``run.lua``) on a real redis-server, without Scrapy: the
+one rule that says which run a starting worker belongs to, which the URL queue (a run's reconcile) and the
+resume plans (``resume.lua``) both follow. Time is injected (``now_ms``: the fleet's clock a test drives,
+relative to the stamps Redis holds): nothing sleeps."""
+
+from __future__ import annotations
+
+import pickle
+import random
+from typing import Any
+
+import pytest
+
+from idcrawl.core.urlqueue import QueueState
+from idcrawl.distributed.frontier import RedisFrontier, RedisJob
+from idcrawl.distributed.runs import Run, join_run
+from idcrawl.distributed.urlqueue import RedisUrlQueue
+
+redis = pytest.importorskip("redis")
+
+LEASE = 60_000  # ms: the workers' lease, the run's grace
+PREFIX = "t:{runs}:"
+NOT_FOUND = "http://b.test/1"
+
+
+def redis_now(client: Any) -> int:
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def next_run(client: Any, prefix: str, worker: str, lease_ms: int = 8_000) -> Run:
+    """``worker`` starts the next run of the fleet: it joins on the fleet's clock one grace after the run's
+    last join or leave (an injected time: nothing sleeps). For tests whose runs follow one another."""
+    at = client.hget(prefix + "run", "at")
+    run = join_run(client, prefix, worker, lease_ms=lease_ms,
+                   now_ms=(int(at) if at is not None else redis_now(client)) + lease_ms)
+    assert run.new
+    return run
+
+
+class Worker:
+    """What a ``RedisWorker`` holds of a run: its frontier and the crawl scope's queue, one run for both."""
+
+    def __init__(self, client: Any, name: str, now_ms: int | None = None) -> None:
+        self.frontier: RedisFrontier[Any] = RedisFrontier(
+            RedisJob(client, PREFIX), name, block=3, lease_ms=LEASE,
+            encode=lambda payload: pickle.dumps(payload[2]),
+            decode=lambda lane, id_, blob: (lane, id_, pickle.loads(blob)))
+        # the worker's start (RedisWorker): it joins the fleet's run once, then plans and starts the queue with it
+        self.run = self.frontier.run = join_run(client, PREFIX, name, lease_ms=LEASE, now_ms=now_ms)
+        self.queue = RedisUrlQueue(client, PREFIX, name, lease_ms=LEASE, rng=random.Random(1), run=self.run)
+
+    def start(self, now: float) -> tuple[str | None, Any]:
+        """Resume the target (``resume=bound``) and start the URL queue: (plan verdict, reconciled)."""
+        from tests.integration.test_distributed_resume import target
+
+        t = target(resume="bound")
+        self.frontier.add_target(t)
+        verdict = self.frontier.resume(t)
+        return verdict, self.queue.start(one_seed(), now)
+
+    def leave(self) -> None:
+        self.frontier.job.leave(self.frontier.worker)
+
+
+def one_seed() -> Any:
+    from tests.integration.test_redis_urlqueue import one_seed as seed
+
+    return seed(1)
+
+
+def walks(client: Any) -> dict[str, Any]:
+    return {lane: client.hget(PREFIX + "L:" + lane, "walk") for lane in ("reg:asc", "reg:desc")}
+
+
+def test_a_worker_within_the_grace_joins_the_fleets_run_and_one_after_it_starts_a_new_run_for_both(
+    redis_server: Any,
+) -> None:
+    """Run 1: two workers walk the id target (``resume=bound`` on a fresh job) and the crawl scope (the
+    front page links to a page answering 404), then leave. A worker starting within the grace after they
+    left (one lease after the last leave, on the injected clock) joins their run for both: it joins the
+    plan, no lane is reopened, the queue is not reconciled (the not-found URL is not queued again: the
+    seed's rule at a run's start) and it has nothing to send. A worker starting past the grace while one
+    of the run is alive joins too. One starting past the grace with nobody alive starts run 2 for both:
+    it plans a resume of its own (the cut lanes reopened) and reconciles the queue (the not-found URL
+    queued again)."""
+    from tests.integration.test_distributed_resume import drive, flaky
+    from tests.integration.test_redis_urlqueue import FRONT, answer
+
+    client = redis.Redis.from_url(redis_server.url)
+    first = [Worker(client, "a0"), Worker(client, "a1")]
+    assert [(w.run.number, w.run.new) for w in first] == [(1, True), (1, False)]
+    started = [w.start(0.0) for w in first]
+    assert [verdict for verdict, _ in started] == [None, None]  # a fresh job: the fleet's plan "start fresh"
+    first[0].queue.seed("front", FRONT, 0.0)
+    graph = {FRONT: [NOT_FOUND]}
+    for w in [*first, *first]:
+        record = w.queue.take(lambda _: True, 0.0)
+        if record is not None:
+            answer(w.queue, graph, record.url, 0.0)
+    entry = first[0].queue.get(NOT_FOUND)
+    assert entry is not None and entry.state is QueueState.HARVESTED and entry.record.not_found == 1
+    drive([w.frontier for w in first], random.Random(5), flaky(set()))
+    walked = walks(client)
+    for w in first:
+        w.leave()
+
+    left = int(client.hget(PREFIX + "run", "at"))
+    late = Worker(client, "late", now_ms=left + LEASE - 1)  # within the grace: run 1
+    assert (late.run.number, late.run.new) == (1, False)
+    verdict, reconciled = late.start(1.0)
+    assert verdict == "joined" and reconciled.requeued == 0
+    assert walks(client) == walked, "no lane reopened"
+    late.frontier.poll()
+    assert late.frontier.next() is None and late.queue.take(lambda _: True, 1.0) is None, "nothing to send"
+    entry = late.queue.get(NOT_FOUND)
+    assert entry is not None and entry.state is QueueState.HARVESTED, "not queued again"
+
+    joined = int(client.hget(PREFIX + "run", "at"))
+    client.zadd(PREFIX + "workers", {"late": joined + LEASE})  # late's heartbeat: alive
+    alive = Worker(client, "alive", now_ms=joined + LEASE + 1)  # past the grace, with a worker of the run alive
+    assert (alive.run.number, alive.run.new) == (1, False)
+    assert alive.start(1.0)[0] == "joined"
+    late.leave()
+    alive.leave()
+
+    left = int(client.hget(PREFIX + "run", "at"))
+    new = Worker(client, "new", now_ms=left + LEASE)  # past the grace, nobody alive: run 2
+    assert (new.run.number, new.run.new) == (2, True)
+    verdict, reconciled = new.start(2.0)
+    assert verdict == "created" and reconciled.requeued == 1
+    assert all(int(walk or 0) == int(walked[lane] or 0) + 1 for lane, walk in walks(client).items()), "lanes reopened"
+    entry = new.queue.get(NOT_FOUND)
+    assert entry is not None and entry.state is QueueState.QUEUED
+    new.frontier.poll()
+    assert new.frontier.next() is not None
+
+
+def test_a_later_wave_starts_a_run_at_once_and_a_wave_names_its_run(redis_server: Any) -> None:
+    """Watch mode: a wave's workers join its run whatever the time, a later wave starts its own at once (the
+    last wave's grace and a worker of it alive do not hold it back), one late for an earlier wave joins the
+    wave in progress; a run without a wave after the grace is a new run."""
+    client = redis.Redis.from_url(redis_server.url)
+    now = redis_now(client)
+
+    def join(worker: str, wave: int | None, at: int) -> Run:
+        return join_run(client, PREFIX, worker, lease_ms=LEASE, wave=wave, now_ms=at)
+
+    assert join("w1", None, now) == Run(1, True)
+    assert join("w2", 1000, now + 1) == Run(2, True), "a later wave, w1 alive"
+    assert join("w3", 1000, now + 10 * LEASE) == Run(2, False), "the wave's run, past its grace"
+    assert join("w4", 900, now + 10 * LEASE) == Run(2, False), "late for an earlier wave"
+    assert join("w5", 2000, now + 10 * LEASE) == Run(3, True)
+    assert join("w6", None, now + 10 * LEASE + 1) == Run(3, False), "a due run within the wave's grace"
+    client.zrem(PREFIX + "workers", *[f"w{n}" for n in range(1, 7)])  # they left the job
+    assert join("w7", None, now + 30 * LEASE).number == 4, "past the grace, nobody in the job"
