@@ -204,8 +204,15 @@ def test_a_replacement_for_a_sigkilled_worker_takes_its_ids_at_once(
                   *client.hvals("idcrawl:{replace}:L:reg:desc:own")]
         return any(owner.startswith(victim) for owner in owners)
 
-    def all_joined() -> bool:  # a survivor joining after the kill would take the dead worker over itself
-        return client.zcard("idcrawl:{replace}:workers") >= 3
+    seen: set[bytes] = set()
+
+    def all_joined() -> bool:
+        # a survivor opening after the kill would take the dead worker over itself: every worker has
+        # claimed an id, so it has opened (its take-over comes before its first claim); being in
+        # P workers is not enough: a worker is registered there when it joins the run, before it opens
+        seen.update(owner.split(b":")[1] for owner in [*client.hvals("idcrawl:{replace}:L:reg:asc:own"),
+                                                        *client.hvals("idcrawl:{replace}:L:reg:desc:own")])
+        return all(str(proc.pid).encode() in seen for proc in procs)
 
     deadline = time.monotonic() + 60
     while (len(site.ids()) < 80 or not victim_holds_ids() or not all_joined()) and time.monotonic() < deadline:

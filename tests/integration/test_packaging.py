@@ -70,7 +70,7 @@ def test_the_egg_scrapyd_deploy_builds_holds_the_profiles_and_the_scripts_and_lo
     assert set(profiles) == set(known_profiles())
     assert imax == 100
     probe = ("import json, idcrawl.distributed.scripts as s; "
-             "print(json.dumps([s.__file__, s.RECORD, s.load('record')]))")
+             "print(json.dumps([s.__file__, s.RECORD, s.load('record', 'page_record')]))")
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={"PYTHONPATH": str(egg)},
                             capture_output=True, text=True, timeout=60, check=False)
     assert loaded.returncode == 0, loaded.stderr[-3000:]
