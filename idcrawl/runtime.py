@@ -28,7 +28,6 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from itemadapter import ItemAdapter
 from pyroaring import BitMap64
 from scrapy import signals
 from scrapy.utils.asyncio import call_later
@@ -46,7 +45,7 @@ from idcrawl.core.talk import resume_text
 from idcrawl.core.targets import Target
 from idcrawl.errors import BadInputError
 from idcrawl.state.base import StateError, StateStore, TargetState
-from idcrawl.state.recorder import StateRecorder, overwritten_feeds, recover_feed_tails
+from idcrawl.state.recorder import StateRecorder, item_fields, overwritten_feeds, recover_feed_tails
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -84,11 +83,8 @@ def emitted_as(outputs: list[Any], name: str, id_: int, names: Container[str]) -
     take ``name``, the target of the lane that emits them; items of other ids, or whose
     ``target`` names no target of the job (a spider's own field), are left as they are."""
     for output in outputs:
-        if type(output) is dict:
-            adapter: Any = output
-        elif ItemAdapter.is_item(output):
-            adapter = ItemAdapter(output)
-        else:
+        adapter: Any = item_fields(output)
+        if adapter is None:
             continue  # a request
         try:
             if adapter.get("id") == id_ and adapter.get("target") != name and adapter.get("target") in names:
@@ -294,7 +290,7 @@ class IdRuntime:
             self._take_touched()
         if frontier.released:
             released, frontier.released = frontier.released, []
-            self._orphans += self._released(released)
+            self._orphans += self.emit_released(released)
         if dispatch is not None:
             self.inc_stat(f"{STATS_PREFIX}/dispensed")
             lane = frontier.lanes[dispatch.lane]
@@ -332,14 +328,10 @@ class IdRuntime:
         worker.decided(target.name, outcome, id_)
         if frontier.touched:
             self._take_touched()
-        outputs = self._released(rec.released)
+        outputs = self.emit_released(rec.released)
         if self._orphans:
             outputs, self._orphans = self._orphans + outputs, []
         return outputs
-
-    def _released(self, released: list[Payload]) -> list[Any]:
-        """The outputs of released payloads, told to the worker."""
-        return self.emit_released(released)
 
     def emit_released(self, released: list[Payload]) -> list[Any]:
         """The outputs of released payloads (a found id's items, released to the lane that emits

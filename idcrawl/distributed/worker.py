@@ -333,11 +333,10 @@ class RedisWorker:
                 self.pages.policies.setdefault(target.name, target.policy)
                 self.pages.load_ids(target.name, ids)
 
-    def _write_pages(self) -> None:
-        """Count the page records written with their outcomes (``RECORD``: :meth:`FleetPageBook.outgoing`)."""
-        written = self.pages.written - int(self.stats.get_value(f"{PREFIX}/page_records_written", 0))
-        if written:
-            self._inc(f"{PREFIX}/page_records_written", written)
+    def _count_page_records(self) -> None:
+        """The stat of the page records written with their outcomes (``RECORD``: :meth:`FleetPageBook.outgoing`)."""
+        if self.pages.written:
+            self.stats.set_value(f"{PREFIX}/page_records_written", self.pages.written)
 
     def settle_tails(self) -> int:
         """Apply the recrawl rule, once for the job, to the tails whose walk this worker saw end (an ascending
@@ -434,7 +433,7 @@ class RedisWorker:
         self._closed = True
         try:
             self.ack(force=True)
-            self._write_pages()
+            self._count_page_records()
             self.settle_tails()
             if self.urls is not None:  # taken, not answered: ready again for the fleet
                 self._inc(f"{PREFIX}/urls_given_back", self.urls.give_back())
@@ -649,7 +648,7 @@ class RedisWorker:
             self._pop_feed()
             self._open_tails()
         self.settle_tails()
-        self._write_pages()
+        self._count_page_records()
         if status.orphans:
             self._adopt()
         self.ack()
