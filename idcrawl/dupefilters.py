@@ -37,10 +37,12 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scrapy import signals
+from scrapy import Request, signals
 from scrapy.dupefilters import RFPDupeFilter
+from scrapy.utils.request import RequestFingerprinter
 
 from idcrawl import default_settings
+from idcrawl.core.laneprint import TemplatePrint, template_print
 from idcrawl.core.seen import (
     BACKENDS,
     FingerprintSet,
@@ -59,7 +61,7 @@ from idcrawl.state.location import job_file
 if TYPE_CHECKING:
     from typing import Self
 
-    from scrapy import Request, Spider
+    from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
@@ -119,7 +121,12 @@ class IdDupeFilter(RFPDupeFilter):
         self._opened = False
         # requests asked about: their responses are matched to pending fingerprints without
         # fingerprinting every lane response (~80 us each here, see _response_received)
-        self._asked: weakref.WeakSet[Request] = weakref.WeakSet()
+        self._asked: weakref.WeakKeyDictionary[Request, bytes] = weakref.WeakKeyDictionary()
+        # lane fingerprints from their templates (idcrawl.core.laneprint), by target name; only
+        # in front of Scrapy's own fingerprinter, whose bytes they are
+        self._prints: dict[str, TemplatePrint | None] | None = (
+            {} if type(self.fingerprinter) is RequestFingerprinter else None
+        )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -165,8 +172,42 @@ class IdDupeFilter(RFPDupeFilter):
 
     def request_seen(self, request: Request) -> bool:
         """True if the request was seen (this run, or fetched by a run this one continues)."""
-        self._asked.add(request)
-        return self.seen.seen_or_add(self.fingerprinter.fingerprint(request))
+        fp = self._asked[request] = self._fingerprint(request)
+        return self.seen.seen_or_add(fp)
+
+    def _fingerprint(self, request: Request) -> bytes:
+        """The crawl's fingerprint of ``request``; a lane request's from its template when that is exact.
+
+        With Scrapy's own fingerprinter, a GET without body (and without ``verbatim_url``) whose URL
+        is its target's template with the id put in gets the same bytes from
+        :class:`idcrawl.core.laneprint.TemplatePrint`, without canonicalising the URL again.
+        """
+        meta = request.meta
+        lane = meta.get(META_KEY)
+        if lane is not None and self._prints is not None and request.method == "GET" and not request.body \
+                and not meta.get("verbatim_url"):
+            name = lane.get("target")
+            if name in self._prints:
+                printer = self._prints[name]
+            else:
+                printer = self._prints[name] = self._template_print(name)
+            if printer is not None:
+                fp = printer.of(request.url)
+                if fp is not None:
+                    return fp
+        return bytes(self.fingerprinter.fingerprint(request))
+
+    def _template_print(self, name: str) -> TemplatePrint | None:
+        runtime = runtime_of(self.crawler)
+        target = next((t for t in runtime.targets if t.name == name), None) if runtime is not None else None
+        if target is None:
+            return None
+
+        def scrapys(url: str) -> bytes | None:
+            request = Request(url)
+            return self.fingerprinter.fingerprint(request) if request.url == url else None
+
+        return template_print(target.url, scrapys)
 
     @property
     def backend(self) -> FingerprintSet:
@@ -256,15 +297,17 @@ class IdDupeFilter(RFPDupeFilter):
         """A pending request got its final answer: remember it (unless the answer asks for a retry)."""
         if response.status in self._retry_codes or not self.seen.pending:
             return
-        # a request the scheduler never asked about cannot be pending, unless it is a copy of one:
-        # a retry (Scrapy's carry dont_filter and retry_times, a lane id's its attempt) or one read
-        # back from JOBDIR
-        if (
-            request not in self._asked and request.dont_filter and not request.meta.get("retry_times")
-            and (request.meta.get(META_KEY) or {}).get("attempt", 1) <= 1
-        ):
-            return
-        fp = self.fingerprinter.fingerprint(request)
+        fp = self._asked.get(request)
+        if fp is None:
+            # a request the scheduler never asked about cannot be pending, unless it is a copy of one:
+            # a retry (Scrapy's carry dont_filter and retry_times, a lane id's its attempt) or one read
+            # back from JOBDIR
+            if (
+                request.dont_filter and not request.meta.get("retry_times")
+                and (request.meta.get(META_KEY) or {}).get("attempt", 1) <= 1
+            ):
+                return
+            fp = self._fingerprint(request)
         if self.seen.is_pending(fp):
             self._record(fp)
 

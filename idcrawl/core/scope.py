@@ -16,11 +16,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import lru_cache
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-import tldextract
 from w3lib.url import canonicalize_url
+
+if TYPE_CHECKING:
+    import tldextract
 
 __all__ = [
     "SCHEMES",
@@ -111,8 +113,16 @@ class CrawlProfile:
 # -- URLs: canonical form, hosts, registered domains ---------------------------------------------
 
 
-#: The public-suffix list: tldextract's bundled snapshot, never fetched (no network, no cache files).
-_SUFFIXES = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+@lru_cache(maxsize=1)
+def _suffixes() -> tldextract.TLDExtract:
+    """The public-suffix list: tldextract's bundled snapshot, never fetched (no network, no cache files).
+
+    Imported on first use: tldextract brings ``requests`` and ``urllib3`` (about 0.12 s), which a
+    crawl without registered-domain scope rules never needs.
+    """
+    import tldextract
+
+    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 
 def canonical(url: str) -> str:
@@ -138,7 +148,7 @@ def registered_domain(host: str) -> str:
     """The host's registered domain by the public-suffix list (``www.db.no`` -> ``db.no``,
     ``www.bbc.co.uk`` -> ``bbc.co.uk``); a host under no known suffix (an IP address, ``a.test``)
     is its own domain."""
-    parts = _SUFFIXES(host)
+    parts = _suffixes()(host)
     return f"{parts.domain}.{parts.suffix}" if parts.domain and parts.suffix else host
 
 

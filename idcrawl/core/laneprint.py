@@ -1,0 +1,138 @@
+"""Scrapy's request fingerprint of an id URL, from its template, without canonicalising each URL.
+
+The request filter learns every lane request (so that a follow-up link to an id page is not fetched
+again), which costs Scrapy's default fingerprint per request: sha1 of
+``json.dumps({"body": "", "headers": {}, "method": "GET", "url": canonicalize_url(url)},
+sort_keys=True)`` for a GET without body. ``canonicalize_url`` (parse, quote, sort the query,
+resolve dot segments) is most of that cost, and for the URLs of one template it does the same thing
+each time: :class:`TemplatePrint` does it once per template and then hashes
+``head + digits + tail``.
+
+Why that is exact, for a template accepted by :func:`template_print`:
+
+- the id is rendered as ASCII digits in the path, or in the query *value* of a key that occurs once
+  in the query, after the host and before any ``#``;
+- ``canonicalize_url`` treats the path byte by byte (percent-decode, then quote with the digits
+  safe), so digits stay as they are in place, unless a ``%`` right before them makes them part of
+  an escape: a ``%`` in the two characters before the id refuses the template;
+- the query is split on ``&`` and sorted by key first, so a key used once keeps its place whatever
+  its value, and each value is quoted byte by byte;
+- dot segments are never digits, so resolving them does not depend on the id (a template whose id
+  segment a later ``..`` removes fails the probes below);
+- JSON escapes character by character, and the digits need no escape.
+
+Every accepted template is also checked on :data:`PROBES` (ids of 1 to 20 digits, every leading
+digit) against the caller's fingerprint function, Scrapy's own: ``canonicalize_url`` of each probe
+URL must be ``before + digits + after`` canonicalised, and the fingerprints must be equal. Anything
+else (a custom fingerprinter, a request that is not the template's GET without body, ``verbatim_url``)
+is left to Scrapy's fingerprinter by the caller. ``tests/unit/test_laneprint.py`` compares the two
+on random templates and ids (hypothesis).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import unquote_to_bytes, urlsplit
+
+from w3lib.url import canonicalize_url
+
+__all__ = ["PROBES", "TemplatePrint", "template_print"]
+
+#: Ids every template is checked on: each leading digit, 1 to 20 digits.
+PROBES: tuple[int, ...] = (
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 19, 42, 99, 100, 1000, 12345, 99999, 100000, 999999, 123456789,
+    9999999999, 2**31, 2**53, 10**18, 99999999999999999999, 18446744073709551615, 98765432109876543210,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TemplatePrint:
+    """The fingerprint of a template's URLs: ``sha1(head + digits + tail)``."""
+
+    before: str
+    after: str
+    head: bytes
+    tail: bytes
+
+    def of(self, url: str) -> bytes | None:
+        """The fingerprint of ``url`` if it is ``before + ASCII digits + after``, else None."""
+        if not (url.startswith(self.before) and url.endswith(self.after)):
+            return None
+        digits = url[len(self.before):len(url) - len(self.after)]
+        if not (digits.isascii() and digits.isdigit()):
+            return None
+        return hashlib.sha1(self.head + digits.encode() + self.tail).digest()  # noqa: S324 (Scrapy's)
+
+
+def template_print(template: str, fingerprint: Callable[[str], bytes | None]) -> TemplatePrint | None:
+    """The :class:`TemplatePrint` of ``template`` (a ``str.format`` template with one ``{id}``),
+    or None where its URLs must be fingerprinted one by one.
+
+    ``fingerprint(url)``: the fingerprint the crawl's filter would compute for a GET of ``url``
+    without body, or None if that request would not be ``url`` as given (Scrapy escaped it).
+    """
+    fields = [(literal, name) for literal, name, _, _ in string.Formatter().parse(template)]
+    if sum(name is not None for _, name in fields) != 1:
+        return None
+    cut = next(i for i, (_, name) in enumerate(fields) if name is not None)
+    before = "".join(literal for literal, _ in fields[:cut + 1])
+    after = "".join(literal for literal, _ in fields[cut + 1:])
+    if not _id_in_place(before, after):
+        return None
+    urls = [template.format(id=probe) for probe in PROBES]
+    if any(len(url) <= len(before) + len(after) for url in urls):
+        return None
+    rendered = [url[len(before):len(url) - len(after)] for url in urls]
+    if not all(r.isascii() and r.isdigit() for r in rendered):
+        return None
+    try:
+        canonical = [canonicalize_url(url) for url in urls]
+    except ValueError:
+        return None
+    # the canonical text around the digits: of ids 1 and 2, whose renderings differ in the last digit
+    one, two = canonical[PROBES.index(1)], canonical[PROBES.index(2)]
+    tail_len = len(_common_suffix(one, two))
+    c_after = one[len(one) - tail_len:] if tail_len else ""
+    c_before = one[:len(one) - tail_len - len(rendered[PROBES.index(1)])]
+    if any(c != c_before + r + c_after for c, r in zip(canonical, rendered, strict=True)):
+        return None
+    head = ('{"body": "", "headers": {}, "method": "GET", "url": ' + json.dumps(c_before)[:-1]).encode()
+    tail = (json.dumps(c_after)[1:] + "}").encode()
+    made = TemplatePrint(before, after, head, tail)
+    for url in urls:
+        if made.of(url) is None or made.of(url) != fingerprint(url):
+            return None
+    return made
+
+
+def _id_in_place(before: str, after: str) -> bool:
+    """The id in the path, or in the value of a query key used once; no ``%`` just before it."""
+    if "%" in before[-2:] or "#" in before:
+        return False
+    parts = urlsplit(before + "1" + after)
+    authority = f"{parts.scheme}://{parts.netloc}"
+    if not parts.scheme or not parts.netloc or not before.startswith(authority):
+        return False
+    if "?" not in before:
+        return True
+    pair = before[before.rindex("?") + 1:].rsplit("&", 1)[-1]
+    if "=" not in pair:
+        return False  # the id is in a key
+    # as canonicalize_url compares them: '+' is a space, escapes decoded
+    keys = [_key(p) for p in parts.query.split("&")]
+    return keys.count(_key(pair)) == 1
+
+
+def _key(pair: str) -> bytes:
+    return unquote_to_bytes(pair.split("=", 1)[0].replace("+", " "))
+
+
+def _common_suffix(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[len(a) - 1 - n] == b[len(b) - 1 - n]:
+        n += 1
+    return a[len(a) - n:]
