@@ -22,7 +22,7 @@ endif
 # (on a 2-core machine loaded by other work: whole modules took 8 min; a first cut, 153 tests,
 # 5 min; this one, 118 tests, 4 min, plus 2 min to create .venv-floor). The adapter of Scrapy
 # internals (tests/unit/test_scrapy_adapter.py, idcrawl/_scrapy.py), the one-line refusal filter (tests/unit/test_errors.py) and real `scrapy crawl` runs
-# through each Scrapy internal idcrawl relies on: the dupefilter's fingerprints, the engine wake-up
+# through each Scrapy internal idcrawl relies on: the dupefilter's fingerprints (and the lane fingerprints that must equal them), the engine wake-up
 # and the delay queue, the slot delays of politeness, closing from an extension (limits, distributed
 # idle timeout), feed flushing for resume, the exit status of refused input (the in-process halves
 # of politeness and profiles ride along, as when each was one module), and the demo spider on recorded pages
@@ -37,7 +37,7 @@ TEST_WORKERS ?= 2
 FLOOR_TESTS := tests/unit/test_scrapy_adapter.py tests/unit/test_errors.py tests/crawl/test_crawl_core.py tests/crawl/test_crawl_errors.py \
 	tests/unit/test_politeness.py tests/crawl/test_politeness_crawl.py tests/crawl/test_limits_crawl.py \
 	tests/unit/test_profiles.py tests/crawl/test_profiles_crawl.py \
-	tests/unit/test_demo_recorded.py \
+	tests/unit/test_demo_recorded.py tests/unit/test_laneprint.py \
 	tests/crawl/test_dupefilter_crawl.py::test_pages_linked_many_times_are_fetched_once_and_a_jobdir_rerun_fetches_none \
 	tests/crawl/test_dupefilter_crawl.py::test_a_page_that_never_got_a_final_answer_is_not_saved_as_seen \
 	tests/crawl/test_dupefilter_crawl.py::test_without_jobdir_only_a_resuming_run_reads_the_filter_beside_the_state \

@@ -8,6 +8,7 @@ through simulated days. Times are seconds since the Unix epoch (UTC).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -45,8 +46,30 @@ def format_time(seconds: float) -> str:
 
 def stamp(seconds: float) -> str:
     """The ISO 8601 UTC form with milliseconds, as items' ``fetched_at`` and run records show it
-    (``2026-01-12T07:00:00.000Z``)."""
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    (``2026-01-12T07:00:00.000Z``).
+
+    Every item is stamped, so the text of each second is made once: the digits are those of
+    ``datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")``, which rounds the
+    fraction to microseconds half to even (a carry goes to the second) and then cuts it to
+    milliseconds (``tests/unit/test_recrawl.py`` compares the two on random times).
+    """
+    if not 0 <= seconds < 253402300800:  # before 1970 or after 9999: the datetime way
+        return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    fraction, whole = math.modf(seconds)
+    micro = round(fraction * 1e6)
+    if micro >= 1_000_000:
+        micro -= 1_000_000
+        whole += 1.0
+    second = int(whole)
+    text = _SECONDS.get(second)
+    if text is None:
+        if len(_SECONDS) >= 4096:
+            _SECONDS.clear()
+        text = _SECONDS[second] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+    return f"{text}{micro // 1000:03d}Z"
+
+
+_SECONDS: dict[int, str] = {}  # stamp's text of a whole second
 
 
 class Clock:

@@ -179,7 +179,7 @@ class Target:
 
     @property
     def host(self) -> str:
-        return urlsplit(self.url_for(max(self.start, 0))).hostname or ""
+        return _template_host(self.url, max(self.start, 0))
 
     def id_of(self, url: str) -> int | None:
         """The id in ``min..max`` whose URL under this template is exactly ``url``, or None."""
@@ -201,6 +201,12 @@ def id_in_template(template: str, url: str) -> int | None:
     if id_ > MAX_ID:
         return None
     return id_ if template.format(id=id_) == url else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _template_host(template: str, id_: int) -> str:
+    """The host name of a template's URL for ``id_`` (asked once per lane request: parsed once)."""
+    return urlsplit(template.format(id=id_)).hostname or ""
 
 
 @functools.lru_cache(maxsize=4096)

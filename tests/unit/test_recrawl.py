@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -370,6 +371,21 @@ def test_schedule_records_round_trip_exactly() -> None:
 def test_the_clock_stamps_times_as_items_and_runs_show_them() -> None:
     assert stamp(T0 + 0.1234) == "2026-01-12T07:00:00.123Z"
     assert Clock(T0).stamp() == "2026-01-12T07:00:00.000Z"
+
+
+def _datetime_stamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@settings(max_examples=3000, derandomize=True, deadline=None)
+@given(st.one_of(
+    st.floats(min_value=-1e10, max_value=2.5e11, allow_nan=False),
+    # near a whole second or a millisecond: where rounding to microseconds carries
+    st.builds(lambda s, d: s + d, st.integers(0, 2**33), st.sampled_from(
+        [0.0, 0.9995, 0.9999994, 0.9999995, 0.9999996, 0.0004995, 0.0005, 0.1234565, 0.9999999999, 1e-7, 5e-7])),
+))
+def test_stamp_writes_what_datetime_writes(seconds: float) -> None:
+    assert stamp(seconds) == _datetime_stamp(seconds)
 
 
 def test_idplan_advises_the_true_margin_from_the_gap_runs_in_a_state(tmp_path: Path) -> None:
