@@ -57,18 +57,14 @@ def join_run(client: redis.Redis, prefix: str, worker: str, *, lease_ms: int, wa
     return Run(int(number), _text(verdict) == "new", (n, was, at))
 
 
-def refused(client: redis.Redis, prefix: str, worker: str, run: Run) -> None:
+def refused(client: redis.Redis, prefix: str, worker: str, run: Run) -> bool:
     """``worker`` joined ``run`` and was refused (bad input): it is no worker of the job, and a run it started
-    is put back as it was, so that nothing saved changed."""
-    pipe: Any = client.pipeline(transaction=True)
-    pipe.zrem(prefix + "workers", worker)
-    if run.new:
-        n, wave, at = run.before
-        if n:
-            pipe.hset(prefix + "run", mapping={"n": n, "wave": wave, "at": at})
-        else:
-            pipe.delete(prefix + "run")
-    pipe.execute()
+    is put back as it was, so that nothing saved changed (``RUN_REFUSED``, one script: atomic). A run another
+    worker joined in the meantime stays, for that worker. True if the run was put back."""
+    script: Any = client.register_script(scripts.RUN_REFUSED)
+    n, wave, at = run.before
+    return bool(script(keys=[prefix + "run", prefix + "workers"],
+                       args=[worker, run.number, "1" if run.new else "0", n, wave, at]))
 
 
 def _text(value: Any) -> str:

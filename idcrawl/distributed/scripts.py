@@ -110,8 +110,8 @@ from importlib import resources
 
 __all__ = [
     "ADOPT", "BLOOM", "CLAIM", "DELAY", "GIVE_BACK", "LEAVE", "LIMITS", "NAMES", "PACKAGE", "POLITE", "POP_DELAYED",
-    "RECORD", "REGISTER", "RESUME", "RUN", "STATUS", "URL_DUE", "URL_HARVEST", "URL_OFFER", "URL_PUT", "URL_STATUS",
-    "URL_TAKE", "load",
+    "RECORD", "REGISTER", "RESUME", "RUN", "RUN_REFUSED", "STATUS", "URL_DUE", "URL_HARVEST", "URL_OFFER", "URL_PUT",
+    "URL_STATUS", "URL_TAKE", "load",
 ]
 
 #: The package whose ``*.lua`` files are the scripts.
@@ -150,6 +150,7 @@ BLOOM = load("bloom")
 LIMITS = load("limits")
 RESUME = load("resume")
 RUN = load("run")
+RUN_REFUSED = load("run_refused")
 # the shared URL queue of crawl scope (idcrawl.distributed.urlqueue): helpers in urls_common.lua
 URL_OFFER = load("url_offer", "urls_common")
 URL_TAKE = load("url_take", "urls_common")

@@ -154,3 +154,43 @@ def test_a_later_wave_starts_a_run_at_once_and_a_wave_names_its_run(redis_server
     assert join("w6", None, now + 10 * LEASE + 1) == Run(3, False), "a due run within the wave's grace"
     client.zrem(PREFIX + "workers", *[f"w{n}" for n in range(1, 7)])  # they left the job
     assert join("w7", None, now + 30 * LEASE).number == 4, "past the grace, nobody in the job"
+
+
+def test_a_refused_worker_puts_back_the_run_it_started_unless_another_worker_joined_it(redis_server: Any) -> None:
+    """A worker refused after RUN (bad input) leaves as if it had never started: a run it started is put back
+    as it was (``P run``'s n, wave and at), or removed if there was none. A run another worker joined
+    between the two stays, for that worker; so does a run that is no longer the refused worker's."""
+    from idcrawl.distributed.runs import refused
+
+    client = redis.Redis.from_url(redis_server.url)
+    prefix = "t:{refused}:"
+    run_key, workers = prefix + "run", prefix + "workers"
+    first = join_run(client, prefix, "first", lease_ms=LEASE, now_ms=1_000)
+    assert (first.number, first.new) == (1, True)
+    assert refused(client, prefix, "first", first) is True
+    assert not client.exists(run_key) and client.zcard(workers) == 0, "no run before it: none after"
+
+    join_run(client, prefix, "old", lease_ms=LEASE, now_ms=1_000)
+    client.zrem(workers, "old")  # it left the job (release_worker sets at; the test leaves it at 1,000)
+    before = client.hgetall(run_key)
+    lone = join_run(client, prefix, "lone", lease_ms=LEASE, now_ms=1_000 + LEASE)
+    assert (lone.number, lone.new) == (2, True)
+    assert refused(client, prefix, "lone", lone) is True
+    assert client.hgetall(run_key) == before and client.zcard(workers) == 0, "the run as it was"
+
+    starter = join_run(client, prefix, "starter", lease_ms=LEASE, now_ms=1_000 + LEASE)
+    other = join_run(client, prefix, "other", lease_ms=LEASE, now_ms=1_000 + LEASE + 1)
+    assert (starter.number, starter.new, other.number, other.new) == (2, True, 2, False)
+    during = client.hgetall(run_key)
+    assert refused(client, prefix, "starter", starter) is False
+    assert client.hgetall(run_key) == during, "the run another worker joined stays"
+    assert [w.decode() for w in client.zrange(workers, 0, -1)] == ["other"]
+
+    assert refused(client, prefix, "other", other) is False  # it joined, it did not start: nothing to put back
+    assert client.hgetall(run_key) == during and client.zcard(workers) == 0
+    later = join_run(client, prefix, "later", lease_ms=LEASE, now_ms=10 * LEASE)
+    assert (later.number, later.new) == (3, True)
+    client.hset(run_key, "n", 4)  # the run moved on (its heartbeat was reclaimed and another worker started run 4)
+    moved = client.hgetall(run_key)
+    assert refused(client, prefix, "later", later) is False
+    assert client.hgetall(run_key) == moved
