@@ -199,7 +199,7 @@ class IdDupeFilter(RFPDupeFilter):
 
     def _template_print(self, name: str) -> TemplatePrint | None:
         runtime = runtime_of(self.crawler)
-        target = next((t for t in runtime.targets if t.name == name), None) if runtime is not None else None
+        target = runtime.frontier.targets.get(name) if runtime is not None else None
         if target is None:
             return None
 

@@ -40,6 +40,8 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from w3lib.url import canonicalize_url
 
+from idcrawl.core.targets import template_digits, template_ends
+
 __all__ = ["PROBES", "TemplatePrint", "template_print"]
 
 #: Ids every template is checked on: each leading digit, 1 to 20 digits.
@@ -60,10 +62,8 @@ class TemplatePrint:
 
     def of(self, url: str) -> bytes | None:
         """The fingerprint of ``url`` if it is ``before + ASCII digits + after``, else None."""
-        if not (url.startswith(self.before) and url.endswith(self.after)):
-            return None
-        digits = url[len(self.before):len(url) - len(self.after)]
-        if not (digits.isascii() and digits.isdigit()):
+        digits = template_digits(url, self.before, self.after)
+        if digits is None:
             return None
         return hashlib.sha1(self.head + digits.encode() + self.tail).digest()  # noqa: S324 (Scrapy's)
 
@@ -75,19 +75,15 @@ def template_print(template: str, fingerprint: Callable[[str], bytes | None]) ->
     ``fingerprint(url)``: the fingerprint the crawl's filter would compute for a GET of ``url``
     without body, or None if that request would not be ``url`` as given (Scrapy escaped it).
     """
-    fields = [(literal, name) for literal, name, _, _ in string.Formatter().parse(template)]
-    if sum(name is not None for _, name in fields) != 1:
+    if sum(name is not None for _, name, _, _ in string.Formatter().parse(template)) != 1:
         return None
-    cut = next(i for i, (_, name) in enumerate(fields) if name is not None)
-    before = "".join(literal for literal, _ in fields[:cut + 1])
-    after = "".join(literal for literal, _ in fields[cut + 1:])
+    before, after = template_ends(template)
     if not _id_in_place(before, after):
         return None
     urls = [template.format(id=probe) for probe in PROBES]
-    if any(len(url) <= len(before) + len(after) for url in urls):
-        return None
-    rendered = [url[len(before):len(url) - len(after)] for url in urls]
-    if not all(r.isascii() and r.isdigit() for r in rendered):
+    digits = [template_digits(url, before, after) for url in urls]
+    rendered = [r for r in digits if r is not None]
+    if len(rendered) != len(urls):
         return None
     try:
         canonical = [canonicalize_url(url) for url in urls]
@@ -104,7 +100,8 @@ def template_print(template: str, fingerprint: Callable[[str], bytes | None]) ->
     tail = (json.dumps(c_after)[1:] + "}").encode()
     made = TemplatePrint(before, after, head, tail)
     for url in urls:
-        if made.of(url) is None or made.of(url) != fingerprint(url):
+        fp = made.of(url)
+        if fp is None or fp != fingerprint(url):
             return None
     return made
 

@@ -45,6 +45,8 @@ __all__ = [
     "parse_targets",
     "read_job",
     "read_job_profile",
+    "template_digits",
+    "template_ends",
 ]
 
 
@@ -191,11 +193,8 @@ class Target:
 
 def id_in_template(template: str, url: str) -> int | None:
     """The id (<= MAX_ID) whose URL under ``template`` is exactly ``url``, or None; bounds aside."""
-    before, after = _template_ends(template)
-    if len(url) <= len(before) + len(after) or not (url.startswith(before) and url.endswith(after)):
-        return None
-    middle = url[len(before):len(url) - len(after)]
-    if not middle.isdigit() or len(middle) > 20:
+    middle = template_digits(url, *template_ends(template))
+    if middle is None or len(middle) > 20:
         return None
     id_ = int(middle)
     if id_ > MAX_ID:
@@ -209,8 +208,17 @@ def _template_host(template: str, id_: int) -> str:
     return urlsplit(template.format(id=id_)).hostname or ""
 
 
+def template_digits(url: str, before: str, after: str) -> str | None:
+    """The ASCII digits ``url`` has between a template's literal text ``before`` and ``after``
+    (:func:`template_ends`), or None when it is not ``before + digits + after``."""
+    if len(url) <= len(before) + len(after) or not (url.startswith(before) and url.endswith(after)):
+        return None
+    digits = url[len(before):len(url) - len(after)]
+    return digits if digits.isascii() and digits.isdigit() else None
+
+
 @functools.lru_cache(maxsize=4096)
-def _template_ends(template: str) -> tuple[str, str]:
+def template_ends(template: str) -> tuple[str, str]:
     """The literal text before and after a template's one ``{id}`` field, as ``str.format``
     renders it (``{{`` and ``}}`` are one brace)."""
     before: list[str] = []

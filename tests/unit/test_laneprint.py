@@ -108,9 +108,14 @@ class _Target:
         return self.url.format(id=id_)
 
 
+class _Frontier:
+    def __init__(self, *targets: _Target) -> None:
+        self.targets = {target.name: target for target in targets}
+
+
 class _Runtime:
     def __init__(self, *targets: _Target) -> None:
-        self.targets = list(targets)
+        self.frontier = _Frontier(*targets)
 
 
 class _Dispatch:
