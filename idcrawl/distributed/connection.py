@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALLS_PREFIX", "RedisUnavailable", "command_name", "connect", "count_calls", "describe", "distributed",
-    "job_prefix", "needs_redis", "state_backend", "worker_gone", "worker_id",
+    "job_prefix", "needs_redis", "reply_text", "state_backend", "worker_gone", "worker_id",
 ]
 
 
@@ -98,11 +98,11 @@ def connect(settings: Any, *, idempotent: bool = False, stats: Any = None) -> re
 def command_name(args: tuple[Any, ...]) -> str:
     """The name a command is counted under: lower case, a job script by its name (``EVALSHA <sha of
     claim.lua>``: ``claim``; an unknown script: ``evalsha``)."""
-    name = _text(args[0]).lower() if args else "?"
+    name = reply_text(args[0]).lower() if args else "?"
     if name in ("evalsha", "eval") and len(args) > 1:
         from idcrawl.distributed.scripts import NAMES
 
-        body = _text(args[1])
+        body = reply_text(args[1])
         key = body if name == "evalsha" else hashlib.sha1(body.encode()).hexdigest()  # noqa: S324 - Redis's own
         return NAMES.get(key, name)
     return name
@@ -147,7 +147,10 @@ def count_calls(client: Any, stats: Any, prefix: str = CALLS_PREFIX) -> Any:
     return client
 
 
-def _text(value: Any) -> str:
+def reply_text(value: Any) -> str:
+    """A Redis reply value as text: bytes decoded, None as ''."""
+    if value is None:
+        return ""
     return value.decode() if isinstance(value, bytes) else str(value)
 
 

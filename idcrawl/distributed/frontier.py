@@ -41,6 +41,7 @@ from idcrawl.core.resume import resume_specs
 from idcrawl.core.targets import Target, TargetError
 from idcrawl.distributed import scripts
 from idcrawl.distributed.codec import space_id, spec_conflict, spec_json, target_spec
+from idcrawl.distributed.connection import reply_text
 from idcrawl.distributed.pages import FleetPageBook, PageWrite, is_due_lane
 from idcrawl.distributed.runs import Run, join_run
 
@@ -105,7 +106,7 @@ class RedisJob:
 
     def specs(self) -> dict[str, dict[str, Any]]:
         raw = self.client.hgetall(self.key("specs"))
-        return {_text(name): json.loads(value) for name, value in raw.items()}
+        return {reply_text(name): json.loads(value) for name, value in raw.items()}
 
     # -- scripts ---------------------------------------------------------------------
 
@@ -390,7 +391,7 @@ class RedisFrontier(Generic[P]):
     def _add_list_lanes(self, target: Target, exclude: Container[str] = (), only: Container[str] | None = None) -> None:
         """Join the target's unsettled list lanes (resumed holes) that Redis has (``only``: those)."""
         client = self.job.client
-        keys = [key for key in (_text(k) for k in client.lrange(self.job.key("tl:", target.name), 0, -1))
+        keys = [key for key in (reply_text(k) for k in client.lrange(self.job.key("tl:", target.name), 0, -1))
                 if key not in exclude and key not in self.lanes and (only is None or key in only)]
         if not keys:
             return
@@ -399,7 +400,7 @@ class RedisFrontier(Generic[P]):
             pipe.hmget(self.job.key("L:", key), "ids", "fu", "next", "reason", "cut", "last")
         states = pipe.execute()
         listed = [(key, state) for key, state in zip(keys, states, strict=True)
-                  if state[0] is not None and not (_text(state[3]) and int(state[1]) == int(state[2]))]
+                  if state[0] is not None and not (reply_text(state[3]) and int(state[1]) == int(state[2]))]
         if not listed:
             return
         pipe = client.pipeline(transaction=False)
@@ -423,7 +424,7 @@ class RedisFrontier(Generic[P]):
     def join_list_lanes(self) -> None:
         """Join the unsettled list lanes of resumes registered since this worker started
         (targets listed in ``P resumed``): a worker started without ``resume`` helps too."""
-        for name in sorted(_text(n) for n in self.job.client.smembers(self.job.key("resumed"))):
+        for name in sorted(reply_text(n) for n in self.job.client.smembers(self.job.key("resumed"))):
             target = self.targets.get(name)
             if target is not None:
                 self._add_list_lanes(target, exclude={spec.key for spec in lane_specs(target)})
@@ -477,11 +478,11 @@ class RedisFrontier(Generic[P]):
             (target.window, neutral, target.rate_asc, self.join_run(wave).number),
             reopen, holes.ids if holes is not None and holes.ids else (),
         )
-        verdict = _text(reply[0])
+        verdict = reply_text(reply[0])
         if verdict == "conflict":
             raise TargetConflict(
                 f"target {target.name!r}: {args} differs from the resume the job's workers are running "
-                f"({_text(reply[1])}) in Redis job {self.job.prefix!r}: start this worker with the same "
+                f"({reply_text(reply[1])}) in Redis job {self.job.prefix!r}: start this worker with the same "
                 "arguments, or once that resume has finished"
             )
         if fresh:
@@ -489,7 +490,7 @@ class RedisFrontier(Generic[P]):
             # (a lane cut by its margin) joins this plan instead of planning a resume of its own, which would
             # reopen the cut lanes and walk them a second time in the same run
             return None
-        lanes = [_text(k) for k in reply[1:]]
+        lanes = [reply_text(k) for k in reply[1:]]
         listed = [key for key in lanes if key not in self.lanes]
         for key in lanes:
             if key in self.lanes:
@@ -568,11 +569,11 @@ class RedisFrontier(Generic[P]):
         was_stopped, was_settled = lane.stopped, lane.settled
         lane.first_undecided = int(fu)
         lane.next_id = int(nxt)
-        text = _text(reason)
+        text = reply_text(reason)
         lane.reason = text or None
-        cut_text = _text(cut)
+        cut_text = reply_text(cut)
         lane.cut_at = int(cut_text) if cut_text else None
-        last_text = _text(last)
+        last_text = reply_text(last)
         lane.last_found = int(last_text) if last_text else None
         if lane.settled and key in self._unsettled:
             self._unsettled.discard(key)
@@ -677,7 +678,7 @@ class RedisFrontier(Generic[P]):
         """The payloads of a reply's ``lane|id, blob, ...``."""
         out: list[P] = []
         for i in range(0, len(released), 2):
-            field, blob_out = _text(released[i]), released[i + 1]
+            field, blob_out = reply_text(released[i]), released[i + 1]
             key, _, id_text = field.rpartition("|")
             if self._decode is not None:
                 out.append(self._decode(key, self.id_of(key, int(id_text)), blob_out))
@@ -686,7 +687,7 @@ class RedisFrontier(Generic[P]):
     def _take_touched(self, touched: Sequence[Sequence[Any]]) -> None:
         """Lanes of a shared id space that a reply decided an id of: mirrors, counts, :attr:`touched`."""
         for row in touched:
-            key = _text(row[0])
+            key = reply_text(row[0])
             lane = self.lanes.get(key)
             if lane is None:  # a lane of a target this worker has not joined yet: its counts are the job's
                 continue
@@ -736,8 +737,8 @@ class RedisFrontier(Generic[P]):
         given = 0
         for key, own in zip(keys, owners, strict=True):
             known = set(self._buffers[key]) | {self.redis_id(key, id_) for lane, id_ in self.inflight if lane == key}
-            unknown = [_text(id_) for id_, who in own.items() if _text(who) == self.worker
-                       and int(_text(id_)) not in known]
+            unknown = [reply_text(id_) for id_, who in own.items() if reply_text(who) == self.worker
+                       and int(reply_text(id_)) not in known]
             if unknown:
                 given += int(self.job.give_back(self.worker, key, unknown))
         return given
@@ -815,7 +816,7 @@ class RedisFrontier(Generic[P]):
         self.vanished = set()
         for key, state in zip(keys, reply[:-1], strict=True):
             fu, nxt, reason, cut, last, free, room = state
-            if not _text(fu):
+            if not reply_text(fu):
                 self.vanished.add(key)  # the job's state is gone (Redis restarted empty, or cleaned)
                 continue
             self._sync(key, fu, nxt, reason, cut, last)
@@ -854,8 +855,3 @@ class RedisFrontier(Generic[P]):
         """Nothing: the worker's poll finds ids that vanished (it knows when the engine holds nothing)."""
         return []
 
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value.decode() if isinstance(value, bytes) else str(value)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from idcrawl.distributed import scripts
+from idcrawl.distributed.connection import reply_text
 
 if TYPE_CHECKING:
     import redis
@@ -53,8 +54,8 @@ def join_run(client: redis.Redis, prefix: str, worker: str, *, lease_ms: int, wa
     number, verdict, *before = script(keys=[prefix + "run", prefix + "workers"],
                                       args=[worker, "" if wave is None else wave, lease_ms,
                                             "" if now_ms is None else now_ms])
-    n, was, at = (v.decode() if isinstance(v, bytes) else str(v) for v in before)
-    return Run(int(number), _text(verdict) == "new", (n, was, at))
+    n, was, at = (reply_text(v) for v in before)
+    return Run(int(number), reply_text(verdict) == "new", (n, was, at))
 
 
 def refused(client: redis.Redis, prefix: str, worker: str, run: Run) -> bool:
@@ -66,6 +67,3 @@ def refused(client: redis.Redis, prefix: str, worker: str, run: Run) -> bool:
     return bool(script(keys=[prefix + "run", prefix + "workers"],
                        args=[worker, run.number, "1" if run.new else "0", n, wave, at]))
 
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

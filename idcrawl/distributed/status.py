@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from idcrawl.distributed.connection import reply_text
+
 __all__ = ["job_status", "render_status"]
 
 _COUNTS = ("dispensed", "found", "missing", "failed", "disallowed", "emitted", "overshoot", "past_cut")
 
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
@@ -24,14 +21,14 @@ def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
     seconds, micros = client.time()
     now_ms = seconds * 1000 + micros // 1000
     workers = [
-        {"worker": _text(w), "heartbeat_age": round((now_ms - score) / 1000, 3),
+        {"worker": reply_text(w), "heartbeat_age": round((now_ms - score) / 1000, 3),
          "alive": now_ms - score <= lease * 1000}
         for w, score in client.zrange(prefix + "workers", 0, -1, withscores=True)
     ]
     lanes = []
-    for name in sorted(_text(n) for n in client.hkeys(prefix + "specs")):
-        for key in (_text(k) for k in client.lrange(prefix + "tl:" + name, 0, -1)):
-            raw = {_text(k): _text(v) for k, v in client.hgetall(prefix + "L:" + key).items()}
+    for name in sorted(reply_text(n) for n in client.hkeys(prefix + "specs")):
+        for key in (reply_text(k) for k in client.lrange(prefix + "tl:" + name, 0, -1)):
+            raw = {reply_text(k): reply_text(v) for k, v in client.hgetall(prefix + "L:" + key).items()}
             if not raw:
                 continue
             fu, nxt, step = int(raw["fu"]), int(raw["next"]), int(raw["step"])
@@ -47,7 +44,7 @@ def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
                 # a list lane of resumed holes: start, stop, first_undecided and next are positions
                 "holes": bool(raw.get("ids")),
             })
-    job = {_text(k): int(v) for k, v in client.hgetall(prefix + "job").items()}
+    job = {reply_text(k): int(v) for k, v in client.hgetall(prefix + "job").items()}
     waiting = {
         "unsettled_lanes": int(client.scard(prefix + "unsettled")),
         "delayed_retries": int(client.zcard(prefix + "delayed")),

@@ -33,17 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from idcrawl.core.lanes import MARGIN
 from idcrawl.core.recrawl import Schedule, record_of, schedule_of, tail_after_run
+from idcrawl.distributed.connection import reply_text
 
 if TYPE_CHECKING:
     from idcrawl.core.targets import Target
 
 __all__ = ["applied_walk", "settle_tail"]
 
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def settle_tail(client: Any, prefix: str, target: Target, lane_key: str, now: float) -> Schedule | None:
@@ -58,12 +54,12 @@ def settle_tail(client: Any, prefix: str, target: Target, lane_key: str, now: fl
             try:
                 pipe.watch(lane, tails, walks)
                 fields = pipe.hmget(lane, "cut", "reason", "last", "walk")
-                cut, reason, last, walk_text = (_text(f) for f in fields)
+                cut, reason, last, walk_text = (reply_text(f) for f in fields)
                 if not cut or reason != MARGIN:
                     return None  # not cut by its margin: the walk goes on, or stopped at a bound
                 walk = int(walk_text or 0)
                 applied = pipe.hget(walks, target.name)
-                if applied is not None and int(_text(applied)) >= walk:
+                if applied is not None and int(reply_text(applied)) >= walk:
                     return None
                 raw = pipe.hget(tails, target.name)
                 previous = schedule_of(json.loads(raw)) if raw is not None else None
@@ -80,4 +76,4 @@ def settle_tail(client: Any, prefix: str, target: Target, lane_key: str, now: fl
 def applied_walk(client: Any, prefix: str, target: str) -> int | None:
     """The number of the last walk of ``target``'s tail whose rule was applied (None: none)."""
     raw = client.hget(prefix + "tailwalk", target)
-    return int(_text(raw)) if raw is not None else None
+    return int(reply_text(raw)) if raw is not None else None

@@ -58,6 +58,7 @@ from idcrawl.core.urlqueue import (
     walk_stored,
 )
 from idcrawl.distributed import scripts
+from idcrawl.distributed.connection import reply_text
 from idcrawl.distributed.runs import Run, join_run
 
 if TYPE_CHECKING:
@@ -90,11 +91,6 @@ def revisit_spec(scope: JobScope) -> str:
     return json.dumps({"pages": list(scope.pages), "profiles": profiles}, sort_keys=True)
 
 
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value.decode() if isinstance(value, bytes) else str(value)
-
 
 def _float(value: str) -> float | None:
     return float(value) if value else None
@@ -103,7 +99,7 @@ def _float(value: str) -> float | None:
 def entry_of(url: str, row: Sequence[Any]) -> QueuedUrl:
     """An entry from a script's row (``urls_common.lua``: owner, col, cps, hops, off, paths, host,
     st, w, next, last, nf, err, cyc, links, has links)."""
-    owner, col, cps, hops, off, paths, _host, st, _w, nxt, last, nf, err, cyc, links, has = (_text(v) for v in row)
+    owner, col, cps, hops, off, paths, _host, st, _w, nxt, last, nf, err, cyc, links, has = (reply_text(v) for v in row)
     record = UrlRecord(url, owner, col or None, tuple(name for name in cps.split("\n") if name),
                        Hops(int(hops), int(off)), _float(nxt), _float(last), int(nf), int(err), int(cyc))
     path_list = tuple(Hops(int(h), int(o)) for h, _, o in (p.partition(":") for p in paths.split(",") if p))
@@ -181,7 +177,7 @@ class RedisUrlQueue:
         self.poll()
         counts: dict[str, int] = {}
         pairs: Any = self.client.zrange(self.key("uwait"), 0, -1, withscores=True)
-        waiting = {_text(url): float(score) for url, score in pairs}  # harvested URLs waiting, by next harvest
+        waiting = {reply_text(url): float(score) for url, score in pairs}  # harvested URLs waiting, by next harvest
         #: hop-0 pages with stored links, and their crawl profiles before this run
         before: dict[str, tuple[str, ...]] = {}
         for entry in self.entries():
@@ -252,7 +248,7 @@ class RedisUrlQueue:
         verdict, row = self._offer(keys=[self.key("U:", url)], args=[
             url, owner, collection or "", "\n".join(names), hops.hops, hops.offsite, host_of(url), mode, expect,
             "p" if postponed else "q", "" if nxt is None else repr(nxt), self.worker, self._spec])
-        return _text(verdict), entry_of(url, row)
+        return reply_text(verdict), entry_of(url, row)
 
     def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
         self.status.at = float("-inf")
@@ -345,7 +341,7 @@ class RedisUrlQueue:
         """``URL_STATUS``: stopped workers' URLs ready again; the fleet's counts and hosts."""
         reply = self._status(keys=[self.key("uhosts"), self.key("workers")], args=[self.lease_ms, self.worker])
         ready, others, mine, postponed, back = (int(v) for v in reply[:5])
-        hosts = {_text(reply[i]): int(reply[i + 1]) for i in range(5, len(reply), 2)}
+        hosts = {reply_text(reply[i]): int(reply[i + 1]) for i in range(5, len(reply), 2)}
         self.status = QueueStatus(ready, others, mine, postponed, back, hosts, time.monotonic())
         self.taken_over += back
         return self.status
@@ -354,7 +350,7 @@ class RedisUrlQueue:
         """Of the next host (round robin) with ready URLs that ``room(host)`` admits, the URL the yield
         model chooses; taken by this worker for the fleet. None: nothing ready on a host with room."""
         reply = self._due(keys=[self.key("uhosts")], args=[repr(now)])  # revisits due at now queued first
-        hosts = {_text(reply[i]): int(reply[i + 1]) for i in range(0, len(reply), 2)}
+        hosts = {reply_text(reply[i]): int(reply[i + 1]) for i in range(0, len(reply), 2)}
         self._hosts = deque([h for h in self._hosts if h in hosts] + sorted(h for h in hosts if h not in self._hosts))
         for _ in range(len(self._hosts)):
             host = self._hosts[0]
@@ -362,7 +358,7 @@ class RedisUrlQueue:
             if not room(host):
                 continue
             for _ in range(TRIES):
-                counts = {_text(k): int(v) for k, v in self.client.hgetall(self.key("uqc:", host)).items()}
+                counts = {reply_text(k): int(v) for k, v in self.client.hgetall(self.key("uqc:", host)).items()}
                 if not counts:
                     break
                 groups: dict[Group, int] = {}
@@ -374,7 +370,7 @@ class RedisUrlQueue:
                 reply = self._take(keys=[self.key("uhosts"), self.key("workers")],
                                    args=[self.worker, host, group_key(group), repr(draw)])
                 if reply:
-                    url = _text(reply[0])
+                    url = reply_text(reply[0])
                     self.taken.add(url)
                     self.status.at = float("-inf")
                     return entry_of(url, reply[1]).record
@@ -428,7 +424,7 @@ def read_entries(client: redis.Redis, prefix: str) -> Iterator[QueuedUrl]:
     start = len(prefix + "U:")
     batch: list[str] = []
     for key in client.scan_iter(match=_glob(prefix + "U:") + "*", count=BATCH):
-        batch.append(_text(key)[start:])
+        batch.append(reply_text(key)[start:])
         if len(batch) == BATCH:
             yield from _read(client, prefix, batch)
             batch = []

@@ -90,6 +90,16 @@ def finish(proc: subprocess.Popen[str], workdir: Path, timeout: float = 120) -> 
     return result
 
 
+def run_fleet(tmp_path: Path, args: dict[str, Any], settings: dict[str, Any], workers: int = 3) -> list[CrawlResult]:
+    """``workers`` workers started together on one job (``tmp_path / "w<n>"``), each run to its end; each
+    must exit with 0."""
+    procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(workers)]
+    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+    return results
+
+
 def truth() -> set[tuple[str, int]]:
     a = target_truth(FlakyModel(1900, 2100, GAPS_A).exists, 2000, "both", 5)
     b = target_truth(FlakyModel(400, 600, GAPS_B).exists, 500, "both", 4)
@@ -110,10 +120,8 @@ def test_three_workers_produce_the_single_process_result_fetching_each_id_once(
         site.log.clear()
         site._counts.clear()
 
-    procs = [start_worker(tmp_path / f"w{n}", {"job": job}, worker_settings(redis_server)) for n in range(3)]
-    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    results = run_fleet(tmp_path, {"job": job}, worker_settings(redis_server))
     for result in results:
-        assert result.returncode == 0, result.stderr[-3000:]
         assert result.stats["finish_reason"] == "finished"
     union = [(i["target"], i["id"]) for r in results for i in r.items]
     assert set(union) == single_items
@@ -283,10 +291,7 @@ def test_politeness_holds_for_the_fleet_not_per_worker(make_site, redis_server, 
     site = make_site(GapModel(0, 1000, set()))
     args = {"url": site.url(), "start": 10, "max": 33, "margin": 0}
     settings = worker_settings(redis_server, job="polite", DOWNLOAD_DELAY=0.3, RANDOMIZE_DOWNLOAD_DELAY=False)
-    procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(3)]
-    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
-    for result in results:
-        assert result.returncode == 0, result.stderr[-3000:]
+    results = run_fleet(tmp_path, args, settings)
     times = [e.at for e in site.log if e.id is not None]
     assert sorted(e.id for e in site.log if e.id is not None) == list(range(10, 34))
     gaps = [b - a for a, b in itertools.pairwise(times)]
@@ -314,10 +319,7 @@ def test_robots_txt_fetches_keep_the_fleets_gaps_too(
     }[delay_from]
     settings = worker_settings(redis_server, job=f"robots-{delay_from}", ROBOTSTXT_OBEY=True,
                                RANDOMIZE_DOWNLOAD_DELAY=False, DOWNLOAD_DELAY_JITTER=0, **gap)
-    procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(3)]
-    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
-    for result in results:
-        assert result.returncode == 0, result.stderr[-3000:]
+    results = run_fleet(tmp_path, args, settings)
     assert sorted(e.id for e in site.log if e.id is not None) == list(range(10, 22))
     # each worker that sent anything fetched robots.txt once: a worker that starts once the job is done
     # (a slow start) sends nothing, robots.txt included (test_a_worker_joining_a_finished_job_...)
@@ -357,10 +359,7 @@ def test_a_worker_whose_first_request_leaves_late_keeps_the_fleets_gaps(
         redis_server, job="late-send", ROBOTSTXT_OBEY=True, RANDOMIZE_DOWNLOAD_DELAY=False, DOWNLOAD_DELAY_JITTER=0,
         DOWNLOAD_DELAY=0.3, DOWNLOADER_MIDDLEWARES={"tests.support.late_send.LateFirstSend": 960},
         LATE_SEND_WORKERS=3, LATE_SEND_DELAY=0.2, LATE_SEND_LOG=str(left_log))
-    procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(3)]
-    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
-    for result in results:
-        assert result.returncode == 0, result.stderr[-3000:]
+    results = run_fleet(tmp_path, args, settings)
     assert sorted(e.id for e in site.log if e.id is not None) == list(range(10, 41))
     # one robots.txt per worker that sent anything; at least two did: no id leaves before all three
     # joined (the middleware holds each first request till then), and a worker takes a few ids as it
@@ -540,10 +539,8 @@ def test_overlapping_targets_give_the_single_process_requests_and_items_exactly(
     site._counts.clear()
 
     settings = worker_settings(redis_server, job=f"overlap{workers}")
-    procs = [start_worker(tmp_path / f"w{n}", {"job": job}, settings) for n in range(workers)]
-    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    results = run_fleet(tmp_path, {"job": job}, settings, workers=workers)
     for result in results:
-        assert result.returncode == 0, result.stderr[-3000:]
         assert result.stats["finish_reason"] == "finished"
     assert sorted(site.ids()) == single_requests, "not the single process's requests"
     items = sorted((i["target"], i["id"]) for r in results for i in r.items)
@@ -608,10 +605,8 @@ direction = "desc"
 
     gate["fleet"] = True
     settings = worker_settings(redis_server, job="heldcap", **capped)
-    procs = [start_worker(tmp_path / f"w{n}", {"job": job}, settings) for n in range(3)]
-    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    results = run_fleet(tmp_path, {"job": job}, settings)
     for result in results:
-        assert result.returncode == 0, result.stderr[-3000:]
         assert result.stats["finish_reason"] == "finished"
     assert gate["held"] >= 1 and gate["waits"] >= 1, "the gate opened without the fleet at the cap"
     assert sum(r.stats.get("idcrawl/redis/held_cap_waits", 0) for r in results) >= 1
@@ -674,10 +669,7 @@ def test_many_small_overlapping_targets_fetch_no_id_twice(make_site, redis_serve
     site._counts.clear()
 
     settings = worker_settings(redis_server, job="small", IDCRAWL_REDIS_CLAIM_BLOCK=8)
-    procs = [start_worker(tmp_path / f"w{n}", {"job": job}, settings) for n in range(3)]
-    results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
-    for result in results:
-        assert result.returncode == 0, result.stderr[-3000:]
+    results = run_fleet(tmp_path, {"job": job}, settings)
     requested = Counter(site.ids())
     assert max(requested.values()) == 1, "an id was fetched twice"
     assert sorted(i["id"] for r in results for i in r.items) == single_ids, "not the single process's items, once"
