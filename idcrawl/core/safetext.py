@@ -1,0 +1,89 @@
+"""Text that is safe to print: secrets in URLs masked, control characters escaped, names checked.
+
+One place for what every log line, error, stat, command table and report does before it shows
+text that came from a user, a setting, a state file or a site: :func:`mask_secrets` hides the
+password of every ``scheme://user:password@host`` in a text, :func:`escape_text` turns line
+breaks, terminal escapes and other unprintable characters into visible escapes, :func:`safe`
+does both, and :func:`name_problem` says what is wrong with a target, crawl profile or
+collection name.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MASK", "NAME_MAX_LENGTH", "escape_text", "mask_secrets", "mask_url", "name_problem", "safe"]
+
+#: What stands for a hidden password.
+MASK = "***"
+
+#: The longest target, crawl-profile or collection name accepted.
+NAME_MAX_LENGTH = 200
+
+# scheme://userinfo@ : userinfo runs to the last '@' before the host's end ('/', '?', '#', space).
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/?#\s@]*(?:@[^/?#\s@]*)*)@")
+
+
+def _masked_userinfo(userinfo: str) -> str:
+    user, colon, _password = userinfo.partition(":")
+    if colon:
+        return f"{user}:{MASK}"
+    return MASK  # a lone userinfo is often a token (https://token@host)
+
+
+def mask_url(url: str) -> str:
+    """``url`` with the password of its userinfo masked (``redis://:***@host:6379/0``)."""
+    return mask_secrets(url)
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with the password of every ``scheme://user:password@`` in it masked."""
+    if "@" not in text:
+        return text
+    return _USERINFO.sub(lambda m: f"{m['scheme']}{_masked_userinfo(m['userinfo'])}@", text)
+
+
+def _escape_char(ch: str) -> str:
+    code = ord(ch)
+    if ch == "\n":
+        return "\\n"
+    if ch == "\r":
+        return "\\r"
+    if ch == "\t":
+        return "\\t"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def escape_text(text: str) -> str:
+    """``text`` with every unprintable character (line breaks, ESC, BEL, C1 controls, separators,
+    format characters) shown as a backslash escape, so it stays on one line and sends no
+    terminal control sequence. Printable text, spaces included, is unchanged."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _escape_char(ch) for ch in text)
+
+
+def safe(text: object) -> str:
+    """``str(text)`` with secrets masked and unprintable characters escaped."""
+    return escape_text(mask_secrets(str(text)))
+
+
+def name_problem(name: object, *, max_length: int = NAME_MAX_LENGTH) -> str | None:
+    """What is wrong with a target, crawl-profile or collection name, or None: a name is a
+    non-empty string of printable characters (no line break, no control character) of at most
+    ``max_length`` characters, with no space at either end."""
+    if not isinstance(name, str):
+        return f"must be a string, not {type(name).__name__}"
+    if not name:
+        return "must not be empty"
+    if len(name) > max_length:
+        return f"is {len(name)} characters long (at most {max_length})"
+    if not name.isprintable():
+        return "holds a line break or a control character"
+    if name != name.strip():
+        return "starts or ends with a space"
+    return None

@@ -1,0 +1,58 @@
+"""The text-safety helpers: secrets masked, control characters escaped, names checked."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from idcrawl.core.safetext import MASK, escape_text, mask_secrets, mask_url, name_problem, safe
+
+
+def test_a_redis_password_is_masked_and_the_rest_kept() -> None:
+    assert mask_url("redis://:s3cret@db.example:6379/0") == f"redis://:{MASK}@db.example:6379/0"
+    assert mask_url("rediss://user:s3cret@db:6380") == f"rediss://user:{MASK}@db:6380"
+    assert mask_url("https://token@git.example/x") == f"https://{MASK}@git.example/x"
+    assert mask_url("https://host/path?q=a@b") == "https://host/path?q=a@b"
+
+
+def test_every_url_in_a_text_is_masked() -> None:
+    text = "Redis at REDIS_URL=redis://:pw1@h:1/0 does not answer; proxy http://u:pw2@p:8080 too"
+    masked = mask_secrets(text)
+    assert "pw1" not in masked and "pw2" not in masked
+    assert masked.count(MASK) == 2
+
+
+def test_a_password_holding_an_at_sign_is_masked_whole() -> None:
+    assert mask_url("redis://:p@ss@host:6379") == f"redis://:{MASK}@host:6379"
+
+
+def test_control_characters_and_line_breaks_are_escaped() -> None:
+    assert escape_text("t\n2026-01-01 [x] INFO: forged") == "t\\n2026-01-01 [x] INFO: forged"
+    assert escape_text("\x1b[2J\x07") == "\\x1b[2J\\x07"
+    assert escape_text("a\u2028b\x85") == "a\\u2028b\\x85"
+    assert escape_text("plain text, ünïcode") == "plain text, ünïcode"
+
+
+@settings(max_examples=300, derandomize=True)
+@given(st.text())
+def test_safe_text_is_always_one_printable_line(text: str) -> None:
+    out = safe(text)
+    assert out.isprintable()
+
+
+@settings(max_examples=300, derandomize=True)
+@given(st.text(alphabet=st.characters(blacklist_characters="@/?#", blacklist_categories=("Zs", "Cc")), min_size=1))
+def test_no_password_survives_masking(password: str) -> None:
+    out = safe(f"could not reach redis://:{password}@host:6379/0")
+    assert f":{escape_text(password)}@" not in out or escape_text(password) == MASK
+
+
+def test_names_are_printable_bounded_and_trimmed() -> None:
+    assert name_problem("sirup2017") is None
+    assert name_problem("a b") is None
+    assert name_problem("") is not None
+    assert name_problem("x\n2026") is not None
+    assert name_problem("x\x1b[2J") is not None
+    assert name_problem(" x") is not None
+    assert name_problem("x" * 201) is not None
+    assert name_problem(5) is not None
