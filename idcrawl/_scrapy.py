@@ -19,7 +19,8 @@ relies on, by version:
   call ``engine.crawl()`` itself makes; the same in 2.18 and 2.19.
 - :func:`close_spider`: ``ExecutionEngine.close_spider_async(reason=...)``
   run as a task by ``scrapy.utils.defer._schedule_coro``; the same in 2.18
-  and 2.19.
+  and 2.19. :func:`spider_closing`: ``engine.spider`` and ``engine._slot.closing``
+  (set once a close began: a second close would only wait for it); the same in 2.18 and 2.19.
 - :func:`engine_busy`: ``engine.downloader.active``, ``engine.scraper.slot``
   (``is_idle()``), ``engine._slot.inprogress`` and ``engine._slot.scheduler``;
   the same in 2.18 and 2.19.
@@ -55,11 +56,24 @@ relies on, by version:
   (right after the slot's ``lastseen``); no signal fires there. The same in 2.18 and 2.19.
 - :func:`stats_incrementer`: ``StatsCollector.inc_value`` and the collector's
   ``_stats`` dict (what that method increments); the same in 2.18 and 2.19.
+- :func:`shutdown_signals`: ``CrawlerProcess._log_shutdown(signum)``, which the
+  first SIGINT/SIGTERM handler calls (with and without a reactor); the same in
+  2.18 and 2.19. Where it is missing, no signal is known (the shutdown's
+  default exit status).
+- :func:`repair_jobdir`: the files Scrapy keeps in ``JOBDIR``:
+  ``requests.queue/active.json`` (JSON, read by ``Scheduler._read_dqs_state``),
+  the queues beside it, ``spider.state`` (a pickle, read by ``SpiderState``)
+  and ``requests.seen`` (fingerprints, one a line, read by ``RFPDupeFilter``);
+  the same in 2.18 and 2.19.
 """
 
 from __future__ import annotations
 
+import json
+import pickle
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.downloader import Slot
@@ -89,12 +103,15 @@ __all__ = [
     "has_feed_exporter",
     "new_slot_delay",
     "offline_crawler",
+    "repair_jobdir",
     "robots_parser",
     "sequential_host",
     "set_slot_delay",
+    "shutdown_signals",
     "slot_has_room",
     "slot_jitter",
     "slot_key",
+    "spider_closing",
     "wake_engine",
 ]
 
@@ -158,6 +175,13 @@ def close_spider(crawler: Crawler | Any, reason: str) -> bool:
     return True
 
 
+def spider_closing(crawler: Crawler | Any) -> bool:
+    """Is the spider closing or closed (or not open yet): a close asked now would change nothing?"""
+    engine = getattr(crawler, "engine", None)
+    slot = getattr(engine, "_slot", None)
+    return getattr(engine, "spider", None) is None or slot is None or getattr(slot, "closing", None) is not None
+
+
 def offline_crawler(spidercls: type[Any], settings: dict[str, Any]) -> Crawler:
     """A crawler of ``spidercls`` with ``settings`` applied (project priority) and its stats, but no engine:
     what a spider's callbacks need to run outside a crawl (``idcrawl.recorded``)."""
@@ -172,6 +196,22 @@ def command_crawler(command: Any, spidercls: Any) -> Crawler:
     if create is None:
         return command.crawler_process.create_crawler(spidercls)  # type: ignore[no-any-return]
     return create(spidercls)  # type: ignore[no-any-return]
+
+
+def shutdown_signals(process: Any) -> list[int]:
+    """The signals (numbers) that asked ``process`` (a ``CrawlerProcess``) for a graceful shutdown, filled in
+    as they arrive; call before ``process.start()``."""
+    received: list[int] = []
+    log_shutdown = getattr(process, "_log_shutdown", None)
+    if log_shutdown is None:
+        return received
+
+    def logged(signum: int) -> None:
+        received.append(signum)
+        log_shutdown(signum)
+
+    process._log_shutdown = logged
+    return received
 
 
 def engine_busy(crawler: Crawler | Any) -> bool:
@@ -299,6 +339,46 @@ def robots_parser(middleware: RobotsTxtMiddleware, netloc: str) -> RobotParser |
     downloading, when the download failed, or when it was never asked for."""
     stored = middleware._parsers.get(netloc)
     return None if isinstance(stored, Deferred) else stored
+
+
+# -- JOBDIR ---------------------------------------------------------------------------------
+
+
+def repair_jobdir(jobdir: str | Path) -> list[str]:
+    """Rebuild the files Scrapy keeps in ``jobdir`` that a failed write or a kill left unreadable, before
+    Scrapy reads them; what was rebuilt, one phrase each (nothing: every file was sound or absent).
+
+    - ``requests.queue``: its ``active.json`` empty or cut: removed, the queue starts empty (its
+      follow-up requests are lost; lane ids come from idcrawl's state).
+    - ``spider.state``: not a whole pickle: removed (``spider.state`` starts as ``{}``).
+    - ``requests.seen``: a last line cut short: ended (the next fingerprint is not glued to it).
+    """
+    root = Path(jobdir)
+    done: list[str] = []
+    queue = root / "requests.queue"
+    active = queue / "active.json"
+    if active.is_file():
+        try:
+            json.loads(active.read_text(encoding="utf-8"))
+        except ValueError:
+            shutil.rmtree(queue)
+            done.append("requests.queue (its active.json empty or cut: the queue starts empty)")
+    state = root / "spider.state"
+    if state.is_file():
+        try:
+            with state.open("rb") as file:
+                pickle.load(file)  # noqa: S301 - the job's own file, as Scrapy's SpiderState loads it
+        except Exception:  # noqa: BLE001 - any unreadable pickle
+            state.unlink()
+            done.append("spider.state (empty or cut: starts empty)")
+    seen = root / "requests.seen"
+    if seen.is_file():
+        data = seen.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with seen.open("ab") as file:
+                file.write(b"\n")
+            done.append("requests.seen (its last line, cut short, ended)")
+    return done
 
 
 # -- feed exports -------------------------------------------------------------------------

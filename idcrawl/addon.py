@@ -27,11 +27,15 @@ moves a middleware. What it wires:
                             ``idcrawl.spidermiddlewares.scope.IdScopeMiddleware`` at 1050 when a
                             job file has crawl scope (added by ``settings_profiles.JobProfile``)
 ``EXTENSIONS``              ``IdProgress`` 500, ``IdPoliteness`` 100, ``IdLimits`` 200 (the
-                            last two load only when their settings turn them on)
+                            last two load only when their settings turn them on); Scrapy's
+                            ``SpiderState`` swapped for ``idcrawl.extensions.spiderstate.IdSpiderState``
+                            (``JOBDIR/spider.state`` written aside, then renamed)
 ``DUPEFILTER_CLASS``        ``idcrawl.dupefilters.IdDupeFilter`` (follow-up pages; lane requests are
                             never filtered)
 ``ITEM_PIPELINES``          ``idcrawl.pipelines.ContentDuplicates`` at 100 (marks duplicates;
                             ``IDCRAWL_CONTENT_DUPLICATES = "off"`` turns it off)
+``FEED_STORAGES``           ``idcrawl.storage.GuardedFileFeedStorage`` for local files (``""``,
+                            ``file``): a failed write closes the crawl (``idcrawl_storage_error``)
 ``IDCRAWL_PROFILE``         the profile it names is applied (see :mod:`idcrawl.settings_profiles`)
 ==========================  ==============================================================
 
@@ -89,6 +93,11 @@ EXTENSIONS = {
 }
 DUPEFILTER = "idcrawl.dupefilters.IdDupeFilter"
 CONTENT_PIPELINE = "idcrawl.pipelines.ContentDuplicates"
+FEED_STORAGE = "idcrawl.storage.GuardedFileFeedStorage"
+SCRAPY_SPIDERSTATE = "scrapy.extensions.spiderstate.SpiderState"
+ID_SPIDERSTATE = "idcrawl.extensions.spiderstate.IdSpiderState"
+SPIDERSTATE_ORDER = 0  # Scrapy's own
+FEED_SCHEMES = ("", "file")  # Scrapy's FileFeedStorage
 CONTENT_ORDER = 100  # early, so that later pipelines see its duplicate_of marks
 
 
@@ -189,5 +198,9 @@ class IdCrawl:
         swap_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_METAREFRESH, ID_METAREFRESH, METAREFRESH_ORDER)
         for path, order in EXTENSIONS.items():
             setdefault_component(settings, "EXTENSIONS", path, order)
+        swap_component(settings, "EXTENSIONS", SCRAPY_SPIDERSTATE, ID_SPIDERSTATE, SPIDERSTATE_ORDER)
+        # a local feed's failed write closes the crawl (idcrawl_storage_error) instead of a traceback per item
+        for scheme in FEED_SCHEMES:
+            setdefault_component(settings, "FEED_STORAGES", scheme, FEED_STORAGE)  # type: ignore[arg-type]
         # marks (IDCRAWL_CONTENT_DUPLICATES = "mark", the default) or drops items whose body an earlier item had
         setdefault_component(settings, "ITEM_PIPELINES", CONTENT_PIPELINE, CONTENT_ORDER)

@@ -171,8 +171,10 @@ IDCRAWL_SPIDERMON = False
 #: The failed_ratio check: failed ids per decided id (found, missing, failed, disallowed).
 IDCRAWL_MONITOR_MAX_FAILED_RATIO = 0.05
 
-#: The finish_reason check: the finish reasons that count as a good run.
-IDCRAWL_MONITOR_FINISH_REASONS = ["finished"]
+#: The finish_reason check: the finish reasons that count as a good run;
+#: None = the normal completions of the exit-status table (those that exit 0:
+#: docs/reference/finish-reasons.md). A name ending in * matches a prefix.
+IDCRAWL_MONITOR_FINISH_REASONS = None
 
 #: The incidents check: incidents written to the XML log in one run.
 IDCRAWL_MONITOR_MAX_INCIDENTS = 0
@@ -272,13 +274,13 @@ IDCRAWL_REDIS_POLL_INTERVAL = 0.5
 #: for pushed targets forever, like scrapy-redis's RedisSpider).
 IDCRAWL_REDIS_IDLE_TIMEOUT = 0.0
 
-#: The exit status of ``scrapy crawl`` (idcrawl's command) when the spider
-#: closed with one of IDCRAWL_FAIL_REASONS; 0 = Scrapy's (0 for every finish
-#: reason).
-IDCRAWL_FAIL_EXIT_CODE = 0
+#: Deprecated: ``scrapy crawl`` (idcrawl's command) exits with the status of
+#: its finish reason (docs/reference/finish-reasons.md). Set, it is the exit
+#: status of the reasons in IDCRAWL_FAIL_REASONS instead (with a WARNING).
+IDCRAWL_FAIL_EXIT_CODE = None
 
-#: Finish reasons that mean the crawl failed, for IDCRAWL_FAIL_EXIT_CODE: a
-#: worker whose Redis was gone for longer than its lease, or came back empty.
+#: Deprecated: the finish reasons that IDCRAWL_FAIL_EXIT_CODE, when set, gives
+#: its exit status.
 IDCRAWL_FAIL_REASONS = ["idcrawl_redis_unavailable", "idcrawl_redis_state_lost"]
 
 # -- Crawl scope (idcrawl.core.urlqueue) ----------------------------------------------------------

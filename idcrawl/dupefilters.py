@@ -57,6 +57,7 @@ from idcrawl.core.seen import dump as dump_seen
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import META_KEY, runtime_of
 from idcrawl.state.location import job_file
+from idcrawl.storage import report_storage_error, storage_problem
 
 if TYPE_CHECKING:
     from typing import Self
@@ -283,7 +284,14 @@ class IdDupeFilter(RFPDupeFilter):
 
     def _save(self) -> None:
         assert self.path is not None
-        size = dump_seen(self.seen.backend, self.path)
+        try:
+            size = dump_seen(self.seen.backend, self.path)
+        except OSError as exc:  # the old file stays (written aside, then renamed)
+            problem = storage_problem(exc)
+            if problem is None:
+                raise
+            report_storage_error(self.crawler, self.path, problem)
+            return
         self.seen.unsaved = 0
         self._last_save = time.monotonic()
         logger.info(

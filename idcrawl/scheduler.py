@@ -19,6 +19,7 @@ it behaves exactly like Scrapy's default scheduler.
 
 from __future__ import annotations
 
+import shutil
 import time
 import weakref
 from collections.abc import Hashable
@@ -31,6 +32,7 @@ from idcrawl._scrapy import slot_has_room, slot_key, stats_incrementer
 from idcrawl.core.delays import DelayQueue
 from idcrawl.core.scope import host_of
 from idcrawl.runtime import DUE_KEY, STATS_PREFIX, IdRuntime, Limiter, runtime_of
+from idcrawl.storage import report_storage_error, storage_problem
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -70,7 +72,24 @@ class IdScheduler(Scheduler):
         if self._delayed:
             assert self.stats is not None
             self.stats.set_value(f"{STATS_PREFIX}/attempts/pending_at_close", len(self._delayed))
-        return super().close(reason)
+        try:
+            return super().close(reason)
+        except OSError as exc:  # JOBDIR's queue could not be saved: dropped, the dupefilter still closes
+            self._queue_failed(exc)
+            return self.df.close(reason)
+
+    def _queue_failed(self, exc: OSError) -> None:
+        """A write of JOBDIR's request queue failed: a storage error (else raised); the queue is removed
+        (its requests are lost: a resumed run gets the ids from the state), or rebuilt at the next start."""
+        problem = storage_problem(exc)
+        if problem is None:
+            raise exc
+        where = getattr(self, "dqdir", None) or "JOBDIR/requests.queue"
+        assert self.crawler is not None
+        report_storage_error(self.crawler, where, problem)
+        if self.dqs is not None and getattr(self, "dqdir", None):
+            shutil.rmtree(self.dqdir, ignore_errors=True)
+        self.dqs = None
 
     def has_pending_requests(self) -> bool:
         if super().has_pending_requests() or self._delayed:
@@ -83,7 +102,11 @@ class IdScheduler(Scheduler):
         """Requests with a due time in the future (retries) wait in the delay queue."""
         due = request.meta.get(DUE_KEY)
         if due is None or due <= time.monotonic():
-            return super().enqueue_request(request)
+            try:
+                return super().enqueue_request(request)
+            except OSError as exc:
+                self._queue_failed(exc)
+                return False
         self._delayed.push(due, request)
         assert self.stats is not None
         self.stats.inc_value("scheduler/enqueued")
@@ -140,7 +163,11 @@ class IdScheduler(Scheduler):
             self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}_delayed")
             self._arm_timer()
             return request
-        return super().next_request()
+        try:
+            return super().next_request()
+        except OSError as exc:
+            self._queue_failed(exc)
+            return None
 
     def _limited(self, request: Request, limiter: Limiter) -> bool:
         """Drop a queued request of a slot that a job limit stopped."""

@@ -1,26 +1,29 @@
-"""``scrapy crawl``, with an exit status for a crawl that finished for a failure reason.
+"""``scrapy crawl``, with an exit status that says how the crawl finished.
 
 Scrapy's own ``crawl`` command exits 0 whatever the finish reason (only a crawl
 that failed to start exits 1). A scheduler that looks only at the exit status
 (cron, systemd, Kubernetes, a CI step, scrapyd's log line ``Process died:
-exitstatus=N``) then cannot tell a worker that stopped because its Redis was
-gone for good (``idcrawl_redis_unavailable``) from one that finished its job.
-This command is Scrapy's, plus one check after the crawl: when
-``IDCRAWL_FAIL_EXIT_CODE`` is not 0 and the spider closed with a reason listed
-in ``IDCRAWL_FAIL_REASONS``, the process exits with that code. With the
-default (0) nothing changes.
+exitstatus=N``) then cannot tell a crawl that stopped on a full disk or a lost
+Redis from one that finished its job. This command is Scrapy's, plus one step
+after the crawl: the exit status of the finish reason, from the one table
+(:mod:`idcrawl.core.exits`, docs/reference/finish-reasons.md): 0 for a normal
+completion, non-zero for every other reason.
+
+``IDCRAWL_FAIL_EXIT_CODE`` / ``IDCRAWL_FAIL_REASONS`` (deprecated) still
+override the table's status for the reasons listed, with one WARNING.
 
 Zyte Scrapy Cloud and Spidermon read the finish reason itself
 (``finish_reason`` in the stats: the job's close reason); this command is for
 the schedulers that read the exit status. It replaces Scrapy's ``crawl``
 where ``COMMANDS_MODULE = "idcrawl.commands"`` (this project's settings; a
 project with a commands module of its own imports it there:
-``from idcrawl.commands.crawl import Command``). ``scrapy runspider`` is
-Scrapy's, unchanged.
+``from idcrawl.commands.crawl import Command``). ``scrapy runspider`` and a
+project's stock ``crawl`` are Scrapy's, unchanged: they exit 0.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -29,28 +32,52 @@ from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import UsageError
 
 from idcrawl import default_settings
-from idcrawl._scrapy import command_crawler
+from idcrawl._scrapy import command_crawler, shutdown_signals
+from idcrawl.core.exits import DID_NOT_START, exit_status, is_normal
+from idcrawl.storage import REASON as STORAGE_REASON
+from idcrawl.storage import storage_failed
 
 if TYPE_CHECKING:
     import argparse
 
     from scrapy.settings import BaseSettings
 
-__all__ = ["Command", "failure_exit_code"]
+__all__ = ["Command", "crawl_exit_status"]
+
+logger = logging.getLogger(__name__)
 
 
-def failure_exit_code(reasons: Iterable[str | None], settings: BaseSettings) -> int:
-    """``IDCRAWL_FAIL_EXIT_CODE`` when a finish reason is one of ``IDCRAWL_FAIL_REASONS``, else 0."""
-    code = settings.getint("IDCRAWL_FAIL_EXIT_CODE", default_settings.IDCRAWL_FAIL_EXIT_CODE)
-    if code == 0:
-        return 0
-    failing = {str(r).strip() for r in settings.getlist("IDCRAWL_FAIL_REASONS",
-                                                         default_settings.IDCRAWL_FAIL_REASONS)}
-    return code if any(reason in failing for reason in reasons) else 0
+def _deprecated_override(settings: BaseSettings) -> tuple[int, set[str]] | None:
+    """``(IDCRAWL_FAIL_EXIT_CODE, IDCRAWL_FAIL_REASONS)`` when the code is set, else None."""
+    code = settings.get("IDCRAWL_FAIL_EXIT_CODE", default_settings.IDCRAWL_FAIL_EXIT_CODE)
+    if code in (None, ""):
+        return None
+    reasons = {str(r).strip() for r in settings.getlist("IDCRAWL_FAIL_REASONS", default_settings.IDCRAWL_FAIL_REASONS)}
+    return int(code), reasons
+
+
+def crawl_exit_status(reasons: Iterable[str | None], settings: BaseSettings, signums: Iterable[int] = (),
+                      *, storage_error: bool = False) -> int:
+    """The exit status of a crawl whose spider closed with ``reasons`` (one per crawler; none: the crawl
+    never opened its spider), ``signums`` the shutdown signals it received: the table's
+    (:func:`idcrawl.core.exits.exit_status`), or the deprecated ``IDCRAWL_FAIL_EXIT_CODE`` for a reason
+    of ``IDCRAWL_FAIL_REASONS``. Several crawlers: the first non-zero status. ``storage_error``: a write
+    failed while the crawl was closing already (a normal reason then exits as ``idcrawl_storage_error``)."""
+    override = _deprecated_override(settings)
+    signum = next(iter(signums), None)
+    statuses = []
+    for reason in list(reasons) or [None]:
+        if storage_error and is_normal(reason):
+            reason = STORAGE_REASON
+        if override is not None and reason in override[1]:
+            statuses.append(override[0])
+        else:
+            statuses.append(exit_status(reason, signum))
+    return next((status for status in statuses if status), 0)
 
 
 class Command(ScrapyCrawl):
-    """Scrapy's ``crawl`` (the same checks and calls), then :func:`failure_exit_code`."""
+    """Scrapy's ``crawl`` (the same checks and calls), then :func:`crawl_exit_status`."""
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) < 1:
@@ -62,9 +89,15 @@ class Command(ScrapyCrawl):
         reasons: list[str | None] = []
         crawler.signals.connect(lambda spider, reason=None: reasons.append(reason), signal=signals.spider_closed,
                                 weak=False)
+        signums = shutdown_signals(self.crawler_process)
         self.crawler_process.crawl(crawler, **opts.spargs)
+        if _deprecated_override(crawler.settings) is not None:
+            logger.warning("idcrawl: IDCRAWL_FAIL_EXIT_CODE and IDCRAWL_FAIL_REASONS are deprecated: every finish "
+                           "reason that is not a normal completion exits non-zero by default "
+                           "(docs/reference/finish-reasons.md); they still set the status of the reasons listed")
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
-            self.exitcode = 1
+            self.exitcode = DID_NOT_START
         else:
-            self.exitcode = failure_exit_code(reasons, crawler.settings)
+            self.exitcode = crawl_exit_status(reasons, crawler.settings, signums,
+                                              storage_error=storage_failed(crawler) is not None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from idcrawl.core.clock import ClockError, parse_time
@@ -262,7 +262,7 @@ SPECS: Final[dict[str, Spec]] = {
     # monitoring
     "IDCRAWL_SPIDERMON": _bool(),
     "IDCRAWL_MONITOR_MAX_FAILED_RATIO": _float(),
-    "IDCRAWL_MONITOR_FINISH_REASONS": _strings(),
+    "IDCRAWL_MONITOR_FINISH_REASONS": replace(_strings(), optional=True),
     "IDCRAWL_MONITOR_MAX_INCIDENTS": _int(0),
     "IDCRAWL_MONITOR_MAX_OVERSHOOT_RATIO": _float(),
     # request dupefilter
@@ -289,7 +289,8 @@ SPECS: Final[dict[str, Spec]] = {
     "IDCRAWL_REDIS_CLAIM_BLOCK": _int(1, _MANY),
     "IDCRAWL_REDIS_POLL_INTERVAL": _float(above=True, note=" (seconds)"),
     "IDCRAWL_REDIS_IDLE_TIMEOUT": _float(note=" (seconds; 0 = wait while the job is unfinished)"),
-    "IDCRAWL_FAIL_EXIT_CODE": _int(0, 255, note=" (an exit status; 0 = off)"),
+    "IDCRAWL_FAIL_EXIT_CODE": replace(_int(0, 255, note=" (an exit status; unset = the table's)"),
+                                                  optional=True),
     "IDCRAWL_FAIL_REASONS": _strings(),
     # the clock (idcrawl.core.clock)
     "IDCRAWL_NOW": Spec(_time, "must be an ISO 8601 time such as 2026-01-12T07:00:00Z (or unset for the real clock)",

@@ -39,7 +39,6 @@ already, so they are committed found and not fetched again.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -63,7 +62,8 @@ from idcrawl.core.pagebook import PageBook, by_target
 from idcrawl.core.ranges import LaneRecord
 from idcrawl.core.recrawl import Schedule, tail_after_run
 from idcrawl.core.resume import identity
-from idcrawl.state.base import FeedMarks, StateStore
+from idcrawl.state.base import FeedMarks, StateError, StateStore
+from idcrawl.storage import report_storage_error, storage_failed, storage_problem
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -160,7 +160,7 @@ class StateRecorder:
         self._params = {name: identity(t) for name, t in frontier.targets.items()}
         self._durable_feeds = True
         self._run_id: int | None = None
-        self._ended = self._feeds_done = self._store_closed = False
+        self._ended = self._feeds_done = self._store_closed = self._opened = False
         self._loop: Any = None
         self.commits = 0
         #: called at every checkpoint, after the feeds' flush (the URL queue of crawl scope commits its changes)
@@ -189,6 +189,7 @@ class StateRecorder:
         self._run_id = self.store.begin_run(self.clock.stamp(), list(self._params))
         recovered = {target: {Outcome.FOUND: ids} for target, ids in self._recovered.items() if ids}
         self._commit(self._params, recovered)
+        self._opened = True  # from now on a failed write closes the crawl (before: the crawl does not start)
         # the feed exporter makes its slots on spider_opened, after this; no item is written before
         self.crawler.signals.connect(self._feeds_opened, signal=signals.spider_opened)
         self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
@@ -204,7 +205,7 @@ class StateRecorder:
         end_cut_lines(self.crawler)
         marks = self._marks()
         if marks is not None and marks.offsets and not self._store_closed:
-            self.store.commit({}, {}, {}, feeds=marks)
+            self._write(lambda: self.store.commit({}, {}, {}, feeds=marks))
 
     def close(self, reason: str, counts: dict[str, int]) -> None:
         """Last commit and the run's record. The store stays open for found ids
@@ -213,7 +214,8 @@ class StateRecorder:
             self._loop.stop()
         self.checkpoint(tails=True)
         if self._run_id is not None:
-            self.store.end_run(self._run_id, self.clock.stamp(), reason, counts)
+            run_id = self._run_id
+            self._write(lambda: self.store.end_run(run_id, self.clock.stamp(), reason, counts))
         if self.watch:
             self.next_page_at = self._next_page_due(self.clock.now())
         self._ended = True
@@ -278,7 +280,7 @@ class StateRecorder:
             self._several_items = True
             marks = self._marks()
             if marks is not None and marks.offsets and not self._store_closed:
-                self.store.commit({}, {}, {}, feeds=marks)
+                self._write(lambda: self.store.commit({}, {}, {}, feeds=marks))
         if not own:
             self._found(target, id_, lane_key)
 
@@ -315,10 +317,12 @@ class StateRecorder:
 
     def checkpoint(self, flush: bool = True, *, tails: bool = False) -> None:
         """Commit what is durable now; ``tails`` (the last one): with the tails walked to their margin."""
-        if self._store_closed:
+        if self._store_closed or storage_failed(self.crawler) is not None:
             return
         if flush:
             self._durable_feeds = flush_feeds(self.crawler)
+        if storage_failed(self.crawler) is not None:  # a feed write failed: what it lost is never committed found
+            return
         if self._durable_feeds:  # found pages whose items are on disk now: harvested, committed just below
             harvests, self._written_pages = self._written_pages, []
             for harvest in harvests:
@@ -368,9 +372,30 @@ class StateRecorder:
             for key, record in by_key.items():
                 if self._committed.get(key) != record:
                     changed.setdefault(target, {})[key] = record
-        self.store.commit(params, outcomes, changed, feeds=feeds, pages=pages, tails=tails)
+        if not self._write(lambda: self.store.commit(params, outcomes, changed, feeds=feeds, pages=pages,
+                                                     tails=tails)):
+            return
         for by_key in changed.values():
             self._committed.update(by_key)
+
+    def _write(self, write: Callable[[], object]) -> bool:
+        """One write of the store, unless a write of this crawl failed; a failed one (full disk, read-only
+        file system: :class:`~idcrawl.state.base.StateError`) closes the crawl (``idcrawl_storage_error``)
+        and ends the commits: the state stays what the last commit left."""
+        if storage_failed(self.crawler) is not None:
+            return False
+        try:
+            write()
+        except StateError as exc:
+            if not self._opened:
+                raise
+            path = str(getattr(self.store, "path", "the state"))
+            problem = str(exc).removeprefix(f"state file {path!r}: ")
+            if problem.startswith("cannot be written (") and problem.endswith(")"):
+                problem = problem[len("cannot be written ("):-1]
+            report_storage_error(self.crawler, path, problem)
+            return False
+        return True
 
     def _walked_tails(self) -> dict[str, Schedule]:
         """The schedule of each tail this run walked to its margin (an ascending lane cut by it), the
@@ -428,15 +453,24 @@ class StateRecorder:
         return LaneRecord(key, origin, lane.step, lane.stop, cursor, last, lane.cut_at, reason)
 
 def flush_feeds(crawler: Crawler) -> bool:
-    """Flush and fsync local feed files; False if some feed is only durable at close (S3, FTP, ...)."""
+    """Flush and fsync local feed files; False if some feed is only durable at close (S3, FTP, ...).
+
+    A failed flush or fsync of a full or failing file system is reported (:func:`idcrawl.storage.report_storage_error`):
+    the crawl closes, and nothing is committed found after it."""
     durable = True
     for slot in feed_slots(crawler):
         if isinstance(slot.storage, FileFeedStorage | StdoutFeedStorage):
             if slot.file is not None:
                 # a closed file was flushed by its close
-                with contextlib.suppress(OSError, ValueError, AttributeError):
+                try:
                     slot.file.flush()
                     os.fsync(slot.file.fileno())
+                except OSError as exc:
+                    problem = storage_problem(exc)
+                    if problem is not None:
+                        report_storage_error(crawler, getattr(slot.storage, "path", "a feed"), problem)
+                except (ValueError, AttributeError):
+                    pass
         else:
             durable = False
     return durable

@@ -371,17 +371,23 @@ class SqliteStateStore(StateStore):
 
     def begin_run(self, started_at: str, targets: Sequence[str] | None = None) -> int:
         names = None if targets is None else json.dumps(sorted(targets))
-        with self._transaction() as db:
-            cursor = db.execute("INSERT INTO runs (started_at, targets) VALUES (?, ?)", (started_at, names))
-            assert cursor.lastrowid is not None
-            return cursor.lastrowid
+        try:
+            with self._transaction() as db:
+                cursor = db.execute("INSERT INTO runs (started_at, targets) VALUES (?, ?)", (started_at, names))
+                assert cursor.lastrowid is not None
+                return cursor.lastrowid
+        except sqlite3.Error as exc:
+            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
     def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int]) -> None:
-        with self._transaction() as db:
-            db.execute(
-                "UPDATE runs SET ended_at = ?, finish_reason = ?, counts = ? WHERE id = ?",
-                (ended_at, finish_reason, json.dumps(dict(counts), sort_keys=True), run_id),
-            )
+        try:
+            with self._transaction() as db:
+                db.execute(
+                    "UPDATE runs SET ended_at = ?, finish_reason = ?, counts = ? WHERE id = ?",
+                    (ended_at, finish_reason, json.dumps(dict(counts), sort_keys=True), run_id),
+                )
+        except sqlite3.Error as exc:
+            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
     def close(self) -> None:
         self._db.close()
