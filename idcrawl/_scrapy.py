@@ -368,7 +368,7 @@ def repair_jobdir(jobdir: str | Path) -> list[str]:
         try:
             with state.open("rb") as file:
                 pickle.load(file)  # noqa: S301 - the job's own file, as Scrapy's SpiderState loads it
-        except Exception:  # noqa: BLE001 - any unreadable pickle
+        except Exception:
             state.unlink()
             done.append("spider.state (empty or cut: starts empty)")
     seen = root / "requests.seen"

@@ -87,8 +87,9 @@ class IdScheduler(Scheduler):
         where = getattr(self, "dqdir", None) or "JOBDIR/requests.queue"
         assert self.crawler is not None
         report_storage_error(self.crawler, where, problem)
-        if self.dqs is not None and getattr(self, "dqdir", None):
-            shutil.rmtree(self.dqdir, ignore_errors=True)
+        dqdir = getattr(self, "dqdir", None)
+        if self.dqs is not None and dqdir:
+            shutil.rmtree(dqdir, ignore_errors=True)
         self.dqs = None
 
     def has_pending_requests(self) -> bool:

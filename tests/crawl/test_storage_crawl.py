@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from idcrawl.core.exits import exit_status
+from idcrawl.core.exits import OTHER, exit_status
 from idcrawl.state import SqliteStateStore
 from tests.conftest import GapModel
 from tests.support.crawl import crawl_command, run_crawl
@@ -121,3 +121,30 @@ def test_a_feed_on_a_read_only_file_system_stops_the_crawl(make_site, tmp_path: 
     assert len(errors) == 1 and "Read-only file system" in errors[0] and "run1.jsonl" in errors[0], errors
     assert "Traceback" not in result.stderr
     assert not _found(jobdir)  # no item reached a feed: no id is committed found
+
+
+# -- the exit status follows the finish reason (idcrawl.core.exits) -------------------------------------
+
+
+def test_a_finished_crawl_exits_0_and_a_spiders_own_close_reason_exits_non_zero(make_site, tmp_path: Path) -> None:
+    site = make_site(GapModel(1, 200, GAPS))
+    args = {**ARGS, "url": site.url()}
+    settings = {"SPIDER_MODULES": "idcrawl.spiders,tests.support.closing_spider",
+                "IDCRAWL_STATE_PATH": str(tmp_path / "state.sqlite")}
+    done = run_crawl(tmp_path, args, settings)
+    assert (done.returncode, done.stats["finish_reason"]) == (0, "finished"), done.stderr[-3000:]
+    closed = run_crawl(tmp_path, args, {**settings, "IDCRAWL_STATE_PATH": str(tmp_path / "other.sqlite")},
+                       spider="closing")
+    assert closed.stats.get("finish_reason") == "site_gone", closed.stderr[-3000:]
+    assert closed.returncode == OTHER == exit_status("site_gone") != 0
+
+
+def test_a_bound_the_user_set_exits_0_and_the_deprecated_setting_still_counts(make_site, tmp_path: Path) -> None:
+    site = make_site(GapModel(1, 2000, GAPS))
+    args = {**ARGS, "url": site.url()}
+    bounded = run_crawl(tmp_path, args, {"CLOSESPIDER_PAGECOUNT": 20, "IDCRAWL_STATE_PATH": str(tmp_path / "a")})
+    assert (bounded.returncode, bounded.stats["finish_reason"]) == (0, "closespider_pagecount")
+    legacy = run_crawl(tmp_path, args, {"CLOSESPIDER_PAGECOUNT": 20, "IDCRAWL_STATE_PATH": str(tmp_path / "b"),
+                                        "IDCRAWL_FAIL_EXIT_CODE": 3, "IDCRAWL_FAIL_REASONS": "closespider_pagecount"})
+    assert legacy.returncode == 3, legacy.stderr[-3000:]
+    assert "IDCRAWL_FAIL_EXIT_CODE and IDCRAWL_FAIL_REASONS are deprecated" in legacy.stderr
