@@ -62,9 +62,11 @@ def crawl_exit_status(reasons: Iterable[str | None], settings: BaseSettings, sig
     never opened its spider), ``signums`` the shutdown signals it received: the table's
     (:func:`idcrawl.core.exits.exit_status`), or the deprecated ``IDCRAWL_FAIL_EXIT_CODE`` for a reason
     of ``IDCRAWL_FAIL_REASONS``. Several crawlers: the first non-zero status. ``storage_error``: a write
-    failed while the crawl was closing already (a normal reason then exits as ``idcrawl_storage_error``)."""
+    failed while the crawl was closing already (a normal reason then exits as ``idcrawl_storage_error``).
+    Watch mode (``IDCRAWL_WATCH``, which a watching spider sets) ends on a signal: its shutdown exits 0."""
     override = _deprecated_override(settings)
     signum = next(iter(signums), None)
+    watching = settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH)
     statuses = []
     for reason in list(reasons) or [None]:
         if storage_error and is_normal(reason):
@@ -72,7 +74,7 @@ def crawl_exit_status(reasons: Iterable[str | None], settings: BaseSettings, sig
         if override is not None and reason in override[1]:
             statuses.append(override[0])
         else:
-            statuses.append(exit_status(reason, signum))
+            statuses.append(exit_status(reason, signum, watching=watching))
     return next((status for status in statuses if status), 0)
 
 

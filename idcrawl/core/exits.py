@@ -53,13 +53,14 @@ def normal_reasons() -> list[str]:
     return [*NORMAL_REASONS, *(f"{prefix}*" for prefix in NORMAL_PREFIXES)]
 
 
-def exit_status(reason: str | None, signum: int | None = None) -> int:
+def exit_status(reason: str | None, signum: int | None = None, *, watching: bool = False) -> int:
     """The exit status of a crawl that closed with ``reason``.
 
     ``signum``: the signal that asked a ``shutdown`` (128 + its number, as a shell reports a process
     that signal stopped: 130 for SIGINT, 143 for SIGTERM); without one, a shutdown exits 143.
+    ``watching``: watch mode, which runs until stopped: its ``shutdown`` is its normal end (0).
     """
-    if is_normal(reason):
+    if is_normal(reason) or (watching and reason == SHUTDOWN):
         return 0
     if reason == SHUTDOWN and signum is not None and 0 < signum < 128:
         return 128 + signum

@@ -53,14 +53,24 @@ def test_the_same_crawl_passes_every_check_with_a_higher_threshold(make_site, tm
     assert (result.stats["idcrawl/monitors/passed"], result.stats["idcrawl/monitors/failed"]) == (5, 0)
 
 
-def test_a_job_stopped_early_fails_the_finish_reason_check(make_site, tmp_path: Path) -> None:
+def test_the_finish_reason_check_agrees_with_the_exit_status(make_site, tmp_path: Path) -> None:
+    """A bound the user set is a normal completion (exit 0, check OK); a site spider's own close reason
+    is not (exit status non-zero, check FAIL); a listed IDCRAWL_MONITOR_FINISH_REASONS is stricter."""
     site = make_site(GapModel(1000, 1999, set()))
     settings = {**DUMP_LAST, "IDCRAWL_SPIDERMON": True, "CLOSESPIDER_PAGECOUNT": 20}
     result = run_crawl(tmp_path, {**ARGS, "url": site.url()}, settings)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stats["finish_reason"] == "closespider_pagecount"
-    assert verdicts(result.stats)["finish_reason"] == "FAIL"
-    assert verdicts(result.stats)["failed_ratio"] == "OK"
+    assert verdicts(result.stats)["finish_reason"] == "OK"
+    strict = run_crawl(tmp_path, {**ARGS, "url": site.url()},
+                       {**settings, "IDCRAWL_MONITOR_FINISH_REASONS": "finished", "IDCRAWL_STATE_PATH": "strict.sqlite"})
+    assert (strict.returncode, verdicts(strict.stats)["finish_reason"]) == (0, "FAIL")
+    assert verdicts(strict.stats)["failed_ratio"] == "OK"
+    site_closed = run_crawl(tmp_path, {**ARGS, "url": site.url()},
+                            {**DUMP_LAST, "IDCRAWL_SPIDERMON": True, "IDCRAWL_STATE_PATH": "closing.sqlite",
+                             "SPIDER_MODULES": "idcrawl.spiders,tests.support.closing_spider"}, spider="closing")
+    assert site_closed.stats["finish_reason"] == "site_gone"
+    assert site_closed.returncode != 0 and verdicts(site_closed.stats)["finish_reason"] == "FAIL"
 
 
 def test_without_the_switch_spidermon_does_not_run(make_site, tmp_path: Path) -> None:

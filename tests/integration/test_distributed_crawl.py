@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from idcrawl.core.exits import exit_status
 from idcrawl.demo.site import Reply
 from tests.conftest import GapModel
 from tests.support.crawl import CrawlResult, crawl_command, read_items, run_crawl
@@ -457,12 +458,12 @@ def test_redis_restarting_mid_crawl(make_site, tmp_path: Path, persistent: bool)
         assert "are gone from Redis" in result.stderr
 
 
-@pytest.mark.parametrize("exit_code", [0, 3])
+@pytest.mark.parametrize("exit_code", [None, 3])
 def test_a_worker_whose_redis_is_gone_for_good_exits_with_the_failure_status_asked_for(
-    make_site, tmp_path: Path, exit_code: int
+    make_site, tmp_path: Path, exit_code: int | None
 ) -> None:
-    """Finish reason idcrawl_redis_unavailable after the lease; the exit status is IDCRAWL_FAIL_EXIT_CODE
-    (0 by default: Scrapy's)."""
+    """Finish reason idcrawl_redis_unavailable after the lease; the exit status is the table's (69), or the
+    deprecated IDCRAWL_FAIL_EXIT_CODE when set."""
     from tests.support.redis_server import RedisServer, redis_server_missing
 
     if redis_server_missing():
@@ -482,7 +483,7 @@ def test_a_worker_whose_redis_is_gone_for_good_exits_with_the_failure_status_ask
         server.stop()
     result = finish(proc, tmp_path)
     assert result.stats["finish_reason"] == "idcrawl_redis_unavailable", result.stderr[-3000:]
-    assert result.returncode == exit_code, result.stderr[-3000:]
+    assert result.returncode == (exit_code or exit_status("idcrawl_redis_unavailable")), result.stderr[-3000:]
 
 
 def test_an_id_whose_callback_raises_does_not_hold_the_job_forever(make_site, redis_server, tmp_path: Path) -> None:

@@ -38,6 +38,8 @@ def test_a_shutdown_exits_128_plus_its_signal() -> None:
     assert exit_status("shutdown", signal.SIGINT) == 130
     assert exit_status("shutdown", signal.SIGTERM) == 143
     assert exit_status("shutdown") == 143  # no signal known (scrapyd's cancel, Zyte's stop send SIGTERM)
+    assert exit_status("shutdown", signal.SIGINT, watching=True) == 0  # watch mode runs until stopped
+    assert crawl_exit_status(["shutdown"], Settings({"IDCRAWL_WATCH": True}), [signal.SIGTERM]) == 0
 
 
 def test_the_command_uses_the_table_and_a_write_failed_at_close_is_not_success() -> None:
