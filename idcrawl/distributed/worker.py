@@ -75,6 +75,7 @@ from idcrawl.errors import BadInputError
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
 from idcrawl.state.base import StateError
 from idcrawl.state.recorder import UnwrittenItems, flush_feeds, page_key
+from idcrawl.storage import storage_failed
 
 if TYPE_CHECKING:
     import random
@@ -528,6 +529,8 @@ class RedisWorker:
             return
         if not flush_feeds(self.crawler) and not force:
             return  # a feed that is only durable at close: the outputs stay unacknowledged until then
+        if storage_failed(self.crawler) is not None:
+            return  # a feed write failed: nothing is acknowledged after it (another worker emits them again)
         if self._written_pages:
             try:
                 self._harvest_written_pages()

@@ -51,6 +51,9 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 class IncidentLogError(Exception):
     """The incident log cannot be used: the message names the path and the cause."""
 
+    #: the failed write's error, when a write failed (a full disk: :mod:`idcrawl.storage`)
+    os_error: OSError | None = None
+
 
 @cache
 def schema() -> etree.XMLSchema:
@@ -197,6 +200,11 @@ class IncidentLog:
     def _error(self, reason: str) -> IncidentLogError:
         return IncidentLogError(f"incident log {str(self.path)!r}: {reason}")
 
+    def _write_error(self, exc: OSError) -> IncidentLogError:
+        error = self._error(f"cannot be written ({exc.strerror or exc})")
+        error.os_error = exc
+        return error
+
     def _load(self) -> etree._Element:
         if self.path.is_dir():
             raise self._error("is a directory")
@@ -257,7 +265,7 @@ class IncidentLog:
         try:
             fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{self.path.name}.", suffix=".tmp")
         except OSError as exc:
-            raise self._error(f"cannot be written ({exc.strerror or exc})") from None
+            raise self._write_error(exc) from None
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
@@ -268,7 +276,7 @@ class IncidentLog:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             if isinstance(exc, OSError):
-                raise self._error(f"cannot be written ({exc.strerror or exc})") from None
+                raise self._write_error(exc) from None
             raise
         _fsync_directory(directory)
 

@@ -51,6 +51,7 @@ from idcrawl.errors import BadInputError
 from idcrawl.extensions.incidents import Incident, IncidentLog, IncidentLogError
 from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, runtime_of
 from idcrawl.state.location import job_file
+from idcrawl.storage import report_storage_error, storage_problem
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -360,7 +361,11 @@ class IdLimits:
         try:
             self.log.append(incident)
         except IncidentLogError as exc:
-            logger.error("idcrawl limits: incident not written: %s", exc)
+            problem = storage_problem(exc.os_error) if exc.os_error is not None else None
+            if problem is not None:  # a full disk: the crawl closes (idcrawl_storage_error)
+                report_storage_error(self.crawler, self.log.path, problem)
+            else:
+                logger.error("idcrawl limits: incident not written: %s", exc)
             return
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(f"{STATS_PREFIX}/incidents")
