@@ -1,7 +1,7 @@
 """Scrapy commands of idcrawl: ``scrapy idplan`` (the resume plan of a job's
 state), ``scrapy idcoverage`` (a picture of it), ``scrapy idjob`` (a
-distributed job in Redis), ``scrapy iddue`` (what is due for a recrawl), and ``scrapy crawl`` (Scrapy's, with
-``IDCRAWL_FAIL_EXIT_CODE``).
+distributed job in Redis), ``scrapy iddue`` (what is due for a recrawl), and ``scrapy crawl`` (Scrapy's, exiting
+with the status of its finish reason: :mod:`idcrawl.core.exits`).
 
 Registered by ``COMMANDS_MODULE = "idcrawl.commands"`` in this project and by
 the ``scrapy.commands`` entry points for projects that use idcrawl as a

@@ -14,11 +14,14 @@ from idcrawl.addon import (
     CONTENT_PIPELINE,
     DUPEFILTER,
     EXTENSIONS,
+    FEED_STORAGE,
     ID_METAREFRESH,
     ID_ROBOTS,
+    ID_SPIDERSTATE,
     SCHEDULER,
     SCRAPY_METAREFRESH,
     SCRAPY_ROBOTS,
+    SCRAPY_SPIDERSTATE,
     SOFT404_MIDDLEWARE,
     IdCrawl,
     setdefault_component,
@@ -55,9 +58,10 @@ def test_the_addon_wires_every_piece_at_addon_priority() -> None:
                            SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580}
     assert components(settings, "SPIDER_MIDDLEWARES") == {SOFT404_MIDDLEWARE: 1100}
     assert settings["SPIDER_MIDDLEWARES"].getpriority(SOFT404_MIDDLEWARE) == 15
-    assert components(settings, "EXTENSIONS") == EXTENSIONS
+    assert components(settings, "EXTENSIONS") == {**EXTENSIONS, SCRAPY_SPIDERSTATE: None, ID_SPIDERSTATE: 0}
     assert {settings["EXTENSIONS"].getpriority(k) for k in EXTENSIONS} == {15}
     assert components(settings, "ITEM_PIPELINES") == {CONTENT_PIPELINE: 100}
+    assert components(settings, "FEED_STORAGES") == {"": FEED_STORAGE, "file": FEED_STORAGE}
 
 
 def test_a_project_overrides_any_single_piece() -> None:
@@ -99,7 +103,8 @@ def test_a_component_dict_from_the_command_line_still_gets_the_other_pieces() ->
     # -s EXTENSIONS='{"x": 0}' arrives as a JSON string at cmdline priority
     settings = wired({"EXTENSIONS": json.dumps({"tests.support.statsdump.StatsDump": 0})}, priority="cmdline")
     extensions = components(settings, "EXTENSIONS")
-    assert extensions == {"tests.support.statsdump.StatsDump": 0, **EXTENSIONS}
+    assert extensions == {"tests.support.statsdump.StatsDump": 0, **EXTENSIONS, SCRAPY_SPIDERSTATE: None,
+                          ID_SPIDERSTATE: 0}
     assert settings["EXTENSIONS"].getpriority("tests.support.statsdump.StatsDump") == 40
 
 
