@@ -42,7 +42,9 @@ moves a middleware. What it wires:
 Not wired: ``COMMANDS_MODULE``. Scrapy resolves commands from the project's
 settings before any add-on runs, so ``scrapy idplan`` and ``scrapy idcoverage``
 reach other projects through the ``scrapy.commands`` entry points of
-idcrawl's package metadata instead.
+idcrawl's package metadata instead; ``scrapy crawl`` stays Scrapy's there, which
+exits 0 for every finish reason (idcrawl's exits with the reason's status:
+docs/reference/finish-reasons.md says how to get it).
 
 The ``idseq`` spider works without the add-on too: it sets what it cannot
 run without (the scheduler, the attempts middleware, the soft-404 probe, the
