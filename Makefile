@@ -25,7 +25,8 @@ endif
 # through each Scrapy internal idcrawl relies on: the dupefilter's fingerprints (and the lane fingerprints that must equal them), the engine wake-up
 # and the delay queue, the slot delays of politeness, closing from an extension (limits, distributed
 # idle timeout), feed flushing for resume, the exit status of refused input (the in-process halves
-# of politeness and profiles ride along, as when each was one module), and the demo spider on recorded pages
+# of politeness and profiles ride along, as when each was one module), a failed write and JOBDIR's files
+# (the feed storage, the disk queue, SpiderState, the shutdown signal), and the demo spider on recorded pages
 # (idcrawl.recorded builds a crawler outside the engine: _scrapy.offline_crawler). Left out: the other crawl
 # modules (soft 404s, overlap, incidents, monitors, demo, idjob, idcoverage, addon, the rest of the
 # distributed ones), the package builds (packaging, scrapyd, zyte), and the rest of tests/unit.
@@ -38,6 +39,7 @@ FLOOR_TESTS := tests/unit/test_scrapy_adapter.py tests/unit/test_errors.py tests
 	tests/unit/test_politeness.py tests/crawl/test_politeness_crawl.py tests/crawl/test_limits_crawl.py \
 	tests/unit/test_profiles.py tests/crawl/test_profiles_crawl.py \
 	tests/unit/test_demo_recorded.py tests/unit/test_laneprint.py \
+	tests/unit/test_storage.py tests/crawl/test_storage_crawl.py \
 	tests/crawl/test_dupefilter_crawl.py::test_pages_linked_many_times_are_fetched_once_and_a_jobdir_rerun_fetches_none \
 	tests/crawl/test_dupefilter_crawl.py::test_a_page_that_never_got_a_final_answer_is_not_saved_as_seen \
 	tests/crawl/test_dupefilter_crawl.py::test_without_jobdir_only_a_resuming_run_reads_the_filter_beside_the_state \
