@@ -28,11 +28,13 @@ from idcrawl.core.recrawl import _duration as _recrawl_duration
 from idcrawl.core.scope import SCHEMES, Collection, CrawlProfile, JobScope, ScopeKind, Seed
 
 __all__ = [
+    "BOUND_MODES",
     "DEFAULTS",
     "HOLES_MODES",
     "JOB_TARGET_KEYS",
     "MAX_ID",
     "PAGE_TARGET_KEYS",
+    "RESET_MODES",
     "RESUME_MODES",
     "TARGET_KEYS",
     "Direction",
@@ -120,7 +122,7 @@ DEFAULTS: dict[str, Any] = {
     "attempts": 3,
     "cooldown": 10.0,
     "backoff": 2.0,
-    "resume": "none",
+    "resume": "auto",
     "holes": "failed",
     "missing_statuses": tuple(sorted(DEFAULT_MISSING_STATUSES)),  # IDCRAWL_MISSING_STATUSES
     # learned soft 404s: a 2xx page at least this similar (Jaccard of 3-word
@@ -163,7 +165,7 @@ class Target:
     attempts: int = 3
     cooldown: float = 10.0
     backoff: float = 2.0
-    resume: str = "none"
+    resume: str = "auto"
     holes: str = "failed"
     rule: OutcomeRule = DEFAULT_RULE
     #: URL of a page known not to exist (``soft404_probe``: an id or a URL); None: nothing to learn
@@ -288,7 +290,8 @@ def _float(field: str, value: Any, *, minimum: float = 0.0) -> float:
 def _choice(field: str, value: Any, choices: tuple[str, ...]) -> str:
     text = str(value).strip().lower() if isinstance(value, str) else None
     if text not in choices:
-        raise TargetError(field, value, f"must be one of {', '.join(choices)}")
+        shown = [choice for choice in choices if choice not in DEPRECATED_WORDS]
+        raise TargetError(field, value, f"must be one of {', '.join(shown)}")
     return text
 
 
@@ -583,9 +586,17 @@ def parse_page_target(raw: Mapping[str, Any]) -> PageTarget:
 
 
 RUN_OPTION_KEYS = ("resume", "holes")
-#: The values of a target's ``resume`` key (seed 000's resume plan; ``due``: only the tails and pages
-#: due again, :mod:`idcrawl.core.recrawl`) and of ``holes``.
-RESUME_MODES = ("none", "bound", "holes", "all", "due")
+#: The values of a target's ``resume`` key (seed 000's resume plan; ``auto``, the default: ``bound`` when
+#: there is stored state, fresh otherwise; ``reset``: start over, forgetting the stored outcomes; ``none``:
+#: the old default's word, a deprecated synonym of ``reset``; ``due``: only the tails and pages due again,
+#: :mod:`idcrawl.core.recrawl`) and of ``holes``.
+RESUME_MODES = ("auto", "reset", "bound", "holes", "all", "due", "none")
+#: Words still accepted but not offered in error lines.
+DEPRECATED_WORDS = frozenset({"none"})
+#: The ``resume`` words that start a target over (``none``: deprecated, warned about where the crawl starts).
+RESET_MODES = ("reset", "none")
+#: The ``resume`` words that continue each lane as ``bound`` does (``auto``: when there is stored state).
+BOUND_MODES = ("auto", "bound")
 HOLES_MODES = ("failed", "all")
 
 
