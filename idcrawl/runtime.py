@@ -638,8 +638,6 @@ class LocalWorker:
             if state is not None and store is not None:
                 self._forgotten.add(target.resume, state)
                 store.reset(target.name)
-            elif target.resume == "auto" and store is not None:
-                logger.info("idcrawl: target %r has no stored state: starts fresh", target.name)
             elif target.resume not in ("auto", *RESET_MODES):
                 logger.warning("idcrawl: target %r has no stored state; resume=%s starts fresh",
                                target.name, target.resume)

@@ -51,7 +51,7 @@ def test_the_same_command_after_a_stop_continues_and_then_looks_past_the_last_fo
     proc.wait(timeout=60)
     first = read_items(tmp_path / "items.jsonl")
     fetched_first = list(site.ids())
-    assert 0 < len(first) and len(fetched_first) < 300, "run 1 was stopped mid-way"
+    assert len(first) > 0 and len(fetched_first) < 300, "run 1 was stopped mid-way"
     # run 2: the same command continues; no id found in run 1 is fetched again
     site.log.clear()
     second = run(command, env, tmp_path)
