@@ -442,8 +442,8 @@ class RedisFrontier(Generic[P]):
 
     def resume(self, target: Target, *, walk_tail: bool = True, due_pages: Sequence[int] = (),
                wave: int | None = None) -> str | None:
-        """Resume ``target`` (``resume=auto|bound|holes|all|due``; auto plans as bound, and joins the job as it is
-        when a resume with other arguments is in progress) for the whole job, as a single process
+        """Resume ``target`` (``resume=auto|bound|holes|all|due``; auto, the default, plans as bound, joins the job
+        as it is while a resume with other arguments is in progress, and its plan gives way to an explicit one) for the whole job, as a single process
         resumes the same state (:func:`idcrawl.core.resume.resume_specs`): its lanes cut by their
         margin go on from just after their last found id (bound, all), its holes become a list lane
         walked by position (holes, all), its tail is walked when ``walk_tail`` (due: the worker that
@@ -470,8 +470,7 @@ class RedisFrontier(Generic[P]):
             own = {spec.key for spec in lane_specs(target)}
             reopen = [(spec.key, spec.start) for spec in specs if spec.ids is None and spec.key in own]
             holes = next((spec for spec in specs if spec.ids is not None), None)
-        mode = "bound" if target.resume == "auto" else target.resume  # auto: bound's plan, joined by bound's workers
-        args = f"resume={mode}" + (f", holes={target.holes}" if mode in ("holes", "all") else "")
+        args = f"resume={target.resume}" + (f", holes={target.holes}" if target.resume in ("holes", "all") else "")
         if wave is not None:
             args += f", wave={wave}"
         neutral = "1" if Outcome.FAILED in self._neutral else "0"
