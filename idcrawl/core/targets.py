@@ -48,6 +48,7 @@ __all__ = [
     "read_job",
     "read_job_profile",
     "template_digits",
+    "url_template",
     "template_ends",
 ]
 
@@ -191,6 +192,19 @@ class Target:
         if id_ is None or (self.min is not None and id_ < self.min) or (self.max is not None and id_ > self.max):
             return None
         return id_
+
+
+def url_template(url: str) -> tuple[str, int] | None:
+    """A template and an id for one page's ``url``: its last run of ASCII digits becomes ``{id}`` (braces
+    around it escaped), or None when the URL has no digits (``scrapy parse``/``check`` of an id spider
+    given a page without ``-a url=``)."""
+    match = None
+    for match in re.finditer(r"[0-9]+", url):
+        pass
+    if match is None or len(match.group()) > 20 or int(match.group()) > MAX_ID:
+        return None
+    before, after = (text.replace("{", "{{").replace("}", "}}") for text in (url[:match.start()], url[match.end():]))
+    return before + "{id}" + after, int(match.group())
 
 
 def id_in_template(template: str, url: str) -> int | None:
