@@ -54,6 +54,8 @@ relies on, by version:
 - :func:`before_download`: ``engine.downloader.handlers.download_request_async``, the call
   ``Downloader._download`` makes when a request leaves its slot's queue for the download handler
   (right after the slot's ``lastseen``); no signal fires there. The same in 2.18 and 2.19.
+- :func:`contract_testcase`: ``scrapy.contracts._create_testcase`` (the test case ``scrapy check``
+  reports a contract's error under); the same in 2.18 and 2.19.
 - :func:`stats_incrementer`: ``StatsCollector.inc_value`` and the collector's
   ``_stats`` dict (what that method increments); the same in 2.18 and 2.19.
 - :func:`shutdown_signals`: ``CrawlerProcess._log_shutdown(signum)``, which the
@@ -97,6 +99,7 @@ __all__ = [
     "before_download",
     "close_spider",
     "command_crawler",
+    "contract_testcase",
     "download_slot",
     "engine_busy",
     "feed_slots",
@@ -188,6 +191,14 @@ def offline_crawler(spidercls: type[Any], settings: dict[str, Any]) -> Crawler:
     from scrapy.utils.test import get_crawler
 
     return get_crawler(spidercls, settings)
+
+
+def contract_testcase(method: Callable[..., Any], desc: str) -> Any:
+    """The test case ``scrapy check`` reports an error of a spider's contract method under (``desc``:
+    ``contract``, ``callback``, ``errback``)."""
+    from scrapy.contracts import _create_testcase
+
+    return _create_testcase(method, desc)
 
 
 def command_crawler(command: Any, spidercls: Any) -> Crawler:

@@ -54,6 +54,7 @@ from idcrawl.core.seen import (
     make_backend,
 )
 from idcrawl.core.seen import dump as dump_seen
+from idcrawl.core.targets import RESET_MODES
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import META_KEY, runtime_of
 from idcrawl.state.location import job_file
@@ -91,9 +92,9 @@ def seen_path(settings: BaseSettings | Any, spider_name: str, backend: str) -> P
 
 
 def _resumes(crawler: Crawler) -> bool:
-    """Does any target of an id crawl continue an earlier run (``resume`` other than none)?"""
+    """Does any target of an id crawl continue an earlier run (``resume`` other than reset: auto, the default, too)?"""
     runtime = runtime_of(crawler)
-    return runtime is not None and any(target.resume != "none" for target in runtime.targets)
+    return runtime is not None and any(target.resume not in RESET_MODES for target in runtime.targets)
 
 
 class IdDupeFilter(RFPDupeFilter):

@@ -40,6 +40,7 @@ from scrapy.utils.spider import iterate_spider_output
 from idcrawl._scrapy import offline_crawler
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
+from idcrawl.core.targets import id_in_template, url_template
 from idcrawl.runtime import runtime_of
 from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
 
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from idcrawl.core.targets import Target
     from idcrawl.spiders.idseq import IdSeqSpider
 
-__all__ = ["RecordedCrawl", "RecordedPage"]
+__all__ = ["RecordedCrawl", "RecordedPage", "page_arguments"]
 
 #: What a recorded crawl sets whatever the project says: one process, no state file read or written.
 FORCED_SETTINGS: dict[str, Any] = {
@@ -92,6 +93,19 @@ def project_settings() -> dict[str, Any]:
     settings = get_project_settings()
     values = settings.copy_to_dict()
     return {name: values[name] for name in values if (settings.getpriority(name) or 0) > SETTINGS_PRIORITIES["default"]}
+
+
+def page_arguments(url: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Spider arguments for one page ``url`` (``scrapy parse``/``check``): ``arguments`` as given when they
+    name targets (``url`` or ``job``), else one target whose template is ``url`` with its last number as
+    the id (:func:`idcrawl.core.targets.url_template`)."""
+    if "url" in arguments or "job" in arguments:
+        return dict(arguments)
+    made = url_template(url)
+    if made is None:
+        raise ValueError(f"{url}: no number in it to take as the id: give -a url=TEMPLATE with {{id}}")
+    template, id_ = made
+    return {**arguments, "url": template, "start": id_}
 
 
 class RecordedCrawl:
@@ -160,7 +174,11 @@ class RecordedCrawl:
         """Fetch the page of ``id_`` (the cassette in use answers) and judge it as the crawl's callback does."""
         self.settle_probes()
         request = self.request(id_, target)
-        response = self.fetch_response(request)
+        return self.judge(request, self.fetch_response(request))
+
+    def judge(self, request: Request, response: Response) -> RecordedPage:
+        """What the crawl's callback makes of ``response`` to the id ``request``: its outcome and, when found,
+        what ``parse_found`` yields (no state recorded, nothing emitted)."""
         if not self._reaches_callback(response):
             # HttpErrorMiddleware hands it to the errback: failure_outcome() of a response that is not wanted
             return RecordedPage(request, response, Outcome.FAILED)
@@ -169,6 +187,15 @@ class RecordedCrawl:
         if outcome is Outcome.FOUND:
             output = list(iterate_spider_output(self.spider.parse_found(response, self.spider.base_item(response))))
         return RecordedPage(request, response, outcome, output)
+
+    def locate(self, url: str) -> tuple[Target, int]:
+        """The target whose template renders ``url`` for an id, and that id; ValueError (one line) when none does."""
+        for target in self.targets.values():
+            id_ = id_in_template(target.url, url)
+            if id_ is not None:
+                return target, id_
+        templates = ", ".join(target.url for target in self.targets.values())
+        raise ValueError(f"{url}: no target's url template renders it (templates: {templates})")
 
     def outcome(self, id_: int, target: str | None = None) -> Outcome:
         """The outcome of ``id_``'s recorded page: found, missing or failed."""

@@ -41,8 +41,8 @@ from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, resume_specs, tail_due
 from idcrawl.core.scope import JobScope
-from idcrawl.core.talk import resume_text
-from idcrawl.core.targets import Target
+from idcrawl.core.talk import NONE_DEPRECATED, forgotten_text, resume_text
+from idcrawl.core.targets import RESET_MODES, Target
 from idcrawl.errors import BadInputError
 from idcrawl.state.base import StateError, StateStore, TargetState
 from idcrawl.state.recorder import StateRecorder, item_fields, overwritten_feeds, recover_feed_tails
@@ -56,6 +56,25 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+class Forgotten:
+    """What ``resume=reset`` forgets of the targets it starts over, warned about in one line."""
+
+    def __init__(self) -> None:
+        self.targets = self.found = self.lanes = 0
+        self.words: set[str] = set()
+
+    def add(self, word: str, state: TargetState) -> None:
+        self.targets += 1
+        self.found += len(state.outcomes.get(Outcome.FOUND, ()))
+        self.lanes += len(state.lanes)
+        self.words.add(word)
+
+    def warn(self) -> None:
+        if self.targets:
+            logger.warning("idcrawl: %s", forgotten_text(self.targets, self.found, self.lanes, self.words))
+
 
 #: ``request.meta`` key of lane requests: ``{"lane": str, "id": int, "target": str}``.
 META_KEY = "idcrawl"
@@ -579,10 +598,14 @@ class LocalWorker:
         # the tails' schedules (idcrawl.core.recrawl), read once: resume=due plans with them, the recorder
         # applies the recrawl rule to them at the run's end
         self._tails: dict[str, Schedule] = store.tail_schedules() if store is not None else {}
+        self._forgotten = Forgotten()  # resume=reset: what the stored state held, warned about once
         for target in self._in_due_order(self.runtime.targets):
-            if target.resume == "none":
+            if target.resume in RESET_MODES:
                 recovered.pop(target.name, None)  # the target starts over
             self._add_target(target, store, origins, recovered.get(target.name))
+        self._forgotten.warn()
+        if any(target.resume == "none" for target in self.runtime.targets):
+            logger.warning("idcrawl: %s", NONE_DEPRECATED)
         self._recovered_count = sum(len(ids) for ids in recovered.values())
         if store is not None:
             self.recorder = StateRecorder(
@@ -608,13 +631,14 @@ class LocalWorker:
         """Fresh lanes, or the lanes of the resume plan of the target's stored past
         (``recovered``: found ids read back from the last run's feeds, not in the state yet)."""
         state = store.load(target.name) if store is not None else None
-        if state is None or target.resume == "none":
+        if state is None or target.resume in RESET_MODES:
             note = resume_text(target.resume, stored=state is not None)
             if note is not None:
                 self.resume_notes[target.name] = note
             if state is not None and store is not None:
+                self._forgotten.add(target.resume, state)
                 store.reset(target.name)
-            elif target.resume != "none":
+            elif target.resume not in ("auto", *RESET_MODES):
                 logger.warning("idcrawl: target %r has no stored state; resume=%s starts fresh",
                                target.name, target.resume)
             self.frontier.add_target(target)
@@ -624,7 +648,8 @@ class LocalWorker:
             if key in stored and stored[key] != current[key]:
                 raise BadInputError(
                     f"target {target.name!r}: {key}={current[key]!r} differs from the stored state "
-                    f"({key}={stored[key]!r}); resume=none starts the target over"
+                    f"({key}={stored[key]!r}): -a resume=reset starts the target over (forgetting its "
+                    "stored outcomes), or give another JOBDIR / IDCRAWL_STATE_PATH"
                 )
         if recovered:
             found = state.outcomes.get(Outcome.FOUND)

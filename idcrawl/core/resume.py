@@ -1,6 +1,6 @@
 """Turn a target's stored past into the lanes of a resumed run.
 
-``bound`` continues every unfinished lane (a lane cut by its margin from
+``bound`` (and ``auto``, the default) continues every unfinished lane (a lane cut by its margin from
 just after its last found id); ``holes`` refetches holes of the crawled
 spans (failed ones, or ``holes="all"``: missing and disallowed too) as list
 lanes; ``all`` does both; ``due`` walks the tail (the ascending lane, as ``bound`` does) when it is
@@ -20,7 +20,7 @@ from idcrawl.core.frontier import LaneSpec, lane_specs
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, plan_lane
 from idcrawl.core.recrawl import Schedule, due, overdue
-from idcrawl.core.targets import RESUME_MODES, Target
+from idcrawl.core.targets import BOUND_MODES, RESET_MODES, RESUME_MODES, Target
 
 __all__ = [
     "IDENTITY_KEYS", "RESUME_MODES", "due_first", "identity", "resume_specs", "tail_bound", "tail_due", "tail_specs",
@@ -73,7 +73,7 @@ def resume_specs(
         if due_pages:
             walks.append(_list_lane(target, "due", due_pages, refetch_found=True))  # found ids, which the tail skips
         return walks
-    if mode == "none" or not lanes:
+    if mode in RESET_MODES or not lanes:
         return lane_specs(target)
     specs: list[LaneSpec] = []
     fresh = {spec.key: spec for spec in lane_specs(target)}
@@ -82,7 +82,7 @@ def resume_specs(
         plan = plan_lane(record, dict(outcomes))
         spec = fresh.get(key)
         again: int | None = None  # the continued lane walks its ids from here on: not holes to refetch
-        if mode in ("bound", "all") and plan.bound is not None and spec is not None:
+        if (mode in BOUND_MODES or mode == "all") and plan.bound is not None and spec is not None:
             start, stop = plan.bound
             specs.append(LaneSpec(key, spec.direction, start, record.step, stop, spec.weight))
             again = start

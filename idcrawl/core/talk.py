@@ -26,12 +26,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from idcrawl.core.lanes import BOUND, MARGIN
+from idcrawl.core.targets import RESET_MODES
 
 __all__ = [
     "LaneInfo",
     "Tally",
     "TargetInfo",
     "done_by_target",
+    "forgotten_text",
     "format_duration",
     "format_rate",
     "lane_plan_text",
@@ -269,13 +271,24 @@ def resume_text(mode: str, *, stored: bool, known_found: int = 0, finished: Sequ
     ``finished``: directions that earlier runs walked to their end (resume=bound/all continue nothing there).
     """
     if not stored:
-        return None if mode == "none" else f"resume={mode}: no stored state, starts fresh"
-    if mode == "none":
-        return "resume=none: its stored state was reset, starts over"
+        return None if mode in ("auto", *RESET_MODES) else f"resume={mode}: no stored state, starts fresh"
+    if mode in RESET_MODES:
+        return f"resume={mode}: its stored state was reset, starts over"
     text = f"resumed (resume={mode}): {_plural(known_found, 'found id')} known, not fetched again"
-    if finished and mode in ("bound", "all"):
+    if finished and mode in ("auto", "bound", "all"):
         text += f"; {', '.join(finished)} finished earlier"
     return text
+
+
+def forgotten_text(targets: int, found: int, lanes: int, words: Iterable[str] = ("reset",)) -> str:
+    """The WARNING of a run that starts targets over (``resume=reset``): what their stored state held."""
+    said = "/".join(f"resume={word}" for word in sorted(set(words), reverse=True))
+    return (f"{said}: forgets the stored state of {_plural(targets, 'target')} ({_plural(found, 'found id')}, "
+            f"{_plural(lanes, 'lane')}): they start over (their run history stays)")
+
+
+NONE_DEPRECATED = ("resume=none is deprecated: it starts over like resume=reset, the word to use; "
+                   "without resume (auto, the default) a run continues from the stored state")
 
 
 # -- lines -------------------------------------------------------------------------------

@@ -28,11 +28,13 @@ from idcrawl.core.recrawl import _duration as _recrawl_duration
 from idcrawl.core.scope import SCHEMES, Collection, CrawlProfile, JobScope, ScopeKind, Seed
 
 __all__ = [
+    "BOUND_MODES",
     "DEFAULTS",
     "HOLES_MODES",
     "JOB_TARGET_KEYS",
     "MAX_ID",
     "PAGE_TARGET_KEYS",
+    "RESET_MODES",
     "RESUME_MODES",
     "TARGET_KEYS",
     "Direction",
@@ -46,6 +48,7 @@ __all__ = [
     "read_job",
     "read_job_profile",
     "template_digits",
+    "url_template",
     "template_ends",
 ]
 
@@ -120,7 +123,7 @@ DEFAULTS: dict[str, Any] = {
     "attempts": 3,
     "cooldown": 10.0,
     "backoff": 2.0,
-    "resume": "none",
+    "resume": "auto",
     "holes": "failed",
     "missing_statuses": tuple(sorted(DEFAULT_MISSING_STATUSES)),  # IDCRAWL_MISSING_STATUSES
     # learned soft 404s: a 2xx page at least this similar (Jaccard of 3-word
@@ -163,7 +166,7 @@ class Target:
     attempts: int = 3
     cooldown: float = 10.0
     backoff: float = 2.0
-    resume: str = "none"
+    resume: str = "auto"
     holes: str = "failed"
     rule: OutcomeRule = DEFAULT_RULE
     #: URL of a page known not to exist (``soft404_probe``: an id or a URL); None: nothing to learn
@@ -189,6 +192,19 @@ class Target:
         if id_ is None or (self.min is not None and id_ < self.min) or (self.max is not None and id_ > self.max):
             return None
         return id_
+
+
+def url_template(url: str) -> tuple[str, int] | None:
+    """A template and an id for one page's ``url``: its last run of ASCII digits becomes ``{id}`` (braces
+    around it escaped), or None when the URL has no digits (``scrapy parse``/``check`` of an id spider
+    given a page without ``-a url=``)."""
+    match = None
+    for match in re.finditer(r"[0-9]+", url):
+        pass
+    if match is None or len(match.group()) > 20 or int(match.group()) > MAX_ID:
+        return None
+    before, after = (text.replace("{", "{{").replace("}", "}}") for text in (url[:match.start()], url[match.end():]))
+    return before + "{id}" + after, int(match.group())
 
 
 def id_in_template(template: str, url: str) -> int | None:
@@ -288,7 +304,8 @@ def _float(field: str, value: Any, *, minimum: float = 0.0) -> float:
 def _choice(field: str, value: Any, choices: tuple[str, ...]) -> str:
     text = str(value).strip().lower() if isinstance(value, str) else None
     if text not in choices:
-        raise TargetError(field, value, f"must be one of {', '.join(choices)}")
+        shown = [choice for choice in choices if choice not in DEPRECATED_WORDS]
+        raise TargetError(field, value, f"must be one of {', '.join(shown)}")
     return text
 
 
@@ -583,9 +600,17 @@ def parse_page_target(raw: Mapping[str, Any]) -> PageTarget:
 
 
 RUN_OPTION_KEYS = ("resume", "holes")
-#: The values of a target's ``resume`` key (seed 000's resume plan; ``due``: only the tails and pages
-#: due again, :mod:`idcrawl.core.recrawl`) and of ``holes``.
-RESUME_MODES = ("none", "bound", "holes", "all", "due")
+#: The values of a target's ``resume`` key (seed 000's resume plan; ``auto``, the default: ``bound`` when
+#: there is stored state, fresh otherwise; ``reset``: start over, forgetting the stored outcomes; ``none``:
+#: the old default's word, a deprecated synonym of ``reset``; ``due``: only the tails and pages due again,
+#: :mod:`idcrawl.core.recrawl`) and of ``holes``.
+RESUME_MODES = ("auto", "reset", "bound", "holes", "all", "due", "none")
+#: Words still accepted but not offered in error lines.
+DEPRECATED_WORDS = frozenset({"none"})
+#: The ``resume`` words that start a target over (``none``: deprecated, warned about where the crawl starts).
+RESET_MODES = ("reset", "none")
+#: The ``resume`` words that continue each lane as ``bound`` does (``auto``: when there is stored state).
+BOUND_MODES = ("auto", "bound")
 HOLES_MODES = ("failed", "all")
 
 

@@ -82,14 +82,16 @@ def parse_watch(value: Any) -> bool:
 
 def watch_targets(targets: Sequence[Target]) -> list[Target]:
     """The targets of a watching crawl: every wave is a ``resume=due`` run, so a target's ``resume``
-    becomes ``due`` when it is ``none`` (the default) or ``due``; another mode is refused in one line
-    (a wave of ``bound`` or ``holes`` would walk the same lanes again and again)."""
+    becomes ``due`` when it is ``auto`` (the default) or ``due``; another mode is refused in one line
+    (a wave of ``bound`` or ``holes`` would walk the same lanes again and again, one of ``reset`` would
+    forget the last wave)."""
     watched: list[Target] = []
     for target in targets:
-        if target.resume not in ("none", "due"):
+        if target.resume not in ("auto", "due"):
             raise TargetError(
                 "resume", target.resume,
-                "watch=true runs resume=due waves (leave resume unset or give due)",
+                "watch=true runs resume=due waves (leave resume unset or give due; to start over, run once "
+                "with resume=reset first)",
                 where=f"target {target.name!r}",
             )
         watched.append(target if target.resume == "due" else replace(target, resume="due"))

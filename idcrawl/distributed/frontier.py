@@ -442,7 +442,8 @@ class RedisFrontier(Generic[P]):
 
     def resume(self, target: Target, *, walk_tail: bool = True, due_pages: Sequence[int] = (),
                wave: int | None = None) -> str | None:
-        """Resume ``target`` (``resume=bound|holes|all|due``) for the whole job, as a single process
+        """Resume ``target`` (``resume=auto|bound|holes|all|due``; auto, the default, plans as bound, joins the job
+        as it is while a resume with other arguments is in progress, and its plan gives way to an explicit one) for the whole job, as a single process
         resumes the same state (:func:`idcrawl.core.resume.resume_specs`): its lanes cut by their
         margin go on from just after their last found id (bound, all), its holes become a list lane
         walked by position (holes, all), its tail is walked when ``walk_tail`` (due: the worker that
@@ -479,6 +480,8 @@ class RedisFrontier(Generic[P]):
             reopen, holes.ids if holes is not None and holes.ids else (),
         )
         verdict = reply_text(reply[0])
+        if verdict == "conflict" and target.resume == "auto":
+            return None  # the default joins the job as it is, the lanes of the resume in progress included
         if verdict == "conflict":
             raise TargetConflict(
                 f"target {target.name!r}: {args} differs from the resume the job's workers are running "

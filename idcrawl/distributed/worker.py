@@ -56,7 +56,7 @@ from idcrawl.core.clock import format_time
 from idcrawl.core.lanes import MARGIN, Outcome
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import due_first, tail_due
-from idcrawl.core.targets import Target, TargetError, parse_target
+from idcrawl.core.targets import RESET_MODES, Target, TargetError, parse_target
 from idcrawl.core.watch import watch_targets, wave_key
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
 from idcrawl.distributed.connection import (
@@ -168,15 +168,22 @@ class RedisWorker:
         self._due_planned = 0  # the due pages of the plans this worker registered for the fleet
         resumed: dict[str, str | None] = {}
         not_due: dict[str, str] = {}  # resume=due: target -> when its tail falls due (this worker's plan)
+        for target in runtime.targets:  # starting over is not a worker's word: each worker of the fleet would say it
+            if target.resume in RESET_MODES:
+                raise BadInputError(
+                    f"{spider_name}: bad input: target {target.name!r}: resume={target.resume}: the workers of a "
+                    f"distributed job do not start it over: stop them and run scrapy idjob clean (Redis job "
+                    f"{self.job.prefix!r}), or give another IDCRAWL_REDIS_JOB"
+                )
         # the fleet's run this worker belongs to: its resume plans and the URL queue follow it (distributed.runs)
         self.frontier.join_run(self._wave())
         try:
             for target in self._planned(runtime.targets):
                 self.frontier.add_target(target)
-                if target.resume != "none":  # bound, holes, all, due: planned once for the job (RedisFrontier.resume)
-                    walk_tail = self._walk_tail(target, spider_name, not_due)
-                    resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave(),
-                                                                due_pages=self._due_ids.get(target.name, ()))
+                # auto (the default, as bound), bound, holes, all, due: planned once for the job (RedisFrontier.resume)
+                walk_tail = self._walk_tail(target, spider_name, not_due)
+                resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave(),
+                                                            due_pages=self._due_ids.get(target.name, ()))
         except TargetConflict as exc:
             if self.frontier.run is not None:  # refused: not a worker of the run, nothing saved changed
                 refused(self.client, self.job.prefix, self.worker, self.frontier.run)

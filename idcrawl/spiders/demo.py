@@ -18,6 +18,14 @@ class DemoSpider(IdSeqSpider):
     name = "demo"
 
     def parse_found(self, response: Response, item: dict[str, Any]) -> Iterable[Any]:
+        """A notice's fields. ``scrapy check demo`` runs these contracts on the demo site
+        (``python -m idcrawl.demo serve``, port 8000), through the id path as a crawl does.
+
+        @url http://127.0.0.1:8000/notice/12345
+        @returns items 1 1
+        @returns requests 0 0
+        @scrapes target id url title agency value published
+        """
         item["title"] = response.css("h1.title::text").get()
         item["agency"] = response.css("dd.agency::text").get()
         value = response.css("dd.value::text").get()

@@ -62,6 +62,7 @@ from idcrawl.core.pagebook import PageBook, by_target
 from idcrawl.core.ranges import LaneRecord
 from idcrawl.core.recrawl import Schedule, tail_after_run
 from idcrawl.core.resume import identity
+from idcrawl.core.targets import RESET_MODES
 from idcrawl.state.base import FeedMarks, StateError, StateStore
 from idcrawl.storage import report_storage_error, storage_failed, storage_problem
 
@@ -402,7 +403,7 @@ class StateRecorder:
         recrawl rule applied at the clock's now (:func:`idcrawl.core.recrawl.tail_after_run`): news = the
         target's highest found id (stored, or found by this run or a killed one before it) above the
         schedule's ``last_found``. A lane stopped before its margin (a kill, a limit) or
-        at its bound is no visit: its tail's schedule stays as it was (still due). ``resume=none``
+        at its bound is no visit: its tail's schedule stays as it was (still due). ``resume=reset``
         starts the schedule over, as it does the target's state."""
         now = self.clock.now()
         walked: dict[str, Schedule] = {}
@@ -410,7 +411,7 @@ class StateRecorder:
             if self.frontier.lane_direction[key] != "asc" or not lane.settled or lane.reason != MARGIN:
                 continue
             target = self.frontier.lane_target[key]
-            previous = None if target.resume == "none" else self._tails.get(target.name)
+            previous = None if target.resume in RESET_MODES else self._tails.get(target.name)
             walked[target.name] = tail_after_run(previous, target.name, self.found_max.get(target.name), now,
                                                  target.policy)
         return walked

@@ -120,8 +120,10 @@ rate = 2
 
 def test_unbounded_range_costs_no_more_memory_than_a_small_one(make_site, tmp_path: Path) -> None:
     site = make_site(GapModel(0, 10**15, set(range(2000, 2100))))
-    small = run_crawl(tmp_path, {"url": site.url(), "start": 1000, "max": 10**4, "margin": 5})
-    large = run_crawl(tmp_path, {"url": site.url(), "start": 1000, "max": 10**15, "margin": 5})
+    (tmp_path / "small").mkdir()
+    (tmp_path / "large").mkdir()  # a state of its own: max is part of a target's identity
+    small = run_crawl(tmp_path / "small", {"url": site.url(), "start": 1000, "max": 10**4, "margin": 5})
+    large = run_crawl(tmp_path / "large", {"url": site.url(), "start": 1000, "max": 10**15, "margin": 5})
     assert small.returncode == 0 and large.returncode == 0, large.stderr[-3000:]
     assert small.ids == large.ids == list(range(1000, 2000))
     # peak RSS of the whole crawler process, sampled by Scrapy's MemoryUsage extension

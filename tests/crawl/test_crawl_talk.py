@@ -106,9 +106,9 @@ def test_a_resumed_run_says_what_it_takes_from_the_state(make_site, tmp_path: Pa
         f"plan up: {site.url()}, margin 4: asc 1180 -> no max; "
         f"resumed (resume=bound): {found} found ids known, not fetched again"
     )
-    over = run_crawl(tmp_path, args, project_defaults=PROJECT)
+    over = run_crawl(tmp_path, {**args, "resume": "reset"}, project_defaults=PROJECT)
     assert over.returncode == 0, over.stderr[-3000:]
-    assert "; resume=none: its stored state was reset, starts over" in over.stderr
+    assert "; resume=reset: its stored state was reset, starts over" in over.stderr
 
 
 def test_state_off_is_said_in_the_plan(make_site, tmp_path: Path) -> None:

@@ -53,7 +53,8 @@ def test_pages_linked_many_times_are_fetched_once_and_a_jobdir_rerun_fetches_non
     assert (tmp_path / "job" / f"idcrawl-seen.{backend}").exists()
 
     site.log.clear()
-    second = crawl(site, tmp_path, settings)  # same JOBDIR: the lanes run again, their links are known
+    # same JOBDIR, the lanes walked again (reset: the default would continue, with nothing left): their links are known
+    second = crawl(site, tmp_path, settings, resume="reset")
     assert second.returncode == 0, second.stderr[-3000:]
     assert sorted(i for i in site.ids() if i <= RING) == list(range(1, RING + 1))
     assert detail_fetches(site) == Counter()
@@ -80,7 +81,7 @@ def test_a_page_that_never_got_a_final_answer_is_not_saved_as_seen(make_site, tm
     assert first.stats["dupefilter/filtered"] == 4 * RING - 2 - RING  # 1005's page yields no links
 
     site.log.clear()
-    second = crawl(site, tmp_path, settings)
+    second = crawl(site, tmp_path, settings, resume="reset")
     assert second.returncode == 0, second.stderr[-3000:]
     assert detail_fetches(site) == Counter({1005: 1})  # tried again; every answered page is known
     assert second.stats["dupefilter/filtered"] == 2 * RING - 1
@@ -95,8 +96,8 @@ def test_without_jobdir_only_a_resuming_run_reads_the_filter_beside_the_state(ma
     assert path.exists()
     assert sum(detail_fetches(site).values()) == RING
 
-    site.log.clear()  # resume=none starts over: the links are fetched again
-    fresh = crawl(site, tmp_path, settings, name="a")
+    site.log.clear()  # resume=reset starts over: the links are fetched again
+    fresh = crawl(site, tmp_path, settings, name="a", resume="reset")
     assert fresh.returncode == 0, fresh.stderr[-3000:]
     assert detail_fetches(site) == Counter(range(1001, 1001 + RING))
     assert fresh.stats["idcrawl/dupefilter/loaded"] == 0
@@ -121,6 +122,7 @@ def test_the_request_fingerprinter_setting_decides_what_is_a_duplicate(make_site
     custom = crawl(
         site, tmp_path,
         {**query, "REQUEST_FINGERPRINTER_CLASS": "tests.support.linking_spider.PathFingerprinter"},
+        resume="reset",
     )
     assert custom.returncode == 0, custom.stderr[-3000:]
     assert detail_fetches(site) == Counter(range(1001, 1001 + RING))

@@ -510,3 +510,32 @@ def test_holes_of_overlapping_targets_are_refetched_once_as_in_a_single_process(
     for name in ("a", "b"):
         state = store.load(name)
         assert state is not None and not state.outcomes.get(Outcome.FAILED), f"{name}: holes show new outcomes"
+
+
+def test_the_default_in_a_fleet_continues_as_in_one_process(make_site, redis_server, tmp_path: Path) -> None:
+    """The same command run again (the default, resume=auto) by a fleet: lanes cut by their margin look for
+    new ids just after their last found id, as one process does; nothing found is fetched again; reset is
+    refused in one line (a fleet is started over with idjob clean)."""
+    model = FlakyOnce(900, 1100, SITE_GAPS, flaky=set())
+    site = make_site(model)
+    args = {"url": site.url(), "start": 1000, "direction": "asc", "margin": 5, "name": "reg"}
+    settings = worker_settings(redis_server, job="auto")
+
+    def fleet(run: str) -> list[int]:
+        procs = [start_worker(tmp_path / f"{run}{n}", args, settings) for n in range(2)]
+        results = [finish(proc, tmp_path / f"{run}{n}") for n, proc in enumerate(procs)]
+        for result in results:
+            assert result.returncode == 0, result.stderr[-3000:]
+        return sorted(i["id"] for r in results for i in r.items)
+
+    first = fleet("a")
+    assert first == [i for i in range(1000, 1101) if i not in SITE_GAPS]
+    model.high = 1120  # new ids past the last found one
+    site.log.clear()
+    second = fleet("b")
+    assert second == list(range(1101, 1121)), "the new ids, each once across the fleet"
+    assert min(e.id for e in site.log if e.id is not None) == 1101, "nothing found is fetched again"
+    refused = finish(start_worker(tmp_path / "c", {**args, "resume": "reset"}, settings), tmp_path / "c")
+    assert refused.returncode != 0
+    assert "resume=reset: the workers of a distributed job do not start it over: stop them and run scrapy " \
+           "idjob clean" in refused.error_lines()[0]

@@ -250,7 +250,7 @@ def test_a_target_takes_its_recrawl_keys_from_arguments_and_job_files(tmp_path: 
         ({"recrawl_initial": "soon"}, "recrawl_initial='soon': must be a duration > 0"),
         ({"recrawl_min": "1d", "recrawl_max": "1h"}, "recrawl_min='1d': makes recrawl_min (86400s) above"),
         ({"recrawl_rate": "1"}, "recrawl_rate='1': unknown key (known: "),
-        ({"resume": "due-ish"}, "resume='due-ish': must be one of none, bound, holes, all, due"),
+        ({"resume": "due-ish"}, "resume='due-ish': must be one of auto, reset, bound, holes, all, due"),
     ],
 )
 def test_a_bad_recrawl_key_of_a_target_is_one_line(raw: dict[str, object], line: str) -> None:

@@ -56,3 +56,14 @@ def test_due_has_no_tail_for_an_ascending_lane_that_reached_its_bound() -> None:
                             "margin": 3})
     lanes = {"reg:asc": LaneRecord("reg:asc", 1000, 1, 1023, 1024, 1019, None, "bound")}
     assert resume_specs(bounded, lanes, OUTCOMES, "due") == []
+
+
+def test_the_default_auto_plans_as_bound_and_reset_starts_over() -> None:
+    """``auto`` (the default) continues as ``bound`` does; ``reset`` (and the deprecated ``none``) walk fresh lanes."""
+    assert TARGET.resume == "auto"
+    bound = resume_specs(TARGET, LANES, OUTCOMES, "bound")
+    assert resume_specs(TARGET, LANES, OUTCOMES, "auto") == bound
+    assert [(s.key, s.start) for s in bound] == [("reg:asc", 1020), ("reg:desc", 989)]
+    fresh = resume_specs(TARGET, {}, {}, "bound")
+    assert resume_specs(TARGET, LANES, OUTCOMES, "reset") == fresh
+    assert resume_specs(TARGET, LANES, OUTCOMES, "none") == fresh

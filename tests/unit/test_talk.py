@@ -14,6 +14,7 @@ from idcrawl.core.talk import (
     Tally,
     TargetInfo,
     done_by_target,
+    forgotten_text,
     format_duration,
     format_rate,
     lane_plan_text,
@@ -145,9 +146,22 @@ def test_plan_of_a_resumed_target_says_what_it_takes_from_earlier_runs() -> None
 
 
 def test_resume_notes_for_fresh_and_reset_targets() -> None:
+    assert resume_text("auto", stored=False) is None
+    assert resume_text("reset", stored=False) is None
     assert resume_text("none", stored=False) is None
     assert resume_text("bound", stored=False) == "resume=bound: no stored state, starts fresh"
+    assert resume_text("reset", stored=True) == "resume=reset: its stored state was reset, starts over"
     assert resume_text("none", stored=True) == "resume=none: its stored state was reset, starts over"
+    assert resume_text("auto", stored=True, known_found=3, finished=["asc"]) == (
+        "resumed (resume=auto): 3 found ids known, not fetched again; asc finished earlier")
+
+
+def test_a_reset_says_what_it_forgets() -> None:
+    assert forgotten_text(2, 1234, 3) == (
+        "resume=reset: forgets the stored state of 2 targets (1,234 found ids, 3 lanes): they start over "
+        "(their run history stays)")
+    assert forgotten_text(1, 1, 1, {"none", "reset"}).startswith("resume=reset/resume=none: forgets the stored "
+                                                                 "state of 1 target (1 found id, 1 lane)")
 
 
 def test_progress_rate_is_over_the_time_since_the_last_line() -> None:

@@ -78,7 +78,11 @@ def test_watched_targets_resume_due_and_other_modes_are_refused_in_one_line() ->
     with pytest.raises(TargetError) as error:
         watch_targets([plain, bound])
     assert str(error.value) == (
-        "target 'c': resume='bound': watch=true runs resume=due waves (leave resume unset or give due)")
+        "target 'c': resume='bound': watch=true runs resume=due waves (leave resume unset or give due; "
+        "to start over, run once with resume=reset first)")
+    reset = parse_target({"url": "http://x/{id}", "start": 1, "name": "d", "resume": "reset"})
+    with pytest.raises(TargetError, match="resume='reset': watch=true runs resume=due waves"):
+        watch_targets([reset])
 
 
 @pytest.mark.parametrize(("value", "expected"), [("true", True), ("Yes", True), ("1", True), (True, True),

@@ -1,8 +1,9 @@
--- RESUME: a worker started with resume=bound|holes|all|due registers that resume of a target for
+-- RESUME: a worker started with resume=auto|bound|holes|all|due registers that resume of a target for
 -- the job, or joins the one in progress. A resume is in progress while one of its lanes is
 -- unsettled, or while the fleet's run that planned it goes on (the worker belongs to it: RUN,
 -- idcrawl.distributed.runs, the one rule of a fleet's run): a worker started with the same
--- arguments then joins it (nothing is planned twice), one with other arguments is refused. Otherwise
+-- arguments then joins it (nothing is planned twice), one with other arguments is refused (a worker with
+-- the default, auto, is told so and joins the job as it is; a plan of auto gives way). Otherwise
 -- the worker's plan becomes the job's: the cut lanes it names go on from
 -- their restart id (bound, all, due; each reopening counts one more walk in the lane's walk
 -- field), and the hole ids become a new list lane <base> (first resume) or <base><n> (the
@@ -34,15 +35,18 @@ if current then
   for _, lane in ipairs(redis.call('SMEMBERS', RL)) do
     if redis.call('SISMEMBER', unsettled, lane) == 1 then active = true end  -- still walked
   end
-  if active then
-    if unwaved(current) ~= unwaved(args) then return {'conflict', current} end
+  if active and unwaved(current) == unwaved(args) then
     redis.call('SADD', RW, me)
     local out = {'joined'}
     for _, lane in ipairs(redis.call('LRANGE', R .. ':order', 0, -1)) do out[#out + 1] = lane end
     return out
   end
+  -- the default's plan (auto) gives way to an explicit resume, which it does not name (planned below)
+  if active and unwaved(current) ~= 'resume=auto' then return {'conflict', current} end
 end
-local gen = redis.call('HINCRBY', R, 'gen', 1)
+-- auto (as bound) names no list lane: only other resumes number the holes lanes
+local gen = 0
+if args ~= 'resume=auto' then gen = redis.call('HINCRBY', R, 'gen', 1) end
 redis.call('DEL', RL, RW, R .. ':order')
 redis.call('SADD', RW, me)
 redis.call('HSET', R, 'args', args, 'run', run)
