@@ -254,6 +254,10 @@ class StateRecorder:
         if self._ended:
             self._close_store()
 
+    def abandon(self) -> None:
+        """Another process owns the state now (this one's lease ran out): commit nothing more."""
+        self._store_closed = True
+
     def _close_store(self) -> None:
         if not self._store_closed:
             self._store_closed = True
