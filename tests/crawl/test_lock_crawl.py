@@ -7,52 +7,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from collections import Counter
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from idcrawl.demo.site import DemoModel, Reply
-from tests.support.crawl import REPO, CrawlResult, crawl_command, read_items, run_crawl
+from tests.support.crawl import REPO, read_items, run_crawl
+from tests.support.gated import SECOND_AGENT, START, GatedModel, gate_args, held_crawl, refused_run
 from tests.support.reference import target_truth
-
-START, LOW, HIGH, GATE = 10_050, 10_000, 10_099, 10_060
-SECOND_AGENT = "second-crawl"
-
-
-class GatedModel(DemoModel):
-    """The demo register whose page ``GATE`` answers only once :attr:`opened` is set (the first
-    crawl is held mid-way, its lock taken); every id request's User-Agent is kept."""
-
-    def __init__(self) -> None:
-        super().__init__(LOW, HIGH)
-        self.reached, self.opened = threading.Event(), threading.Event()
-        self.agents: list[str] = []
-
-    def reply_to(self, id_: int, host: str, nth: int, headers: Mapping[str, str]) -> Reply:
-        self.agents.append(headers.get("User-Agent", ""))
-        if id_ == GATE and nth == 1:
-            self.reached.set()
-            self.opened.wait(120)
-        return super().reply_to(id_, host, nth, headers)
-
-
-def _args(site: Any) -> dict[str, Any]:
-    return {"url": site.url(), "start": START, "direction": "both", "margin": 10, "name": "reg"}
-
-
-def _held(tmp_path: Path, site: Any, model: GatedModel, settings: dict[str, Any]) -> subprocess.Popen[bytes]:
-    """The first crawl, started and held at the gate (it has its lock by then)."""
-    command, env = crawl_command(tmp_path, _args(site), settings, output="items.jsonl")
-    with (tmp_path / "first.log").open("wb") as log:
-        first = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=log)
-    if not model.reached.wait(120):
-        first.kill()
-        pytest.fail("the first crawl never reached the gate: " + (tmp_path / "first.log").read_text()[-3000:])
-    return first
 
 
 def _idplan(tmp_path: Path, state: Path) -> subprocess.CompletedProcess[str]:
@@ -78,14 +40,10 @@ def test_a_second_crawl_of_a_state_is_refused_in_one_line_and_sends_no_request(
     settings, state, message = CASES[case]
     model = GatedModel()
     site = make_site(model)
-    first = _held(tmp_path, site, model, settings)
+    first = held_crawl(tmp_path, site, model, settings)
     try:
         # the same command, the same -O feed: refused before the feed is opened (not truncated)
-        command, env = crawl_command(tmp_path, _args(site), {**settings, "USER_AGENT": SECOND_AGENT},
-                                     output="items.jsonl")
-        proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
-                              check=False)
-        second = CrawlResult(proc.returncode, proc.stderr)
+        second = refused_run(tmp_path, site, settings)
         plan = _idplan(tmp_path, tmp_path / state) if state else None
     finally:
         model.opened.set()
@@ -113,17 +71,17 @@ def test_after_a_sigkill_the_next_run_takes_the_lock_at_once(make_site, tmp_path
     model = GatedModel()
     site = make_site(model)
     settings = {"JOBDIR": "job"}
-    first = _held(tmp_path, site, model, settings)
+    first = held_crawl(tmp_path, site, model, settings)
     first.kill()  # SIGKILL: no clean-up ran, the kernel released the lock
     first.wait(60)
     model.opened.set()
-    again = run_crawl(tmp_path, {**_args(site), "resume": "bound"}, settings, output="again.jsonl")
+    again = run_crawl(tmp_path, {**gate_args(site), "resume": "bound"}, settings, output="again.jsonl")
     assert again.returncode == 0, again.stderr[-3000:]
     assert f"its last holder (pid {first.pid} on host " in again.stderr
     assert "ended without releasing it (killed?); taken over" in again.stderr
     found = {item["id"] for item in read_items(tmp_path / "items.jsonl")} | set(again.ids)
     assert sorted(found) == target_truth(model.exists, START, "both", 10)
     # released at the end: a third run takes it without a word about a killed holder
-    third = run_crawl(tmp_path, {**_args(site), "resume": "bound"}, settings, output="third.jsonl")
+    third = run_crawl(tmp_path, {**gate_args(site), "resume": "bound"}, settings, output="third.jsonl")
     assert third.returncode == 0, third.stderr[-3000:]
     assert "ended without releasing it" not in third.stderr
