@@ -626,8 +626,9 @@ class LocalWorker:
                 raise BadInputError(f"{name}: {exc}") from None
             if isinstance(store, RedisStateStore):  # locked before anything is read or written
                 lease = settings.getfloat("IDCRAWL_STATE_LEASE", default_settings.IDCRAWL_STATE_LEASE)
-                runtime.hold(f"redis {store.prefix}",
-                             RedisOwner(store.client, store.prefix + "owner", lease, f"Redis state {store.prefix!r}"))
+                fleet = settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)
+                runtime.hold(f"redis {store.prefix}", RedisOwner(
+                    store.client, store.prefix + "owner", lease, f"Redis state {store.prefix!r}", fleet_lease=fleet))
         self._load(store)
 
     def _load(self, store: StateStore | None) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 from idcrawl.core.safetext import safe
 from idcrawl.state.base import StateError
 
-__all__ = ["FileLock", "Holder", "Locks", "RedisOwner", "StateLocked", "lock_path"]
+__all__ = ["FileLock", "Holder", "Locks", "RedisOwner", "StateLocked", "lock_path", "state_owner"]
 
 #: Compare-and-renew and compare-and-delete of the owner key (only its holder's value may).
 _RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
@@ -127,10 +127,13 @@ class RedisOwner:
     whose process is gone (:func:`idcrawl.distributed.connection.worker_gone`) is taken over at once.
     """
 
-    def __init__(self, client: Any, key: str, lease: float, what: str) -> None:
+    def __init__(self, client: Any, key: str, lease: float, what: str, *, fleet_lease: float = 0.0) -> None:
+        """``fleet_lease``: a distributed job's worker lease; its live workers (heartbeats in the job's
+        ``workers`` set fresher than that) refuse the key too."""
         from idcrawl.distributed.connection import worker_id
 
         self.client, self.key, self.what = client, key, what
+        self.fleet_lease_ms = int(fleet_lease * 1000)
         self.lease_ms = max(1, int(lease * 1000))
         self.me = Holder.me()
         self.value = self.me.to_json(worker=worker_id())
@@ -144,6 +147,7 @@ class RedisOwner:
 
         try:
             self._acquire()
+            self._no_fleet()
         except redis.RedisError as exc:
             raise StateError(f"{self.what}: cannot take its owner key {self.key!r}: {safe(exc)}") from None
 
@@ -168,6 +172,20 @@ class RedisOwner:
         raise StateLocked(f"{self.what} is in use by another crawl ({who}{lease}; owner key {self.key!r}); "
                           "only one process may write a state: wait for it to end, or stop it")
 
+    def _no_fleet(self) -> None:
+        """A distributed job's workers write the same keys: refused while one of them is alive."""
+        if not self.fleet_lease_ms:
+            return
+        seconds, micros = self.client.time()
+        now_ms = seconds * 1000 + micros // 1000
+        workers = self.key.rsplit(":", 1)[0] + ":workers"
+        alive = self.client.zrangebyscore(workers, now_ms - self.fleet_lease_ms, "+inf")
+        if alive:
+            self.release()
+            raise StateLocked(f"{self.what} is in use by {len(alive)} live worker(s) of a distributed job "
+                              f"(such as {safe(_text(alive[0]))}); only one process may write a state: "
+                              "stop them, or crawl with the fleet's settings")
+
     def renew(self) -> bool:
         """Extend the lease; False if the key is no longer this process's (expired and taken)."""
         if not self.held:
@@ -181,6 +199,20 @@ class RedisOwner:
         if self.held:
             self.held = False
             self.client.eval(_RELEASE, 1, self.key, self.value)
+
+
+def state_owner(client: Any, key: str) -> Holder | None:
+    """The live holder of an owner key (a distributed worker checks it before joining), or None."""
+    from idcrawl.distributed.connection import worker_gone
+
+    raw = client.get(key)
+    if raw is None or worker_gone(str(_json(raw).get("worker", ""))):
+        return None
+    return Holder.parse(raw) or Holder(None, "?", "?")
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
 def _json(raw: bytes | str | None) -> dict[str, Any]:

@@ -212,7 +212,7 @@ class StateRecorder:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         self.checkpoint(tails=True)
-        if self._run_id is not None:
+        if self._run_id is not None and not self._store_closed:  # closed: abandoned to another process
             self.store.end_run(self._run_id, self.clock.stamp(), reason, counts)
         if self.watch:
             self.next_page_at = self._next_page_due(self.clock.now())
