@@ -157,3 +157,19 @@ def test_a_crawl_whose_owner_key_another_process_took_stops_and_commits_nothing_
     assert stats["finish_reason"] == "idcrawl_state_lock_lost", log[-3000:]
     assert client.llen("idcrawl:{single}:runs") == runs_before, "the run's end was recorded in another's state"
     assert json.loads(client.get(KEY))["pid"] == 4242, "the stopped crawl deleted the new holder's key"
+
+
+def test_idjob_clean_keeps_a_job_a_single_process_crawl_holds(redis_server, tmp_path: Path) -> None:
+    client = redis.Redis.from_url(redis_server.url)
+    holder = {"pid": 4242, "host": "elsewhere", "since": "2026-11-27T20:00:00Z", "worker": "elsewhere:4242:ab:ffff"}
+    client.set(KEY, json.dumps(holder), px=600_000)
+    client.hset("idcrawl:{single}:targets", "reg", "{}")
+    settings = _settings(redis_server)
+    kept = scrapy(tmp_path, "idjob", "clean", settings=settings)
+    assert kept.returncode == 1
+    assert kept.stderr.strip() == ("idjob: error: 'idcrawl:{single}:' is in use by a single-process crawl (held by "
+                                   "pid 4242 on host elsewhere, since 2026-11-27T20:00:00Z); stop it or give --force")
+    assert client.exists("idcrawl:{single}:targets")
+    cleaned = scrapy(tmp_path, "idjob", "clean", "--force", settings=settings)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert client.keys("idcrawl:{single}:*") == []
