@@ -272,8 +272,13 @@ class IdRuntime:
                 worker_cls = load_object(path) if isinstance(path, str) else path
             except (ImportError, AttributeError, NameError, ValueError) as exc:
                 raise BadInputError(f"bad setting: IDCRAWL_WORKER_CLASS={path!r}: cannot be imported ({exc})") from None
-            self._lock_jobdir()
-            self._worker = worker_cls(self)
+            try:
+                self._lock_jobdir()
+                self._worker = worker_cls(self)
+            except BaseException:
+                if self.wave == 1:  # refused: the locks go with it (a later wave's crawl stops holding them)
+                    self.locks.release()
+                raise
 
     @property
     def clock(self) -> Clock:

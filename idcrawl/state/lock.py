@@ -8,6 +8,7 @@ runs. Readers (``scrapy idplan``, ...) take no lock.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import json
@@ -69,8 +70,8 @@ def lock_path(path: str | Path) -> Path:
 class FileLock:
     """``flock(LOCK_EX | LOCK_NB)`` on ``path``; the kernel releases it when the holder dies.
 
-    The file is never deleted (another process may be waiting on the same inode): a clean
-    release empties it, so a file that still names a holder was left by one that was killed.
+    A clean release deletes the file while still holding it (a taker checks that the file it locked is
+    still the one at ``path``), so a file that names a holder was left by one that was killed.
     """
 
     def __init__(self, path: Path, what: str) -> None:
@@ -82,30 +83,48 @@ class FileLock:
 
     def acquire(self) -> None:
         """Take the lock, or raise :class:`StateLocked` naming its holder (nothing is written then)."""
+        while self._file is None:
+            fd = self._open()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = Holder.parse(_read(fd))
+                os.close(fd)
+                who = f"held by {holder}" if holder else "held by a process that has not written its name yet"
+                raise StateLocked(f"{self.what} is in use by another crawl ({who}; lock {str(self.path)!r}); "
+                                  "only one process may write a state: wait for it to end, or stop it") from None
+            if not self._same_file(fd):  # its holder deleted it on release in between: lock the new one
+                os.close(fd)
+                continue
+            self._file = os.fdopen(fd, "r+b", buffering=0)
+            self.left_by = Holder.parse(_read(fd))
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, Holder.me().to_json().encode() + b"\n", 0)
+
+    def _open(self) -> int:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise StateError(f"{self.what}: cannot create its lock file {str(self.path)!r}: "
                              f"{exc.strerror or exc}") from None
+
+    def _same_file(self, fd: int) -> bool:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = Holder.parse(_read(fd))
-            os.close(fd)
-            who = f"held by {holder}" if holder else "held by a process that has not written its name yet"
-            raise StateLocked(f"{self.what} is in use by another crawl ({who}; lock {str(self.path)!r}); "
-                              "only one process may write a state: wait for it to end, or stop it") from None
-        self._file = os.fdopen(fd, "r+b", buffering=0)
-        self.left_by = Holder.parse(_read(fd))
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, Holder.me().to_json().encode() + b"\n", 0)
+            at_path = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        held = os.fstat(fd)
+        return (held.st_dev, held.st_ino) == (at_path.st_dev, at_path.st_ino)
 
     def release(self) -> None:
         if self._file is not None:
             file, self._file = self._file, None
-            with contextlib.suppress(OSError):
-                os.ftruncate(file.fileno(), 0)
+            try:
+                self.path.unlink()  # while still locked: see acquire()
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(file.fileno(), 0)
             file.close()  # closing the last descriptor releases the lock
 
     @property
@@ -224,10 +243,12 @@ def _json(raw: bytes | str | None) -> dict[str, Any]:
 
 
 class Locks:
-    """The locks one crawl holds, each taken once (watch mode's waves reopen the state) until :meth:`release`."""
+    """The locks one crawl holds, each taken once (watch mode's waves reopen the state) until :meth:`release`
+    (at the latest when the interpreter exits: a crawl refused later than its locks releases them too)."""
 
     def __init__(self) -> None:
         self.held: dict[str, FileLock | RedisOwner] = {}
+        atexit.register(self.release)
 
     def take(self, key: str, lock: FileLock | RedisOwner) -> bool:
         """Acquire ``lock`` unless one under ``key`` is held already (False then); StateError if refused."""

@@ -1,4 +1,4 @@
-"""``idcrawl.state.lock.FileLock``: one holder at a time, named in the refusal; a clean release empties the file,
+"""``idcrawl.state.lock.FileLock``: one holder at a time, named in the refusal; a clean release deletes the file,
 a killed holder's name stays for the next one to report."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def test_a_second_lock_on_one_file_is_refused_naming_the_holder_and_taken_after_
     assert message.startswith(f"state file 'x' is in use by another crawl (held by pid {os.getpid()} on host ")
     assert "\n" not in message and not second.held
     first.release()
-    assert path.read_text() == "", "a clean release leaves no holder in the file"
+    assert not path.exists(), "a clean release leaves no lock file"
     second.acquire()
     assert second.left_by is None
     second.release()
@@ -65,3 +65,24 @@ def test_a_lock_file_that_cannot_be_created_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(Exception, match=r"^x: cannot create its lock file '.*file/sub/s.lock': ") as error:
         FileLock(tmp_path / "file" / "sub" / "s.lock", "x").acquire()
     assert not isinstance(error.value, StateLocked)
+
+
+def test_a_taker_that_opened_the_file_its_holder_deletes_on_release_locks_the_new_one(tmp_path: Path) -> None:
+    path = tmp_path / "s.lock"
+    holder = FileLock(path, "x")
+    holder.acquire()
+    late = FileLock(path, "x")
+    opened = late._open  # the late taker opens the old file, then its holder releases (deletes) it
+
+    def open_then_release() -> int:
+        fd = opened()
+        holder.release()
+        late._open = opened  # type: ignore[method-assign]
+        return fd
+
+    late._open = open_then_release  # type: ignore[method-assign]
+    late.acquire()
+    other = FileLock(path, "x")
+    with pytest.raises(StateLocked):  # one holder: the late taker locked the file that is at the path now
+        other.acquire()
+    late.release()
