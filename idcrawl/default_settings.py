@@ -244,6 +244,12 @@ IDCRAWL_WORKER_CLASS = "idcrawl.runtime.LocalWorker"
 #: keeps it in Redis.
 IDCRAWL_STATE_BACKEND = "sqlite"
 
+#: Seconds of the owner key's lease of a single-process crawl's Redis state
+#: (IDCRAWL_STATE_BACKEND = "redis"): one process per state; renewed every third
+#: of it while the crawl runs, deleted at close. A killed holder's key blocks
+#: the next run until it expires (at once for a dead process of the same machine).
+IDCRAWL_STATE_LEASE = 30.0
+
 #: The first part of every Redis key: keys are <prefix>:{<job>}:...
 IDCRAWL_REDIS_PREFIX = "idcrawl"
 

@@ -40,12 +40,16 @@ from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, resume_specs, tail_due
+from idcrawl.core.safetext import safe
 from idcrawl.core.scope import JobScope
 from idcrawl.core.talk import NONE_DEPRECATED, forgotten_text, resume_text
 from idcrawl.core.targets import RESET_MODES, Target
 from idcrawl.errors import BadInputError
 from idcrawl.state.base import StateError, StateStore, TargetState
+from idcrawl.state.location import STATE_FILENAME, state_path
+from idcrawl.state.lock import FileLock, Locks, RedisOwner, lock_path
 from idcrawl.state.recorder import StateRecorder, item_fields, overwritten_feeds, recover_feed_tails
+from idcrawl.state.redis import RedisStateStore
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -75,6 +79,9 @@ class Forgotten:
         if self.targets:
             logger.warning("idcrawl: %s", forgotten_text(self.targets, self.found, self.lanes, self.words))
 
+
+#: Finish reason of a crawl whose Redis state's owner key another process took (its lease ran out).
+LOCK_LOST = "idcrawl_state_lock_lost"
 
 #: ``request.meta`` key of lane requests: ``{"lane": str, "id": int, "target": str}``.
 META_KEY = "idcrawl"
@@ -217,12 +224,64 @@ class IdRuntime:
         self.wave = 1
         self._counts_before: dict[str, int] = {}  # watch mode: the job totals when this wave began
         self._stats_inc: Callable[..., None] | None = None  # _scrapy.stats_incrementer, on first use
+        #: one process per state (idcrawl.state.lock): held from the first worker until the engine stops
+        self.locks = Locks()
+        self._renewal: Any = None
         _RUNTIMES[crawler] = self
         # the runtime refers to its crawler: left in the registry, a finished crawler would stay in memory
         crawler.signals.connect(self._forget, signal=signals.engine_stopped)
 
     def _forget(self) -> None:
+        if self._renewal is not None and self._renewal.running:
+            self._renewal.stop()
+        self.locks.release()
         _RUNTIMES.pop(self.crawler, None)
+
+    def hold(self, key: str, lock: FileLock | RedisOwner) -> None:
+        """Take ``lock`` for the whole crawl (once: watch mode's waves reopen the state); BadInputError naming
+        its holder if another process has it. A Redis owner key's lease is renewed while the crawl runs."""
+        name = getattr(self.crawler.spidercls, "name", "idseq")
+        try:
+            if not self.locks.take(key, lock):
+                return
+        except StateError as exc:
+            self.locks.release()
+            raise BadInputError(f"{name}: {exc}") from None
+        if lock.left_by is not None:
+            logger.warning("idcrawl: %s: its last holder (%s) ended without releasing it (killed?); taken over",
+                           lock.what, lock.left_by)
+        if isinstance(lock, RedisOwner):
+            from scrapy.utils.asyncio import create_looping_call
+
+            self._renewal = create_looping_call(self._renew, lock)
+            self._renewal.start(lock.lease_ms / 3000, now=False)
+
+    def _renew(self, owner: RedisOwner) -> None:
+        import redis
+
+        try:
+            kept = owner.renew()
+        except redis.RedisError as exc:
+            logger.warning("idcrawl: %s: cannot renew its owner key's lease: %s", owner.what, safe(exc))
+            return
+        if kept or not owner.held:
+            return
+        owner.held = False
+        logger.error("idcrawl: %s: its owner key %r expired and another process took it; this crawl stops "
+                     "and commits nothing more", owner.what, owner.key)
+        recorder = getattr(self._worker, "recorder", None)
+        if recorder is not None:
+            recorder.abandon()
+        if self._renewal is not None and self._renewal.running:
+            self._renewal.stop()
+        _scrapy.close_spider(self.crawler, LOCK_LOST)
+
+    def _lock_jobdir(self) -> None:
+        """Scrapy's own files in ``JOBDIR`` (request queues, spider state) have one writer too, state or not."""
+        jobdir = self.crawler.settings.get("JOBDIR")
+        if jobdir:
+            path = lock_path(Path(jobdir) / STATE_FILENAME)
+            self.hold(str(path.resolve()), FileLock(path, f"JOBDIR {str(jobdir)!r}"))
 
     def start(self) -> None:
         """Build the worker (its frontier, the state loaded) once; BadInputError if it cannot be used."""
@@ -232,7 +291,13 @@ class IdRuntime:
                 worker_cls = load_object(path) if isinstance(path, str) else path
             except (ImportError, AttributeError, NameError, ValueError) as exc:
                 raise BadInputError(f"bad setting: IDCRAWL_WORKER_CLASS={path!r}: cannot be imported ({exc})") from None
-            self._worker = worker_cls(self)
+            try:
+                self._lock_jobdir()
+                self._worker = worker_cls(self)
+            except BaseException:
+                if self.wave == 1:  # refused: the locks go with it (a later wave's crawl stops holding them)
+                    self.locks.release()
+                raise
 
     @property
     def clock(self) -> Clock:
@@ -575,10 +640,19 @@ class LocalWorker:
             from idcrawl.state.factory import open_store
 
             name = getattr(crawler.spidercls, "name", "idseq")
+            backend = str(settings.get("IDCRAWL_STATE_BACKEND") or default_settings.IDCRAWL_STATE_BACKEND)
+            if backend.strip().lower() == "sqlite":  # locked before the file is opened
+                path = state_path(settings, name)
+                runtime.hold(str(lock_path(path).resolve()), FileLock(lock_path(path), f"state file {str(path)!r}"))
             try:
                 store = open_store(settings, name, stats=crawler.stats)  # IDCRAWL_STATE_BACKEND: sqlite or redis
             except StateError as exc:
                 raise BadInputError(f"{name}: {exc}") from None
+            if isinstance(store, RedisStateStore):  # locked before anything is read or written
+                lease = settings.getfloat("IDCRAWL_STATE_LEASE", default_settings.IDCRAWL_STATE_LEASE)
+                fleet = settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)
+                runtime.hold(f"redis {store.prefix}", RedisOwner(
+                    store.client, store.prefix + "owner", lease, f"Redis state {store.prefix!r}", fleet_lease=fleet))
         self._load(store)
 
     def _load(self, store: StateStore | None) -> None:

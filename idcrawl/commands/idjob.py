@@ -10,7 +10,7 @@ The job is found like the workers find it: scrapy-redis's ``REDIS_URL`` (or
   fleet (a JSON object of job-file keys, or a list of them), validated here
   first so a typo is one error line, not a worker's log line;
 - ``clean [--force]``: delete every key of the job (refused while a worker's
-  heartbeat is fresh, unless ``--force``);
+  heartbeat is fresh or a single-process crawl holds its owner key, unless ``--force``);
 - ``incidents -o FILE``: move the incidents every worker pushed into the
   job's list into one XML incident log (valid against the shipped schema).
 """
@@ -127,6 +127,12 @@ class Command(ScrapyCommand):
         alive = self.client.zrangebyscore(self.prefix + "workers", now_ms - self._lease() * 1000, "+inf")
         if alive and not opts.force:
             raise ValueError(f"{len(alive)} worker(s) of {self.prefix!r} are alive; stop them or give --force")
+        from idcrawl.state.lock import state_owner
+
+        owner = state_owner(self.client, self.prefix + "owner")
+        if owner is not None and not opts.force:
+            raise ValueError(f"{self.prefix!r} is in use by a single-process crawl (held by {owner}); "
+                             "stop it or give --force")
         deleted = 0
         for batch in _batches(self.client.scan_iter(match=_escape(self.prefix) + "*", count=1000), 500):
             deleted += int(self.client.delete(*batch))

@@ -249,6 +249,7 @@ SPECS: Final[dict[str, Spec]] = {
     "IDCRAWL_STATE_EMIT_ONCE": _bool(),
     "IDCRAWL_STATE_PATH": _text("a file path (or unset for the default)"),
     "IDCRAWL_STATE_BACKEND": _choice(("sqlite", "redis")),
+    "IDCRAWL_STATE_LEASE": _float(above=True, note=" (seconds)"),
     # limits (idcrawl.core.limits checks them the same way)
     **{f"IDCRAWL_LIMIT_{key}": _limit(duration=key in ("TDL", "TAC"))
        for key in ("LT", "IMAX", "PLMAX", "TTMAX", "TDL", "TAC", "TST")},

@@ -56,6 +56,7 @@ from idcrawl.core.clock import format_time
 from idcrawl.core.lanes import MARGIN, Outcome
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import due_first, tail_due
+from idcrawl.core.safetext import safe
 from idcrawl.core.targets import RESET_MODES, Target, TargetError, parse_target
 from idcrawl.core.watch import watch_targets, wave_key
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
@@ -74,6 +75,7 @@ from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
 from idcrawl.state.base import StateError
+from idcrawl.state.lock import state_owner
 from idcrawl.state.recorder import UnwrittenItems, flush_feeds, page_key
 from idcrawl.storage import storage_failed
 
@@ -132,6 +134,14 @@ class RedisWorker:
         except RedisUnavailable as exc:
             raise BadInputError(f"{spider_name}: {exc}") from None
         self.job = RedisJob(self.client, job_prefix(settings, spider_name))
+        try:
+            owner = state_owner(self.client, self.job.prefix + "owner")
+        except RedisError as exc:
+            raise BadInputError(f"{spider_name}: {safe(exc)}") from None
+        if owner is not None:  # one process per state: a single-process crawl writes this job's keys
+            raise BadInputError(f"{spider_name}: Redis job {self.job.prefix!r} is in use by a single-process crawl "
+                                f"(held by {owner}; owner key {self.job.prefix + 'owner'!r}); a fleet worker "
+                                "cannot join it: wait for it to end, or stop it")
         self.worker = worker_id()
         counts_failed = settings.getbool("IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED)
         self.lease = settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)

@@ -214,7 +214,7 @@ class StateRecorder:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         self.checkpoint(tails=True)
-        if self._run_id is not None:
+        if self._run_id is not None and not self._store_closed:  # closed: abandoned to another process
             run_id = self._run_id
             self._write(lambda: self.store.end_run(run_id, self.clock.stamp(), reason, counts))
         if self.watch:
@@ -256,6 +256,10 @@ class StateRecorder:
         self.checkpoint(flush=False)
         if self._ended:
             self._close_store()
+
+    def abandon(self) -> None:
+        """Another process owns the state now (this one's lease ran out): commit nothing more."""
+        self._store_closed = True
 
     def _close_store(self) -> None:
         if not self._store_closed:
