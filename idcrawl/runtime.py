@@ -45,7 +45,14 @@ from idcrawl.core.talk import resume_text
 from idcrawl.core.targets import Target
 from idcrawl.errors import BadInputError
 from idcrawl.state.base import StateError, StateStore, TargetState
-from idcrawl.state.recorder import StateRecorder, item_fields, overwritten_feeds, recover_feed_tails
+from idcrawl.state.recorder import (
+    OwnLine,
+    ReadBack,
+    StateRecorder,
+    item_fields,
+    overwritten_feeds,
+    recover_feed_tails,
+)
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -522,6 +529,18 @@ def runtime_of(crawler: Crawler | None) -> IdRuntime | None:
     return runtime
 
 
+def own_line(targets: Sequence[Target]) -> OwnLine:
+    """Whether a feed line's ``(target, id, url)`` is an item of one of ``targets``' own pages: a target of
+    the job, an id in its bounds, and the URL its template renders for that id (emit-once read-back)."""
+    by_name = {target.name: target for target in targets}
+
+    def own(name: str, id_: int, url: Any) -> bool:
+        target = by_name.get(name)
+        return target is not None and isinstance(url, str) and target.id_of(url) == id_
+
+    return own
+
+
 class LocalWorker:
     """Lanes in this process (:class:`~idcrawl.core.frontier.Frontier`), state through the state recorder."""
 
@@ -550,6 +569,7 @@ class LocalWorker:
         #: only), kept with the state (None: state off, every found page is new)
         self.pages: PageBook | None = None
         self._recovered_count = 0  # found ids read back from the last run's feed tails
+        self._foreign_lines = 0  # lines of those tails that are not this job's (skipped)
         self._due_pages = 0  # page ids due (resume=due)
         store = None
         if settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
@@ -574,8 +594,11 @@ class LocalWorker:
         emit_once = settings.getbool("IDCRAWL_STATE_EMIT_ONCE", default_settings.IDCRAWL_STATE_EMIT_ONCE)
         # ids the last run wrote to its feeds after its last commit: found already, never emitted again
         # (not in a watching crawl's later waves: the feeds are this process's own, committed at the last wave's end)
-        recovered = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler))
-                     if store is not None and emit_once and self.runtime.wave == 1 else {})
+        # only this job's lines: another job appending to the same file writes lines that are not
+        read = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler),
+                                   own=own_line(self.runtime.targets))
+                if store is not None and emit_once and self.runtime.wave == 1 else ReadBack())
+        recovered, self._foreign_lines = read.found, read.foreign
         # the tails' schedules (idcrawl.core.recrawl), read once: resume=due plans with them, the recorder
         # applies the recrawl rule to them at the run's end
         self._tails: dict[str, Schedule] = store.tail_schedules() if store is not None else {}
@@ -584,6 +607,10 @@ class LocalWorker:
                 recovered.pop(target.name, None)  # the target starts over
             self._add_target(target, store, origins, recovered.get(target.name))
         self._recovered_count = sum(len(ids) for ids in recovered.values())
+        if self._foreign_lines:
+            logger.warning("idcrawl: resume: %d feed lines past the last commit are not this job's (another "
+                           "target, URL or id: another job appends to the same feed?); skipped, their ids "
+                           "are fetched again", self._foreign_lines)
         if store is not None:
             self.recorder = StateRecorder(
                 store, self.crawler, self.frontier, origins,
@@ -628,7 +655,15 @@ class LocalWorker:
                 )
         if recovered:
             found = state.outcomes.get(Outcome.FOUND)
-            state.outcomes[Outcome.FOUND] = recovered | found if found is not None else recovered
+            if found is not None:
+                # a line past the last commit is of an id not found then: one found before is not this job's
+                before = recovered & found
+                if before:
+                    self._foreign_lines += len(before)
+                    recovered -= before
+                state.outcomes[Outcome.FOUND] = recovered | found
+            else:
+                state.outcomes[Outcome.FOUND] = recovered
         walk_tail = True
         if target.resume == "due":
             schedule = self._tails.get(target.name)
@@ -697,6 +732,8 @@ class LocalWorker:
     def open(self) -> None:
         if self._recovered_count:
             self.runtime.stats.set_value(f"{STATS_PREFIX}/resume/recovered_from_feed", self._recovered_count)
+        if self._foreign_lines:
+            self.runtime.stats.set_value(f"{STATS_PREFIX}/resume/foreign_feed_lines", self._foreign_lines)
         if self._due_pages:
             self.runtime.stats.set_value(f"{STATS_PREFIX}/pages/due", self._due_pages)
         if self.recorder is not None:

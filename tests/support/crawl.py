@@ -94,14 +94,16 @@ def run_crawl(
     runspider: Path | None = None,
     timeout: float = 180,
     output: str = "items.jsonl",
+    overwrite: bool = True,
     project_defaults: Sequence[str] = (),
 ) -> CrawlResult:
-    """Run ``scrapy crawl`` in ``workdir`` to the end and collect items, stats and stderr."""
+    """Run ``scrapy crawl`` in ``workdir`` to the end and collect items, stats and stderr
+    (``overwrite`` False: ``-o``, the feed appended to; its items are all the file holds then)."""
     stats_path = workdir / "stats.json"
-    for stale in (workdir / output, stats_path):
+    for stale in (workdir / output, stats_path) if overwrite else (stats_path,):
         stale.unlink(missing_ok=True)
     command, env = crawl_command(workdir, args, settings, spider=spider, runspider=runspider, output=output,
-                                 project_defaults=project_defaults)
+                                 overwrite=overwrite, project_defaults=project_defaults)
     proc = subprocess.run(
         command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
