@@ -21,9 +21,10 @@ from __future__ import annotations
 import heapq
 import logging
 import operator
+import os
 import time
 import weakref
-from collections.abc import Callable, Container, Hashable, Sequence, Sized
+from collections.abc import Callable, Container, Hashable, Mapping, Sequence, Sized
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -56,10 +57,12 @@ from idcrawl.state.recorder import (
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
 __all__ = [
-    "DUE_KEY", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter", "LocalWorker", "Worker", "is_id_crawl", "runtime_of",
+    "DUE_KEY", "ITEMS_NOWHERE", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter", "LocalWorker", "Worker",
+    "is_id_crawl", "items_kept", "own_line", "runtime_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -220,6 +223,12 @@ class IdRuntime:
                 worker_cls = load_object(path) if isinstance(path, str) else path
             except (ImportError, AttributeError, NameError, ValueError) as exc:
                 raise BadInputError(f"bad setting: IDCRAWL_WORKER_CLASS={path!r}: cannot be imported ({exc})") from None
+            settings = self.crawler.settings
+            keeps_state = not (isinstance(worker_cls, type) and issubclass(worker_cls, LocalWorker)) or \
+                settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE)
+            if keeps_state and not settings.getbool("IDCRAWL_DISCARD_ITEMS", default_settings.IDCRAWL_DISCARD_ITEMS) \
+                    and not items_kept(settings):
+                raise BadInputError(ITEMS_NOWHERE)
             self._worker = worker_cls(self)
 
     @property
@@ -527,6 +536,35 @@ def runtime_of(crawler: Crawler | None) -> IdRuntime | None:
     if runtime is not None and runtime._worker is None:
         runtime.start()
     return runtime
+
+
+#: The refusal of a crawl that keeps state but whose items go nowhere (:func:`items_kept`).
+ITEMS_NOWHERE = (
+    "items go nowhere: this crawl has no feed and no item pipeline, yet its state remembers the ids it finds "
+    "and no later run fetches them again; keep the items with -o items.jsonl, the FEEDS setting or scrapyd's "
+    "items_dir, or set IDCRAWL_DISCARD_ITEMS=True to drop them on purpose"
+)
+
+
+def items_kept(settings: BaseSettings, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a crawl's items reach something that keeps them: a feed (``FEEDS``: ``-o``/``-O``,
+    scrapyd's ``items_dir``), an item pipeline that is not idcrawl's own, or Zyte Scrapy Cloud's item
+    storage (its job environment or its extension). An extension of the project's own cannot be seen."""
+    if settings.getdict("FEEDS") or settings.get("FEED_URI"):
+        return True
+    for path, order in settings.getwithbase("ITEM_PIPELINES").items():
+        if order is None:
+            continue
+        try:
+            module = getattr(load_object(path) if isinstance(path, str) else path, "__module__", "") or ""
+        except (AttributeError, ImportError, NameError, TypeError, ValueError):
+            return True  # not loadable: Scrapy says why when it builds the pipelines
+        if module != "idcrawl" and not module.startswith("idcrawl."):
+            return True
+    environ = os.environ if environ is None else environ
+    return bool(environ.get("SHUB_JOBKEY")) or any(
+        "sh_scrapy" in str(path) for path, order in settings.getwithbase("EXTENSIONS").items() if order is not None
+    )
 
 
 def own_line(targets: Sequence[Target]) -> OwnLine:
