@@ -47,7 +47,7 @@ def run(count: int, workdir: Path) -> str:
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     command = [sys.executable, "-m", "scrapy", "crawl", "idseq", "-a", f"job={job}", "-s", "LOG_LEVEL=INFO",
                "-s", "CLOSESPIDER_TIMEOUT=5", "-s", "IDCRAWL_MAX_TARGETS=0", "-s", "TELNETCONSOLE_ENABLED=0",
-               "-s", f"IDCRAWL_STATE_PATH={workdir / f'state-{count}.sqlite'}"]
+               "-s", f"IDCRAWL_STATE_PATH={workdir / f'state-{count}.sqlite'}", "-s", "IDCRAWL_DISCARD_ITEMS=True"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.time()
     proc = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, check=False)

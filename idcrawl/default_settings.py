@@ -95,6 +95,13 @@ IDCRAWL_POLITENESS_MIN_DELAY = 0.0
 #: resume (``-a resume=bound|holes|all``) and ``scrapy idplan`` can show it.
 IDCRAWL_STATE = True
 
+#: Drop the items on purpose. A crawl that keeps state (IDCRAWL_STATE, or a
+#: fleet) remembers its found ids and never fetches them again, so one whose
+#: items go nowhere (no feed in FEEDS, -o or -O, no item pipeline besides
+#: idcrawl's own, not on Zyte Scrapy Cloud) is refused before its first
+#: request; True lets it run (items kept by an extension of your own, a survey).
+IDCRAWL_DISCARD_ITEMS = False
+
 #: Commit the state after this many outcomes (or the interval below, whichever
 #: comes first). A killed run refetches at most about this many ids. At least 1
 #: (1 = after every outcome); 0 is refused.

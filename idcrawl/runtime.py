@@ -21,9 +21,10 @@ from __future__ import annotations
 import heapq
 import logging
 import operator
+import os
 import time
 import weakref
-from collections.abc import Callable, Container, Hashable, Sequence, Sized
+from collections.abc import Callable, Container, Hashable, Mapping, Sequence, Sized
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -48,15 +49,24 @@ from idcrawl.errors import BadInputError
 from idcrawl.state.base import StateError, StateStore, TargetState
 from idcrawl.state.location import STATE_FILENAME, state_path
 from idcrawl.state.lock import FileLock, Locks, RedisOwner, lock_path
-from idcrawl.state.recorder import StateRecorder, item_fields, overwritten_feeds, recover_feed_tails
+from idcrawl.state.recorder import (
+    OwnLine,
+    ReadBack,
+    StateRecorder,
+    item_fields,
+    overwritten_feeds,
+    recover_feed_tails,
+)
 from idcrawl.state.redis import RedisStateStore
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
 __all__ = [
-    "DUE_KEY", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter", "LocalWorker", "Worker", "is_id_crawl", "runtime_of",
+    "DUE_KEY", "ITEMS_NOWHERE", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter", "LocalWorker", "Worker",
+    "is_id_crawl", "items_kept", "own_line", "runtime_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -291,6 +301,12 @@ class IdRuntime:
                 worker_cls = load_object(path) if isinstance(path, str) else path
             except (ImportError, AttributeError, NameError, ValueError) as exc:
                 raise BadInputError(f"bad setting: IDCRAWL_WORKER_CLASS={path!r}: cannot be imported ({exc})") from None
+            settings = self.crawler.settings
+            keeps_state = not (isinstance(worker_cls, type) and issubclass(worker_cls, LocalWorker)) or \
+                settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE)
+            if keeps_state and not settings.getbool("IDCRAWL_DISCARD_ITEMS", default_settings.IDCRAWL_DISCARD_ITEMS) \
+                    and not items_kept(settings):
+                raise BadInputError(ITEMS_NOWHERE)
             try:
                 self._lock_jobdir()
                 self._worker = worker_cls(self)
@@ -606,6 +622,47 @@ def runtime_of(crawler: Crawler | None) -> IdRuntime | None:
     return runtime
 
 
+#: The refusal of a crawl that keeps state but whose items go nowhere (:func:`items_kept`).
+ITEMS_NOWHERE = (
+    "items go nowhere: this crawl has no feed and no item pipeline, yet its state remembers the ids it finds "
+    "and no later run fetches them again; keep the items with -o items.jsonl, the FEEDS setting or scrapyd's "
+    "items_dir, or set IDCRAWL_DISCARD_ITEMS=True to drop them on purpose"
+)
+
+
+def items_kept(settings: BaseSettings, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a crawl's items reach something that keeps them: a feed (``FEEDS``: ``-o``/``-O``,
+    scrapyd's ``items_dir``), an item pipeline that is not idcrawl's own, or Zyte Scrapy Cloud's item
+    storage (its job environment or its extension). An extension of the project's own cannot be seen."""
+    if settings.getdict("FEEDS") or settings.get("FEED_URI"):
+        return True
+    for path, order in settings.getwithbase("ITEM_PIPELINES").items():
+        if order is None:
+            continue
+        try:
+            module = getattr(load_object(path) if isinstance(path, str) else path, "__module__", "") or ""
+        except (AttributeError, ImportError, NameError, TypeError, ValueError):
+            return True  # not loadable: Scrapy says why when it builds the pipelines
+        if module != "idcrawl" and not module.startswith("idcrawl."):
+            return True
+    environ = os.environ if environ is None else environ
+    return bool(environ.get("SHUB_JOBKEY")) or any(
+        "sh_scrapy" in str(path) for path, order in settings.getwithbase("EXTENSIONS").items() if order is not None
+    )
+
+
+def own_line(targets: Sequence[Target]) -> OwnLine:
+    """Whether a feed line's ``(target, id, url)`` is an item of one of ``targets``' own pages: a target of
+    the job, an id in its bounds, and the URL its template renders for that id (emit-once read-back)."""
+    by_name = {target.name: target for target in targets}
+
+    def own(name: str, id_: int, url: Any) -> bool:
+        target = by_name.get(name)
+        return target is not None and isinstance(url, str) and target.id_of(url) == id_
+
+    return own
+
+
 class LocalWorker:
     """Lanes in this process (:class:`~idcrawl.core.frontier.Frontier`), state through the state recorder."""
 
@@ -634,6 +691,7 @@ class LocalWorker:
         #: only), kept with the state (None: state off, every found page is new)
         self.pages: PageBook | None = None
         self._recovered_count = 0  # found ids read back from the last run's feed tails
+        self._foreign_lines = 0  # lines of those tails that are not this job's (skipped)
         self._due_pages = 0  # page ids due (resume=due)
         store = None
         if settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
@@ -667,8 +725,11 @@ class LocalWorker:
         emit_once = settings.getbool("IDCRAWL_STATE_EMIT_ONCE", default_settings.IDCRAWL_STATE_EMIT_ONCE)
         # ids the last run wrote to its feeds after its last commit: found already, never emitted again
         # (not in a watching crawl's later waves: the feeds are this process's own, committed at the last wave's end)
-        recovered = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler))
-                     if store is not None and emit_once and self.runtime.wave == 1 else {})
+        # only this job's lines: another job appending to the same file writes lines that are not
+        read = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler),
+                                   own=own_line(self.runtime.targets))
+                if store is not None and emit_once and self.runtime.wave == 1 else ReadBack())
+        recovered, self._foreign_lines = read.found, read.foreign
         # the tails' schedules (idcrawl.core.recrawl), read once: resume=due plans with them, the recorder
         # applies the recrawl rule to them at the run's end
         self._tails: dict[str, Schedule] = store.tail_schedules() if store is not None else {}
@@ -681,6 +742,10 @@ class LocalWorker:
         if any(target.resume == "none" for target in self.runtime.targets):
             logger.warning("idcrawl: %s", NONE_DEPRECATED)
         self._recovered_count = sum(len(ids) for ids in recovered.values())
+        if self._foreign_lines:
+            logger.warning("idcrawl: resume: %d feed lines past the last commit are not this job's (another "
+                           "target, URL or id: another job appends to the same feed?); skipped, their ids "
+                           "are fetched again", self._foreign_lines)
         if store is not None:
             self.recorder = StateRecorder(
                 store, self.crawler, self.frontier, origins,
@@ -727,7 +792,15 @@ class LocalWorker:
                 )
         if recovered:
             found = state.outcomes.get(Outcome.FOUND)
-            state.outcomes[Outcome.FOUND] = recovered | found if found is not None else recovered
+            if found is not None:
+                # a line past the last commit is of an id not found then: one found before is not this job's
+                before = recovered & found
+                if before:
+                    self._foreign_lines += len(before)
+                    recovered -= before
+                state.outcomes[Outcome.FOUND] = recovered | found
+            else:
+                state.outcomes[Outcome.FOUND] = recovered
         walk_tail = True
         if target.resume == "due":
             schedule = self._tails.get(target.name)
@@ -796,6 +869,8 @@ class LocalWorker:
     def open(self) -> None:
         if self._recovered_count:
             self.runtime.stats.set_value(f"{STATS_PREFIX}/resume/recovered_from_feed", self._recovered_count)
+        if self._foreign_lines:
+            self.runtime.stats.set_value(f"{STATS_PREFIX}/resume/foreign_feed_lines", self._foreign_lines)
         if self._due_pages:
             self.runtime.stats.set_value(f"{STATS_PREFIX}/pages/due", self._due_pages)
         if self.recorder is not None:

@@ -244,6 +244,7 @@ SPECS: Final[dict[str, Spec]] = {
     "IDCRAWL_POLITENESS_MIN_DELAY": _float(note=" (seconds)"),
     # state
     "IDCRAWL_STATE": _bool(),
+    "IDCRAWL_DISCARD_ITEMS": _bool(),
     "IDCRAWL_STATE_COMMIT_ITEMS": _int(1, _MANY, note=" (1 commits after every outcome)"),
     "IDCRAWL_STATE_COMMIT_INTERVAL": _float(note=" (seconds; 0 = only every IDCRAWL_STATE_COMMIT_ITEMS outcomes)"),
     "IDCRAWL_STATE_EMIT_ONCE": _bool(),

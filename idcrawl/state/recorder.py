@@ -44,6 +44,7 @@ import logging
 import os
 from collections import defaultdict
 from collections.abc import Callable, Container, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -73,8 +74,8 @@ if TYPE_CHECKING:
     from idcrawl.core.frontier import Frontier
 
 __all__ = [
-    "StateRecorder", "UnwrittenItems", "end_cut_lines", "feed_marks", "flush_feeds", "item_fields", "item_key",
-    "overwritten_feeds", "page_key", "recover_feed_tails",
+    "OwnLine", "ReadBack", "StateRecorder", "UnwrittenItems", "end_cut_lines", "feed_marks", "flush_feeds",
+    "item_fields", "item_key", "overwritten_feeds", "page_key", "recover_feed_tails",
 ]
 
 logger = logging.getLogger(__name__)
@@ -572,23 +573,41 @@ def overwritten_feeds(crawler: Crawler) -> set[str] | None:
     return paths
 
 
-def recover_feed_tails(marks: FeedMarks | None, skip: Container[str] | None = ()) -> dict[str, BitMap64]:
-    """Target -> ids of the items on complete lines past ``marks`` in their feed files.
+@dataclass(slots=True)
+class ReadBack:
+    """What :func:`recover_feed_tails` read: ``found`` (target -> ids of this job's lines past the marks)
+    and ``foreign`` (complete item lines past the marks that are not this job's: skipped)."""
+
+    found: dict[str, BitMap64] = field(default_factory=lambda: defaultdict(BitMap64))
+    foreign: int = 0
+
+
+#: Whether a feed line's ``(target, id, url)`` is an item of this job's own page (:func:`recover_feed_tails`).
+OwnLine = Callable[[str, int, Any], bool]
+
+
+def recover_feed_tails(
+    marks: FeedMarks | None, skip: Container[str] | None = (), own: OwnLine | None = None
+) -> ReadBack:
+    """The ids of the items on complete lines past ``marks`` in their feed files.
 
     These ids were written to a feed by the run of ``marks`` after its last
     commit. A file that is gone or shorter than its mark (moved, rewritten),
     or in ``skip`` (this run overwrites it), is not read: its ids are fetched
     again, as without feed marks. ``skip`` None (this run overwrites a feed
-    whose path is not known yet): no file is read.
+    whose path is not known yet): no file is read. ``own``: whether a line's
+    ``(target, id, url)`` is this job's (another job appending to the same file
+    writes lines that are not); the others are counted in ``foreign``, their ids
+    fetched again. None: every item line counts.
     """
-    found: dict[str, BitMap64] = defaultdict(BitMap64)
+    read = ReadBack()
     if marks is None:
-        return found
+        return read
     if skip is None:
         if any(offset >= 0 for offset in marks.offsets.values()):
             logger.warning("idcrawl: this run overwrites a feed whose path has placeholders (-O): the items "
                            "run %d wrote after its last commit are fetched again", marks.run_id)
-        return found
+        return read
     for path, offset in marks.offsets.items():
         if offset < 0:
             continue
@@ -609,9 +628,13 @@ def recover_feed_tails(marks: FeedMarks | None, skip: Container[str] | None = ()
                     if not line.endswith(b"\n"):  # cut short by the kill: fetched again
                         break
                     key = _line_key(line)
-                    if key is not None:
-                        found[key[0]].add(key[1])
-                        lines += 1
+                    if key is None:
+                        continue
+                    if own is not None and not own(*key):
+                        read.foreign += 1
+                        continue
+                    read.found[key[0]].add(key[1])
+                    lines += 1
         except OSError as exc:
             logger.warning("idcrawl: feed %s of run %d cannot be read back (%s); its last items are fetched again",
                            path, marks.run_id, exc.strerror or exc)
@@ -619,7 +642,7 @@ def recover_feed_tails(marks: FeedMarks | None, skip: Container[str] | None = ()
         if lines:
             logger.info("idcrawl: resume: %d items past run %d's last commit in %s; their ids are not fetched again",
                         lines, marks.run_id, path)
-    return found
+    return read
 
 
 def item_fields(item: Any) -> Mapping[str, Any] | ItemAdapter | None:
@@ -634,12 +657,14 @@ def item_fields(item: Any) -> Mapping[str, Any] | ItemAdapter | None:
         return None
 
 
-def _line_key(line: bytes) -> tuple[str, int] | None:
+def _line_key(line: bytes) -> tuple[str, int, Any] | None:
+    """``(target, id, url)`` of a feed line's item (None: not an item of an id)."""
     try:
         item = json.loads(line)
     except ValueError:
         return None
-    return item_key(item) if isinstance(item, dict) else None
+    key = item_key(item) if isinstance(item, dict) else None
+    return None if key is None else (key[0], key[1], item.get("url"))
 
 
 def page_key(item: Any) -> tuple[str, str] | None:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from idcrawl.core.lanes import Outcome
 from idcrawl.state import SqliteStateStore
 from tests.support.crawl import crawl_command, read_items, run_crawl
 from tests.support.killsoak import SlowDemo, kill_soak
@@ -160,3 +161,70 @@ def test_a_run_with_two_feeds_does_not_read_them_back(make_site, tmp_path: Path)
     store.close()
     assert marks is not None
     assert marks.offsets == {str(tmp_path / "a.jsonl"): -1, str(tmp_path / "b.jsonl"): -1}
+
+
+def test_a_foreign_job_appending_to_the_feed_is_skipped_and_no_id_is_lost(make_site, tmp_path: Path) -> None:
+    foreign_job_appends(make_site, tmp_path, {"IDCRAWL_STATE_PATH": str(tmp_path / "a.sqlite")},
+                        {"IDCRAWL_STATE_PATH": str(tmp_path / "b.sqlite")})
+
+
+def foreign_job_appends(make_site, tmp_path: Path, state_a: dict[str, str], state_b: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    """Job B (its own state, another site, the same target name) appends to killed job A's feed: A resumed
+    reads back only its own lines, says how many it skipped, and every id of A ends in the feed once."""
+    model, site = soak_site(make_site)
+    other = make_site(SlowDemo(10_000, 10_499, delay=0))
+    feed = tmp_path / "items.jsonl"
+    settings = {"IDCRAWL_STATE_COMMIT_ITEMS": BATCH, **state_a}
+    args = {**ARGS, "url": site.url()}
+    command, env = crawl_command(tmp_path, args, settings, output="items.jsonl", overwrite=False)
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while len(site.log) < 150 and proc.poll() is None:
+        time.sleep(0.002)
+    proc.kill()
+    proc.wait(timeout=30)
+    assert proc.returncode != 0, "job A ended before its kill"
+    foreign = run_crawl(tmp_path, {**ARGS, "url": other.url()}, state_b, output="items.jsonl", overwrite=False)
+    assert foreign.returncode == 0, foreign.stderr[-3000:]
+    appended = [item for item in foreign.items if item["url"].startswith(f"http://127.0.0.1:{other.port}/")]
+    assert appended, "job B appended nothing"
+    resumed = run_crawl(tmp_path, {**args, "resume": "bound"}, settings, output="items.jsonl", overwrite=False)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    mine = [item["id"] for item in read_items(feed) if item["url"].startswith(f"http://127.0.0.1:{site.port}/")]
+    assert sorted(mine) == truth(model), "an id of job A was lost or emitted twice"
+    assert resumed.stats.get("idcrawl/resume/foreign_feed_lines") == len(appended)
+    warnings = [line for line in resumed.stderr.splitlines() if "not this job's" in line]
+    assert len(warnings) == 1 and " WARNING: " in warnings[0] and f" {len(appended)} " in warnings[0]
+
+
+def test_a_second_job_of_the_same_site_appending_is_taken_only_for_ids_not_found_before(
+    make_site, tmp_path: Path
+) -> None:
+    """Job B crawls the same site as killed job A (same target, same template, its own state) into A's feed:
+    its lines of ids A had found before its kill are not A's (skipped); the others are items of A's own
+    pages and stand for them. Every id of the site is in the feed, and A emits none that B wrote."""
+    model, site = soak_site(make_site)
+    feed = tmp_path / "items.jsonl"
+    settings = {"IDCRAWL_STATE_COMMIT_ITEMS": BATCH, "IDCRAWL_STATE_PATH": str(tmp_path / "a.sqlite")}
+    args = {**ARGS, "url": site.url()}
+    command, env = crawl_command(tmp_path, args, settings, output="items.jsonl", overwrite=False)
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while len(site.log) < 150 and proc.poll() is None:
+        time.sleep(0.002)
+    proc.kill()
+    proc.wait(timeout=30)
+    assert proc.returncode != 0, "job A ended before its kill"
+    store = SqliteStateStore(tmp_path / "a.sqlite", read_only=True)
+    state = store.load("soak")
+    store.close()
+    found_before = set(state.outcomes.get(Outcome.FOUND, ())) if state is not None else set()
+    before = len(read_items(feed))
+    second = run_crawl(tmp_path, args, {"IDCRAWL_STATE_PATH": str(tmp_path / "b.sqlite")}, output="items.jsonl",
+                       overwrite=False)
+    assert second.returncode == 0, second.stderr[-3000:]
+    written_by_b = {item["id"] for item in read_items(feed)[before:]}
+    resumed = run_crawl(tmp_path, {**args, "resume": "bound"}, settings, output="items.jsonl", overwrite=False)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert sorted({item["id"] for item in read_items(feed)}) == truth(model), "an id was lost"
+    emitted_by_a = [item["id"] for item in read_items(feed)[before + len(written_by_b):]]
+    assert not set(emitted_by_a) & written_by_b, "job A emitted again what job B wrote for its pages"
+    assert resumed.stats.get("idcrawl/resume/foreign_feed_lines") == len(written_by_b & found_before)

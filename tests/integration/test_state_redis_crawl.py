@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import GapModel
+from tests.crawl.test_kill_soak import foreign_job_appends
 from tests.integration.test_idjob import scrapy
 from tests.support.crawl import run_crawl
 from tests.support.reference import target_truth
@@ -54,3 +55,11 @@ def test_a_state_backend_name_that_does_not_exist_is_one_error_line(make_site, t
     assert result.returncode != 0
     assert "IDCRAWL_STATE_BACKEND='mongo': must be one of sqlite, redis" in result.error_lines()[0]
     assert site.log == []
+
+
+def test_a_foreign_job_appending_to_the_feed_is_skipped_with_the_feed_marks_in_redis(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    backend = {"IDCRAWL_STATE_BACKEND": "redis", "REDIS_URL": redis_server.url}
+    foreign_job_appends(make_site, tmp_path, {**backend, "IDCRAWL_REDIS_JOB": "a"},
+                        {**backend, "IDCRAWL_REDIS_JOB": "b"})

@@ -36,7 +36,7 @@ def crawl_command(
     *,
     spider: str = "idseq",
     runspider: Path | None = None,
-    output: str = "items.jsonl",
+    output: str | None = "items.jsonl",
     overwrite: bool = True,
     project_defaults: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str]]:
@@ -64,7 +64,8 @@ def crawl_command(
     for key, value in merged.items():
         text = json.dumps(value) if isinstance(value, dict | list | bool) else str(value)
         command += ["-s", f"{key}={text}"]
-    command += ["-O" if overwrite else "-o", f"{workdir / output}:jsonlines"]
+    if output is not None:  # None: no feed (then IDCRAWL_DISCARD_ITEMS or a pipeline must keep the crawl going)
+        command += ["-O" if overwrite else "-o", f"{workdir / output}:jsonlines"]
     env = {
         **os.environ,
         "SCRAPY_SETTINGS_MODULE": "idcrawl.settings",
@@ -93,19 +94,21 @@ def run_crawl(
     spider: str = "idseq",
     runspider: Path | None = None,
     timeout: float = 180,
-    output: str = "items.jsonl",
+    output: str | None = "items.jsonl",
+    overwrite: bool = True,
     project_defaults: Sequence[str] = (),
 ) -> CrawlResult:
-    """Run ``scrapy crawl`` in ``workdir`` to the end and collect items, stats and stderr."""
+    """Run ``scrapy crawl`` in ``workdir`` to the end and collect items, stats and stderr
+    (``overwrite`` False: ``-o``, the feed appended to; its items are all the file holds then)."""
     stats_path = workdir / "stats.json"
-    for stale in (workdir / output, stats_path):
+    for stale in (workdir / output, stats_path) if overwrite and output is not None else (stats_path,):
         stale.unlink(missing_ok=True)
     command, env = crawl_command(workdir, args, settings, spider=spider, runspider=runspider, output=output,
-                                 project_defaults=project_defaults)
+                                 overwrite=overwrite, project_defaults=project_defaults)
     proc = subprocess.run(
         command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
-    result = CrawlResult(proc.returncode, proc.stderr, read_items(workdir / output))
+    result = CrawlResult(proc.returncode, proc.stderr, read_items(workdir / output) if output is not None else [])
     if stats_path.exists():
         result.stats = json.loads(stats_path.read_text())
     return result

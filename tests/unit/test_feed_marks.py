@@ -12,6 +12,8 @@ from pyroaring import BitMap64
 from scrapy.settings import Settings
 
 from idcrawl.core.lanes import Outcome
+from idcrawl.core.targets import parse_target
+from idcrawl.runtime import own_line
 from idcrawl.state import SqliteStateStore
 from idcrawl.state.base import FeedMarks
 from idcrawl.state.recorder import overwritten_feeds, recover_feed_tails
@@ -67,7 +69,7 @@ def test_the_complete_lines_past_a_mark_are_read_back(tmp_path: Path) -> None:
     committed = _line("t", 1) + _line("t", 2)
     tail = _line("t", 3) + b"not json\n" + b"[1, 2]\n" + _line("u", 9) + b'{"other": 1}\n' + _line("t", 4)
     feed.write_bytes(committed + tail + _line("t", 5)[:20])  # id 5's line was cut by the kill
-    found = recover_feed_tails(FeedMarks(1, {str(feed): len(committed)}))
+    found = recover_feed_tails(FeedMarks(1, {str(feed): len(committed)})).found
     assert {target: sorted(ids) for target, ids in found.items()} == {"t": [3, 4], "u": [9]}
 
 
@@ -82,8 +84,8 @@ def test_a_feed_that_cannot_be_read_back_gives_nothing(tmp_path: Path) -> None:
         str(other): -1,  # not readable back (several items per id, another format, ...)
         str(tmp_path): 0,  # a directory
     })
-    assert not recover_feed_tails(marks)
-    assert not recover_feed_tails(None)
+    assert not recover_feed_tails(marks).found
+    assert not recover_feed_tails(None).found
 
 
 def test_the_feeds_a_run_overwrites_are_read_from_the_feeds_setting(tmp_path: Path) -> None:
@@ -99,5 +101,22 @@ def test_the_feeds_a_run_overwrites_are_read_from_the_feeds_setting(tmp_path: Pa
     assert overwritten_feeds(templated) is None
     feed = tmp_path / "items-idseq.jsonl"
     feed.write_bytes(_line("t", 1))
-    assert not recover_feed_tails(FeedMarks(2, {str(feed): 0}), skip=overwritten_feeds(templated))
-    assert sorted(recover_feed_tails(FeedMarks(2, {str(feed): 0}))["t"]) == [1]
+    assert not recover_feed_tails(FeedMarks(2, {str(feed): 0}), skip=overwritten_feeds(templated)).found
+    assert sorted(recover_feed_tails(FeedMarks(2, {str(feed): 0})).found["t"]) == [1]
+
+
+def test_only_this_jobs_lines_are_read_back_and_the_others_are_counted(tmp_path: Path) -> None:
+    """Another job appending to the feed (same target name, another template) must not pass for this job."""
+    feed = tmp_path / "items.jsonl"
+    mine = parse_target({"name": "t", "url": "http://x/{id}", "start": "1", "min": "1", "max": "100"})
+    foreign = [
+        json.dumps({"target": "t", "id": 6, "url": "http://y/6"}),  # same name, another site
+        json.dumps({"target": "t", "id": 7, "url": "http://x/7/"}),  # not what the template renders
+        json.dumps({"target": "t", "id": 500, "url": "http://x/500"}),  # outside the target's bounds
+        json.dumps({"target": "u", "id": 8, "url": "http://x/8"}),  # a target this job does not have
+        json.dumps({"target": "t", "id": 9}),  # no url
+    ]
+    feed.write_bytes(_line("t", 3) + "\n".join(foreign).encode() + b"\n" + _line("t", 4) + b'{"other": 1}\n')
+    read = recover_feed_tails(FeedMarks(1, {str(feed): 0}), own=own_line([mine]))
+    assert {target: sorted(ids) for target, ids in read.found.items()} == {"t": [3, 4]}
+    assert read.foreign == len(foreign)
