@@ -552,15 +552,20 @@ class LocalWorker:
         self._recovered_count = 0  # found ids read back from the last run's feed tails
         self._due_pages = 0  # page ids due (resume=due)
         store = None
+        name = getattr(crawler.spidercls, "name", "idseq")
         if settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
             from idcrawl.state.factory import open_store
 
-            name = getattr(crawler.spidercls, "name", "idseq")
             try:
                 store = open_store(settings, name, stats=crawler.stats)  # IDCRAWL_STATE_BACKEND: sqlite or redis
             except StateError as exc:
                 raise BadInputError(f"{name}: {exc}") from None
-        self._load(store)
+        try:
+            self._load(store)
+        except StateError as exc:  # damaged state (idcrawl.state.decode): one line, nothing written
+            if store is not None:
+                store.close()
+            raise BadInputError(f"{name}: {exc}") from None
 
     def _load(self, store: StateStore | None) -> None:
         """The targets' lanes, planned from the stored state when there is one."""
@@ -579,10 +584,12 @@ class LocalWorker:
         # the tails' schedules (idcrawl.core.recrawl), read once: resume=due plans with them, the recorder
         # applies the recrawl rule to them at the run's end
         self._tails: dict[str, Schedule] = store.tail_schedules() if store is not None else {}
+        # every target's state read (and checked) before any target's is reset
+        states = {t.name: store.load(t.name) for t in self.runtime.targets} if store is not None else {}
         for target in self._in_due_order(self.runtime.targets):
             if target.resume == "none":
                 recovered.pop(target.name, None)  # the target starts over
-            self._add_target(target, store, origins, recovered.get(target.name))
+            self._add_target(target, store, origins, recovered.get(target.name), states.pop(target.name, None))
         self._recovered_count = sum(len(ids) for ids in recovered.values())
         if store is not None:
             self.recorder = StateRecorder(
@@ -603,11 +610,11 @@ class LocalWorker:
             self.recorder.watch = settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH)
 
     def _add_target(
-        self, target: Target, store: StateStore | None, origins: dict[str, int], recovered: BitMap64 | None = None
+        self, target: Target, store: StateStore | None, origins: dict[str, int], recovered: BitMap64 | None = None,
+        state: TargetState | None = None,
     ) -> None:
-        """Fresh lanes, or the lanes of the resume plan of the target's stored past
+        """Fresh lanes, or the lanes of the resume plan of the target's stored past ``state``
         (``recovered``: found ids read back from the last run's feeds, not in the state yet)."""
-        state = store.load(target.name) if store is not None else None
         if state is None or target.resume == "none":
             note = resume_text(target.resume, stored=state is not None)
             if note is not None:
