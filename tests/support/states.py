@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import sqlite3
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pyroaring import BitMap64
 
@@ -68,6 +71,19 @@ def write_known_state(path: Path) -> Path:
     store.end_run(second, "2026-11-26T11:02:00.000Z", "finished", {"found": 7})
     store.close()
     return path
+
+
+def damage(path: Path, *statements: str | tuple[str, tuple[Any, ...]]) -> str:
+    """Apply SQL to the file (as a user's editor or a bad disk would); the file's hash after."""
+    db = sqlite3.connect(path)
+    for statement in statements:
+        sql, params = statement if isinstance(statement, tuple) else (statement, ())
+        db.execute(sql, params)
+    db.commit()
+    db.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def snapshot(directory: Path) -> dict[str, bytes]:

@@ -24,7 +24,7 @@ from idcrawl.core.urlqueue import QueuedUrl
 from idcrawl.state import SqliteStateStore
 from idcrawl.state.base import FeedMarks, StateError
 from idcrawl.state.decode import DamagedState
-from tests.support.states import write_known_state
+from tests.support.states import damage, write_known_state
 
 
 def write_full_state(path: Path) -> Path:
@@ -37,19 +37,6 @@ def write_full_state(path: Path) -> Path:
     store.commit_urls([QueuedUrl(UrlRecord("https://reg.example/about", "reg", None, ("news",)))], [])
     store.close()
     return path
-
-
-def damage(path: Path, *statements: str | tuple[str, tuple[Any, ...]]) -> str:
-    """Apply SQL to the file (as a user's editor or a bad disk would); the file's hash after."""
-    db = sqlite3.connect(path)
-    for statement in statements:
-        sql, params = statement if isinstance(statement, tuple) else (statement, ())
-        db.execute(sql, params)
-    db.commit()
-    db.close()
-    for suffix in ("-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def read_all(store: SqliteStateStore) -> None:
@@ -139,7 +126,7 @@ def test_each_kind_of_damage_is_one_line_naming_table_target_and_problem(
 def test_a_damaged_schema_is_refused_before_opening_for_writing(tmp_path: Path, statement: str) -> None:
     path = write_full_state(tmp_path / "state.sqlite")
     digest = damage(path, statement)
-    with pytest.raises(DamagedState, match="table (lanes|meta)"):
+    with pytest.raises(DamagedState, match=r"table (lanes|meta)"):
         SqliteStateStore(path)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
 
@@ -198,13 +185,13 @@ def _corrupt(path: Path, table: str, column: str, where: str, value: Any, key: s
     db = sqlite3.connect(path)
     try:
         if key is not None:
-            (text,) = db.execute(f"SELECT {column} FROM {table} WHERE {where}").fetchone()  # noqa: S608
+            (text,) = db.execute(f"SELECT {column} FROM {table} WHERE {where}").fetchone()
             record = json.loads(text)
             if not isinstance(record, dict):
                 return False
             record[key] = value
             value = _json_text(record)
-        db.execute(f"UPDATE {table} SET {column} = ? WHERE {where}", (value,))  # noqa: S608
+        db.execute(f"UPDATE {table} SET {column} = ? WHERE {where}", (value,))
         db.commit()
     except (sqlite3.Error, ValueError, TypeError, OverflowError):
         return False  # a NOT NULL column, a duplicate key, a value SQLite cannot hold: not a corruption
