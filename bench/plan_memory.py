@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import random
 import re
 import subprocess
 import sys
@@ -20,36 +19,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from pyroaring import BitMap64
-
-from idcrawl.core.lanes import Outcome
-from idcrawl.core.ranges import LaneRecord
-from idcrawl.state import SqliteStateStore
-
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tests.support.states import write_big_lane  # noqa: E402 - after the path
 
 
-def write_state(path: Path, ids: int, gaps: float, seed: int = 42) -> None:
-    """One target ``t``, one asc lane from 0 cut by its margin after ``ids`` ids; ``gaps`` of them missing."""
-    found = BitMap64()
-    found.add_range(0, ids)
-    missing = BitMap64(random.Random(seed).sample(range(ids), int(ids * gaps)))
-    found -= missing
-    found.add(ids - 1)
-    missing.discard(ids - 1)
-    store = SqliteStateStore(path)
-    store.commit(
-        {"t": {"url": "http://h/{id}", "start": 0, "min": None, "max": None, "direction": "asc"}},
-        {"t": {Outcome.FOUND: found, Outcome.MISSING: missing}},
-        {"t": {"t:asc": LaneRecord("t:asc", 0, 1, None, ids + 5, ids - 1, ids, "margin")}},
-    )
-    run = store.begin_run("2026-11-27T10:00:00.000Z", ["t"])
-    store.end_run(run, "2026-11-27T12:00:00.000Z", "finished", {"found": len(found)})
-    store.close()
-
-
-def measure(args: list[str], cwd: Path) -> tuple[int, float, int, str]:
-    """Peak RSS (kB), wall seconds, stdout bytes and its SHA-256 of ``scrapy ARGS``."""
+def measure(args: list[str], cwd: Path) -> tuple[int, float, float, int, str]:
+    """Peak RSS (kB), wall and CPU seconds, stdout bytes and its SHA-256 of ``scrapy ARGS``."""
     env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "idcrawl.settings", "COLUMNS": "120",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     started = time.perf_counter()
@@ -59,11 +37,12 @@ def measure(args: list[str], cwd: Path) -> tuple[int, float, int, str]:
     if proc.returncode != 0:
         sys.exit(proc.stderr.decode()[-2000:])
     rss = int(re.search(rb"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1))  # type: ignore[union-attr]
+    cpu = sum(float(m) for m in re.findall(rb"(?:User|System) time \(seconds\): ([\d.]+)", proc.stderr))
     out = proc.stdout
     for name in ("map.svg", "map.html"):
         if name in args[-1]:
             out = (cwd / name).read_bytes()
-    return rss, wall, len(out), hashlib.sha256(out).hexdigest()[:16]
+    return rss, wall, cpu, len(out), hashlib.sha256(out).hexdigest()[:16]
 
 
 def main() -> None:
@@ -76,7 +55,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="plan-memory-"))
     path = args.state or tmp / "state.sqlite"
     if not path.exists():
-        write_state(path, args.ids, args.gaps)
+        write_big_lane(path, args.ids, args.gaps)
     commands = [
         ["idplan", "--state", str(path)],
         ["idplan", "--state", str(path), "--json"],
@@ -85,8 +64,8 @@ def main() -> None:
     ]
     print(f"state {path}: {args.ids:,} ids, {args.gaps:.0%} missing")
     for command in commands:
-        rss, wall, size, digest = measure(command, tmp)
-        print(f"{' '.join(command[:1] + command[3:]):40} peak {rss / 1024:7.1f} MB  {wall:6.2f} s  "
+        rss, wall, cpu, size, digest = measure(command, tmp)
+        print(f"{' '.join(command[:1] + command[3:]):32} peak {rss / 1024:6.1f} MB  {wall:6.2f} s ({cpu:6.2f} s CPU)  "
               f"{size:>10,} bytes  sha256 {digest}")
     if not args.keep and not args.state:
         for child in tmp.iterdir():

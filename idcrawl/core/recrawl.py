@@ -419,6 +419,7 @@ def _advised(r: float, n: int, risk: float) -> int:
     """:func:`advised_margin` from the fit's ``r`` and the number of gap runs ``n``."""
     if r <= 0.0 or n <= 0:
         return 1
+    r = min(r, math.nextafter(1.0, 0.0))  # a gap of ~2**64 ids rounds r to 1.0
     # 1 - (1 - r**m)**n < risk  <=>  r**m < 1 - (1 - risk)**(1/n)
     per_gap = -math.expm1(math.log1p(-risk) / n)
     margin = max(1, math.ceil(math.log(per_gap) / math.log(r)))

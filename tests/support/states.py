@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import sqlite3
 import subprocess
 import sys
@@ -84,6 +85,25 @@ def damage(path: Path, *statements: str | tuple[str, tuple[Any, ...]]) -> str:
     for suffix in ("-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_big_lane(path: Path, ids: int = 10_000_000, gaps: float = 0.01, seed: int = 42) -> Path:
+    """One target ``t``, one asc lane from 0 cut by its margin after ``ids`` ids, ``gaps`` of them missing
+    (scattered, seeded) and the last one found; one finished run."""
+    found = BitMap64()
+    found.add_range(0, ids)
+    missing = BitMap64(random.Random(seed).sample(range(ids - 1), int(ids * gaps)))
+    found -= missing
+    store = SqliteStateStore(path)
+    store.commit(
+        {"t": {"url": "http://h/{id}", "start": 0, "min": None, "max": None, "direction": "asc"}},
+        {"t": {FOUND: found, MISSING: missing}},
+        {"t": {"t:asc": LaneRecord("t:asc", 0, 1, None, ids + 5, ids - 1, ids, "margin")}},
+    )
+    run = store.begin_run("2026-11-27T10:00:00.000Z", ["t"])
+    store.end_run(run, "2026-11-27T12:00:00.000Z", "finished", {"found": len(found)})
+    store.close()
+    return path
 
 
 def snapshot(directory: Path) -> dict[str, bytes]:
