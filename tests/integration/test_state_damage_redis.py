@@ -4,12 +4,14 @@ keys left as they were (the SQLite store's kinds: tests/unit/test_state_damage.p
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 import redis
 
 from idcrawl.core.recrawl import Kind, Schedule
+from idcrawl.distributed.state import JobStateStore
 from idcrawl.state.base import FeedMarks
 from idcrawl.state.decode import DamagedState
 from idcrawl.state.redis import RedisStateStore
@@ -66,3 +68,36 @@ def test_damaged_redis_state_is_one_line_naming_the_key(redis_server: Any, kind:
     for word in words:
         assert word in message, message
     assert {key: client.dump(key) for key in client.keys("*")} == before
+
+
+# -- a distributed job's own keys ------------------------------------------------------------------------------
+
+
+def test_a_damaged_target_spec_is_refused_in_one_line_when_a_worker_joins(redis_server: Any) -> None:
+    from tests.integration.test_distributed_frontier import frontier, target
+
+    frontier(redis_server, "a").add_target(target())
+    client = redis.Redis.from_url(redis_server.url)
+    client.hset(PREFIX + "specs", "reg", "{not json")
+    with pytest.raises(DamagedState, match=r"^Redis job 't:\{job\}:': damaged state: key 't:\{job\}:specs', "
+                                           r"target 'reg': the target's spec is not valid JSON"):
+        frontier(redis_server, "b").add_target(target())
+    with pytest.raises(DamagedState, match=re.escape("key 't:{job}:specs', target 'reg'")):
+        JobStateStore(client, PREFIX, read_only=True).load("reg")
+
+
+def test_a_distributed_lane_of_junk_fields_is_one_line(redis_server: Any) -> None:
+    from tests.integration.test_distributed_frontier import frontier, target
+
+    frontier(redis_server, "a").add_target(target())
+    client = redis.Redis.from_url(redis_server.url)
+    client.hset(PREFIX + "L:reg:asc", "fu", "soon")
+    with pytest.raises(DamagedState, match=r"key 't:\{job\}:L:reg:asc'.*lane 'reg:asc': start, step"):
+        JobStateStore(client, PREFIX, read_only=True).load("reg")
+
+
+def test_held_outputs_that_do_not_unpickle_are_damage_not_a_traceback() -> None:
+    from idcrawl.distributed.codec import decode_outputs
+
+    with pytest.raises(DamagedState, match="the outputs of a found id do not decode"):
+        decode_outputs(b"junk", spider=None)
