@@ -694,10 +694,10 @@ class LocalWorker:
         self._foreign_lines = 0  # lines of those tails that are not this job's (skipped)
         self._due_pages = 0  # page ids due (resume=due)
         store = None
+        name = getattr(crawler.spidercls, "name", "idseq")
         if settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
             from idcrawl.state.factory import open_store
 
-            name = getattr(crawler.spidercls, "name", "idseq")
             backend = str(settings.get("IDCRAWL_STATE_BACKEND") or default_settings.IDCRAWL_STATE_BACKEND)
             if backend.strip().lower() == "sqlite":  # locked before the file is opened
                 path = state_path(settings, name)
@@ -711,7 +711,12 @@ class LocalWorker:
                 fleet = settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)
                 runtime.hold(f"redis {store.prefix}", RedisOwner(
                     store.client, store.prefix + "owner", lease, f"Redis state {store.prefix!r}", fleet_lease=fleet))
-        self._load(store)
+        try:
+            self._load(store)
+        except StateError as exc:  # damaged state (idcrawl.state.decode): one line, nothing written
+            if store is not None:
+                store.close()
+            raise BadInputError(f"{name}: {exc}") from None
 
     def _load(self, store: StateStore | None) -> None:
         """The targets' lanes, planned from the stored state when there is one."""
@@ -734,10 +739,12 @@ class LocalWorker:
         # applies the recrawl rule to them at the run's end
         self._tails: dict[str, Schedule] = store.tail_schedules() if store is not None else {}
         self._forgotten = Forgotten()  # resume=reset: what the stored state held, warned about once
+        # every target's state read (and checked) before any target's is reset
+        states = {t.name: store.load(t.name) for t in self.runtime.targets} if store is not None else {}
         for target in self._in_due_order(self.runtime.targets):
             if target.resume in RESET_MODES:
                 recovered.pop(target.name, None)  # the target starts over
-            self._add_target(target, store, origins, recovered.get(target.name))
+            self._add_target(target, store, origins, recovered.get(target.name), states.pop(target.name, None))
         self._forgotten.warn()
         if any(target.resume == "none" for target in self.runtime.targets):
             logger.warning("idcrawl: %s", NONE_DEPRECATED)
@@ -765,11 +772,11 @@ class LocalWorker:
             self.recorder.watch = settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH)
 
     def _add_target(
-        self, target: Target, store: StateStore | None, origins: dict[str, int], recovered: BitMap64 | None = None
+        self, target: Target, store: StateStore | None, origins: dict[str, int], recovered: BitMap64 | None = None,
+        state: TargetState | None = None,
     ) -> None:
-        """Fresh lanes, or the lanes of the resume plan of the target's stored past
+        """Fresh lanes, or the lanes of the resume plan of the target's stored past ``state``
         (``recovered``: found ids read back from the last run's feeds, not in the state yet)."""
-        state = store.load(target.name) if store is not None else None
         if state is None or target.resume in RESET_MODES:
             note = resume_text(target.resume, stored=state is not None)
             if note is not None:

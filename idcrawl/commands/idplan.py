@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, ClassVar
 
@@ -12,7 +11,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, read_state, resolve_state
-from idcrawl.commands.report import collect, plan_document, render_plan
+from idcrawl.commands.report import collect, plan_document, render_plan, write_json
 from idcrawl.commands.scope_report import render_scope, scope_document, url_counts
 from idcrawl.core.targets import parse_job
 
@@ -58,9 +57,9 @@ class Command(ScrapyCommand):
             fail(self, "idplan", exc)
             return
         if opts.json:
-            document = plan_document(views, state=str(path), keep=opts.ranges)
+            document = plan_document(views, state=str(path), keep=opts.ranges, stream=True)
             document["scope"] = scope_document(urls)
-            sys.stdout.write(json.dumps(document, indent=2) + "\n")
+            write_json(document, sys.stdout)
         else:
             console = Console(highlight=False)
             if views or not urls:

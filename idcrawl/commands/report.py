@@ -13,9 +13,10 @@ last few runs; spans and bounds are given in lane order (from, to).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from pyroaring import BitMap64
 from rich.console import Console
@@ -25,7 +26,7 @@ from rich.text import Text
 from idcrawl.core.clock import stamp
 from idcrawl.core.frontier import lane_specs
 from idcrawl.core.lanes import BOUND, MARGIN, Outcome
-from idcrawl.core.ranges import LanePlan, LaneRecord, plan_lane
+from idcrawl.core.ranges import LanePlan, LaneRecord, plan_lane, run_bounds, runs
 from idcrawl.core.recrawl import MarginAdvice, Schedule, duration_text, margin_advice
 from idcrawl.core.targets import Target
 from idcrawl.state.base import RunRecord, StateStore, TargetState
@@ -44,6 +45,7 @@ __all__ = [
     "render_plan",
     "summarize",
     "target_view",
+    "write_json",
 ]
 
 #: Version of the JSON document of ``scrapy idplan --json``.
@@ -87,56 +89,22 @@ class IdSummary:
         }
 
 
-def _run_end(ids: BitMap64, i: int, n: int) -> int:
-    """Index of the last id of the run that starts at index ``i`` (binary search on ranks)."""
-    first, lo, hi = ids[i], i, n - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ids[mid] - first == mid - i:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _run_start(ids: BitMap64, j: int) -> int:
-    """Index of the first id of the run that ends at index ``j``."""
-    last, lo, hi = ids[j], 0, j
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if last - ids[mid] == j - mid:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
 def summarize(ids: BitMap64, keep: int = 3) -> IdSummary:
     """Count, runs and the first/last ``keep`` runs of ``ids`` (``keep`` <= 0: every run).
 
-    Costs O(runs shown x log), not O(ids): a 10,000,000-id set is summarized
-    without walking it.
+    Costs O(runs shown x log) after two bitmap operations (:func:`run_bounds`), not O(ids): a
+    10,000,000-id set is summarized without walking it.
     """
     count = len(ids)
     if not count:
         return IdSummary(0, 0, (), ())
-    n_runs = count - ids.intersection_cardinality(ids.shift(1))
-    limit = n_runs if keep <= 0 or n_runs <= 2 * keep else keep
-    head: list[tuple[int, int]] = []
-    i = 0
-    while len(head) < limit:
-        j = _run_end(ids, i, count)
-        head.append((ids[i], ids[j]))
-        i = j + 1
-    tail: list[tuple[int, int]] = []
-    if limit < n_runs:
-        j = count - 1
-        while len(tail) < keep:
-            i = _run_start(ids, j)
-            tail.append((ids[i], ids[j]))
-            j = i - 1
-        tail.reverse()
-    return IdSummary(count, n_runs, tuple(head), tuple(tail))
+    firsts, lasts = run_bounds(ids)
+    n_runs = len(firsts)
+    if keep <= 0 or n_runs <= 2 * keep:
+        return IdSummary(count, n_runs, tuple(zip(firsts, lasts, strict=True)), ())
+    head = tuple((firsts[k], lasts[k]) for k in range(keep))
+    tail = tuple((firsts[k], lasts[k]) for k in range(n_runs - keep, n_runs))
+    return IdSummary(count, n_runs, head, tail)
 
 
 def _run_text(run: tuple[int, int]) -> str:
@@ -422,7 +390,41 @@ def render_plan(views: Sequence[TargetView], console: Console, *, keep: int = 3,
 # -- JSON -----------------------------------------------------------------------------
 
 
-def _lane_json(lane: LaneView, keep: int) -> dict[str, Any]:
+class _StreamedRuns(list):  # type: ignore[type-arg]
+    """Every run of a set as ``[first, last]``, walked when iterated and never held: for
+    :func:`write_json` only (``json``'s encoder with an indent iterates a list; ``==`` would see it empty)."""
+
+    def __init__(self, ids: BitMap64) -> None:
+        super().__init__()
+        self._ids = ids
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return ([first, last] for first, last in runs(self._ids))
+
+    def __bool__(self) -> bool:
+        return bool(self._ids)
+
+
+def _summary_json(ids: BitMap64, keep: int, stream: bool) -> dict[str, Any]:
+    """``summarize(ids, keep).as_json()``; with ``stream`` and every run asked for, its runs are walked
+    as the document is written (:func:`write_json`), not listed first."""
+    if not stream or keep > 0 or not ids:
+        return summarize(ids, keep).as_json()
+    return {"count": len(ids), "runs": len(run_bounds(ids)[0]), "head": _StreamedRuns(ids), "tail": [], "omitted": 0}
+
+
+def write_json(document: Any, out: TextIO) -> None:
+    """``json.dumps(document, indent=2)`` and a newline, written as it is encoded (byte for byte the same)."""
+    batch: list[str] = []
+    for chunk in json.JSONEncoder(indent=2).iterencode(document):
+        batch.append(chunk)
+        if len(batch) >= 8192:
+            out.write("".join(batch))
+            batch.clear()
+    out.write("".join(batch) + "\n")
+
+
+def _lane_json(lane: LaneView, keep: int, stream: bool = False) -> dict[str, Any]:
     record, plan = lane.record, lane.plan
     span = None
     if plan.span is not None:
@@ -437,8 +439,8 @@ def _lane_json(lane: LaneView, keep: int) -> dict[str, Any]:
         "cut_at": record.cut_at,
         "cut_reason": record.reason,
         "span": span,
-        "content": summarize(plan.content, keep).as_json(),
-        "holes": {kind.value: summarize(lane.holes(kind), keep).as_json() for kind in HOLE_KINDS},
+        "content": _summary_json(plan.content, keep, stream),
+        "holes": {kind.value: _summary_json(lane.holes(kind), keep, stream) for kind in HOLE_KINDS},
         "bound": None if plan.bound is None else {"from": plan.bound[0], "to": plan.bound[1]},
         "finished": plan.finished,
     }
@@ -478,8 +480,11 @@ def _advice_json(advice: MarginAdvice | None) -> dict[str, Any] | None:
     }
 
 
-def plan_document(views: Sequence[TargetView], *, state: str | None = None, keep: int = 3) -> dict[str, Any]:
-    """The plan as a JSON-ready dict (``json.dumps`` it); docs/reference/idplan-json.md has the shape."""
+def plan_document(
+    views: Sequence[TargetView], *, state: str | None = None, keep: int = 3, stream: bool = False,
+) -> dict[str, Any]:
+    """The plan as a JSON-ready dict (``json.dumps`` it); docs/reference/idplan-json.md has the shape.
+    ``stream``: id runs are walked while :func:`write_json` writes it (only that may write it)."""
     return {
         "format": PLAN_FORMAT,
         "state": state,
@@ -493,7 +498,7 @@ def plan_document(views: Sequence[TargetView], *, state: str | None = None, keep
                 "last_run": _run_json(view.last_run),
                 "tail": tail_json(view.tail),
                 "margin_advice": _advice_json(view.advice),
-                "lanes": [_lane_json(lane, keep) for lane in view.lanes],
+                "lanes": [_lane_json(lane, keep, stream) for lane in view.lanes],
             }
             for view in views
         ],

@@ -19,28 +19,41 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 
 from pyroaring import BitMap64
 
 from idcrawl.core.lanes import BOUND, MARGIN, Outcome
 
-__all__ = ["IdSet", "LanePlan", "LaneRecord", "merge_outcomes", "plan_lane", "runs"]
+__all__ = ["IdSet", "LanePlan", "LaneRecord", "gap_stats", "merge_outcomes", "plan_lane", "run_bounds", "runs"]
 
 IdSet = BitMap64
 
 
+def run_bounds(ids: BitMap64) -> tuple[BitMap64, BitMap64]:
+    """The first ids and the last ids of the maximal runs of consecutive ids of ``ids``: run ``k`` is
+    ``(firsts[k], lasts[k])``. Two bitmaps of O(runs), made without walking the ids."""
+    return ids - ids.shift(1), ids - ids.shift(-1)
+
+
 def runs(ids: BitMap64) -> Iterator[tuple[int, int]]:
-    """Maximal runs of consecutive ids, as inclusive (first, last) pairs."""
-    first = last = None
-    for id_ in ids:
-        if last is not None and id_ == last + 1:
-            last = id_
-            continue
-        if first is not None and last is not None:
-            yield first, last
-        first = last = id_
-    if first is not None and last is not None:
-        yield first, last
+    """Maximal runs of consecutive ids, as inclusive (first, last) pairs, in order: O(runs) steps."""
+    firsts, lasts = run_bounds(ids)
+    return zip(firsts, lasts, strict=True)
+
+
+def gap_stats(found: BitMap64, at_least: int) -> tuple[int, int, int]:
+    """The gap runs between consecutive ids of ``found`` (lengths of the runs of absent ids, 0 for
+    neighbours) as (how many, their total length, how many are ``>= at_least``), without listing them."""
+    if len(found) < 2:
+        return 0, 0, 0
+    count, total = len(found) - 1, found.max() - found.min() + 1 - len(found)
+    if at_least <= 0:
+        return count, total, count
+    firsts, lasts = run_bounds(found)
+    between = zip(lasts, islice(firsts, 1, None), strict=False)  # a run's last id, the next run's first
+    reached = sum(1 for last, first in between if first - last - 1 >= at_least)
+    return count, total, reached
 
 
 def span_ids(first: int, last: int) -> BitMap64:

@@ -35,6 +35,10 @@ from enum import StrEnum
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Final
 
+from pyroaring import BitMap64
+
+from idcrawl.core.ranges import gap_stats
+
 if TYPE_CHECKING:
     from idcrawl.core.targets import TargetError
 
@@ -408,10 +412,14 @@ def advised_margin(runs: Iterable[int], gaps: int | None = None, risk: float = 0
     is a lower bound when many runs come near it; the advice is then worth a second look.
     """
     lengths = list(runs)
-    n = len(lengths) if gaps is None else gaps
-    r = run_continuation(lengths)
+    return _advised(run_continuation(lengths), len(lengths) if gaps is None else gaps, risk)
+
+
+def _advised(r: float, n: int, risk: float) -> int:
+    """:func:`advised_margin` from the fit's ``r`` and the number of gap runs ``n``."""
     if r <= 0.0 or n <= 0:
         return 1
+    r = min(r, math.nextafter(1.0, 0.0))  # a gap of ~2**64 ids rounds r to 1.0
     # 1 - (1 - r**m)**n < risk  <=>  r**m < 1 - (1 - risk)**(1/n)
     per_gap = -math.expm1(math.log1p(-risk) / n)
     margin = max(1, math.ceil(math.log(per_gap) / math.log(r)))
@@ -442,9 +450,15 @@ class MarginAdvice:
 
 def margin_advice(found: Iterable[int], margin: int | None, risk: float = 0.01) -> MarginAdvice:
     """Margin advice from the found ids of a target (their gap runs: :func:`gap_runs`), for a lane
-    crossing as many gap runs as the state holds."""
-    runs = gap_runs(found)
-    r = run_continuation(runs)
-    early = early_cut_chance(r, margin, len(runs)) if margin else None
-    censored = sum(1 for run in runs if margin and run >= margin - 1)
-    return MarginAdvice(len(runs), r, margin, early, advised_margin(runs, risk=risk), risk, censored)
+    crossing as many gap runs as the state holds. A bitmap's gap runs are counted, not listed."""
+    if isinstance(found, BitMap64):
+        n, total, censored = gap_stats(found, margin - 1 if margin else 0)
+        censored = censored if margin else 0
+        mean = total / n if n else 0.0
+        r = mean / (1.0 + mean) if n else 0.0
+    else:
+        runs = gap_runs(found)
+        n, r = len(runs), run_continuation(runs)
+        censored = sum(1 for run in runs if margin and run >= margin - 1)
+    early = early_cut_chance(r, margin, n) if margin else None
+    return MarginAdvice(n, r, margin, early, _advised(r, n, risk), risk, censored)

@@ -97,6 +97,12 @@ def encode_outputs(outputs: list[Any], spider: Any) -> bytes:
     return bytes(picklecompat.dumps(packed))
 
 
-def decode_outputs(blob: bytes, spider: Any) -> list[Any]:
-    return [request_from_dict(value, spider=spider) if kind == "r" else value
-            for kind, value in picklecompat.loads(blob)]
+def decode_outputs(blob: bytes, spider: Any, where: str = "held outputs") -> list[Any]:
+    """The outputs :func:`encode_outputs` packed; :class:`~idcrawl.state.decode.DamagedState` if they do not decode."""
+    try:
+        packed = picklecompat.loads(blob)
+        return [request_from_dict(value, spider=spider) if kind == "r" else value for kind, value in packed]
+    except Exception as exc:
+        from idcrawl.state.decode import DamagedState
+
+        raise DamagedState(where, None, f"the outputs of a found id do not decode ({type(exc).__name__})") from None

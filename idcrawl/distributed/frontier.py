@@ -27,7 +27,6 @@ poll or an outcome shows room.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import deque
 from collections.abc import Callable, Container, Hashable, Iterator, Sequence
@@ -44,6 +43,7 @@ from idcrawl.distributed.codec import space_id, spec_conflict, spec_json, target
 from idcrawl.distributed.connection import reply_text
 from idcrawl.distributed.pages import FleetPageBook, PageWrite, is_due_lane
 from idcrawl.distributed.runs import Run, join_run
+from idcrawl.state import decode
 
 if TYPE_CHECKING:
     import redis
@@ -106,7 +106,9 @@ class RedisJob:
 
     def specs(self) -> dict[str, dict[str, Any]]:
         raw = self.client.hgetall(self.key("specs"))
-        return {reply_text(name): json.loads(value) for name, value in raw.items()}
+        where = f"key {self.key('specs')!r}"
+        return {(name := reply_text(key)): decode.json_object(value, where, name, "the target's spec")
+                for key, value in raw.items()}
 
     # -- scripts ---------------------------------------------------------------------
 
@@ -356,7 +358,9 @@ class RedisFrontier(Generic[P]):
                  target.window, neutral, spec.weight) for spec in lanes]
         stored = self.job.register(target.name, spec_json(mine), rows, space_id(target), self.adaptive)
         if stored is not None:
-            conflict = spec_conflict(mine, json.loads(stored))
+            where = f"key {self.job.key('specs')!r}"
+            with decode.reading(f"Redis job {self.job.prefix!r}"):
+                conflict = spec_conflict(mine, decode.json_object(stored, where, target.name, "the target's spec"))
             if conflict is not None:
                 raise TargetConflict(f"target {target.name!r}: {conflict} in Redis job {self.job.prefix!r}")
         self._add_lanes(target, lanes)

@@ -10,14 +10,14 @@ distributed job's alike. The Redis backend (``idcrawl.state.factory``) opens thi
 
 from __future__ import annotations
 
-import json
 import re
 from typing import TYPE_CHECKING, Any
 
 from pyroaring import BitMap64
 
-from idcrawl.core.lanes import Outcome
+from idcrawl.core.lanes import MAX_ID, Outcome
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
+from idcrawl.state import decode
 from idcrawl.state.base import TargetState
 from idcrawl.state.redis import RedisStateStore, _text
 
@@ -79,7 +79,9 @@ class JobStateStore(RedisStateStore):
         if params is not None:
             return params
         spec_raw = self.client.hget(self._key("specs"), name)
-        return _params_of_spec(json.loads(spec_raw)) if spec_raw is not None else None
+        if spec_raw is None:
+            return None
+        return _params_of_spec(decode.json_object(spec_raw, self._where("specs"), name, "the target's spec"))
 
     def _more_lanes(self, name: str, state: TargetState) -> None:
         for key in (_text(k) for k in self.client.lrange(self._key("tl:", name), 0, -1)):
@@ -97,8 +99,18 @@ class JobStateStore(RedisStateStore):
                                    "ids")
         if fields[0] is None or fields[8] is not None:
             return None, {}
-        start, step, cursor, nxt = int(fields[0]), int(fields[1]), int(fields[3]), int(fields[7])
-        stop_text, last, cut, reason = (_text(f) for f in (fields[2], fields[4], fields[5], fields[6]))
+        where = self._where("L:", key)
+        try:
+            start, step, cursor, nxt = int(fields[0]), int(fields[1]), int(fields[3]), int(fields[7])
+            stop_text, last, cut, reason = (_text(f) for f in (fields[2], fields[4], fields[5], fields[6]))
+            for text in (stop_text, last, cut):
+                if text:
+                    int(text)
+        except (TypeError, ValueError):
+            raise decode.DamagedState(where, None, f"lane {key!r}: start, step, stop, fu, last, cut "
+                                      "and next are not all numbers") from None
+        if step not in (1, -1) or not 0 <= start <= MAX_ID or not -1 <= cursor <= MAX_ID + 1:
+            raise decode.DamagedState(where, None, f"lane {key!r}: start, step or fu out of range")
         if not stop_text and step < 0:
             stop_text = "0"
         settled = bool(reason) and (bool(cut) or cursor == nxt)

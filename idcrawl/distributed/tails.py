@@ -32,8 +32,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from idcrawl.core.lanes import MARGIN
-from idcrawl.core.recrawl import Schedule, record_of, schedule_of, tail_after_run
+from idcrawl.core.recrawl import Schedule, record_of, tail_after_run
 from idcrawl.distributed.connection import reply_text
+from idcrawl.state import decode
 
 if TYPE_CHECKING:
     from idcrawl.core.targets import Target
@@ -62,7 +63,7 @@ def settle_tail(client: Any, prefix: str, target: Target, lane_key: str, now: fl
                 if applied is not None and int(reply_text(applied)) >= walk:
                     return None
                 raw = pipe.hget(tails, target.name)
-                previous = schedule_of(json.loads(raw)) if raw is not None else None
+                previous = decode.tail_record(raw, f"key {tails!r}", target.name) if raw is not None else None
                 schedule = tail_after_run(previous, target.name, int(last) if last else None, now, target.policy)
                 pipe.multi()
                 pipe.hset(tails, target.name, json.dumps(record_of(schedule)))

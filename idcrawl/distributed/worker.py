@@ -194,10 +194,11 @@ class RedisWorker:
                 walk_tail = self._walk_tail(target, spider_name, not_due)
                 resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave(),
                                                             due_pages=self._due_ids.get(target.name, ()))
-        except TargetConflict as exc:
+        except (TargetConflict, StateError) as exc:  # StateError: the job's stored state is damaged
             if self.frontier.run is not None:  # refused: not a worker of the run, nothing saved changed
                 refused(self.client, self.job.prefix, self.worker, self.frontier.run)
-            raise BadInputError(f"{spider_name}: bad input: {exc}") from None
+            what = "bad input: " if isinstance(exc, TargetConflict) else ""
+            raise BadInputError(f"{spider_name}: {what}{exc}") from None
         for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
             if lane.first_undecided != lane.start or lane.stopped or self.frontier.lane_direction[key] == "holes":
                 name = self.frontier.lane_target[key].name
@@ -211,7 +212,10 @@ class RedisWorker:
                     self._due_planned += len(self._due_ids[target.name])
                 if verdict == "created" and target.name in not_due:
                     self.resume_notes[target.name] += f"; {not_due[target.name]}"
-        self._load_page_records()
+        try:
+            self._load_page_records()
+        except StateError as exc:
+            raise BadInputError(f"{spider_name}: {exc}") from None
         #: ascending lanes whose walk this worker has not yet seen applied to its tail's schedule (settle_tails)
         self._tails_open = {key for key, direction in self.frontier.lane_direction.items() if direction == "asc"}
         #: the crawl scope's URL queue shared by the fleet (make_url_queue; None: no crawl scope)

@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
-from idcrawl.core.pagebook import schedule_from_json, schedule_to_json
+from idcrawl.core.pagebook import schedule_to_json
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
-from idcrawl.core.recrawl import Schedule, record_of, schedule_of
+from idcrawl.core.recrawl import Schedule, record_of
+from idcrawl.state import decode
 from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
 
 if TYPE_CHECKING:
@@ -81,7 +82,15 @@ class RedisStateStore(StateStore):
     def _params(self, name: str) -> dict[str, Any] | None:
         """A stored target's identity params, or None if the state has no such target."""
         raw = self.client.hget(self._key("targets"), name)
-        return json.loads(raw) if raw is not None else None
+        return decode.params(raw, self._where("targets"), name) if raw is not None else None
+
+    def _where(self, *parts: str) -> str:
+        """A Redis key as damage reports name it."""
+        return f"key {self._key(*parts)!r}"
+
+    @property
+    def _source(self) -> str:
+        return f"Redis state {self.prefix!r}"
 
     def _more_lanes(self, name: str, state: TargetState) -> None:
         """Add lanes kept elsewhere (a distributed job's: :mod:`idcrawl.distributed.state`)."""
@@ -90,15 +99,19 @@ class RedisStateStore(StateStore):
         import redis
 
         try:
-            params = self._params(name)
-            if params is None:
-                return None
-            state = TargetState(name, params)
-            for outcome, blob in self.client.hgetall(self._key("o:", name)).items():
-                state.outcomes[Outcome(_text(outcome))] = BitMap64.deserialize(blob)
-            for key, raw in self.client.hgetall(self._key("lanes:", name)).items():
-                state.lanes[_text(key)] = LaneRecord(**json.loads(raw))
-            self._more_lanes(name, state)
+            with decode.reading(self._source):
+                params = self._params(name)
+                if params is None:
+                    return None
+                state = TargetState(name, params)
+                where = self._where("o:", name)
+                for outcome, blob in self.client.hgetall(self._key("o:", name)).items():
+                    kind = decode.outcome(outcome, where, name)
+                    state.outcomes[kind] = decode.bitmap(blob, where, name, kind.value)
+                where = self._where("lanes:", name)
+                for key, raw in self.client.hgetall(self._key("lanes:", name)).items():
+                    state.lanes[_text(key)] = decode.lane_record(raw, where, name, _text(key))
+                self._more_lanes(name, state)
         except redis.RedisError as exc:
             raise self._error(exc) from None
         return state
@@ -110,7 +123,9 @@ class RedisStateStore(StateStore):
             rows = self.client.hgetall(self._key("pages:", name))
         except redis.RedisError as exc:
             raise self._error(exc) from None
-        return {int(id_): schedule_from_json(name, int(id_), raw) for id_, raw in rows.items()}
+        with decode.reading(self._source):
+            return dict(decode.page_record(raw, self._where("pages:", name), name, _text(id_))
+                        for id_, raw in rows.items())
 
     # -- the index of page due times ------------------------------------------------------
 
@@ -138,8 +153,10 @@ class RedisStateStore(StateStore):
                         pipe.multi()
                         pipe.delete(due)
                         if rows:
-                            pipe.zadd(due, {_text(id_): schedule_from_json(name, int(id_), raw).due_at()
-                                            for id_, raw in rows.items()})
+                            with decode.reading(self._source):
+                                records = (decode.page_record(raw, self._where("pages:", name), name, _text(id_))
+                                           for id_, raw in rows.items())
+                                pipe.zadd(due, {str(id_): schedule.due_at() for id_, schedule in records})
                         pipe.sadd(self._key("pageidx"), name)
                         pipe.execute()
                         return True
@@ -159,7 +176,8 @@ class RedisStateStore(StateStore):
                 for id_, raw in zip(chunk, self.client.hmget(self._key("pages:", name), [str(i) for i in chunk]),
                                     strict=True):
                     if raw is not None:
-                        found[id_] = schedule_from_json(name, id_, raw)
+                        with decode.reading(self._source):
+                            found[id_] = decode.page_record(raw, self._where("pages:", name), name, id_)[1]
         except redis.RedisError as exc:
             raise self._error(exc) from None
         return found
@@ -215,7 +233,11 @@ class RedisStateStore(StateStore):
             offsets = self.client.hgetall(self._key("feeds:", _text(run)))
         except redis.RedisError as exc:
             raise self._error(exc) from None
-        return FeedMarks(int(run), {_text(path): int(offset) for path, offset in offsets.items()})
+        with decode.reading(self._source):
+            run_id = decode.feed_mark(run, "", 0, self._where("feedrun"))[0]
+            where = self._where("feeds:", _text(run))
+            marks = [decode.feed_mark(run_id, path, offset, where) for path, offset in offsets.items()]
+        return FeedMarks(run_id, {path: offset for _, path, offset in marks})
 
     def tail_schedules(self) -> dict[str, Schedule]:
         import redis
@@ -224,21 +246,27 @@ class RedisStateStore(StateStore):
             rows = self.client.hgetall(self._key("tails"))
         except redis.RedisError as exc:
             raise self._error(exc) from None
-        return {_text(name): schedule_of(json.loads(raw)) for name, raw in sorted(rows.items())}
+        with decode.reading(self._source):
+            return {_text(name): decode.tail_record(raw, self._where("tails"), _text(name))
+                    for name, raw in sorted(rows.items())}
 
     def runs(self) -> list[RunRecord]:
         import redis
 
         try:
-            rows = [json.loads(r) for r in self.client.lrange(self._key("runs"), 0, -1)]
+            raw_rows = self.client.lrange(self._key("runs"), 0, -1)
         except redis.RedisError as exc:
             raise self._error(exc) from None
+        where = self._where("runs")
         by_id: dict[int, dict[str, Any]] = {}
-        for row in rows:  # a run's end is appended as a second row with the same id
-            by_id.setdefault(row["id"], {}).update(row)
-        return [RunRecord(r["id"], r["started_at"], r.get("ended_at"), r.get("finish_reason"), r.get("counts", {}),
-                          r.get("targets"))
-                for _, r in sorted(by_id.items())]
+        with decode.reading(self._source):
+            for raw in raw_rows:  # a run's end is appended as a second row with the same id
+                row = decode.json_object(raw, where, None, "a run's row")
+                run_id = row.get("id")
+                if not isinstance(run_id, int) or isinstance(run_id, bool):
+                    raise decode.DamagedState(where, None, f"a run's id {run_id!r} is not a number")
+                by_id.setdefault(run_id, {}).update(row)
+            return [decode.run_record(r, where) for _, r in sorted(by_id.items())]
 
     # -- writes ---------------------------------------------------------------------
 

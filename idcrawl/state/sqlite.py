@@ -23,11 +23,11 @@ from typing import Any
 from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
-from idcrawl.core.pagebook import schedule_from_json, schedule_to_json
+from idcrawl.core.pagebook import schedule_to_json
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
-from idcrawl.core.recrawl import Schedule, record_of, schedule_of
-from idcrawl.core.scope import Hops, UrlRecord
-from idcrawl.core.urlqueue import QueuedUrl, QueueState
+from idcrawl.core.recrawl import Schedule, record_of
+from idcrawl.core.urlqueue import QueuedUrl
+from idcrawl.state import decode
 from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
 
 __all__ = ["SCHEMA_VERSION", "SqliteStateStore"]
@@ -85,6 +85,17 @@ def _row_id(value: int) -> int:
     return value + (1 << 64) if value < 0 else value
 
 
+#: The columns each table must have (the tables added after the first schema: only if present).
+_COLUMNS = {
+    "meta": {"key", "value"}, "targets": {"name", "params"}, "outcomes": {"target", "outcome", "ids"},
+    "lanes": {"target", "key", "record"}, "runs": {"id", "started_at", "ended_at", "finish_reason", "counts"},
+}
+_ADDED_TABLES = {
+    "feeds": {"run", "path", "offset"}, "tails": {"target", "record"}, "pages": {"target", "id", "record"},
+    "urls": {"url", "owner", "collection", "crawl_profiles", "hops", "offsite_hops", "state", "next_harvest",
+             "last_harvest", "not_found", "errors", "cycles", "paths", "links"},
+}
+
 #: The URL queue of crawl scope (:mod:`idcrawl.core.urlqueue`): one row per URL (additive, like ``feeds``).
 _URLS = (
     "CREATE TABLE IF NOT EXISTS urls ("
@@ -105,15 +116,6 @@ def _url_row(entry: QueuedUrl) -> tuple[Any, ...]:
             entry.state.value, r.next_harvest, r.last_harvest, r.not_found, r.errors, r.cycles,
             json.dumps([[p.hops, p.offsite] for p in entry.paths]),
             None if entry.links is None else json.dumps(entry.links))
-
-
-def _url_entry(row: Sequence[Any]) -> QueuedUrl:
-    (url, owner, collection, names, hops, offsite, state, next_harvest, last_harvest,
-     not_found, errors, cycles, paths, links) = row
-    record = UrlRecord(url, owner, collection, tuple(json.loads(names)), Hops(hops, offsite), next_harvest,
-                       last_harvest, not_found, errors, cycles)
-    return QueuedUrl(record, QueueState(state), tuple(Hops(h, o) for h, o in json.loads(paths)),
-                     None if links is None else tuple(json.loads(links)))
 
 
 class SqliteStateStore(StateStore):
@@ -199,11 +201,13 @@ class SqliteStateStore(StateStore):
                     db.execute(sql)
 
     def _check(self, path: Path, uri: str | None = None) -> None:
-        """Validate an existing file read-only, before anything can write to it."""
+        """Validate an existing file read-only, before anything can write to it: its meta and its tables."""
         try:
             db = sqlite3.connect(uri or f"{path.resolve().as_uri()}?mode=ro", uri=True)
             try:
                 rows = dict(db.execute("SELECT key, value FROM meta").fetchall())
+                tables = {name: {row[0] for row in db.execute("SELECT name FROM pragma_table_info(?)", (name,))}
+                          for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
             finally:
                 db.close()
         except sqlite3.Error as exc:
@@ -212,12 +216,19 @@ class SqliteStateStore(StateStore):
             raise StateError(f"state file {str(path)!r}: {self._explain(exc)}") from None
         if rows.get("application") != APPLICATION:
             raise StateError(f"state file {str(path)!r}: is a SQLite file, but not an idcrawl state file")
-        version = int(rows.get("schema_version", "0"))
-        if version > SCHEMA_VERSION:
-            raise StateError(
-                f"state file {str(path)!r}: schema version {version} is newer than this idcrawl "
-                f"understands ({SCHEMA_VERSION}); upgrade idcrawl"
-            )
+        with decode.reading(f"state file {str(path)!r}"):
+            version = decode.schema_version(rows.get("schema_version", "0"))
+            if version > SCHEMA_VERSION:
+                raise StateError(
+                    f"state file {str(path)!r}: schema version {version} is newer than this idcrawl "
+                    f"understands ({SCHEMA_VERSION}); upgrade idcrawl"
+                )
+            for table, columns in {**_COLUMNS, **{t: c for t, c in _ADDED_TABLES.items() if t in tables}}.items():
+                if table not in tables:
+                    raise decode.DamagedState(f"table {table}", None, "the table is missing")
+                if columns - tables[table]:
+                    missing = sorted(columns - tables[table])[0]
+                    raise decode.DamagedState(f"table {table}", None, f"the table lacks column {missing!r}")
 
     class _Tx:
         def __init__(self, db: sqlite3.Connection) -> None:
@@ -235,18 +246,37 @@ class SqliteStateStore(StateStore):
 
     # -- reads ----------------------------------------------------------------------
 
+    @property
+    def _source(self) -> str:
+        return f"state file {str(self.path)!r}"
+
+    def _rows(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
+        try:
+            return self._db.execute(query, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StateError(f"{self._source}: {self._explain(exc)}") from None
+
     def targets(self) -> list[str]:
-        return [row[0] for row in self._db.execute("SELECT name FROM targets ORDER BY name")]
+        names = [row[0] for row in self._rows("SELECT name FROM targets ORDER BY name")]
+        with decode.reading(self._source):
+            for name in names:
+                if not isinstance(name, str):
+                    raise decode.DamagedState("table targets", None, f"a target name {name!r} is not text")
+        return names
 
     def load(self, name: str) -> TargetState | None:
-        row = self._db.execute("SELECT params FROM targets WHERE name = ?", (name,)).fetchone()
-        if row is None:
+        row = self._rows("SELECT params FROM targets WHERE name = ?", (name,))
+        if not row:
             return None
-        state = TargetState(name, json.loads(row[0]))
-        for outcome, blob in self._db.execute("SELECT outcome, ids FROM outcomes WHERE target = ?", (name,)):
-            state.outcomes[Outcome(outcome)] = BitMap64.deserialize(blob)
-        for key, record in self._db.execute("SELECT key, record FROM lanes WHERE target = ?", (name,)):
-            state.lanes[key] = LaneRecord(**json.loads(record))
+        with decode.reading(self._source):
+            state = TargetState(name, decode.params(row[0][0], "table targets", name))
+            for outcome, blob in self._rows("SELECT outcome, ids FROM outcomes WHERE target = ?", (name,)):
+                kind = decode.outcome(outcome, "table outcomes", name)
+                state.outcomes[kind] = decode.bitmap(blob, "table outcomes", name, kind.value)
+            for key, record in self._rows("SELECT key, record FROM lanes WHERE target = ?", (name,)):
+                if not isinstance(key, str):
+                    raise decode.DamagedState("table lanes", name, f"a lane key {key!r} is not text")
+                state.lanes[key] = decode.lane_record(record, "table lanes", name, key)
         return state
 
     def _additive_rows(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -257,39 +287,49 @@ class SqliteStateStore(StateStore):
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 return []
-            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+            raise StateError(f"{self._source}: {self._explain(exc)}") from None
+        except sqlite3.Error as exc:
+            raise StateError(f"{self._source}: {self._explain(exc)}") from None
 
     def feed_marks(self) -> FeedMarks | None:
         rows = self._additive_rows("SELECT run, path, offset FROM feeds WHERE run = (SELECT MAX(run) FROM feeds)")
         if not rows:
             return None
-        return FeedMarks(rows[0][0], {path: offset for _, path, offset in rows})
+        with decode.reading(self._source):
+            marks = [decode.feed_mark(run, path, offset, "table feeds") for run, path, offset in rows]
+        return FeedMarks(marks[0][0], {path: offset for _, path, offset in marks})
 
     def load_urls(self) -> list[QueuedUrl]:
         rows = self._additive_rows(f"SELECT {_URL_COLUMNS} FROM urls ORDER BY url")  # noqa: S608
-        return [_url_entry(row) for row in rows]
+        with decode.reading(self._source):
+            return [decode.url_entry(row, "table urls") for row in rows]
 
     def load_pages(self, name: str) -> dict[int, Schedule]:
         rows = self._additive_rows("SELECT id, record FROM pages WHERE target = ?", (name,))
-        return {(id_ := _row_id(row)): schedule_from_json(name, id_, record) for row, record in rows}
+        with decode.reading(self._source):
+            return dict(decode.page_record(record, "table pages", name, _row_id(row) if isinstance(row, int) else row)
+                        for row, record in rows)
 
     def next_page_due(self, name: str, now: float, gone_limit: int) -> float | None:
         """From the ``pages_due`` index: O(log pages), plus the records off the schedule it steps over."""
         rows = self._additive_rows(_NEXT_PAGE_DUE, (name, now, gone_limit))
+        if rows and not isinstance(rows[0][0], (int, float)):
+            with decode.reading(self._source):
+                raise decode.DamagedState("table pages", name, f"a page record's due time is {rows[0][0]!r}")
         return float(rows[0][0]) if rows else None
 
     def tail_schedules(self) -> dict[str, Schedule]:
         rows = self._additive_rows("SELECT target, record FROM tails ORDER BY target")
-        return {name: schedule_of(json.loads(record)) for name, record in rows}
+        with decode.reading(self._source):
+            return {name: decode.tail_record(record, "table tails", name) for name, record in rows}
 
     def runs(self) -> list[RunRecord]:
         query = "SELECT id, started_at, ended_at, finish_reason, counts, targets FROM runs ORDER BY id"
         if "targets" not in self._columns("runs"):  # an older file, opened read-only: not recorded
             query = "SELECT id, started_at, ended_at, finish_reason, counts, NULL FROM runs ORDER BY id"
-        return [
-            RunRecord(run_id, started, ended, reason, json.loads(counts), None if names is None else json.loads(names))
-            for run_id, started, ended, reason, counts, names in self._db.execute(query)
-        ]
+        names = ("id", "started_at", "ended_at", "finish_reason", "counts", "targets")
+        with decode.reading(self._source):
+            return [decode.run_record(dict(zip(names, row, strict=True)), "table runs") for row in self._rows(query)]
 
     # -- writes ---------------------------------------------------------------------
 

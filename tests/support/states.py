@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import random
+import sqlite3
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pyroaring import BitMap64
 
@@ -66,6 +70,38 @@ def write_known_state(path: Path) -> Path:
     store.end_run(first, "2026-11-26T10:05:00.000Z", "shutdown", {"found": 38})
     second = store.begin_run("2026-11-26T11:00:00.000Z", ["reg"])
     store.end_run(second, "2026-11-26T11:02:00.000Z", "finished", {"found": 7})
+    store.close()
+    return path
+
+
+def damage(path: Path, *statements: str | tuple[str, tuple[Any, ...]]) -> str:
+    """Apply SQL to the file (as a user's editor or a bad disk would); the file's hash after."""
+    db = sqlite3.connect(path)
+    for statement in statements:
+        sql, params = statement if isinstance(statement, tuple) else (statement, ())
+        db.execute(sql, params)
+    db.commit()
+    db.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_big_lane(path: Path, ids: int = 10_000_000, gaps: float = 0.01, seed: int = 42) -> Path:
+    """One target ``t``, one asc lane from 0 cut by its margin after ``ids`` ids, ``gaps`` of them missing
+    (scattered, seeded) and the last one found; one finished run."""
+    found = BitMap64()
+    found.add_range(0, ids)
+    missing = BitMap64(random.Random(seed).sample(range(ids - 1), int(ids * gaps)))
+    found -= missing
+    store = SqliteStateStore(path)
+    store.commit(
+        {"t": {"url": "http://h/{id}", "start": 0, "min": None, "max": None, "direction": "asc"}},
+        {"t": {FOUND: found, MISSING: missing}},
+        {"t": {"t:asc": LaneRecord("t:asc", 0, 1, None, ids + 5, ids - 1, ids, "margin")}},
+    )
+    run = store.begin_run("2026-11-27T10:00:00.000Z", ["t"])
+    store.end_run(run, "2026-11-27T12:00:00.000Z", "finished", {"found": len(found)})
     store.close()
     return path
 

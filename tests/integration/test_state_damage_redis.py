@@ -1,0 +1,103 @@
+"""Damage in a job's Redis state (a junk bitmap, a lane record of another shape, params that are not JSON,
+page and tail records, runs, feed marks): one line naming the Redis key, the target and the problem; the
+keys left as they were (the SQLite store's kinds: tests/unit/test_state_damage.py)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import redis
+
+from idcrawl.core.recrawl import Kind, Schedule
+from idcrawl.distributed.state import JobStateStore
+from idcrawl.state.base import FeedMarks
+from idcrawl.state.decode import DamagedState
+from idcrawl.state.redis import RedisStateStore
+from tests.support.states import FOUND, MISSING, ids
+
+PREFIX = "t:{job}:"
+
+
+def _write(client: Any) -> RedisStateStore:
+    store = RedisStateStore(client, PREFIX)
+    store.commit({"reg": {"url": "https://reg.example/{id}", "start": 1, "min": None, "max": None,
+                          "direction": "asc"}},
+                 {"reg": {FOUND: ids((1, 4)), MISSING: ids(5)}},
+                 {"reg": {}}, feeds=FeedMarks(1, {"/tmp/items.jsonl": 10}),
+                 pages={"reg": {1: Schedule(Kind.PAGE, "reg/1", 10.0, 60.0)}},
+                 tails={"reg": Schedule(Kind.TAIL, "reg", 10.0, 60.0, last_found=4)})
+    client.hset(PREFIX + "lanes:reg", "reg:asc", '{"key": "reg:asc", "start": 1, "step": 1, "stop": null, '
+                '"cursor": 6, "last_found": 4, "cut_at": 5, "reason": "margin"}')
+    run = store.begin_run("2026-11-27T10:00:00.000Z", ["reg"])
+    store.end_run(run, "2026-11-27T10:01:00.000Z", "finished", {})
+    return store
+
+
+DAMAGE = [
+    ("junk bitmap", lambda c: c.hset(PREFIX + "o:reg", "found", b"junk" * 4), "load",
+     ["key 't:{job}:o:reg'", "'reg'", "found ids are not a bitmap"]),
+    ("bad lane record", lambda c: c.hset(PREFIX + "lanes:reg", "reg:asc", '{"x":1}'), "load",
+     ["key 't:{job}:lanes:reg'", "lane 'reg:asc' lacks field"]),
+    ("bad params JSON", lambda c: c.hset(PREFIX + "targets", "reg", "[1,2"), "load",
+     ["key 't:{job}:targets'", "params is not valid JSON"]),
+    ("page record", lambda c: c.hset(PREFIX + "pages:reg", "1", "{}"), "load_pages",
+     ["key 't:{job}:pages:reg'", "page 1 lacks field 'last_crawled'"]),
+    ("tail record", lambda c: c.hset(PREFIX + "tails", "reg", "7"), "tail_schedules",
+     ["key 't:{job}:tails'", "tail schedule is not a JSON object"]),
+    ("run row", lambda c: c.rpush(PREFIX + "runs", "{oops"), "runs", ["key 't:{job}:runs'", "not valid JSON"]),
+    ("feed mark", lambda c: c.hset(PREFIX + "feeds:1", "/tmp/items.jsonl", "far"), "feed_marks",
+     ["key 't:{job}:feeds:1'", "offset = 'far'"]),
+]
+
+
+@pytest.mark.parametrize(("kind", "spoil", "read", "words"), DAMAGE, ids=[d[0] for d in DAMAGE])
+def test_damaged_redis_state_is_one_line_naming_the_key(redis_server: Any, kind: str, spoil: Any, read: str,
+                                                         words: list[str]) -> None:
+    client = redis.Redis.from_url(redis_server.url)
+    _write(client)
+    spoil(client)
+    before = {key: client.dump(key) for key in client.keys("*")}
+    reader = RedisStateStore(client, PREFIX, read_only=True)
+    with pytest.raises(DamagedState) as caught:
+        method = getattr(reader, read)
+        method("reg") if read in ("load", "load_pages") else method()
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("Redis state 't:{job}:': damaged state: ")
+    for word in words:
+        assert word in message, message
+    assert {key: client.dump(key) for key in client.keys("*")} == before
+
+
+# -- a distributed job's own keys ------------------------------------------------------------------------------
+
+
+def test_a_damaged_target_spec_is_refused_in_one_line_when_a_worker_joins(redis_server: Any) -> None:
+    from tests.integration.test_distributed_frontier import frontier, target
+
+    frontier(redis_server, "a").add_target(target())
+    client = redis.Redis.from_url(redis_server.url)
+    client.hset(PREFIX + "specs", "reg", "{not json")
+    with pytest.raises(DamagedState, match=r"^Redis job 't:\{job\}:': damaged state: key 't:\{job\}:specs', "
+                                           r"target 'reg': the target's spec is not valid JSON"):
+        frontier(redis_server, "b").add_target(target())
+    with pytest.raises(DamagedState, match=re.escape("key 't:{job}:specs', target 'reg'")):
+        JobStateStore(client, PREFIX, read_only=True).load("reg")
+
+
+def test_a_distributed_lane_of_junk_fields_is_one_line(redis_server: Any) -> None:
+    from tests.integration.test_distributed_frontier import frontier, target
+
+    frontier(redis_server, "a").add_target(target())
+    client = redis.Redis.from_url(redis_server.url)
+    client.hset(PREFIX + "L:reg:asc", "fu", "soon")
+    with pytest.raises(DamagedState, match=r"key 't:\{job\}:L:reg:asc'.*lane 'reg:asc': start, step"):
+        JobStateStore(client, PREFIX, read_only=True).load("reg")
+
+
+def test_held_outputs_that_do_not_unpickle_are_damage_not_a_traceback() -> None:
+    from idcrawl.distributed.codec import decode_outputs
+
+    with pytest.raises(DamagedState, match="the outputs of a found id do not decode"):
+        decode_outputs(b"junk", spider=None)
