@@ -83,7 +83,7 @@ def name_problem(name: object, *, max_length: int = NAME_MAX_LENGTH) -> str | No
     if len(name) > max_length:
         return f"is {len(name)} characters long (at most {max_length})"
     if not name.isprintable():
-        return "holds a line break or a control character"
+        return "holds a line break or a control character (a name is printable text on one line)"
     if name != name.strip():
         return "starts or ends with a space"
     return None

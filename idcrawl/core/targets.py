@@ -366,7 +366,7 @@ def _name_problem(value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip() or "/" in value:
         return "must be a non-empty string without '/'"
     problem = name_problem(value.strip())
-    return None if problem is None else f"{problem}: a name is printable text on one line"
+    return problem
 
 
 def _names(field: str, value: Any) -> tuple[str, ...]:
