@@ -22,6 +22,8 @@ NAME_MAX_LENGTH = 200
 
 # scheme://userinfo@ : userinfo runs to the last '@' before the host's end ('/', '?', '#', space).
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/?#\s@]*(?:@[^/?#\s@]*)*)@")
+# user:password@host without a scheme (a URL's netloc quoted alone, as in "invalid hostname: u:pw@h")
+_BARE_USERINFO = re.compile(r"(?<![^\s'\"(<\[])(?P<user>[\w.%+\-]*):(?P<password>[^\s/?#@'\"]+)@(?=[\w\[])")
 
 
 def _masked_userinfo(userinfo: str) -> str:
@@ -37,10 +39,12 @@ def mask_url(url: str) -> str:
 
 
 def mask_secrets(text: str) -> str:
-    """``text`` with the password of every ``scheme://user:password@`` in it masked."""
+    """``text`` with the password of every ``scheme://user:password@`` in it masked, and of every
+    ``user:password@host`` standing alone (a netloc quoted in an error message)."""
     if "@" not in text:
         return text
-    return _USERINFO.sub(lambda m: f"{m['scheme']}{_masked_userinfo(m['userinfo'])}@", text)
+    text = _USERINFO.sub(lambda m: f"{m['scheme']}{_masked_userinfo(m['userinfo'])}@", text)
+    return _BARE_USERINFO.sub(lambda m: f"{m['user']}:{MASK}@", text)
 
 
 def _escape_char(ch: str) -> str:
