@@ -56,6 +56,7 @@ from idcrawl.core.clock import format_time
 from idcrawl.core.lanes import MARGIN, Outcome
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import due_first, tail_due
+from idcrawl.core.safetext import safe
 from idcrawl.core.targets import Target, TargetError, parse_target
 from idcrawl.core.watch import watch_targets, wave_key
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
@@ -709,7 +710,7 @@ class RedisWorker:
             try:
                 targets = parse_pushed(raw, self._defaults)
             except (TargetError, ValueError) as exc:
-                logger.error("idcrawl: pushed target refused: %s: %s", raw[:200], exc)
+                logger.error("idcrawl: pushed target refused: %s: %s", safe(raw)[:200], exc)  # masked, then cut
                 self._inc(f"{PREFIX}/feed_refused")
                 continue
             for target in targets:
