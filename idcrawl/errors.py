@@ -72,7 +72,7 @@ _FILTER = _OneLine()
 def _multiline_safe(text: str) -> str:
     """``text`` with secrets masked and unprintable characters escaped, line breaks and tabs kept."""
     text = mask_secrets(text)
-    if text.isprintable():
+    if text.isprintable() or text.replace("\n", "").replace("\t", "").isprintable():
         return text
     return "".join(part if part in ("\n", "\t") else escape_text(part) for part in re.split(r"(\n|\t)", text))
 
