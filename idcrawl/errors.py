@@ -100,10 +100,13 @@ class SafeRecords:
         if shown != message:
             record.msg, record.args = shown, ()
         if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
-            text = logging.Formatter().formatException(record.exc_info)
+            try:
+                text = logging.Formatter().formatException(record.exc_info)
+            except Exception:  # the handler's formatter meets it as it always did
+                return record
             shown = _multiline_safe(text)
             if shown != text:
-                record.exc_text = shown
+                record.exc_text = shown  # the traceback a formatter would write, made safe
         return record
 
 

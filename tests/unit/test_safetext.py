@@ -80,3 +80,15 @@ def test_where_redis_is_is_described_with_its_password_masked() -> None:
     assert describe({"REDIS_URL": "redis://:s3cret@db:6379/0"}) == f"REDIS_URL='redis://:{MASK}@db:6379/0'"
     assert describe({"REDIS_URL": "rediss://user:s3cret@db:6380"}) == f"REDIS_URL='rediss://user:{MASK}@db:6380'"
     assert describe({}) == "REDIS_URL unset (REDIS_HOST='localhost', REDIS_PORT=6379)"
+
+
+def test_idjob_status_shows_a_lane_of_an_unprintable_name_on_one_escaped_line() -> None:
+    from idcrawl.distributed.status import render_status
+
+    counts = dict.fromkeys(("found", "missing", "failed", "emitted", "overshoot"), 0)
+    lane = {"key": "t\n2026 [x] INFO: forged\x1b[2J:asc", "cut_at": None, "reason": None, "first_undecided": 5,
+            "in_flight": 0, "counts": counts, "settled": False}
+    text = render_status({"job": "idcrawl:{j}:", "finished": False, "workers": [], "waiting": {}, "lanes": [lane]})
+    lines = text.splitlines()
+    assert len(lines) == 4 and all(line.isprintable() for line in lines)
+    assert lines[-1].startswith("  t\\n2026 [x] INFO: forged\\x1b[2J:asc: at 5;")
