@@ -51,6 +51,15 @@ def test_a_name_that_is_not_one_printable_bounded_line_is_refused_from_the_comma
     assert site.log == []
 
 
+def test_a_name_passed_as_scrapyd_passes_it_is_refused_too(make_site, tmp_path: Path) -> None:
+    """scrapyd's ``schedule.json -d target_name=...`` arrives as ``-a target_name=...``."""
+    site = make_site(GapModel(0, 50, set()))
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 1, "max": 5, "target_name": FORGED})
+    assert result.returncode != 0
+    assert_refused_in_one_line(result.stderr, "line break or a control character")
+    assert site.log == []
+
+
 def test_a_name_with_a_line_break_is_refused_from_a_job_file(make_site, tmp_path: Path) -> None:
     site = make_site(GapModel(0, 50, set()))
     job = tmp_path / "job.toml"
