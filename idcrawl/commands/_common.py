@@ -16,6 +16,7 @@ from scrapy.commands import ScrapyHelpFormatter
 from scrapy.exceptions import UsageError
 
 from idcrawl.commands.report import ReportError, TargetView, collect
+from idcrawl.core.safetext import safe
 from idcrawl.core.targets import TargetError, parse_job
 from idcrawl.state.base import StateError, StateStore
 from idcrawl.state.location import state_path
@@ -130,5 +131,5 @@ def read_state(path: Path) -> Iterator[StateStore]:
 
 def fail(command: Any, name: str, error: BaseException) -> None:
     """One line on stderr, exit status 1."""
-    print(f"{name}: error: {error}", file=sys.stderr)
+    print(f"{name}: error: {safe(error)}", file=sys.stderr)
     command.exitcode = 1

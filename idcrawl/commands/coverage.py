@@ -11,8 +11,10 @@ the colour of its dominant outcome (the one most of its ids have) or, with
 > found); the legend says which. Runs of buckets of one colour are merged into
 one segment.
 
-The SVG is built with lxml (text is escaped by construction); the HTML page
-wraps the same SVG element.
+The SVG is built with lxml (text is escaped by construction); names, URLs
+and reasons read from the state go through :func:`idcrawl.core.safetext.safe`
+first (a password masked; a control character, which XML cannot hold, shown as
+an escape). The HTML page wraps the same SVG element.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pyroaring import BitMap64
 
 from idcrawl.commands.report import HOLE_KINDS, LaneView, TargetView
 from idcrawl.core.lanes import BOUND
+from idcrawl.core.safetext import safe
 
 __all__ = [
     "CAPTION_BAND", "CATEGORIES", "COLOURS", "MODES", "OUTSIDE", "Axis", "coverage_svg", "hole_marks",
@@ -225,7 +228,7 @@ def _text(
         attrs["fill"] = fill
     if bold:
         attrs["font-weight"] = "bold"
-    return _S.text(attrs, text, x=_fmt(x), y=_fmt(y))
+    return _S.text(attrs, safe(text), x=_fmt(x), y=_fmt(y))
 
 
 def _legend(mode: str, width: float) -> Any:
@@ -302,7 +305,7 @@ def _lane_caption(lane: LaneView) -> str:
 
 def _lane_row(lane: LaneView, axis: Axis, y: float, mode: str) -> Any:
     record, plan = lane.record, lane.plan
-    row = _S.g({"class": "lane", "data-lane": lane.key, "data-direction": lane.direction},
+    row = _S.g({"class": "lane", "data-lane": safe(lane.key), "data-direction": lane.direction},
                transform=f"translate(0,{_fmt(y)})")
     row.append(_text(-8, BAR_Y + 12, lane.direction, cls="lane-label", anchor="end", bold=True))
     row.append(_S.rect({"class": "track", "fill": "none", "stroke": OUTSIDE["stroke"]},
@@ -362,9 +365,9 @@ def _lane_row(lane: LaneView, axis: Axis, y: float, mode: str) -> Any:
         if axis.lo - 1 <= at <= axis.hi + 1:
             x = axis.right(at) if record.step > 0 else axis.left(at)
             cut = _S.line({"class": "cut", "stroke": MARKS["cut"], "stroke-width": "2", "data-id": str(at),
-                           "data-reason": record.reason},
+                           "data-reason": safe(record.reason)},
                           x1=_fmt(x), y1=str(BAR_Y - 4), x2=_fmt(x), y2=str(BAR_Y + BAR_H + 4))
-            cut.append(_S.title(f"{record.reason} at {at}"))
+            cut.append(_S.title(safe(f"{record.reason} at {at}")))
             row.append(cut)
     row.append(_text(0, CAPTION_Y, _lane_caption(lane), cls="caption", size=CAPTION_SIZE, fill="#343a40"))
     return row
@@ -383,7 +386,7 @@ def _limit_path(x: float, top: float, rows: int, bottom: float) -> str:
 
 def _target_group(view: TargetView, width: int, mode: str, y: float) -> tuple[Any, float]:
     axis = target_axis(view, width)
-    group = _S.g({"class": "target", "data-target": view.name}, transform=f"translate(0,{_fmt(y)})")
+    group = _S.g({"class": "target", "data-target": safe(view.name)}, transform=f"translate(0,{_fmt(y)})")
     heading = _text(-LABEL_W, 16, f"target {view.name}", cls="target-label", size=13, bold=True)
     group.append(heading)
     if axis.per_bucket == 1:

@@ -11,6 +11,7 @@ from scrapy.exceptions import UsageError
 
 from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, load_views, resolve_state
 from idcrawl.commands.coverage import MODES, html_document, svg_document
+from idcrawl.core.safetext import safe
 
 FORMATS = {".svg": "svg", ".html": "html", ".htm": "html"}
 
@@ -65,4 +66,4 @@ class Command(ScrapyCommand):
             return
         lanes = sum(len(view.lanes) for view in views)
         plural = {True: "", False: "s"}
-        print(f"wrote {output} ({len(views)} target{plural[len(views) == 1]}, {lanes} lane{plural[lanes == 1]})")
+        print(f"wrote {safe(output)} ({len(views)} target{plural[len(views) == 1]}, {lanes} lane{plural[lanes == 1]})")

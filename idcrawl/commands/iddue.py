@@ -31,6 +31,7 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule, duration_text, overdue
 from idcrawl.core.resume import tail_bound, tail_due
+from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.core.targets import Target, parse_job
 from idcrawl.state.base import StateStore
 
@@ -116,7 +117,7 @@ def _at_text(row: DueRow) -> str:
 
 
 def render_due(rows: Sequence[DueRow], console: Console, *, at: float, state: str) -> None:
-    console.print(Text(f"state file {state}"))
+    console.print(Text(f"state file {safe(state)}"))
     console.print(Text(f"at {stamp(at)}: {sum(r.due for r in rows)} of {len(rows)} targets due "
                        "(what a -a resume=due run fetches then)"))
     if not rows:
@@ -128,7 +129,7 @@ def render_due(rows: Sequence[DueRow], console: Console, *, at: float, state: st
     for row in rows:
         schedule = row.schedule
         table.add_row(
-            row.name, _walk_text(row),
+            Text(safe(row.name)), _walk_text(row),
             duration_text(schedule.update_duration) if schedule else "-",
             stamp(schedule.last_crawled) if schedule else "-",
             stamp(schedule.due_at()) if schedule else "-",
@@ -148,7 +149,7 @@ def due_document(rows: Sequence[DueRow], *, at: float, state: str) -> dict[str, 
                     **tail_fields(row.schedule)}
         pages = {"records": row.pages, "due": list(row.due_pages)} if row.in_state else None
         targets.append({"name": row.name, "in_state": row.in_state, "due": row.due, "tail": tail, "pages": pages})
-    return {"format": DUE_FORMAT, "state": state, "at": stamp(at), "due": [r.name for r in rows if r.due],
+    return {"format": DUE_FORMAT, "state": mask_secrets(state), "at": stamp(at), "due": [r.name for r in rows if r.due],
             "targets": targets}
 
 

@@ -27,6 +27,7 @@ from scrapy.exceptions import UsageError
 
 from idcrawl import default_settings
 from idcrawl.commands._common import PlainHelpFormatter
+from idcrawl.core.safetext import safe
 from idcrawl.core.targets import TargetError
 
 __all__ = ["Command"]
@@ -71,7 +72,7 @@ class Command(ScrapyCommand):
             self._fail(str(exc))
 
     def _fail(self, message: str) -> None:
-        print(f"idjob: error: {message}", file=sys.stderr)
+        print(f"idjob: error: {safe(message)}", file=sys.stderr)
         self.exitcode = 1
 
     # -- status ----------------------------------------------------------------------
@@ -115,7 +116,8 @@ class Command(ScrapyCommand):
                 raise ValueError(f"{source}: {exc}") from None
             entries.append(text.strip())
             for target in targets:
-                print(f"idjob: pushing target {target.name!r} ({target.url}) to {self.prefix}feed")
+                shown = f"{target.name!r} ({target.url}) to {self.prefix}feed"
+                print(f"idjob: pushing target {safe(shown)}")
         self.client.rpush(self.prefix + "feed", *entries)
 
     # -- clean ---------------------------------------------------------------------------
@@ -136,7 +138,7 @@ class Command(ScrapyCommand):
         deleted = 0
         for batch in _batches(self.client.scan_iter(match=_escape(self.prefix) + "*", count=1000), 500):
             deleted += int(self.client.delete(*batch))
-        print(f"idjob: deleted {deleted} keys of {self.prefix!r}")
+        print(f"idjob: deleted {deleted} keys of {safe(repr(self.prefix))}")
 
     # -- incidents ------------------------------------------------------------------------
 
@@ -146,7 +148,7 @@ class Command(ScrapyCommand):
         if not opts.output:
             raise UsageError("incidents needs -o FILE (the XML incident log)", print_help=False)
         moved = drain_incidents(self.client, self.prefix, opts.output)
-        print(f"idjob: {moved} incidents moved to {opts.output}")
+        print(f"idjob: {moved} incidents moved to {safe(opts.output)}")
 
 
 def _escape(prefix: str) -> str:

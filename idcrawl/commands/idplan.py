@@ -13,6 +13,7 @@ from scrapy.exceptions import UsageError
 from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, read_state, resolve_state
 from idcrawl.commands.report import collect, plan_document, render_plan, write_json
 from idcrawl.commands.scope_report import render_scope, scope_document, url_counts
+from idcrawl.core.safetext import safe
 from idcrawl.core.targets import parse_job
 
 
@@ -65,5 +66,5 @@ class Command(ScrapyCommand):
             if views or not urls:
                 render_plan(views, console, keep=opts.ranges, state=str(path))
             else:  # only page targets: no resume plan to show
-                console.print(f"state file {path}", highlight=False, markup=False)
+                console.print(f"state file {safe(path)}", highlight=False, markup=False)
             render_scope(urls, console)

@@ -28,6 +28,7 @@ from idcrawl.core.frontier import lane_specs
 from idcrawl.core.lanes import BOUND, MARGIN, Outcome
 from idcrawl.core.ranges import LanePlan, LaneRecord, plan_lane, run_bounds, runs
 from idcrawl.core.recrawl import MarginAdvice, Schedule, duration_text, margin_advice
+from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.core.targets import Target
 from idcrawl.state.base import RunRecord, StateStore, TargetState
 
@@ -351,21 +352,21 @@ def plan_table(view: TargetView, keep: int = 3) -> Table:
     table = Table(show_lines=False)
     table.add_column("", style="bold", no_wrap=True)
     for lane in view.lanes:
-        table.add_column(Text(lane.key), overflow="fold")
+        table.add_column(Text(safe(lane.key)), overflow="fold")
     per_lane = [lane_rows(lane, keep) for lane in view.lanes]
     for index, (field, _) in enumerate(per_lane[0] if per_lane else []):
-        table.add_row(Text(field), *(Text(rows[index][1]) for rows in per_lane))
+        table.add_row(Text(field), *(Text(safe(rows[index][1])) for rows in per_lane))
     return table
 
 
 def target_heading(view: TargetView) -> Text:
     """``target NAME  URL`` and the last run (or why there is none), two lines."""
-    heading = Text(f"target {view.name}", style="bold")
+    heading = Text(f"target {safe(view.name)}", style="bold")
     url = view.params.get("url")
     if url:
-        heading.append(f"  {url}", style="")
+        heading.append(f"  {safe(url)}", style="")
     if view.in_state:
-        heading.append(f"\nlast run: {_run_line(view.last_run)}", style="")
+        heading.append(f"\nlast run: {safe(_run_line(view.last_run))}", style="")
         if any(lane.direction == "asc" for lane in view.lanes):
             heading.append(f"\ntail: {tail_text(view.tail)}", style="")
         heading.append(f"\nmargin advice: {advice_text(view.advice)}", style="")
@@ -377,7 +378,7 @@ def target_heading(view: TargetView) -> Text:
 def render_plan(views: Sequence[TargetView], console: Console, *, keep: int = 3, state: str | None = None) -> None:
     """Print one table per target (fields as rows, lanes as columns)."""
     if state is not None:
-        console.print(Text(f"state file {state}"))
+        console.print(Text(f"state file {safe(state)}"))
     if not views:
         console.print(Text("no targets in the state file"))
         return
@@ -480,6 +481,12 @@ def _advice_json(advice: MarginAdvice | None) -> dict[str, Any] | None:
     }
 
 
+def _params_json(params: dict[str, Any]) -> dict[str, Any]:
+    """A target's stored parameters, the password of its URL masked."""
+    url = params.get("url")
+    return {**params, "url": mask_secrets(url)} if isinstance(url, str) else params
+
+
 def plan_document(
     views: Sequence[TargetView], *, state: str | None = None, keep: int = 3, stream: bool = False,
 ) -> dict[str, Any]:
@@ -487,12 +494,12 @@ def plan_document(
     ``stream``: id runs are walked while :func:`write_json` writes it (only that may write it)."""
     return {
         "format": PLAN_FORMAT,
-        "state": state,
+        "state": None if state is None else mask_secrets(state),
         "targets": [
             {
                 "name": view.name,
                 "in_state": view.in_state,
-                "params": view.params,
+                "params": _params_json(view.params),
                 "min": view.minimum,
                 "max": view.maximum,
                 "last_run": _run_json(view.last_run),

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from idcrawl.core.safetext import safe
 from idcrawl.core.urlqueue import QueueState, UrlCount, count_urls
 from idcrawl.state.base import StateStore
 
@@ -56,7 +57,7 @@ def render_scope(counts: Sequence[UrlCount], console: Console) -> None:
         table.add_column(state.value, justify="right")
     for (target, crawl_profile, collection), by_hops in sorted(_grouped(counts).items()):
         for hops, states in sorted(by_hops.items()):
-            table.add_row(target, crawl_profile, collection or "-", str(hops),
+            table.add_row(Text(safe(target)), Text(safe(crawl_profile)), Text(safe(collection or "-")), str(hops),
                           *(str(states[state]) for state in STATES))
     console.print()
     console.print(table)

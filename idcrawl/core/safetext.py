@@ -21,7 +21,12 @@ MASK = "***"
 NAME_MAX_LENGTH = 200
 
 # scheme://userinfo@ : userinfo runs to the last '@' before the host's end ('/', '?', '#', space).
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/?#\s@]*(?:@[^/?#\s@]*)*)@")
+# Each pattern starts with a literal, which the regex engine looks for first (a long text is quick).
+_USERINFO = re.compile(r"://(?P<userinfo>[^/?#\s@]*(?:@[^/?#\s@]*)*)@")
+# user:password@host without a scheme (a URL's netloc quoted alone, as in "invalid hostname: u:pw@h"):
+# the user before the ':' is checked by _bare_password
+_BARE_PASSWORD = re.compile(r":(?P<password>[^\s/?#@'\"]+)@(?=[\w\[])")
+_BEFORE_USER = frozenset(" \t\n\r\f\v'\"(<[")
 
 
 def _masked_userinfo(userinfo: str) -> str:
@@ -37,10 +42,23 @@ def mask_url(url: str) -> str:
 
 
 def mask_secrets(text: str) -> str:
-    """``text`` with the password of every ``scheme://user:password@`` in it masked."""
+    """``text`` with the password of every ``scheme://user:password@`` in it masked, and of every
+    ``user:password@host`` standing alone (a netloc quoted in an error message)."""
     if "@" not in text:
         return text
-    return _USERINFO.sub(lambda m: f"{m['scheme']}{_masked_userinfo(m['userinfo'])}@", text)
+    text = _USERINFO.sub(lambda m: f"://{_masked_userinfo(m['userinfo'])}@", text)
+    return _BARE_PASSWORD.sub(_bare_password, text)
+
+
+def _bare_password(match: re.Match[str]) -> str:
+    """``:***@`` if a user name (word characters, ``.%+-``) that starts the text or follows a space,
+    a quote or an opening bracket comes before the ``:``; else the match unchanged."""
+    text, start = match.string, match.start()
+    while start and (text[start - 1].isalnum() or text[start - 1] in "_.%+-"):
+        start -= 1
+    if start and text[start - 1] not in _BEFORE_USER:
+        return match.group()
+    return f":{MASK}@"
 
 
 def _escape_char(ch: str) -> str:
@@ -83,7 +101,7 @@ def name_problem(name: object, *, max_length: int = NAME_MAX_LENGTH) -> str | No
     if len(name) > max_length:
         return f"is {len(name)} characters long (at most {max_length})"
     if not name.isprintable():
-        return "holds a line break or a control character"
+        return "holds a line break or a control character (a name is printable text on one line)"
     if name != name.strip():
         return "starts or ends with a space"
     return None

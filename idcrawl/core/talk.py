@@ -16,7 +16,8 @@ functions return. Three kinds of lines, each starting with its kind:
 Only the first ``shown`` targets get lines of their own; the others are
 summed in one ``and N more targets`` line, so a job of thousands of targets
 stays readable. Counts use thousands separators; ids never do (people copy
-them into URLs and spider arguments).
+them into URLs and spider arguments). Every line is one printable line with a
+template's password masked (:func:`idcrawl.core.safetext.safe`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from idcrawl.core.lanes import BOUND, MARGIN
+from idcrawl.core.safetext import safe
 from idcrawl.core.targets import RESET_MODES
 
 __all__ = [
@@ -339,7 +341,7 @@ def plan_lines(
     if rest is not None and rest.targets:
         body = f"{rest.resumed:,} resumed" if rest.resumed else "fresh"
         lines.append(_rest_line("plan", rest, body))
-    return lines
+    return [safe(line) for line in lines]
 
 
 def progress_lines(
@@ -374,7 +376,7 @@ def progress_lines(
                 f"({_outcomes(rest.found, rest.missing, rest.failed, rest.disallowed)}), {rate}"
                 f"{_states_text(rest.states)}")
         lines.append(_rest_line("progress", rest, body))
-    return lines
+    return [safe(line) for line in lines]
 
 
 def done_by_target(targets: Iterable[TargetInfo], rest: Tally | None = None) -> dict[str, int]:
@@ -431,7 +433,7 @@ def summary_lines(
         body = (f"{_outcomes(rest.found, rest.missing, rest.failed, rest.disallowed)}{scope}"
                 f"{_states_text(rest.states)}{_waste_text(rest.past_cut, rest.overshoot)}")
         lines.append(_rest_line("summary", rest, body))
-    return lines
+    return [safe(line) for line in lines]
 
 
 def _waste_text(past_cut: int, overshoot: int) -> str:

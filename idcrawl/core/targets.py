@@ -25,6 +25,7 @@ from idcrawl.core.lanes import MAX_ID
 from idcrawl.core.outcomes import DEFAULT_MISSING_STATUSES, DEFAULT_RULE, OUTCOME_KEYS, OutcomeRule, OutcomeRuleError
 from idcrawl.core.recrawl import DEFAULT_POLICY, RECRAWL_KEYS, Policy, parse_policy
 from idcrawl.core.recrawl import _duration as _recrawl_duration
+from idcrawl.core.safetext import name_problem, safe
 from idcrawl.core.scope import SCHEMES, Collection, CrawlProfile, JobScope, ScopeKind, Seed
 
 __all__ = [
@@ -68,7 +69,7 @@ class TargetError(ValueError):
         super().__init__(self._line())
 
     def _line(self) -> str:
-        prefix = f"{self.where}: " if self.where else ""
+        prefix = f"{safe(self.where)}: " if self.where else ""
         if self.value is _MISSING:
             return f"{prefix}{self.field}: {self.reason}"
         return f"{prefix}{self.field}={_shown(self.value)}: {self.reason}"
@@ -81,7 +82,7 @@ class TargetError(ValueError):
 
 def _shown(value: Any) -> str:
     """``repr(value)``, cut in the middle past :data:`_SHOWN` characters (a 5,000-digit id stays one short line)."""
-    text = repr(value)
+    text = safe(repr(value))  # a password masked before the cut, any control character escaped
     if len(text) <= _SHOWN:
         return text
     return f"{text[:_SHOWN // 2]}...{text[-20:]} ({len(text)} characters)"
@@ -369,10 +370,20 @@ def _bool(field: str, value: Any) -> bool:
 
 
 def _name(field: str, value: Any) -> str:
-    """The name of a target, crawl profile or collection: it keys stats (``.../<name>/...``)."""
-    if isinstance(value, str) and value.strip() and "/" not in value:
-        return value.strip()
-    raise TargetError(field, value, "must be a non-empty string without '/'")
+    """The name of a target, crawl profile or collection: it keys stats (``.../<name>/...``) and is
+    printed in log lines and tables, so it is printable, one line and bounded (:func:`name_problem`)."""
+    problem = _name_problem(value)
+    if problem is not None:
+        raise TargetError(field, value, problem)
+    return str(value).strip()
+
+
+def _name_problem(value: Any) -> str | None:
+    """Why ``value`` is not a name (what follows ``name=...:`` in the error line), or None."""
+    if not isinstance(value, str) or not value.strip() or "/" in value:
+        return "must be a non-empty string without '/'"
+    problem = name_problem(value.strip())
+    return problem
 
 
 def _names(field: str, value: Any) -> tuple[str, ...]:
@@ -385,8 +396,10 @@ def _names(field: str, value: Any) -> tuple[str, ...]:
         raise TargetError(field, value, "must be a list of names")
     names: list[str] = []
     for item in items:
-        if not (isinstance(item, str) and item.strip() and "/" not in item):
-            raise TargetError(field, value, f"{item!r} is not a name (a non-empty string without '/')")
+        problem = _name_problem(item)
+        if problem is not None:
+            why = "(a non-empty string without '/')" if problem.startswith("must") else f"({problem})"
+            raise TargetError(field, value, f"{_shown(item)} is not a name {why}")
         if item.strip() in names:
             raise TargetError(field, value, f"names {item.strip()!r} twice")
         names.append(item.strip())

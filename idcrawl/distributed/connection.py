@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from idcrawl import default_settings
+from idcrawl.core.safetext import safe
 
 if TYPE_CHECKING:
     import redis
@@ -48,13 +49,14 @@ class RedisUnavailable(Exception):
 
 
 def describe(settings: Any) -> str:
-    """Where the settings point, for error lines: ``REDIS_URL='redis://...'``."""
+    """Where the settings point, for error lines: ``REDIS_URL='redis://:***@host:6379/0'`` (a password
+    masked: these lines reach scrapyd's and Zyte's job logs)."""
     url = settings.get("REDIS_URL")
     if url:
-        return f"REDIS_URL={url!r}"
+        return f"REDIS_URL={safe(repr(url))}"
     host = settings.get("REDIS_HOST") or "localhost"
     port = settings.get("REDIS_PORT") or 6379
-    return f"REDIS_URL unset (REDIS_HOST={host!r}, REDIS_PORT={port!r})"
+    return f"REDIS_URL unset (REDIS_HOST={safe(repr(host))}, REDIS_PORT={safe(repr(port))})"
 
 
 def connect(settings: Any, *, idempotent: bool = False, stats: Any = None) -> redis.Redis:
@@ -89,7 +91,7 @@ def connect(settings: Any, *, idempotent: bool = False, stats: Any = None) -> re
         client.ping()
         version = str(client.info("server").get("redis_version", "0"))
     except (redis.RedisError, OSError, ValueError) as exc:
-        raise RedisUnavailable(f"Redis at {describe(settings)} is unreachable: {exc}") from None
+        raise RedisUnavailable(f"Redis at {describe(settings)} is unreachable: {safe(exc)}") from None
     if int(version.split(".")[0]) < 5:
         raise RedisUnavailable(f"Redis at {describe(settings)} is version {version}; idcrawl needs 5 or later")
     return client

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from idcrawl.core.safetext import safe
 from idcrawl.distributed.connection import reply_text
 
 __all__ = ["job_status", "render_status"]
@@ -77,4 +78,4 @@ def render_status(document: dict[str, Any]) -> str:
             f"failed {c['failed']}, emitted {c['emitted']}, overshoot {c['overshoot']}"
             + ("; settled" if lane["settled"] else "")
         )
-    return "\n".join(lines) + "\n"
+    return "".join(safe(line) + "\n" for line in lines)  # names from Redis: one line each, escaped

@@ -733,7 +733,7 @@ class RedisWorker:
             try:
                 targets = parse_pushed(raw, self._defaults)
             except (TargetError, ValueError) as exc:
-                logger.error("idcrawl: pushed target refused: %s: %s", raw[:200], exc)
+                logger.error("idcrawl: pushed target refused: %s: %s", safe(raw)[:200], exc)  # masked, then cut
                 self._inc(f"{PREFIX}/feed_refused")
                 continue
             for target in targets:

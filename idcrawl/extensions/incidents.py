@@ -36,6 +36,7 @@ from typing import Literal
 from lxml import etree
 
 from idcrawl.core.limits import Trigger
+from idcrawl.core.safetext import mask_secrets
 
 __all__ = ["SCHEMA_PATH", "VERSION", "Incident", "IncidentLog", "IncidentLogError", "schema"]
 
@@ -142,13 +143,14 @@ class Incident:
 
 
 def _text(value: object) -> str:
-    """Text lxml accepts: numbers in decimal notation, characters XML cannot hold shown as ``\\xNN``."""
+    """Text lxml accepts: numbers in decimal notation, passwords of URLs masked, characters XML cannot
+    hold shown as ``\\xNN``."""
     if value is None:
         return ""
     if isinstance(value, float):
         text = format(Decimal(repr(value)), "f")
     else:
-        text = str(value)
+        text = mask_secrets(str(value))
     return _NOT_XML.sub(lambda m: ascii(m.group())[1:-1], text)
 
 

@@ -35,23 +35,26 @@ def _free_port() -> int:
 class RedisServer:
     """``redis-server --port <free> --bind 127.0.0.1 --save '' --appendonly no`` in a temp dir."""
 
-    def __init__(self, *, persistent: bool = False, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, *, persistent: bool = False, extra_args: tuple[str, ...] = (), password: str = "") -> None:
         self.persistent = persistent  # an append-only file fsync'd on every write: survives a restart
         self.extra_args = extra_args  # more options, e.g. ("--cluster-enabled", "yes")
+        self.password = password  # requirepass: clients must AUTH (the URL carries it)
         self.port = 0
         self.dir = Path(tempfile.mkdtemp(prefix="idcrawl-redis-"))
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self, port: int | None = None) -> RedisServer:
         self.port = port or _free_port()
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "yes" if self.persistent else "no", "--appendfsync", "always",
-             "--dir", str(self.dir), "--daemonize", "no", "--protected-mode", "no", *self.extra_args],
+             "--dir", str(self.dir), "--daemonize", "no", "--protected-mode", "no",
+             *(("--requirepass", self.password) if self.password else ()), *self.extra_args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.dir,
         )
         deadline = time.monotonic() + 10
@@ -60,8 +63,13 @@ class RedisServer:
                 raise RuntimeError(f"redis-server exited with status {self.proc.returncode} on port {self.port}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
-                    sock.sendall(b"PING\r\n")
-                    if sock.recv(16).startswith(b"+PONG"):
+                    auth = f"AUTH {self.password}\r\n".encode() if self.password else b""
+                    sock.sendall(auth + b"PING\r\n")
+                    expected = (b"+OK\r\n" if auth else b"") + b"+PONG\r\n"
+                    replies = b""
+                    while len(replies) < len(expected) and (chunk := sock.recv(64)):
+                        replies += chunk
+                    if replies == expected:
                         return self
             except OSError:
                 time.sleep(0.02)

@@ -106,6 +106,31 @@ def write_big_lane(path: Path, ids: int = 10_000_000, gaps: float = 0.01, seed: 
     return path
 
 
+#: A target name an older idcrawl accepted: a forged log line, terminal escapes, a bell, a character
+#: XML cannot hold; and a template password. Today's checks refuse such a name; a state file keeps it.
+HOSTILE_NAME = "evil\n2026-01-01 00:00:00 [scrapy.core.engine] INFO: Spider closed (finished)\x1b[2J\x07\ufffe"
+TEMPLATE_SECRET = "tplS3cret"
+
+
+def write_hostile_state(path: Path) -> Path:
+    """A state file written before names were checked: :data:`HOSTILE_NAME` (found 100-110, missing
+    111, cut by its margin with a reason holding ESC too) and a template with :data:`TEMPLATE_SECRET`."""
+    store = SqliteStateStore(path)
+    name = HOSTILE_NAME
+    params = {"url": f"https://user:{TEMPLATE_SECRET}@reg.example/n/{{id}}", "start": 100, "min": None,
+              "max": None, "direction": "asc"}
+    store.commit(
+        {name: params},
+        {name: {FOUND: ids((100, 110)), MISSING: ids(111)}},
+        {name: {f"{name}:asc": LaneRecord(f"{name}:asc", 100, 1, None, 112, last_found=110, cut_at=111,
+                                           reason="margin\x1b[31m")}},
+    )
+    run = store.begin_run("2026-11-26T10:00:00.000Z", [name])
+    store.end_run(run, "2026-11-26T10:05:00.000Z", "finished\x1b[2J", {"found": 11})
+    store.close()
+    return path
+
+
 def snapshot(directory: Path) -> dict[str, bytes]:
     """Every file of a directory tree and its bytes: a command that only reads leaves it equal."""
     return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}

@@ -112,3 +112,77 @@ def test_any_other_record_passes_unchanged(exc: BaseException | None) -> None:
     exc_info = record.exc_info
     assert errors._FILTER.filter(record)
     assert (record.getMessage(), record.exc_info) == ("something else", exc_info)
+
+
+# -- every record made safe to print (SafeRecords) ------------------------------------------------
+
+SECRET = "s3cretPW"
+
+
+def made(name: str, msg: str, *args: object, exc: BaseException | None = None) -> logging.LogRecord:
+    """A record as a logger makes it, through SafeRecords around the standard factory."""
+    exc_info = (type(exc), exc, exc.__traceback__) if exc is not None else None
+    factory = errors.SafeRecords(logging.LogRecord)
+    return factory(name, logging.WARNING, __file__, 1, msg, args, exc_info)
+
+
+def shown(record: logging.LogRecord) -> str:
+    return logging.Formatter("%(name)s %(message)s").format(record)
+
+
+def test_a_password_is_masked_in_every_logger_s_lines_and_tracebacks() -> None:
+    url = f"redis://:{SECRET}@db:6379/0"
+    for name in ("idcrawl.distributed.worker", "scrapy.core.engine", "anything"):
+        record = made(name, "Redis at REDIS_URL=%r does not answer", url)
+        assert SECRET not in shown(record) and "redis://:***@db:6379/0" in shown(record)
+    record = made("scrapy.core.scraper", "Error", exc=raised(ValueError(f"cannot parse {url}")))
+    text = shown(record)
+    assert SECRET not in text and "Traceback" in text and "redis://:***@db" in text
+
+
+def test_an_idcrawl_line_stays_one_line_and_sends_no_terminal_escape() -> None:
+    record = made("idcrawl.extensions.progress", "plan %s: %s", "t\n2026-01-01 [x] INFO: forged\x1b[2J", 3)
+    assert shown(record) == "idcrawl.extensions.progress plan t\\n2026-01-01 [x] INFO: forged\\x1b[2J: 3"
+
+
+def test_other_loggers_keep_their_line_breaks_but_not_terminal_escapes() -> None:
+    record = made("scrapy.statscollectors", "Dumping Scrapy stats:\n%s", "{'a':\t1,\n 'b': '\x1b[2J\x07'}")
+    assert shown(record) == "scrapy.statscollectors Dumping Scrapy stats:\n{'a':\t1,\n 'b': '\\x1b[2J\\x07'}"
+
+
+def test_a_record_with_nothing_to_hide_keeps_its_template_and_args() -> None:
+    record = made("idcrawl.runtime", "lane %s: %d ids", "reg:asc", 5)
+    assert (record.msg, record.args, record.getMessage()) == ("lane %s: %d ids", ("reg:asc", 5), "lane reg:asc: 5 ids")
+    bad = made("idcrawl.runtime", "lane %d", "x")  # a broken format is left for logging to report
+    assert (bad.msg, bad.args) == ("lane %d", ("x",))
+
+
+def test_a_refusal_shows_its_value_escaped_and_masked() -> None:
+    record = record_of(raised(BadInputError(f"bad input: url='redis://:{SECRET}@h' name='a\nb'")))
+    assert errors._FILTER.filter(record)
+    assert record.getMessage() == "bad input: url='redis://:***@h' name='a\\nb'"
+
+
+def test_installing_wraps_the_record_factory_once() -> None:
+    code = """
+import logging
+from idcrawl import errors
+errors.install_log_filter(); errors.install_log_filter()
+factory = logging.getLogRecordFactory()
+print(type(factory).__name__, type(factory.factory).__name__)
+logging.basicConfig(format="%(message)s", level=logging.INFO)
+import sys; logging.root.handlers[0].stream = sys.stdout
+logging.getLogger("scrapy.core.engine").info("REDIS_URL=redis://:pw@h/0")
+"""
+    assert run_python(code).splitlines() == ["SafeRecords type", "REDIS_URL=redis://:***@h/0"]
+
+
+def test_importing_idcrawl_leaves_the_record_factory_alone() -> None:
+    code = """
+import importlib, logging, pkgutil, idcrawl
+for module in pkgutil.walk_packages(idcrawl.__path__, "idcrawl."):
+    if not module.name.endswith(".__main__"):
+        importlib.import_module(module.name)
+print(logging.getLogRecordFactory() is logging.LogRecord)
+"""
+    assert run_python(code) == "True"

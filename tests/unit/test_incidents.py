@@ -288,3 +288,14 @@ def test_a_probe_that_fails_is_an_error_at_construction(tmp_path: Path, monkeypa
     monkeypatch.setattr(tempfile, "mkstemp", denied)
     with pytest.raises(IncidentLogError, match=r"cannot be written \(Permission denied\)"):
         IncidentLog(tmp_path / "incidents.xml")
+
+
+def test_passwords_of_urls_are_masked_in_every_field(tmp_path: Path) -> None:
+    log = IncidentLog(tmp_path / "incidents.xml")
+    log.append(Incident.error("a.example", "ValueError: invalid hostname: u:s3cret@a.example", time=T0,
+                              cursors={"t:asc": "https://u:s3cret@a.example/9"}, urls=["https://u:s3cret@a.example/1"]))
+    data = log.path.read_bytes()
+    assert b"s3cret" not in data
+    (incident,) = parse(log.path)
+    assert incident.findtext("urls/url") == "https://u:***@a.example/1"
+    assert incident.findtext("message") == "ValueError: invalid hostname: u:***@a.example"

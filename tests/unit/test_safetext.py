@@ -56,3 +56,39 @@ def test_names_are_printable_bounded_and_trimmed() -> None:
     assert name_problem(" x") is not None
     assert name_problem("x" * 201) is not None
     assert name_problem(5) is not None
+
+
+def test_a_netloc_quoted_alone_has_its_password_masked() -> None:
+    """Twisted's "invalid hostname: user:password@host" quotes no scheme."""
+    assert mask_secrets("invalid hostname: u:s3cret@127.0.0.1") == f"invalid hostname: u:{MASK}@127.0.0.1"
+    assert mask_secrets("('u:s3cret@host')") == f"('u:{MASK}@host')"
+    assert mask_secrets("https://host/path?q=a:b@c") == "https://host/path?q=a:b@c"  # a query is no netloc
+    assert mask_secrets("write to ops@example.org") == "write to ops@example.org"
+
+
+@settings(max_examples=300, derandomize=True)
+@given(st.text())
+def test_escaped_text_is_always_xml_compatible(text: str) -> None:
+    from lxml import etree
+
+    etree.Element("x", a=escape_text(text)).text = escape_text(text)  # lxml raises on what XML cannot hold
+
+
+def test_where_redis_is_is_described_with_its_password_masked() -> None:
+    from idcrawl.distributed.connection import describe
+
+    assert describe({"REDIS_URL": "redis://:s3cret@db:6379/0"}) == f"REDIS_URL='redis://:{MASK}@db:6379/0'"
+    assert describe({"REDIS_URL": "rediss://user:s3cret@db:6380"}) == f"REDIS_URL='rediss://user:{MASK}@db:6380'"
+    assert describe({}) == "REDIS_URL unset (REDIS_HOST='localhost', REDIS_PORT=6379)"
+
+
+def test_idjob_status_shows_a_lane_of_an_unprintable_name_on_one_escaped_line() -> None:
+    from idcrawl.distributed.status import render_status
+
+    counts = dict.fromkeys(("found", "missing", "failed", "emitted", "overshoot"), 0)
+    lane = {"key": "t\n2026 [x] INFO: forged\x1b[2J:asc", "cut_at": None, "reason": None, "first_undecided": 5,
+            "in_flight": 0, "counts": counts, "settled": False}
+    text = render_status({"job": "idcrawl:{j}:", "finished": False, "workers": [], "waiting": {}, "lanes": [lane]})
+    lines = text.splitlines()
+    assert len(lines) == 4 and all(line.isprintable() for line in lines)
+    assert lines[-1].startswith("  t\\n2026 [x] INFO: forged\\x1b[2J:asc: at 5;")

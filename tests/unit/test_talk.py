@@ -305,3 +305,19 @@ def test_every_line_set_has_a_header_a_line_per_target_and_one_for_the_rest(
         assert "\n" not in line and "None" not in line
         if not seconds:
             assert " 0.0 ids/s" not in line  # no time known: a dash, never a made-up zero
+
+
+def test_every_line_is_one_printable_line_with_a_template_password_masked() -> None:
+    """A name read from an older state file, or a template with credentials: never a forged line."""
+    name = "t\n2026-01-01 00:00:00 [scrapy.core.engine] INFO: Spider closed (finished)\x1b[2J"
+    target = TargetInfo(name, "https://user:s3cret@gazette.example/notice/{id}", (asc(found=3, cursor=1153),))
+    lines = [
+        *plan_lines([target], state="state /tmp/x.sqlite"),
+        *progress_lines([target], seconds=1.0, before={}),
+        *summary_lines([target], seconds=1.0, reason="finished", state="state /tmp/x.sqlite"),
+    ]
+    assert len(lines) == 5
+    for line in lines:
+        assert line.isprintable() and "s3cret" not in line, line
+    assert "plan t\\n2026-01-01 00:00:00 [scrapy.core.engine] INFO: Spider closed (finished)\\x1b[2J: " \
+           "https://user:***@gazette.example/notice/{id}" in lines[1]

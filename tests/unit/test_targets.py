@@ -616,3 +616,44 @@ def test_id_of_reads_an_id_back_only_when_the_template_makes_exactly_that_url() 
     bounded = parse_target({"url": "http://h/n/{id:06d}.html", "start": 1, "max": 10})
     assert bounded.id_of("http://h/n/000042.html") is None  # outside the target's bounds
     assert id_in_template(bounded.url, "http://h/n/000042.html") == 42  # the template alone
+
+
+FORGED = "t\n2026-01-01 00:00:00 [scrapy.core.engine] INFO: Spider closed (finished)"
+
+
+@pytest.mark.parametrize("value", [FORGED, "t\x1b[2J", "bell\x07", "nul\x00", "sep\u2028x", "x" * 201])
+def test_a_name_that_is_not_one_printable_bounded_line_is_refused_shown_escaped(value: str) -> None:
+    with pytest.raises(TargetError) as info:
+        parse_target({"url": URL, "start": "1", "name": value})
+    text = str(info.value)
+    assert info.value.field == "name"
+    assert text.isprintable(), text  # one line, no raw control character
+    assert text.startswith("name='"), text
+    assert ("line break or a control character" in text) or ("201 characters long (at most 200)" in text)
+
+
+def test_a_name_of_the_longest_length_and_any_printable_text_is_accepted() -> None:
+    assert parse_target({"url": URL, "start": "1", "name": "ü" * 200}).name == "ü" * 200
+    assert parse_target({"url": URL, "start": "1", "name": "a b [x] ❤"}).name == "a b [x] ❤"
+
+
+@pytest.mark.parametrize("table", ["collections", "crawl_profiles"])
+def test_collection_and_crawl_profile_names_are_checked_too(tmp_path: Path, table: str) -> None:
+    path = job_file(tmp_path, f'[[{table}]]\nname = "c\\u001b[2J"\n'
+                              '[[targets]]\nurl = "https://a.example/{id}"\nstart = 1\n')
+    text = str(job_error(path))
+    assert text.isprintable() and "name='c\\x1b[2J'" in text and "control character" in text, text
+
+
+def test_a_target_naming_an_unprintable_crawl_profile_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TargetError) as info:
+        parse_target({"url": URL, "start": "1", "crawl_profiles": ["ok", "bad\x07"]}, job=True)
+    text = str(info.value)
+    assert info.value.field == "crawl_profiles" and text.isprintable()
+    assert "'bad\\x07' is not a name (holds a line break or a control character" in text, text
+
+
+def test_a_password_in_a_refused_url_is_masked() -> None:
+    with pytest.raises(TargetError) as info:
+        parse_target({"url": "https://user:s3cret@a.example/{id}/{id}", "start": "1"})
+    assert "s3cret" not in str(info.value) and "user:***@a.example" in str(info.value)
