@@ -272,14 +272,30 @@ IDCRAWL_REDIS_POLL_INTERVAL = 0.5
 #: for pushed targets forever, like scrapy-redis's RedisSpider).
 IDCRAWL_REDIS_IDLE_TIMEOUT = 0.0
 
+#: A fleet that makes no progress stops (finish reason idcrawl_no_progress)
+#: after this many leases (IDCRAWL_REDIS_LEASE_TIMEOUT) in which its job had
+#: lanes unsettled, yet no worker recorded an outcome, had an id, request or
+#: retry in flight, nor waited for a shared retry's time: the job's keys are
+#: damaged, or a worker holds ids and never answers. A slow download, a
+#: politeness gap or a Retry-After keeps its worker busy; a dead worker's ids
+#: come back after one lease. 0 = wait for ever.
+IDCRAWL_REDIS_NO_PROGRESS_LEASES = 8.0
+
+#: A fleet job's targets are one set: a worker whose targets differ from the
+#: job's in Redis (one the job has not, or one of the job's it lacks) is
+#: refused. True: it joins all the same, its new targets added as pushed ones.
+IDCRAWL_REDIS_MERGE_TARGETS = False
+
 #: The exit status of ``scrapy crawl`` (idcrawl's command) when the spider
 #: closed with one of IDCRAWL_FAIL_REASONS; 0 = Scrapy's (0 for every finish
 #: reason).
 IDCRAWL_FAIL_EXIT_CODE = 0
 
 #: Finish reasons that mean the crawl failed, for IDCRAWL_FAIL_EXIT_CODE: a
-#: worker whose Redis was gone for longer than its lease, or came back empty.
-IDCRAWL_FAIL_REASONS = ["idcrawl_redis_unavailable", "idcrawl_redis_state_lost"]
+#: worker whose Redis was gone for longer than its lease, lost keys of the job,
+#: ran out of memory, or whose fleet made no progress.
+IDCRAWL_FAIL_REASONS = ["idcrawl_redis_unavailable", "idcrawl_redis_state_lost", "idcrawl_redis_oom",
+                        "idcrawl_no_progress"]
 
 # -- Crawl scope (idcrawl.core.urlqueue) ----------------------------------------------------------
 #: The seed of the random draws that give a contended host slot to a collection, crawl profile and

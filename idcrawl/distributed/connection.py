@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from idcrawl import default_settings
+from idcrawl.core.safetext import mask_secrets
 
 if TYPE_CHECKING:
     import redis
 
 __all__ = [
-    "CALLS_PREFIX", "RedisUnavailable", "command_name", "connect", "count_calls", "describe", "distributed",
-    "job_prefix", "needs_redis", "reply_text", "state_backend", "worker_gone", "worker_id",
+    "CALLS_PREFIX", "RedisUnavailable", "check_no_eviction", "command_name", "connect", "count_calls", "describe",
+    "distributed", "is_oom", "job_prefix", "needs_redis", "reply_text", "state_backend", "worker_gone", "worker_id",
 ]
 
 
@@ -48,7 +49,8 @@ class RedisUnavailable(Exception):
 
 
 def describe(settings: Any) -> str:
-    """Where the settings point, for error lines: ``REDIS_URL='redis://...'``."""
+    """Where the settings point, for error lines: ``REDIS_URL='redis://...'`` (its password masked by
+    :func:`idcrawl.core.safetext.mask_secrets` where a new message shows it)."""
     url = settings.get("REDIS_URL")
     if url:
         return f"REDIS_URL={url!r}"
@@ -93,6 +95,43 @@ def connect(settings: Any, *, idempotent: bool = False, stats: Any = None) -> re
     if int(version.split(".")[0]) < 5:
         raise RedisUnavailable(f"Redis at {describe(settings)} is version {version}; idcrawl needs 5 or later")
     return client
+
+
+#: The one ``maxmemory-policy`` that never deletes a key to make room.
+NO_EVICTION = "noeviction"
+_warned: set[str] = set()  # where the policy could not be read: warned once per process
+
+
+def check_no_eviction(client: Any, settings: Any, logger: Any = None) -> None:
+    """Refuse a Redis whose ``maxmemory-policy`` may evict keys (anything but ``noeviction``): an evicted
+    lane or set loses ids silently. Raises :class:`RedisUnavailable` (one line); when ``CONFIG GET`` is
+    not allowed (renamed, ACL), one WARNING on ``logger`` per process and Redis, and the caller goes on."""
+    import redis
+
+    where = mask_secrets(describe(settings))
+    try:
+        reply = client.config_get("maxmemory-policy")
+    except redis.ResponseError as exc:  # NoPermissionError too; unknown command when CONFIG is renamed
+        if logger is not None and where not in _warned:
+            _warned.add(where)
+            logger.warning("idcrawl: the maxmemory-policy of Redis at %s cannot be read (%s): make sure it is %r, "
+                           "or keys of the job may be evicted and its ids lost", where, exc, NO_EVICTION)
+        return
+    except (redis.RedisError, OSError) as exc:
+        raise RedisUnavailable(f"Redis at {where} is unreachable: {exc}") from None
+    policy = reply_text(next(iter(reply.values()), "")) if reply else ""
+    if policy and policy != NO_EVICTION:
+        raise RedisUnavailable(
+            f"Redis at {where} has maxmemory-policy {policy!r}, which may evict the job's keys (lanes, outcomes: "
+            f"ids lost): set it to {NO_EVICTION!r} (redis.conf, or CONFIG SET maxmemory-policy {NO_EVICTION})")
+
+
+def is_oom(exc: BaseException) -> bool:
+    """Whether a Redis error is its out-of-memory refusal (``maxmemory`` reached with ``noeviction``)."""
+    import redis
+
+    return isinstance(exc, redis.exceptions.OutOfMemoryError) or (
+        isinstance(exc, redis.ResponseError) and str(exc).startswith("OOM "))
 
 
 def command_name(args: tuple[Any, ...]) -> str:
