@@ -99,31 +99,26 @@ def connect(settings: Any, *, idempotent: bool = False, stats: Any = None) -> re
 
 #: The one ``maxmemory-policy`` that never deletes a key to make room.
 NO_EVICTION = "noeviction"
-_warned: set[str] = set()  # where the policy could not be read: warned once per process
-
-
-def check_no_eviction(client: Any, settings: Any, logger: Any = None) -> None:
+def check_no_eviction(client: Any, settings: Any) -> str | None:
     """Refuse a Redis whose ``maxmemory-policy`` may evict keys (anything but ``noeviction``): an evicted
-    lane or set loses ids silently. Raises :class:`RedisUnavailable` (one line); when ``CONFIG GET`` is
-    not allowed (renamed, ACL), one WARNING on ``logger`` per process and Redis, and the caller goes on."""
+    lane or set loses ids silently. Raises :class:`RedisUnavailable` (one line). Returns a warning to show
+    when ``CONFIG GET`` is not allowed (renamed, an ACL, a managed Redis): the caller goes on; else None."""
     import redis
 
     where = mask_secrets(describe(settings))
     try:
         reply = client.config_get("maxmemory-policy")
     except redis.ResponseError as exc:  # NoPermissionError too; unknown command when CONFIG is renamed
-        if logger is not None and where not in _warned:
-            _warned.add(where)
-            logger.warning("idcrawl: the maxmemory-policy of Redis at %s cannot be read (%s): make sure it is %r, "
-                           "or keys of the job may be evicted and its ids lost", where, exc, NO_EVICTION)
-        return
+        return (f"the maxmemory-policy of Redis at {where} cannot be read ({mask_secrets(str(exc))}): make sure "
+                f"it is {NO_EVICTION!r}, or keys of the job may be evicted and its ids lost")
     except (redis.RedisError, OSError) as exc:
-        raise RedisUnavailable(f"Redis at {where} is unreachable: {exc}") from None
+        raise RedisUnavailable(f"Redis at {where} is unreachable: {mask_secrets(str(exc))}") from None
     policy = reply_text(next(iter(reply.values()), "")) if reply else ""
     if policy and policy != NO_EVICTION:
         raise RedisUnavailable(
             f"Redis at {where} has maxmemory-policy {policy!r}, which may evict the job's keys (lanes, outcomes: "
             f"ids lost): set it to {NO_EVICTION!r} (redis.conf, or CONFIG SET maxmemory-policy {NO_EVICTION})")
+    return None
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -131,7 +126,7 @@ def is_oom(exc: BaseException) -> bool:
     import redis
 
     return isinstance(exc, redis.exceptions.OutOfMemoryError) or (
-        isinstance(exc, redis.ResponseError) and str(exc).startswith("OOM "))
+        isinstance(exc, redis.ResponseError) and "OOM command not allowed" in str(exc))
 
 
 def command_name(args: tuple[Any, ...]) -> str:

@@ -49,7 +49,8 @@ if TYPE_CHECKING:
     import redis
 
 __all__ = [
-    "CODES", "MAX_DISTRIBUTED_ID", "JobStatus", "RedisFrontier", "RedisJob", "TargetConflict", "check_distributed",
+    "CODES", "MAX_DISTRIBUTED_ID", "JobStatus", "RedisFrontier", "RedisJob", "StateLost", "TargetConflict",
+    "check_distributed",
 ]
 
 P = TypeVar("P")
@@ -62,6 +63,10 @@ _COUNTS = ("found", "missing", "failed", "disallowed", "emitted", "overshoot", "
 
 class TargetConflict(ValueError):
     """A target name the job already has, with other parameters."""
+
+
+class StateLost(TargetConflict):
+    """Keys of the job are gone from Redis (evicted, deleted): a target cannot be joined."""
 
 
 class RedisJob:
@@ -368,6 +373,9 @@ class RedisFrontier(Generic[P]):
         rows = [(spec.key, spec.start, spec.step, "" if spec.stop is None else str(spec.stop), target.margin,
                  target.window, neutral, spec.weight) for spec in lanes]
         stored = self.job.register(target.name, spec_json(mine), rows, space_id(target), self.adaptive)
+        if isinstance(stored, list):
+            raise StateLost(f"the job's key {reply_text(stored[1])} is gone from Redis, its target {target.name!r}'s "
+                            "lanes are there (evicted or deleted): clean the job (scrapy idjob clean) to start over")
         if stored is not None:
             conflict = spec_conflict(mine, json.loads(stored))
             if conflict is not None:

@@ -70,7 +70,7 @@ from idcrawl.distributed.connection import (
     worker_gone,
     worker_id,
 )
-from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict, check_distributed
+from idcrawl.distributed.frontier import RedisFrontier, RedisJob, StateLost, TargetConflict, check_distributed
 from idcrawl.distributed.pages import FleetPageBook, is_due_lane
 from idcrawl.distributed.runs import refused
 from idcrawl.distributed.urlqueue import RedisUrlQueue
@@ -131,9 +131,11 @@ class RedisWorker:
         self.resume_notes: dict[str, str] = {}
         try:
             self.client: Any = connect(settings, stats=crawler.stats)
-            check_no_eviction(self.client, settings, logger)
+            warning = check_no_eviction(self.client, settings)
         except RedisUnavailable as exc:
             raise BadInputError(f"{spider_name}: {exc}") from None
+        if warning:
+            logger.warning("idcrawl: %s", warning)
         self.job = RedisJob(self.client, job_prefix(settings, spider_name))
         try:
             self._join(runtime, spider_name)
@@ -240,7 +242,7 @@ class RedisWorker:
         except TargetConflict as exc:
             if self.frontier.run is not None:  # refused: not a worker of the run, nothing saved changed
                 refused(self.client, self.job.prefix, self.worker, self.frontier.run)
-            raise BadInputError(f"{spider_name}: bad input: {exc}") from None
+            raise BadInputError(f"{spider_name}: {'' if isinstance(exc, StateLost) else 'bad input: '}{exc}") from None
         for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
             if lane.first_undecided != lane.start or lane.stopped or self.frontier.lane_direction[key] == "holes":
                 name = self.frontier.lane_target[key].name

@@ -59,7 +59,8 @@ for i = 11, #KEYS, 2 do
     elseif f[11] and redis.call('EXISTS', KEYS[i] .. ':ids') == 0 then lost = KEYS[i] .. ':ids'
     elseif f[10] and redis.call('EXISTS', J.P .. 'tl:' .. f[10]) == 0 then lost = J.P .. 'tl:' .. f[10]
     elseif f[4] == '' and f[1] ~= f[2] and not held(K, f[1]) then
-      lost = KEYS[i] .. ':own, :free or :dec (its first undecided id ' .. f[1] .. ' is held by nothing)'
+      -- the outcomes decided ahead of the prefix, most likely (a lost claim is recorded by its worker all the same)
+      lost = KEYS[i] .. ':dec (or :own, :free: the first undecided id ' .. f[1] .. ' is held by nothing)'
     end
   end
   out[#out + 1] = {f[1] or '', f[2] or '', f[3] or '', f[4] or '', f[5] or '', redis.call('LLEN', KEYS[i + 1]), room}
