@@ -865,6 +865,10 @@ class RedisFrontier(Generic[P]):
         return self.status.finished or (bool(self._closed_here) and self._closed_here | self._settled_keys()
                                          >= set(self.lanes))
 
+    def unsettled(self) -> list[str]:
+        """The lanes this worker walks that are not settled in the job (as the last poll saw them)."""
+        return sorted(self._unsettled)
+
     def _settled_keys(self) -> set[str]:
         return {key for key, lane in self.lanes.items() if lane.settled}
 

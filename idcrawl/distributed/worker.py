@@ -491,7 +491,7 @@ class RedisWorker:
             if not is_oom(exc):  # out of memory: the stop's line said so already
                 logger.warning("idcrawl: could not leave the Redis job cleanly (%s): the other workers take back "
                                "this worker's ids after IDCRAWL_REDIS_LEASE_TIMEOUT", mask_secrets(str(exc)))
-        if self._unrecorded:
+        if self._unrecorded and reason != "idcrawl_redis_oom":  # (the out-of-memory line said so)
             logger.error("idcrawl: %d outcomes could not be recorded in Redis; their ids are fetched again",
                          len(self._unrecorded))
 
@@ -744,7 +744,7 @@ class RedisWorker:
             return False
         if status.quiet < limit or time.monotonic() - self._joined_at < limit:
             return False
-        stuck = sorted(frontier._unsettled)
+        stuck = frontier.unsettled()
         logger.error("idcrawl: no progress in Redis job %r for %.0f s (IDCRAWL_REDIS_NO_PROGRESS_LEASES=%s x "
                      "IDCRAWL_REDIS_LEASE_TIMEOUT=%s s) with %d lanes unsettled (%s), no worker busy: stopping this "
                      "worker; `scrapy idjob status` shows where its lanes wait",
