@@ -9,7 +9,7 @@
 -- {unsettled, delayed, orphans, feed, tver, next due in ms or -1, quiet ms, lost key or ''}.
 -- quiet: ms since the job last recorded an outcome (P progress outcomes, RECORD), a busy worker
 -- polled or a retry waited for its time. lost: the first key found missing that a running job has
--- (P specs, P tver, P run; per lane P unsettled's member, :bits once the prefix moved, :ids of a
+-- (P run; P specs and P tver once the worker walks lanes; per lane P unsettled's member, :bits once the prefix moved, :ids of a
 -- list lane, P tl:<target>, and the claim, free id or retry holding its first undecided id).
 local J = job_keys()
 local delayed, feed, tver, specs, run, progress = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
@@ -18,7 +18,9 @@ local now = now_ms()
 redis.call('ZADD', J.workers, now, me)
 reclaim(J, now, lease, me)
 local lost = ''
-for _, key in ipairs({specs, tver, run}) do
+local needed = {run}
+if #KEYS > 10 then needed = {specs, tver, run} end  -- a worker that waits for pushed targets has no lanes yet
+for _, key in ipairs(needed) do
   if lost == '' and redis.call('EXISTS', key) == 0 then lost = key end
 end
 
