@@ -287,6 +287,20 @@ IDCRAWL_REDIS_POLL_INTERVAL = 0.5
 #: for pushed targets forever, like scrapy-redis's RedisSpider).
 IDCRAWL_REDIS_IDLE_TIMEOUT = 0.0
 
+#: A fleet that makes no progress stops (finish reason idcrawl_no_progress)
+#: after this many leases (IDCRAWL_REDIS_LEASE_TIMEOUT) in which its job had
+#: lanes unsettled, yet no worker recorded an outcome, had an id, request or
+#: retry in flight, nor waited for a shared retry's time: the job's keys are
+#: damaged, or a worker holds ids and never answers. A slow download, a
+#: politeness gap or a Retry-After keeps its worker busy; a dead worker's ids
+#: come back after one lease. 0 = wait for ever.
+IDCRAWL_REDIS_NO_PROGRESS_LEASES = 8.0
+
+#: A fleet job's targets are one set: a worker whose targets differ from the
+#: job's in Redis (one the job has not, or one of the job's it lacks) is
+#: refused. True: it joins all the same, its new targets added as pushed ones.
+IDCRAWL_REDIS_MERGE_TARGETS = False
+
 #: Deprecated: ``scrapy crawl`` (idcrawl's command) exits with the status of
 #: its finish reason (docs/reference/finish-reasons.md). Set, it is the exit
 #: status of the reasons in IDCRAWL_FAIL_REASONS instead (with a WARNING).

@@ -68,7 +68,7 @@ class Command(ScrapyCommand):
         action, rest = args[0], args[1:]
         try:
             getattr(self, f"_{action}")(rest, opts)
-        except (TargetError, ValueError, OSError) as exc:
+        except (TargetError, ValueError, OSError, RedisUnavailable) as exc:
             self._fail(str(exc))
 
     def _fail(self, message: str) -> None:
@@ -93,6 +93,7 @@ class Command(ScrapyCommand):
     # -- push --------------------------------------------------------------------------
 
     def _push(self, rest: list[str], opts: argparse.Namespace) -> None:
+        from idcrawl.distributed.connection import check_no_eviction
         from idcrawl.distributed.worker import parse_pushed
 
         if not rest:
@@ -105,6 +106,9 @@ class Command(ScrapyCommand):
                 "IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES
             ),
         }
+        warning = check_no_eviction(self.client, self.settings)  # pushed targets are kept in Redis: no eviction
+        if warning:
+            print(f"idjob: warning: {warning}", file=sys.stderr)
         entries = []
         for source in rest:
             text = sys.stdin.read() if source == "-" else open(source, encoding="utf-8").read()  # noqa: SIM115

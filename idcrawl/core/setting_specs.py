@@ -137,6 +137,16 @@ def _float(minimum: float = 0.0, maximum: float | None = None, *, above: bool = 
     return Spec(check, f"must be a finite number {bound}{note}")
 
 
+def _off_or_at_least(minimum: float, note: str = "") -> Spec:
+    """0 (off) or a finite number >= ``minimum``."""
+    def check(value: Any) -> None:
+        number = _as_float(value)
+        if not math.isfinite(number) or (number != 0 and number < minimum):
+            raise _Bad
+
+    return Spec(check, f"must be 0 (off) or a finite number >= {minimum:g}{note}")
+
+
 def _bool() -> Spec:
     return Spec(_as_bool, "must be True or False (also 1/0, true/false)")
 
@@ -291,6 +301,8 @@ SPECS: Final[dict[str, Spec]] = {
     "IDCRAWL_REDIS_CLAIM_BLOCK": _int(1, _MANY),
     "IDCRAWL_REDIS_POLL_INTERVAL": _float(above=True, note=" (seconds)"),
     "IDCRAWL_REDIS_IDLE_TIMEOUT": _float(note=" (seconds; 0 = wait while the job is unfinished)"),
+    "IDCRAWL_REDIS_NO_PROGRESS_LEASES": _off_or_at_least(2, " (multiples of IDCRAWL_REDIS_LEASE_TIMEOUT)"),
+    "IDCRAWL_REDIS_MERGE_TARGETS": _bool(),
     "IDCRAWL_FAIL_EXIT_CODE": replace(_int(0, 255, note=" (an exit status; unset = the table's)"),
                                                   optional=True),
     "IDCRAWL_FAIL_REASONS": _strings(),

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     import redis
 
 __all__ = [
-    "CALLS_PREFIX", "RedisUnavailable", "command_name", "connect", "count_calls", "describe", "distributed",
-    "job_prefix", "needs_redis", "reply_text", "state_backend", "worker_gone", "worker_id",
+    "CALLS_PREFIX", "RedisUnavailable", "check_no_eviction", "command_name", "connect", "count_calls", "describe",
+    "distributed", "is_oom", "job_prefix", "needs_redis", "reply_text", "state_backend", "worker_gone", "worker_id",
 ]
 
 
@@ -95,6 +95,38 @@ def connect(settings: Any, *, idempotent: bool = False, stats: Any = None) -> re
     if int(version.split(".")[0]) < 5:
         raise RedisUnavailable(f"Redis at {describe(settings)} is version {version}; idcrawl needs 5 or later")
     return client
+
+
+#: The one ``maxmemory-policy`` that never deletes a key to make room.
+NO_EVICTION = "noeviction"
+def check_no_eviction(client: Any, settings: Any) -> str | None:
+    """Refuse a Redis whose ``maxmemory-policy`` may evict keys (anything but ``noeviction``): an evicted
+    lane or set loses ids silently. Raises :class:`RedisUnavailable` (one line). Returns a warning to show
+    when ``CONFIG GET`` is not allowed (renamed, an ACL, a managed Redis): the caller goes on; else None."""
+    import redis
+
+    where = mask_secrets(describe(settings))
+    try:
+        reply = client.config_get("maxmemory-policy")
+    except redis.ResponseError as exc:  # NoPermissionError too; unknown command when CONFIG is renamed
+        return (f"the maxmemory-policy of Redis at {where} cannot be read ({mask_secrets(str(exc))}): make sure "
+                f"it is {NO_EVICTION!r}, or keys of the job may be evicted and its ids lost")
+    except (redis.RedisError, OSError) as exc:
+        raise RedisUnavailable(f"Redis at {where} is unreachable: {mask_secrets(str(exc))}") from None
+    policy = reply_text(next(iter(reply.values()), "")) if reply else ""
+    if policy and policy != NO_EVICTION:
+        raise RedisUnavailable(
+            f"Redis at {where} has maxmemory-policy {policy!r}, which may evict the job's keys (lanes, outcomes: "
+            f"ids lost): set it to {NO_EVICTION!r} (redis.conf, or CONFIG SET maxmemory-policy {NO_EVICTION})")
+    return None
+
+
+def is_oom(exc: BaseException) -> bool:
+    """Whether a Redis error is its out-of-memory refusal (``maxmemory`` reached with ``noeviction``)."""
+    import redis
+
+    return isinstance(exc, redis.exceptions.OutOfMemoryError) or (
+        isinstance(exc, redis.ResponseError) and "OOM command not allowed" in str(exc))
 
 
 def command_name(args: tuple[Any, ...]) -> str:

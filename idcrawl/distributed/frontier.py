@@ -49,7 +49,8 @@ if TYPE_CHECKING:
     import redis
 
 __all__ = [
-    "CODES", "MAX_DISTRIBUTED_ID", "JobStatus", "RedisFrontier", "RedisJob", "TargetConflict", "check_distributed",
+    "CODES", "MAX_DISTRIBUTED_ID", "JobStatus", "RedisFrontier", "RedisJob", "StateLost", "TargetConflict",
+    "check_distributed",
 ]
 
 P = TypeVar("P")
@@ -62,6 +63,10 @@ _COUNTS = ("found", "missing", "failed", "disallowed", "emitted", "overshoot", "
 
 class TargetConflict(ValueError):
     """A target name the job already has, with other parameters."""
+
+
+class StateLost(TargetConflict):
+    """Keys of the job are gone from Redis (evicted, deleted): a target cannot be joined."""
 
 
 class RedisJob:
@@ -88,6 +93,7 @@ class RedisJob:
         self._polite = client.register_script(scripts.POLITE)
         self._give_back = client.register_script(scripts.GIVE_BACK)
         self._resume = client.register_script(scripts.RESUME)
+        self._targets = client.register_script(scripts.TARGETS)
 
     def key(self, *parts: str) -> str:
         return self.prefix + "".join(parts)
@@ -128,6 +134,15 @@ class RedisJob:
             keys.append(self.key("L:", row[0]))
             args += row
         return self._register(keys=keys, args=args)
+
+    def check_targets(self, names: Sequence[str], merge: bool = False) -> tuple[list[str], list[str]] | None:
+        """None if a worker with the targets ``names`` may join the job (the first one makes them the
+        job's set: ``TARGETS``), else (its targets the job has not, the job's it lacks). ``merge``: join
+        whatever the job's targets (``IDCRAWL_REDIS_MERGE_TARGETS``)."""
+        reply = self._targets(keys=[self.key("tset"), self.key("specs")], args=["1" if merge else "0", *names])
+        if reply_text(reply[0]) == "ok":
+            return None
+        return [reply_text(n) for n in reply[1]], [reply_text(n) for n in reply[2]]
 
     def claim(
         self, worker: str, lane: str, n: int, lease_ms: int, speculation: int | None = None, max_held: int = 0
@@ -184,14 +199,15 @@ class RedisJob:
         argv += list(ids)
         return self._resume(keys=keys, args=argv)
 
-    def status(self, worker: str, lease_ms: int, lanes: Sequence[str], max_held: int = 0) -> Any:
+    def status(self, worker: str, lease_ms: int, lanes: Sequence[str], max_held: int = 0, busy: bool = False) -> Any:
         """Heartbeat, reclaim, then ``[fu, next, reason, cut, last, free, room]`` per lane and the job's
-        counts (``max_held``: a lane the cap keeps from new ids has no room, as in :meth:`claim`)."""
-        keys = [*self._reclaim_keys(), self.key("delayed"), self.key("feed"), self.key("tver")]
+        counts, its quiet time and a key found missing (``max_held``: a lane the cap keeps from new ids has
+        no room, as in :meth:`claim`; ``busy``: this worker has ids or requests in flight)."""
+        keys = [*self._reclaim_keys(), self.key("delayed"), self.key("feed"), self.key("tver"), self.key("specs"),
+                self.key("run"), self.key("progress")]
         for lane in lanes:
             keys += self.lane_keys(lane, "free")
-        args: list[Any] = [worker, lease_ms, max_held] if max_held else [worker, lease_ms]
-        return self._status(keys=keys, args=args)
+        return self._status(keys=keys, args=[worker, lease_ms, max_held, "1" if busy else "0"])
 
     def adopt(self, worker: str, n: int) -> Any:
         """Take up to ``n`` orphaned outputs: ``[lane|id, blob, ...]``."""
@@ -222,11 +238,13 @@ class RedisJob:
 class JobStatus:
     """The job as the last poll saw it."""
 
-    __slots__ = ("delayed", "feed", "next_due", "orphans", "seen", "tver", "unsettled")
+    __slots__ = ("delayed", "feed", "lost", "next_due", "orphans", "quiet", "seen", "tver", "unsettled")
 
     def __init__(self) -> None:
         self.unsettled = self.delayed = self.orphans = self.feed = self.tver = 0
         self.next_due = -1.0  # seconds until the earliest shared retry falls due; -1: none
+        self.quiet = 0.0  # seconds since the job last made progress or a worker was busy (STATUS)
+        self.lost = ""  # a key of the job found missing, or ''
         self.seen = False
 
     @property
@@ -357,6 +375,9 @@ class RedisFrontier(Generic[P]):
         rows = [(spec.key, spec.start, spec.step, "" if spec.stop is None else str(spec.stop), target.margin,
                  target.window, neutral, spec.weight) for spec in lanes]
         stored = self.job.register(target.name, spec_json(mine), rows, space_id(target), self.adaptive)
+        if isinstance(stored, list):
+            raise StateLost(f"the job's key {reply_text(stored[1])} is gone from Redis, its target {target.name!r}'s "
+                            "lanes are there (evicted or deleted): clean the job (scrapy idjob clean) to start over")
         if stored is not None:
             where = f"key {self.job.key('specs')!r}"
             with decode.reading(f"Redis job {self.job.prefix!r}"):
@@ -815,10 +836,11 @@ class RedisFrontier(Generic[P]):
 
     # -- polling -------------------------------------------------------------------
 
-    def poll(self) -> list[str]:
-        """Heartbeat, take back ids of stopped workers, refresh every lane; returns lanes that got room."""
+    def poll(self, busy: bool = False) -> list[str]:
+        """Heartbeat, take back ids of stopped workers, refresh every lane, check the job's keys; returns
+        lanes that got room. ``busy``: this worker has work in flight (the job is active)."""
         keys = sorted(self._unsettled)
-        reply = self.job.status(self.worker, self.lease_ms, keys, self.max_held)
+        reply = self.job.status(self.worker, self.lease_ms, keys, self.max_held, busy or bool(self.inflight))
         woken: list[str] = []
         self.vanished = set()
         for key, state in zip(keys, reply[:-1], strict=True):
@@ -829,8 +851,10 @@ class RedisFrontier(Generic[P]):
             self._sync(key, fu, nxt, reason, cut, last)
             if (int(free) > 0 or int(room)) and self.unpark(key):  # room: the job's (adaptive or not)
                 woken.append(key)
-        unsettled, delayed, orphans, feed, tver, next_due = (int(v) for v in reply[-1])
+        *counts, lost = reply[-1]
+        unsettled, delayed, orphans, feed, tver, next_due, quiet = (int(v) for v in counts)
         status = self.status
+        status.quiet, status.lost = quiet / 1000, reply_text(lost)
         status.unsettled, status.delayed, status.orphans, status.feed = unsettled, delayed, orphans, feed
         status.tver = tver
         status.next_due = next_due / 1000 if next_due >= 0 else -1.0
@@ -847,6 +871,10 @@ class RedisFrontier(Generic[P]):
         # every lane settled in the job, or stopped here by a limit: nothing more for this worker
         return self.status.finished or (bool(self._closed_here) and self._closed_here | self._settled_keys()
                                          >= set(self.lanes))
+
+    def unsettled(self) -> list[str]:
+        """The lanes this worker walks that are not settled in the job (as the last poll saw them)."""
+        return sorted(self._unsettled)
 
     def _settled_keys(self) -> set[str]:
         return {key for key, lane in self.lanes.items() if lane.settled}

@@ -32,6 +32,10 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
 
 ``P specs``            hash  target name -> its spec (JSON): the job's targets
 ``P tver``             int   bumped when a target is added (workers reload)
+``P tset``             set   the targets the job's first worker started with: a later worker's must be
+                             the same (``TARGETS``; pushed and merged targets are in ``P specs`` only)
+``P progress``         hash  outcomes (recorded by RECORD), seen and active_at (ms): the job's last
+                             activity, kept by STATUS for the no-progress rule
 ``P tl:<target>``      list  the target's lane keys, in order (list lanes of resumed holes too)
 ``P L:<lane>``         hash  start, step, stop ('' = none), margin, window,
                              neutral (1: failed ids are neutral), weight,
@@ -110,8 +114,8 @@ from importlib import resources
 
 __all__ = [
     "ADOPT", "BLOOM", "CLAIM", "DELAY", "GIVE_BACK", "LEAVE", "LIMITS", "NAMES", "PACKAGE", "POLITE", "POP_DELAYED",
-    "RECORD", "REGISTER", "RESUME", "RUN", "RUN_REFUSED", "STATUS", "URL_DUE", "URL_HARVEST", "URL_OFFER", "URL_PUT",
-    "URL_STATUS", "URL_TAKE", "load",
+    "RECORD", "REGISTER", "RESUME", "RUN", "RUN_REFUSED", "STATUS", "TARGETS", "URL_DUE", "URL_HARVEST", "URL_OFFER",
+    "URL_PUT", "URL_STATUS", "URL_TAKE", "load",
 ]
 
 #: The package whose ``*.lua`` files are the scripts.
@@ -140,6 +144,7 @@ REGISTER = load("register")
 CLAIM = load("claim")
 RECORD = load("record", "page_record")  # a found page's record with its outcome
 STATUS = load("status")
+TARGETS = load("targets")
 ADOPT = load("adopt")
 LEAVE = load("leave")
 GIVE_BACK = load("give_back")

@@ -6,9 +6,10 @@ are shown as stale, and taken back by the next worker poll, not here).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from idcrawl.core.safetext import safe
+from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.distributed.connection import reply_text
 
 __all__ = ["job_status", "render_status"]
@@ -18,7 +19,7 @@ _COUNTS = ("dispensed", "found", "missing", "failed", "disallowed", "emitted", "
 
 
 def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
-    """Workers, lanes and what the job still waits for."""
+    """Workers, targets, lanes and what the job still waits for."""
     seconds, micros = client.time()
     now_ms = seconds * 1000 + micros // 1000
     workers = [
@@ -26,8 +27,18 @@ def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
          "alive": now_ms - score <= lease * 1000}
         for w, score in client.zrange(prefix + "workers", 0, -1, withscores=True)
     ]
+    specs = {reply_text(n): _spec(raw) for n, raw in client.hgetall(prefix + "specs").items()}
+    first = {reply_text(n) for n in client.smembers(prefix + "tset")}
+    targets = [
+        {"name": name, "url": mask_secrets(str(spec.get("url", ""))), "start": spec.get("start"),
+         "direction": spec.get("direction"), "min": spec.get("min"), "max": spec.get("max"),
+         "margin": spec.get("margin"),
+         # the set the job's workers must start with (TARGETS), or pushed / added by a merging worker
+         "joined": "started" if name in first or not first else "added"}
+        for name, spec in sorted(specs.items())
+    ]
     lanes = []
-    for name in sorted(reply_text(n) for n in client.hkeys(prefix + "specs")):
+    for name in sorted(specs):
         for key in (reply_text(k) for k in client.lrange(prefix + "tl:" + name, 0, -1)):
             raw = {reply_text(k): reply_text(v) for k, v in client.hgetall(prefix + "L:" + key).items()}
             if not raw:
@@ -55,7 +66,15 @@ def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
     }
     finished = not any(v for k, v in waiting.items() if k != "incidents") and bool(lanes)
     return {"format": 1, "job": prefix, "finished": finished, "workers": workers, "waiting": waiting,
-            "taken_back": job, "lanes": lanes}
+            "taken_back": job, "targets": targets, "lanes": lanes}
+
+
+def _spec(raw: Any) -> dict[str, Any]:
+    try:
+        spec = json.loads(raw)
+    except ValueError:
+        return {}
+    return spec if isinstance(spec, dict) else {}
 
 
 def render_status(document: dict[str, Any]) -> str:
@@ -67,6 +86,10 @@ def render_status(document: dict[str, Any]) -> str:
         lines.append("  no workers")
     waiting = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in document["waiting"].items())
     lines.append(f"  waiting: {waiting}")
+    for t in document.get("targets", []):
+        bounds = "".join(f", {key} {t[key]}" for key in ("min", "max") if t.get(key) is not None)
+        lines.append(f"  target {safe(t['name'])}: {safe(t['url'])} from {t['start']} {t['direction']}{bounds}, "
+                     f"margin {t['margin']}" + ("" if t["joined"] == "started" else " (added after the start)"))
     for lane in document["lanes"]:
         c = lane["counts"]
         where = (f"cut at {lane['cut_at']} ({lane['reason']})" if lane["cut_at"] is not None

@@ -56,19 +56,21 @@ from idcrawl.core.clock import format_time
 from idcrawl.core.lanes import MARGIN, Outcome
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import due_first, tail_due
-from idcrawl.core.safetext import safe
+from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.core.targets import RESET_MODES, Target, TargetError, parse_target
 from idcrawl.core.watch import watch_targets, wave_key
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
 from idcrawl.distributed.connection import (
     RedisUnavailable,
+    check_no_eviction,
     connect,
     describe,
+    is_oom,
     job_prefix,
     worker_gone,
     worker_id,
 )
-from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict, check_distributed
+from idcrawl.distributed.frontier import RedisFrontier, RedisJob, StateLost, TargetConflict, check_distributed
 from idcrawl.distributed.pages import FleetPageBook, is_due_lane
 from idcrawl.distributed.runs import refused
 from idcrawl.distributed.urlqueue import RedisUrlQueue
@@ -131,8 +133,11 @@ class RedisWorker:
         self.resume_notes: dict[str, str] = {}
         try:
             self.client: Any = connect(settings, stats=crawler.stats)
+            warning = check_no_eviction(self.client, settings)
         except RedisUnavailable as exc:
             raise BadInputError(f"{spider_name}: {exc}") from None
+        if warning:
+            logger.warning("idcrawl: %s", warning)
         self.job = RedisJob(self.client, job_prefix(settings, spider_name))
         try:
             owner = state_owner(self.client, self.job.prefix + "owner")
@@ -142,6 +147,61 @@ class RedisWorker:
             raise BadInputError(f"{spider_name}: Redis job {self.job.prefix!r} is in use by a single-process crawl "
                                 f"(held by {owner}; owner key {self.job.prefix + 'owner'!r}); a fleet worker "
                                 "cannot join it: wait for it to end, or stop it")
+        try:
+            self._join(runtime, spider_name)
+        except RedisError as exc:  # out of memory, or gone while joining: one line, nothing half-read used
+            raise BadInputError(f"{spider_name}: {self._redis_failed(exc, 'as this worker joined the job')}") from None
+        #: ascending lanes whose walk this worker has not yet seen applied to its tail's schedule (settle_tails)
+        self._tails_open = {key for key, direction in self.frontier.lane_direction.items() if direction == "asc"}
+        #: the crawl scope's URL queue shared by the fleet (make_url_queue; None: no crawl scope)
+        self.urls: RedisUrlQueue | None = None
+        #: started without targets (nor page targets): waits for pushed ones (until the idle timeout)
+        self.feeder = not runtime.targets and not runtime.scope
+        self.frontier.wait_for_feed = self.feeder
+        self._tver = -1
+        self._loop: Any = None
+        self._idle_since = time.monotonic()
+        self._last_poll: float | None = None
+        # acknowledgements of released outputs: tokens are their emit fields, "lane|id"
+        self._unwritten = UnwrittenItems()
+        self._written: list[str] = []
+        #: found pages of the crawl scope whose items are on their way (tokens: what harvests them), and
+        #: those written (harvested at the next acknowledgement, after the feeds' flush: hold_page)
+        self._unwritten_pages = UnwrittenItems(page_key)
+        self._written_pages: list[Callable[[], None]] = []
+        self._ack_batch = settings.getint("IDCRAWL_STATE_COMMIT_ITEMS", default_settings.IDCRAWL_STATE_COMMIT_ITEMS)
+        self._ack_interval = settings.getfloat(
+            "IDCRAWL_STATE_COMMIT_INTERVAL", default_settings.IDCRAWL_STATE_COMMIT_INTERVAL
+        )
+        self._last_ack = time.monotonic()
+        self._closed = False
+        self._quiet_polls = 0
+        self._due: list[Request] = []  # shared retries taken from Redis, not yet handed out
+        self._due_at = 0.0  # monotonic time from which a shared retry may be due
+        self._gate_until: dict[str, float] = {}  # slot -> monotonic time another worker reserved it until
+        self._due_local: list[tuple[float, Request]] = []  # retries Redis did not take (an outage)
+        self._unrecorded: list[tuple[str, int, Outcome, list[Any] | None, int]] = []
+        self._down_since: float | None = None
+        self._checked_at: float | None = None  # monotonic time of the last poll that found the job's keys there
+        self._joined_at = time.monotonic()
+        self.no_progress_leases = settings.getfloat(
+            "IDCRAWL_REDIS_NO_PROGRESS_LEASES", default_settings.IDCRAWL_REDIS_NO_PROGRESS_LEASES)
+        self._acked_recently: set[str] = set()
+        self._taken = 0  # ids given back to the job when this worker left
+        logger.info("idcrawl: worker %s of Redis job %r (%d targets of its own)",
+                    self.worker, self.job.prefix, len(runtime.targets))
+
+    def _redis_failed(self, exc: Exception, when: str) -> str:
+        """The line for a failed Redis call: out of memory (``maxmemory`` with ``noeviction``), or another error."""
+        where = mask_secrets(describe(self.crawler.settings))
+        if is_oom(exc):
+            return (f"Redis at {where} is out of memory (maxmemory reached) {when}: the call was refused, nothing "
+                    f"was evicted; give Redis more memory (maxmemory) or clean finished jobs (scrapy idjob clean)")
+        return f"Redis at {where} failed {when}: {mask_secrets(str(exc))}"
+
+    def _join(self, runtime: IdRuntime, spider_name: str) -> None:
+        """Join the job: its targets checked against this worker's, its run, this worker's targets registered."""
+        crawler, settings = self.crawler, self.crawler.settings
         self.worker = worker_id()
         counts_failed = settings.getbool("IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED)
         self.lease = settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)
@@ -185,6 +245,8 @@ class RedisWorker:
                     f"distributed job do not start it over: stop them and run scrapy idjob clean (Redis job "
                     f"{self.job.prefix!r}), or give another IDCRAWL_REDIS_JOB"
                 )
+        if runtime.targets and runtime.wave == 1:  # a later wave's worker has the targets it joined too
+            self._check_targets(runtime.targets, spider_name)
         # the fleet's run this worker belongs to: its resume plans and the URL queue follow it (distributed.runs)
         self.frontier.join_run(self._wave())
         try:
@@ -197,7 +259,7 @@ class RedisWorker:
         except (TargetConflict, StateError) as exc:  # StateError: the job's stored state is damaged
             if self.frontier.run is not None:  # refused: not a worker of the run, nothing saved changed
                 refused(self.client, self.job.prefix, self.worker, self.frontier.run)
-            what = "bad input: " if isinstance(exc, TargetConflict) else ""
+            what = "bad input: " if isinstance(exc, TargetConflict) and not isinstance(exc, StateLost) else ""
             raise BadInputError(f"{spider_name}: {what}{exc}") from None
         for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
             if lane.first_undecided != lane.start or lane.stopped or self.frontier.lane_direction[key] == "holes":
@@ -216,41 +278,27 @@ class RedisWorker:
             self._load_page_records()
         except StateError as exc:
             raise BadInputError(f"{spider_name}: {exc}") from None
-        #: ascending lanes whose walk this worker has not yet seen applied to its tail's schedule (settle_tails)
-        self._tails_open = {key for key, direction in self.frontier.lane_direction.items() if direction == "asc"}
-        #: the crawl scope's URL queue shared by the fleet (make_url_queue; None: no crawl scope)
-        self.urls: RedisUrlQueue | None = None
-        #: started without targets (nor page targets): waits for pushed ones (until the idle timeout)
-        self.feeder = not runtime.targets and not runtime.scope
-        self.frontier.wait_for_feed = self.feeder
-        self._tver = -1
-        self._loop: Any = None
-        self._idle_since = time.monotonic()
-        self._last_poll: float | None = None
-        # acknowledgements of released outputs: tokens are their emit fields, "lane|id"
-        self._unwritten = UnwrittenItems()
-        self._written: list[str] = []
-        #: found pages of the crawl scope whose items are on their way (tokens: what harvests them), and
-        #: those written (harvested at the next acknowledgement, after the feeds' flush: hold_page)
-        self._unwritten_pages = UnwrittenItems(page_key)
-        self._written_pages: list[Callable[[], None]] = []
-        self._ack_batch = settings.getint("IDCRAWL_STATE_COMMIT_ITEMS", default_settings.IDCRAWL_STATE_COMMIT_ITEMS)
-        self._ack_interval = settings.getfloat(
-            "IDCRAWL_STATE_COMMIT_INTERVAL", default_settings.IDCRAWL_STATE_COMMIT_INTERVAL
-        )
-        self._last_ack = time.monotonic()
-        self._closed = False
-        self._quiet_polls = 0
-        self._due: list[Request] = []  # shared retries taken from Redis, not yet handed out
-        self._due_at = 0.0  # monotonic time from which a shared retry may be due
-        self._gate_until: dict[str, float] = {}  # slot -> monotonic time another worker reserved it until
-        self._due_local: list[tuple[float, Request]] = []  # retries Redis did not take (an outage)
-        self._unrecorded: list[tuple[str, int, Outcome, list[Any] | None, int]] = []
-        self._down_since: float | None = None
-        self._acked_recently: set[str] = set()
-        self._taken = 0  # ids given back to the job when this worker left
-        logger.info("idcrawl: worker %s of Redis job %r (%d targets of its own)",
-                    self.worker, self.job.prefix, len(runtime.targets))
+
+    def _check_targets(self, targets: list[Target], spider_name: str) -> None:
+        """A fleet job's targets are one set: a worker whose targets differ from the job's is refused in one
+        line, unless ``IDCRAWL_REDIS_MERGE_TARGETS`` (then its new targets join the job, as pushed ones do)."""
+        merge = self.crawler.settings.getbool("IDCRAWL_REDIS_MERGE_TARGETS",
+                                              default_settings.IDCRAWL_REDIS_MERGE_TARGETS)
+        differs = self.job.check_targets([target.name for target in targets], merge)
+        if differs is None:
+            return
+        extra, missing = differs
+
+        def names(items: list[str]) -> str:
+            shown = ", ".join(repr(safe(name)) for name in items[:5])
+            return shown + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+
+        parts = ([f"{names(extra)} not in the job"] if extra else []) + (
+            [f"the job's {names(missing)} not among this worker's"] if missing else [])
+        raise BadInputError(
+            f"{spider_name}: bad input: this worker's targets differ from those of Redis job {safe(self.job.prefix)!r} "
+            f"({'; '.join(parts)}): start it with the job's targets, give it another IDCRAWL_REDIS_JOB, or set "
+            "IDCRAWL_REDIS_MERGE_TARGETS=True to join the job with them")
 
     # -- watch mode in a fleet (idcrawl.extensions.watch) ---------------------------------------
 
@@ -411,7 +459,7 @@ class RedisWorker:
     def open(self) -> None:
         self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
         self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
-        self._idle_since = time.monotonic()
+        self._idle_since = self._joined_at = time.monotonic()
         if self._due_planned:
             self.stats.set_value(f"{STATS_PREFIX}/pages/due", self._due_planned)
         self._take_over()
@@ -461,9 +509,10 @@ class RedisWorker:
                 self._inc(f"{PREFIX}/urls_given_back", self.urls.give_back())
             self._taken = self.job.leave(self.worker)
         except RedisError as exc:
-            logger.warning("idcrawl: could not leave the Redis job cleanly (%s): the other workers take back "
-                           "this worker's ids after IDCRAWL_REDIS_LEASE_TIMEOUT", exc)
-        if self._unrecorded:
+            if not is_oom(exc):  # out of memory: the stop's line said so already
+                logger.warning("idcrawl: could not leave the Redis job cleanly (%s): the other workers take back "
+                               "this worker's ids after IDCRAWL_REDIS_LEASE_TIMEOUT", mask_secrets(str(exc)))
+        if self._unrecorded and reason != "idcrawl_redis_oom":  # (the out-of-memory line said so)
             logger.error("idcrawl: %d outcomes could not be recorded in Redis; their ids are fetched again",
                          len(self._unrecorded))
 
@@ -621,18 +670,29 @@ class RedisWorker:
             self._emit(self._take(released))
 
     def _outage(self, exc: Exception) -> None:
-        """Redis did not answer: carry on polling, and stop cleanly after the lease timeout."""
+        """Redis did not answer: carry on polling, and stop cleanly after the lease timeout. Redis out of
+        memory: stop now (``idcrawl_redis_oom``), one line."""
         now = time.monotonic()
         self._inc(f"{PREFIX}/errors")
+        if is_oom(exc):
+            if not self._closed:
+                logger.error("idcrawl: %s: stopping this worker (its ids not recorded go back to the job after "
+                             "IDCRAWL_REDIS_LEASE_TIMEOUT and are fetched again)",
+                             self._redis_failed(exc, "mid-crawl"))
+                self._inc(f"{PREFIX}/oom")
+                self._stop("idcrawl_redis_oom")
+            return
         if self._down_since is None:
             self._down_since = now
             logger.warning("idcrawl: Redis at %s does not answer (%s); retrying every %.1f s for up to %.0f s",
                            describe(self.crawler.settings), exc, self.poll_interval, self.lease)
             return
         if now - self._down_since > self.lease and not self._closed:
-            logger.error("idcrawl: Redis at %s has not answered for %.0f s: stopping this worker (what Redis "
-                         "holds is intact; start the worker again when Redis is back)",
-                         describe(self.crawler.settings), now - self._down_since)
+            checked = "" if self._checked_at is None else (
+                f"; the job's keys were all there at its last poll, {now - self._checked_at:.0f} s ago")
+            logger.error("idcrawl: Redis at %s has not answered for %.0f s: stopping this worker (start it again "
+                         "when Redis is back%s)", mask_secrets(describe(self.crawler.settings)),
+                         now - self._down_since, checked)
             self._stop("idcrawl_redis_unavailable")
 
     def _stop(self, reason: str) -> None:
@@ -645,7 +705,7 @@ class RedisWorker:
         frontier = self.frontier
         if self._unrecorded:
             self._replay()
-        woken = frontier.poll()
+        woken = frontier.poll(busy=self._busy())
         urls_ready = False
         if self.urls is not None:  # the crawl scope's queue: stopped workers' URLs ready again
             urls = self.urls.poll()
@@ -654,12 +714,19 @@ class RedisWorker:
             urls_ready = urls.ready > 0  # the engine asks for them
             if urls.ready or urls.taken_by_others or urls.taken_here:
                 self._idle_since = time.monotonic()
-        if frontier.vanished:
-            logger.error("idcrawl: the job's lanes %s are gone from Redis (restarted without persistence, or "
-                         "cleaned): stopping this worker", sorted(frontier.vanished)[:5])
+        status = frontier.status
+        lost = [self.job.key("L:", key) for key in sorted(frontier.vanished)[:5]] or (
+            [status.lost] if status.lost else [])
+        if lost:
+            logger.error("idcrawl: the job's keys %s are gone from Redis (evicted, deleted, or Redis restarted "
+                         "without persistence): stopping this worker rather than finish a job it did not crawl",
+                         ", ".join(safe(key) for key in lost))
+            self._inc(f"{PREFIX}/state_lost")
             self._stop("idcrawl_redis_state_lost")
             return
-        status = frontier.status
+        self._checked_at = time.monotonic()
+        if self._no_progress():
+            return
         if status.next_due >= 0:
             self._due_at = min(self._due_at, time.monotonic() + status.next_due)
             self.runtime.wake_in(status.next_due)
@@ -683,6 +750,31 @@ class RedisWorker:
             self.runtime.wake_engine()
         if not frontier.finished or self.feeder:
             self._check_idle()
+
+    def _busy(self) -> bool:
+        """Has this worker work in flight (ids, requests, retries, outcomes to record)? A busy worker keeps the
+        job active for the no-progress rule, however long a download or a politeness gap takes."""
+        return bool(self.frontier.inflight or self._due or self._due_local or self._unrecorded
+                    or engine_busy(self.crawler))
+
+    def _no_progress(self) -> bool:
+        """The job has work outstanding, yet no worker recorded an outcome, was busy or waited for a retry
+        for ``IDCRAWL_REDIS_NO_PROGRESS_LEASES`` leases (and this worker has been in the job as long): the
+        fleet is stalled (keys of the job lost, a worker that holds ids and never answers), stop."""
+        status, frontier = self.frontier.status, self.frontier
+        limit = self.no_progress_leases * self.lease
+        if limit <= 0 or frontier.finished or not status.unsettled or self._closed:
+            return False
+        if status.quiet < limit or time.monotonic() - self._joined_at < limit:
+            return False
+        stuck = frontier.unsettled()
+        logger.error("idcrawl: no progress in Redis job %r for %.0f s (IDCRAWL_REDIS_NO_PROGRESS_LEASES=%s x "
+                     "IDCRAWL_REDIS_LEASE_TIMEOUT=%s s) with %d lanes unsettled (%s), no worker busy: stopping this "
+                     "worker; `scrapy idjob status` shows where its lanes wait",
+                     safe(self.job.prefix), status.quiet, self.no_progress_leases, self.lease, status.unsettled,
+                     ", ".join(safe(key) for key in stuck[:5]) or "of other workers")
+        self._stop("idcrawl_no_progress")
+        return True
 
     def _replay(self) -> None:
         """Record the outcomes that arrived while Redis did not answer; emit what they release."""

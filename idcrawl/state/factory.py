@@ -6,6 +6,7 @@ command that found the state in Redis says so with ``backend``.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from idcrawl import default_settings
@@ -32,11 +33,15 @@ def open_store(
         return SqliteStateStore(state_path(settings, spider_name), read_only=read_only)
     if backend != "redis":
         raise StateError(f"bad setting: IDCRAWL_STATE_BACKEND={backend!r}: must be one of {', '.join(BACKENDS)}")
-    from idcrawl.distributed.connection import RedisUnavailable, connect, job_prefix
+    from idcrawl.distributed.connection import RedisUnavailable, check_no_eviction, connect, job_prefix
     from idcrawl.distributed.state import JobStateStore  # reads a distributed job's lanes too
 
     try:
         client = connect(settings, idempotent=True, stats=stats)
+        # a store that writes: a Redis that may evict its keys is refused
+        warning = None if read_only else check_no_eviction(client, settings)
     except RedisUnavailable as exc:
         raise StateError(str(exc)) from None
+    if warning:
+        logging.getLogger(__name__).warning("idcrawl: %s", warning)
     return JobStateStore(client, job_prefix(settings, spider_name), read_only=read_only)

@@ -11,6 +11,7 @@
 -- overshoot, past_cut, duplicate, settled, touched, lane|id, payload, ...}; {} for an unknown
 -- lane. touched: the other lanes this outcome decided the id of, {lane, fu, next, reason,
 -- cut, last, 7 counts, duplicate, settled, id, code} each.
+-- Also counts the outcome in P progress (outcomes: the job's progress, read by STATUS).
 -- A found page's record may follow in KEYS and ARGV: written with the outcome (page_record.lua).
 local page = page_args()
 local K = {hash = KEYS[1], own = KEYS[2], dec = KEYS[3], pay = KEYS[4], bits = KEYS[5], free = KEYS[6]}
@@ -20,6 +21,8 @@ local S = space_of(K)
 local fetching = S ~= nil and redis.call('HGET', S.fly, s(id)) == lane
 local r = record_lane(K, lane, id, code, payload, E, unsettled, S)
 if not r then return {} end
+-- the job's progress (STATUS's no-progress rule): outcomes recorded
+if r.duplicate == 0 then redis.call('HINCRBY', prefix_of(unsettled, 'unsettled') .. 'progress', 'outcomes', 1) end
 write_page(page, r, K, id)
 if KEYS[9] and r.duplicate == 0 then
   redis.call('BITFIELD', KEYS[9], 'SET', 'u2', '#' .. ARGV[5], s(code))

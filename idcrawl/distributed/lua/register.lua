@@ -6,12 +6,16 @@
 --   window, neutral (1: failed ids are neutral), weight.
 -- Once a space has two targets, the lanes of all of them are marked as sharing it
 -- (space_of in common.lua).
--- Returns the stored spec if the job has the target (nothing changes), else nil.
+-- Returns the stored spec if the job has the target (nothing changes), {'lost', P specs} if the job has
+-- its lanes but not the target (P specs lost: nothing changes), else nil.
 local specs, tver, unsettled, tl = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local name, spec, space, adaptive = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 assert(#KEYS - 4 == (#ARGV - 4) / 8, 'idcrawl: REGISTER needs one key per lane')
 local current = redis.call('HGET', specs, name)
 if current then return current end
+for k = 5, #KEYS do  -- lanes without their target: P specs was lost, the lanes are not made anew
+  if redis.call('EXISTS', KEYS[k]) == 1 then return {'lost', specs} end
+end
 redis.call('HSET', specs, name, spec)
 local k = 5
 for i = 5, #ARGV, 8 do

@@ -1,19 +1,46 @@
--- STATUS: heartbeat, take back the ids of stopped workers, then report lanes and job.
--- KEYS: P workers, P unsettled, P orphans, P job, P delayed, P feed, P tver, then per lane
---   P L:<lane> and its :free.
--- ARGV: worker, lease_ms[, cap: IDCRAWL_MAX_HELD_PAYLOADS (0 or absent: none)].
+-- STATUS: heartbeat, take back the ids of stopped workers, then report lanes and job; check that
+-- the job's keys are there, and keep the job's last activity (the no-progress rule).
+-- KEYS: P workers, P unsettled, P orphans, P job, P delayed, P feed, P tver, P specs, P run,
+--   P progress, then per lane P L:<lane> and its :free.
+-- ARGV: worker, lease_ms, cap (IDCRAWL_MAX_HELD_PAYLOADS, 0: none), busy ('1': this worker has ids or
+--   requests in flight).
 -- Returns per lane {fu, next, reason, cut, last, free ids, room (1: CLAIM would hand out new ids;
 -- room_of and capped in common.lua)} and then the job's
--- {unsettled, delayed, orphans, feed, tver, next due in ms or -1}.
+-- {unsettled, delayed, orphans, feed, tver, next due in ms or -1, quiet ms, lost key or ''}.
+-- quiet: ms since the job last recorded an outcome (P progress outcomes, RECORD), a busy worker
+-- polled or a retry waited for its time. lost: the first key found missing that a running job has
+-- (P run; P specs and P tver once the worker walks lanes; per lane P unsettled's member, :bits once the prefix moved, :ids of a
+-- list lane, P tl:<target>, and the claim, free id or retry holding its first undecided id).
 local J = job_keys()
-local delayed, feed, tver = KEYS[5], KEYS[6], KEYS[7]
-local me, lease, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3] or '0')
+local delayed, feed, tver, specs, run, progress = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local me, lease, cap, busy = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3] or '0'), ARGV[4] == '1'
 local now = now_ms()
 redis.call('ZADD', J.workers, now, me)
 reclaim(J, now, lease, me)
+local lost = ''
+local needed = {run}
+if #KEYS > 10 then needed = {specs, tver, run} end  -- a worker that waits for pushed targets has no lanes yet
+for _, key in ipairs(needed) do
+  if lost == '' and redis.call('EXISTS', key) == 0 then lost = key end
+end
+
+-- is the first undecided id of lane K (fu, a string) held: claimed, taken back, a retry, or another
+-- lane's fetch it waits for? Every id between fu and next is (else the prefix would wait for ever)
+local function held(K, fu)
+  if redis.call('HEXISTS', K.own, fu) == 1 or redis.call('HEXISTS', K.dec, fu) == 1 then return true end
+  if redis.call('LLEN', K.free) > 0 then
+    for _, v in ipairs(redis.call('LRANGE', K.free, 0, -1)) do
+      if v == fu then return true end
+    end
+  end
+  local S = space_of(K)
+  return S ~= nil and (redis.call('HEXISTS', S.fly, fu) == 1 or redis.call('HEXISTS', S.wait, fu) == 1)
+end
+
 local out = {}
-for i = 8, #KEYS, 2 do
-  local f = redis.call('HMGET', KEYS[i], 'fu', 'next', 'reason', 'cut', 'last', 'step', 'window', 'margin')
+for i = 11, #KEYS, 2 do
+  local f = redis.call('HMGET', KEYS[i], 'fu', 'next', 'reason', 'cut', 'last', 'step', 'window', 'margin', 'start',
+    'target', 'ids')
   local room = 0
   if f[1] and f[3] == '' and f[4] == '' then
     local step = tonumber(f[6])
@@ -25,11 +52,30 @@ for i = 8, #KEYS, 2 do
       if capped(S, S and S.lane, cap) then room = 0 end
     end
   end
+  if f[1] and lost == '' then
+    local K = lane_keys(KEYS[i])
+    local lane = string.sub(KEYS[i], #J.P + 3)
+    local settled = f[3] ~= '' and (f[4] ~= '' or f[1] == f[2])
+    if not settled and redis.call('SISMEMBER', J.unsettled, lane) == 0 then lost = J.unsettled
+    elseif f[1] ~= f[9] and redis.call('EXISTS', K.bits) == 0 then lost = K.bits
+    elseif f[11] and redis.call('EXISTS', KEYS[i] .. ':ids') == 0 then lost = KEYS[i] .. ':ids'
+    elseif f[10] and redis.call('EXISTS', J.P .. 'tl:' .. f[10]) == 0 then lost = J.P .. 'tl:' .. f[10]
+    elseif f[4] == '' and f[1] ~= f[2] and not held(K, f[1]) then
+      -- the outcomes decided ahead of the prefix, most likely (a lost claim is recorded by its worker all the same)
+      lost = KEYS[i] .. ':dec (or :own, :free: the first undecided id ' .. f[1] .. ' is held by nothing)'
+    end
+  end
   out[#out + 1] = {f[1] or '', f[2] or '', f[3] or '', f[4] or '', f[5] or '', redis.call('LLEN', KEYS[i + 1]), room}
 end
 local due = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
 local next_due = -1
 if #due > 0 then next_due = math.max(0, tonumber(due[2]) - now) end
+local p = redis.call('HMGET', progress, 'outcomes', 'seen', 'active_at')
+local outcomes, active = p[1] or '0', tonumber(p[3] or '')
+if busy or next_due > 0 or p[2] ~= outcomes or active == nil then
+  redis.call('HSET', progress, 'seen', outcomes, 'active_at', s(now))
+  active = now
+end
 out[#out + 1] = {redis.call('SCARD', J.unsettled), redis.call('ZCARD', delayed), redis.call('HLEN', J.orphans),
-  redis.call('LLEN', feed), tonumber(redis.call('GET', tver) or '0'), next_due}
+  redis.call('LLEN', feed), tonumber(redis.call('GET', tver) or '0'), next_due, now - active, lost}
 return out
