@@ -53,6 +53,13 @@ relies on, by version:
 - :func:`before_download`: ``engine.downloader.handlers.download_request_async``, the call
   ``Downloader._download`` makes when a request leaves its slot's queue for the download handler
   (right after the slot's ``lastseen``); no signal fires there. The same in 2.18 and 2.19.
+- :func:`cancel_downloads_on_shutdown`: ``engine.downloader.handlers.download_request_async``
+  (wrapped as :func:`before_download` does) and the engine's ``close_spider_async``, looked up on
+  the engine instance by ``engine.stop_async()`` (a SIGTERM's graceful stop), wrapped there; the
+  same in 2.18 and 2.19.
+- :data:`TOO_LARGE_ERRORS`: what a download over ``DOWNLOAD_MAXSIZE`` raises in the errback:
+  ``DownloadCancelledError`` (the HTTP/1.1 handler cancels it when its ``Content-Length`` or the
+  bytes received pass the limit); the same in 2.18 and 2.19.
 - :func:`stats_incrementer`: ``StatsCollector.inc_value`` and the collector's
   ``_stats`` dict (what that method increments); the same in 2.18 and 2.19.
 """
@@ -63,10 +70,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.downloader import Slot
+from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 from scrapy.extensions.feedexport import FeedExporter
 from scrapy.statscollectors import StatsCollector
-from scrapy.utils.defer import _schedule_coro
-from twisted.internet.defer import Deferred
+from scrapy.utils.defer import _schedule_coro, deferred_from_coro, maybe_deferred_to_future
+from twisted.internet.defer import CancelledError, Deferred
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -79,8 +87,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SLOT_HAS_JITTER",
+    "TOO_LARGE_ERRORS",
+    "CancelledAtShutdown",
     "FeedSlotView",
     "before_download",
+    "cancel_downloads_on_shutdown",
     "close_spider",
     "command_crawler",
     "download_slot",
@@ -268,6 +279,57 @@ def before_download(crawler: Crawler | Any, hook: Callable[[Request], Awaitable[
         return await download(request)
 
     handlers.download_request_async = hooked  # type: ignore[method-assign]
+
+
+class CancelledAtShutdown(IgnoreRequest):
+    """A download cancelled because the crawl is shutting down (SIGTERM, SIGINT): its id stays undecided."""
+
+
+#: What the errback of a download over ``DOWNLOAD_MAXSIZE`` gets (the download was cancelled at the limit).
+TOO_LARGE_ERRORS: tuple[type[BaseException], ...] = (DownloadCancelledError,)
+
+
+def cancel_downloads_on_shutdown(crawler: Crawler | Any) -> bool:
+    """From now on a graceful stop (``engine.stop_async()``: the first SIGTERM or SIGINT) cancels every
+    download in flight instead of waiting for it, and refuses those that start later: their errbacks get
+    :class:`CancelledAtShutdown`. Needs the engine; call once. False (nothing done) without one."""
+    engine = getattr(crawler, "engine", None)
+    handlers = getattr(getattr(engine, "downloader", None), "handlers", None)
+    if handlers is None or not hasattr(engine, "close_spider_async"):
+        return False
+    if getattr(engine.close_spider_async, "idcrawl_cancels", False):
+        return True  # installed already
+    download = handlers.download_request_async
+    close = engine.close_spider_async
+    inflight: set[Deferred[Any]] = set()
+    stopping = False
+
+    async def cancellable(request: Request) -> Any:
+        if stopping:
+            raise CancelledAtShutdown("idcrawl: download cancelled at shutdown")
+        dfd = deferred_from_coro(download(request))
+        inflight.add(dfd)
+        try:
+            return await maybe_deferred_to_future(dfd)
+        except (CancelledError, DownloadCancelledError):
+            if stopping:
+                raise CancelledAtShutdown("idcrawl: download cancelled at shutdown") from None
+            raise
+        finally:
+            inflight.discard(dfd)
+
+    async def closing(*, reason: str = "cancelled") -> None:
+        nonlocal stopping
+        if reason == "shutdown" and not stopping:
+            stopping = True
+            for dfd in list(inflight):
+                dfd.cancel()
+        await close(reason=reason)
+
+    closing.idcrawl_cancels = True  # type: ignore[attr-defined]
+    handlers.download_request_async = cancellable
+    engine.close_spider_async = closing
+    return True
 
 
 def slot_jitter(slot: Any) -> float:
