@@ -66,6 +66,7 @@ relies on, by version:
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -302,27 +303,30 @@ def cancel_downloads_on_shutdown(crawler: Crawler | Any) -> bool:
     download = handlers.download_request_async
     close = engine.close_spider_async
     inflight: set[Deferred[Any]] = set()
+    cancelled: set[Deferred[Any]] = set()
     stopping = False
 
     async def cancellable(request: Request) -> Any:
         if stopping:
             raise CancelledAtShutdown("idcrawl: download cancelled at shutdown")
-        dfd = deferred_from_coro(download(request))
+        dfd = deferred_from_coro(download(request))  # on asyncio, a task of its own: cancelling it ends only it
         inflight.add(dfd)
         try:
             return await maybe_deferred_to_future(dfd)
-        except (CancelledError, DownloadCancelledError):
-            if stopping:
+        except (CancelledError, DownloadCancelledError, asyncio.CancelledError):
+            if dfd in cancelled:
                 raise CancelledAtShutdown("idcrawl: download cancelled at shutdown") from None
             raise
         finally:
             inflight.discard(dfd)
+            cancelled.discard(dfd)
 
     async def closing(*, reason: str = "cancelled") -> None:
         nonlocal stopping
         if reason == "shutdown" and not stopping:
             stopping = True
             for dfd in list(inflight):
+                cancelled.add(dfd)
                 dfd.cancel()
         await close(reason=reason)
 

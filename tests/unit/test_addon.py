@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from scrapy import Spider
 from scrapy.settings import BaseSettings, Settings
 from scrapy.utils.test import get_crawler
