@@ -23,6 +23,7 @@ from idcrawl.core.targets import (
     parse_job,
     parse_target,
     parse_targets,
+    same_host,
 )
 
 URL = "https://example.org/item/{id}"
@@ -616,3 +617,29 @@ def test_id_of_reads_an_id_back_only_when_the_template_makes_exactly_that_url() 
     bounded = parse_target({"url": "http://h/n/{id:06d}.html", "start": 1, "max": 10})
     assert bounded.id_of("http://h/n/000042.html") is None  # outside the target's bounds
     assert id_in_template(bounded.url, "http://h/n/000042.html") == 42  # the template alone
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    ("https://example.org/item/1", "https://example.org/other", True),
+    ("http://example.org/item/1", "https://example.org/item/1", True),  # the scheme's own ports
+    ("https://example.org/item/1", "https://www.example.org/item/1", True),  # www. and the apex are one site
+    ("https://WWW.Example.org./1", "https://example.org/1", True),
+    ("https://example.org/1", "https://example.org:8443/1", False),
+    ("http://127.0.0.1:8001/1", "http://127.0.0.1:8002/1", False),
+    ("https://example.org/1", "https://login.example.org/1", False),
+    ("https://example.org/1", "https://example.com/1", False),
+])
+def test_same_host_ignores_www_and_default_ports_only(a: str, b: str, same: bool) -> None:
+    assert same_host(a, b) is same and same_host(b, a) is same
+
+
+def test_follow_redirects_is_host_unless_any_and_anything_else_is_refused() -> None:
+    target = parse_target({"url": URL, "start": "1"})
+    assert target.follow_redirects == "host"
+    assert not target.may_redirect("https://example.org/item/1", "https://example.com/")
+    assert target.may_redirect("https://example.org/item/1", "https://www.example.org/item/1")
+    anywhere = parse_target({"url": URL, "start": "1", "follow_redirects": "ANY"})
+    assert anywhere.may_redirect("https://example.org/item/1", "https://example.com/")
+    with pytest.raises(TargetError) as refused:
+        parse_target({"url": URL, "start": "1", "follow_redirects": "sometimes"})
+    assert str(refused.value) == "follow_redirects='sometimes': must be one of host, any"
