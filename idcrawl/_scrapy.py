@@ -54,9 +54,10 @@ relies on, by version:
   ``Downloader._download`` makes when a request leaves its slot's queue for the download handler
   (right after the slot's ``lastseen``); no signal fires there. The same in 2.18 and 2.19.
 - :func:`cancel_downloads_on_shutdown`: ``engine.downloader.handlers.download_request_async``
-  (wrapped as :func:`before_download` does) and the engine's ``close_spider_async``, looked up on
-  the engine instance by ``engine.stop_async()`` (a SIGTERM's graceful stop), wrapped there; the
-  same in 2.18 and 2.19.
+  (wrapped as :func:`before_download` does), the engine's ``close_spider_async``, looked up on
+  the engine instance by ``engine.stop_async()`` (a SIGTERM's graceful stop), wrapped there, and
+  each download slot's ``queue`` of ``(request, Deferred)`` pairs (the Deferred that
+  ``Downloader._enqueue_request`` awaits); the same in 2.18 and 2.19.
 - :data:`TOO_LARGE_ERRORS`: what a download over ``DOWNLOAD_MAXSIZE`` raises in the errback:
   ``DownloadCancelledError`` (the HTTP/1.1 handler cancels it when its ``Content-Length`` or the
   bytes received pass the limit); the same in 2.18 and 2.19.
@@ -292,8 +293,8 @@ TOO_LARGE_ERRORS: tuple[type[BaseException], ...] = (DownloadCancelledError,)
 
 def cancel_downloads_on_shutdown(crawler: Crawler | Any) -> bool:
     """From now on a graceful stop (``engine.stop_async()``: the first SIGTERM or SIGINT) cancels every
-    download in flight instead of waiting for it, and refuses those that start later: their errbacks get
-    :class:`CancelledAtShutdown`. Needs the engine; call once. False (nothing done) without one."""
+    download in flight instead of waiting for it, drops the requests waiting in download slots, and refuses
+    those that start later: their errbacks get :class:`CancelledAtShutdown`. Needs the engine; call once. False (nothing done) without one."""
     engine = getattr(crawler, "engine", None)
     handlers = getattr(getattr(engine, "downloader", None), "handlers", None)
     if handlers is None or not hasattr(engine, "close_spider_async"):
@@ -328,6 +329,11 @@ def cancel_downloads_on_shutdown(crawler: Crawler | Any) -> bool:
             for dfd in list(inflight):
                 cancelled.add(dfd)
                 dfd.cancel()
+            # requests waiting in a download slot (its delay, its concurrency) are not sent either
+            for slot in list(getattr(engine.downloader, "slots", {}).values()):
+                while slot.queue:
+                    _, queued = slot.queue.popleft()
+                    queued.errback(CancelledAtShutdown("idcrawl: download cancelled at shutdown"))
         await close(reason=reason)
 
     closing.idcrawl_cancels = True  # type: ignore[attr-defined]

@@ -417,8 +417,12 @@ def shutdown_rig() -> tuple[Any, Any, list[str]]:
     async def close_spider_async(*, reason: str = "cancelled") -> None:
         closed.append(reason)
 
+    from collections import deque
+
     handlers = SimpleNamespace(download_request_async=handler_call)
-    engine = SimpleNamespace(downloader=SimpleNamespace(handlers=handlers), close_spider_async=close_spider_async)
+    slots = {"a.example": SimpleNamespace(queue=deque())}
+    downloader = SimpleNamespace(handlers=handlers, slots=slots)
+    engine = SimpleNamespace(downloader=downloader, close_spider_async=close_spider_async)
     return SimpleNamespace(engine=engine), handlers, closed
 
 
@@ -429,6 +433,13 @@ def test_a_shutdown_cancels_the_downloads_in_flight_and_refuses_later_ones() -> 
     assert _scrapy.cancel_downloads_on_shutdown(crawler)
     assert _scrapy.cancel_downloads_on_shutdown(crawler)  # once: a second call changes nothing
 
+    from twisted.internet.defer import Deferred
+
+    queued: Deferred[Any] = Deferred()
+    waiting: list[Any] = []
+    queued.addErrback(waiting.append)
+    crawler.engine.downloader.slots["a.example"].queue.append((Request("http://a.example/3"), queued))
+
     async def scenario() -> list[BaseException | str]:
         slow = asyncio.ensure_future(handlers.download_request_async(Request("http://a.example/1")))
         await asyncio.sleep(0.01)
@@ -438,6 +449,7 @@ def test_a_shutdown_cancels_the_downloads_in_flight_and_refuses_later_ones() -> 
 
     results = asyncio.run(scenario())
     assert [type(result) for result in results] == [_scrapy.CancelledAtShutdown] * 2
+    assert waiting[0].check(_scrapy.CancelledAtShutdown) and not crawler.engine.downloader.slots["a.example"].queue
     assert closed == ["shutdown"]
 
 
@@ -472,6 +484,10 @@ def test_the_engine_names_cancel_downloads_on_shutdown_relies_on_exist() -> None
     source = inspect.getsource(http11)
     assert "raise DownloadCancelledError(warning_msg)" in source and "self._finished.cancel()" in source
     assert DownloadCancelledError in _scrapy.TOO_LARGE_ERRORS
+    from scrapy.core.downloader import Downloader
+
+    enqueue = inspect.getsource(Downloader._enqueue_request)
+    assert "slot.queue.append((request, d))" in enqueue and "await maybe_deferred_to_future(d)" in enqueue
 
 
 # -- robots.txt ---------------------------------------------------------------------------
