@@ -294,8 +294,9 @@ TOO_LARGE_ERRORS: tuple[type[BaseException], ...] = (DownloadCancelledError,)
 def cancel_downloads_on_shutdown(crawler: Crawler | Any) -> bool:
     """From now on a graceful stop (``engine.stop_async()``: the first SIGTERM or SIGINT) cancels every
     download in flight instead of waiting for it, drops the requests waiting in download slots, and refuses
-    those that start later: their errbacks get :class:`CancelledAtShutdown`. Needs the engine; call once. False (nothing done) without one."""
-    engine = getattr(crawler, "engine", None)
+    those that start later: their errbacks get :class:`CancelledAtShutdown`. Needs the engine; a second call
+    changes nothing. False (nothing done) without an engine."""
+    engine: Any = getattr(crawler, "engine", None)
     handlers = getattr(getattr(engine, "downloader", None), "handlers", None)
     if handlers is None or not hasattr(engine, "close_spider_async"):
         return False

@@ -643,3 +643,13 @@ def test_follow_redirects_is_host_unless_any_and_anything_else_is_refused() -> N
     with pytest.raises(TargetError) as refused:
         parse_target({"url": URL, "start": "1", "follow_redirects": "sometimes"})
     assert str(refused.value) == "follow_redirects='sometimes': must be one of host, any"
+
+
+def test_a_fleet_rebuilds_follow_redirects_and_old_specs_stay_equal() -> None:
+    codec = pytest.importorskip("idcrawl.distributed.codec")
+    default = parse_target({"url": URL, "start": "1"})
+    assert "follow_redirects" not in codec.target_spec(default)  # a job made before the key: the same spec
+    anywhere = parse_target({"url": URL, "start": "1", "follow_redirects": "any"})
+    spec = codec.target_spec(anywhere)
+    assert parse_target(spec).follow_redirects == "any"
+    assert codec.spec_conflict(spec, codec.target_spec(default)) is not None  # workers must agree on it
