@@ -36,6 +36,7 @@ endif
 # integration tiers used 1.3 cores serially. TEST_WORKERS=0 runs it in one process (plain `pytest` does too).
 TEST_WORKERS ?= 2
 FLOOR_TESTS := tests/unit/test_scrapy_adapter.py tests/unit/test_errors.py tests/crawl/test_crawl_core.py tests/crawl/test_crawl_errors.py \
+	tests/crawl/test_bounds_crawl.py \
 	tests/unit/test_politeness.py tests/crawl/test_politeness_crawl.py tests/crawl/test_limits_crawl.py \
 	tests/unit/test_profiles.py tests/crawl/test_profiles_crawl.py \
 	tests/unit/test_demo_recorded.py tests/unit/test_laneprint.py \

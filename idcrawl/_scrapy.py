@@ -56,6 +56,14 @@ relies on, by version:
   (right after the slot's ``lastseen``); no signal fires there. The same in 2.18 and 2.19.
 - :func:`contract_testcase`: ``scrapy.contracts._create_testcase`` (the test case ``scrapy check``
   reports a contract's error under); the same in 2.18 and 2.19.
+- :func:`cancel_downloads_on_shutdown`: ``engine.downloader.handlers.download_request_async``
+  (wrapped as :func:`before_download` does), the engine's ``close_spider_async``, looked up on
+  the engine instance by ``engine.stop_async()`` (a SIGTERM's graceful stop), wrapped there, and
+  each download slot's ``queue`` of ``(request, Deferred)`` pairs (the Deferred that
+  ``Downloader._enqueue_request`` awaits); the same in 2.18 and 2.19.
+- :data:`TOO_LARGE_ERRORS`: what a download over ``DOWNLOAD_MAXSIZE`` raises in the errback:
+  ``DownloadCancelledError`` (the HTTP/1.1 handler cancels it when its ``Content-Length`` or the
+  bytes received pass the limit); the same in 2.18 and 2.19.
 - :func:`stats_incrementer`: ``StatsCollector.inc_value`` and the collector's
   ``_stats`` dict (what that method increments); the same in 2.18 and 2.19.
 - :func:`shutdown_signals`: ``CrawlerProcess._log_shutdown(signum)``, which the
@@ -71,6 +79,7 @@ relies on, by version:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pickle
 import shutil
@@ -79,10 +88,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.downloader import Slot
+from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 from scrapy.extensions.feedexport import FeedExporter
 from scrapy.statscollectors import StatsCollector
-from scrapy.utils.defer import _schedule_coro
-from twisted.internet.defer import Deferred
+from scrapy.utils.defer import _schedule_coro, deferred_from_coro, maybe_deferred_to_future
+from twisted.internet.defer import CancelledError, Deferred
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -95,8 +105,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SLOT_HAS_JITTER",
+    "TOO_LARGE_ERRORS",
+    "CancelledAtShutdown",
     "FeedSlotView",
     "before_download",
+    "cancel_downloads_on_shutdown",
     "close_spider",
     "command_crawler",
     "contract_testcase",
@@ -319,6 +332,66 @@ def before_download(crawler: Crawler | Any, hook: Callable[[Request], Awaitable[
         return await download(request)
 
     handlers.download_request_async = hooked  # type: ignore[method-assign]
+
+
+class CancelledAtShutdown(IgnoreRequest):
+    """A download cancelled because the crawl is shutting down (SIGTERM, SIGINT): its id stays undecided."""
+
+
+#: What the errback of a download over ``DOWNLOAD_MAXSIZE`` gets (the download was cancelled at the limit).
+TOO_LARGE_ERRORS: tuple[type[BaseException], ...] = (DownloadCancelledError,)
+
+
+def cancel_downloads_on_shutdown(crawler: Crawler | Any) -> bool:
+    """From now on a graceful stop (``engine.stop_async()``: the first SIGTERM or SIGINT) cancels every
+    download in flight instead of waiting for it, drops the requests waiting in download slots, and refuses
+    those that start later: their errbacks get :class:`CancelledAtShutdown`. Needs the engine; a second call
+    changes nothing. False (nothing done) without an engine."""
+    engine: Any = getattr(crawler, "engine", None)
+    handlers = getattr(getattr(engine, "downloader", None), "handlers", None)
+    if handlers is None or not hasattr(engine, "close_spider_async"):
+        return False
+    if getattr(engine.close_spider_async, "idcrawl_cancels", False):
+        return True  # installed already
+    download = handlers.download_request_async
+    close = engine.close_spider_async
+    inflight: set[Deferred[Any]] = set()
+    cancelled: set[Deferred[Any]] = set()
+    stopping = False
+
+    async def cancellable(request: Request) -> Any:
+        if stopping:
+            raise CancelledAtShutdown("idcrawl: download cancelled at shutdown")
+        dfd = deferred_from_coro(download(request))  # on asyncio, a task of its own: cancelling it ends only it
+        inflight.add(dfd)
+        try:
+            return await maybe_deferred_to_future(dfd)
+        except (CancelledError, DownloadCancelledError, asyncio.CancelledError):
+            if dfd in cancelled:
+                raise CancelledAtShutdown("idcrawl: download cancelled at shutdown") from None
+            raise
+        finally:
+            inflight.discard(dfd)
+            cancelled.discard(dfd)
+
+    async def closing(*, reason: str = "cancelled") -> None:
+        nonlocal stopping
+        if reason == "shutdown" and not stopping:
+            stopping = True
+            for dfd in list(inflight):
+                cancelled.add(dfd)
+                dfd.cancel()
+            # requests waiting in a download slot (its delay, its concurrency) are not sent either
+            for slot in list(getattr(engine.downloader, "slots", {}).values()):
+                while slot.queue:
+                    _, queued = slot.queue.popleft()
+                    queued.errback(CancelledAtShutdown("idcrawl: download cancelled at shutdown"))
+        await close(reason=reason)
+
+    closing.idcrawl_cancels = True  # type: ignore[attr-defined]
+    handlers.download_request_async = cancellable
+    engine.close_spider_async = closing
+    return True
 
 
 def slot_jitter(slot: Any) -> float:

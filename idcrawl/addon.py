@@ -21,7 +21,10 @@ moves a middleware. What it wires:
                             ``idcrawl.downloadermiddlewares.robotstxt.IdRobotsTxtMiddleware`` at 100;
                             Scrapy's ``MetaRefreshMiddleware`` swapped for
                             ``idcrawl.downloadermiddlewares.metarefresh.IdMetaRefreshMiddleware``
-                            at 580 (the same decisions, without decoding pages that cannot refresh)
+                            at 580 (the same decisions, without decoding pages that cannot refresh);
+                            ``IdRedirectsMiddleware`` at 40 (an id page's redirect to another host)
+``DOWNLOAD_MAXSIZE``        32 MiB, ``DOWNLOAD_WARNSIZE`` 8 MiB, ``DOWNLOAD_TIMEOUT`` 30 s
+                            (:data:`BOUNDS`), each unless the project or ``-s`` sets it
 ``SPIDER_MIDDLEWARES``      ``idcrawl.spidermiddlewares.soft404.IdSoft404Middleware`` at 1100
                             (the soft-404 probes, ``soft404_probe``);
                             ``idcrawl.spidermiddlewares.scope.IdScopeMiddleware`` at 1050 when a
@@ -68,7 +71,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 __all__ = [
-    "ADDON_PRIORITY", "IdCrawl", "mentions_component", "raise_dict_priority", "setdefault_component", "swap_component",
+    "ADDON_PRIORITY", "BOUNDS", "IdCrawl", "mentions_component", "raise_dict_priority", "set_bounds",
+    "setdefault_component", "swap_component",
 ]
 
 logger = logging.getLogger(__name__)
@@ -78,6 +82,15 @@ ADDON_PRIORITY = "addon"
 SCHEDULER = "idcrawl.scheduler.IdScheduler"
 ATTEMPTS_MIDDLEWARE = "idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddleware"
 ATTEMPTS_ORDER = 549  # beside Scrapy's RetryMiddleware (550), which lane requests skip (dont_retry)
+REDIRECTS_MIDDLEWARE = "idcrawl.downloadermiddlewares.redirects.IdRedirectsMiddleware"
+REDIRECTS_ORDER = 40  # before robots.txt (100): a redirect to another host sends it nothing, not even for robots.txt
+#: Bounds of an id crawl unless the project, the spider or -s set them (a profile sets its own): a body over
+#: DOWNLOAD_MAXSIZE is cancelled (the id fails), a response slower than DOWNLOAD_TIMEOUT fails its attempt.
+BOUNDS: dict[str, int] = {
+    "DOWNLOAD_MAXSIZE": 32 * 1024 * 1024,
+    "DOWNLOAD_WARNSIZE": 8 * 1024 * 1024,
+    "DOWNLOAD_TIMEOUT": 30,
+}
 SOFT404_MIDDLEWARE = "idcrawl.spidermiddlewares.soft404.IdSoft404Middleware"
 SOFT404_ORDER = 1100  # spider side of Scrapy's own (up to 1000): its probes pass them all, as start requests do
 SCOPE_MIDDLEWARE = "idcrawl.spidermiddlewares.scope.IdScopeMiddleware"
@@ -148,6 +161,13 @@ def setdefault_component(
     return True
 
 
+def set_bounds(settings: BaseSettings) -> None:
+    """idcrawl's :data:`BOUNDS` at ``addon`` priority, each unless something above Scrapy's defaults set it."""
+    for name, value in BOUNDS.items():
+        if (settings.getpriority(name) or 0) < get_settings_priority(ADDON_PRIORITY):
+            settings.set(name, value, priority=ADDON_PRIORITY)
+
+
 def swap_component(settings: BaseSettings, name: str, scrapys: str, ours: str, order: int) -> None:
     """Put ``ours`` in place of Scrapy's ``scrapys`` (off) at ``order`` in the component dict ``name``.
 
@@ -195,7 +215,9 @@ class IdCrawl:
         # Bloom-filter request dedup for follow-up pages that outlives the run (lane requests are never filtered)
         settings.set("DUPEFILTER_CLASS", DUPEFILTER, priority=ADDON_PRIORITY)
         setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER)
+        setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", REDIRECTS_MIDDLEWARE, REDIRECTS_ORDER)
         setdefault_component(settings, "SPIDER_MIDDLEWARES", SOFT404_MIDDLEWARE, SOFT404_ORDER)
+        set_bounds(settings)
         swap_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_ROBOTS, ID_ROBOTS, ROBOTS_ORDER)
         swap_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_METAREFRESH, ID_METAREFRESH, METAREFRESH_ORDER)
         for path, order in EXTENSIONS.items():

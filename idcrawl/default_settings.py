@@ -71,6 +71,11 @@ IDCRAWL_RETRY_JITTER = 0.1
 #: Longest wait, in seconds, that a ``Retry-After`` header may impose.
 IDCRAWL_RETRY_AFTER_MAX = 600.0
 
+#: Most bytes of a host's robots.txt that are read (idcrawl.downloadermiddlewares.robotstxt): past it
+#: the download stops and the lines under it are obeyed, as Google and RFC 9309 (500 KiB) do. 0 = no cap
+#: (then DOWNLOAD_MAXSIZE applies: a robots.txt over it fails, and the host is crawled as if it had none).
+IDCRAWL_ROBOTSTXT_MAXSIZE = 500 * 1024
+
 # -- Politeness (idcrawl.extensions.politeness.IdPoliteness) ------------------------------------
 # The gap between two requests to one host is at least max(the slot's own delay,
 # FACTOR x the duration of the last fetch from that host), the latter clamped to

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 
+from idcrawl._scrapy import TOO_LARGE_ERRORS, CancelledAtShutdown
 from idcrawl.core.lanes import Outcome
 from idcrawl.runtime import META_KEY
 
@@ -25,7 +26,9 @@ if TYPE_CHECKING:
 
     from idcrawl.core.frontier import Dispatch
 
-__all__ = ["CONDITIONAL_KEY", "HANDLED_STATUSES", "failure_outcome", "lane_request"]
+__all__ = [
+    "CONDITIONAL_KEY", "HANDLED_STATUSES", "RedirectedOffsite", "failure_outcome", "failure_reason", "lane_request",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +40,10 @@ HANDLED_STATUSES = list(range(400, 600))
 CONDITIONAL_KEY = "idcrawl_conditional"
 #: The message of the IgnoreRequest raised by Scrapy's RobotsTxtMiddleware.
 _ROBOTS_FORBIDDEN = "Forbidden by robots.txt"
+
+
+class RedirectedOffsite(IgnoreRequest):
+    """An id page redirected to another host, not followed (``IdRedirectsMiddleware``): the id is ``missing``."""
 
 
 def lane_request(
@@ -69,9 +76,29 @@ def lane_request(
     )
 
 
-def failure_outcome(failure: Failure) -> Outcome:
-    """The outcome of a lane request that got no response: ``disallowed`` by robots.txt, else ``failed``."""
-    if isinstance(failure.value, IgnoreRequest) and str(failure.value) == _ROBOTS_FORBIDDEN:
+def failure_outcome(failure: Failure) -> Outcome | None:
+    """The outcome of a lane request that got no response: ``disallowed`` by robots.txt, ``missing`` when
+    redirected to another host, None (undecided: fetched again on resume) when cancelled at shutdown,
+    else ``failed`` (a body over ``DOWNLOAD_MAXSIZE`` among them)."""
+    exc = failure.value
+    if isinstance(exc, CancelledAtShutdown):
+        return None
+    if isinstance(exc, RedirectedOffsite):
+        return Outcome.MISSING
+    if isinstance(exc, IgnoreRequest) and str(exc) == _ROBOTS_FORBIDDEN:
         return Outcome.DISALLOWED
-    logger.debug("idcrawl: %s failed: %r", failure.request.url, failure.value)  # type: ignore[attr-defined]
+    logger.debug("idcrawl: %s failed: %r", failure.request.url, exc)  # type: ignore[attr-defined]
     return Outcome.FAILED
+
+
+def failure_reason(failure: Failure) -> str | None:
+    """Why a lane request's failure has its outcome, for the stat ``idcrawl/outcome/<reason>``; None: no
+    reason of its own (a download error, robots.txt)."""
+    exc = failure.value
+    if isinstance(exc, RedirectedOffsite):
+        return "redirected_offsite"
+    if isinstance(exc, CancelledAtShutdown):
+        return "cancelled_at_shutdown"
+    if isinstance(exc, TOO_LARGE_ERRORS):
+        return "too_large"
+    return None

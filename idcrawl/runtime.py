@@ -368,6 +368,8 @@ class IdRuntime:
         self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.targets))
         self.stats.set_value(f"{STATS_PREFIX}/lanes", len(frontier.lanes))
         self.worker.open()
+        # a SIGTERM or SIGINT closes at once: downloads in flight are cancelled, their ids stay undecided
+        _scrapy.cancel_downloads_on_shutdown(self.crawler)
 
     # -- dispensing (scheduler side) -------------------------------------------
 

@@ -248,6 +248,7 @@ SPECS: Final[dict[str, Spec]] = {
     "IDCRAWL_PROGRESS_TARGETS": _int(0),
     "IDCRAWL_RETRY_JITTER": _float(),
     "IDCRAWL_RETRY_AFTER_MAX": _float(note=" (seconds)"),
+    "IDCRAWL_ROBOTSTXT_MAXSIZE": _int(0, note=" (bytes; 0 = no cap)"),
     # politeness
     "IDCRAWL_POLITENESS_FACTOR": _float(note=" (0 = off)"),
     "IDCRAWL_POLITENESS_MAX_DELAY": _float(note=" (seconds)"),

@@ -35,6 +35,7 @@ __all__ = [
     "JOB_TARGET_KEYS",
     "MAX_ID",
     "PAGE_TARGET_KEYS",
+    "REDIRECT_MODES",
     "RESET_MODES",
     "RESUME_MODES",
     "TARGET_KEYS",
@@ -48,6 +49,7 @@ __all__ = [
     "parse_targets",
     "read_job",
     "read_job_profile",
+    "same_host",
     "template_digits",
     "url_template",
     "template_ends",
@@ -131,7 +133,11 @@ DEFAULTS: dict[str, Any] = {
     # shingles, digits normalised) to the soft404_probe page is missing. High on
     # purpose: a false positive skips a real page, a miss only costs an item.
     "soft404_similarity": 0.9,
+    # an id page redirected to another host: "host" = not followed (outcome missing), "any" = followed
+    "follow_redirects": "host",
 }
+#: The values of ``follow_redirects``.
+REDIRECT_MODES = ("host", "any")
 
 #: Every key a target accepts, in spider arguments and in job files.
 TARGET_KEYS = frozenset(
@@ -179,6 +185,8 @@ class Target:
     enabled: bool = True
     #: the adaptive recrawl rule's numbers (the ``recrawl_*`` keys; :mod:`idcrawl.core.recrawl`)
     policy: Policy = DEFAULT_POLICY
+    #: ``host``: a redirect of an id page to another host is not followed; ``any``: every redirect is
+    follow_redirects: str = "host"
 
     def url_for(self, id_: int) -> str:
         return self.url.format(id=id_)
@@ -186,6 +194,10 @@ class Target:
     @property
     def host(self) -> str:
         return _template_host(self.url, max(self.start, 0))
+
+    def may_redirect(self, from_url: str, to_url: str) -> bool:
+        """May a redirect of one of its id pages from ``from_url`` to ``to_url`` be followed?"""
+        return self.follow_redirects == "any" or same_host(from_url, to_url)
 
     def id_of(self, url: str) -> int | None:
         """The id in ``min..max`` whose URL under this template is exactly ``url``, or None."""
@@ -206,6 +218,28 @@ def url_template(url: str) -> tuple[str, int] | None:
         return None
     before, after = (text.replace("{", "{{").replace("}", "}}") for text in (url[:match.start()], url[match.end():]))
     return before + "{id}" + after, int(match.group())
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin_host(url: str) -> tuple[str, int | None]:
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower().rstrip(".")
+    host = host.removeprefix("www.")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None or port == _DEFAULT_PORTS.get(parts.scheme.lower()):
+        port = None  # a scheme's own port: http <-> https on one host is the same host
+    return host, port
+
+
+def same_host(a: str, b: str) -> bool:
+    """Do two URLs point at the same host: equal host names once a leading ``www.`` is dropped (``www.x`` and
+    ``x`` are one site), and equal ports where a port other than the scheme's own is given."""
+    return _origin_host(a) == _origin_host(b)
 
 
 def id_in_template(template: str, url: str) -> int | None:
@@ -555,6 +589,7 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
     rule = _outcome_rule(merged)
     probe = _probe(merged.get("soft404_probe"), url)
     policy = parse_policy({key: value for key, value in merged.items() if value not in (None, "")})
+    follow_redirects = _choice("follow_redirects", merged["follow_redirects"], REDIRECT_MODES)
     raw_similarity = merged["soft404_similarity"]
     similarity = _similarity(DEFAULTS["soft404_similarity"] if raw_similarity in (None, "") else raw_similarity)
 
@@ -586,6 +621,7 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
         crawl_profiles=_names("crawl_profiles", raw["crawl_profiles"]) if "crawl_profiles" in raw else (),
         enabled=_bool("enabled", raw["enabled"]) if "enabled" in raw else True,
         policy=policy,
+        follow_redirects=follow_redirects,
     )
 
 

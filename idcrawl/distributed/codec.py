@@ -48,6 +48,8 @@ def target_spec(target: Target) -> dict[str, Any]:
         "backoff": target.backoff,
         "missing_statuses": sorted(rule.missing_statuses),
     }
+    if target.follow_redirects != "host":  # only when set: the specs of jobs made before the key stay equal
+        spec["follow_redirects"] = target.follow_redirects
     for key in ("min", "max"):
         if getattr(target, key) is not None:
             spec[key] = getattr(target, key)

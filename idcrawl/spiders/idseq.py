@@ -42,7 +42,7 @@ from idcrawl.core.watch import parse_watch, watch_targets
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.pages import page_signature, rule_outcome
 from idcrawl.pipelines import signatures_wanted
-from idcrawl.requests import CONDITIONAL_KEY, failure_outcome, lane_request
+from idcrawl.requests import CONDITIONAL_KEY, failure_outcome, failure_reason, lane_request
 from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, runtime_of
 from idcrawl.settings_profiles import apply_profile
 from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
@@ -135,9 +135,12 @@ class IdSeqSpider(Spider):
         from idcrawl.addon import (
             ATTEMPTS_MIDDLEWARE,
             ATTEMPTS_ORDER,
+            REDIRECTS_MIDDLEWARE,
+            REDIRECTS_ORDER,
             SCHEDULER,
             SOFT404_MIDDLEWARE,
             SOFT404_ORDER,
+            set_bounds,
             setdefault_component,
         )
         from idcrawl.extensions.state import STATE_LOADER_ORDER
@@ -148,6 +151,7 @@ class IdSeqSpider(Spider):
         # the command line and the spider left Scrapy's default; a profile still applies on top.
         if (settings.getpriority("CONCURRENT_ITEMS") or 0) < SETTINGS_PRIORITIES["project"]:
             settings.set("CONCURRENT_ITEMS", ID_CONCURRENT_ITEMS, priority="addon")
+        set_bounds(settings)
         apply_profile(settings)
         # IDCRAWL_SPIDERMON is read by an add-on: add-ons run later, after a job file's profile too
         from idcrawl.spidermon.addon import Monitoring
@@ -166,6 +170,8 @@ class IdSeqSpider(Spider):
             settings.set("SCHEDULER", SCHEDULER, priority="spider")
         # a project may move it or turn it off (None) by listing it; otherwise it is added
         setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, priority="spider")
+        setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", REDIRECTS_MIDDLEWARE, REDIRECTS_ORDER,
+                             priority="spider")
         setdefault_component(settings, "SPIDER_MIDDLEWARES", SOFT404_MIDDLEWARE, SOFT404_ORDER, priority="spider")
         # the state is read after the other extensions (one may bring the file in: DotScrapy Persistence)
         setdefault_component(settings, "EXTENSIONS", "idcrawl.extensions.state.IdStateLoader", STATE_LOADER_ORDER,
@@ -295,18 +301,22 @@ class IdSeqSpider(Spider):
 
     def base_item(self, response: Response) -> dict[str, Any]:
         """The fields every item of a found id has (``target``, ``id``, ``url``, ``status``,
-        ``fetched_at``, ``attempts``, ``checksum``, ``revision``, ``previous_checksum``);
-        ``parse_found`` gets it to fill in."""
+        ``fetched_at``, ``attempts``, ``checksum``, ``revision``, ``previous_checksum``; ``final_url``
+        when a redirect was followed); ``parse_found`` gets it to fill in."""
         info = response.meta[META_KEY]
+        redirected = response.meta.get("redirect_urls")
+        url = redirected[0] if redirected else response.url  # the id's URL, as its template renders it
         item: dict[str, Any] = {
             "target": info["target"],
             "id": info["id"],
-            "url": response.url,
+            "url": url,
             "status": response.status,
             "fetched_at": self.runtime.clock.stamp(),
             "attempts": info.get("attempt", 1),
             "checksum": _checksum(response),
         }
+        if response.url != url:
+            item["final_url"] = response.url  # a redirect was followed
         visit = response.meta.get(_VISIT_KEY)
         item["revision"] = visit.revision if isinstance(visit, PageVisit) else 1
         item["previous_checksum"] = visit.previous_checksum if isinstance(visit, PageVisit) else None
@@ -392,6 +402,11 @@ class IdSeqSpider(Spider):
     def _id_failure(self, failure: Failure) -> Iterator[Any]:
         info = failure.request.meta[META_KEY]  # type: ignore[attr-defined]
         outcome = failure_outcome(failure)
+        reason = failure_reason(failure)
+        if reason is not None:
+            self.runtime.inc_stat(f"{STATS_PREFIX}/outcome/{reason}")
+        if outcome is None:  # cancelled at shutdown: undecided, fetched again when the job resumes
+            return
         yield from self.runtime.record(info["lane"], info["id"], outcome, attempt=info.get("attempt", 1))
 
     def _probe_response(self, response: Response) -> Iterator[Any]:

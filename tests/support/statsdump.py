@@ -1,8 +1,12 @@
-"""A test-only extension: writes the crawl's final stats as JSON to STATS_DUMP_PATH."""
+"""A test-only extension: writes the crawl's final stats as JSON to STATS_DUMP_PATH.
+
+With it comes ``test/peak_rss_mib``: the process's peak RSS so far (``VmHWM``, Linux), which unlike
+``ru_maxrss`` does not count what the parent held before ``exec``."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from scrapy import Spider, signals
@@ -23,5 +27,10 @@ class StatsDump:
         assert self.crawler.stats is not None
         stats: dict[str, Any] = dict(self.crawler.stats.get_stats())
         stats["finish_reason"] = reason
+        status = Path("/proc/self/status")
+        if status.exists():
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    stats["test/peak_rss_mib"] = int(line.split()[1]) // 1024
         with open(self.path, "w") as fh:
             json.dump(stats, fh, default=str, indent=1, sort_keys=True)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from scrapy import Spider
 from scrapy.settings import BaseSettings, Settings
 from scrapy.utils.test import get_crawler
 
 from idcrawl.addon import (
     ATTEMPTS_MIDDLEWARE,
+    BOUNDS,
     CONTENT_PIPELINE,
     DUPEFILTER,
     EXTENSIONS,
@@ -18,6 +20,7 @@ from idcrawl.addon import (
     ID_METAREFRESH,
     ID_ROBOTS,
     ID_SPIDERSTATE,
+    REDIRECTS_MIDDLEWARE,
     SCHEDULER,
     SCRAPY_METAREFRESH,
     SCRAPY_ROBOTS,
@@ -55,7 +58,7 @@ def test_the_addon_wires_every_piece_at_addon_priority() -> None:
     assert settings["DUPEFILTER_CLASS"] == DUPEFILTER and settings.getpriority("DUPEFILTER_CLASS") == 15
     middlewares = components(settings, "DOWNLOADER_MIDDLEWARES")
     assert middlewares == {ATTEMPTS_MIDDLEWARE: 549, SCRAPY_ROBOTS: None, ID_ROBOTS: 100,
-                           SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580}
+                           SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580, REDIRECTS_MIDDLEWARE: 40}
     assert components(settings, "SPIDER_MIDDLEWARES") == {SOFT404_MIDDLEWARE: 1100}
     assert settings["SPIDER_MIDDLEWARES"].getpriority(SOFT404_MIDDLEWARE) == 15
     assert components(settings, "EXTENSIONS") == {**EXTENSIONS, SCRAPY_SPIDERSTATE: None, ID_SPIDERSTATE: 0}
@@ -84,10 +87,12 @@ def test_a_project_overrides_any_single_piece() -> None:
 def test_a_project_that_lists_either_robots_middleware_decides_for_both() -> None:
     keep_scrapys = wired({"DOWNLOADER_MIDDLEWARES": {SCRAPY_ROBOTS: 100}})
     assert components(keep_scrapys, "DOWNLOADER_MIDDLEWARES") == {
-        SCRAPY_ROBOTS: 100, ATTEMPTS_MIDDLEWARE: 549, SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580}
+        SCRAPY_ROBOTS: 100, ATTEMPTS_MIDDLEWARE: 549, SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580,
+        REDIRECTS_MIDDLEWARE: 40}
     no_ours = wired({"DOWNLOADER_MIDDLEWARES": {ID_ROBOTS: None}})
     assert components(no_ours, "DOWNLOADER_MIDDLEWARES") == {
-        ID_ROBOTS: None, ATTEMPTS_MIDDLEWARE: 549, SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580}
+        ID_ROBOTS: None, ATTEMPTS_MIDDLEWARE: 549, SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580,
+        REDIRECTS_MIDDLEWARE: 40}
 
 
 def test_a_project_that_lists_either_meta_refresh_middleware_decides_for_both() -> None:
@@ -119,9 +124,28 @@ def test_the_idseq_spider_works_without_the_addon() -> None:
     settings = Settings()  # Scrapy's defaults: its own scheduler
     IdSeqSpider.update_settings(settings)
     assert settings["SCHEDULER"] == SCHEDULER
-    assert components(settings, "DOWNLOADER_MIDDLEWARES") == {ATTEMPTS_MIDDLEWARE: 549}
+    assert components(settings, "DOWNLOADER_MIDDLEWARES") == {ATTEMPTS_MIDDLEWARE: 549, REDIRECTS_MIDDLEWARE: 40}
     assert components(settings, "SPIDER_MIDDLEWARES") == {SOFT404_MIDDLEWARE: 1100}
     assert "idcrawl.settings_profiles.JobProfile" in settings.getdict("ADDONS")
+
+
+@pytest.mark.parametrize("wire", ["addon", "spider"])
+def test_an_id_crawl_is_bounded_unless_the_project_or_the_command_line_says_otherwise(wire: str) -> None:
+    def wired_by(settings: BaseSettings) -> BaseSettings:
+        if wire == "addon":
+            IdCrawl().update_settings(settings)
+        else:
+            IdSeqSpider.update_settings(settings)
+        return settings
+
+    bounded = wired_by(Settings())
+    assert {name: bounded.getint(name) for name in BOUNDS} == BOUNDS
+    assert BOUNDS == {"DOWNLOAD_MAXSIZE": 32 * 1024 * 1024, "DOWNLOAD_WARNSIZE": 8 * 1024 * 1024,
+                      "DOWNLOAD_TIMEOUT": 30}
+    for priority in ("project", "spider", "cmdline"):
+        told = Settings()
+        told.set("DOWNLOAD_TIMEOUT", 180, priority=priority)
+        assert wired_by(told).getint("DOWNLOAD_TIMEOUT") == 180, priority
 
 
 def test_the_idseq_spider_processes_a_responses_outputs_one_at_a_time_unless_told() -> None:
@@ -147,7 +171,7 @@ def test_the_idseq_spider_replaces_another_scheduler_but_keeps_a_subclass() -> N
 def test_the_idseq_spider_leaves_a_listed_attempts_middleware_alone() -> None:
     settings = Settings({"DOWNLOADER_MIDDLEWARES": {IdAttemptsMiddleware: None}})
     IdSeqSpider.update_settings(settings)
-    assert components(settings, "DOWNLOADER_MIDDLEWARES") == {IdAttemptsMiddleware: None}
+    assert components(settings, "DOWNLOADER_MIDDLEWARES") == {IdAttemptsMiddleware: None, REDIRECTS_MIDDLEWARE: 40}
 
 
 def test_the_idseq_spider_leaves_a_listed_soft404_middleware_alone() -> None:

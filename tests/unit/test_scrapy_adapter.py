@@ -11,7 +11,8 @@ and ``test_distributed_crawl.py``'s idle timeout, the slot jitter by
 ``tests/crawl/test_politeness_crawl.py``, the slot key and room by every crawl of several hosts
 (``tests/crawl/test_crawl_core.py``), ``engine_busy`` by ``tests/integration/test_distributed_outage.py``,
 ``robots_parser`` by the robots.txt tests, ``feed_slots`` by
-``tests/crawl/test_kill_soak.py`` and the emit-once tests.
+``tests/crawl/test_kill_soak.py`` and the emit-once tests, ``cancel_downloads_on_shutdown`` and
+``TOO_LARGE_ERRORS`` by ``tests/crawl/test_bounds_crawl.py``.
 """
 
 from __future__ import annotations
@@ -399,6 +400,94 @@ def test_the_downloader_names_before_download_relies_on_exist() -> None:
     assert "self.handlers" in inspect.getsource(Downloader.__init__)
     assert "self.handlers.download_request_async(request)" in inspect.getsource(Downloader._download)
     assert inspect.iscoroutinefunction(DownloadHandlers.download_request_async)
+
+
+def shutdown_rig() -> tuple[Any, Any, list[str]]:
+    """A crawler whose download handler waits until cancelled (or raises for ``/big``), and its engine's closes."""
+    from scrapy.exceptions import DownloadCancelledError
+
+    closed: list[str] = []
+
+    async def handler_call(request: Any) -> str:
+        if request.url.endswith("/big"):
+            raise DownloadCancelledError("larger than download max size")
+        await asyncio.Event().wait()  # a slow-loris answer: never done
+        return "response"
+
+    async def close_spider_async(*, reason: str = "cancelled") -> None:
+        closed.append(reason)
+
+    from collections import deque
+
+    handlers = SimpleNamespace(download_request_async=handler_call)
+    slots = {"a.example": SimpleNamespace(queue=deque())}
+    downloader = SimpleNamespace(handlers=handlers, slots=slots)
+    engine = SimpleNamespace(downloader=downloader, close_spider_async=close_spider_async)
+    return SimpleNamespace(engine=engine), handlers, closed
+
+
+def test_a_shutdown_cancels_the_downloads_in_flight_and_refuses_later_ones() -> None:
+    from scrapy import Request
+
+    crawler, handlers, closed = shutdown_rig()
+    assert _scrapy.cancel_downloads_on_shutdown(crawler)
+    assert _scrapy.cancel_downloads_on_shutdown(crawler)  # once: a second call changes nothing
+
+    from twisted.internet.defer import Deferred
+
+    queued: Deferred[Any] = Deferred()
+    waiting: list[Any] = []
+    queued.addErrback(waiting.append)
+    crawler.engine.downloader.slots["a.example"].queue.append((Request("http://a.example/3"), queued))
+
+    async def scenario() -> list[BaseException | str]:
+        slow = asyncio.ensure_future(handlers.download_request_async(Request("http://a.example/1")))
+        await asyncio.sleep(0.01)
+        await crawler.engine.close_spider_async(reason="shutdown")
+        later = handlers.download_request_async(Request("http://a.example/2"))
+        return list(await asyncio.gather(slow, later, return_exceptions=True))
+
+    results = asyncio.run(scenario())
+    assert [type(result) for result in results] == [_scrapy.CancelledAtShutdown] * 2
+    assert waiting[0].check(_scrapy.CancelledAtShutdown) and not crawler.engine.downloader.slots["a.example"].queue
+    assert closed == ["shutdown"]
+
+
+def test_other_closes_and_too_large_bodies_are_not_shutdown_cancels() -> None:
+    from scrapy import Request
+
+    crawler, handlers, closed = shutdown_rig()
+    _scrapy.cancel_downloads_on_shutdown(crawler)
+
+    async def scenario() -> BaseException | str:
+        await crawler.engine.close_spider_async(reason="finished")  # a normal close waits for downloads as before
+        (result,) = await asyncio.gather(handlers.download_request_async(Request("http://a.example/big")),
+                                         return_exceptions=True)
+        return result
+
+    result = asyncio.run(scenario())
+    assert isinstance(result, _scrapy.TOO_LARGE_ERRORS) and not isinstance(result, _scrapy.CancelledAtShutdown)
+    assert closed == ["finished"]
+
+
+def test_the_engine_names_cancel_downloads_on_shutdown_relies_on_exist() -> None:
+    import inspect
+
+    from scrapy.core.engine import ExecutionEngine
+    from scrapy.exceptions import DownloadCancelledError
+
+    assert 'self.close_spider_async(reason="shutdown")' in inspect.getsource(ExecutionEngine.stop_async)
+    assert inspect.iscoroutinefunction(ExecutionEngine.close_spider_async)
+    # what a body over DOWNLOAD_MAXSIZE raises in the HTTP/1.1 handler, whichever limit check cancels it
+    from scrapy.core.downloader.handlers import http11
+
+    source = inspect.getsource(http11)
+    assert "raise DownloadCancelledError(warning_msg)" in source and "self._finished.cancel()" in source
+    assert DownloadCancelledError in _scrapy.TOO_LARGE_ERRORS
+    from scrapy.core.downloader import Downloader
+
+    enqueue = inspect.getsource(Downloader._enqueue_request)
+    assert "slot.queue.append((request, d))" in enqueue and "await maybe_deferred_to_future(d)" in enqueue
 
 
 # -- robots.txt ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from idcrawl.core.targets import (
     parse_job,
     parse_target,
     parse_targets,
+    same_host,
 )
 
 URL = "https://example.org/item/{id}"
@@ -371,7 +372,7 @@ def test_target_keys_are_the_documented_set() -> None:
             "attempts", "cooldown", "backoff", "missing_statuses", "soft404_regex", "soft404_css",
             "soft404_xpath", "found_css", "found_xpath", "soft404_max_bytes", "soft404_probe", "soft404_similarity",
             "resume", "holes", "recrawl_inc_rate", "recrawl_dec_rate", "recrawl_min", "recrawl_max",
-            "recrawl_initial", "recrawl_gone"} == TARGET_KEYS
+            "recrawl_initial", "recrawl_gone", "follow_redirects"} == TARGET_KEYS
 
 
 def test_host_of_a_target() -> None:
@@ -657,3 +658,39 @@ def test_a_password_in_a_refused_url_is_masked() -> None:
     with pytest.raises(TargetError) as info:
         parse_target({"url": "https://user:s3cret@a.example/{id}/{id}", "start": "1"})
     assert "s3cret" not in str(info.value) and "user:***@a.example" in str(info.value)
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    ("https://example.org/item/1", "https://example.org/other", True),
+    ("http://example.org/item/1", "https://example.org/item/1", True),  # the scheme's own ports
+    ("https://example.org/item/1", "https://www.example.org/item/1", True),  # www. and the apex are one site
+    ("https://WWW.Example.org./1", "https://example.org/1", True),
+    ("https://example.org/1", "https://example.org:8443/1", False),
+    ("http://127.0.0.1:8001/1", "http://127.0.0.1:8002/1", False),
+    ("https://example.org/1", "https://login.example.org/1", False),
+    ("https://example.org/1", "https://example.com/1", False),
+])
+def test_same_host_ignores_www_and_default_ports_only(a: str, b: str, same: bool) -> None:
+    assert same_host(a, b) is same and same_host(b, a) is same
+
+
+def test_follow_redirects_is_host_unless_any_and_anything_else_is_refused() -> None:
+    target = parse_target({"url": URL, "start": "1"})
+    assert target.follow_redirects == "host"
+    assert not target.may_redirect("https://example.org/item/1", "https://example.com/")
+    assert target.may_redirect("https://example.org/item/1", "https://www.example.org/item/1")
+    anywhere = parse_target({"url": URL, "start": "1", "follow_redirects": "ANY"})
+    assert anywhere.may_redirect("https://example.org/item/1", "https://example.com/")
+    with pytest.raises(TargetError) as refused:
+        parse_target({"url": URL, "start": "1", "follow_redirects": "sometimes"})
+    assert str(refused.value) == "follow_redirects='sometimes': must be one of host, any"
+
+
+def test_a_fleet_rebuilds_follow_redirects_and_old_specs_stay_equal() -> None:
+    codec = pytest.importorskip("idcrawl.distributed.codec")
+    default = parse_target({"url": URL, "start": "1"})
+    assert "follow_redirects" not in codec.target_spec(default)  # a job made before the key: the same spec
+    anywhere = parse_target({"url": URL, "start": "1", "follow_redirects": "any"})
+    spec = codec.target_spec(anywhere)
+    assert parse_target(spec).follow_redirects == "any"
+    assert codec.spec_conflict(spec, codec.target_spec(default)) is not None  # workers must agree on it
