@@ -51,8 +51,8 @@ __all__ = [
     "read_job_profile",
     "same_host",
     "template_digits",
-    "url_template",
     "template_ends",
+    "url_template",
 ]
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from idcrawl import default_settings
-from idcrawl.core.safetext import safe
+from idcrawl.core.safetext import mask_secrets, safe
 
 if TYPE_CHECKING:
     import redis
