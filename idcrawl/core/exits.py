@@ -39,6 +39,8 @@ EXIT_STATUSES: Final[dict[str, int]] = {
     "idcrawl_redis_unavailable": 69,  # EX_UNAVAILABLE: Redis did not answer for longer than the lease
     "idcrawl_storage_error": 74,  # EX_IOERR: a feed, the state or a job file could not be written
     "idcrawl_no_progress": 75,  # EX_TEMPFAIL: a fleet made no progress with work outstanding
+    "idcrawl_redis_oom": 71,  # EX_OSERR: Redis refused a write, out of memory (maxmemory with noeviction)
+    "idcrawl_state_lock_lost": 77,  # EX_NOPERM: another process took the Redis state's owner key
     SHUTDOWN: 128 + signal.SIGTERM,  # 143; 130 when the signal was SIGINT (see exit_status)
 }
 
