@@ -69,7 +69,7 @@ def crawl_exit_status(reasons: Iterable[str | None], settings: BaseSettings, sig
     watching = settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH)
     statuses = []
     for reason in list(reasons) or [None]:
-        if storage_error and is_normal(reason):
+        if storage_error and is_normal(reason, watching=watching):
             reason = STORAGE_REASON
         if override is not None and reason in override[1]:
             statuses.append(override[0])

@@ -45,14 +45,18 @@ EXIT_STATUSES: Final[dict[str, int]] = {
 }
 
 
-def is_normal(reason: str | None) -> bool:
-    """Is ``reason`` a normal completion (exit status 0)?"""
-    return reason is not None and (reason in NORMAL_REASONS or reason.startswith(NORMAL_PREFIXES))
+def is_normal(reason: str | None, *, watching: bool = False) -> bool:
+    """Is ``reason`` a normal completion (exit status 0)? ``watching``: watch mode, which runs until it is
+    stopped: its ``shutdown`` is its normal end."""
+    if reason is None:
+        return False
+    return reason in NORMAL_REASONS or reason.startswith(NORMAL_PREFIXES) or (watching and reason == SHUTDOWN)
 
 
-def normal_reasons() -> list[str]:
-    """The normal reasons as a list: each of :data:`NORMAL_REASONS`, then each prefix followed by ``*``."""
-    return [*NORMAL_REASONS, *(f"{prefix}*" for prefix in NORMAL_PREFIXES)]
+def normal_reasons(*, watching: bool = False) -> list[str]:
+    """The normal reasons as a list: each of :data:`NORMAL_REASONS`, each prefix followed by ``*``, and
+    ``shutdown`` when ``watching``."""
+    return [*NORMAL_REASONS, *(f"{prefix}*" for prefix in NORMAL_PREFIXES), *([SHUTDOWN] if watching else [])]
 
 
 def exit_status(reason: str | None, signum: int | None = None, *, watching: bool = False) -> int:
@@ -62,7 +66,7 @@ def exit_status(reason: str | None, signum: int | None = None, *, watching: bool
     that signal stopped: 130 for SIGINT, 143 for SIGTERM); without one, a shutdown exits 143.
     ``watching``: watch mode, which runs until stopped: its ``shutdown`` is its normal end (0).
     """
-    if is_normal(reason) or (watching and reason == SHUTDOWN):
+    if is_normal(reason, watching=watching):
         return 0
     if reason == SHUTDOWN and signum is not None and 0 < signum < 128:
         return 128 + signum

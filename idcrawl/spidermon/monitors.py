@@ -83,7 +83,8 @@ class IdCrawlMonitor(_StatsMonitor):
     def test_finish_reason(self) -> None:
         """The finish reason is one of IDCRAWL_MONITOR_FINISH_REASONS (unset: a normal completion, exit status 0)."""
         listed = self.settings.get("IDCRAWL_MONITOR_FINISH_REASONS", default_settings.IDCRAWL_MONITOR_FINISH_REASONS)
-        expected = normal_reasons() if listed in (None, "") else [
+        watching = self.settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH)
+        expected = normal_reasons(watching=watching) if listed in (None, "") else [
             str(r).strip() for r in self.settings.getlist("IDCRAWL_MONITOR_FINISH_REASONS")
         ]
         reason = self.data.stats.get("finish_reason")

@@ -217,7 +217,8 @@ class StateRecorder:
         self.checkpoint(tails=True)
         if self._run_id is not None and not self._store_closed:  # closed: abandoned to another process
             run_id = self._run_id
-            self._write(lambda: self.store.end_run(run_id, self.clock.stamp(), reason, counts))
+            # the run's record holds no outcome: written even after a failed write (its reason says it)
+            self._write(lambda: self.store.end_run(run_id, self.clock.stamp(), reason, counts), always=True)
         if self.watch:
             self.next_page_at = self._next_page_due(self.clock.now())
         self._ended = True
@@ -384,11 +385,11 @@ class StateRecorder:
         for by_key in changed.values():
             self._committed.update(by_key)
 
-    def _write(self, write: Callable[[], object]) -> bool:
-        """One write of the store, unless a write of this crawl failed; a failed one (full disk, read-only
-        file system: :class:`~idcrawl.state.base.StateError`) closes the crawl (``idcrawl_storage_error``)
-        and ends the commits: the state stays what the last commit left."""
-        if storage_failed(self.crawler) is not None:
+    def _write(self, write: Callable[[], object], *, always: bool = False) -> bool:
+        """One write of the store, unless a write of this crawl failed (``always``: even then); a failed
+        one (full disk, read-only file system: :class:`~idcrawl.state.base.StateError`) closes the crawl
+        (``idcrawl_storage_error``) and ends the commits: the state stays what the last commit left."""
+        if storage_failed(self.crawler) is not None and not always:
             return False
         try:
             write()

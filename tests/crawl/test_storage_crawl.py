@@ -59,7 +59,7 @@ def _found(jobdir: Path) -> set[int]:
 
 
 def test_a_full_disk_stops_the_crawl_and_the_next_run_resumes(make_site, tmp_path: Path, small_disk: Path) -> None:
-    model = GapModel(1, 2500, GAPS)
+    model = GapModel(1, 1200, GAPS)  # its items alone outgrow the disk
     site = make_site(model)
     jobdir = small_disk / "job"
     settings = {"JOBDIR": str(jobdir), "IDCRAWL_STATE_COMMIT_ITEMS": 50}
@@ -121,6 +121,8 @@ def test_a_feed_on_a_read_only_file_system_stops_the_crawl(make_site, tmp_path: 
     assert len(errors) == 1 and "Read-only file system" in errors[0] and "run1.jsonl" in errors[0], errors
     assert "Traceback" not in result.stderr
     assert not _found(jobdir)  # no item reached a feed: no id is committed found
+    runs = SqliteStateStore(jobdir / "idcrawl-state.sqlite", read_only=True).runs()
+    assert [run.finish_reason for run in runs] == ["idcrawl_storage_error"]  # the state's disk is sound
 
 
 # -- the exit status follows the finish reason (idcrawl.core.exits) -------------------------------------

@@ -18,6 +18,7 @@ from idcrawl.core.exits import (
     OTHER,
     exit_status,
     is_normal,
+    normal_reasons,
 )
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reference" / "finish-reasons.md"
@@ -39,6 +40,8 @@ def test_a_shutdown_exits_128_plus_its_signal() -> None:
     assert exit_status("shutdown", signal.SIGTERM) == 143
     assert exit_status("shutdown") == 143  # no signal known (scrapyd's cancel, Zyte's stop send SIGTERM)
     assert exit_status("shutdown", signal.SIGINT, watching=True) == 0  # watch mode runs until stopped
+    assert is_normal("shutdown", watching=True) and "shutdown" in normal_reasons(watching=True)
+    assert "shutdown" not in normal_reasons()
     assert crawl_exit_status(["shutdown"], Settings({"IDCRAWL_WATCH": True}), [signal.SIGTERM]) == 0
 
 
