@@ -217,7 +217,7 @@ IDCRAWL_DUPEFILTER_CAPACITY = 0
 IDCRAWL_DUPEFILTER_PATH = None
 
 #: Save the filter at close (and periodically) and read it when a run continues
-#: the job (JOBDIR, or a target with resume other than none). False: this run only.
+#: the job (JOBDIR, or a target with resume other than reset). False: this run only.
 IDCRAWL_DUPEFILTER_PERSIST = True
 
 #: Seconds between saves of the filter while responses arrive; 0 = at close only.

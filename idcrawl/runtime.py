@@ -78,16 +78,22 @@ class Forgotten:
     def __init__(self) -> None:
         self.targets = self.found = self.lanes = 0
         self.words: set[str] = set()
+        self.names: list[str] = []  # reset once every target passed its checks: a refused run changes nothing
 
-    def add(self, word: str, state: TargetState) -> None:
+    def add(self, name: str, word: str, state: TargetState) -> None:
+        self.names.append(name)
         self.targets += 1
         self.found += len(state.outcomes.get(Outcome.FOUND, ()))
         self.lanes += len(state.lanes)
         self.words.add(word)
 
-    def warn(self) -> None:
-        if self.targets:
-            logger.warning("idcrawl: %s", forgotten_text(self.targets, self.found, self.lanes, self.words))
+    def reset(self, store: StateStore | None) -> None:
+        """Forget the stored state of the targets added, and say so in one WARNING."""
+        if store is None or not self.targets:
+            return
+        for name in self.names:
+            store.reset(name)
+        logger.warning("idcrawl: %s", forgotten_text(self.targets, self.found, self.lanes, self.words))
 
 
 #: Finish reason of a crawl whose Redis state's owner key another process took (its lease ran out).
@@ -747,7 +753,7 @@ class LocalWorker:
             if target.resume in RESET_MODES:
                 recovered.pop(target.name, None)  # the target starts over
             self._add_target(target, store, origins, recovered.get(target.name), states.pop(target.name, None))
-        self._forgotten.warn()
+        self._forgotten.reset(store)
         if any(target.resume == "none" for target in self.runtime.targets):
             logger.warning("idcrawl: %s", NONE_DEPRECATED)
         self._recovered_count = sum(len(ids) for ids in recovered.values())
@@ -784,8 +790,7 @@ class LocalWorker:
             if note is not None:
                 self.resume_notes[target.name] = note
             if state is not None and store is not None:
-                self._forgotten.add(target.resume, state)
-                store.reset(target.name)
+                self._forgotten.add(target.name, target.resume, state)  # reset once every target is checked
             elif target.resume not in ("auto", *RESET_MODES):
                 logger.warning("idcrawl: target %r has no stored state; resume=%s starts fresh",
                                target.name, target.resume)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import time
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from unittest import TextTestRunner
 
 from scrapy.commands.check import Command as ScrapyCheck
@@ -58,7 +58,7 @@ class Command(ScrapyCheck):
         if opts.list or not ids:
             super().run(args, opts)
             return
-        code = self.check_id_spiders([loader.load(name) for name in ids], opts)
+        code = self.check_id_spiders([cast("type[IdSeqSpider]", loader.load(name)) for name in ids], opts)
         if others:
             super().run(others, opts)
         self.exitcode = max(code, self.exitcode)
@@ -107,7 +107,7 @@ class Command(ScrapyCheck):
                 response = _fetch(crawl, request, id_path=name in ID_CALLBACKS)
             except (ValueError, OSError) as exc:
                 assert request.errback is not None
-                request.errback(Failure(exc))
+                request.errback(Failure(exc))  # type: ignore[no-untyped-call]
                 return
             assert request.callback is not None
             request.callback(response)

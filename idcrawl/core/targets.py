@@ -207,13 +207,14 @@ class Target:
         return id_
 
 
+_LAST_NUMBER = re.compile(r"[0-9]+(?=[^0-9]*$)")
+
+
 def url_template(url: str) -> tuple[str, int] | None:
     """A template and an id for one page's ``url``: its last run of ASCII digits becomes ``{id}`` (braces
     around it escaped), or None when the URL has no digits (``scrapy parse``/``check`` of an id spider
     given a page without ``-a url=``)."""
-    match = None
-    for match in re.finditer(r"[0-9]+", url):
-        pass
+    match = _LAST_NUMBER.search(url)
     if match is None or len(match.group()) > 20 or int(match.group()) > MAX_ID:
         return None
     before, after = (text.replace("{", "{{").replace("}", "}}") for text in (url[:match.start()], url[match.end():]))

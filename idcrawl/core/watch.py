@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from idcrawl.core.recrawl import Schedule
-from idcrawl.core.targets import Target, TargetError
+from idcrawl.core.targets import RESET_MODES, Target, TargetError
 
 __all__ = ["TICK", "next_wave_at", "parse_watch", "real_sleep", "watch_targets", "wave_key"]
 
@@ -90,8 +90,9 @@ def watch_targets(targets: Sequence[Target]) -> list[Target]:
         if target.resume not in ("auto", "due"):
             raise TargetError(
                 "resume", target.resume,
-                "watch=true runs resume=due waves (leave resume unset or give due; to start over, run once "
-                "with resume=reset first)",
+                "watch=true runs resume=due waves (leave resume unset or give due"
+                + ("; to start over, run once with resume=reset and without watch first)"
+                   if target.resume in RESET_MODES else ")"),
                 where=f"target {target.name!r}",
             )
         watched.append(target if target.resume == "due" else replace(target, resume="due"))

@@ -13,6 +13,7 @@ from idcrawl.demo.site import Reply
 from tests.conftest import GapModel
 from tests.support.crawl import crawl_command, read_items, run_crawl
 from tests.support.reference import target_truth
+from tests.support.states import snapshot
 
 GAPS = {1010, 1011, 1040, 1041, 1042, 1100, 1101, 1102, 1230, 1231}
 ARGS = {"start": 1000, "direction": "both", "margin": 5, "min": 900, "name": "reg"}
@@ -114,3 +115,24 @@ def test_a_rerun_with_other_identity_says_how_to_start_over(make_site, tmp_path:
         "over (forgetting its stored outcomes), or give another JOBDIR / IDCRAWL_STATE_PATH")
     assert site.log == []
     assert run_crawl(tmp_path, {**args, "start": 1010, "resume": "reset"}).returncode == 0
+
+
+def test_a_refused_rerun_resets_nothing_even_a_target_that_said_reset(make_site, tmp_path: Path) -> None:
+    site = make_site(GapModel(900, 1299, GAPS))
+
+    def job(second_start: int, first_resume: str = "auto") -> Path:
+        path = tmp_path / "job.toml"
+        path.write_text(f"[[targets]]\nname = 'a'\nurl = '{site.url()}'\nstart = 1000\nmax = 1020\nmargin = 2\n"
+                        f"resume = '{first_resume}'\n"
+                        f"[[targets]]\nname = 'b'\nurl = '{site.url()}'\nstart = {second_start}\nmax = 1060\n"
+                        "margin = 2\n")
+        return path
+
+    assert run_crawl(tmp_path, {"job": job(1040)}, {"JOBDIR": str(tmp_path / "state")}).returncode == 0
+    before = snapshot(tmp_path / "state")
+    site.log.clear()
+    refused = run_crawl(tmp_path, {"job": job(1041, first_resume="reset")}, {"JOBDIR": str(tmp_path / "state")})
+    assert refused.returncode != 0
+    assert "target 'b': start=1041 differs from the stored state (start=1040)" in refused.error_lines()[0]
+    assert "forgets the stored state" not in refused.stderr
+    assert site.log == [] and snapshot(tmp_path / "state") == before

@@ -35,4 +35,5 @@ def test_a_distributed_worker_logs_the_same_lines_with_its_own_counts(
     again = run_crawl(tmp_path, args, settings, project_defaults=PROJECT)  # the job is finished in Redis
     assert again.returncode == 0, again.stderr[-3000:]
     assert "plan: 1 target, 1 lane, 1 resumed; state in Redis job" in again.stderr
-    assert "; resumed (Redis job): lanes go on where its workers left them" in again.stderr
+    # the default plans as bound, once for the fleet: started within its run, this worker joins that plan
+    assert "; resumed (Redis job, resume=auto): joined the fleet's resume in progress" in again.stderr

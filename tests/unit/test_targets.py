@@ -694,3 +694,30 @@ def test_a_fleet_rebuilds_follow_redirects_and_old_specs_stay_equal() -> None:
     spec = codec.target_spec(anywhere)
     assert parse_target(spec).follow_redirects == "any"
     assert codec.spec_conflict(spec, codec.target_spec(default)) is not None  # workers must agree on it
+
+
+@settings(derandomize=True, max_examples=200)
+@given(
+    st.text(alphabet=st.characters(blacklist_categories=("Nd", "Cs")), max_size=30),
+    st.integers(min_value=0, max_value=10**15),
+    st.text(alphabet=st.characters(blacklist_categories=("Nd", "Cs")), max_size=30),
+)
+def test_a_page_url_makes_a_template_that_renders_it_back_with_its_last_number(
+    before: str, id_: int, after: str
+) -> None:
+    """``scrapy parse``/``check`` of an id page without ``-a url=``: its last number is the id."""
+    from idcrawl.core.targets import id_in_template, url_template
+
+    url = f"http://h/{before}{id_}{after}"
+    made = url_template(url)
+    assert made is not None
+    template, got = made
+    assert got == id_ and template.format(id=got) == url
+    assert id_in_template(template, url) == id_
+
+
+def test_a_url_without_a_number_makes_no_template() -> None:
+    from idcrawl.core.targets import url_template
+
+    assert url_template("http://host/about") is None
+    assert url_template("http://h/{x}/7/notice") == ("http://h/{{x}}/{id}/notice", 7)
