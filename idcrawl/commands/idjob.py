@@ -28,6 +28,7 @@ from scrapy.exceptions import UsageError
 from idcrawl import default_settings
 from idcrawl.commands._common import PlainHelpFormatter
 from idcrawl.core.targets import TargetError
+from idcrawl.state.base import StateError
 
 __all__ = ["Command"]
 
@@ -67,7 +68,7 @@ class Command(ScrapyCommand):
         action, rest = args[0], args[1:]
         try:
             getattr(self, f"_{action}")(rest, opts)
-        except (TargetError, ValueError, OSError) as exc:
+        except (TargetError, ValueError, OSError, StateError) as exc:  # StateError: damaged job keys
             self._fail(str(exc))
 
     def _fail(self, message: str) -> None:
