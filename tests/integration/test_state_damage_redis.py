@@ -101,3 +101,18 @@ def test_held_outputs_that_do_not_unpickle_are_damage_not_a_traceback() -> None:
 
     with pytest.raises(DamagedState, match="the outputs of a found id do not decode"):
         decode_outputs(b"junk", spider=None)
+
+
+def test_a_queued_url_of_junk_fields_is_one_line(redis_server: Any) -> None:
+    from idcrawl.distributed.urlqueue import RedisUrlQueue
+    from tests.integration.test_redis_urlqueue import FRONT, one_seed
+
+    client = redis.Redis.from_url(redis_server.url)
+    prefix = "idcrawl:{plan}:"
+    queue = RedisUrlQueue(client, prefix, "w1")
+    queue.start(one_seed(1), 0.0)
+    queue.seed("front", FRONT, 0.0)
+    client.hset(f"{prefix}U:{FRONT}", "hops", "far")
+    with pytest.raises(DamagedState, match=re.escape(f"Redis state {prefix!r}: damaged state: key "
+                                                     f"'{prefix}U:{FRONT}': the URL's fields")):
+        JobStateStore(client, prefix, read_only=True).load_urls()
