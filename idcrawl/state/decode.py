@@ -64,7 +64,7 @@ def _json(text: Any, where: str, target: str | None, what: str) -> Any:
         raise DamagedState(where, target, f"{what} is not JSON text ({type(text).__name__})")
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise DamagedState(where, target, f"{what} is not valid JSON: {_short(text)}") from None
 
 
@@ -195,7 +195,7 @@ def lane_record(text: Any, where: str, target: str, key: str) -> LaneRecord:
     if isinstance(text, (str, bytes)):
         try:
             sound = _sound_lane(json.loads(text), key)
-        except ValueError:
+        except (ValueError, RecursionError):
             sound = None
         if sound is not None:
             return sound
