@@ -60,6 +60,7 @@ def main() -> None:
         ["idplan", "--state", str(path)],
         ["idplan", "--state", str(path), "--json"],
         ["idplan", "--state", str(path), "--json", "--ranges", "0"],
+        ["idplan", "--state", str(path), "--ranges", "0"],
         ["idcoverage", "--state", str(path), "-o", "map.svg"],
     ]
     print(f"state {path}: {args.ids:,} ids, {args.gaps:.0%} missing")

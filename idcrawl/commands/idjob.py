@@ -29,6 +29,7 @@ from idcrawl import default_settings
 from idcrawl.commands._common import PlainHelpFormatter
 from idcrawl.core.safetext import safe
 from idcrawl.core.targets import TargetError
+from idcrawl.state.base import StateError
 
 __all__ = ["Command"]
 
@@ -68,7 +69,7 @@ class Command(ScrapyCommand):
         action, rest = args[0], args[1:]
         try:
             getattr(self, f"_{action}")(rest, opts)
-        except (TargetError, ValueError, OSError, RedisUnavailable) as exc:
+        except (TargetError, ValueError, OSError, RedisUnavailable, StateError) as exc:  # StateError: damaged job keys
             self._fail(str(exc))
 
     def _fail(self, message: str) -> None:

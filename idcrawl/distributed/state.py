@@ -67,7 +67,8 @@ class JobStateStore(RedisStateStore):
         from idcrawl.distributed.urlqueue import read_entries
 
         try:
-            return sorted(read_entries(self.client, self.prefix), key=lambda entry: entry.url)
+            with decode.reading(self._source):
+                return sorted(read_entries(self.client, self.prefix), key=lambda entry: entry.url)
         except redis.RedisError as exc:
             raise self._error(exc) from None
 

@@ -442,7 +442,14 @@ def _read(client: redis.Redis, prefix: str, urls: Sequence[str]) -> Iterator[Que
         replies = pipe.execute()
     for url, fields, has in zip(urls, replies[::2], replies[1::2], strict=True):
         if fields[0] is not None:
-            yield entry_of(url, [*fields, "1" if has else "0"])
+            try:
+                entry = entry_of(url, [*fields, "1" if has else "0"])
+            except (ValueError, KeyError, TypeError, AttributeError):
+                from idcrawl.state.decode import DamagedState
+
+                raise DamagedState(f"key {prefix + 'U:' + url!r}", None,
+                                   "the URL's fields (hops, counters, state) do not decode") from None
+            yield entry
 
 
 def _glob(text: str) -> str:

@@ -5,6 +5,7 @@ keys left as they were (the SQLite store's kinds: tests/unit/test_state_damage.p
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -101,3 +102,51 @@ def test_held_outputs_that_do_not_unpickle_are_damage_not_a_traceback() -> None:
 
     with pytest.raises(DamagedState, match="the outputs of a found id do not decode"):
         decode_outputs(b"junk", spider=None)
+
+
+def test_a_queued_url_of_junk_fields_is_one_line(redis_server: Any) -> None:
+    from idcrawl.distributed.urlqueue import RedisUrlQueue
+    from tests.integration.test_redis_urlqueue import FRONT, one_seed
+
+    client = redis.Redis.from_url(redis_server.url)
+    prefix = "idcrawl:{plan}:"
+    queue = RedisUrlQueue(client, prefix, "w1")
+    queue.start(one_seed(1), 0.0)
+    queue.seed("front", FRONT, 0.0)
+    client.hset(f"{prefix}U:{FRONT}", "hops", "far")
+    with pytest.raises(DamagedState, match=re.escape(f"Redis state {prefix!r}: damaged state: key "
+                                                     f"'{prefix}U:{FRONT}': the URL's fields")):
+        JobStateStore(client, prefix, read_only=True).load_urls()
+
+
+# -- real crawls and commands on a damaged Redis state -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "field", "value", "words"), [
+    ("lanes:reg", "reg:asc", '{"x":1}', ["key 'idcrawl:{single}:lanes:reg'", "lacks field"]),
+    ("o:reg", "found", "junk", ["key 'idcrawl:{single}:o:reg'", "found ids are not a bitmap"]),
+], ids=["lane record", "bitmap"])
+def test_a_crawl_and_idplan_on_a_damaged_redis_state_stop_in_one_line(
+    make_site: Any, redis_server: Any, tmp_path: Path, key: str, field: str, value: str, words: list[str]
+) -> None:
+    from tests.conftest import GapModel
+    from tests.integration.test_idjob import scrapy
+    from tests.support.crawl import run_crawl
+
+    site = make_site(GapModel(900, 1099, {1010, 1011}))
+    settings = {"IDCRAWL_STATE_BACKEND": "redis", "REDIS_URL": redis_server.url, "IDCRAWL_REDIS_JOB": "single"}
+    args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "min": 900, "name": "reg"}
+    assert run_crawl(tmp_path, args, settings).returncode == 0
+    client = redis.Redis.from_url(redis_server.url)
+    client.hset(f"idcrawl:{{single}}:{key}", field, value)
+    before = {k: client.dump(k) for k in client.keys("*")}
+    site.log.clear()
+    result = run_crawl(tmp_path, {**args, "resume": "bound"}, settings)
+    assert result.returncode != 0 and site.log == []
+    plan = scrapy(tmp_path, "idplan", settings=settings)
+    assert plan.returncode != 0
+    for stderr in (result.stderr, plan.stderr):
+        assert "Traceback" not in stderr, stderr[-3000:]
+        [line] = [line for line in stderr.splitlines() if "damaged state" in line]
+        assert all(word in line for word in words), line
+    assert {k: client.dump(k) for k in client.keys("*")} == before
