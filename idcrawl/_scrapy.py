@@ -57,7 +57,8 @@ relies on, by version:
 - :func:`contract_testcase`: ``scrapy.contracts._create_testcase`` (the test case ``scrapy check``
   reports a contract's error under); the same in 2.18 and 2.19.
 - :func:`cancel_downloads_on_shutdown`: ``engine.downloader.handlers.download_request_async``
-  (wrapped as :func:`before_download` does), the engine's ``close_spider_async``, looked up on
+  (wrapped as :func:`before_download` does; on asyncio it runs in a task of its own, the one
+  ``Downloader._process_queue`` schedules for ``_wait_for_download``), the engine's ``close_spider_async``, looked up on
   the engine instance by ``engine.stop_async()`` (a SIGTERM's graceful stop), wrapped there, and
   each download slot's ``queue`` of ``(request, Deferred)`` pairs (the Deferred that
   ``Downloader._enqueue_request`` awaits); the same in 2.18 and 2.19.
@@ -91,8 +92,8 @@ from scrapy.core.downloader import Slot
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 from scrapy.extensions.feedexport import FeedExporter
 from scrapy.statscollectors import StatsCollector
-from scrapy.utils.defer import _schedule_coro, deferred_from_coro, maybe_deferred_to_future
-from twisted.internet.defer import CancelledError, Deferred
+from scrapy.utils.defer import _schedule_coro, deferred_from_coro
+from twisted.internet.defer import Deferred
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -342,6 +343,13 @@ class CancelledAtShutdown(IgnoreRequest):
 TOO_LARGE_ERRORS: tuple[type[BaseException], ...] = (DownloadCancelledError,)
 
 
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running asyncio loop
+        return None
+
+
 def cancel_downloads_on_shutdown(crawler: Crawler | Any) -> bool:
     """From now on a graceful stop (``engine.stop_async()``: the first SIGTERM or SIGINT) cancels every
     download in flight instead of waiting for it, drops the requests waiting in download slots, and refuses
@@ -355,32 +363,39 @@ def cancel_downloads_on_shutdown(crawler: Crawler | Any) -> bool:
         return True  # installed already
     download = handlers.download_request_async
     close = engine.close_spider_async
-    inflight: set[Deferred[Any]] = set()
-    cancelled: set[Deferred[Any]] = set()
+    inflight: set[Any] = set()
+    cancelled: set[Any] = set()
     stopping = False
 
     async def cancellable(request: Request) -> Any:
         if stopping:
             raise CancelledAtShutdown("idcrawl: download cancelled at shutdown")
-        dfd = deferred_from_coro(download(request))  # on asyncio, a task of its own: cancelling it ends only it
-        inflight.add(dfd)
+        # asyncio: each download runs in a task of its own (``Downloader._wait_for_download``), cancelled as
+        # it is; another Twisted reactor (no running loop): the download is wrapped in a Deferred, cancelled
+        task = _current_task()
+        handle: Any = task if task is not None else deferred_from_coro(download(request))
+        inflight.add(handle)
         try:
-            return await maybe_deferred_to_future(dfd)
-        except (CancelledError, DownloadCancelledError, asyncio.CancelledError):
-            if dfd in cancelled:
+            return await (download(request) if task is not None else handle)
+        except BaseException:
+            # whatever a cancelled download ends with (CancelledError, or the handler's DownloadFailedError
+            # for a request cancelled before its response)
+            if handle in cancelled:
+                if task is not None:
+                    task.uncancel()  # the task goes on: Scrapy hands the errback its failure
                 raise CancelledAtShutdown("idcrawl: download cancelled at shutdown") from None
             raise
         finally:
-            inflight.discard(dfd)
-            cancelled.discard(dfd)
+            inflight.discard(handle)
+            cancelled.discard(handle)
 
     async def closing(*, reason: str = "cancelled") -> None:
         nonlocal stopping
         if reason == "shutdown" and not stopping:
             stopping = True
-            for dfd in list(inflight):
-                cancelled.add(dfd)
-                dfd.cancel()
+            for handle in list(inflight):
+                cancelled.add(handle)
+                handle.cancel()
             # requests waiting in a download slot (its delay, its concurrency) are not sent either
             for slot in list(getattr(engine.downloader, "slots", {}).values()):
                 while slot.queue:

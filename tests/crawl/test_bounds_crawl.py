@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,9 +45,15 @@ def test_a_huge_robots_txt_is_obeyed_up_to_the_cap(tmp_path: Path) -> None:
     assert result.stats["test/peak_rss_mib"] < 50 + 100, result.stats["test/peak_rss_mib"]
 
 
-def test_sigterm_closes_at_once_with_a_slow_download_in_flight_and_its_id_is_fetched_on_resume(tmp_path: Path) -> None:
+@pytest.mark.parametrize("reactor", [None, "twisted.internet.epollreactor.EPollReactor"])
+def test_sigterm_closes_at_once_with_a_slow_download_in_flight_and_its_id_is_fetched_on_resume(
+    tmp_path: Path, reactor: str | None
+) -> None:
     args = {**ARGS, "name": "t"}
-    settings = {"JOBDIR": str(tmp_path / "job"), "DOWNLOAD_TIMEOUT": 600}  # no timeout ends the slow answer early
+    # no timeout ends the slow answer early; Scrapy's asyncio reactor, or another one
+    settings: dict[str, Any] = {"JOBDIR": str(tmp_path / "job"), "DOWNLOAD_TIMEOUT": 600}
+    if reactor is not None:
+        settings["TWISTED_REACTOR"] = reactor
     with HostileSite(range(1, 10), slow={4}, trickle_seconds=120) as site:
         command, env = crawl_command(tmp_path, {**args, "url": site.url()}, settings, output="run1.jsonl")
         with (tmp_path / "run1.log").open("w") as log:
