@@ -246,6 +246,8 @@ def test_a_worker_whose_targets_differ_from_the_jobs_is_refused_unless_it_merges
     targets = {t["name"]: t for t in json.loads(status.stdout)["targets"]}
     assert {name: (t["url"], t["start"], t["joined"]) for name, t in targets.items()} == {
         "a": (site.url(), 100, "started"), "b": (site.url(), 200, "started"), "c": (site.url(), 300, "added")}
+    assert json.loads(status.stdout)["progress"]["outcomes"] == 15  # a, b, then c: 5 ids each
     text = scrapy(tmp_path, "idjob", "status", settings=redis_settings(redis_server, "set")).stdout
+    assert "  progress: 15 outcomes recorded, last activity " in text
     assert f"  target a: {site.url()} from 100 asc, max 104, margin 2\n" in text
     assert f"  target c: {site.url()} from 300 asc, max 304, margin 2 (added after the start)\n" in text
