@@ -86,8 +86,11 @@ def test_idjob_push_to_a_redis_that_may_evict_keys_is_refused(make_redis, tmp_pa
     assert redis.Redis.from_url(server.url).llen("idcrawl:{evictpush}:feed") == 0
 
 
-def test_a_redis_whose_config_command_is_renamed_gets_one_warning(make_site, make_redis, tmp_path: Path) -> None:
-    server = make_redis("--rename-command", "CONFIG", "")
+@pytest.mark.parametrize("options", [("--rename-command", "CONFIG", ""),  # unknown command
+                                     ("--user", "default", "on", "nopass", "~*", "&*", "+@all", "-config")])  # ACL
+def test_a_redis_whose_config_command_is_not_allowed_gets_one_warning(make_site, make_redis, tmp_path: Path,
+                                                                      options: tuple[str, ...]) -> None:
+    server = make_redis(*options)
     site = make_site(GapModel(0, 100, set()))
     result = run_crawl(tmp_path, {"url": site.url(), "start": 1, "max": 5, "margin": 0},
                        worker_settings(server, job="renamed"))
