@@ -4,11 +4,13 @@ The job is found like the workers find it: scrapy-redis's ``REDIS_URL`` (or
 ``REDIS_HOST``/``REDIS_PORT``, ``REDIS_PARAMS``), ``IDCRAWL_REDIS_PREFIX`` and
 ``IDCRAWL_REDIS_JOB`` (default: ``--spider``, ``idseq``).
 
-- ``status [--json]``: workers and their heartbeats, per lane the first
-  undecided id, cut and counts, and what the job still waits for;
+- ``status [--json]``: workers and their heartbeats, the job's targets and
+  progress, per lane the first undecided id, cut and counts, and what the
+  job still waits for;
 - ``push TARGET.json ...`` (``-`` = stdin): push targets to the running
   fleet (a JSON object of job-file keys, or a list of them), validated here
-  first so a typo is one error line, not a worker's log line;
+  first so a typo is one error line, not a worker's log line (a Redis whose
+  ``maxmemory-policy`` may evict keys is refused);
 - ``clean [--force]``: delete every key of the job (refused while a worker's
   heartbeat is fresh or a single-process crawl holds its owner key, unless ``--force``);
 - ``incidents -o FILE``: move the incidents every worker pushed into the

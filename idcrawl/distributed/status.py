@@ -65,8 +65,11 @@ def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
         "incidents": int(client.llen(prefix + "incidents")),
     }
     finished = not any(v for k, v in waiting.items() if k != "incidents") and bool(lanes)
+    outcomes, active_at = client.hmget(prefix + "progress", "outcomes", "active_at")
+    progress = {"outcomes": int(outcomes or 0),  # recorded by the workers; the last activity the no-progress rule saw
+                "last_activity_age": round((now_ms - int(active_at)) / 1000, 3) if active_at else None}
     return {"format": 1, "job": prefix, "finished": finished, "workers": workers, "waiting": waiting,
-            "taken_back": job, "targets": targets, "lanes": lanes}
+            "taken_back": job, "progress": progress, "targets": targets, "lanes": lanes}
 
 
 def _spec(raw: Any) -> dict[str, Any]:
@@ -86,6 +89,11 @@ def render_status(document: dict[str, Any]) -> str:
         lines.append("  no workers")
     waiting = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in document["waiting"].items())
     lines.append(f"  waiting: {waiting}")
+    progress = document.get("progress") or {}
+    if progress:
+        age = progress.get("last_activity_age")
+        lines.append(f"  progress: {progress['outcomes']} outcomes recorded"
+                     + (f", last activity {age:.1f} s ago" if age is not None else ""))
     for t in document.get("targets", []):
         bounds = "".join(f", {key} {t[key]}" for key in ("min", "max") if t.get(key) is not None)
         lines.append(f"  target {safe(t['name'])}: {safe(t['url'])} from {t['start']} {t['direction']}{bounds}, "

@@ -56,8 +56,9 @@ def test_a_detail_page_one_worker_fetched_is_not_fetched_by_another(
         # 5 fetched detail pages riding along or in calls of their own: the 20 lane requests cost none
         assert first.stats["idcrawl/redis/commands/bloom"] <= 20 + 1 + 5 + 1
     site.log.clear()
-    second = run_crawl(tmp_path, {"url": site.url(), "start": 20, "max": 39, "margin": 0, "name": "b"}, settings,
-                       runspider=SPIDER)
+    # another target for the same job: joining it takes the explicit word (a fleet job's targets are one set)
+    second = run_crawl(tmp_path, {"url": site.url(), "start": 20, "max": 39, "margin": 0, "name": "b"},
+                       {**settings, "IDCRAWL_REDIS_MERGE_TARGETS": True}, runspider=SPIDER)
     assert second.returncode == 0, second.stderr[-3000:]
     assert sorted(site.ids()) == list(range(20, 40)), "a detail page was fetched again"
     if dupefilter == "RedisBloomDupeFilter":  # scrapy-redis's filter does not count dupefilter/filtered
@@ -80,8 +81,9 @@ def test_a_link_to_a_lane_page_the_job_handed_out_is_not_fetched_again(
     assert sorted(site.ids()) == list(range(5000, 5005))
     site.log.clear()
     # a second worker of the job crawls ids that link to them: the job handed those pages out already
+    # (another target for the same job: joining it takes the explicit word, a fleet job's targets are one set)
     second = run_crawl(tmp_path / "2", {"url": site.url(), "start": 0, "max": 19, "margin": 0, "name": "a"},
-                       settings, runspider=SPIDER)
+                       {**settings, "IDCRAWL_REDIS_MERGE_TARGETS": True}, runspider=SPIDER)
     assert second.returncode == 0, second.stderr[-3000:]
     assert sorted(site.ids()) == list(range(20)), "a lane's page was fetched again as a follow-up"
     assert not any(key.endswith("/commands/bloom") or key.endswith("/commands/sadd") for key in second.stats)

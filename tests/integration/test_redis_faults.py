@@ -86,8 +86,11 @@ def test_idjob_push_to_a_redis_that_may_evict_keys_is_refused(make_redis, tmp_pa
     assert redis.Redis.from_url(server.url).llen("idcrawl:{evictpush}:feed") == 0
 
 
-def test_a_redis_whose_config_command_is_renamed_gets_one_warning(make_site, make_redis, tmp_path: Path) -> None:
-    server = make_redis("--rename-command", "CONFIG", "")
+@pytest.mark.parametrize("options", [("--rename-command", "CONFIG", ""),  # unknown command
+                                     ("--user", "default", "on", "nopass", "~*", "&*", "+@all", "-config")])  # ACL
+def test_a_redis_whose_config_command_is_not_allowed_gets_one_warning(make_site, make_redis, tmp_path: Path,
+                                                                      options: tuple[str, ...]) -> None:
+    server = make_redis(*options)
     site = make_site(GapModel(0, 100, set()))
     result = run_crawl(tmp_path, {"url": site.url(), "start": 1, "max": 5, "margin": 0},
                        worker_settings(server, job="renamed"))
@@ -246,6 +249,8 @@ def test_a_worker_whose_targets_differ_from_the_jobs_is_refused_unless_it_merges
     targets = {t["name"]: t for t in json.loads(status.stdout)["targets"]}
     assert {name: (t["url"], t["start"], t["joined"]) for name, t in targets.items()} == {
         "a": (site.url(), 100, "started"), "b": (site.url(), 200, "started"), "c": (site.url(), 300, "added")}
+    assert json.loads(status.stdout)["progress"]["outcomes"] == 15  # a, b, then c: 5 ids each
     text = scrapy(tmp_path, "idjob", "status", settings=redis_settings(redis_server, "set")).stdout
+    assert "  progress: 15 outcomes recorded, last activity " in text
     assert f"  target a: {site.url()} from 100 asc, max 104, margin 2\n" in text
     assert f"  target c: {site.url()} from 300 asc, max 304, margin 2 (added after the start)\n" in text
