@@ -132,7 +132,9 @@ class HostileSite(GapModel):
 def test_text_a_site_sends_never_reaches_the_log_raw(make_site, tmp_path: Path, level: str) -> None:
     site = make_site(HostileSite(100, 110, set()))
     log_file = tmp_path / "crawl.log"
-    result = run_crawl(tmp_path, {"url": site.url(), "start": 100, "margin": 3, "attempts": 2, "cooldown": 0.1},
+    # follow_redirects=any: the redirect to the hostile host is followed, and its failure logged
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 100, "margin": 3, "attempts": 2, "cooldown": 0.1,
+                                  "follow_redirects": "any"},
                        {"LOG_LEVEL": level, "LOG_FILE": str(log_file)})
     assert result.returncode == 0, result.stderr[-3000:]
     assert {105, 106, 107} <= set(site.ids())
