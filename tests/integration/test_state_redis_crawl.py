@@ -13,8 +13,8 @@ import pytest
 from idcrawl.demo.site import Reply
 from tests.conftest import GapModel
 from tests.crawl.test_kill_soak import foreign_job_appends
-from tests.integration.test_idjob import scrapy
 from tests.integration.test_distributed_crawl import finish, start_worker
+from tests.integration.test_idjob import scrapy
 from tests.support.crawl import CrawlResult, run_crawl
 from tests.support.redis_server import RedisServer
 from tests.support.reference import target_truth
