@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DUE_KEY", "ITEMS_NOWHERE", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter", "LocalWorker", "Worker",
-    "is_id_crawl", "items_kept", "own_line", "runtime_of",
+    "is_id_crawl", "items_kept", "lock_jobdir", "own_line", "runtime_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -292,8 +292,10 @@ class IdRuntime:
             self._renewal.stop()
         _scrapy.close_spider(self.crawler, LOCK_LOST)
 
-    def _lock_jobdir(self) -> None:
-        """Scrapy's own files in ``JOBDIR`` (request queues, spider state) have one writer too, state or not."""
+    def lock_jobdir(self) -> None:
+        """Scrapy's own files in ``JOBDIR`` (request queues, spider state) have one writer too, state or not:
+        taken once, by the first caller (``IdSpiderState``, before it repairs them; else the worker's start).
+        BadInputError naming the holder if another process has it (then nothing is left held)."""
         jobdir = self.crawler.settings.get("JOBDIR")
         if jobdir:
             path = lock_path(Path(jobdir) / STATE_FILENAME)
@@ -314,7 +316,7 @@ class IdRuntime:
                     and not items_kept(settings):
                 raise BadInputError(ITEMS_NOWHERE)
             try:
-                self._lock_jobdir()
+                self.lock_jobdir()
                 self._worker = worker_cls(self)
             except BaseException:
                 if self.wave == 1:  # refused: the locks go with it (a later wave's crawl stops holding them)
@@ -614,6 +616,14 @@ _RUNTIMES: weakref.WeakKeyDictionary[Crawler, IdRuntime] = weakref.WeakKeyDictio
 def is_id_crawl(crawler: Crawler) -> bool:
     """Whether ``crawler`` runs an id crawl (its spider made a runtime), without building the worker."""
     return crawler in _RUNTIMES
+
+
+def lock_jobdir(crawler: Crawler) -> None:
+    """Take the ``JOBDIR`` lock of ``crawler``'s id crawl now, without building its worker (none for another
+    crawl, or without ``JOBDIR``); BadInputError naming the holder if another process has it."""
+    runtime = _RUNTIMES.get(crawler)
+    if runtime is not None:
+        runtime.lock_jobdir()
 
 
 def runtime_of(crawler: Crawler | None) -> IdRuntime | None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REASON", "STORAGE_ERRNOS", "GuardedFile", "GuardedFileFeedStorage", "repair_job_files", "report_storage_error",
-    "storage_failed", "storage_problem",
+    "storage_failed", "storage_problem", "storage_reason",
 ]
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,12 @@ STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EROFS, errno.EDQUOT, 
 #: SQLite's primary result codes of the same kind: SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL.
 _SQLITE_CODES = frozenset({8, 10, 13})
 
+#: What to do before running the same command again, by the reason a failed write closed the crawl.
+_REMEDIES = {REASON: "free space", "idcrawl_redis_oom": "give Redis memory (maxmemory)",
+             "idcrawl_redis_unavailable": "start Redis again"}
+
 _failed: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()  # crawler -> the first file
+_reasons: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()  # crawler -> its finish reason
 
 
 def storage_problem(exc: BaseException) -> str | None:
@@ -59,6 +64,11 @@ def storage_failed(crawler: Crawler | Any) -> str | None:
     return _failed.get(crawler)
 
 
+def storage_reason(crawler: Crawler | Any) -> str | None:
+    """The finish reason of this crawl's first failed write (:func:`report_storage_error`), or None."""
+    return _reasons.get(crawler)
+
+
 def repair_job_files(jobdir: str | None) -> None:
     """Before Scrapy reads them: rebuild its ``JOBDIR`` files that a failed write (or a kill) left empty
     or cut (:func:`idcrawl._scrapy.repair_jobdir`), with one WARNING."""
@@ -74,22 +84,25 @@ def repair_job_files(jobdir: str | None) -> None:
                        "(a full disk, a kill)", safe(jobdir), "; ".join(rebuilt))
 
 
-def report_storage_error(crawler: Crawler | Any, path: str | Path, problem: str) -> None:
+def report_storage_error(crawler: Crawler | Any, path: str | Path, problem: str, reason: str = REASON) -> None:
     """A write of ``path`` failed (``problem``: :func:`storage_problem`, or a state error's message):
-    the first one is an ERROR line and closes the crawl; later ones are an INFO line."""
+    the first one is an ERROR line and closes the crawl with ``reason`` (a Redis state's: out of memory,
+    no answer); later ones are an INFO line."""
     if crawler in _failed:
         logger.info("idcrawl: also not written: %s (%s)", safe(str(path)), safe(problem))
         return
     _failed[crawler] = str(path)
+    _reasons[crawler] = reason
     stats = getattr(crawler, "stats", None)
     if stats is not None:
         stats.set_value("idcrawl/storage_error", str(path))
     closing = spider_closing(crawler)
     logger.error("idcrawl: cannot write %s: %s; %s (%s): no id is committed found whose item was not written; "
-                 "free space and run the same command again to resume",
-                 safe(str(path)), safe(problem), "the crawl was closing" if closing else "closing the crawl", REASON)
+                 "%s and run the same command again to resume",
+                 safe(str(path)), safe(problem), "the crawl was closing" if closing else "closing the crawl", reason,
+                 _REMEDIES.get(reason, "fix it"))
     if not closing:
-        close_spider(crawler, REASON)
+        close_spider(crawler, reason)
 
 
 class GuardedFile(io.BufferedWriter):

@@ -35,7 +35,7 @@ from idcrawl import default_settings
 from idcrawl._scrapy import command_crawler, shutdown_signals
 from idcrawl.core.exits import DID_NOT_START, exit_status, is_normal
 from idcrawl.storage import REASON as STORAGE_REASON
-from idcrawl.storage import storage_failed
+from idcrawl.storage import storage_reason
 
 if TYPE_CHECKING:
     import argparse
@@ -57,12 +57,13 @@ def _deprecated_override(settings: BaseSettings) -> tuple[int, set[str]] | None:
 
 
 def crawl_exit_status(reasons: Iterable[str | None], settings: BaseSettings, signums: Iterable[int] = (),
-                      *, storage_error: bool = False) -> int:
+                      *, storage_error: bool | str | None = False) -> int:
     """The exit status of a crawl whose spider closed with ``reasons`` (one per crawler; none: the crawl
     never opened its spider), ``signums`` the shutdown signals it received: the table's
     (:func:`idcrawl.core.exits.exit_status`), or the deprecated ``IDCRAWL_FAIL_EXIT_CODE`` for a reason
     of ``IDCRAWL_FAIL_REASONS``. Several crawlers: the first non-zero status. ``storage_error``: a write
-    failed while the crawl was closing already (a normal reason then exits as ``idcrawl_storage_error``).
+    failed while the crawl was closing already (a normal reason then exits as ``idcrawl_storage_error``,
+    or as the failure's own reason when it is one: ``idcrawl_redis_oom``).
     Watch mode (``IDCRAWL_WATCH``, which a watching spider sets) ends on a signal: its shutdown exits 0."""
     override = _deprecated_override(settings)
     signum = next(iter(signums), None)
@@ -70,7 +71,7 @@ def crawl_exit_status(reasons: Iterable[str | None], settings: BaseSettings, sig
     statuses = []
     for reason in list(reasons) or [None]:
         if storage_error and is_normal(reason, watching=watching):
-            reason = STORAGE_REASON
+            reason = storage_error if isinstance(storage_error, str) else STORAGE_REASON
         if override is not None and reason in override[1]:
             statuses.append(override[0])
         else:
@@ -102,4 +103,4 @@ class Command(ScrapyCrawl):
             self.exitcode = DID_NOT_START
         else:
             self.exitcode = crawl_exit_status(reasons, crawler.settings, signums,
-                                              storage_error=storage_failed(crawler) is not None)
+                                              storage_error=storage_reason(crawler))

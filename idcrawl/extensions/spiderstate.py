@@ -3,8 +3,9 @@
 Scrapy's truncates ``JOBDIR/spider.state`` and then writes it: a full disk leaves it empty, and the
 next run dies reading it. This one writes beside it and renames (the old file stays on failure), and
 reports a failed write as a storage error (:mod:`idcrawl.storage`) instead of a traceback. Built
-before the spider opens and the scheduler reads its queue, it first rebuilds the ``JOBDIR`` files an
-earlier run left unreadable (:func:`idcrawl.storage.repair_job_files`).
+before the spider opens and the scheduler reads its queue, it first takes an id crawl's ``JOBDIR`` lock
+(:func:`idcrawl.runtime.lock_jobdir`), then rebuilds the ``JOBDIR`` files an earlier run left
+unreadable (:func:`idcrawl.storage.repair_job_files`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ class IdSpiderState(SpiderState):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Any:
+        from idcrawl.runtime import lock_jobdir
+
+        lock_jobdir(crawler)  # an id crawl's JOBDIR lock first: a refused crawl changes nothing
         repair_job_files(crawler.settings.get("JOBDIR"))  # before the spider and the scheduler read them
         extension = super().from_crawler(crawler)
         extension.crawler = crawler

@@ -38,6 +38,11 @@ class StateError(Exception):
     The message names the file and the cause; the file is left as it was.
     """
 
+    #: a failed write mid-crawl closes the crawl with this finish reason (None: ``idcrawl_storage_error``)
+    reason: str | None = None
+    #: what the error line names as the state written (None: the store's ``path``)
+    where: str | None = None
+
 
 @dataclass(slots=True)
 class TargetState:

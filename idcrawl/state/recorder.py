@@ -65,7 +65,7 @@ from idcrawl.core.recrawl import Schedule, tail_after_run
 from idcrawl.core.resume import identity
 from idcrawl.core.targets import RESET_MODES
 from idcrawl.state.base import FeedMarks, StateError, StateStore
-from idcrawl.storage import report_storage_error, storage_failed, storage_problem
+from idcrawl.storage import REASON, report_storage_error, storage_failed, storage_problem
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -388,7 +388,8 @@ class StateRecorder:
     def _write(self, write: Callable[[], object], *, always: bool = False) -> bool:
         """One write of the store, unless a write of this crawl failed (``always``: even then); a failed
         one (full disk, read-only file system: :class:`~idcrawl.state.base.StateError`) closes the crawl
-        (``idcrawl_storage_error``) and ends the commits: the state stays what the last commit left."""
+        (``idcrawl_storage_error``; a Redis state out of memory or not answering: the error's reason) and
+        ends the commits: the state stays what the last commit left."""
         if storage_failed(self.crawler) is not None and not always:
             return False
         try:
@@ -397,10 +398,11 @@ class StateRecorder:
             if not self._opened:
                 raise
             path = str(getattr(self.store, "path", "the state"))
-            problem = str(exc).removeprefix(f"state file {path!r}: ")
+            where = exc.where or path
+            problem = str(exc).removeprefix(f"state file {path!r}: ").removeprefix(f"{where}: ")
             if problem.startswith("cannot be written (") and problem.endswith(")"):
                 problem = problem[len("cannot be written ("):-1]
-            report_storage_error(self.crawler, path, problem)
+            report_storage_error(self.crawler, where, problem, exc.reason or REASON)
             return False
         return True
 

@@ -36,6 +36,7 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import schedule_to_json
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
 from idcrawl.core.recrawl import Schedule, record_of
+from idcrawl.core.safetext import mask_secrets
 from idcrawl.state import decode
 from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
 
@@ -63,7 +64,22 @@ class RedisStateStore(StateStore):
         return self.prefix + "".join(parts)
 
     def _error(self, exc: Exception) -> StateError:
-        return StateError(f"Redis state {self.prefix!r}: {exc}")
+        """A Redis error as a state error; out of memory and no answer carry the fleet's finish reasons."""
+        import redis
+
+        from idcrawl.distributed.connection import is_oom
+
+        if is_oom(exc):
+            error = StateError(f"{self._source}: Redis is out of memory (maxmemory reached): the write was refused, "
+                               "nothing was evicted")
+            error.reason = "idcrawl_redis_oom"
+        elif isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+            error = StateError(f"{self._source}: Redis does not answer ({mask_secrets(str(exc))})")
+            error.reason = "idcrawl_redis_unavailable"
+        else:
+            error = StateError(f"{self._source}: {mask_secrets(str(exc))}")
+        error.where = self._source
+        return error
 
     # -- reads ----------------------------------------------------------------------
 
@@ -344,19 +360,29 @@ class RedisStateStore(StateStore):
             raise self._error(exc) from None
 
     def begin_run(self, started_at: str, targets: Sequence[str] | None = None) -> int:
+        import redis
+
         self._writable()
-        run_id = int(self.client.incr(self._key("runseq")))
-        row: dict[str, Any] = {"id": run_id, "started_at": started_at}
-        if targets is not None:
-            row["targets"] = sorted(targets)
-        self.client.rpush(self._key("runs"), json.dumps(row))
+        try:
+            run_id = int(self.client.incr(self._key("runseq")))
+            row: dict[str, Any] = {"id": run_id, "started_at": started_at}
+            if targets is not None:
+                row["targets"] = sorted(targets)
+            self.client.rpush(self._key("runs"), json.dumps(row))
+        except redis.RedisError as exc:
+            raise self._error(exc) from None
         return run_id
 
     def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int]) -> None:
+        import redis
+
         self._writable()
-        self.client.rpush(self._key("runs"), json.dumps(
-            {"id": run_id, "ended_at": ended_at, "finish_reason": finish_reason, "counts": dict(counts)}
-        ))
+        try:
+            self.client.rpush(self._key("runs"), json.dumps(
+                {"id": run_id, "ended_at": ended_at, "finish_reason": finish_reason, "counts": dict(counts)}
+            ))
+        except redis.RedisError as exc:
+            raise self._error(exc) from None
 
     def close(self) -> None:
         """The client belongs to whoever made it; nothing to release here."""

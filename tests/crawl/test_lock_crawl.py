@@ -85,3 +85,28 @@ def test_after_a_sigkill_the_next_run_takes_the_lock_at_once(make_site, tmp_path
     third = run_crawl(tmp_path, {**gate_args(site), "resume": "bound"}, settings, output="third.jsonl")
     assert third.returncode == 0, third.stderr[-3000:]
     assert "ended without releasing it" not in third.stderr
+
+
+def test_a_refused_crawl_leaves_the_holders_jobdir_files_untouched(make_site, tmp_path: Path) -> None:
+    """JOBDIR files the holder left unreadable are not the refused process's to rebuild: byte-identical."""
+    model = GatedModel()
+    site = make_site(model)
+    settings = {"JOBDIR": "job"}
+    first = held_crawl(tmp_path, site, model, settings)
+    try:
+        damaged = [tmp_path / "job" / "spider.state", tmp_path / "job" / "requests.queue" / "active.json"]
+        for path in damaged:  # as a full disk would leave them: empty (the holder read them at its start)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"")
+        second = refused_run(tmp_path, site, settings, output="second.jsonl")
+        assert [path.read_bytes() if path.exists() else None for path in damaged] == [b"", b""], \
+            "the refused crawl changed the holder's JOBDIR files"
+    finally:
+        model.opened.set()
+    first.wait(180)
+    assert first.returncode == 0, (tmp_path / "first.log").read_text()[-3000:]
+    assert second.returncode != 0
+    (error,) = second.error_lines()
+    assert "JOBDIR 'job' is in use by another crawl" in error, error
+    assert "rebuilt" not in second.stderr
+    assert SECOND_AGENT not in model.agents
