@@ -512,6 +512,24 @@ def test_holes_of_overlapping_targets_are_refetched_once_as_in_a_single_process(
         assert state is not None and not state.outcomes.get(Outcome.FAILED), f"{name}: holes show new outcomes"
 
 
+LEASE = 2.0
+
+
+def wait_out_the_runs_grace(redis_server, job: str, lease: float, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
+    """Until the fleet's run (``P run``) is older than its grace of one lease, on Redis's clock (distributed.runs)."""
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url)
+    deadline = time.monotonic() + timeout
+    while True:
+        at = client.hget(f"idcrawl:{{{job}}}:run", "at")
+        seconds, micros = client.time()
+        if at is not None and seconds * 1000 + micros // 1000 - int(at) >= lease * 1000:
+            return
+        assert time.monotonic() < deadline, "the run's grace never ended"
+        time.sleep(0.05)
+
+
 def test_the_default_in_a_fleet_continues_as_in_one_process(make_site, redis_server, tmp_path: Path) -> None:
     """The same command run again (the default, resume=auto) by a fleet: lanes cut by their margin look for
     new ids just after their last found id, as one process does; nothing found is fetched again; reset is
@@ -519,7 +537,7 @@ def test_the_default_in_a_fleet_continues_as_in_one_process(make_site, redis_ser
     model = FlakyOnce(900, 1100, SITE_GAPS, flaky=set())
     site = make_site(model)
     args = {"url": site.url(), "start": 1000, "direction": "asc", "margin": 5, "name": "reg"}
-    settings = worker_settings(redis_server, job="auto")
+    settings = worker_settings(redis_server, job="auto", IDCRAWL_REDIS_LEASE_TIMEOUT=LEASE)
 
     def fleet(run: str) -> list[int]:
         procs = [start_worker(tmp_path / f"{run}{n}", args, settings) for n in range(2)]
@@ -530,6 +548,7 @@ def test_the_default_in_a_fleet_continues_as_in_one_process(make_site, redis_ser
 
     first = fleet("a")
     assert first == [i for i in range(1000, 1101) if i not in SITE_GAPS]
+    wait_out_the_runs_grace(redis_server, "auto", LEASE)  # a worker starting within it joins the ended run
     model.high = 1120  # new ids past the last found one
     site.log.clear()
     second = fleet("b")
