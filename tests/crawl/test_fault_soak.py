@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import random
-import shutil
 import signal
 import subprocess
 import threading
@@ -37,6 +35,7 @@ from tests.conftest import GapModel
 from tests.support.crawl import crawl_command
 from tests.support.killsoak import SlowDemo
 from tests.support.reference import target_truth
+from tests.support.tmpfs import mounted_tmpfs
 
 FAULTS = ["kill", "kill", "kill", "term", "term", "full", "full", "second", "second", "foreign"]
 ARGS = {"start": 12_000, "direction": "both", "margin": 10, "name": "soak"}
@@ -47,20 +46,8 @@ RUN_TIMEOUT = 240.0
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[Path]:
     """A 48 MiB tmpfs at tmp_path/disk, unmounted at teardown."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
-    if shutil.which("mount") is None:
-        pytest.skip("mount is not installed")
-    path = tmp_path / "disk"
-    path.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(path)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "disk", "48m") as path:
         yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 def fill(disk: Path) -> Path:

@@ -4,8 +4,6 @@ state and JOBDIR are on a small tmpfs the test mounts (root only; CI runs as roo
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,40 +15,18 @@ from idcrawl.state import SqliteStateStore
 from tests.conftest import GapModel
 from tests.support.crawl import crawl_command, run_crawl
 from tests.support.reference import target_truth
+from tests.support.tmpfs import mounted_tmpfs, remount
 
 GAPS = {40, 41, 300, 301, 302, 1500}
 ARGS = {"start": 1, "direction": "asc", "margin": 5, "name": "reg", "resume": "bound"}
 STORAGE_ERROR = exit_status("idcrawl_storage_error")
 
 
-def _mount_problem() -> str | None:
-    if os.geteuid() != 0:
-        return "mounting a tmpfs needs root (CI runs as root)"
-    if shutil.which("mount") is None or shutil.which("umount") is None:
-        return "mount/umount not installed"
-    return None
-
-
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 192 KiB tmpfs at tmp_path/disk, unmounted at teardown."""
-    problem = _mount_problem()
-    if problem:
-        pytest.skip(problem)
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=192k", "tmpfs", str(disk)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "disk", "192k") as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
-
-
-def _remount(disk: Path, options: str) -> None:
-    subprocess.run(["mount", "-o", f"remount,{options}", str(disk)], check=True)
 
 
 def _found(jobdir: Path) -> set[int]:
@@ -75,7 +51,7 @@ def test_a_full_disk_stops_the_crawl_and_the_next_run_resumes(make_site, tmp_pat
     assert in_feed, "the disk filled before any item was written"
     assert _found(jobdir) <= in_feed  # nothing committed found whose item did not reach the feed
 
-    _remount(small_disk, "size=64m")  # space freed
+    remount(small_disk, "size=64m")  # space freed
     second = run_crawl(tmp_path, {**ARGS, "url": site.url()}, settings, output="disk/run2.jsonl")
     assert second.returncode == 0, second.stderr[-3000:]
     assert second.stats["finish_reason"] == "finished"
@@ -109,7 +85,7 @@ def test_jobdir_files_left_empty_are_rebuilt_with_one_warning(make_site, tmp_pat
 
 def test_a_feed_on_a_read_only_file_system_stops_the_crawl(make_site, tmp_path: Path, small_disk: Path) -> None:
     """EROFS (a tmpfs remounted read-only; files open for writing keep a remount from happening mid-crawl)."""
-    _remount(small_disk, "ro")
+    remount(small_disk, "ro")
     site = make_site(GapModel(1, 400, GAPS))
     jobdir = tmp_path / "job"
     command, env = crawl_command(tmp_path, {**ARGS, "url": site.url()}, {"JOBDIR": str(jobdir)},
