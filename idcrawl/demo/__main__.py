@@ -23,13 +23,17 @@ MARGIN = 10
 
 def run(output: Path, extra: list[str]) -> int:
     model = DemoModel()
+    # each demo crawls a new site (a new port): its own state, beside its items, starts over each time
+    state = output.parent / "demo-state.sqlite"
+    for suffix in ("", "-wal", "-shm", ".lock"):
+        Path(f"{state}{suffix}").unlink(missing_ok=True)
     with IdSite(model) as site:
         output.parent.mkdir(parents=True, exist_ok=True)
         command = [
             sys.executable, "-m", "scrapy", "crawl", "demo",
             "-a", f"url={site.url()}", "-a", f"start={START}", "-a", "direction=both",
             "-a", f"margin={MARGIN}", "-a", "name=demo",
-            "-s", "IDCRAWL_PROGRESS_INTERVAL=2", "-s", "LOG_LEVEL=INFO",
+            "-s", "IDCRAWL_PROGRESS_INTERVAL=2", "-s", "LOG_LEVEL=INFO", "-s", f"IDCRAWL_STATE_PATH={state}",
             "-O", f"{output}:jsonlines", *extra,
         ]
         env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "idcrawl.settings"}
