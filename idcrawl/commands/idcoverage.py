@@ -10,7 +10,14 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from idcrawl.commands._common import (
-    CommandFailed, add_state_options, apply_command_profile, check_args, fail, load_views, resolve_state, say_reading,
+    CommandFailed,
+    add_state_options,
+    apply_command_profile,
+    check_args,
+    fail,
+    load_views,
+    resolve_state,
+    say_reading,
 )
 from idcrawl.commands.coverage import MODES, html_document, svg_document
 from idcrawl.core.safetext import safe

@@ -25,7 +25,14 @@ from rich.text import Text
 from scrapy.commands import ScrapyCommand
 
 from idcrawl.commands._common import (
-    CommandFailed, add_state_options, apply_command_profile, check_args, fail, read_state, resolve_state, say_reading,
+    CommandFailed,
+    add_state_options,
+    apply_command_profile,
+    check_args,
+    fail,
+    read_state,
+    resolve_state,
+    say_reading,
 )
 from idcrawl.commands.report import tail_fields, wanted_targets
 from idcrawl.core.clock import Clock, ClockError, parse_time, stamp

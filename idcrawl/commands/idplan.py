@@ -11,7 +11,14 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from idcrawl.commands._common import (
-    CommandFailed, add_state_options, apply_command_profile, check_args, fail, read_state, resolve_state, say_reading,
+    CommandFailed,
+    add_state_options,
+    apply_command_profile,
+    check_args,
+    fail,
+    read_state,
+    resolve_state,
+    say_reading,
 )
 from idcrawl.commands.report import collect, plan_document, render_plan, write_json
 from idcrawl.commands.scope_report import render_scope, scope_document, url_counts
