@@ -1,4 +1,4 @@
-"""What ``idplan`` and ``idcoverage`` share: options, finding the state, errors.
+"""What the state commands share: options, the settings profile, finding and naming the state, errors.
 
 No command class lives here (Scrapy would register it as a command ``_common``).
 """
@@ -18,13 +18,15 @@ from scrapy.exceptions import UsageError
 from idcrawl.commands.report import ReportError, TargetView, collect
 from idcrawl.core.safetext import safe
 from idcrawl.core.targets import TargetError, parse_job
+from idcrawl.errors import BadInputError
+from idcrawl.settings_profiles import apply_profile
 from idcrawl.state.base import StateError, StateStore
 from idcrawl.state.location import state_path
 from idcrawl.state.sqlite import SqliteStateStore
 
 __all__ = [
-    "CommandFailed", "PlainHelpFormatter", "add_state_options", "check_args", "fail", "load_views", "read_state",
-    "resolve_state",
+    "CommandFailed", "PlainHelpFormatter", "add_state_options", "apply_command_profile", "check_args", "fail",
+    "load_views", "read_state", "reading", "redis_address", "resolve_state", "say_reading",
 ]
 
 #: Errors that end a command with one line and exit status 1.
@@ -82,9 +84,41 @@ class RedisState(str):
 
     settings: Any
     spider: str
+    prefix: str
 
     def exists(self) -> bool:
         return False  # not a file (``idcoverage`` compares its output file with the state's)
+
+
+def apply_command_profile(command: Any, name: str) -> bool:
+    """Apply ``IDCRAWL_PROFILE`` to the command's settings as a crawl does (same function and priority:
+    an explicit ``-s`` still wins); False after the one-line refusal of a bad profile."""
+    try:
+        apply_profile(command.settings)
+    except BadInputError as exc:
+        fail(command, name, exc)
+        return False
+    return True
+
+
+def redis_address(settings: Any) -> str:
+    """The Redis server the settings point at, a password masked: ``redis://:***@host:6379/0``."""
+    url = settings.get("REDIS_URL")
+    if url:
+        return safe(url)
+    return safe(f"redis://{settings.get('REDIS_HOST') or 'localhost'}:{settings.get('REDIS_PORT') or 6379}")
+
+
+def reading(path: Path) -> str:
+    """What a command reads: ``Redis job 'idcrawl:{job}:' at redis://...`` or ``state file '...'``."""
+    if isinstance(path, RedisState):
+        return f"Redis job {safe(repr(path.prefix))} at {redis_address(path.settings)}"
+    return f"state file {safe(repr(str(path)))}"
+
+
+def say_reading(name: str, path: Path, *, json: bool = False) -> None:
+    """The command's first line: what it read (on stderr under ``--json``, so stdout stays JSON)."""
+    print(f"{name}: reading {reading(path)}", file=sys.stderr if json else sys.stdout, flush=True)
 
 
 def resolve_state(settings: Any, opts: argparse.Namespace) -> Path:
@@ -94,6 +128,7 @@ def resolve_state(settings: Any, opts: argparse.Namespace) -> Path:
         if state_backend(settings) == "redis":
             where = RedisState(f"{describe(settings)} {job_prefix(settings, opts.spider)}")
             where.settings, where.spider = settings, opts.spider
+            where.prefix = job_prefix(settings, opts.spider)
             return where  # type: ignore[return-value]  # used as a str and for exists()
     return Path(opts.state) if opts.state else state_path(settings, opts.spider)
 

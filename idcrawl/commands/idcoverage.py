@@ -9,7 +9,16 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, load_views, resolve_state
+from idcrawl.commands._common import (
+    CommandFailed,
+    add_state_options,
+    apply_command_profile,
+    check_args,
+    fail,
+    load_views,
+    resolve_state,
+    say_reading,
+)
 from idcrawl.commands.coverage import MODES, html_document, svg_document
 from idcrawl.core.safetext import safe
 
@@ -50,6 +59,8 @@ class Command(ScrapyCommand):
             raise UsageError(f"-o {opts.output}: the file name must end in .svg or .html", print_help=False)
         if opts.width < 50:
             raise UsageError(f"--width must be at least 50, not {opts.width}", print_help=False)
+        if not apply_command_profile(self, "idcoverage"):
+            return
         path = resolve_state(self.settings, opts)
         if output.exists() and path.exists() and output.resolve() == path.resolve():
             raise UsageError(f"-o {opts.output} is the state file", print_help=False)
@@ -58,6 +69,7 @@ class Command(ScrapyCommand):
         except CommandFailed as exc:
             fail(self, "idcoverage", exc)
             return
+        say_reading("idcoverage", path)
         render = svg_document if kind == "svg" else html_document
         try:
             output.write_bytes(render(views, width=opts.width, mode=opts.bucket))

@@ -24,7 +24,16 @@ from rich.table import Table
 from rich.text import Text
 from scrapy.commands import ScrapyCommand
 
-from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, read_state, resolve_state
+from idcrawl.commands._common import (
+    CommandFailed,
+    add_state_options,
+    apply_command_profile,
+    check_args,
+    fail,
+    read_state,
+    resolve_state,
+    say_reading,
+)
 from idcrawl.commands.report import tail_fields, wanted_targets
 from idcrawl.core.clock import Clock, ClockError, parse_time, stamp
 from idcrawl.core.lanes import Outcome
@@ -116,8 +125,9 @@ def _at_text(row: DueRow) -> str:
     return f"due, {row.overdue:.2f} durations overdue"
 
 
-def render_due(rows: Sequence[DueRow], console: Console, *, at: float, state: str) -> None:
-    console.print(Text(f"state file {safe(state)}"))
+def render_due(rows: Sequence[DueRow], console: Console, *, at: float, state: str | None = None) -> None:
+    if state is not None:
+        console.print(Text(f"state file {safe(state)}"))
     console.print(Text(f"at {stamp(at)}: {sum(r.due for r in rows)} of {len(rows)} targets due "
                        "(what a -a resume=due run fetches then)"))
     if not rows:
@@ -179,6 +189,8 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         check_args(args)
+        if not apply_command_profile(self, "iddue"):
+            return
         path = resolve_state(self.settings, opts)
         try:
             now = self.settings.get("IDCRAWL_NOW") if self.settings is not None else None
@@ -189,7 +201,8 @@ class Command(ScrapyCommand):
         except (*CommandFailed, ClockError) as exc:
             fail(self, "iddue", exc)
             return
+        say_reading("iddue", path, json=opts.json)
         if opts.json:
             sys.stdout.write(json.dumps(due_document(rows, at=at, state=str(path)), indent=2) + "\n")
         else:
-            render_due(rows, Console(highlight=False), at=at, state=str(path))
+            render_due(rows, Console(highlight=False), at=at)  # the first line named the state

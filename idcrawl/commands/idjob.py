@@ -28,7 +28,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from idcrawl import default_settings
-from idcrawl.commands._common import PlainHelpFormatter
+from idcrawl.commands._common import PlainHelpFormatter, apply_command_profile, redis_address
 from idcrawl.core.safetext import safe
 from idcrawl.core.targets import TargetError
 from idcrawl.state.base import StateError
@@ -62,12 +62,16 @@ class Command(ScrapyCommand):
             raise UsageError(f"give one of {', '.join(ACTIONS)}", print_help=False)
         from idcrawl.distributed.connection import RedisUnavailable, connect, job_prefix
 
+        if not apply_command_profile(self, "idjob"):
+            return
         try:
             self.client = connect(self.settings)
         except RedisUnavailable as exc:
             self._fail(str(exc))
             return
         self.prefix = job_prefix(self.settings, opts.spider)
+        print(f"idjob: reading Redis job {safe(repr(self.prefix))} at {redis_address(self.settings)}",
+              file=sys.stderr if opts.json else sys.stdout, flush=True)  # stdout stays JSON under --json
         action, rest = args[0], args[1:]
         try:
             getattr(self, f"_{action}")(rest, opts)

@@ -10,10 +10,18 @@ from rich.console import Console
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from idcrawl.commands._common import CommandFailed, add_state_options, check_args, fail, read_state, resolve_state
+from idcrawl.commands._common import (
+    CommandFailed,
+    add_state_options,
+    apply_command_profile,
+    check_args,
+    fail,
+    read_state,
+    resolve_state,
+    say_reading,
+)
 from idcrawl.commands.report import collect, plan_document, render_plan, write_json
 from idcrawl.commands.scope_report import render_scope, scope_document, url_counts
-from idcrawl.core.safetext import safe
 from idcrawl.core.targets import parse_job
 
 
@@ -47,6 +55,8 @@ class Command(ScrapyCommand):
         check_args(args)
         if opts.ranges < 0:
             raise UsageError(f"--ranges must be >= 0, not {opts.ranges}", print_help=False)
+        if not apply_command_profile(self, "idplan"):
+            return
         path = resolve_state(self.settings, opts)
         try:
             job = parse_job(opts.job) if opts.job else []
@@ -57,6 +67,7 @@ class Command(ScrapyCommand):
         except CommandFailed as exc:
             fail(self, "idplan", exc)
             return
+        say_reading("idplan", path, json=opts.json)
         if opts.json:
             document = plan_document(views, state=str(path), keep=opts.ranges, stream=True)
             document["scope"] = scope_document(urls)
@@ -64,7 +75,5 @@ class Command(ScrapyCommand):
         else:
             console = Console(highlight=False)
             if views or not urls:
-                render_plan(views, console, keep=opts.ranges, state=str(path))
-            else:  # only page targets: no resume plan to show
-                console.print(f"state file {safe(path)}", highlight=False, markup=False)
+                render_plan(views, console, keep=opts.ranges)  # the first line named the state
             render_scope(urls, console)

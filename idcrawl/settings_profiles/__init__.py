@@ -29,6 +29,8 @@ Where a profile is applied:
   profile's target defaults and state settings); the add-on
   (:class:`idcrawl.addon.IdCrawl`) applies it again for any spider, which
   changes nothing when it is already applied.
+* idcrawl's commands (``idplan``, ``idcoverage``, ``iddue``, ``idjob``) apply it to their settings
+  (:func:`idcrawl.commands._common.apply_command_profile`), so they read what the crawl wrote.
 * ``profile = "NAME"`` at the top of a job file (``-a job=``): spider
   arguments are not available to ``update_settings`` (a classmethod called
   before the spider exists), so :class:`JobProfile`, a tiny add-on that the

@@ -23,7 +23,8 @@ def test_command_writes_svg_and_html_and_leaves_the_state_untouched(known: Path,
         ["idcoverage", "seed", "--state", str(known), "-o", "map.html", "--bucket", "worst"],
     )
     assert svg_run.returncode == 0 and html_run.returncode == 0, svg_run.stderr + html_run.stderr
-    assert svg_run.stdout.strip() == "wrote map.svg (2 targets, 3 lanes)"
+    assert svg_run.stdout.splitlines() == [f"idcoverage: reading state file {str(known)!r}",
+                                           "wrote map.svg (2 targets, 3 lanes)"]
     svg = etree.parse(str(tmp_path / "map.svg")).getroot()
     assert len(svg.xpath("//s:g[@class='lane']", namespaces=NS)) == 3
     assert _segments(_lane(svg, "seed:asc"))[:2] == [("found", 3, 4), ("missing", 5, 6)]

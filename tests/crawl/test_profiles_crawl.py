@@ -12,6 +12,7 @@ from pathlib import Path
 from idcrawl.settings_profiles import PROFILE_PRIORITY
 from tests.conftest import GapModel
 from tests.support.crawl import REPO, run_crawl
+from tests.support.states import scrapy_many
 from tests.unit.test_profiles import job_file
 
 
@@ -24,6 +25,22 @@ def test_an_unknown_profile_stops_the_crawl_with_one_line(make_site, tmp_path: P
         result.stderr)
     assert "Traceback" not in result.stderr
     assert site.log == []
+
+
+
+def test_an_unknown_profile_stops_every_command_with_one_line(tmp_path: Path) -> None:
+    """Commands apply the profile as a crawl does: the same refusal, before any state or Redis is read."""
+    commands = [["idplan"], ["idplan", "--json"], ["iddue"], ["idcoverage", "-o", "map.svg"], ["idjob", "status"]]
+    runs = scrapy_many(tmp_path, *([*c, "-s", "IDCRAWL_PROFILE=nope", "-s", "REDIS_URL=redis://127.0.0.1:1/0"]
+                                   for c in commands))
+    for command, run in zip(commands, runs, strict=True):
+        assert run.returncode == 1, (command, run.stderr)
+        assert run.stderr.splitlines() == [
+            f"{command[0]}: error: IDCRAWL_PROFILE='nope': unknown profile "
+            "(known: default, distributed, fast, polite, survey)"
+        ], command
+        assert run.stdout == "", command
+    assert not (tmp_path / "map.svg").exists()
 
 
 PRECEDENCE_PROJECT = """\

@@ -123,3 +123,43 @@ margin = 0
     tree = etree.parse(str(out))
     schema().assertValid(tree)
     assert [i.findtext("rule") for i in tree.getroot()] == ["TTmax"]
+
+
+def test_the_commands_apply_the_distributed_profile_and_name_what_they_read(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    from tests.support.states import write_known_state
+
+    site = make_site(GapModel(0, 300, GAPS))
+    args = {"url": site.url(), "start": 100, "margin": 3, "name": "fleet"}
+    result = run_crawl(tmp_path, args, worker_settings(redis_server, job="prof"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    write_known_state(tmp_path / ".scrapy" / "idcrawl" / "idseq.sqlite")  # the cwd's default: other targets
+    # as documented: the profile, no IDCRAWL_DISTRIBUTED
+    profiled = {"IDCRAWL_PROFILE": "distributed", "IDCRAWL_REDIS_JOB": "prof", "REDIS_URL": redis_server.url}
+    named = f"reading Redis job 'idcrawl:{{prof}}:' at {redis_server.url}"
+    plan = scrapy(tmp_path, "idplan", "--json", settings=profiled)
+    assert plan.returncode == 0, plan.stderr
+    assert [t["name"] for t in json.loads(plan.stdout)["targets"]] == ["fleet"]
+    assert plan.stderr.splitlines() == [f"idplan: {named}"]  # --json: stdout stays JSON
+    text = scrapy(tmp_path, "idplan", settings=profiled)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[0] == f"idplan: {named}"
+    assert "fleet:asc" in text.stdout and "seed" not in text.stdout
+    due = scrapy(tmp_path, "iddue", "--json", settings=profiled)
+    assert due.returncode == 0, due.stderr
+    assert [t["name"] for t in json.loads(due.stdout)["targets"]] == ["fleet"]
+    assert due.stderr.splitlines() == [f"iddue: {named}"]
+    svg = tmp_path / "map.svg"
+    coverage = scrapy(tmp_path, "idcoverage", "-o", str(svg), settings=profiled)
+    assert coverage.returncode == 0, coverage.stderr
+    assert coverage.stdout.splitlines() == [f"idcoverage: {named}", f"wrote {svg} (1 target, 1 lane)"]
+    status = scrapy(tmp_path, "idjob", "status", settings=profiled)
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.splitlines()[0] == f"idjob: {named}"
+    # an explicit -s still beats the profile, as for a crawl: the local state file
+    local = scrapy(tmp_path, "idplan", "--json",
+                   settings={**profiled, "IDCRAWL_DISTRIBUTED": False, "IDCRAWL_STATE_BACKEND": "sqlite"})
+    assert local.returncode == 0, local.stderr
+    assert sorted(t["name"] for t in json.loads(local.stdout)["targets"]) == ["reg", "seed"]
+    assert local.stderr.splitlines() == ["idplan: reading state file '.scrapy/idcrawl/idseq.sqlite'"]

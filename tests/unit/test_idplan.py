@@ -335,3 +335,18 @@ def test_state_path_setting_then_jobdir_then_spider_name() -> None:
     assert state_path({"IDCRAWL_STATE_PATH": "/x/s.sqlite", "JOBDIR": "j"}, "idseq") == Path("/x/s.sqlite")
     assert state_path({"IDCRAWL_STATE_PATH": "", "JOBDIR": "jobs/1"}, "idseq") == Path("jobs/1/idcrawl-state.sqlite")
     assert state_path({"IDCRAWL_STATE_PATH": None}, "demo") == Path(".scrapy/idcrawl/demo.sqlite")
+
+
+@pytest.mark.parametrize(("settings", "shown"), [
+    ({"IDCRAWL_DISTRIBUTED": True, "REDIS_URL": "redis://:s3cret@h:6380/2", "IDCRAWL_REDIS_JOB": "sirup"},
+     "Redis job 'idcrawl:{sirup}:' at redis://:***@h:6380/2"),
+    ({"IDCRAWL_STATE_BACKEND": "redis", "REDIS_HOST": "h"}, "Redis job 'idcrawl:{idseq}:' at redis://h:6379"),
+    ({"IDCRAWL_STATE_PATH": "s/x.sqlite"}, "state file 's/x.sqlite'"),
+])
+def test_the_first_line_names_what_a_command_reads_a_password_masked(settings: dict, shown: str) -> None:
+    from scrapy.settings import Settings
+
+    from idcrawl.commands._common import reading, resolve_state
+
+    opts = argparse.Namespace(state=None, spider="idseq")
+    assert reading(resolve_state(Settings(settings), opts)) == shown
