@@ -714,10 +714,9 @@ class LocalWorker:
         store = None
         name = getattr(crawler.spidercls, "name", "idseq")
         if settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
-            from idcrawl.state.factory import open_store
+            from idcrawl.state.factory import configured_backend, open_store
 
-            backend = str(settings.get("IDCRAWL_STATE_BACKEND") or default_settings.IDCRAWL_STATE_BACKEND)
-            if backend.strip().lower() == "sqlite":  # locked before the file is opened
+            if configured_backend(settings) == "sqlite":  # locked before the file is opened
                 path = state_path(settings, name)
                 runtime.hold(str(lock_path(path).resolve()), FileLock(lock_path(path), f"state file {str(path)!r}"))
             try:

@@ -14,9 +14,14 @@ from idcrawl.state.base import StateError, StateStore
 from idcrawl.state.location import state_path
 from idcrawl.state.sqlite import SqliteStateStore
 
-__all__ = ["BACKENDS", "open_store"]
+__all__ = ["BACKENDS", "configured_backend", "open_store"]
 
 BACKENDS = ("sqlite", "redis")
+
+
+def configured_backend(settings: Any) -> str:
+    """``IDCRAWL_STATE_BACKEND`` as given (stripped, lower case; checked by :func:`open_store`)."""
+    return str(settings.get("IDCRAWL_STATE_BACKEND") or default_settings.IDCRAWL_STATE_BACKEND).strip().lower()
 
 
 def open_store(
@@ -28,7 +33,7 @@ def open_store(
     which count every call to Redis (``idcrawl/redis/calls``).
     """
     if backend is None:
-        backend = str(settings.get("IDCRAWL_STATE_BACKEND") or default_settings.IDCRAWL_STATE_BACKEND).strip().lower()
+        backend = configured_backend(settings)
     if backend == "sqlite":
         return SqliteStateStore(state_path(settings, spider_name), read_only=read_only)
     if backend != "redis":

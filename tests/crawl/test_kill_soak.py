@@ -163,6 +163,17 @@ def test_a_run_with_two_feeds_does_not_read_them_back(make_site, tmp_path: Path)
     assert marks.offsets == {str(tmp_path / "a.jsonl"): -1, str(tmp_path / "b.jsonl"): -1}
 
 
+def killed_after(tmp_path: Path, site, args: dict, settings: dict, requests: int) -> int:  # type: ignore[no-untyped-def,type-arg]
+    """A run appending to ``items.jsonl``, SIGKILLed once the site saw ``requests`` requests; its exit status
+    (0: it ended by itself first)."""
+    command, env = crawl_command(tmp_path, args, settings, output="items.jsonl", overwrite=False)
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while len(site.log) < requests and proc.poll() is None:
+        time.sleep(0.002)
+    proc.kill()
+    return proc.wait(timeout=30)
+
+
 def test_a_foreign_job_appending_to_the_feed_is_skipped_and_no_id_is_lost(make_site, tmp_path: Path) -> None:
     foreign_job_appends(make_site, tmp_path, {"IDCRAWL_STATE_PATH": str(tmp_path / "a.sqlite")},
                         {"IDCRAWL_STATE_PATH": str(tmp_path / "b.sqlite")})
@@ -176,13 +187,7 @@ def foreign_job_appends(make_site, tmp_path: Path, state_a: dict[str, str], stat
     feed = tmp_path / "items.jsonl"
     settings = {"IDCRAWL_STATE_COMMIT_ITEMS": BATCH, **state_a}
     args = {**ARGS, "url": site.url()}
-    command, env = crawl_command(tmp_path, args, settings, output="items.jsonl", overwrite=False)
-    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while len(site.log) < 150 and proc.poll() is None:
-        time.sleep(0.002)
-    proc.kill()
-    proc.wait(timeout=30)
-    assert proc.returncode != 0, "job A ended before its kill"
+    assert killed_after(tmp_path, site, args, settings, 150) != 0, "job A ended before its kill"
     foreign = run_crawl(tmp_path, {**ARGS, "url": other.url()}, state_b, output="items.jsonl", overwrite=False)
     assert foreign.returncode == 0, foreign.stderr[-3000:]
     appended = [item for item in foreign.items if item["url"].startswith(f"http://127.0.0.1:{other.port}/")]
@@ -206,13 +211,7 @@ def test_a_second_job_of_the_same_site_appending_is_taken_only_for_ids_not_found
     feed = tmp_path / "items.jsonl"
     settings = {"IDCRAWL_STATE_COMMIT_ITEMS": BATCH, "IDCRAWL_STATE_PATH": str(tmp_path / "a.sqlite")}
     args = {**ARGS, "url": site.url()}
-    command, env = crawl_command(tmp_path, args, settings, output="items.jsonl", overwrite=False)
-    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while len(site.log) < 150 and proc.poll() is None:
-        time.sleep(0.002)
-    proc.kill()
-    proc.wait(timeout=30)
-    assert proc.returncode != 0, "job A ended before its kill"
+    assert killed_after(tmp_path, site, args, settings, 150) != 0, "job A ended before its kill"
     store = SqliteStateStore(tmp_path / "a.sqlite", read_only=True)
     state = store.load("soak")
     store.close()
