@@ -22,16 +22,20 @@ walked is planned anew) ask the run the worker joined, once, at its start
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from idcrawl.distributed import scripts
-from idcrawl.distributed.connection import reply_text
+from idcrawl.distributed.connection import redis_now_ms, reply_text
 
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["Run", "join_run", "refused"]
+__all__ = ["Run", "await_reconciled", "join_run", "reconciled", "refused"]
+
+#: seconds between two reads of ``P run`` while a joining worker waits for the run's reconcile
+WAIT_POLL = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +44,8 @@ class Run:
 
     number: int
     new: bool
-    #: ``P run``'s n, wave and at before this worker joined ('' = none): what :func:`refused` puts back
-    before: tuple[str, str, str] = field(default=("", "", ""), compare=False)
+    #: ``P run``'s n, wave, at, by and ready before this worker joined ('' = none): what :func:`refused` puts back
+    before: tuple[str, ...] = field(default=("", "", "", "", ""), compare=False)
 
 
 def join_run(client: redis.Redis, prefix: str, worker: str, *, lease_ms: int, wave: int | None = None,
@@ -54,8 +58,28 @@ def join_run(client: redis.Redis, prefix: str, worker: str, *, lease_ms: int, wa
     number, verdict, *before = script(keys=[prefix + "run", prefix + "workers"],
                                       args=[worker, "" if wave is None else wave, lease_ms,
                                             "" if now_ms is None else now_ms])
-    n, was, at = (reply_text(v) for v in before)
-    return Run(int(number), reply_text(verdict) == "new", (n, was, at))
+    return Run(int(number), reply_text(verdict) == "new", tuple(reply_text(v) for v in before))
+
+
+def reconciled(client: redis.Redis, prefix: str, run: Run) -> None:
+    """The worker that started ``run`` (or took its reconcile over) reconciled the URL queue: joining workers go on."""
+    client.hset(prefix + "run", "ready", str(run.number))
+
+
+def await_reconciled(client: redis.Redis, prefix: str, run: Run, *, lease_ms: int) -> bool:
+    """A worker that joined ``run`` waits until the worker that started it has reconciled the URL queue
+    (a URL taken before would be fetched under the last run's scope). True: reconciled (or the run is no
+    longer the one joined); False: its starter left or its heartbeat is older than ``lease_ms`` before it
+    did, so this worker reconciles (each entry is a compare-and-set: a reconcile cut short is finished)."""
+    while True:
+        n, ready, by = (None if v is None else reply_text(v)
+                        for v in client.hmget(prefix + "run", "n", "ready", "by"))
+        if n != str(run.number) or ready == n or not by:  # moved on, reconciled, or a run older than the rule
+            return True
+        beat: Any = client.zscore(prefix + "workers", by)
+        if beat is None or redis_now_ms(client) - float(beat) >= lease_ms:
+            return False
+        time.sleep(WAIT_POLL)  # a condition on Redis: the starter is alive and reconciling
 
 
 def refused(client: redis.Redis, prefix: str, worker: str, run: Run) -> bool:
@@ -63,7 +87,6 @@ def refused(client: redis.Redis, prefix: str, worker: str, run: Run) -> bool:
     is put back as it was, so that nothing saved changed (``RUN_REFUSED``, one script: atomic). A run another
     worker joined in the meantime stays, for that worker. True if the run was put back."""
     script: Any = client.register_script(scripts.RUN_REFUSED)
-    n, wave, at = run.before
     return bool(script(keys=[prefix + "run", prefix + "workers"],
-                       args=[worker, run.number, "1" if run.new else "0", n, wave, at]))
+                       args=[worker, run.number, "1" if run.new else "0", *run.before]))
 

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from idcrawl.core.safetext import mask_secrets, safe
-from idcrawl.distributed.connection import reply_text
+from idcrawl.distributed.connection import redis_now_ms, reply_text
 
 __all__ = ["job_status", "render_status"]
 
@@ -20,8 +20,7 @@ _COUNTS = ("dispensed", "found", "missing", "failed", "disallowed", "emitted", "
 
 def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
     """Workers, targets, lanes and what the job still waits for."""
-    seconds, micros = client.time()
-    now_ms = seconds * 1000 + micros // 1000
+    now_ms = redis_now_ms(client)
     workers = [
         {"worker": reply_text(w), "heartbeat_age": round((now_ms - score) / 1000, 3),
          "alive": now_ms - score <= lease * 1000}

@@ -25,7 +25,8 @@ rules:
 - **a run's start** (:meth:`RedisUrlQueue.start`): the worker that starts a run of the fleet
   (:mod:`idcrawl.distributed.runs`, the rule the resume plans follow too) reconciles the stored URLs
   with the job file (:func:`~idcrawl.core.urlqueue.reconcile`, ``URL_PUT``), as the SQLite store does
-  at a run's start; a worker joining the run finds them reconciled.
+  at a run's start; a worker joining the run waits until they are (or reconciles them itself if that
+  worker stopped first).
 
 Round trips: one ``URL_OFFER`` per in-scope link (a link out of every crawl profile's scope costs
 none), three per take (the hosts, the host's groups, ``URL_TAKE``), one ``URL_HARVEST`` per answer,
@@ -58,8 +59,8 @@ from idcrawl.core.urlqueue import (
     walk_stored,
 )
 from idcrawl.distributed import scripts
-from idcrawl.distributed.connection import reply_text
-from idcrawl.distributed.runs import Run, join_run
+from idcrawl.distributed.connection import redis_now_ms, reply_text
+from idcrawl.distributed.runs import Run, await_reconciled, join_run, reconciled
 
 if TYPE_CHECKING:
     import redis
@@ -163,7 +164,8 @@ class RedisUrlQueue:
         """The job file's ``scope``; the worker that starts a run of the fleet (``run``, the run the worker
         joined: :func:`idcrawl.distributed.runs.join_run`; None: this queue joins one with its lease) reconciles
         the stored URLs with it (:func:`~idcrawl.core.urlqueue.reconcile`); a worker joining the run in
-        progress finds them reconciled. A URL taken by a worker that is gone is ready again (``URL_STATUS``).
+        progress waits until they are (:func:`~idcrawl.distributed.runs.await_reconciled`; it reconciles them
+        itself if that worker stopped first). A URL taken by a worker that is gone is ready again (``URL_STATUS``).
         As in one process, a harvested URL not due waits for its revisit (``P uwait``, by the time the
         rule gives it now), and a target's hop-0 page whose crawl profiles grew since the last run
         (a crawl profile assigned or activated again) has its stored links walked again (``started``)."""
@@ -172,7 +174,7 @@ class RedisUrlQueue:
         run = run or self.run
         if run is None:
             run = self.run = join_run(self.client, self.prefix, self.worker, lease_ms=self.lease_ms)
-        if not run.new:
+        if not run.new and await_reconciled(self.client, self.prefix, run, lease_ms=self.lease_ms):
             return Reconciled()
         self.poll()
         counts: dict[str, int] = {}
@@ -180,7 +182,9 @@ class RedisUrlQueue:
         waiting = {reply_text(url): float(score) for url, score in pairs}  # harvested URLs waiting, by next harvest
         #: hop-0 pages with stored links, and their crawl profiles before this run
         before: dict[str, tuple[str, ...]] = {}
-        for entry in self.entries():
+        for n, entry in enumerate(self.entries()):
+            if n % BATCH == 0:  # alive while reconciling: the joining workers wait for it (runs.await_reconciled)
+                self.client.zadd(self.key("workers"), {self.worker: redis_now_ms(self.client)})
             if entry.record.hops == SEED and entry.links is not None:
                 before[entry.url] = entry.record.crawl_profiles
             if entry.state is QueueState.TAKEN:
@@ -199,6 +203,7 @@ class RedisUrlQueue:
             page = self.get(url)
             if page is not None and page.record.hops == SEED and not set(page.record.crawl_profiles) <= set(names):
                 self._walk_again(page, now, started)
+        reconciled(self.client, self.prefix, run)
         return Reconciled.of_counts(counts, len(started))
 
     def _walk_again(self, start: QueuedUrl, now: float, new: dict[str, QueuedUrl]) -> None:
@@ -455,3 +460,4 @@ def _read(client: redis.Redis, prefix: str, urls: Sequence[str]) -> Iterator[Que
 def _glob(text: str) -> str:
     """``text`` as a literal in a Redis ``MATCH`` pattern (the prefix's braces and any ``*?[]\\``)."""
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+

@@ -194,3 +194,63 @@ def test_a_refused_worker_puts_back_the_run_it_started_unless_another_worker_joi
     moved = client.hgetall(run_key)
     assert refused(client, prefix, "later", later) is False
     assert client.hgetall(run_key) == moved
+
+
+def _run_one_with_a_not_found_url(client: Any) -> None:
+    """Run 1 of the job: one worker walks the crawl scope (the front page links to a page answering 404) and
+    leaves; the next run's reconcile queues the not-found URL again (the seed's rule at a run's start)."""
+    from tests.integration.test_redis_urlqueue import FRONT, answer
+
+    first = Worker(client, "a0")
+    first.queue.start(one_seed(), 0.0)
+    first.queue.seed("front", FRONT, 0.0)
+    for _ in range(2):
+        record = first.queue.take(lambda _: True, 0.0)
+        assert record is not None
+        answer(first.queue, {FRONT: [NOT_FOUND]}, record.url, 0.0)
+    first.leave()
+
+
+def test_a_joining_worker_takes_nothing_before_the_worker_that_started_the_run_reconciled_it(
+    redis_server: Any,
+) -> None:
+    """Workers of a fleet start together: one starts run 2, another joins it before the first has reconciled
+    the queue. The joiner waits (it would otherwise take URLs under the last run's scope, and the run's
+    reconcile would count nothing: seen in CI as a due revisit fetched but not counted) and goes on once the
+    starter marked the run reconciled. The starter is alive throughout (the lease is a minute): the joiner
+    still waiting after half a second is the rule, not a timing."""
+    import threading
+
+    client = redis.Redis.from_url(redis_server.url)
+    _run_one_with_a_not_found_url(client)
+    left = int(client.hget(PREFIX + "run", "at"))
+    starter = Worker(client, "starter", now_ms=left + LEASE)
+    joiner = Worker(client, "joiner", now_ms=left + LEASE + 1)
+    assert (starter.run.new, joiner.run.new, joiner.run.number) == (True, False, 2)
+    results: list[Any] = []
+    waiting = threading.Thread(target=lambda: results.append(joiner.queue.start(one_seed(), 2.0)), daemon=True)
+    waiting.start()
+    waiting.join(0.5)
+    assert waiting.is_alive() and not results, "the joiner returned before the run was reconciled"
+    entry = joiner.queue.get(NOT_FOUND)
+    assert entry is not None and entry.state is QueueState.HARVESTED
+    assert starter.queue.start(one_seed(), 2.0).requeued == 1
+    waiting.join(30)
+    assert not waiting.is_alive() and results[0].requeued == 0, "reconciled once, by the starter"
+    assert joiner.queue.take(lambda _: True, 2.0) is not None
+
+
+def test_a_joining_worker_reconciles_the_run_itself_when_its_starter_stopped_first(redis_server: Any) -> None:
+    """The worker that started run 2 stopped before reconciling it (left the job, or its heartbeat is older
+    than the lease): the joiner reconciles the queue itself and marks the run, so a third worker goes on."""
+    client = redis.Redis.from_url(redis_server.url)
+    _run_one_with_a_not_found_url(client)
+    left = int(client.hget(PREFIX + "run", "at"))
+    starter = Worker(client, "starter", now_ms=left + LEASE)
+    joiner = Worker(client, "joiner", now_ms=left + LEASE + 1)
+    client.zadd(PREFIX + "workers", {"joiner": left + 2 * LEASE})  # alive while the starter is gone
+    starter.leave()
+    assert joiner.queue.start(one_seed(), 2.0).requeued == 1
+    assert client.hget(PREFIX + "run", "ready") == b"2"
+    third = Worker(client, "third", now_ms=left + LEASE + 2)
+    assert (third.run.number, third.queue.start(one_seed(), 2.0).requeued) == (2, 0)

@@ -13,14 +13,15 @@
 -- Watch mode: a wave names its run: a later wave starts a run of its own at once (the last wave's
 -- grace does not hold it back), a worker of the wave in progress (or late for an earlier one) joins
 -- it whatever the time. Otherwise the worker starts run n + 1.
+-- A joining worker takes no URL before the starting worker has reconciled the queue (runs.await_reconciled).
 -- The worker's heartbeat is registered in the same script, so of workers starting together one starts
 -- the run and the others join it.
--- Returns {n, 'new' | 'joined', then the run's n, wave and at before ('' = none)}.
+-- Returns {n, 'new' | 'joined', then the run's n, wave, at, by and ready before ('' = none)}.
 local run, workers = KEYS[1], KEYS[2]
 local me, wave, lease = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local now = now_ms()
 if ARGV[4] ~= '' then now = tonumber(ARGV[4]) end
-local f = redis.call('HMGET', run, 'n', 'wave', 'at')
+local f = redis.call('HMGET', run, 'n', 'wave', 'at', 'by', 'ready')
 local n, current = tonumber(f[1]), f[2] or ''
 local joins = false
 if n then
@@ -36,11 +37,12 @@ if n then
   end
 end
 local verdict = 'joined'
-local before = {f[1] or '', current, f[3] or ''}  -- the run as it was (a refused worker puts it back)
+local before = {f[1] or '', current, f[3] or '', f[4] or '', f[5] or ''}  -- the run as it was (a refused worker puts it back)
 if not joins then
   n = redis.call('HINCRBY', run, 'n', 1)
-  redis.call('HSET', run, 'wave', wave, 'at', s(now))
+  -- by: the worker that starts it reconciles the URL queue; ready: the run it reconciled (runs.reconciled)
+  redis.call('HSET', run, 'wave', wave, 'at', s(now), 'by', me, 'ready', '')
   verdict = 'new'
 end
 redis.call('ZADD', workers, now, me)  -- alive: the run goes on while it is, and for a grace after it left
-return {n, verdict, before[1], before[2], before[3]}
+return {n, verdict, before[1], before[2], before[3], before[4], before[5]}
