@@ -40,7 +40,7 @@ from scrapy.utils.spider import iterate_spider_output
 from idcrawl._scrapy import offline_crawler
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
-from idcrawl.core.targets import id_in_template, url_template
+from idcrawl.core.templates import id_in_template, url_template
 from idcrawl.runtime import runtime_of
 from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
 
@@ -98,7 +98,7 @@ def project_settings() -> dict[str, Any]:
 def page_arguments(url: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """Spider arguments for one page ``url`` (``scrapy parse``/``check``): ``arguments`` as given when they
     name targets (``url`` or ``job``), else one target whose template is ``url`` with its last number as
-    the id (:func:`idcrawl.core.targets.url_template`)."""
+    the id (:func:`idcrawl.core.templates.url_template`)."""
     if "url" in arguments or "job" in arguments:
         return dict(arguments)
     made = url_template(url)

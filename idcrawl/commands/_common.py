@@ -16,8 +16,9 @@ from scrapy.commands import ScrapyHelpFormatter
 from scrapy.exceptions import UsageError
 
 from idcrawl.commands.report import ReportError, TargetView, collect
+from idcrawl.core.inputs import TargetError
+from idcrawl.core.jobfile import parse_job
 from idcrawl.core.safetext import safe
-from idcrawl.core.targets import TargetError, parse_job
 from idcrawl.errors import BadInputError
 from idcrawl.settings_profiles import apply_profile
 from idcrawl.state.base import StateError, StateStore

@@ -36,12 +36,13 @@ from idcrawl.commands._common import (
 )
 from idcrawl.commands.report import tail_fields, wanted_targets
 from idcrawl.core.clock import Clock, ClockError, parse_time, stamp
+from idcrawl.core.jobfile import parse_job
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule, duration_text, overdue
 from idcrawl.core.resume import tail_bound, tail_due
 from idcrawl.core.safetext import mask_secrets, safe
-from idcrawl.core.targets import Target, parse_job
+from idcrawl.core.targets import Target
 from idcrawl.state.base import StateStore
 
 __all__ = ["DUE_FORMAT", "Command", "DueRow", "due_document", "due_rows"]

@@ -29,8 +29,8 @@ from scrapy.exceptions import UsageError
 
 from idcrawl import default_settings
 from idcrawl.commands._common import PlainHelpFormatter, apply_command_profile, redis_address
+from idcrawl.core.inputs import TargetError
 from idcrawl.core.safetext import safe
-from idcrawl.core.targets import TargetError
 from idcrawl.state.base import StateError
 
 __all__ = ["Command"]

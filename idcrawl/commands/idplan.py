@@ -22,7 +22,7 @@ from idcrawl.commands._common import (
 )
 from idcrawl.commands.report import collect, plan_document, render_plan, write_json
 from idcrawl.commands.scope_report import render_scope, scope_document, url_counts
-from idcrawl.core.targets import parse_job
+from idcrawl.core.jobfile import parse_job
 
 
 class Command(ScrapyCommand):

@@ -40,7 +40,7 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from w3lib.url import canonicalize_url
 
-from idcrawl.core.targets import template_digits, template_ends
+from idcrawl.core.templates import template_digits, template_ends
 
 __all__ = ["PROBES", "TemplatePrint", "template_print"]
 

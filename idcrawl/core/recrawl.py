@@ -1,28 +1,8 @@
-"""Adaptive recrawl: when each target's tail and each found page is due again (issue 17, core only).
+"""Adaptive recrawl: when each target's tail and each found page is due again, and the margin advice.
 
-The rule is the one of seed 004 (``lastCrawled``/``updateDuration``) with the numbers of Nutch's
-``AdaptiveFetchSchedule`` as the defaults, but for ``inc_rate``: 0.8 instead of Nutch's 0.4 (the
-convergence figures in docs/recrawl.md: Nutch's numbers leave 31% of pages outside a factor 2 of
-their change interval after 30 visits, 0.8 leaves 7%). A revisit that found news
-**motivates** the thing (``d = d x (1 - dec_rate)``), one that found none
-**penalises** it (``d = d x (1 + inc_rate)``), the result clamped to
-``[min_duration, max_duration]`` exactly. A thing is **due** when
-``now - last_crawled > update_duration``; what is due is fetched tails first,
-then pages, most overdue first (``overdue / duration``).
-
-Two things are revisited:
-
-- a **tail** (the ascending frontier of a target): news = any id above the
-  previous ``last_found``;
-- a **page** (a found id): news = a different checksum, or a 200 where the last
-  answer was a 304; a 304 is unchanged; missing is counted as gone, and after
-  ``gone_limit`` gone revisits in a row the page leaves the schedule.
-
-A failed fetch (errors on every attempt) is no observation: the schedule stays
-as it was, so the thing is still due. A visit at or before ``last_crawled`` is a
-replay of one already applied (a rerun after a kill) and changes nothing, so no
-duration moves twice for one fetch. No Scrapy imports; all times are epoch
-seconds from one :class:`idcrawl.core.clock.Clock`.
+The rule (motivate on news, penalise otherwise, clamped; due when ``now - last_crawled > update_duration``)
+and why its defaults differ from Nutch's: docs/recrawl.md. Times are epoch seconds from one
+:class:`idcrawl.core.clock.Clock`.
 """
 
 from __future__ import annotations
@@ -33,14 +13,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from pyroaring import BitMap64
 
+from idcrawl.core.inputs import TargetError
 from idcrawl.core.ranges import gap_stats
-
-if TYPE_CHECKING:
-    from idcrawl.core.targets import TargetError
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -62,6 +40,7 @@ __all__ = [
     "next_duration",
     "overdue",
     "page_schedule",
+    "parse_duration",
     "parse_policy",
     "record_of",
     "run_continuation",
@@ -73,14 +52,6 @@ __all__ = [
 ]
 
 DAY: Final = 86_400.0
-
-
-def _error(key: str, value: Any, reason: str) -> TargetError:
-    """A :class:`idcrawl.core.targets.TargetError` (imported here: ``targets`` imports this module
-    for the ``recrawl_*`` keys of a target)."""
-    from idcrawl.core.targets import TargetError
-
-    return TargetError(key, value, reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,13 +87,13 @@ RECRAWL_KEYS: Final[Mapping[str, str]] = {
 def _rate(key: str, value: Any, *, below_one: bool) -> float:
     reason = "must be a number > 0 and < 1" if below_one else "must be a finite number > 0"
     if isinstance(value, bool):
-        raise _error(key, value, reason)
+        raise TargetError(key, value, reason)
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise _error(key, value, reason) from None
+        raise TargetError(key, value, reason) from None
     if not math.isfinite(number) or number <= 0 or (below_one and number >= 1):
-        raise _error(key, value, reason)
+        raise TargetError(key, value, reason)
     return number
 
 
@@ -130,18 +101,18 @@ _DURATION: Final = re.compile(r"(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>s|m|h|d)?",
 _SECONDS_PER: Final = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": DAY}
 
 
-def _duration(key: str, value: Any) -> float:
+def parse_duration(key: str, value: Any) -> float:
     reason = "must be a duration > 0 such as 60s, 15m, 6h, 1d or 3600 (seconds)"
     if isinstance(value, bool):
-        raise _error(key, value, reason)
+        raise TargetError(key, value, reason)
     if isinstance(value, int | float):
         seconds = float(value)
     elif isinstance(value, str) and (match := _DURATION.fullmatch(value.strip())):
         seconds = float(match["number"]) * _SECONDS_PER[(match["unit"] or "s").lower()]
     else:
-        raise _error(key, value, reason)
+        raise TargetError(key, value, reason)
     if not math.isfinite(seconds) or seconds <= 0:
-        raise _error(key, value, reason)
+        raise TargetError(key, value, reason)
     return seconds
 
 
@@ -163,14 +134,14 @@ def parse_policy(raw: Mapping[str, Any], defaults: Policy = DEFAULT_POLICY) -> P
         elif name == "gone_limit":
             text = str(value).strip() if not isinstance(value, bool) else ""
             if not text.isdigit() or int(text) < 1:
-                raise _error(key, value, "must be an integer >= 1")
+                raise TargetError(key, value, "must be an integer >= 1")
             fields[name] = int(text)
         else:
-            fields[name] = _duration(key, value)
+            fields[name] = parse_duration(key, value)
     policy = replace(defaults, **fields)
     if policy.min_duration > policy.max_duration:
         key = "recrawl_min" if "min_duration" in fields else "recrawl_max"
-        raise _error(key, raw.get(key, getattr(policy, RECRAWL_KEYS[key])),
+        raise TargetError(key, raw.get(key, getattr(policy, RECRAWL_KEYS[key])),
                           f"makes recrawl_min ({policy.min_duration:g}s) above recrawl_max ({policy.max_duration:g}s)")
     return policy
 

@@ -21,8 +21,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from idcrawl.core.inputs import TargetError
 from idcrawl.core.recrawl import Schedule
-from idcrawl.core.targets import RESET_MODES, Target, TargetError
+from idcrawl.core.targets import RESET_MODES, Target
 
 __all__ = ["TICK", "next_wave_at", "parse_watch", "real_sleep", "watch_targets", "wave_key"]
 

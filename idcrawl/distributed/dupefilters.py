@@ -47,7 +47,7 @@ from scrapy_redis.dupefilter import RFPDupeFilter as ScrapyRedisRFPDupeFilter
 
 from idcrawl import default_settings
 from idcrawl.core.seen import Seen
-from idcrawl.core.targets import id_in_template
+from idcrawl.core.templates import id_in_template
 from idcrawl.distributed import scripts
 from idcrawl.dupefilters import IdDupeFilter
 from idcrawl.errors import BadInputError

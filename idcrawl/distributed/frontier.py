@@ -34,10 +34,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from idcrawl.core.frontier import Dispatch, LaneSpec, Touched, lane_specs
+from idcrawl.core.inputs import TargetError
 from idcrawl.core.interleave import Interleaver
 from idcrawl.core.lanes import BEHIND_WINDOWS, Lane, Outcome, Recorded
 from idcrawl.core.resume import resume_specs
-from idcrawl.core.targets import Target, TargetError
+from idcrawl.core.targets import Target
 from idcrawl.distributed import scripts
 from idcrawl.distributed.codec import space_id, spec_conflict, spec_json, target_spec
 from idcrawl.distributed.connection import reply_text

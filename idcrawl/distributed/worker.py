@@ -53,11 +53,12 @@ from scrapy_redis import picklecompat
 from idcrawl import default_settings
 from idcrawl._scrapy import close_spider, engine_busy, sequential_host
 from idcrawl.core.clock import format_time
+from idcrawl.core.inputs import TargetError
 from idcrawl.core.lanes import MARGIN, Outcome
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import due_first, tail_due
 from idcrawl.core.safetext import mask_secrets, safe
-from idcrawl.core.targets import RESET_MODES, Target, TargetError, parse_target
+from idcrawl.core.targets import RESET_MODES, Target, parse_target
 from idcrawl.core.watch import watch_targets, wave_key
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
 from idcrawl.distributed.connection import (

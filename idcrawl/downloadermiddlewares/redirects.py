@@ -3,7 +3,7 @@
 Scrapy's redirect middlewares send a redirected request back through the
 scheduler with ``redirect_urls`` in its meta; this one, placed before the
 robots.txt middleware, stops a lane request whose redirect leaves the id's
-host (:func:`idcrawl.core.targets.same_host`) unless its target says
+host (:func:`idcrawl.core.templates.same_host`) unless its target says
 ``follow_redirects = "any"``. The errback records the id ``missing``
 (docs/outcomes.md); no request reaches the other host, not even for its robots.txt.
 """

@@ -55,7 +55,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from idcrawl import default_settings
-from idcrawl.core.targets import JobFile, TargetError, read_job_profile
+from idcrawl.core.inputs import TargetError
+from idcrawl.core.jobfile import JobFile, read_job_profile
 from idcrawl.errors import BadInputError
 
 if TYPE_CHECKING:

@@ -25,19 +25,13 @@ from scrapy.utils.spider import iterate_spider_output
 from idcrawl import default_settings
 from idcrawl.core.fingerprints import ITEM_SIGNATURE_KEY
 from idcrawl.core.frontier import Dispatch
+from idcrawl.core.inputs import TargetError
+from idcrawl.core.jobfile import JobFile, read_job
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageEvent, PageVisit
 from idcrawl.core.recrawl import Fetch
 from idcrawl.core.recrawl import Outcome as PageOutcome
-from idcrawl.core.targets import (
-    TARGET_KEYS,
-    JobFile,
-    Target,
-    TargetError,
-    parse_run_options,
-    parse_targets,
-    read_job,
-)
+from idcrawl.core.targets import TARGET_KEYS, Target, parse_run_options, parse_targets
 from idcrawl.core.watch import parse_watch, watch_targets
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.pages import page_signature, rule_outcome

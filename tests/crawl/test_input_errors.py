@@ -261,7 +261,8 @@ def test_a_job_file_that_is_not_a_regular_file_is_refused_without_blocking(tmp_p
     [("/dev/zero", "job='/dev/zero': is not a regular file"), ("a\x00b", "job='a\\x00b': is not a valid file path")],
 )
 def test_job_paths_that_never_end_or_cannot_exist(path: str, message: str) -> None:
-    from idcrawl.core.targets import TargetError, parse_job
+    from idcrawl.core.inputs import TargetError
+    from idcrawl.core.jobfile import parse_job
 
     with pytest.raises(TargetError) as info:
         parse_job(path, max_targets=10)

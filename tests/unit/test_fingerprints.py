@@ -19,7 +19,9 @@ from idcrawl.core.fingerprints import (
     visible_text,
     words,
 )
-from idcrawl.core.targets import TargetError, parse_job, parse_target
+from idcrawl.core.inputs import TargetError
+from idcrawl.core.jobfile import parse_job
+from idcrawl.core.targets import parse_target
 
 URL = "https://example.org/item/{id}"
 

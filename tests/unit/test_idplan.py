@@ -25,8 +25,8 @@ from idcrawl.commands.report import (
     summarize,
     target_view,
 )
+from idcrawl.core.jobfile import parse_job
 from idcrawl.core.ranges import LaneRecord, runs
-from idcrawl.core.targets import parse_job
 from idcrawl.state import SqliteStateStore, TargetState
 from idcrawl.state.base import RunRecord
 from idcrawl.state.location import state_path

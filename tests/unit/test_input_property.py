@@ -18,9 +18,11 @@ from hypothesis import strategies as st
 from pyroaring import BitMap64
 from scrapy.settings import Settings
 
+from idcrawl.core.inputs import TargetError
+from idcrawl.core.jobfile import parse_job
 from idcrawl.core.lanes import MAX_ID
 from idcrawl.core.setting_specs import SPECS
-from idcrawl.core.targets import Target, TargetError, parse_job
+from idcrawl.core.targets import Target
 from idcrawl.errors import BadInputError
 from idcrawl.spiders.idseq import IdSeqSpider
 from idcrawl.validation import validate_settings

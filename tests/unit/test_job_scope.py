@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from idcrawl.core.inputs import TargetError
+from idcrawl.core.jobfile import read_job
 from idcrawl.core.scope import Collection, ScopeKind
-from idcrawl.core.targets import PageTarget, TargetError, parse_target, read_job
+from idcrawl.core.targets import PageTarget, parse_target
 
 GOOD = """
 [[collections]]

@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 
 import idcrawl.core.outcomes as outcomes
+from idcrawl.core.inputs import TargetError
+from idcrawl.core.jobfile import parse_job
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.outcomes import DEFAULT_RULE, OutcomeRule, OutcomeRuleError
-from idcrawl.core.targets import TARGET_KEYS, TargetError, parse_job, parse_target
+from idcrawl.core.targets import TARGET_KEYS, parse_target
 
 FOUND, MISSING, FAILED = Outcome.FOUND, Outcome.MISSING, Outcome.FAILED
 URL = "https://example.org/item/{id}"

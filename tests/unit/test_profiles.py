@@ -14,8 +14,9 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from idcrawl import default_settings
+from idcrawl.core.inputs import TargetError
+from idcrawl.core.jobfile import parse_job
 from idcrawl.core.limits import SURVEY_TABLE_3, Limits
-from idcrawl.core.targets import TargetError, parse_job
 from idcrawl.errors import BadInputError
 from idcrawl.settings_profiles import PROFILE_PRIORITY, apply_job_profile, apply_profile, known_profiles, load_profile
 from idcrawl.spiders.idseq import IdSeqSpider

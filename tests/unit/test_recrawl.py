@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from idcrawl.core.clock import Clock, ClockError, format_time, parse_time, stamp
+from idcrawl.core.inputs import TargetError
+from idcrawl.core.jobfile import parse_job
 from idcrawl.core.recrawl import (
     DEFAULT_POLICY,
     Fetch,
@@ -37,7 +39,7 @@ from idcrawl.core.recrawl import (
     visit_tail,
 )
 from idcrawl.core.setting_specs import SettingError, check_setting
-from idcrawl.core.targets import TargetError, parse_job, parse_run_options, parse_target
+from idcrawl.core.targets import parse_run_options, parse_target
 from tests.support.recrawl_sim import within_factor_2
 from tests.support.reference import due_order_truth, recrawl_durations_truth
 

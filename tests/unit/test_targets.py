@@ -14,17 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from idcrawl.core.targets import (
-    DEFAULTS,
-    TARGET_KEYS,
-    Direction,
-    Target,
-    TargetError,
-    parse_job,
-    parse_target,
-    parse_targets,
-    same_host,
-)
+from idcrawl.core.inputs import TargetError
+from idcrawl.core.jobfile import parse_job
+from idcrawl.core.targets import DEFAULTS, TARGET_KEYS, Direction, Target, parse_target, parse_targets
+from idcrawl.core.templates import same_host
 
 URL = "https://example.org/item/{id}"
 
@@ -602,7 +595,7 @@ def test_located_error_keeps_field_value_and_reason() -> None:
 
 
 def test_id_of_reads_an_id_back_only_when_the_template_makes_exactly_that_url() -> None:
-    from idcrawl.core.targets import id_in_template
+    from idcrawl.core.templates import id_in_template
 
     plain = parse_target({"url": "http://h/n/{id}?x={{1}}", "start": 1})
     assert plain.id_of("http://h/n/42?x={1}") == 42
@@ -706,7 +699,7 @@ def test_a_page_url_makes_a_template_that_renders_it_back_with_its_last_number(
     before: str, id_: int, after: str
 ) -> None:
     """``scrapy parse``/``check`` of an id page without ``-a url=``: its last number is the id."""
-    from idcrawl.core.targets import id_in_template, url_template
+    from idcrawl.core.templates import id_in_template, url_template
 
     url = f"http://h/{before}{id_}{after}"
     made = url_template(url)
@@ -717,7 +710,7 @@ def test_a_page_url_makes_a_template_that_renders_it_back_with_its_last_number(
 
 
 def test_a_url_without_a_number_makes_no_template() -> None:
-    from idcrawl.core.targets import url_template
+    from idcrawl.core.templates import url_template
 
     assert url_template("http://host/about") is None
     assert url_template("http://h/{x}/7/notice") == ("http://h/{{x}}/{id}/notice", 7)

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from idcrawl.core.inputs import TargetError
 from idcrawl.core.recrawl import Kind, Schedule, due
-from idcrawl.core.targets import TargetError, parse_target
+from idcrawl.core.targets import parse_target
 from idcrawl.core.watch import TICK, next_wave_at, parse_watch, real_sleep, watch_targets, wave_key
 from tests.support.reference import watch_visits_truth
 

@@ -1,0 +1,330 @@
+"""TOML job files: ``[[targets]]`` (id and page targets), ``[defaults]``, the ``profile`` key and the
+crawl scope tables (``[[collections]]``, ``[[crawl_profiles]]``), read into a :class:`JobFile`."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from idcrawl.core.inputs import (
+    MISSING,
+    TargetError,
+    as_bool,
+    as_choice,
+    as_float,
+    as_int,
+    as_name,
+    check_url,
+    refuse_unknown,
+)
+from idcrawl.core.recrawl import parse_duration
+from idcrawl.core.scope import SCHEMES, Collection, CrawlProfile, JobScope, ScopeKind, Seed
+from idcrawl.core.targets import TARGET_KEYS, PageTarget, Target, parse_page_target, parse_targets
+
+__all__ = [
+    "COLLECTION_KEYS",
+    "CRAWL_PROFILE_KEYS",
+    "JOB_KEYS",
+    "JobFile",
+    "parse_job",
+    "read_job",
+    "read_job_profile",
+]
+
+
+def _is_page_url(value: Any) -> bool:
+    """A job file's ``url`` without any ``{...}`` field: a page target's start page."""
+    return isinstance(value, str) and bool(value.strip()) and "{" not in value and "}" not in value
+
+
+def _read_job_file(path: str | Path, *, max_targets: int = 0, where: str = "") -> dict[str, Any]:
+    """The TOML of a job file, read once; with ``max_targets``, a job with more ``[[targets]]`` tables
+    is refused from the bytes, before they are parsed (a 50 MB file takes a minute to parse)."""
+    try:
+        mode = os.stat(path).st_mode
+    except ValueError:  # a NUL in the path (scrapyd's schedule.json can pass one)
+        raise TargetError("job", str(path), "is not a valid file path") from None
+    except OSError:
+        mode = stat.S_IFREG  # open() below says what is wrong
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):  # a FIFO would block the open, /dev/zero never ends
+        raise TargetError("job", str(path), "is not a regular file")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise TargetError("job", str(path), "file not found") from None
+    except IsADirectoryError:
+        raise TargetError("job", str(path), "is a folder, not a TOML file") from None
+    except OSError as exc:
+        raise TargetError("job", str(path), f"cannot be read ({exc.strerror})") from None
+    if max_targets:
+        count = sum(1 for _ in _TABLE.finditer(data))
+        if count > max_targets:
+            raise TargetError("targets", MISSING, _too_many(count, max_targets), where=where)
+    try:
+        return tomllib.loads(data.decode())
+    except tomllib.TOMLDecodeError as exc:
+        raise TargetError("job", str(path), f"is not valid TOML ({exc})") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise TargetError("job", str(path), f"is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on line {line})"
+                          ) from None
+
+
+def _job_profile(data: Mapping[str, Any], where: str) -> str | None:
+    profile = data.get("profile")
+    if profile is not None and not (isinstance(profile, str) and profile.strip()):
+        raise TargetError("profile", profile, "must be the name of a settings profile (a non-empty string)",
+                          where=where)
+    return profile
+
+
+def read_job_profile(path: str | Path) -> str | None:
+    """The ``profile = "NAME"`` key at the top of a job file, or None (a :class:`JobFile` holds it too)."""
+    return _job_profile(_read_job_file(path), f"job file {str(path)!r}")
+
+
+@dataclass(frozen=True)
+class JobFile:
+    """A job file, read once: its targets, the settings profile its ``profile`` key names (or None),
+    and its crawl scope (seed 003): page targets, ``[[collections]]`` and ``[[crawl_profiles]]`` by name."""
+
+    path: str
+    targets: list[Target]
+    profile: str | None
+    page_targets: list[PageTarget] = field(default_factory=list)
+    collections: dict[str, Collection] = field(default_factory=dict)
+    crawl_profiles: dict[str, CrawlProfile] = field(default_factory=dict)
+
+    @property
+    def has_scope(self) -> bool:
+        """Does the job follow links (a page target, or a target with crawl profiles)? ``bool(scope())``, cheaply."""
+        return bool(self.page_targets) or any(t.crawl_profiles for t in self.targets)
+
+    def scope(self) -> JobScope:
+        """The job's crawl scope (:class:`idcrawl.core.scope.JobScope`): every target as a seed (a page
+        target's page; an id target's first id page), its crawl profiles and collections."""
+        seeds = {t.name: Seed(t.name, t.url_for(t.start), t.crawl_profiles, t.enabled) for t in self.targets}
+        seeds.update((p.name, Seed(p.name, p.url, p.crawl_profiles, p.enabled)) for p in self.page_targets)
+        return JobScope(seeds, dict(self.crawl_profiles), dict(self.collections),
+                        tuple(p.name for p in self.page_targets))
+
+
+#: The top-level keys of a job file.
+JOB_KEYS = ("collections", "crawl_profiles", "defaults", "profile", "targets")
+#: The keys of a ``[[collections]]`` table.
+COLLECTION_KEYS = frozenset({"name", "yield_probability", "enabled"})
+#: The keys of a ``[[crawl_profiles]]`` table.
+CRAWL_PROFILE_KEYS = frozenset({"name", "collection", "max_hops", "max_offsite_hops", "scope", "url_prefixes",
+                                "include", "exclude", "schemes", "yield_probability", "enabled", "revisit"})
+
+
+def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max_targets: int = 0) -> JobFile:
+    """Read a TOML job file: ``[[targets]]`` tables with the spider-argument keys.
+
+    A top-level ``[defaults]`` table sets keys for every target of the file;
+    a top-level ``profile = "NAME"`` picks a settings profile for the job
+    (the Scrapy shell applies it: ``idcrawl.settings_profiles.JobProfile``).
+    Crawl scope (seed 003, :mod:`idcrawl.core.scope`): ``[[collections]]`` and ``[[crawl_profiles]]``
+    tables, a target's ``crawl_profiles = [...]`` and ``enabled``, and page targets (a ``url``
+    without ``{id}``). With ``max_targets``, a file with more targets is refused before it is parsed.
+    """
+    where = f"job file {str(path)!r}"
+    data = _read_job_file(path, max_targets=max_targets, where=where)
+    unknown = sorted(set(data) - set(JOB_KEYS))
+    if unknown:
+        raise TargetError(unknown[0], data[unknown[0]], f"unknown top-level key (known: {', '.join(JOB_KEYS)})",
+                          where=where)
+    profile = _job_profile(data, where)
+    file_defaults = data.get("defaults", {})
+    if not isinstance(file_defaults, dict):
+        raise TargetError("defaults", file_defaults, "must be a table", where=where)
+    bad = sorted(set(file_defaults) - (TARGET_KEYS - {"name", "url"}))
+    if bad:
+        raise TargetError(f"defaults.{bad[0]}", file_defaults[bad[0]], "unknown key", where=where)
+    raws = data.get("targets")
+    if not isinstance(raws, list):
+        raise TargetError("targets", raws if raws is not None else MISSING,
+                          "must be an array of [[targets]] tables", where=where)
+    if max_targets and len(raws) > max_targets:
+        raise TargetError("targets", MISSING, _too_many(len(raws), max_targets), where=where)
+    collections = _collections(data.get("collections", []), where)
+    crawl_profiles = _crawl_profiles(data.get("crawl_profiles", []), collections, where)
+    page_indexes = [i for i, raw in enumerate(raws) if isinstance(raw, Mapping) and _is_page_url(raw.get("url"))]
+    page_targets: list[PageTarget] = []
+    for index in page_indexes:
+        try:
+            page_targets.append(parse_page_target(raws[index]))
+        except TargetError as exc:
+            raise exc.located(f"{where}: targets[{index}]") from None
+    id_raws = [raw for i, raw in enumerate(raws) if i not in set(page_indexes)]
+    id_indexes = [i for i in range(len(raws)) if i not in set(page_indexes)]
+    targets = (
+        parse_targets(id_raws, {**(defaults or {}), **file_defaults}, where=f"{where}: ", job=True,
+                      indexes=id_indexes)
+        if id_raws else []
+    )
+    if not targets and not page_targets:
+        raise TargetError(f"{where}: targets", MISSING, "no target given")
+    seen = {t.name: i for t, i in zip(targets, id_indexes, strict=True)}
+    for page, index in zip(page_targets, page_indexes, strict=True):
+        if page.name in seen:
+            raise TargetError("name", page.name,
+                              f"is used by targets[{seen[page.name]}] too; names must be unique",
+                              where=f"{where}: targets[{index}]")
+        seen[page.name] = index
+    referring: list[tuple[int, tuple[str, ...]]] = [
+        *((i, t.crawl_profiles) for i, t in zip(id_indexes, targets, strict=True)),
+        *((i, p.crawl_profiles) for i, p in zip(page_indexes, page_targets, strict=True)),
+    ]
+    for index, names in sorted(referring):
+        for name in names:
+            if name not in crawl_profiles:
+                known = ", ".join(crawl_profiles) or "none: the job file has no [[crawl_profiles]]"
+                raise TargetError("crawl_profiles", list(names),
+                                  f"unknown crawl profile {name!r} (known: {known})",
+                                  where=f"{where}: targets[{index}]")
+    return JobFile(str(path), targets, profile, page_targets, collections, crawl_profiles)
+
+
+def _tables(value: Any, key: str, where: str) -> list[Mapping[str, Any]]:
+    if not isinstance(value, list) or not all(isinstance(item, Mapping) for item in value):
+        raise TargetError(key, value, f"must be an array of [[{key}]] tables", where=where)
+    return value
+
+
+def _probability(field: str, value: Any) -> float:
+    """A yield probability: a number in [0, 1)."""
+    result = as_float(field, value)
+    if not result < 1.0:
+        raise TargetError(field, value, "must be a number >= 0 and < 1 (the chance to give way)")
+    return result
+
+
+def _collections(value: Any, where: str) -> dict[str, Collection]:
+    collections: dict[str, Collection] = {}
+    for index, raw in enumerate(_tables(value, "collections", where)):
+        label = f"{where}: collections[{index}]"
+        try:
+            refuse_unknown(raw, COLLECTION_KEYS)
+            if "name" not in raw:
+                raise TargetError("name", MISSING, "is required (the collection's name)")
+            name = as_name("name", raw["name"])
+            if name in collections:
+                raise TargetError("name", name, "is used by another collection too; names must be unique")
+            collections[name] = Collection(
+                name=name,
+                yield_probability=_probability("yield_probability", raw.get("yield_probability", 0.0)),
+                enabled=as_bool("enabled", raw.get("enabled", True)),
+            )
+        except TargetError as exc:
+            raise exc.located(label) from None
+    return collections
+
+
+def _regexes(field: str, value: Any) -> tuple[re.Pattern[str], ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise TargetError(field, value, "must be a list of regular expressions")
+    patterns = []
+    for item in value:
+        if not isinstance(item, str) or not item:
+            raise TargetError(field, value, f"{item!r} is not a regular expression (a non-empty string)")
+        try:
+            patterns.append(re.compile(item))
+        except re.error as exc:
+            raise TargetError(field, value, f"{item!r} is not a valid regular expression ({exc})") from None
+    return tuple(patterns)
+
+
+def _crawl_profile(raw: Mapping[str, Any], collections: Mapping[str, Collection]) -> CrawlProfile:
+    refuse_unknown(raw, CRAWL_PROFILE_KEYS)
+    if "name" not in raw:
+        raise TargetError("name", MISSING, "is required (the crawl profile's name)")
+    name = as_name("name", raw["name"])
+    if "max_hops" not in raw:
+        raise TargetError("max_hops", MISSING, "is required (0: the target's own pages only)")
+    max_hops = as_int("max_hops", raw["max_hops"], minimum=0)
+    offsite = raw.get("max_offsite_hops")
+    max_offsite = None if offsite is None else as_int("max_offsite_hops", offsite, minimum=0)
+    collection = raw.get("collection")
+    if collection is not None:
+        collection = as_name("collection", collection)
+        if collection not in collections:
+            known = ", ".join(collections) or "none: the job file has no [[collections]]"
+            raise TargetError("collection", collection, f"unknown collection (known: {known})")
+    kind_value = raw.get("scope", ScopeKind.HOST.value)
+    kind = ScopeKind(as_choice("scope", kind_value, tuple(k.value for k in ScopeKind)))
+    prefixes: tuple[str, ...] = ()
+    if "url_prefixes" in raw:
+        value = raw["url_prefixes"]
+        if kind is not ScopeKind.PREFIX:
+            raise TargetError("url_prefixes", value, f"applies to scope = \"prefix\" only (this one: {kind.value!r})")
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not items:
+            raise TargetError("url_prefixes", value, "must be a non-empty list of http(s) URLs")
+        for item in items:
+            if not isinstance(item, str):
+                raise TargetError("url_prefixes", value, f"{item!r} is not an http(s) URL")
+            check_url("url_prefixes", value, item.strip())
+        prefixes = tuple(item.strip() for item in items)
+    schemes = SCHEMES
+    if "schemes" in raw:
+        value = raw["schemes"]
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not items or any(
+            not isinstance(item, str) or item.strip().lower() not in SCHEMES for item in items
+        ):
+            raise TargetError("schemes", value, f"must be a non-empty list of {', '.join(SCHEMES)}")
+        schemes = tuple(dict.fromkeys(item.strip().lower() for item in items))
+    return CrawlProfile(
+        name=name,
+        max_hops=max_hops,
+        collection=collection,
+        max_offsite_hops=max_offsite,
+        kind=kind,
+        url_prefixes=prefixes,
+        include=_regexes("include", raw.get("include", [])),
+        exclude=_regexes("exclude", raw.get("exclude", [])),
+        schemes=schemes,
+        yield_probability=_probability("yield_probability", raw.get("yield_probability", 0.0)),
+        enabled=as_bool("enabled", raw.get("enabled", True)),
+        revisit=parse_duration("revisit", raw["revisit"]) if "revisit" in raw else None,
+    )
+
+
+def _crawl_profiles(value: Any, collections: Mapping[str, Collection], where: str) -> dict[str, CrawlProfile]:
+    profiles: dict[str, CrawlProfile] = {}
+    for index, raw in enumerate(_tables(value, "crawl_profiles", where)):
+        try:
+            crawl_profile = _crawl_profile(raw, collections)
+            if crawl_profile.name in profiles:
+                raise TargetError("name", crawl_profile.name,
+                                  "is used by another crawl profile too; names must be unique")
+        except TargetError as exc:
+            raise exc.located(f"{where}: crawl_profiles[{index}]") from None
+        profiles[crawl_profile.name] = crawl_profile
+    return profiles
+
+
+def parse_job(
+    path: str | Path, defaults: Mapping[str, Any] | None = None, *, max_targets: int = 0
+) -> list[Target]:
+    """The targets of a job file (:func:`read_job`)."""
+    return read_job(path, defaults, max_targets=max_targets).targets
+
+
+#: A ``[[targets]]`` table header at the start of a line (counted before the file is parsed).
+_TABLE = re.compile(rb"^[ \t]*\[\[[ \t]*targets[ \t]*\]\]", re.MULTILINE)
+
+
+def _too_many(count: int, limit: int) -> str:
+    return (f"has {count} targets, more than IDCRAWL_MAX_TARGETS={limit} "
+            "(split the job, or raise the setting: about 0.2 s and 5 MB per 1,000 targets to start)")
