@@ -57,11 +57,11 @@ profile) itself.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy.settings import BaseSettings, get_settings_priority
-from scrapy.utils.misc import load_object
 
+from idcrawl.components import ADDON_PRIORITY, setdefault_component, swap_component
 from idcrawl.errors import install_log_filter
 from idcrawl.runtime import is_id_crawl
 from idcrawl.settings_profiles import apply_profile
@@ -70,14 +70,9 @@ from idcrawl.validation import validate_settings
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-__all__ = [
-    "ADDON_PRIORITY", "BOUNDS", "IdCrawl", "mentions_component", "raise_dict_priority", "set_bounds",
-    "setdefault_component", "swap_component",
-]
+__all__ = ["BOUNDS", "IdCrawl", "set_bounds"]
 
 logger = logging.getLogger(__name__)
-
-ADDON_PRIORITY = "addon"
 
 SCHEDULER = "idcrawl.scheduler.IdScheduler"
 ATTEMPTS_MIDDLEWARE = "idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddleware"
@@ -93,8 +88,6 @@ BOUNDS: dict[str, int] = {
 }
 SOFT404_MIDDLEWARE = "idcrawl.spidermiddlewares.soft404.IdSoft404Middleware"
 SOFT404_ORDER = 1100  # spider side of Scrapy's own (up to 1000): its probes pass them all, as start requests do
-SCOPE_MIDDLEWARE = "idcrawl.spidermiddlewares.scope.IdScopeMiddleware"
-SCOPE_ORDER = 1050  # spider side of Scrapy's own: its outlink requests pass them (depth, referer), as a spider's do
 SCRAPY_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 ID_ROBOTS = "idcrawl.downloadermiddlewares.robotstxt.IdRobotsTxtMiddleware"
 ROBOTS_ORDER = 100  # Scrapy's own position for robots.txt
@@ -116,79 +109,11 @@ FEED_SCHEMES = ("", "file")  # Scrapy's FileFeedStorage
 CONTENT_ORDER = 100  # early, so that later pipelines see its duplicate_of marks
 
 
-def _same_object(key: Any, path: str) -> bool:
-    """Whether a component dict key (an import path or the object itself) is the object at ``path``."""
-    if key == path:
-        return True
-    try:
-        return bool(load_object(key) is load_object(path))
-    except (AttributeError, ImportError, NameError, TypeError, ValueError):
-        return False
-
-
-def _component_dict(settings: BaseSettings, name: str) -> BaseSettings:
-    """The component dict ``name`` as a BaseSettings (per-key priorities), creating or converting it."""
-    current = settings.get(name)
-    if isinstance(current, BaseSettings):
-        return current
-    priority = settings.getpriority(name) or 0
-    converted = BaseSettings(settings.getdict(name), priority=priority)
-    settings.set(name, converted, priority=priority)
-    return converted
-
-
-def mentions_component(settings: BaseSettings, name: str, path: str) -> bool:
-    """Whether the component dict setting ``name`` has ``path`` (as a string or an object, even as None)."""
-    current = settings.get(name)
-    keys = current.keys() if isinstance(current, BaseSettings) else settings.getdict(name).keys()
-    return any(_same_object(key, path) for key in keys)
-
-
-def setdefault_component(
-    settings: BaseSettings, name: str, path: str, order: int | None, priority: int | str = ADDON_PRIORITY
-) -> bool:
-    """Add ``path: order`` to the component dict ``name`` unless it is mentioned already; True if added.
-
-    Unlike ``BaseSettings.set_in_component_priority_dict`` (which rewrites the
-    whole dict at the dict's priority) the entry gets its own ``priority``, so a
-    project that lists the same component later, or at a higher priority, wins.
-    """
-    if mentions_component(settings, name, path):
-        return False
-    components = _component_dict(settings, name)
-    components.set(path, order, priority=priority)
-    raise_dict_priority(settings, name, priority)
-    return True
-
-
 def set_bounds(settings: BaseSettings) -> None:
     """idcrawl's :data:`BOUNDS` at ``addon`` priority, each unless something above Scrapy's defaults set it."""
     for name, value in BOUNDS.items():
         if (settings.getpriority(name) or 0) < get_settings_priority(ADDON_PRIORITY):
             settings.set(name, value, priority=ADDON_PRIORITY)
-
-
-def swap_component(settings: BaseSettings, name: str, scrapys: str, ours: str, order: int) -> None:
-    """Put ``ours`` in place of Scrapy's ``scrapys`` (off) at ``order`` in the component dict ``name``.
-
-    The two are one piece: a project that lists either of them decides for both, and nothing changes.
-    """
-    if not (mentions_component(settings, name, scrapys) or mentions_component(settings, name, ours)):
-        setdefault_component(settings, name, scrapys, None)
-        setdefault_component(settings, name, ours, order)
-
-
-def raise_dict_priority(settings: BaseSettings, name: str, priority: int | str) -> None:
-    """Make the dict setting ``name`` as a whole at least as strong as ``priority`` (its keys keep theirs).
-
-    Needed after changing a key in place: ``scrapy crawl`` (Scrapy 2.19) merges the
-    process's settings into the crawler's again after the spider's ``update_settings``
-    ran, and that merge replaces a whole dict whose own priority is not higher, which
-    would silently undo what the spider added to ``ADDONS`` or ``DOWNLOADER_MIDDLEWARES``.
-    """
-    wanted = get_settings_priority(priority)
-    if (settings.getpriority(name) or 0) < wanted:
-        settings.set(name, settings[name], priority=wanted)  # a copy that keeps each key's priority
 
 
 class IdCrawl:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
-from idcrawl.addon import mentions_component, raise_dict_priority, setdefault_component
+from idcrawl.components import mentions_component, raise_dict_priority, setdefault_component
 from idcrawl.distributed.connection import distributed
 
 __all__ = ["FLEET_LIMITS", "FLEET_POLITENESS", "REDIS_SCHEDULER", "WORKER", "Distributed"]

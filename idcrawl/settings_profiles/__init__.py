@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from idcrawl import default_settings
+from idcrawl.components import setdefault_component
 from idcrawl.core.inputs import TargetError
 from idcrawl.core.jobfile import JobFile, read_job_profile
 from idcrawl.errors import BadInputError
@@ -81,6 +82,9 @@ PACKAGE = "idcrawl.settings_profiles"
 
 #: Between ``spider`` (30: custom_settings) and ``cmdline`` (40: ``-s``).
 PROFILE_PRIORITY = SETTINGS_PRIORITIES["spider"] + 5
+#: The crawl scope middleware :class:`JobProfile` adds for a job file with crawl scope.
+SCOPE_MIDDLEWARE = "idcrawl.spidermiddlewares.scope.IdScopeMiddleware"
+SCOPE_ORDER = 1050  # spider side of Scrapy's own: its outlink requests pass them (depth, referer), as a spider's do
 
 #: Settings a profile must not set: they choose profiles.
 _NOT_IN_A_PROFILE = frozenset({"IDCRAWL_PROFILE", "IDCRAWL_PROFILES_DIR"})
@@ -231,8 +235,6 @@ class JobProfile:
         # the idseq spider read the job file with its targets, when it was created: the profile came with them
         job = getattr(spider, "_job_file", None)
         if isinstance(job, JobFile) and job.has_scope:
-            from idcrawl.addon import SCOPE_MIDDLEWARE, SCOPE_ORDER, setdefault_component
-
             setdefault_component(settings, "SPIDER_MIDDLEWARES", SCOPE_MIDDLEWARE, SCOPE_ORDER, priority="spider")
         if apply_job_profile(settings, job if isinstance(job, JobFile) else job_path):
             from idcrawl.validation import validate_settings

@@ -135,8 +135,8 @@ class IdSeqSpider(Spider):
             SOFT404_MIDDLEWARE,
             SOFT404_ORDER,
             set_bounds,
-            setdefault_component,
         )
+        from idcrawl.components import setdefault_component
         from idcrawl.extensions.state import STATE_LOADER_ORDER
         from idcrawl.scheduler import IdScheduler
 

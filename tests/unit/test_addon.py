@@ -27,8 +27,8 @@ from idcrawl.addon import (
     SCRAPY_SPIDERSTATE,
     SOFT404_MIDDLEWARE,
     IdCrawl,
-    setdefault_component,
 )
+from idcrawl.components import setdefault_component
 from idcrawl.downloadermiddlewares.attempts import IdAttemptsMiddleware
 from idcrawl.extensions.progress import IdProgress
 from idcrawl.runtime import IdRuntime
