@@ -206,10 +206,10 @@ class RecordedCrawl:
         if self._probed:
             return
         self._probed = True
-        for request in self.soft404._probe_requests():
+        for request in self.soft404.probe_requests():
             current: Request | None = request
             while current is not None:
-                outputs = list(self.spider._probe_response(self.fetch_response(current)))
+                outputs = list(self.spider.probe_response(self.fetch_response(current)))
                 current = next((out for out in outputs if isinstance(out, Request)), None)  # a retry of the probe
 
     def fetch_response(self, request: Request) -> Response:

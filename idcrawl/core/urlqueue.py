@@ -68,6 +68,7 @@ __all__ = [
     "Reconciled",
     "UrlCount",
     "UrlQueue",
+    "check_queued",
     "choose_group",
     "count_urls",
     "group_of",
@@ -267,7 +268,7 @@ def _crawl_profile(scope: JobScope, name: str | None) -> CrawlProfile:
     return scope.crawl_profiles.get(name or "", CrawlProfile(name or "", 0))
 
 
-def _check(record: UrlRecord, scope: JobScope, now: float, postpone_for: float) -> Decision:
+def check_queued(record: UrlRecord, scope: JobScope, now: float, postpone_for: float) -> Decision:
     """:func:`check_dispatch`, except that a target's own hop-0 page is never out of its scope (its
     revisit still checked: :func:`check_due`)."""
     decision = check_dispatch(record, scope, now, postpone_for)
@@ -301,7 +302,7 @@ def reconcile(entry: QueuedUrl, scope: JobScope, now: float,
             state is QueueState.HARVESTED and (record.not_found or record.errors)):
         state = QueueState.QUEUED
         events.append("requeued")
-    decision = _check(record, scope, now, postpone_for)
+    decision = check_queued(record, scope, now, postpone_for)
     if decision.verdict is Verdict.DROP:
         if state is QueueState.HARVESTED:
             return None, ("forgotten",)
@@ -310,7 +311,7 @@ def reconcile(entry: QueuedUrl, scope: JobScope, now: float,
     record = decision.record
     if decision.verdict is Verdict.REOWN:
         events.append("reowned")
-        decision = _check(record, scope, now, postpone_for)
+        decision = check_queued(record, scope, now, postpone_for)
         record = decision.record
     if state is QueueState.HARVESTED:
         if decision.verdict is Verdict.HARVEST and revisit_of(record, scope) is not None:
@@ -342,7 +343,7 @@ def waits(entry: QueuedUrl, scope: JobScope, now: float, postpone_for: float) ->
     """Whether a URL reconciled at a run's start (:func:`reconcile`) waits for its revisit: harvested,
     with a revisit frequency, not due at ``now`` (it is queued again at its next harvest time)."""
     return (entry.state is QueueState.HARVESTED and revisit_of(entry.record, scope) is not None
-            and _check(entry.record, scope, now, postpone_for).verdict is Verdict.WAIT)
+            and check_queued(entry.record, scope, now, postpone_for).verdict is Verdict.WAIT)
 
 
 def _beaten(hops: Hops, by: Hops) -> bool:
@@ -563,7 +564,7 @@ class MemoryUrlQueue:
             return entry
         if self._active(entry.record):  # the common case, without checking the scope again
             return replace(entry, state=QueueState.QUEUED) if entry.state is not QueueState.QUEUED else entry
-        decision = _check(entry.record, self.scope, now, self.postpone_for)
+        decision = check_queued(entry.record, self.scope, now, self.postpone_for)
         if decision.verdict is Verdict.POSTPONE:
             return replace(entry, record=decision.record, state=QueueState.POSTPONED)
         return replace(entry, state=QueueState.QUEUED)

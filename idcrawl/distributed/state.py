@@ -17,9 +17,10 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import MAX_ID, Outcome
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
+from idcrawl.distributed.connection import reply_text
 from idcrawl.state import decode
 from idcrawl.state.base import TargetState
-from idcrawl.state.redis import RedisStateStore, _text
+from idcrawl.state.redis import RedisStateStore
 
 if TYPE_CHECKING:
     from idcrawl.core.urlqueue import QueuedUrl
@@ -73,7 +74,7 @@ class JobStateStore(RedisStateStore):
             raise self._error(exc) from None
 
     def _names(self) -> set[str]:
-        return super()._names() | {_text(n) for n in self.client.hkeys(self._key("specs"))}
+        return super()._names() | {reply_text(n) for n in self.client.hkeys(self._key("specs"))}
 
     def _params(self, name: str) -> dict[str, Any] | None:
         params = super()._params(name)
@@ -85,7 +86,7 @@ class JobStateStore(RedisStateStore):
         return _params_of_spec(decode.json_object(spec_raw, self._where("specs"), name, "the target's spec"))
 
     def _more_lanes(self, name: str, state: TargetState) -> None:
-        for key in (_text(k) for k in self.client.lrange(self._key("tl:", name), 0, -1)):
+        for key in (reply_text(k) for k in self.client.lrange(self._key("tl:", name), 0, -1)):
             lane, outcomes = self._job_lane(key)
             if lane is not None:
                 state.lanes[key] = lane
@@ -103,7 +104,7 @@ class JobStateStore(RedisStateStore):
         where = self._where("L:", key)
         try:
             start, step, cursor, nxt = int(fields[0]), int(fields[1]), int(fields[3]), int(fields[7])
-            stop_text, last, cut, reason = (_text(f) for f in (fields[2], fields[4], fields[5], fields[6]))
+            stop_text, last, cut, reason = (reply_text(f) for f in (fields[2], fields[4], fields[5], fields[6]))
             for text in (stop_text, last, cut):
                 if text:
                     int(text)

@@ -50,7 +50,7 @@ from idcrawl.core.urlqueue import (
     QueueState,
     Reconciled,
     UrlCount,
-    _check,
+    check_queued,
     choose_group,
     count_urls,
     next_harvest_of,
@@ -247,7 +247,7 @@ class RedisUrlQueue:
                     expect: str = "") -> tuple[str, QueuedUrl]:
         collection = self.scope.collection_of(names)
         record = UrlRecord(url, owner, collection, tuple(names), hops)
-        decision = _check(record, self.scope, now, self.postpone_for)
+        decision = check_queued(record, self.scope, now, self.postpone_for)
         postponed = decision.verdict is Verdict.POSTPONE
         nxt = decision.record.next_harvest if postponed else None
         verdict, row = self._offer(keys=[self.key("U:", url)], args=[

@@ -92,7 +92,7 @@ class IdRobotsTxtMiddleware(RobotsTxtMiddleware):
             return response
         body = response.body[: self.maxsize]
         body = body[: body.rfind(b"\n") + 1]  # the last complete line under the cap
-        self._stats.inc_value(f"{STATS_PREFIX}/robotstxt/truncated")
+        self.crawler.stats.inc_value(f"{STATS_PREFIX}/robotstxt/truncated")
         logger.warning(
             "idcrawl: %s is larger than IDCRAWL_ROBOTSTXT_MAXSIZE (%d bytes): only its first %d bytes are obeyed",
             safe(request.url), self.maxsize, len(body),

@@ -22,8 +22,8 @@ middleware is not built (``NotConfigured``): its hot path is untouched. What it 
 
 The queue is not Scrapy's: ``IdScheduler`` takes its URLs host by host when a host has room
 (:meth:`IdScopeMiddleware.next_request`), so the yield model decides at dispatch. The outlink
-requests' callbacks are spider methods (``IdSeqSpider._outlink_response`` and
-``_outlink_failure``: Scrapy serialises callbacks by name), which yield what
+requests' callbacks are spider methods (``IdSeqSpider.outlink_response`` and
+``outlink_failure``: Scrapy serialises callbacks by name), which yield what
 ``IdSeqSpider.parse_outlink`` makes of the page. robots.txt and politeness apply to them as to any
 request; the dupefilter does not (the queue keeps each URL once, and fetches a missing page again
 in a later run). A worker may bring its own queue (``make_url_queue(scope, rng, skip, postpone_for)``,
@@ -195,7 +195,7 @@ class IdScopeMiddleware:
         if record.last_harvest is not None and not (record.not_found or record.errors):
             self._count(record, "revisits")  # found before: its revisit came due
         spider: Any = self.crawler.spider
-        return Request(record.url, callback=spider._outlink_response, errback=spider._outlink_failure,
+        return Request(record.url, callback=spider.outlink_response, errback=spider.outlink_failure,
                        dont_filter=True, meta={SCOPE_KEY: {"url": record.url}})
 
     def _count(self, record: UrlRecord, what: str) -> None:
@@ -211,7 +211,7 @@ class IdScopeMiddleware:
     # -- responses -------------------------------------------------------------------------
 
     def failed(self, failure: Failure) -> None:
-        """A page of the walk answered with an error status or failed (``IdSeqSpider._outlink_failure``):
+        """A page of the walk answered with an error status or failed (``IdSeqSpider.outlink_failure``):
         its not-found counter (a status the target's rule calls missing: 404, 410 by default) or its
         error counter goes up (``.../not_found``, ``.../errors``); a later run fetches it again."""
         request = getattr(failure, "request", None)

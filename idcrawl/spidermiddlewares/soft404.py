@@ -11,8 +11,8 @@ Nothing in the scheduler or the frontier waits; other targets do not wait.
 The spider asks two things (``IdSeqSpider._id_response`` and ``classify``):
 whether to hold a lane response (:meth:`IdSoft404Middleware.hold`) and whether
 a found page is the learned soft-404 page (:meth:`IdSoft404Middleware.is_soft404`).
-The probe's callbacks are spider methods, ``_probe_response`` and
-``_probe_failure`` (Scrapy serialises a request's callbacks by name, into
+The probe's callbacks are spider methods, ``probe_response`` and
+``probe_failure`` (Scrapy serialises a request's callbacks by name, into
 ``JOBDIR``), which hand the answer here with the spider's judge of a lane
 response, so that what the held responses give comes out of that callback.
 
@@ -79,12 +79,12 @@ class IdSoft404Middleware:
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """The probe requests first, then the spider's own start requests and items."""
-        for request in self._probe_requests():
+        for request in self.probe_requests():
             yield request
         async for request_or_item in start:
             yield request_or_item
 
-    def _probe_requests(self) -> list[Request]:
+    def probe_requests(self) -> list[Request]:
         """One request per target with a probe; the targets' lane responses wait for it."""
         runtime = self._runtime()
         if runtime is None:
@@ -96,7 +96,7 @@ class IdSoft404Middleware:
                 continue
             self.waiting[target.name] = []
             requests.append(Request(
-                target.soft404_probe, callback=spider._probe_response, errback=spider._probe_failure,
+                target.soft404_probe, callback=spider.probe_response, errback=spider.probe_failure,
                 dont_filter=True, priority=1000,  # queued requests go before lane ids anyway
                 # 4xx/5xx reach the callback (a 404 tells us the site has real 404s); redirects are followed;
                 # retried here (_retry), so that a probe that fails is one warning, not Scrapy's error too

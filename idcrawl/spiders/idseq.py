@@ -332,7 +332,7 @@ class IdSeqSpider(Spider):
         other items. Its links are followed by the middleware: do not yield requests for them."""
         yield item
 
-    def _outlink_response(self, response: Response) -> Iterable[Any]:
+    def outlink_response(self, response: Response) -> Iterable[Any]:
         from idcrawl.spidermiddlewares.scope import SCOPE_KEY
 
         info = response.meta[SCOPE_KEY]
@@ -348,7 +348,7 @@ class IdSeqSpider(Spider):
         }
         return iterate_spider_output(self.parse_outlink(response, item))
 
-    def _outlink_failure(self, failure: Failure) -> None:
+    def outlink_failure(self, failure: Failure) -> None:
         """An outlink that failed (an error, or a non-2xx status): nothing to follow; the scope
         middleware counts it in the URL's not-found or error counter."""
         from idcrawl.spidermiddlewares.scope import IdScopeMiddleware
@@ -403,12 +403,13 @@ class IdSeqSpider(Spider):
             return
         yield from self.runtime.record(info["lane"], info["id"], outcome, attempt=info.get("attempt", 1))
 
-    def _probe_response(self, response: Response) -> Iterator[Any]:
+    def probe_response(self, response: Response) -> Iterator[Any]:
         """A soft-404 probe answered (IdSoft404Middleware); the lane responses that waited are judged."""
         assert self._soft404 is not None  # it sent the probe
         yield from self._soft404.answered(response, self._id_response)
 
-    def _probe_failure(self, failure: Failure) -> Iterator[Any]:
+    def probe_failure(self, failure: Failure) -> Iterator[Any]:
+        """A soft-404 probe failed (its callbacks are spider methods: Scrapy stores them by name in JOBDIR)."""
         assert self._soft404 is not None
         yield from self._soft404.failed(failure, self._id_response)
 

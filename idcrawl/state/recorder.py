@@ -672,7 +672,7 @@ def _line_key(line: bytes) -> tuple[str, int, Any] | None:
 
 def page_key(item: Any) -> tuple[str, str] | None:
     """The (owner target, url) of a found page of the crawl scope an item stands for (``target`` and
-    ``url``, no ``id``: ``IdSeqSpider._outlink_response``'s item), or None for other items."""
+    ``url``, no ``id``: ``IdSeqSpider.outlink_response``'s item), or None for other items."""
     adapter = item_fields(item)
     if adapter is None:
         return None

@@ -18,10 +18,23 @@ PACKAGE = REPO / "idcrawl"
 
 #: Circles through files other helpers of issue 28 own, listed for the lead (each a sorted tuple of modules).
 KNOWN_CIRCLES: set[tuple[str, ...]] = set()
-#: Private names used across modules in those files: (importing module, "module.name").
+#: Private names used across modules in those files: (module, "module.name" imported, or the expression).
 KNOWN_PRIVATE: set[tuple[str, str]] = {
-    ("idcrawl.distributed.worker", "frontier._buffers"),  # helper H3 (typed Redis protocol)
+    ("idcrawl.distributed.worker", "self.frontier._buffers"),  # helper H3 (typed Redis protocol)
+    # fleet subclasses using their base class's private members (helpers H2, H3: parts asked of the worker)
+    ("idcrawl.distributed.dupefilters", "dupefilter._response_received"),
+    ("idcrawl.distributed.limits", "self._event"),
+    ("idcrawl.distributed.pages", "self._pages"),
+    ("idcrawl.distributed.scheduler", "self._slot_key"),
+    ("idcrawl.distributed.state", "self._error"),
+    ("idcrawl.distributed.state", "self._key"),
+    ("idcrawl.distributed.state", "self._source"),
+    ("idcrawl.distributed.state", "self._where"),
 }
+#: Modules allowed to use other packages' private names: Scrapy's internals are fenced in ``_scrapy.py``.
+PRIVATE_ALLOWED = {"idcrawl._scrapy"}
+#: Third-party private names that are those packages' public typing (lxml's element class).
+PUBLIC_ELSEWHERE = {"_Element"}
 
 
 def module_names() -> dict[str, Path]:
@@ -95,8 +108,33 @@ def import_graph() -> tuple[dict[str, set[str]], list[tuple[str, str]]]:
             if (isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name)
                     and node.value.id in aliases and aliases[node.value.id] != name):
                 private.append((name, f"{aliases[node.value.id].rpartition('.')[2]}.{node.attr}"))
+        if name not in PRIVATE_ALLOWED:
+            private.extend((name, expression) for expression in _foreign_attributes(tree))
         graph[name].discard(name)
     return graph, sorted(set(private))
+
+
+def _foreign_attributes(tree: ast.AST) -> set[str]:
+    """``x._y`` where nothing in the module defines ``_y`` (no def, class, assignment or slot of that name):
+    another module's private member (a method of its class, a base class's attribute)."""
+    defined = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defined.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            defined.add(node.attr)
+        elif isinstance(node, ast.arg):
+            defined.add(node.arg)
+        elif isinstance(node, ast.alias):
+            defined.add(node.asname or node.name)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            defined.add(node.value)  # __slots__ entries
+    return {
+        ast.unparse(node) for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and _private(node.attr) and node.attr not in defined | PUBLIC_ELSEWHERE
+    }
 
 
 def _private(name: str) -> bool:
@@ -161,6 +199,11 @@ def test_the_package_has_no_import_circles() -> None:
 def test_no_module_uses_another_modules_private_names() -> None:
     _, private = import_graph()
     assert set(private) <= KNOWN_PRIVATE
+
+
+def test_a_private_member_of_another_modules_class_is_found() -> None:
+    tree = ast.parse("class A:\n    def _own(self):\n        self._x = 1\n        return self._own(), self._x, b._theirs()\n")
+    assert _foreign_attributes(tree) == {"b._theirs"}
 
 
 if __name__ == "__main__":

@@ -34,8 +34,8 @@ def middleware(**targets: str | None) -> tuple[IdSoft404Middleware, Any]:
         parsed[name] = parse_target(raw)
     spider = SimpleNamespace(
         runtime=SimpleNamespace(frontier=SimpleNamespace(targets=parsed)),
-        _probe_response=lambda response: None,
-        _probe_failure=lambda failure: None,
+        probe_response=lambda response: None,
+        probe_failure=lambda failure: None,
     )
     crawler = get_crawler(IdSeqSpider, {"RETRY_TIMES": 1})
     crawler.spider = spider  # type: ignore[assignment]
@@ -81,7 +81,7 @@ def test_probes_go_before_the_spiders_own_start_requests() -> None:
     assert [r.url for r in out] == ["https://reg.example/notice/999", own.url]
     probe = out[0]
     assert probe.meta[PROBE_KEY] == "reg" and probe.meta["dont_retry"] is True
-    assert probe.callback == spider._probe_response and probe.errback == spider._probe_failure
+    assert probe.callback == spider.probe_response and probe.errback == spider.probe_failure
 
 
 def test_a_spider_that_is_not_an_id_crawl_passes_through() -> None:
