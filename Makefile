@@ -8,7 +8,9 @@
 # pin of constraints-floor.txt, which is also pyproject.toml's `scrapy>=`): FLOOR_TESTS below.
 # `make test-floor` runs that tier alone. `make test-fast` runs the unit tier alone (tests/unit: no server,
 # no crawl, about a minute); the suite's other tiers are tests/crawl (real scrapy runs) and
-# tests/integration (redis-server, scrapyd, builds).
+# tests/integration (redis-server, scrapyd, builds). `make lint` runs ruff, mypy and import-linter's
+# contracts (pyproject.toml's [tool.importlinter]: the core imports no Scrapy, Twisted or Redis; the state
+# stores nothing of the distributed layer).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -77,6 +79,7 @@ demo: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(BIN)/ruff check idcrawl tests bench
 	$(BIN)/mypy idcrawl
+	$(BIN)/lint-imports --no-cache
 
 docs: $(VENV)/.installed
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html

@@ -21,11 +21,6 @@ name (a script by its name: ``claim``, ``record``, ...; see
 from __future__ import annotations
 
 import hashlib
-import os
-import socket
-import uuid
-from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from idcrawl import default_settings
@@ -36,8 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALLS_PREFIX", "RedisUnavailable", "check_no_eviction", "command_name", "connect", "count_calls", "describe",
-    "distributed", "is_oom", "job_prefix", "needs_redis", "redis_now_ms", "reply_text", "state_backend",
-    "worker_gone", "worker_id",
+    "distributed", "job_prefix", "needs_redis", "redis_now_ms", "reply_text", "state_backend",
 ]
 
 
@@ -120,14 +114,6 @@ def check_no_eviction(client: Any, settings: Any) -> str | None:
             f"Redis at {where} has maxmemory-policy {policy!r}, which may evict the job's keys (lanes, outcomes: "
             f"ids lost): set it to {NO_EVICTION!r} (redis.conf, or CONFIG SET maxmemory-policy {NO_EVICTION})")
     return None
-
-
-def is_oom(exc: BaseException) -> bool:
-    """Whether a Redis error is its out-of-memory refusal (``maxmemory`` reached with ``noeviction``)."""
-    import redis
-
-    return isinstance(exc, redis.exceptions.OutOfMemoryError) or (
-        isinstance(exc, redis.ResponseError) and "OOM command not allowed" in str(exc))
 
 
 def command_name(args: tuple[Any, ...]) -> str:
@@ -221,47 +207,3 @@ def needs_redis(settings: Any) -> tuple[str, str] | None:
     if state_backend(settings) == "redis":
         return "IDCRAWL_STATE_BACKEND", repr(settings.get("IDCRAWL_STATE_BACKEND"))
     return None
-
-
-def worker_id() -> str:
-    """A name unique to this process: host, pid, a random tail (a restarted worker is a new one) and
-    :func:`process_space` (which processes can tell whether this one is still running)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}:{process_space()}"
-
-
-@cache
-def process_space() -> str:
-    """A short hash of this machine's boot id and pid namespace (Linux): two processes with the same
-    one see each other's pids. ``""`` where they cannot be read (then no process is judged by pid)."""
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        namespace = os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return ""
-    return hashlib.sha256(f"{socket.gethostname()}|{boot}|{namespace}".encode()).hexdigest()[:8]
-
-
-def worker_gone(worker: str) -> bool:
-    """Whether the worker named ``worker`` (a :func:`worker_id`) is a process of this machine and pid
-    namespace that has ended (no such pid, or a zombie). False whenever it cannot be known for sure: a
-    worker of another machine or container, a pid reused since, no ``/proc``."""
-    host, _, rest = worker.partition(":")
-    pid_text, _, rest = rest.partition(":")
-    space = rest.partition(":")[2]
-    here = process_space()
-    if not here or space != here or host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    pid = int(pid_text)
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False  # exists (another user's process, say)
-    try:  # a killed process its parent has not reaped yet: "Z" in /proc/<pid>/stat
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state in ("Z", "X")

@@ -66,20 +66,19 @@ from idcrawl.distributed.connection import (
     check_no_eviction,
     connect,
     describe,
-    is_oom,
     job_prefix,
-    worker_gone,
-    worker_id,
 )
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, StateLost, TargetConflict, check_distributed
 from idcrawl.distributed.pages import FleetPageBook, is_due_lane
 from idcrawl.distributed.runs import refused
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
+from idcrawl.processes import worker_gone, worker_id
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
 from idcrawl.state.base import StateError
 from idcrawl.state.lock import state_owner
 from idcrawl.state.recorder import UnwrittenItems, flush_feeds, page_key
+from idcrawl.state.redis import is_oom
 from idcrawl.storage import storage_failed
 
 if TYPE_CHECKING:
@@ -470,7 +469,7 @@ class RedisWorker:
 
     def _take_over(self) -> None:
         """Joining: release at once the job's workers that are processes of this machine known to have
-        ended (:func:`~idcrawl.distributed.connection.worker_gone`), without waiting for their lease.
+        ended (:func:`~idcrawl.processes.worker_gone`), without waiting for their lease.
 
         Their undecided ids go back to the lanes' free lists and their unacknowledged items to the
         orphans, as when a worker leaves; this worker's first poll takes them. Workers elsewhere are

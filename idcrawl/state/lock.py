@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from idcrawl.core.safetext import safe
+from idcrawl.processes import worker_gone, worker_id
 from idcrawl.state.base import StateError
 
 __all__ = ["FileLock", "Holder", "Locks", "RedisOwner", "StateLocked", "lock_path", "state_owner"]
@@ -143,14 +144,12 @@ class RedisOwner:
     """The owner key of a job's state in Redis: ``SET NX PX lease``, renewed by :meth:`renew`.
 
     A key left by a killed holder expires after the lease; one of this machine and pid namespace
-    whose process is gone (:func:`idcrawl.distributed.connection.worker_gone`) is taken over at once.
+    whose process is gone (:func:`idcrawl.processes.worker_gone`) is taken over at once.
     """
 
     def __init__(self, client: Any, key: str, lease: float, what: str, *, fleet_lease: float = 0.0) -> None:
         """``fleet_lease``: a distributed job's worker lease; its live workers (heartbeats in the job's
         ``workers`` set fresher than that) refuse the key too."""
-        from idcrawl.distributed.connection import worker_id
-
         self.client, self.key, self.what = client, key, what
         self.fleet_lease_ms = int(fleet_lease * 1000)
         self.lease_ms = max(1, int(lease * 1000))
@@ -171,8 +170,6 @@ class RedisOwner:
             raise StateError(f"{self.what}: cannot take its owner key {self.key!r}: {safe(exc)}") from None
 
     def _acquire(self) -> None:
-        from idcrawl.distributed.connection import worker_gone
-
         if self.client.set(self.key, self.value, nx=True, px=self.lease_ms):
             self.held = True
             return
@@ -222,8 +219,6 @@ class RedisOwner:
 
 def state_owner(client: Any, key: str) -> Holder | None:
     """The live holder of an owner key (a distributed worker checks it before joining), or None."""
-    from idcrawl.distributed.connection import worker_gone
-
     raw = client.get(key)
     if raw is None or worker_gone(str(_json(raw).get("worker", ""))):
         return None

@@ -43,12 +43,20 @@ from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, Tar
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["RedisStateStore"]
+__all__ = ["RedisStateStore", "is_oom"]
 
 def _text(value: Any) -> str:
     if value is None:
         return ""
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def is_oom(exc: BaseException) -> bool:
+    """Whether a Redis error is its out-of-memory refusal (``maxmemory`` reached with ``noeviction``)."""
+    import redis
+
+    return isinstance(exc, redis.exceptions.OutOfMemoryError) or (
+        isinstance(exc, redis.ResponseError) and "OOM command not allowed" in str(exc))
 
 
 class RedisStateStore(StateStore):
@@ -66,8 +74,6 @@ class RedisStateStore(StateStore):
     def _error(self, exc: Exception) -> StateError:
         """A Redis error as a state error; out of memory and no answer carry the fleet's finish reasons."""
         import redis
-
-        from idcrawl.distributed.connection import is_oom
 
         if is_oom(exc):
             error = StateError(f"{self._source}: Redis is out of memory (maxmemory reached): the write was refused, "

@@ -196,6 +196,13 @@ def test_the_package_has_no_import_circles() -> None:
     assert set(circles(graph)) <= KNOWN_CIRCLES
 
 
+def test_the_core_imports_only_the_core() -> None:
+    graph, _ = import_graph()
+    shell = {(core, other) for core, imported in graph.items() if core.startswith("idcrawl.core.")
+             for other in imported if not other.startswith("idcrawl.core")}
+    assert shell == set()
+
+
 def test_no_module_uses_another_modules_private_names() -> None:
     _, private = import_graph()
     assert set(private) <= KNOWN_PRIVATE

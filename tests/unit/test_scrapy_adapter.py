@@ -17,6 +17,7 @@ and ``test_distributed_crawl.py``'s idle timeout, the slot jitter by
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import os
 import random
@@ -543,16 +544,52 @@ def test_no_feed_exporter_no_feed_slots() -> None:
 # -- one module -----------------------------------------------------------------------------
 
 
+def scrapy_private_names() -> set[str]:
+    """The Scrapy and Twisted private names the adapter relies on, read from its source: attributes
+    (``engine._slot``), names read by ``getattr`` or as dict keys (``"_stats"``) and private imports
+    (``from scrapy.utils.defer import _schedule_coro``), with the ones this test has always named."""
+    tree = ast.parse((REPO / "idcrawl" / "_scrapy.py").read_text())
+    own = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+    names = {"_slot", "_Slot", "_parsers", "_schedule_coro", "_start"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names.add(node.value)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("scrapy", "twisted"):
+            names.update(alias.name for alias in node.names)
+    return {name for name in names if re.fullmatch(r"_[A-Za-z]\w*", name) and name not in own}
+
+
 def test_scrapy_private_names_appear_in_the_adapter_only() -> None:
-    """The Scrapy private names idcrawl relies on (attributes, also read by ``getattr``) are used in ``_scrapy.py`` only."""
-    private = re.compile(r"\b_(?:slot|Slot|parsers|schedule_coro|start)\b")
-    offenders = [
-        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
-        for path in sorted((REPO / "idcrawl").rglob("*.py"))
-        if path.name != "_scrapy.py"
-        for number, line in enumerate(path.read_text().splitlines(), 1)
-        if private.search(line)
-    ]
+    """The Scrapy private names idcrawl relies on (attributes, also read by ``getattr``) are used in ``_scrapy.py`` only:
+    the ones named here anywhere in a line; those the adapter's source uses, as an attribute or a string, in a module
+    that does not define that name itself; and no other module imports a private name or module of Scrapy or Twisted."""
+    named = re.compile(r"\b_(?:slot|Slot|parsers|schedule_coro|start)\b")
+    derived = scrapy_private_names()
+    assert {"_slot", "_delay", "_log_shutdown", "_create_testcase", "_stats"} <= derived  # the walk read the adapter
+    offenders = []
+    for path in sorted((REPO / "idcrawl").rglob("*.py")):
+        if path.name == "_scrapy.py":
+            continue
+        where = path.relative_to(REPO)
+        source = path.read_text()
+        offenders += [f"{where}:{n}: {line.strip()}" for n, line in enumerate(source.splitlines(), 1) if named.search(line)]
+        tree = ast.parse(source)
+        own = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)}
+        own |= {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+        in_fstrings = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
+        for node in ast.walk(tree):
+            if id(node) in in_fstrings:
+                continue  # text of a stat name such as f"{STATS_PREFIX}_delayed"
+            used = (node.attr if isinstance(node, ast.Attribute)
+                    else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None)
+            if used in derived and used not in own:
+                offenders.append(f"{where}:{node.lineno}: {used}")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("scrapy", "twisted"):
+                parts = [*(node.module or "").split("."), *(alias.name for alias in node.names)]
+                if any(part.startswith("_") and not part.startswith("__") for part in parts):
+                    offenders.append(f"{where}:{node.lineno}: from {node.module} import ...")
     assert offenders == []
 
 

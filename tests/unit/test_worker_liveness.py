@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from idcrawl.distributed.connection import process_space, worker_gone, worker_id
+from idcrawl.processes import process_space, worker_gone, worker_id
 
 pytestmark = pytest.mark.skipif(not process_space(), reason="no /proc: processes are never judged by pid")
 
