@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 #: The backend of the dupefilter when the settings name none: pybloom-live, the
-#: library the project chose; rbloom checks and adds 4-6x faster at the same memory
+#: library the project chose; rbloom checks and adds faster at the same memory
 #: and false-positive rate (docs/benchmarks.md, "Request dupefilter") and is one
 #: setting away (the ``fast`` profile picks it).
 DEFAULT_BACKEND = "pybloom"
@@ -408,7 +408,7 @@ class RBloomSeen:
 
     def __contains__(self, fp: bytes) -> bool:
         key = int.from_bytes(fp[:16], "big", signed=True) if len(fp) >= 16 else stable_hash(fp)
-        for layer in self._layers:  # noqa: SIM110 - a loop: any() over a generator costs 2x here
+        for layer in self._layers:  # noqa: SIM110 - a loop: any() over a generator is slower here
             if key in layer.bloom:
                 return True
         return False
