@@ -7,12 +7,13 @@ include fails the build.
 
 from __future__ import annotations
 
-import importlib.metadata
+import idcrawl
 
 project = "idcrawl"
 author = "the idcrawl authors"
 copyright = "the idcrawl authors, BSD 3-Clause"
-release = importlib.metadata.version("idcrawl")  # the installed package (make, Read the Docs install it)
+release = idcrawl.__version__  # pyproject.toml's version, as installed (make and Read the Docs install it)
+version = ".".join(release.split(".")[:2])
 
 extensions = ["myst_parser"]
 source_suffix = {".md": "markdown"}

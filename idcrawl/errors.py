@@ -1,28 +1,7 @@
-"""Bad input reaches the user as one line, not a traceback.
+"""Bad input reaches the user as one line, not a traceback; every log record is made safe to print.
 
-A spider that refuses its arguments can only do so by raising from
-``from_crawler``; Scrapy's crawler then lets asyncio report the exception
-("Task exception was never retrieved") with a full traceback. An error raised
-while the engine opens the spider (the dupefilter refusing its file) makes the
-crawler's clean-up fail too ("Engine slot not assigned"), and that second
-error is reported with the first as its context. For :class:`BadInputError`
-all that is noise: the message already names the field and the value.
-
-:func:`install_log_filter` attaches one filter to the loggers that report a
-failed crawl (``asyncio``, ``scrapy.crawler``, ``twisted``). It is called when
-a crawl starts, never at import time: by the ``idseq`` spider's
-``update_settings`` (the crawler is being made) and by the ``IdCrawl``
-add-on (for any spider), both before anything can raise a
-:class:`BadInputError`. The filter touches only records whose exception is
-a :class:`BadInputError`, or was raised while handling one: such a record
-becomes the error's message alone (the exit status stays non-zero: Scrapy
-marks the crawl as failed to bootstrap). Every other record passes unchanged.
-
-It also wraps the log record factory (:class:`SafeRecords`), so every record of
-every logger, Scrapy's own included, is made safe to print when it is made:
-passwords of URLs masked in its message and its traceback, terminal control
-characters escaped, and an ``idcrawl`` logger's message kept to one line
-(:mod:`idcrawl.core.safetext`): a second line of defence behind the call sites.
+:class:`BadInputError`, the log filter :func:`install_log_filter` and the record factory
+:class:`SafeRecords`. Why and when they are installed: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """``IdLogFormatter``: Scrapy's log formatter without the per-page lines a crawl's log level drops.
 
-Scrapy logs two DEBUG lines per page ("Crawled (200) ...", "Scraped from ...") through its
-``LOG_FORMATTER``. With ``LOG_LEVEL`` above DEBUG its handler throws them away, but only after
-each has been formatted into a ``LogRecord`` and passed the logger's filters: about 2% of a fast
-id crawl's CPU (``docs/benchmarks.md``). A formatter method that returns ``None`` makes Scrapy
-skip the message, so this one returns ``None`` for those two when ``LOG_LEVEL`` is above DEBUG,
-and Scrapy's own message otherwise. What reaches the log (and the ``log_count/*`` stats, which
-count at ``LOG_LEVEL``) is unchanged; only a log handler of your own below ``LOG_LEVEL`` would
-miss them. The ``fast`` profile sets it.
+What reaches the log is unchanged; the ``fast`` profile sets it. Why: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

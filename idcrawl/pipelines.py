@@ -1,28 +1,7 @@
 """Item pipelines: ``ContentDuplicates`` marks (or drops) items whose page an earlier item already had.
 
-The decisions live in :mod:`idcrawl.core.fingerprints`; this is the Scrapy
-shell: settings, stats, item fields.
-
-- ``IDCRAWL_CONTENT_DUPLICATES``: ``mark`` (the default) adds ``duplicate_of``
-  (the first item's id; ``duplicate_of_target`` too when that item belongs to
-  another target) to an item whose ``checksum`` an earlier item of the crawl
-  had; ``drop`` drops it instead; ``off`` disables the pipeline.
-- ``IDCRAWL_CONTENT_NEAR_DUPLICATES``: a Jaccard threshold (0 = off, the
-  default). Above 0, the spider attaches a MinHash signature of each found
-  page's visible text to its item (under the private key
-  ``ITEM_SIGNATURE_KEY``, removed here) and items whose page is that similar
-  to an earlier one get ``near_duplicate_of`` (``near_duplicate_of_target``,
-  ``near_duplicate_similarity``), or are dropped with ``drop``.
-
-Which of two duplicates is "first" is the order items reach the pipeline,
-which is the order their ids are decided (a found id is emitted as soon as no
-cut can precede it, not strictly in id order). The pair is always marked, but
-which id carries the mark, and with ``drop`` which id survives, may differ
-between runs; the content is the same either way.
-
-Items without ``target``, ``id`` and ``checksum`` (follow-up items of site
-spiders) pass untouched. The index is per crawl: a resumed run does not know
-the checksums of earlier runs.
+The decisions live in :mod:`idcrawl.core.fingerprints`; this is the Scrapy shell (settings, stats,
+item fields). Which duplicate is "first": docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -119,7 +98,7 @@ class ContentDuplicates:
         return cls(crawler, mode, near)
 
     def process_item(self, item: Any, spider: Any = None) -> Any:
-        # a plain dict reads and writes as its ItemAdapter would (building one per item: ~0.3% of a fast crawl)
+        # a plain dict reads and writes as its ItemAdapter would (building one per item shows in a fast crawl's profile)
         adapter: Any = item if type(item) is dict else ItemAdapter(item)
         minhash = None
         if ITEM_SIGNATURE_KEY in adapter:

@@ -1,26 +1,7 @@
 """A site spider's callbacks run on recorded pages, outside a crawl: the fields it yields, the outcomes it gives.
 
-What the pytest plugin :mod:`idcrawl.testing` hands to a test (``recorded_crawl``),
-usable without pytest too. A :class:`RecordedCrawl` builds the spider as a crawl
-does (``from_crawler`` with the same arguments, the project's settings, the
-target's outcome rules), makes the request of an id with the spider's own
-``make_id_request``, fetches it with ``requests`` and turns the answer into a
-Scrapy response that keeps the status, the headers, the final URL and the
-request's ``meta["idcrawl"]`` (target, id, lane). Then it runs what
-``IdSeqSpider._id_response`` runs: ``classify`` (the target's rule, then the
-page learned from its ``soft404_probe``, whose page is fetched first, as in a
-crawl) and, for a found page, ``base_item`` and ``parse_found``.
-
-Recording and replaying are vcrpy's: a fetch goes through ``requests``, so a
-cassette in use (``vcr.VCR().use_cassette(...)``, which the plugin opens per
-test) records it the first time and replays it after. This module does not
-import vcrpy: whatever cassette is in use when :meth:`RecordedCrawl.fetch` runs
-answers it; with none, the real site does.
-
-Single process only, by design: the crawl's frontier worker is always the local
-one and no state is read or written (``IDCRAWL_STATE = False``), whatever the
-project sets; the spider's callbacks and outcome rules are the same in a
-distributed job.
+:class:`RecordedCrawl`, what :mod:`idcrawl.testing` hands to a test; single process, no state.
+How: docs/architecture.md, "Module notes" and docs/testing.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,7 @@
 """idcrawl's pytest plugin: test a site spider on pages recorded once (``pip install idcrawl[testing]``).
 
-Registered through the ``pytest11`` entry point ``idcrawl``, so installing idcrawl
-is all a project does. It has no hooks, only the fixture ``recorded_crawl``,
-and imports nothing beyond pytest until a test asks for it (a project without
-the ``testing`` extra is not affected).
-
-``recorded_crawl(SpiderClass, **arguments)`` gives a
-:class:`idcrawl.recorded.RecordedCrawl` under the test's cassette: its
-``fetch(id)`` returns the page's outcome and the spider's items, its
-``outcome(id)`` the outcome alone. The cassette settings are scrapy-mock's
-``vcr_settings`` fixture (vcrpy, YAML cassettes in ``tests/fixtures/cassettes``,
-recording refused when ``CI`` is set, so that a missing cassette fails instead of
-reaching the network); a project overrides that fixture to change them. Added
-here, over scrapy-mock's own ``response`` fixture, which returns status 200 and
-no headers for every page and no idcrawl meta: the recorded status and headers,
-the request the spider itself makes (``make_id_request``), the target's outcome
-rules and learned soft-404 page, and ``parse_found`` run as in a crawl.
-
-Each test has its own cassette, ``<cassette dir>/<test module>/<test name>.yaml``
-(parameters included), the directory taken from the rootdir when relative
-(scrapy-mock takes it from the current directory). docs/testing.md: recording,
-refreshing, an example.
+The fixture ``recorded_crawl``, registered through the ``pytest11`` entry point; docs/testing.md.
+How it differs from scrapy-mock's: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """``scrapy check``: the contracts of an id spider's ``parse_found`` run on their ``@url`` page, no crawl.
 
-Scrapy's own ``check`` starts each spider's crawl with the contracts' requests
-as start requests; an id spider's crawl walks its lanes instead, and its
-``parse_found`` takes ``(response, item)``. For an id spider this command
-fetches each contract's ``@url`` as ``scrapy parse`` does here
-(:mod:`idcrawl.commands.parse`: the id path of
-:class:`idcrawl.recorded.RecordedCrawl`, no engine, no state) and hands the
-contracts' hooks (``@returns``, ``@scrapes``, ...) what the id path yields for
-it; a contract on another callback gets that page's response as Scrapy's
-``check`` gives it. The target is ``-a url=``/``-a job=`` when given, else one
-made from the ``@url`` (its last number as the id). Other spiders get Scrapy's
-``check``. Registered where ``COMMANDS_MODULE = "idcrawl.commands"``.
+Other spiders get Scrapy's ``check``. How: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
-"""The coverage picture: each lane's id axis drawn like the seed's diagrams.
+"""The coverage picture: each lane's id axis drawn as SVG or HTML (``scrapy idcoverage``, docs/coverage.md).
 
-One row per lane, grouped per target: found, missing, failed, disallowed and
-unvisited ids as coloured segments, the start point, the cut, the target's
-bounds (min/max) and the bound of the resume plan. The lanes of one target
-share one axis; the ids of it that a lane never walks are white in its row. An
-axis of n ids is cut into at most ``width`` buckets (one pixel or more each),
-so a 10,000,000-id lane draws at most ``width`` segments; each bucket takes
-the colour of its dominant outcome (the one most of its ids have) or, with
-``mode="worst"``, of its worst one (failed > disallowed > missing > unvisited
-> found); the legend says which. Runs of buckets of one colour are merged into
-one segment.
-
-The SVG is built with lxml (text is escaped by construction); names, URLs
-and reasons read from the state go through :func:`idcrawl.core.safetext.safe`
-first (a password masked; a control character, which XML cannot hold, shown as
-an escape). The HTML page wraps the same SVG element.
+How an axis is bucketed and coloured: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

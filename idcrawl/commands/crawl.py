@@ -1,24 +1,7 @@
 """``scrapy crawl``, with an exit status that says how the crawl finished.
 
-Scrapy's own ``crawl`` command exits 0 whatever the finish reason (only a crawl
-that failed to start exits 1). A scheduler that looks only at the exit status
-(cron, systemd, Kubernetes, a CI step, scrapyd's log line ``Process died:
-exitstatus=N``) then cannot tell a crawl that stopped on a full disk or a lost
-Redis from one that finished its job. This command is Scrapy's, plus one step
-after the crawl: the exit status of the finish reason, from the one table
-(:mod:`idcrawl.core.exits`, docs/reference/finish-reasons.md): 0 for a normal
-completion, non-zero for every other reason.
-
-``IDCRAWL_FAIL_EXIT_CODE`` / ``IDCRAWL_FAIL_REASONS`` (deprecated) still
-override the table's status for the reasons listed, with one WARNING.
-
-Zyte Scrapy Cloud and Spidermon read the finish reason itself
-(``finish_reason`` in the stats: the job's close reason); this command is for
-the schedulers that read the exit status. It replaces Scrapy's ``crawl``
-where ``COMMANDS_MODULE = "idcrawl.commands"`` (this project's settings; a
-project with a commands module of its own imports it there:
-``from idcrawl.commands.crawl import Command``). ``scrapy runspider`` and a
-project's stock ``crawl`` are Scrapy's, unchanged: they exit 0.
+Scrapy's, plus the exit status of the finish reason (:mod:`idcrawl.core.exits`,
+docs/reference/finish-reasons.md). Why: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

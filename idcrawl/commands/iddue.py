@@ -1,13 +1,7 @@
 """``scrapy iddue [TARGET ...] [--job FILE] [--state PATH] [--at TIME] [--json]``: what is due, and when.
 
-Per target, what a ``-a resume=due`` run with the clock at ``--at`` (default: ``IDCRAWL_NOW``, else now)
-fetches: its tail when it is due (:func:`idcrawl.core.resume.tail_due`: ``now - last_crawled >
-update_duration``, or no schedule yet), walked from just after its last found id to the margin
-(:func:`idcrawl.core.resume.tail_bound`); a job target never crawled is crawled from its start; and its
-found pages that are due (:class:`idcrawl.core.pagebook.PageBook`, the same computation as the crawl's),
-most overdue first, revisited with conditional requests. Due
-targets come first, most overdue first (``overdue / duration``); then the others by when they fall due.
-The state is only read.
+Per target, what a ``-a resume=due`` run at ``--at`` fetches; the state is only read (docs/recrawl.md,
+"``scrapy iddue``"; the order: docs/architecture.md, "Module notes").
 """
 
 from __future__ import annotations

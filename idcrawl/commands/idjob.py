@@ -1,20 +1,7 @@
 """``scrapy idjob status|push|clean|incidents``: a distributed job in Redis.
 
-The job is found like the workers find it: scrapy-redis's ``REDIS_URL`` (or
-``REDIS_HOST``/``REDIS_PORT``, ``REDIS_PARAMS``), ``IDCRAWL_REDIS_PREFIX`` and
-``IDCRAWL_REDIS_JOB`` (default: ``--spider``, ``idseq``).
-
-- ``status [--json]``: workers and their heartbeats, the job's targets and
-  progress, per lane the first undecided id, cut and counts, and what the
-  job still waits for;
-- ``push TARGET.json ...`` (``-`` = stdin): push targets to the running
-  fleet (a JSON object of job-file keys, or a list of them), validated here
-  first so a typo is one error line, not a worker's log line (a Redis whose
-  ``maxmemory-policy`` may evict keys is refused);
-- ``clean [--force]``: delete every key of the job (refused while a worker's
-  heartbeat is fresh or a single-process crawl holds its owner key, unless ``--force``);
-- ``incidents -o FILE``: move the incidents every worker pushed into the
-  job's list into one XML incident log (valid against the shipped schema).
+The job is found as the workers find it (``REDIS_URL``, ``IDCRAWL_REDIS_PREFIX``, ``IDCRAWL_REDIS_JOB``);
+the subcommands: docs/architecture.md, "Module notes" and docs/distributed.md.
 """
 
 from __future__ import annotations

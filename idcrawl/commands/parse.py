@@ -1,16 +1,6 @@
 """``scrapy parse <url> --spider <id spider>``: that one page through the spider's id path, no crawl.
 
-Scrapy's own ``parse`` starts the spider's crawl; an id spider's crawl walks
-its lanes (and opens its state) whatever start request ``parse`` gives it. For
-an id spider (an :class:`~idcrawl.spiders.idseq.IdSeqSpider`) this command
-instead fetches the one page as the testing plugin does
-(:class:`idcrawl.recorded.RecordedCrawl`: the spider's ``make_id_request``, its
-soft-404 probe first, the target's outcome rules, ``classify``, ``base_item``,
-``parse_found``) and prints the outcome and what ``parse_found`` yielded. No
-engine runs and no state is opened. Other spiders get Scrapy's ``parse``.
-Registered where ``COMMANDS_MODULE = "idcrawl.commands"`` (a project with a
-commands module of its own imports it there: ``from idcrawl.commands.parse
-import Command``).
+No engine runs and no state is opened; other spiders get Scrapy's ``parse``. Why: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

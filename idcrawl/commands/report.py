@@ -1,14 +1,7 @@
 """The resume plan of a job's state: for people (rich tables) and scripts (JSON).
 
-:func:`collect` reads targets from a state store and splits each lane's past
-into the seed's three parts (:func:`idcrawl.core.ranges.plan_lane`):
-content, holes by kind, and bound. :func:`render_plan` prints them as tables,
-:func:`plan_document` as a JSON-ready dict (shape documented in docs/reference/idplan-json.md,
-``format`` 1). Both only read; ``scrapy idplan`` is a thin shell around them
-and ``scrapy idcoverage`` draws the same views (:mod:`idcrawl.commands.coverage`).
-
-Id ranges are listed in ascending id order and abbreviated to the first and
-last few runs; spans and bounds are given in lane order (from, to).
+``scrapy idplan`` is a thin shell around :func:`collect`, :func:`render_plan` and :func:`plan_document`
+(the JSON: docs/reference/idplan-json.md). More: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

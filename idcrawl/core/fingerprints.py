@@ -1,37 +1,7 @@
 """Content fingerprints: exact duplicates, near-duplicates and learned soft 404s.
 
-Three questions about a page's content, answered without Scrapy:
-
-- **Exact duplicates.** Two items with the same ``checksum`` (sha1 of the
-  body) carry the same page. :class:`ContentIndex` remembers, per crawl, the
-  first item of each checksum: 20 bytes of digest and the first item's
-  target and id, about 130 bytes per *distinct* page, so its memory grows with
-  the items a crawl emits (not with the id range): 1,000,000 distinct pages
-  take 121 MiB (measured in ``docs/benchmarks.md``).
-- **Near-duplicates.** Pages that differ only in boilerplate (a timestamp, a
-  session token, a banner) have different checksums. Their *visible text*
-  (tags, scripts and styles stripped) is cut into word shingles (every run of
-  :data:`SHINGLE_WORDS` consecutive words) and summarised by a MinHash
-  signature of :data:`NUM_PERM` values (``datasketch``); a MinHash LSH index
-  finds earlier signatures likely above the threshold, and each candidate is
-  confirmed by the signatures' estimated Jaccard similarity. The index keeps
-  every distinct page's signature (512 bytes) plus the LSH tables: about
-  2.2 KB per distinct page in all.
-- **Learned soft 404s.** :class:`SoftPage` is the shingle set of the page a
-  site serves for an id known not to exist (the *probe*), taken on text with
-  digits normalised (words that contain a digit are left out: the requested
-  id and the time of the request change from page to page). A 2xx page whose shingle set has Jaccard similarity >=
-  the target's ``soft404_similarity`` to it is a soft 404. This is a single
-  comparison against one small set, so it is computed exactly on the sets
-  (what MinHash would estimate with an error of about +-0.03 at 128
-  permutations) and needs neither ``datasketch`` nor its import time.
-
-``datasketch`` (and numpy, scipy) are imported on first use only, so a crawl
-with near-duplicates off pays no import cost.
-
-A false positive costs more than a false negative here: a page wrongly taken
-for a soft 404 or a duplicate is *skipped* (or marked), while a missed one is
-at worst an extra item or fetch. The thresholds are meant to be conservative.
+No Scrapy; ``datasketch`` is imported on first use only. The three questions and the thresholds:
+docs/architecture.md, "Module notes" (and docs/outcomes.md, docs/dedup.md).
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """Weighted interleaving of lanes grouped by download slot (stride scheduling).
 
-Every lane has a *pass* that grows by its *stride* (``L // weight``, with ``L``
-the least common multiple of the weights, so strides are exact integers) each
-time it is picked; the lane with the smallest pass goes next, declaration
-order breaking ties. With all lanes ready, every round of ``sum(weights)``
-picks gives each lane exactly its weight (``A:1, b:2`` gives ``A b b A b b``).
-
-Lanes are grouped (by download slot) in a two-level heap so that a busy slot
-is skipped in one step however many lanes it holds, and a pick costs
-O(log lanes) amortised. A lane that is not ready is *parked*, never waited
-on; the caller unparks it when it can go again.
+A pick costs O(log lanes) amortised; a lane that is not ready is parked, never waited on.
+How: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

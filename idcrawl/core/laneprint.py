@@ -1,32 +1,7 @@
 """Scrapy's request fingerprint of an id URL, from its template, without canonicalising each URL.
 
-The request filter learns every lane request (so that a follow-up link to an id page is not fetched
-again), which costs Scrapy's default fingerprint per request: sha1 of
-``json.dumps({"body": "", "headers": {}, "method": "GET", "url": canonicalize_url(url)},
-sort_keys=True)`` for a GET without body. ``canonicalize_url`` (parse, quote, sort the query,
-resolve dot segments) is most of that cost, and for the URLs of one template it does the same thing
-each time: :class:`TemplatePrint` does it once per template and then hashes
-``head + digits + tail``.
-
-Why that is exact, for a template accepted by :func:`template_print`:
-
-- the id is rendered as ASCII digits in the path, or in the query *value* of a key that occurs once
-  in the query, after the host and before any ``#``;
-- ``canonicalize_url`` treats the path byte by byte (percent-decode, then quote with the digits
-  safe), so digits stay as they are in place, unless a ``%`` right before them makes them part of
-  an escape: a ``%`` in the two characters before the id refuses the template;
-- the query is split on ``&`` and sorted by key first, so a key used once keeps its place whatever
-  its value, and each value is quoted byte by byte;
-- dot segments are never digits, so resolving them does not depend on the id (a template whose id
-  segment a later ``..`` removes fails the probes below);
-- JSON escapes character by character, and the digits need no escape.
-
-Every accepted template is also checked on :data:`PROBES` (ids of 1 to 20 digits, every leading
-digit) against the caller's fingerprint function, Scrapy's own: ``canonicalize_url`` of each probe
-URL must be ``before + digits + after`` canonicalised, and the fingerprints must be equal. Anything
-else (a custom fingerprinter, a request that is not the template's GET without body, ``verbatim_url``)
-is left to Scrapy's fingerprinter by the caller. ``tests/unit/test_laneprint.py`` compares the two
-on random templates and ids (hypothesis).
+Why that is exact, and how each template is checked against Scrapy's own fingerprint:
+docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

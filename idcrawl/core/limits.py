@@ -1,37 +1,7 @@
 """Job limits (seed 002, Table 3): when a domain crawl, or the whole job, must stop.
 
-Seven rules bound the size of a *domain crawl* (DLC: one download slot, a
-host by default) and, where they make sense, of the *job* (JLC):
-
-======  =========  ==========  ====================================================
-rule    category   unit        stops a domain ...
-======  =========  ==========  ====================================================
-LT      control    targets     (not a stop rule) takes at most LT requests per
-                               iteration from its ranked frontier
-Imax    primary    iterations  after Imax iterations
-PLmax   primary    page loads  after PLmax responses received
-TST     primary    iterations  after TST consecutive iterations in which its count
-                               of found targets did not change
-TTmax   secondary  targets     when it knows TTmax distinct targets
-TDL     secondary  seconds     TDL seconds after its first request
-TAC     secondary  seconds     when the time between the starts of two of its
-                               iterations exceeds TAC
-======  =========  ==========  ====================================================
-
-Primary rules are expected to end many domain crawls during proper operation;
-secondary ones protect against loops, crawler traps and stuck threads (seed:
-"software failure handling"); *special* is the seed's category for rules of
-particular research runs (none ship here, the category exists for them). 0
-turns a rule off (LT 0: no cap per iteration).
-
-Everything here is plain data with times passed in (``now``, seconds on any
-clock that does not go backwards, e.g. ``time.monotonic()``), so a test drives
-a domain through any sequence of events without a reactor. The Scrapy
-extension feeds the events and acts on the decisions.
-
-An *iteration* is one turn in which a domain takes up to LT requests from its
-frontier: :meth:`LimitTracker.take` starts one and says how many requests the
-domain may take in it.
+Plain data with times passed in, so a test drives a domain without a reactor; the Scrapy extension
+feeds the events and acts on the decisions. The rules: docs/limits.md; more: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,29 +1,8 @@
 """Outcome rules: which responses mean "this id does not exist".
 
-A site answers a missing id with 404/410, or with a 200 page that says "not
-found" (a *soft 404*). An :class:`OutcomeRule` holds one target's tests and
-turns a final response (status and body) into an :class:`Outcome`:
-
-1. ``status in missing_statuses`` -> missing (checked first, so a 2xx listed
-   there, say 204, means missing);
-2. any other non-2xx status -> failed;
-3. a 2xx is found unless a soft-404 test matches, in which case it is missing.
-   The soft-404 tests are alternatives (any one is enough):
-
-   - ``soft404_max_bytes``: the body is at most N bytes long;
-   - ``soft404_regex``: a Python regular expression found in the decoded text;
-   - ``soft404_css`` / ``soft404_xpath``: the selector selects something;
-   - ``found_css`` / ``found_xpath``: the selector selects *nothing* (a page
-     that exists always has it).
-
-The tests run cheapest first and stop at the first match. The HTML is parsed
-at most once per response, and only when a selector test is configured; a
-caller that already has a parsed tree (Scrapy's ``response.selector``) hands
-it over instead, so the page is not parsed twice.
-
-Rules are validated when they are built: a bad regex, CSS selector or XPath
-raises :class:`OutcomeRuleError` naming the field, so a crawl never starts
-with a rule that would fail on every page.
+An :class:`OutcomeRule` holds one target's tests and turns a final response into an :class:`Outcome`;
+a bad rule raises :class:`OutcomeRuleError` when built. The rules: docs/outcomes.md; their order:
+docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

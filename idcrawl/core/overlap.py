@@ -1,29 +1,6 @@
 """Overlapping targets: one fetch per URL, every lane still gets its outcome.
 
-Two targets with the same URL template (and the same rules for telling found
-from missing) walk one *id space*: job files often list a register twice, once
-per year or per start point, and the ranges overlap. A request dupefilter
-would drop the second request for an id, and the second lane would never
-learn the id's outcome: its margin would stall or cut in the wrong place.
-So overlap is handled here, exactly (no Bloom filter false positives): the
-first lane to reach an id fetches it, a lane reaching it while the fetch is
-in flight waits for that outcome, and a lane reaching it later takes the
-outcome already known.
-
-Each found id yields its items once, from one lane chosen by a rule that does
-not depend on completion order or speculation (:func:`emitting_rank`): of the
-lanes whose final prefix (the ids before their cut) holds the id, the one that
-reaches it in the fewest steps from its start, ties by lane key. A lane that
-may emit an id while a lane before it by that rule could still reach it holds
-the payload until that lane's cut or prefix decides it (the frontier does
-this); every other lane releases an empty payload so that its own bookkeeping
-(state, cursors) still records the id as found.
-
-Memory: the decided ids as compressed bitmaps (a few bits per id for dense
-ranges), ids in flight, and the payloads of found ids not yet emitted: those
-waiting for a lane's window to release them, and those a lane released while
-a lane before it by the rule had not decided the id yet (see
-:class:`idcrawl.core.frontier.Frontier` for the bound).
+Which lane emits a found id (:func:`emitting_rank`) and what is held in memory: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
-"""Politeness: how long to wait between two requests to one host.
+"""Politeness: how long to wait between two requests to one host (docs/politeness.md).
 
-The rule of Mercator (factor 10) and Heritrix (factor 5, clamped to 3..30 s):
-the gap before the next request to a host is a multiple of how long the last
-fetch from that host took, so a host that slows down is asked less often.
-
-    gap = max(floor, clamp(factor * latency, min_delay, max_delay))
-
-``floor`` is the delay configured for the host's download slot
-(``DOWNLOAD_DELAY``, or a ``DOWNLOAD_SLOTS`` entry's ``delay``): an explicit
-delay is never shortened, not even by ``max_delay``, which only caps what a
-slow fetch can impose.
-
-Pure functions with no Scrapy imports; :mod:`idcrawl.extensions.politeness` applies them
-to Scrapy's download slots.
+``gap = max(floor, clamp(factor * latency, min_delay, max_delay))``: pure functions, no Scrapy;
+:mod:`idcrawl.extensions.politeness` applies them to Scrapy's download slots.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
 """Id sets and the resume plan (seed 000, "Resume strategy").
 
-Outcomes are kept as compressed bitmaps (pyroaring's 64-bit roaring
-bitmaps), never one row per id: 10,000,000 ids with 1% scattered gaps take
-about 0.4 MB and load in well under a millisecond.
-
-The plan of a lane splits what a past run did into three parts:
-
-- **content**: found ids inside the crawled span;
-- **holes**: ids inside the crawled span without content, told apart by
-  outcome (missing, failed, disallowed);
-- **bound**: the interval not crawled yet. An unfinished lane goes on from
-  its first undecided id; a lane cut by its margin restarts just after its
-  last found id (new ids may have appeared at the tail since); a lane that
-  reached its bound has none.
+Outcomes are compressed bitmaps (pyroaring), never one row per id; a lane's plan is its content, holes
+and bound (docs/resume.md). More: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Turn a target's stored past into the lanes of a resumed run.
 
-``bound`` (and ``auto``, the default) continues every unfinished lane (a lane cut by its margin from
-just after its last found id); ``holes`` refetches holes of the crawled
-spans (failed ones, or ``holes="all"``: missing and disallowed too) as list
-lanes; ``all`` does both; ``due`` walks the tail (the ascending lane, as ``bound`` does) when it is
-due (:func:`tail_due`, the rule of :mod:`idcrawl.core.recrawl`), then the due pages given, and
-nothing else. Ids already found are never fetched again (but by the due pages' lane, whose ids are
-found pages due for a revisit): the frontier records them found without a request.
+What each ``resume`` word walks: docs/resume.md and docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

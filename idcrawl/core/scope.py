@@ -117,7 +117,7 @@ class CrawlProfile:
 def _suffixes() -> tldextract.TLDExtract:
     """The public-suffix list: tldextract's bundled snapshot, never fetched (no network, no cache files).
 
-    Imported on first use: tldextract brings ``requests`` and ``urllib3`` (about 0.12 s), which a
+    Imported on first use: tldextract brings ``requests`` and ``urllib3`` (their import time), which a
     crawl without registered-domain scope rules never needs.
     """
     import tldextract

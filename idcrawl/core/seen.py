@@ -1,39 +1,6 @@
-"""Which request fingerprints a crawl has seen: swappable backends and their file.
+"""Which request fingerprints a crawl has seen: swappable backends and their file (no Scrapy imports).
 
-The request dupefilter (:mod:`idcrawl.dupefilters`) asks one question per
-request, "seen before?", and remembers the answer across runs. This module
-holds the data structures behind it, with no Scrapy imports:
-
-- :class:`PyBloomSeen` (``pybloom``, the default): pybloom-live. A ``BloomFilter`` when the
-  capacity is known; a ``ScalableBloomFilter`` when it is not (``capacity=0``).
-- :class:`RBloomSeen` (``rbloom``, 4-6x faster): rbloom (Rust), fed a *stable*
-  hash of the fingerprint. Python's ``hash()`` of bytes is salted per process,
-  so a filter built with it would mean nothing after a restart.
-- :class:`ExactSeen` (``set``): a plain set of fingerprints; no false positive,
-  about 100 bytes a fingerprint.
-
-A Bloom filter answers "seen" for a few fingerprints it never saw (the false
-positive rate): for a crawl that is a page skipped, which is worse than a page
-fetched twice. So the rate is a setting, the filters are sized for it, and a
-filter that is full never raises nor silently degrades: it chains a larger
-layer behind itself, at a tighter rate, and says so once (``on_full``).
-
-Chained layers follow the scalable Bloom filter (Almeida et al. 2007): layer
-``i`` holds :data:`GROWTH` times the fingerprints of layer ``i-1`` at
-:data:`TIGHTENING` times its rate, so the compound rate stays below the
-configured one (``p/2 + p/4 + ... < p``) however far the filter grows.
-
-:class:`Seen` adds the crawl's rule on top of a backend: a fingerprint is
-*pending* (an exact set, this run only) from the moment its request is
-scheduled until a response for it arrives; only then does it go into the
-backend, which is what is saved. A run that stops with requests still queued
-(their queue is lost without ``JOBDIR``, or killed with it) thus never saves
-them as seen, and the next run fetches them when they turn up again.
-
-Files (:func:`dump`, :func:`load`): a magic line, one JSON header line
-(format, backend, parameters, payload size and SHA-256) and the backend's
-payload. A file that is not one of these, is truncated, fails its checksum or
-holds another backend is refused with :class:`SeenFileError`, never rewritten.
+The backends, how a full filter grows, the pending rule and the file format: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -77,7 +44,7 @@ __all__ = [
 ]
 
 #: The backend of the dupefilter when the settings name none: pybloom-live, the
-#: library the project chose; rbloom checks and adds 4-6x faster at the same memory
+#: library the project chose; rbloom checks and adds faster at the same memory
 #: and false-positive rate (docs/benchmarks.md, "Request dupefilter") and is one
 #: setting away (the ``fast`` profile picks it).
 DEFAULT_BACKEND = "pybloom"
@@ -441,7 +408,7 @@ class RBloomSeen:
 
     def __contains__(self, fp: bytes) -> bool:
         key = int.from_bytes(fp[:16], "big", signed=True) if len(fp) >= 16 else stable_hash(fp)
-        for layer in self._layers:  # noqa: SIM110 - a loop: any() over a generator costs 2x here
+        for layer in self._layers:  # noqa: SIM110 - a loop: any() over a generator is slower here
             if key in layer.bloom:
                 return True
         return False

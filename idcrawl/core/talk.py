@@ -1,23 +1,7 @@
 """What a crawl tells people at INFO: its plan, its progress, its summary.
 
-Pure formatting from plain numbers (no Scrapy, no frontier): the
-``IdProgress`` extension (:mod:`idcrawl.extensions.progress`) copies what it needs
-into :class:`LaneInfo` / :class:`TargetInfo` and logs the lines these
-functions return. Three kinds of lines, each starting with its kind:
-
-- ``plan``: once when the spider opens: the state file, then per target its
-  URL template, margin and lanes (where each starts and ends), and what a
-  resumed target takes from earlier runs;
-- ``progress``: periodically: per target ids decided, outcomes, the rate since
-  the last line, and where each lane is;
-- ``summary``: once at close: per target outcomes, the rate over the whole
-  run, where and why each lane stopped, and the requests wasted past cuts.
-
-Only the first ``shown`` targets get lines of their own; the others are
-summed in one ``and N more targets`` line, so a job of thousands of targets
-stays readable. Counts use thousands separators; ids never do (people copy
-them into URLs and spider arguments). Every line is one printable line with a
-template's password masked (:func:`idcrawl.core.safetext.safe`).
+Pure formatting from plain numbers (no Scrapy, no frontier); :mod:`idcrawl.extensions.progress` logs
+the lines. The three kinds of lines: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,33 +1,7 @@
 """The durable URL queue of crawl scope (seed 003): outlinks queued, taken host by host, harvested.
 
 :class:`UrlQueue` is the interface the Scrapy shell drives; :class:`MemoryUrlQueue` implements it in
-memory (a crawl without state, and the SQLite store's working copy: it loads the stored entries and
-hands back :meth:`MemoryUrlQueue.changes` to commit). No Scrapy imports; times are seconds on the
-job's clock, passed in.
-
-One URL is one :class:`QueuedUrl`: its :class:`~idcrawl.core.scope.UrlRecord` (owner target,
-collection, crawl profiles, hops, harvest times and counters) and its :class:`QueueState`:
-
-- ``queued``: waiting for a slot on its host (taken by :meth:`UrlQueue.take`);
-- ``postponed``: its target, collection or crawl profiles are deactivated: kept, with a next
-  harvest time, until a later run finds them active again (:meth:`UrlQueue.start`);
-- ``taken``: handed to the downloader, no answer yet, or a found page whose items are not written
-  yet (its links are followed already; :meth:`UrlQueue.written` harvests it): queued again at the
-  next run's start;
-- ``harvested``: answered. A found page's links were followed; a page that answered "not found"
-  or with an error is queued again at the next run's start (its counters say how often). With a
-  revisit frequency (a crawl profile's ``revisit``, :func:`~idcrawl.core.scope.revisit_of`) its
-  record's ``next_harvest`` is the last harvest + that frequency: it is queued again when that time
-  comes, at a run's start or during a run (:meth:`UrlQueue.take`).
-
-The life of a run: :meth:`~UrlQueue.start` reconciles the stored URLs with the current job file
-(the seed's "harvesting a queued URL", steps 1-6, for every stored URL: dropped, re-owned,
-postponed, released), :meth:`~UrlQueue.seed` queues the page targets' pages (hop 0),
-:meth:`~UrlQueue.take` hands out the next URL of a host that has room (the yield model:
-:func:`~idcrawl.core.scope.choose`), :meth:`~UrlQueue.fetched` and :meth:`~UrlQueue.failed` record
-the answer (the seed's "processing the URL itself") and follow a found page's links (the seed's
-"processing outlinks": shortest hops kept, seed ownership by the table a-f, a better path found
-later re-follows a fetched page's links), :meth:`~UrlQueue.counts` feeds ``scrapy idplan``.
+memory. No Scrapy; times are passed in. The states of a URL and the life of a run: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

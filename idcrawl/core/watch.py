@@ -1,18 +1,7 @@
 """Watch mode's rule: when the next wave of a watching crawl starts, and how long it sleeps until then.
 
-A watching crawl (``-a watch=true``; in a distributed job, on every worker) runs ``resume=due`` waves: after a wave it
-sleeps until the earliest schedule just written falls due (:func:`next_wave_at`), then plans the
-next wave at that time. The schedules are those of :mod:`idcrawl.core.recrawl`: the tails, and the
-found pages (a page falling due between two tail waves wakes a wave of its own); with crawl scope
-also the next harvest of a URL whose crawl profile has ``revisit``. Whatever is due then is walked,
-through the same resume plan (and the URL queue) as any ``resume=due`` run.
-No Scrapy here: the Scrapy shell is ``idcrawl.extensions.watch.IdWatch``.
-
-A thing is due when ``now - last_crawled > update_duration`` (strictly): the first moment a wave
-finds it due is a tick after ``due_at()`` (:data:`TICK`, a millisecond: the precision of the
-recorded times). The sleep is in simulated seconds on the one clock; a clock scale
-(``IDCRAWL_WATCH_SPEED``, simulated seconds per real second, with a fixed clock) makes a simulated
-day pass in a moment of real time, so a test sees several waves without sleeping through days.
+No Scrapy here: the shell is ``idcrawl.extensions.watch.IdWatch``. The rule: docs/recrawl.md,
+"Watch mode", and docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """``IdAttemptsMiddleware``: attempts of lane requests after a cool-down.
 
-Lane requests carry ``dont_retry`` so Scrapy's RetryMiddleware leaves them
-alone (nothing is retried twice); this middleware retries them instead, with
-the target's ``attempts``/``cooldown``/``backoff``, honouring ``Retry-After``.
-A retry is not slept on: it goes back to the scheduler with a due time and
-waits in its delay queue while other ids and lanes keep flowing. Which
-statuses and exceptions are retryable comes from Scrapy's own
-``RETRY_HTTP_CODES`` and ``RETRY_EXCEPTIONS``.
-
-After the last attempt the response (or exception) goes on to the spider,
-which records the id as ``failed``: an id's outcome is final only when its
-attempts are done, so a flaky id never cuts a lane early.
+Lane requests carry ``dont_retry``; this middleware retries them with the target's ``attempts``,
+``cooldown`` and ``backoff``, honouring ``Retry-After``, without sleeping. Why: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

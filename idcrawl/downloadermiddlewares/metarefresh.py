@@ -1,25 +1,6 @@
 """``IdMetaRefreshMiddleware``: Scrapy's MetaRefreshMiddleware, without decoding pages that cannot refresh.
 
-Scrapy's middleware decodes every HTML response (``response.text``), finds its
-base URL and scans the first 4,096 characters for ``<meta http-equiv="refresh">``:
-about 2.5% of the CPU of a ``fast`` id crawl, whose callbacks read the body as
-bytes and never decode it. A refresh is found only in a ``<meta>`` tag whose
-attributes, lower-cased, contain ``refresh`` (w3lib's ``get_meta_refresh``; older
-w3lib versions match ``refresh`` with a case-insensitive regex). No character
-outside ASCII lower-cases to, or case-folds to, any of ``r``, ``e``, ``f``, so the
-decoded text can only have it where the body's bytes have ``refre`` (any case),
-as long as the page's codec writes ASCII characters as their own bytes and
-makes no ASCII character out of other bytes (:data:`ASCII_TRANSPARENT`: UTF-8
-and the single-byte ISO-8859 and Windows code pages, the ones real pages use).
-A body without those bytes in such a codec is passed on as it is, which is what
-Scrapy's middleware would decide after decoding it; every other response (one
-with those bytes, a byte-order mark of UTF-16 or UTF-32, another codec) goes
-through Scrapy's middleware unchanged. Same decisions, same redirects, same
-settings (``METAREFRESH_ENABLED``, ``METAREFRESH_IGNORE_TAGS``,
-``METAREFRESH_MAXDELAY``).
-
-The add-on swaps it in for Scrapy's at Scrapy's order (580), unless the project
-lists either of them in ``DOWNLOADER_MIDDLEWARES``.
+Same decisions and settings as Scrapy's; why skipping is exact: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

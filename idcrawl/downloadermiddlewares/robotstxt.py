@@ -1,23 +1,6 @@
 """``IdRobotsTxtMiddleware``: Scrapy's RobotsTxtMiddleware, with every waiting request checked.
 
-In Scrapy 2.19 the requests of a host that arrive while its robots.txt is
-still downloading all await one Deferred through ``maybe_deferred_to_future``.
-Twisted hands the parser to the first of them only; the others get ``None``,
-which the middleware reads as "no robots.txt", so they are fetched unchecked
-(an id crawl dispenses a window of ids at once: up to
-``CONCURRENT_REQUESTS_PER_DOMAIN`` disallowed pages could be fetched). Once
-the Deferred has fired the middleware's own table holds the parser (or
-``None`` after a download error), so a waiter that got ``None`` reads it
-from there. Everything else, including the ``IgnoreRequest("Forbidden by
-robots.txt")`` that idcrawl counts as ``disallowed``, is Scrapy's.
-
-It also caps what a host's robots.txt may cost: past ``IDCRAWL_ROBOTSTXT_MAXSIZE``
-bytes the download stops (Scrapy's ``StopDownload``) and the file is read up to its
-last complete line under the cap, as Google and RFC 9309 do (they parse the first
-500 KiB); ``DOWNLOAD_MAXSIZE`` does not cancel a robots.txt, the cap ends it first.
-
-The project settings swap it in for Scrapy's (same order, 100); drop the waiter
-fix once Scrapy hands the parser to every waiter.
+It also caps a robots.txt at ``IDCRAWL_ROBOTSTXT_MAXSIZE`` bytes. Why: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,23 +1,7 @@
 """``IdSoft404Middleware``: learn each target's soft-404 page before any of its ids is judged.
 
-A target with ``soft404_probe`` fetches that page (an id known not to exist)
-first: this spider middleware puts one probe request per such target ahead of
-the spider's own start requests, so a site spider that overrides ``start()``
-need not remember them. Until a target's probe is settled, its lane responses
-that arrive are held (at most the lanes' windows) and judged when it is, so
-every id is classified against the same knowledge whatever the concurrency.
-Nothing in the scheduler or the frontier waits; other targets do not wait.
-
-The spider asks two things (``IdSeqSpider._id_response`` and ``classify``):
-whether to hold a lane response (:meth:`IdSoft404Middleware.hold`) and whether
-a found page is the learned soft-404 page (:meth:`IdSoft404Middleware.is_soft404`).
-The probe's callbacks are spider methods, ``probe_response`` and
-``probe_failure`` (Scrapy serialises a request's callbacks by name, into
-``JOBDIR``), which hand the answer here with the spider's judge of a lane
-response, so that what the held responses give comes out of that callback.
-
-Without this middleware (``SPIDER_MIDDLEWARES = {...: None}``) no probe is
-sent, nothing is held, and soft 404s are items, as for a target without a probe.
+Probe requests go ahead of the spider's start requests; a target's lane responses are held until its
+probe is settled. Why: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

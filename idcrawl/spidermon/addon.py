@@ -1,12 +1,7 @@
 """``IDCRAWL_SPIDERMON``: turn on Spidermon with idcrawl's monitor suite.
 
-The switch is a Scrapy add-on (:class:`Monitoring`) that the ``idseq`` spider
-adds to ``ADDONS`` for itself. Add-ons run after the spider's own
-``update_settings`` and after the add-ons that apply profiles, so the switch
-works from the project settings, a profile (``IDCRAWL_PROFILE`` or a job file's
-``profile``) or ``-s``. This module does not import Spidermon, an optional
-extra: only a crawl that asks for it needs it installed. The suite itself is
-:mod:`idcrawl.spidermon.monitors`.
+:class:`Monitoring`, an add-on the ``idseq`` spider adds for itself; it does not import Spidermon.
+The suite: :mod:`idcrawl.spidermon.monitors`.
 """
 
 from __future__ import annotations

@@ -1,24 +1,7 @@
 """Spidermon monitors over idcrawl's stats (optional: ``pip install 'idcrawl[monitoring]'``).
 
-``IDCRAWL_SPIDERMON = True`` (project settings, a profile or ``-s``) wires this
-module in (:mod:`idcrawl.spidermon.addon`): Spidermon's extension, and
-:class:`IdCrawlMonitorSuite` appended to ``SPIDERMON_SPIDER_CLOSE_MONITORS``.
-The suite checks, when the spider closes:
-
-- the share of failed ids among decided ones (``IDCRAWL_MONITOR_MAX_FAILED_RATIO``):
-  a site that is down, blocks the crawler or throttles it hard;
-- the finish reason (``IDCRAWL_MONITOR_FINISH_REASONS``): a job stopped by a
-  limit, a timeout or a shutdown did not cover its targets;
-- incidents written to the XML log this run (``IDCRAWL_MONITOR_MAX_INCIDENTS``);
-- overshoot, found ids fetched past a cut, per found id
-  (``IDCRAWL_MONITOR_MAX_OVERSHOOT_RATIO``): content continued after the margin
-  cut a lane, so the margin is too small for the site;
-- lost ids (requests that vanished without a response or an error): always 0.
-
-Each check's verdict also goes into the stats (``idcrawl/monitors/<check>``,
-``OK``/``FAIL``/``ERROR``), so scrapyd's and Zyte's stats views show it without
-a Spidermon action; add your own actions (Slack, e-mail, ...) by subclassing
-the suite and naming the subclass in ``SPIDERMON_SPIDER_CLOSE_MONITORS``.
+:class:`IdCrawlMonitorSuite` checks a crawl when the spider closes; each verdict also goes into the
+stats. The checks: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

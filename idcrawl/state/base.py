@@ -1,18 +1,7 @@
 """The state store interface: what a crawl must remember between runs.
 
-Per target: its parameters (a later run with other parameters is detected),
-the outcome of every decided id as compressed bitmaps, the lanes'
-durable records (cursor, last found id, cut) and a schedule record per found
-page (checksum, validators, last status, when it is due again). Per run: start and end times,
-finish reason, counts, the names of the targets it crawled (one state
-file may serve many jobs: ``scrapy idplan`` shows each target its own last
-run) and its feed marks (how far each local feed file was covered by the
-committed state; see :class:`FeedMarks`). Per target also its tail's recrawl schedule
-(``last_crawled``, ``update_duration``, ``last_found``, revision: :mod:`idcrawl.core.recrawl`),
-written with the run's last commit. And the URL queue of crawl scope: outlinks queued,
-postponed and harvested, with their counters (:mod:`idcrawl.core.urlqueue`). Backends only move
-these values; the rules that use them (the resume plan, the recrawl rule, the URL queue's) live in
-:mod:`idcrawl.core.ranges`, :mod:`idcrawl.core.recrawl` and :mod:`idcrawl.core.urlqueue`.
+Backends only move these values; the rules that use them live in :mod:`idcrawl.core.ranges`,
+:mod:`idcrawl.core.recrawl` and :mod:`idcrawl.core.urlqueue`. What is kept: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

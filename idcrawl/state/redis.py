@@ -1,26 +1,6 @@
 """Redis state store: the same interface as the SQLite file, under a job's key prefix.
 
-A single-process crawl with ``IDCRAWL_STATE_BACKEND = "redis"`` keeps here,
-per target, its params, one serialized roaring bitmap per outcome and its lane
-records, written by :meth:`RedisStateStore.commit` in one optimistic
-transaction (WATCH/MULTI: a concurrent writer makes it retry, never lose an
-id). The lanes of a distributed job live elsewhere (the scripts' hashes and
-2-bit fields); :class:`idcrawl.distributed.state.JobStateStore` reads them too.
-
-Keys (``P`` = ``<IDCRAWL_REDIS_PREFIX>:{<job>}:``): ``P targets`` (hash name ->
-params JSON), ``P o:<target>`` (hash outcome -> roaring bitmap), ``P lanes:<target>``
-(hash lane -> record JSON), ``P runs`` (list of run JSON: a start row with the
-run's ``targets``, then an end row), ``P pages:<target>`` (hash id -> page
-schedule record JSON: recrawl of found pages), ``P runseq``, ``P feeds:<run>`` (hash feed
-file path -> offset: the run's feed marks), ``P feedrun`` (the latest run
-that wrote feed marks) and ``P tails`` (hash target -> its tail's recrawl schedule JSON).
-
-The index of page due times: ``P pagedue:<target>`` (sorted set: id by its record's due time,
-``last_crawled + update_duration``, every record on the schedule or not), written in the same
-transaction (or Lua call: :mod:`idcrawl.distributed.pages`) as the records, and ``P pageidx`` (set of
-the targets whose index holds every record). A job written before the index has no ``pageidx``
-entry: the first writable reader rebuilds it once (:meth:`RedisStateStore.index_pages`); until then
-(and for read-only readers of such a job) the records are read the old way, O(pages).
+Written in one optimistic transaction per commit (WATCH/MULTI). The keys: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """SQLite state store (stdlib ``sqlite3``, WAL): the embedded default.
 
-One row per target outcome holds a serialized roaring bitmap, so the file
-stays small whatever the range. Every commit is one transaction: killed at
-any moment, the file holds the state of the last completed commit.
-
-Older files get the ``feeds`` table (feed marks), the ``urls`` table (the URL queue of crawl
-scope, one row per URL), the ``pages`` table (page schedule records, indexed by due time) and the ``tails`` table (each
-target's tail recrawl schedule, a JSON record: :func:`idcrawl.core.recrawl.record_of`), added without
-a schema version change (older idcrawl versions ignore them), when opened for writing; read-only, a
-file without them has none.
+Every commit is one transaction; outcomes are roaring bitmaps, a row per target outcome.
+The tables added to older files: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations
