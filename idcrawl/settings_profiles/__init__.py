@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from idcrawl import default_settings
+from idcrawl.config import setting
 from idcrawl.core.targets import JobFile, TargetError, read_job_profile
 from idcrawl.errors import BadInputError
 
@@ -101,7 +102,7 @@ def profile_sources(settings: BaseSettings | None = None) -> dict[str, Traversab
     """Every known profile name and its file: ``IDCRAWL_PROFILES_DIR`` first, then the packaged ones."""
     sources: dict[str, Traversable] = {}
     folders: list[Traversable] = []
-    extra = settings.get("IDCRAWL_PROFILES_DIR") if settings is not None else None
+    extra = setting(settings, "IDCRAWL_PROFILES_DIR") if settings is not None else None
     if extra:
         folders.append(Path(extra))
     folders.append(resources.files(PACKAGE))
@@ -157,7 +158,7 @@ def apply_profile(settings: BaseSettings) -> str | None:
 
     Idempotent: the same profile applied again sets the same values at the same priority.
     """
-    name = settings.get("IDCRAWL_PROFILE")
+    name = setting(settings, "IDCRAWL_PROFILE")
     if not name:
         return None
     _apply_values(settings, load_profile(str(name), settings))
@@ -184,7 +185,7 @@ def apply_job_profile(settings: BaseSettings, job: JobFile | str | None) -> str 
     if name is None:
         return None
     where = f"job file {job_path!r}: profile={name!r}"
-    current = settings.get("IDCRAWL_PROFILE")
+    current = setting(settings, "IDCRAWL_PROFILE")
     if current == name:
         return None  # already applied from the settings
     if current and (settings.getpriority("IDCRAWL_PROFILE") or 0) >= SETTINGS_PRIORITIES["cmdline"]:
@@ -237,4 +238,4 @@ class JobProfile:
             from idcrawl.validation import validate_settings
 
             validate_settings(settings)  # the job's profile may have brought bad values
-            logger.info("idcrawl: settings profile %r from job file %s", settings.get("IDCRAWL_PROFILE"), job_path)
+            logger.info("idcrawl: settings profile %r from job file %s", setting(settings, "IDCRAWL_PROFILE"), job_path)
