@@ -1,8 +1,8 @@
 """The crawl's settings read once: the typed, frozen :class:`IdConfig` of its ``IDCRAWL_*`` settings.
 
 Components read ``config_of(crawler).window`` (one attribute per setting, lower-cased without
-``IDCRAWL_``), never ``settings.getint("IDCRAWL_WINDOW", ...)``: the table, the checks and the
-defaults live in :mod:`idcrawl.core.setting_specs`. Code that has settings but no crawler (commands,
+``IDCRAWL_``), not Scrapy's getters with a fallback from ``default_settings``: the table, the checks
+and the defaults live in :mod:`idcrawl.core.setting_specs`. Code that has settings but no crawler (commands,
 add-ons) uses :func:`config_from`; a read while the settings are still being assembled (an add-on's
 ``update_settings``, a profile) uses :func:`setting`. ``tests/unit/test_config.py`` fails for a
 ``settings.get*("IDCRAWL_...")`` outside this module.

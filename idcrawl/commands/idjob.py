@@ -95,8 +95,7 @@ class Command(ScrapyCommand):
 
     def _lease(self) -> float:
         assert self.settings is not None
-        lease: float = config_from(self.settings).redis_lease_timeout
-        return lease
+        return config_from(self.settings).redis_lease_timeout
 
     # -- push --------------------------------------------------------------------------
 
