@@ -1,11 +1,8 @@
-"""Every idcrawl setting with its default, in one place, grouped by component.
+"""Every idcrawl setting with its default, as module constants, grouped by component.
 
-Components read a setting with this module's value as the fallback
-(``settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW)``), so that
-a project which wires a single piece by hand (only ``SCHEDULER``, say) still gets
-the documented default. Every value is checked once, before the crawl starts,
-against its entry in :mod:`idcrawl.core.setting_specs` (:mod:`idcrawl.validation`).
-The manual's settings reference (docs/reference/settings.md) is checked against this module by the test suite.
+A Scrapy project may import them (``from idcrawl.default_settings import *``); idcrawl itself reads
+its settings through :mod:`idcrawl.config`, whose table (:mod:`idcrawl.core.setting_specs`) holds the
+same defaults (``tests/unit/test_config.py`` checks that they agree, and the manual's settings page).
 """
 
 from idcrawl.core.outcomes import DEFAULT_MISSING_STATUSES as _DEFAULT_MISSING_STATUSES

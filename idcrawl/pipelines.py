@@ -13,9 +13,8 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.misc import load_object
 
-from idcrawl import default_settings
+from idcrawl.config import config_from
 from idcrawl.core.fingerprints import ITEM_SIGNATURE_KEY, ContentIndex
-from idcrawl.errors import BadInputError
 from idcrawl.runtime import STATS_PREFIX
 
 if TYPE_CHECKING:
@@ -31,20 +30,8 @@ MODES = ("mark", "drop", "off")
 
 def content_settings(settings: BaseSettings) -> tuple[str, float]:
     """``(mode, near threshold)`` from the settings; bad values raise :class:`BadInputError` naming the setting."""
-    raw_mode = settings.get("IDCRAWL_CONTENT_DUPLICATES", default_settings.IDCRAWL_CONTENT_DUPLICATES)
-    mode = str(raw_mode).strip().lower() if raw_mode is not None else ""
-    if mode not in MODES:
-        raise BadInputError(f"IDCRAWL_CONTENT_DUPLICATES={raw_mode!r}: must be one of {', '.join(MODES)}")
-    raw_near = settings.get("IDCRAWL_CONTENT_NEAR_DUPLICATES", default_settings.IDCRAWL_CONTENT_NEAR_DUPLICATES)
-    try:
-        near = float(raw_near if raw_near not in (None, "") else 0.0)
-    except (TypeError, ValueError):
-        near = -1.0
-    if isinstance(raw_near, bool) or not 0.0 <= near <= 1.0:
-        raise BadInputError(
-            f"IDCRAWL_CONTENT_NEAR_DUPLICATES={raw_near!r}: must be a Jaccard threshold in [0, 1] (0 = off)"
-        )
-    return mode, near
+    config = config_from(settings)
+    return config.content_duplicates, config.content_near_duplicates
 
 
 def _enabled(settings: BaseSettings) -> bool:

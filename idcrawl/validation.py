@@ -15,17 +15,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from idcrawl.core.setting_specs import SettingError, check_settings
+from idcrawl.config import IdConfig, config_from
 from idcrawl.errors import BadInputError
 
 __all__ = ["validate_settings"]
 
-#: Settings that name a file idcrawl writes (its folder is created if missing).
-_FILE_SETTINGS = ("IDCRAWL_STATE_PATH", "IDCRAWL_DUPEFILTER_PATH", "IDCRAWL_INCIDENT_LOG")
 
-
-def validate_settings(settings: Any) -> None:
+def validate_settings(settings: Any) -> IdConfig:
     """Every ``IDCRAWL_*`` setting against its spec; the first bad one is a one-line :class:`BadInputError`.
+    Returns the typed config of ``settings`` as they are now.
 
     Called once where the settings are final, before the engine starts: for an
     id crawl by the idseq spider's ``from_crawler`` (after ``IDCRAWL_PROFILE``
@@ -33,22 +31,21 @@ def validate_settings(settings: Any) -> None:
     spiders by the ``IdCrawl`` add-on; and again by the ``JobProfile`` add-on
     only when a job file's profile changed settings.
     """
-    try:
-        check_settings(settings.get)
-    except SettingError as exc:
-        raise BadInputError(f"bad setting: {exc}") from None
+    config = config_from(settings)
     jobdir = settings.get("JOBDIR")
     if jobdir:
         problem = _folder_problem(Path(str(jobdir)))
         if problem:
             raise BadInputError(f"bad setting: JOBDIR={jobdir!r}: {problem}")
-    for name in _FILE_SETTINGS:
-        value = settings.get(name)
+    files = {"IDCRAWL_STATE_PATH": config.state_path, "IDCRAWL_DUPEFILTER_PATH": config.dupefilter_path,
+             "IDCRAWL_INCIDENT_LOG": config.incident_log}
+    for name, value in files.items():
         if value:
             problem = _file_problem(Path(str(value)))
             if problem:
                 raise BadInputError(f"bad setting: {name}={value!r}: {problem}")
     _check_extras(settings)
+    return config
 
 
 def _blocking_file(path: Path) -> Path | None:

@@ -14,8 +14,8 @@ from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import UsageError
 
-from idcrawl import default_settings
 from idcrawl._scrapy import command_crawler, shutdown_signals
+from idcrawl.config import setting
 from idcrawl.core.exits import DID_NOT_START, exit_status, is_normal
 from idcrawl.storage import REASON as STORAGE_REASON
 from idcrawl.storage import storage_reason
@@ -32,11 +32,10 @@ logger = logging.getLogger(__name__)
 
 def _deprecated_override(settings: BaseSettings) -> tuple[int, set[str]] | None:
     """``(IDCRAWL_FAIL_EXIT_CODE, IDCRAWL_FAIL_REASONS)`` when the code is set, else None."""
-    code = settings.get("IDCRAWL_FAIL_EXIT_CODE", default_settings.IDCRAWL_FAIL_EXIT_CODE)
-    if code in (None, ""):
+    code = setting(settings, "IDCRAWL_FAIL_EXIT_CODE")
+    if code is None:
         return None
-    reasons = {str(r).strip() for r in settings.getlist("IDCRAWL_FAIL_REASONS", default_settings.IDCRAWL_FAIL_REASONS)}
-    return int(code), reasons
+    return code, set(setting(settings, "IDCRAWL_FAIL_REASONS"))
 
 
 def crawl_exit_status(reasons: Iterable[str | None], settings: BaseSettings, signums: Iterable[int] = (),
@@ -50,7 +49,7 @@ def crawl_exit_status(reasons: Iterable[str | None], settings: BaseSettings, sig
     Watch mode (``IDCRAWL_WATCH``, which a watching spider sets) ends on a signal: its shutdown exits 0."""
     override = _deprecated_override(settings)
     signum = next(iter(signums), None)
-    watching = settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH)
+    watching = setting(settings, "IDCRAWL_WATCH")
     statuses = []
     for reason in list(reasons) or [None]:
         if storage_error and is_normal(reason, watching=watching):

@@ -29,6 +29,7 @@ from idcrawl.commands._common import (
     say_reading,
 )
 from idcrawl.commands.report import tail_fields, wanted_targets
+from idcrawl.config import setting
 from idcrawl.core.clock import Clock, ClockError, parse_time, stamp
 from idcrawl.core.jobfile import parse_job
 from idcrawl.core.lanes import Outcome
@@ -188,7 +189,7 @@ class Command(ScrapyCommand):
             return
         path = resolve_state(self.settings, opts)
         try:
-            now = self.settings.get("IDCRAWL_NOW") if self.settings is not None else None
+            now = setting(self.settings, "IDCRAWL_NOW") if self.settings is not None else None
             at = parse_time(opts.at, "--at") if opts.at else Clock.from_setting(now).now()
             job = parse_job(opts.job) if opts.job else []
             with read_state(path) as store:

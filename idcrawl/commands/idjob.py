@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from idcrawl import default_settings
 from idcrawl.commands._common import PlainHelpFormatter, apply_command_profile, redis_address
+from idcrawl.config import config_from
 from idcrawl.core.inputs import TargetError
 from idcrawl.core.safetext import safe
 from idcrawl.state.base import StateError
@@ -82,7 +82,7 @@ class Command(ScrapyCommand):
 
     def _lease(self) -> float:
         assert self.settings is not None
-        return self.settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)
+        return config_from(self.settings).redis_lease_timeout
 
     # -- push --------------------------------------------------------------------------
 
@@ -93,13 +93,7 @@ class Command(ScrapyCommand):
         if not rest:
             raise UsageError("push needs a JSON file (or - for stdin)", print_help=False)
         assert self.settings is not None
-        defaults = {
-            "margin": self.settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),
-            "window": self.settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
-            "missing_statuses": self.settings.getlist(
-                "IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES
-            ),
-        }
+        defaults = config_from(self.settings).target_defaults()
         warning = check_no_eviction(self.client, self.settings)  # pushed targets are kept in Redis: no eviction
         if warning:
             print(f"idjob: warning: {warning}", file=sys.stderr)

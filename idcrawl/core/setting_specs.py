@@ -1,30 +1,26 @@
-"""Every ``IDCRAWL_*`` setting's type and range, checked in one place.
+"""The table of every ``IDCRAWL_*`` setting (type, range or choices, default) and its typed config.
 
-A setting arrives as a Python value (a settings module, a profile's TOML) or
-as a string (``-s NAME=VALUE``, scrapyd's ``setting=``, Zyte's ``-s``). The
-components read them with Scrapy's ``getint``/``getfloat``/``getbool``/
-``getlist``, which raise a bare ``ValueError`` deep inside a crawl for
-``-s IDCRAWL_WINDOW=abc``. :func:`check_settings` runs once when the crawler
-starts, before any request, and turns the first bad value into one
-:class:`SettingError` line naming the setting and the value.
-
-The conversions here accept exactly what Scrapy's getters accept (so a value
-that passes is read the same way later), then check the range. The table
-:data:`SPECS` has an entry for every setting of :mod:`idcrawl.default_settings`;
-``tests/unit/test_settings_check.py`` fails for a new setting without one.
+:class:`IdConfig` is the table: one field per setting with its spec and default. :func:`build_config`
+checks every value (accepting exactly what Scrapy's getters accept) and returns the frozen config;
+the first bad value is one :class:`SettingError` line naming the setting and the value. The Scrapy
+side (:mod:`idcrawl.config`) holds one per crawl. ``default_settings.py`` and the manual's settings
+page are tested against the table (``tests/unit/test_settings_check.py``, ``test_docs.py``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
 from idcrawl.core.clock import ClockError, parse_time
 from idcrawl.core.limits import RULES, LimitError, parse_count, parse_duration
 
-__all__ = ["SPECS", "SettingError", "Spec", "check_setting", "check_settings"]
+__all__ = [
+    "DEFAULTS", "SPECS", "IdConfig", "SettingError", "Spec", "build_config", "check_setting", "check_settings",
+    "read_setting", "setting_name",
+]
 
 
 class SettingError(ValueError):
@@ -112,6 +108,8 @@ class Spec:
     reason: str
     #: None (or an empty string) is a valid value: "unset", "the default path", "none"
     optional: bool = False
+    #: The value as the components use it (what Scrapy's getter returns), once ``check`` passed
+    read: Callable[[Any], Any] = lambda value: value
 
 
 def _int(minimum: int, maximum: int | None = None, note: str = "") -> Spec:
@@ -121,7 +119,7 @@ def _int(minimum: int, maximum: int | None = None, note: str = "") -> Spec:
             raise _Bad
 
     bound = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
-    return Spec(check, f"must be an integer {bound}{note}")
+    return Spec(check, f"must be an integer {bound}{note}", read=_as_int)
 
 
 def _float(minimum: float = 0.0, maximum: float | None = None, *, above: bool = False, note: str = "") -> Spec:
@@ -134,7 +132,7 @@ def _float(minimum: float = 0.0, maximum: float | None = None, *, above: bool = 
 
     low = f"> {minimum:g}" if above else f">= {minimum:g}"
     bound = low if maximum is None else f"{low} and <= {maximum:g}"
-    return Spec(check, f"must be a finite number {bound}{note}")
+    return Spec(check, f"must be a finite number {bound}{note}", read=_as_float)
 
 
 def _off_or_at_least(minimum: float, note: str = "") -> Spec:
@@ -144,11 +142,11 @@ def _off_or_at_least(minimum: float, note: str = "") -> Spec:
         if not math.isfinite(number) or (number != 0 and number < minimum):
             raise _Bad
 
-    return Spec(check, f"must be 0 (off) or a finite number >= {minimum:g}{note}")
+    return Spec(check, f"must be 0 (off) or a finite number >= {minimum:g}{note}", read=_as_float)
 
 
 def _bool() -> Spec:
-    return Spec(_as_bool, "must be True or False (also 1/0, true/false)")
+    return Spec(_as_bool, "must be True or False (also 1/0, true/false)", read=_as_bool)
 
 
 def _choice(choices: Sequence[str], *, fold: bool = True) -> Spec:
@@ -160,7 +158,10 @@ def _choice(choices: Sequence[str], *, fold: bool = True) -> Spec:
         if (value.strip().lower() if fold else value) not in choices:
             raise _Bad
 
-    return Spec(check, f"must be one of {', '.join(choices)}")
+    def read(value: Any) -> Any:
+        return str(value).strip().lower() if fold else value
+
+    return Spec(check, f"must be one of {', '.join(choices)}", read=read)
 
 
 def _text(note: str, *, optional: bool = True) -> Spec:
@@ -180,7 +181,10 @@ def _statuses() -> Spec:
             if not 100 <= _as_int(item.strip() if isinstance(item, str) else item) <= 599:
                 raise _Bad
 
-    return Spec(check, "must be a list of HTTP statuses (100..599) such as 404,410")
+    def read(value: Any) -> tuple[int, ...]:
+        return tuple(_as_int(item.strip() if isinstance(item, str) else item) for item in _as_list(value))
+
+    return Spec(check, "must be a list of HTTP statuses (100..599) such as 404,410", read=read)
 
 
 def _strings() -> Spec:
@@ -188,7 +192,10 @@ def _strings() -> Spec:
         if not all(isinstance(item, str) and item.strip() for item in _as_list(value)):
             raise _Bad
 
-    return Spec(check, "must be a list of names such as finished,closespider_timeout")
+    def read(value: Any) -> tuple[str, ...]:
+        return tuple(str(item).strip() for item in _as_list(value))
+
+    return Spec(check, "must be a list of names such as finished,closespider_timeout", read=read)
 
 
 _INCIDENT_RULES: Final = (*(r.name for r in RULES if r.name != "LT"), "errors")
@@ -201,7 +208,10 @@ def _incident_rules() -> Spec:
         if not all(str(item).strip().lower() in known for item in _as_list(value)):
             raise _Bad
 
-    return Spec(check, f"must be a list of rule names from {', '.join(_INCIDENT_RULES)}")
+    def read(value: Any) -> tuple[Any, ...]:
+        return tuple(_as_list(value))
+
+    return Spec(check, f"must be a list of rule names from {', '.join(_INCIDENT_RULES)}", read=read)
 
 
 def _limit(*, duration: bool) -> Spec:
@@ -233,87 +243,131 @@ def _rate(value: Any) -> None:
 #: The largest sensible number of ids between two commits / claimed at once: a guard against typos.
 _MANY: Final = 10**9
 
-#: One entry per setting of ``idcrawl.default_settings``.
-SPECS: Final[dict[str, Spec]] = {
+
+def _setting(spec: Spec, default: Any) -> Any:
+    """One row of the table: the field of :class:`IdConfig` with its spec and its default."""
+    return field(default=default, metadata={"spec": spec})
+
+
+@dataclass(frozen=True, slots=True)
+class IdConfig:
+    """Every ``IDCRAWL_*`` setting, typed and checked: one attribute per setting, its name lower-cased
+    without ``IDCRAWL_`` (``IDCRAWL_REDIS_LEASE_TIMEOUT`` is ``redis_lease_timeout``).
+
+    The class is the table of settings: each field holds the setting's spec (type, range or choices)
+    and its default; :data:`SPECS` and :data:`DEFAULTS` are read from it. Lists are tuples, choices
+    read as the components read them (``IDCRAWL_STATE_BACKEND`` stripped and lower-cased).
+    """
+
     # targets and lanes (defaults of the per-target keys)
-    "IDCRAWL_MARGIN": _int(0),
-    "IDCRAWL_WINDOW": _int(1),
-    "IDCRAWL_MAX_TARGETS": _int(0, note=" (0 = no limit)"),
-    "IDCRAWL_MARGIN_COUNTS_FAILED": _bool(),
-    "IDCRAWL_SPECULATION": _choice(("adaptive", "window")),
-    "IDCRAWL_MAX_HELD_PAYLOADS": _int(0, note=" (0 = no cap)"),
-    "IDCRAWL_MISSING_STATUSES": _statuses(),
-    "IDCRAWL_PROGRESS_INTERVAL": _float(note=" (seconds; 0 = off)"),
-    "IDCRAWL_PROGRESS_FIRST": _float(note=" (seconds)"),
-    "IDCRAWL_PROGRESS_TARGETS": _int(0),
-    "IDCRAWL_RETRY_JITTER": _float(),
-    "IDCRAWL_RETRY_AFTER_MAX": _float(note=" (seconds)"),
-    "IDCRAWL_ROBOTSTXT_MAXSIZE": _int(0, note=" (bytes; 0 = no cap)"),
+    margin: int = _setting(_int(0), 10)
+    window: int = _setting(_int(1), 128)
+    max_targets: int = _setting(_int(0, note=" (0 = no limit)"), 100_000)
+    margin_counts_failed: bool = _setting(_bool(), True)
+    speculation: str = _setting(_choice(("adaptive", "window")), "adaptive")
+    max_held_payloads: int = _setting(_int(0, note=" (0 = no cap)"), 0)
+    missing_statuses: tuple[int, ...] = _setting(_statuses(), (404, 410))
+    progress_interval: float = _setting(_float(note=" (seconds; 0 = off)"), 60.0)
+    progress_first: float = _setting(_float(note=" (seconds)"), 3.0)
+    progress_targets: int = _setting(_int(0), 10)
+    retry_jitter: float = _setting(_float(), 0.1)
+    retry_after_max: float = _setting(_float(note=" (seconds)"), 600.0)
+    robotstxt_maxsize: int = _setting(_int(0, note=" (bytes; 0 = no cap)"), 500 * 1024)
     # politeness
-    "IDCRAWL_POLITENESS_FACTOR": _float(note=" (0 = off)"),
-    "IDCRAWL_POLITENESS_MAX_DELAY": _float(note=" (seconds)"),
-    "IDCRAWL_POLITENESS_MIN_DELAY": _float(note=" (seconds)"),
+    politeness_factor: float = _setting(_float(note=" (0 = off)"), 0.0)
+    politeness_max_delay: float = _setting(_float(note=" (seconds)"), 30.0)
+    politeness_min_delay: float = _setting(_float(note=" (seconds)"), 0.0)
     # state
-    "IDCRAWL_STATE": _bool(),
-    "IDCRAWL_DISCARD_ITEMS": _bool(),
-    "IDCRAWL_STATE_COMMIT_ITEMS": _int(1, _MANY, note=" (1 commits after every outcome)"),
-    "IDCRAWL_STATE_COMMIT_INTERVAL": _float(note=" (seconds; 0 = only every IDCRAWL_STATE_COMMIT_ITEMS outcomes)"),
-    "IDCRAWL_STATE_EMIT_ONCE": _bool(),
-    "IDCRAWL_STATE_PATH": _text("a file path (or unset for the default)"),
-    "IDCRAWL_STATE_BACKEND": _choice(("sqlite", "redis")),
-    "IDCRAWL_STATE_LEASE": _float(above=True, note=" (seconds)"),
-    # limits (idcrawl.core.limits checks them the same way)
-    **{f"IDCRAWL_LIMIT_{key}": _limit(duration=key in ("TDL", "TAC"))
-       for key in ("LT", "IMAX", "PLMAX", "TTMAX", "TDL", "TAC", "TST")},
-    **{f"IDCRAWL_JOB_LIMIT_{key}": _limit(duration=key in ("TDL", "TAC"))
-       for key in ("IMAX", "PLMAX", "TTMAX", "TDL", "TAC")},
-    "IDCRAWL_INCIDENT_LOG": _text("a file path (or unset for the default)"),
-    "IDCRAWL_INCIDENT_RULES": _incident_rules(),
+    state: bool = _setting(_bool(), True)
+    discard_items: bool = _setting(_bool(), False)
+    state_commit_items: int = _setting(_int(1, _MANY, note=" (1 commits after every outcome)"), 100)
+    state_commit_interval: float = _setting(
+        _float(note=" (seconds; 0 = only every IDCRAWL_STATE_COMMIT_ITEMS outcomes)"), 5.0)
+    state_emit_once: bool = _setting(_bool(), True)
+    state_path: str | None = _setting(_text("a file path (or unset for the default)"), None)
+    state_backend: str = _setting(_choice(("sqlite", "redis")), "sqlite")
+    state_lease: float = _setting(_float(above=True, note=" (seconds)"), 30.0)
+    # limits, as given: a count or a duration such as 15m (idcrawl.core.limits reads them)
+    limit_lt: str | float | None = _setting(_limit(duration=False), 1)
+    limit_imax: str | float | None = _setting(_limit(duration=False), 0)
+    limit_plmax: str | float | None = _setting(_limit(duration=False), 0)
+    limit_ttmax: str | float | None = _setting(_limit(duration=False), 0)
+    limit_tdl: str | float | None = _setting(_limit(duration=True), 0)
+    limit_tac: str | float | None = _setting(_limit(duration=True), 0)
+    limit_tst: str | float | None = _setting(_limit(duration=False), 0)
+    job_limit_imax: str | float | None = _setting(_limit(duration=False), 0)
+    job_limit_plmax: str | float | None = _setting(_limit(duration=False), 0)
+    job_limit_ttmax: str | float | None = _setting(_limit(duration=False), 0)
+    job_limit_tdl: str | float | None = _setting(_limit(duration=True), 0)
+    job_limit_tac: str | float | None = _setting(_limit(duration=True), 0)
+    incident_log: str | None = _setting(_text("a file path (or unset for the default)"), None)
+    incident_rules: tuple[str, ...] = _setting(_incident_rules(), ("TTmax", "TDL", "TAC"))
     # profiles
-    "IDCRAWL_PROFILE": _text("the name of a settings profile (or unset)"),
-    "IDCRAWL_PROFILES_DIR": _text("a folder path (or unset)"),
+    profile: str | None = _setting(_text("the name of a settings profile (or unset)"), None)
+    profiles_dir: str | None = _setting(_text("a folder path (or unset)"), None)
     # monitoring
-    "IDCRAWL_SPIDERMON": _bool(),
-    "IDCRAWL_MONITOR_MAX_FAILED_RATIO": _float(),
-    "IDCRAWL_MONITOR_FINISH_REASONS": replace(_strings(), optional=True),
-    "IDCRAWL_MONITOR_MAX_INCIDENTS": _int(0),
-    "IDCRAWL_MONITOR_MAX_OVERSHOOT_RATIO": _float(),
+    spidermon: bool = _setting(_bool(), False)
+    monitor_max_failed_ratio: float = _setting(_float(), 0.05)
+    monitor_finish_reasons: tuple[str, ...] | None = _setting(replace(_strings(), optional=True), None)
+    monitor_max_incidents: int = _setting(_int(0), 0)
+    monitor_max_overshoot_ratio: float = _setting(_float(), 0.01)
     # request dupefilter
-    "IDCRAWL_DUPEFILTER_BACKEND": _choice(("pybloom", "rbloom", "set"), fold=False),
-    "IDCRAWL_DUPEFILTER_ERROR_RATE": Spec(_rate, "must be a number between 0 and 1 (exclusive), such as 0.001"),
-    "IDCRAWL_DUPEFILTER_CAPACITY": _int(0, note=" (0 = unknown: the filter grows)"),
-    "IDCRAWL_DUPEFILTER_PATH": _text("a file path (or unset for the default)"),
-    "IDCRAWL_DUPEFILTER_PERSIST": _bool(),
-    "IDCRAWL_DUPEFILTER_SAVE_INTERVAL": _float(note=" (seconds; 0 = at close only)"),
+    dupefilter_backend: str = _setting(_choice(("pybloom", "rbloom", "set"), fold=False), "pybloom")
+    dupefilter_error_rate: float = _setting(
+        Spec(_rate, "must be a number between 0 and 1 (exclusive), such as 0.001", read=_as_float), 0.001)
+    dupefilter_capacity: int = _setting(_int(0, note=" (0 = unknown: the filter grows)"), 0)
+    dupefilter_path: str | None = _setting(_text("a file path (or unset for the default)"), None)
+    dupefilter_persist: bool = _setting(_bool(), True)
+    dupefilter_save_interval: float = _setting(_float(note=" (seconds; 0 = at close only)"), 60.0)
     # content duplicates
-    "IDCRAWL_CONTENT_DUPLICATES": _choice(("mark", "drop", "off")),
-    "IDCRAWL_CONTENT_NEAR_DUPLICATES": Spec(_float(0.0, 1.0).check, "must be a Jaccard threshold in [0, 1] (0 = off)",
-                                            optional=True),
+    content_duplicates: str = _setting(_choice(("mark", "drop", "off")), "mark")
+    content_near_duplicates: float = _setting(
+        replace(_float(0.0, 1.0), reason="must be a Jaccard threshold in [0, 1] (0 = off)", optional=True), 0.0)
     # crawl scope (idcrawl.core.urlqueue)
-    "IDCRAWL_SCOPE_SEED": _int(0, note=" (the seed of the yield draws)"),
-    "IDCRAWL_SCOPE_POSTPONE": _float(note=" (seconds)"),
+    scope_seed: int = _setting(_int(0, note=" (the seed of the yield draws)"), 0)
+    scope_postpone: float = _setting(_float(note=" (seconds)"), 3600.0)
     # distributed runs
-    "IDCRAWL_DISTRIBUTED": _bool(),
-    "IDCRAWL_WORKER_CLASS": _text("the import path of a worker class such as idcrawl.runtime.LocalWorker",
-                                  optional=False),
-    "IDCRAWL_REDIS_PREFIX": _text("a non-empty key prefix"),
-    "IDCRAWL_REDIS_JOB": _text("a job name (or unset for the spider's name)"),
-    "IDCRAWL_REDIS_LEASE_TIMEOUT": _float(above=True, note=" (seconds)"),
-    "IDCRAWL_REDIS_CLAIM_BLOCK": _int(1, _MANY),
-    "IDCRAWL_REDIS_POLL_INTERVAL": _float(above=True, note=" (seconds)"),
-    "IDCRAWL_REDIS_IDLE_TIMEOUT": _float(note=" (seconds; 0 = wait while the job is unfinished)"),
-    "IDCRAWL_REDIS_NO_PROGRESS_LEASES": _off_or_at_least(2, " (multiples of IDCRAWL_REDIS_LEASE_TIMEOUT)"),
-    "IDCRAWL_REDIS_MERGE_TARGETS": _bool(),
-    "IDCRAWL_FAIL_EXIT_CODE": replace(_int(0, 255, note=" (an exit status; unset = the table's)"),
-                                                  optional=True),
-    "IDCRAWL_FAIL_REASONS": _strings(),
-    # the clock (idcrawl.core.clock)
-    "IDCRAWL_NOW": Spec(_time, "must be an ISO 8601 time such as 2026-01-12T07:00:00Z (or unset for the real clock)",
-                        optional=True),
+    distributed: bool = _setting(_bool(), False)
+    worker_class: str = _setting(
+        _text("the import path of a worker class such as idcrawl.runtime.LocalWorker", optional=False),
+        "idcrawl.runtime.LocalWorker")
+    redis_prefix: str = _setting(_text("a non-empty key prefix"), "idcrawl")
+    redis_job: str | None = _setting(_text("a job name (or unset for the spider's name)"), None)
+    redis_lease_timeout: float = _setting(_float(above=True, note=" (seconds)"), 8.0)
+    redis_claim_block: int = _setting(_int(1, _MANY), 8)
+    redis_poll_interval: float = _setting(_float(above=True, note=" (seconds)"), 0.5)
+    redis_idle_timeout: float = _setting(_float(note=" (seconds; 0 = wait while the job is unfinished)"), 0.0)
+    redis_no_progress_leases: float = _setting(
+        _off_or_at_least(2, " (multiples of IDCRAWL_REDIS_LEASE_TIMEOUT)"), 8.0)
+    redis_merge_targets: bool = _setting(_bool(), False)
+    fail_exit_code: int | None = _setting(
+        replace(_int(0, 255, note=" (an exit status; unset = the table's)"), optional=True), None)
+    fail_reasons: tuple[str, ...] = _setting(_strings(), ("idcrawl_redis_unavailable", "idcrawl_redis_state_lost"))
+    # the clock (idcrawl.core.clock): an ISO 8601 time as given, or None
+    now: object = _setting(
+        Spec(_time, "must be an ISO 8601 time such as 2026-01-12T07:00:00Z (or unset for the real clock)",
+             optional=True), None)
     # watch mode (idcrawl.core.watch)
-    "IDCRAWL_WATCH": _bool(),
-    "IDCRAWL_WATCH_SPEED": _float(above=True, note=" (clock seconds per real second)"),
-}
+    watch: bool = _setting(_bool(), False)
+    watch_speed: float = _setting(_float(above=True, note=" (clock seconds per real second)"), 1.0)
+
+    def target_defaults(self) -> dict[str, Any]:
+        """The defaults of the per-target keys a job file or ``-a`` leaves out (``parse_targets``)."""
+        return {"margin": self.margin, "window": self.window, "missing_statuses": self.missing_statuses}
+
+
+def setting_name(attribute: str) -> str:
+    """``redis_job`` -> ``IDCRAWL_REDIS_JOB``."""
+    return f"IDCRAWL_{attribute.upper()}"
+
+
+_FIELDS: Final = {setting_name(f.name): f for f in fields(IdConfig)}
+
+#: Every setting's spec (type and range), by setting name.
+SPECS: Final[dict[str, Spec]] = {name: f.metadata["spec"] for name, f in _FIELDS.items()}
+
+#: Every setting's default, as :class:`IdConfig` holds it (lists are tuples).
+DEFAULTS: Final[dict[str, Any]] = {name: f.default for name, f in _FIELDS.items()}
 
 
 def check_setting(name: str, value: Any) -> None:
@@ -346,3 +400,34 @@ def check_settings(get: Callable[[str], Any], names: Sequence[str] | None = None
             continue  # unset: the component uses the documented default
         check_setting(name, value)
 
+
+
+def _unset(spec: Spec, value: Any) -> bool:
+    """None, or an empty string for a setting that may be unset: the default applies."""
+    return value is None or (spec.optional and isinstance(value, str) and not value.strip())
+
+
+def build_config(get: Callable[[str], Any]) -> IdConfig:
+    """The typed config of the settings ``get`` looks up (``settings.get``, ``dict.get``): a setting
+    it does not have keeps its default; the first bad value raises :class:`SettingError`."""
+    values: dict[str, Any] = {}
+    for name, spec in SPECS.items():
+        value = get(name)
+        if _unset(spec, value):
+            continue
+        check_setting(name, value)
+        values[_FIELDS[name].name] = spec.read(value)
+    return IdConfig(**values)
+
+
+def read_setting(get: Callable[[str], Any], name: str) -> Any:
+    """One setting as :class:`IdConfig` would hold it, unchecked beyond what its type needs: for the
+    few reads made while the settings are still being assembled (add-ons, profiles)."""
+    spec = SPECS[name]
+    value = get(name)
+    if _unset(spec, value):
+        return DEFAULTS[name]
+    try:
+        return spec.read(value)
+    except (_Bad, TypeError, ValueError, OverflowError):
+        raise SettingError(name, value, spec.reason) from None

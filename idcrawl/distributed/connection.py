@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from idcrawl import default_settings
+from idcrawl.config import given, setting
 from idcrawl.core.safetext import mask_secrets, safe
 
 if TYPE_CHECKING:
@@ -183,18 +183,18 @@ def redis_now_ms(client: Any) -> int:
 
 def job_prefix(settings: Any, spider_name: str) -> str:
     """The job's key prefix, e.g. ``idcrawl:{idseq}:``."""
-    prefix = settings.get("IDCRAWL_REDIS_PREFIX") or default_settings.IDCRAWL_REDIS_PREFIX
-    job = settings.get("IDCRAWL_REDIS_JOB") or spider_name
+    prefix = setting(settings, "IDCRAWL_REDIS_PREFIX")
+    job = setting(settings, "IDCRAWL_REDIS_JOB") or spider_name
     return f"{prefix}:{{{job}}}:"
 
 
 def distributed(settings: Any) -> bool:
-    return bool(settings.getbool("IDCRAWL_DISTRIBUTED", default_settings.IDCRAWL_DISTRIBUTED))
+    return bool(setting(settings, "IDCRAWL_DISTRIBUTED"))
 
 
 def state_backend(settings: Any) -> str:
     """``sqlite`` or ``redis`` (a distributed crawl keeps its state in Redis whatever this says)."""
-    backend = str(settings.get("IDCRAWL_STATE_BACKEND") or default_settings.IDCRAWL_STATE_BACKEND).strip().lower()
+    backend = str(setting(settings, "IDCRAWL_STATE_BACKEND"))
     return "redis" if distributed(settings) else backend
 
 
@@ -202,8 +202,8 @@ def needs_redis(settings: Any) -> tuple[str, str] | None:
     """The setting that makes a crawl need Redis and its value as shown in an error line, or None."""
     if distributed(settings):
         name = "IDCRAWL_DISTRIBUTED"
-        profile = settings.get("IDCRAWL_PROFILE")
-        return name, f"{settings.get(name)!r}" + (f" (from IDCRAWL_PROFILE={profile!r})" if profile else "")
+        profile = given(settings, "IDCRAWL_PROFILE")
+        return name, f"{given(settings, name)!r}" + (f" (from IDCRAWL_PROFILE={profile!r})" if profile else "")
     if state_backend(settings) == "redis":
-        return "IDCRAWL_STATE_BACKEND", repr(settings.get("IDCRAWL_STATE_BACKEND"))
+        return "IDCRAWL_STATE_BACKEND", repr(given(settings, "IDCRAWL_STATE_BACKEND"))
     return None

@@ -52,6 +52,7 @@ from scrapy_redis import picklecompat
 
 from idcrawl import default_settings
 from idcrawl._scrapy import close_spider, engine_busy, sequential_host
+from idcrawl.config import config_of
 from idcrawl.core.clock import format_time
 from idcrawl.core.inputs import TargetError
 from idcrawl.core.lanes import MARGIN, Outcome
@@ -225,11 +226,7 @@ class RedisWorker:
             sequential=lambda target: sequential_host(settings, target.host),
             max_held=settings.getint("IDCRAWL_MAX_HELD_PAYLOADS", default_settings.IDCRAWL_MAX_HELD_PAYLOADS),
         )
-        self._defaults = {
-            "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),
-            "window": settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
-            "missing_statuses": settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES),
-        }
+        self._defaults = config_of(crawler).target_defaults()
         #: the found pages' records of due runs (conditional revisits, items of changes only): idcrawl.distributed.pages
         self.pages = FleetPageBook(self.client, self.job.prefix, runtime.clock,
                                    {target.name: target.policy for target in runtime.targets})

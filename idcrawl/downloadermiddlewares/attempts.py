@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.misc import load_object
 
-from idcrawl import default_settings
+from idcrawl.config import config_of
 from idcrawl.core.attempts import parse_retry_after, retry_delay
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, runtime_of
 
@@ -35,10 +35,9 @@ class IdAttemptsMiddleware:
         self.exceptions = tuple(
             load_object(path) if isinstance(path, str) else path for path in settings.getlist("RETRY_EXCEPTIONS")
         )
-        self.jitter = settings.getfloat("IDCRAWL_RETRY_JITTER", default_settings.IDCRAWL_RETRY_JITTER)
-        self.retry_after_max = settings.getfloat(
-            "IDCRAWL_RETRY_AFTER_MAX", default_settings.IDCRAWL_RETRY_AFTER_MAX
-        )
+        config = config_of(crawler)
+        self.jitter = config.retry_jitter
+        self.retry_after_max = config.retry_after_max
         self.rng = random.Random()
 
     @classmethod

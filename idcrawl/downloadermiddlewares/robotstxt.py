@@ -14,8 +14,8 @@ from scrapy.exceptions import StopDownload
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.httpobj import urlparse_cached
 
-from idcrawl import default_settings
 from idcrawl._scrapy import robots_parser
+from idcrawl.config import config_of
 from idcrawl.core.safetext import safe
 from idcrawl.runtime import STATS_PREFIX
 
@@ -46,7 +46,7 @@ class IdRobotsTxtMiddleware(RobotsTxtMiddleware):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         settings = crawler.settings
-        self.maxsize = settings.getint("IDCRAWL_ROBOTSTXT_MAXSIZE", default_settings.IDCRAWL_ROBOTSTXT_MAXSIZE)
+        self.maxsize = config_of(crawler).robotstxt_maxsize
         self.download_maxsize = settings.getint("DOWNLOAD_MAXSIZE")
         if self.maxsize:
             crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.utils.asyncio import call_later
 
-from idcrawl import default_settings
+from idcrawl.config import config_of
 from idcrawl.core.talk import (
     LaneInfo,
     Tally,
@@ -126,11 +126,8 @@ class IdProgress:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdProgress:
-        settings = crawler.settings
-        interval = settings.getfloat("IDCRAWL_PROGRESS_INTERVAL", default_settings.IDCRAWL_PROGRESS_INTERVAL)
-        first = settings.getfloat("IDCRAWL_PROGRESS_FIRST", default_settings.IDCRAWL_PROGRESS_FIRST)
-        shown = settings.getint("IDCRAWL_PROGRESS_TARGETS", default_settings.IDCRAWL_PROGRESS_TARGETS)
-        ext = cls(crawler, max(0.0, interval), first, shown)
+        config = config_of(crawler)
+        ext = cls(crawler, max(0.0, config.progress_interval), config.progress_first, config.progress_targets)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext

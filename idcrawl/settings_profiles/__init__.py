@@ -56,6 +56,7 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from idcrawl import default_settings
 from idcrawl.components import setdefault_component
+from idcrawl.config import setting
 from idcrawl.core.inputs import TargetError
 from idcrawl.core.jobfile import JobFile, read_job_profile
 from idcrawl.errors import BadInputError
@@ -106,7 +107,7 @@ def profile_sources(settings: BaseSettings | None = None) -> dict[str, Traversab
     """Every known profile name and its file: ``IDCRAWL_PROFILES_DIR`` first, then the packaged ones."""
     sources: dict[str, Traversable] = {}
     folders: list[Traversable] = []
-    extra = settings.get("IDCRAWL_PROFILES_DIR") if settings is not None else None
+    extra = setting(settings, "IDCRAWL_PROFILES_DIR") if settings is not None else None
     if extra:
         folders.append(Path(extra))
     folders.append(resources.files(PACKAGE))
@@ -162,7 +163,7 @@ def apply_profile(settings: BaseSettings) -> str | None:
 
     Idempotent: the same profile applied again sets the same values at the same priority.
     """
-    name = settings.get("IDCRAWL_PROFILE")
+    name = setting(settings, "IDCRAWL_PROFILE")
     if not name:
         return None
     _apply_values(settings, load_profile(str(name), settings))
@@ -189,7 +190,7 @@ def apply_job_profile(settings: BaseSettings, job: JobFile | str | None) -> str 
     if name is None:
         return None
     where = f"job file {job_path!r}: profile={name!r}"
-    current = settings.get("IDCRAWL_PROFILE")
+    current = setting(settings, "IDCRAWL_PROFILE")
     if current == name:
         return None  # already applied from the settings
     if current and (settings.getpriority("IDCRAWL_PROFILE") or 0) >= SETTINGS_PRIORITIES["cmdline"]:
@@ -240,4 +241,4 @@ class JobProfile:
             from idcrawl.validation import validate_settings
 
             validate_settings(settings)  # the job's profile may have brought bad values
-            logger.info("idcrawl: settings profile %r from job file %s", settings.get("IDCRAWL_PROFILE"), job_path)
+            logger.info("idcrawl: settings profile %r from job file %s", setting(settings, "IDCRAWL_PROFILE"), job_path)

@@ -11,7 +11,7 @@ import importlib.util
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.misc import load_object
 
-from idcrawl import default_settings
+from idcrawl.config import setting
 from idcrawl.errors import BadInputError
 
 __all__ = ["EXTENSION", "EXTENSION_PRIORITY", "SUITE", "Monitoring", "enable_spidermon"]
@@ -66,5 +66,5 @@ class Monitoring:
             settings.set("ADDONS", settings["ADDONS"], priority=wanted)
 
     def update_settings(self, settings: BaseSettings) -> None:
-        if settings.getbool("IDCRAWL_SPIDERMON", default_settings.IDCRAWL_SPIDERMON):
+        if setting(settings, "IDCRAWL_SPIDERMON"):
             enable_spidermon(settings)

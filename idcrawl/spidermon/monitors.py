@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from scrapy.settings import BaseSettings
-
-from idcrawl import default_settings
+from idcrawl.config import IdConfig, config_of
 from idcrawl.core.exits import normal_reasons
 from idcrawl.runtime import STATS_PREFIX
 
@@ -40,9 +38,8 @@ class _StatsMonitor(Monitor):  # type: ignore[misc]  # spidermon is untyped
         return int(value or 0)
 
     @property
-    def settings(self) -> BaseSettings:
-        settings: BaseSettings = self.data.crawler.settings
-        return settings
+    def config(self) -> IdConfig:
+        return config_of(self.data.crawler)
 
 
 @monitors.name("idcrawl")
@@ -52,9 +49,7 @@ class IdCrawlMonitor(_StatsMonitor):
     @_named("failed_ratio")
     def test_failed_ratio(self) -> None:
         """Failed ids per decided id at most IDCRAWL_MONITOR_MAX_FAILED_RATIO."""
-        limit = self.settings.getfloat(
-            "IDCRAWL_MONITOR_MAX_FAILED_RATIO", default_settings.IDCRAWL_MONITOR_MAX_FAILED_RATIO
-        )
+        limit = self.config.monitor_max_failed_ratio
         failed = self.stat("failed")
         decided = sum(self.stat(name) for name in ("found", "missing", "disallowed")) + failed
         ratio = failed / decided if decided else 0.0
@@ -65,11 +60,8 @@ class IdCrawlMonitor(_StatsMonitor):
     @_named("finish_reason")
     def test_finish_reason(self) -> None:
         """The finish reason is one of IDCRAWL_MONITOR_FINISH_REASONS (unset: a normal completion, exit status 0)."""
-        listed = self.settings.get("IDCRAWL_MONITOR_FINISH_REASONS", default_settings.IDCRAWL_MONITOR_FINISH_REASONS)
-        watching = self.settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH)
-        expected = normal_reasons(watching=watching) if listed in (None, "") else [
-            str(r).strip() for r in self.settings.getlist("IDCRAWL_MONITOR_FINISH_REASONS")
-        ]
+        listed = self.config.monitor_finish_reasons
+        expected = normal_reasons(watching=self.config.watch) if listed is None else list(listed)
         reason = self.data.stats.get("finish_reason")
         good = isinstance(reason, str) and any(
             reason.startswith(name[:-1]) if name.endswith("*") else reason == name for name in expected
@@ -79,16 +71,14 @@ class IdCrawlMonitor(_StatsMonitor):
     @_named("incidents")
     def test_incidents(self) -> None:
         """At most IDCRAWL_MONITOR_MAX_INCIDENTS incidents were written this run."""
-        limit = self.settings.getint("IDCRAWL_MONITOR_MAX_INCIDENTS", default_settings.IDCRAWL_MONITOR_MAX_INCIDENTS)
+        limit = self.config.monitor_max_incidents
         count = self.stat("incidents")
         self.assertLessEqual(count, limit, msg=f"{count} incidents written (at most {limit} expected)")
 
     @_named("overshoot_ratio")
     def test_overshoot_ratio(self) -> None:
         """Found ids past a cut per found id at most IDCRAWL_MONITOR_MAX_OVERSHOOT_RATIO."""
-        limit = self.settings.getfloat(
-            "IDCRAWL_MONITOR_MAX_OVERSHOOT_RATIO", default_settings.IDCRAWL_MONITOR_MAX_OVERSHOOT_RATIO
-        )
+        limit = self.config.monitor_max_overshoot_ratio
         overshoot, found = self.stat("overshoot"), self.stat("found")
         ratio = overshoot / found if found else float(overshoot > 0)
         self.assertLessEqual(

@@ -22,7 +22,7 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 from scrapy.utils.spider import iterate_spider_output
 
-from idcrawl import default_settings
+from idcrawl.config import config_from, config_of
 from idcrawl.core.fingerprints import ITEM_SIGNATURE_KEY
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.inputs import TargetError
@@ -204,8 +204,7 @@ class IdSeqSpider(Spider):
         """Watch mode (``-a watch=true``, or ``IDCRAWL_WATCH``): the targets, every one's waves
         ``resume=due`` (:func:`idcrawl.core.watch.watch_targets`); None: not watching."""
         try:
-            watch = (parse_watch(self._watch_arg) if self._watch_arg is not None
-                     else crawler.settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH))
+            watch = parse_watch(self._watch_arg) if self._watch_arg is not None else config_of(crawler).watch
             if not watch:
                 return None
             watched = watch_targets(targets)
@@ -232,13 +231,8 @@ class IdSeqSpider(Spider):
                 key, self._unknown_args[key],
                 f"unknown spider argument (known: job, watch, {', '.join(sorted(TARGET_KEYS))})",
             )
-        defaults = {
-            "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),
-            "window": settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
-            "missing_statuses": settings.getlist(
-                "IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES
-            ),
-        }
+        config = config_from(settings)
+        defaults = config.target_defaults()
         if self._job_path is not None:
             args = dict(self._target_args)
             # -a resume= / -a holes= apply to every target of the job
@@ -246,8 +240,7 @@ class IdSeqSpider(Spider):
             others = sorted(set(args) - set(overrides))
             if others:
                 raise TargetError(others[0], args[others[0]], "give target keys in the job file, not with -a job=")
-            limit = settings.getint("IDCRAWL_MAX_TARGETS", default_settings.IDCRAWL_MAX_TARGETS)
-            self._job_file = read_job(self._job_path, defaults, max_targets=limit)
+            self._job_file = read_job(self._job_path, defaults, max_targets=config.max_targets)
             targets = self._job_file.targets
             return [replace(target, **overrides) for target in targets] if overrides else targets
         if not self._target_args:
