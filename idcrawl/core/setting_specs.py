@@ -294,7 +294,7 @@ SPECS: Final[dict[str, Spec]] = {
     "IDCRAWL_SCOPE_POSTPONE": _float(note=" (seconds)"),
     # distributed runs
     "IDCRAWL_DISTRIBUTED": _bool(),
-    "IDCRAWL_WORKER_CLASS": _text("the import path of a worker class such as idcrawl.runtime.LocalWorker",
+    "IDCRAWL_WORKER_CLASS": _text("the import path of a worker class such as idcrawl.local.worker.LocalWorker",
                                   optional=False),
     "IDCRAWL_REDIS_PREFIX": _text("a non-empty key prefix"),
     "IDCRAWL_REDIS_JOB": _text("a job name (or unset for the spider's name)"),
