@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "idcrawl"
 
 
 def test_one_setting_chooses_the_backend_and_the_addon_sets_its_worker() -> None:
-    assert default_settings.IDCRAWL_WORKER_CLASS == LOCAL.worker
+    assert LOCAL.worker == default_settings.IDCRAWL_WORKER_CLASS
     assert backend_of(Settings()) is LOCAL
     fleet = Settings({"IDCRAWL_DISTRIBUTED": True})
     assert backend_of(fleet) is FLEET
