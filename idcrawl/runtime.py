@@ -506,6 +506,8 @@ class IdRuntime:
         if self._wave_ended:
             return
         self._cancel_timer()
+        if self._worker is None:  # watch mode: the next wave's worker was refused; built again here, as ever
+            self.start()
         worker = self.worker
         worker.stop(reason)
         frontier = worker.frontier
