@@ -244,9 +244,9 @@ IDCRAWL_CONTENT_NEAR_DUPLICATES = 0.0
 IDCRAWL_DISTRIBUTED = False
 
 #: The class that gives an id crawl's runtime its frontier and makes outcomes
-#: durable: ``idcrawl.runtime.LocalWorker`` (lanes in this process, the state
+#: durable: ``idcrawl.local.worker.LocalWorker`` (lanes in this process, the state
 #: recorder). The distributed add-on swaps in ``idcrawl.distributed.worker.RedisWorker``.
-IDCRAWL_WORKER_CLASS = "idcrawl.runtime.LocalWorker"
+IDCRAWL_WORKER_CLASS = "idcrawl.local.worker.LocalWorker"
 
 #: Where a crawl keeps its durable state: "sqlite" (a file, the default) or
 #: "redis" (REDIS_URL, under the job's key prefix). A distributed crawl always

@@ -22,7 +22,7 @@ from idcrawl._scrapy import offline_crawler
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.templates import id_in_template, url_template
-from idcrawl.runtime import runtime_of
+from idcrawl.runtime import start_runtime
 from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ __all__ = ["RecordedCrawl", "RecordedPage", "page_arguments"]
 #: What a recorded crawl sets whatever the project says: one process, no state file read or written.
 FORCED_SETTINGS: dict[str, Any] = {
     "IDCRAWL_STATE": False,
-    "IDCRAWL_WORKER_CLASS": "idcrawl.runtime.LocalWorker",
+    "IDCRAWL_WORKER_CLASS": "idcrawl.local.worker.LocalWorker",
 }
 #: Headers that describe the wire, not the body handed on (``requests`` has already decoded it).
 _WIRE_HEADERS = frozenset({b"content-encoding", b"transfer-encoding"})
@@ -112,7 +112,7 @@ class RecordedCrawl:
         crawler.spider = spider
         # the spider finds its probe middleware through the engine, which a crawl outside the engine lacks
         spider.__dict__["_soft404"] = self.soft404 = IdSoft404Middleware.from_crawler(crawler)
-        runtime = runtime_of(crawler)
+        runtime = start_runtime(crawler)
         assert runtime is not None  # from_crawler made it
         self.crawler, self.spider, self.runtime = crawler, spider, runtime
         self.session = session if session is not None else requests.Session()

@@ -1,19 +1,8 @@
 """The runtime of one id crawl: the one driver of a frontier, found with :func:`runtime_of`.
 
-The spider creates it from its arguments (the targets) and every other
-component looks it up by crawler: the scheduler pulls ids from it, the
-spider's callbacks push outcomes into it, the limits, the progress lines, the
-dupefilter and the attempts middleware read it. It keeps the ``idcrawl/...``
-stats current and wakes the engine when a lane that was waiting can dispense
-again (or at a time a component asked for), so nobody waits for Scrapy's 5 s
-heartbeat.
-
-It has two plug-ins, both given by its *worker* (``IDCRAWL_WORKER_CLASS``):
-the frontier (:class:`idcrawl.core.frontier.IdFrontier`) and the durability of
-outcomes. :class:`LocalWorker`, the default, keeps the lanes in this process
-and the state in a store (SQLite or Redis) through the state recorder; the
-distributed layer swaps in :class:`idcrawl.distributed.worker.RedisWorker`
-(lanes shared through Redis, durability by acknowledgements).
+The spider creates it; every other component looks it up by crawler. It drives the frontier of its
+worker (:class:`idcrawl.worker.Worker`: one process or a fleet), keeps the ``idcrawl/...`` stats,
+owns the crawl scope's URL queue and wakes the engine when a lane can dispense again.
 """
 
 from __future__ import annotations
@@ -22,78 +11,46 @@ import heapq
 import logging
 import operator
 import os
+import random
 import time
 import weakref
-from collections.abc import Callable, Container, Hashable, Mapping, Sequence, Sized
+from collections.abc import Callable, Container, Hashable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pyroaring import BitMap64
 from scrapy import signals
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.misc import load_object
 
 from idcrawl import _scrapy, default_settings
-from idcrawl.core.clock import Clock, ClockError, format_time
-from idcrawl.core.frontier import Dispatch, Frontier, IdFrontier, lane_specs
+from idcrawl.core.clock import Clock, ClockError
+from idcrawl.core.frontier import Dispatch, IdFrontier
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.pagebook import PageBook
-from idcrawl.core.recrawl import Schedule
-from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, resume_specs, tail_due
 from idcrawl.core.safetext import safe
 from idcrawl.core.scope import JobScope
-from idcrawl.core.talk import NONE_DEPRECATED, forgotten_text, resume_text
-from idcrawl.core.targets import RESET_MODES, Target
+from idcrawl.core.targets import Target
 from idcrawl.errors import BadInputError
-from idcrawl.state.base import StateError, StateStore, TargetState
-from idcrawl.state.location import STATE_FILENAME, state_path
+from idcrawl.state.base import StateError
+from idcrawl.state.location import STATE_FILENAME
 from idcrawl.state.lock import FileLock, Locks, RedisOwner, lock_path
-from idcrawl.state.recorder import (
-    OwnLine,
-    ReadBack,
-    StateRecorder,
-    item_fields,
-    overwritten_feeds,
-    recover_feed_tails,
-)
-from idcrawl.state.redis import RedisStateStore
+from idcrawl.state.recorder import item_fields
+from idcrawl.worker import Payload, Worker
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
+    from idcrawl.core.urlqueue import UrlQueue
+
 __all__ = [
-    "DUE_KEY", "ITEMS_NOWHERE", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter", "LocalWorker", "Worker",
-    "is_id_crawl", "items_kept", "lock_jobdir", "own_line", "runtime_of",
+    "DUE_KEY", "ITEMS_NOWHERE", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter", "Payload", "Worker",
+    "is_id_crawl", "items_kept", "lock_jobdir", "runtime_of", "start_runtime",
 ]
 
 logger = logging.getLogger(__name__)
-
-
-class Forgotten:
-    """What ``resume=reset`` forgets of the targets it starts over, warned about in one line."""
-
-    def __init__(self) -> None:
-        self.targets = self.found = self.lanes = 0
-        self.words: set[str] = set()
-        self.names: list[str] = []  # reset once every target passed its checks: a refused run changes nothing
-
-    def add(self, name: str, word: str, state: TargetState) -> None:
-        self.names.append(name)
-        self.targets += 1
-        self.found += len(state.outcomes.get(Outcome.FOUND, ()))
-        self.lanes += len(state.lanes)
-        self.words.add(word)
-
-    def reset(self, store: StateStore | None) -> None:
-        """Forget the stored state of the targets added, and say so in one WARNING."""
-        if store is None or not self.targets:
-            return
-        for name in self.names:
-            store.reset(name)
-        logger.warning("idcrawl: %s", forgotten_text(self.targets, self.found, self.lanes, self.words))
 
 
 #: Finish reason of a crawl whose Redis state's owner key another process took (its lease ran out).
@@ -107,17 +64,11 @@ DUE_KEY = "idcrawl_due"
 #: Prefix of every stat idcrawl writes.
 STATS_PREFIX = "idcrawl"
 
-Payload = tuple[str, int, list[Any]]  # (lane, id, outputs): what one found id produced
 _COUNT_FIELDS = tuple(f.name for f in fields(LaneCounts))
 #: ``idcrawl/<name>`` stats that are set (the wave's figure), not counted: kept as they are in a wave's totals.
 _GAUGES = frozenset({"targets", "lanes"})
 #: The counters as a tuple: ``dataclasses.astuple`` deep-copies and costs ~40x more per call.
 _counts_of = operator.attrgetter(*_COUNT_FIELDS)
-
-
-def _rebind(payload: Payload | None, lane_key: str, id_: int) -> Payload:
-    """Another lane's payload for a shared id (its items once; ``None``: already emitted)."""
-    return (lane_key, id_, payload[2] if payload is not None else [])
 
 
 def emitted_as(outputs: list[Any], name: str, id_: int, names: Container[str]) -> None:
@@ -150,58 +101,8 @@ class Limiter(Protocol):
     def found(self, host: str) -> None:
         """A lane id of a target on ``host`` was found."""
 
-
-class Worker(Protocol):
-    """The runtime's plug-ins: the frontier it drives, and what makes outcomes durable.
-
-    Built by the runtime from ``IDCRAWL_WORKER_CLASS`` (``cls(runtime)``) when
-    the crawl's components first look the runtime up, after every extension
-    was built: an extension may bring the state in (Zyte's DotScrapy
-    Persistence), and a bad state or an unreachable server raises
-    :class:`~idcrawl.errors.BadInputError` there, before the engine starts.
-    """
-
-    @property
-    def frontier(self) -> IdFrontier[Payload]:
-        """The lanes this worker dispenses from and records outcomes in."""
-
-    @property
-    def counts_scope(self) -> str:
-        """What follows the counts in progress and summary lines when they are not the whole job's."""
-
-    @property
-    def resume_notes(self) -> dict[str, str]:
-        """Target name -> what it takes from earlier runs, for the plan line (``idcrawl.core.talk.resume_text``)."""
-
-    @property
-    def errors(self) -> tuple[type[Exception], ...]:
-        """Exceptions of frontier calls this worker handles (a server outage); others propagate."""
-
-    def describe_state(self) -> str:
-        """Where the durable state is, for the plan and summary lines."""
-
-    def open(self) -> None:
-        """The crawl opens (stats are available)."""
-
-    def unavailable(self, exc: Exception) -> None:
-        """A frontier call raised one of :attr:`errors` while dispensing."""
-
-    def record_failed(
-        self, exc: Exception, lane_key: str, id_: int, outcome: Outcome, outputs: list[Any] | None, attempt: int
-    ) -> list[Any]:
-        """Recording an outcome raised one of :attr:`errors`: keep it (or emit its outputs); returns outputs."""
-
-    def decided(self, target: str, outcome: Outcome, id_: int) -> None:
-        """An id of ``target`` got its final outcome (made durable at the next commit)."""
-
-    def released(self, lane_key: str, id_: int, outputs: list[Any]) -> None:
-        """The outputs of a found id are about to be emitted."""
-
-    def stop(self, reason: str) -> None:
-        """The crawl is closing: stop timers and loops; lanes that go no further stop."""
-
-    def close(self, reason: str) -> None:
-        """Last: commit or acknowledge, and the worker's own closing figures."""
+    def new_wave(self) -> None:
+        """Watch mode: a new wave starts (limits apply per process)."""
 
 
 class IdRuntime:
@@ -234,6 +135,8 @@ class IdRuntime:
         self._timer: Any = None
         self._timer_due = 0.0
         self._worker: Worker | None = None
+        self._url_queue: UrlQueue | None = None  # the crawl scope's (url_queue)
+        self._previous_queue: UrlQueue | None = None  # watch mode: the last wave's, until the next one's is built
         self._clock: Clock | None = None
         self._wave_ended = False  # watch mode: the wave's worker has closed, the next one is not built yet
         #: watch mode: the wave this runtime's worker plans (1: the run itself)
@@ -285,9 +188,8 @@ class IdRuntime:
         owner.held = False
         logger.error("idcrawl: %s: its owner key %r expired and another process took it; this crawl stops "
                      "and commits nothing more", owner.what, owner.key)
-        recorder = getattr(self._worker, "recorder", None)
-        if recorder is not None:
-            recorder.abandon()
+        if self._worker is not None:
+            self._worker.lock_lost()
         if self._renewal is not None and self._renewal.running:
             self._renewal.stop()
         _scrapy.close_spider(self.crawler, LOCK_LOST)
@@ -310,10 +212,8 @@ class IdRuntime:
             except (ImportError, AttributeError, NameError, ValueError) as exc:
                 raise BadInputError(f"bad setting: IDCRAWL_WORKER_CLASS={path!r}: cannot be imported ({exc})") from None
             settings = self.crawler.settings
-            keeps_state = not (isinstance(worker_cls, type) and issubclass(worker_cls, LocalWorker)) or \
-                settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE)
-            if keeps_state and not settings.getbool("IDCRAWL_DISCARD_ITEMS", default_settings.IDCRAWL_DISCARD_ITEMS) \
-                    and not items_kept(settings):
+            discard = settings.getbool("IDCRAWL_DISCARD_ITEMS", default_settings.IDCRAWL_DISCARD_ITEMS)
+            if worker_cls.keeps_state(settings) and not discard and not items_kept(settings):
                 raise BadInputError(ITEMS_NOWHERE)
             try:
                 self.lock_jobdir()
@@ -335,11 +235,10 @@ class IdRuntime:
 
     @property
     def worker(self) -> Worker:
+        """The worker :meth:`start` built (the first component to need it starts the runtime)."""
         worker = self._worker
         if worker is None:
-            self.start()
-            worker = self._worker
-            assert worker is not None
+            raise RuntimeError("the id crawl's runtime is not started yet: IdRuntime.start() builds its worker")
         return worker
 
     @property
@@ -353,8 +252,30 @@ class IdRuntime:
     @property
     def pages(self) -> PageBook | None:
         """The page schedule records (recrawl of found pages); None: the worker keeps none."""
-        pages: PageBook | None = getattr(self.worker, "pages", None)
-        return pages
+        return self.worker.pages
+
+    @property
+    def url_queue(self) -> UrlQueue | None:
+        """The crawl scope's URL queue (None: no crawl scope), the worker's (:meth:`Worker.url_queue`):
+        built on first use, and again for each wave of a watching crawl (:meth:`next_wave`). Its user
+        (``IdScopeMiddleware``) starts it: reconciles the stored URLs with the job file."""
+        if self._url_queue is None and self.scope:
+            settings = self.crawler.settings
+            previous, self._previous_queue = self._previous_queue, None
+            # the draws go on from the last wave's
+            rng = previous.rng if previous is not None else random.Random(
+                settings.getint("IDCRAWL_SCOPE_SEED", default_settings.IDCRAWL_SCOPE_SEED))
+            postpone_for = settings.getfloat("IDCRAWL_SCOPE_POSTPONE", default_settings.IDCRAWL_SCOPE_POSTPONE)
+            self._url_queue = self.worker.url_queue(self.scope, rng, self._id_page_of(), postpone_for, previous)
+        return self._url_queue
+
+    def _id_page_of(self) -> Callable[[str], bool] | None:
+        """Is a URL the page of an id (in its bounds) of one of the id targets? Its lanes fetch it, or decide
+        not to (the URL queue skips it). None: there are none."""
+        id_targets = list(self.targets)
+        if not id_targets:
+            return None
+        return lambda url: any(target.id_of(url) is not None for target in id_targets)
 
     @property
     def counts_scope(self) -> str:
@@ -565,13 +486,13 @@ class IdRuntime:
         schedules, the run's record); the crawl goes on, and :meth:`next_wave` plans the next one."""
         self.close("finished")
         self._wave_ended = True
-        recorder = getattr(self.worker, "recorder", None)
-        if recorder is not None:
-            recorder.detach()
+        self.worker.wave_ended()
 
     def next_wave(self) -> None:
         """Watch mode: a new worker plans the next wave from the stored state at the clock's now."""
         self._counts_before = self.job_counts(per_wave=False)
+        self.worker.retire()
+        self._previous_queue, self._url_queue = self._url_queue, None
         self._worker, self._wave_ended = None, False
         self.wave += 1
         self.start()
@@ -585,6 +506,8 @@ class IdRuntime:
         if self._wave_ended:
             return
         self._cancel_timer()
+        if self._worker is None:  # watch mode: the next wave's worker was refused; built again here, as ever
+            self.start()
         worker = self.worker
         worker.stop(reason)
         frontier = worker.frontier
@@ -627,15 +550,18 @@ def lock_jobdir(crawler: Crawler) -> None:
 
 
 def runtime_of(crawler: Crawler | None) -> IdRuntime | None:
-    """The runtime of ``crawler``'s id crawl, its worker built (state loaded) on first use; None if not an id crawl.
+    """The runtime of ``crawler``'s id crawl (the spider made it); None if not an id crawl. A lookup only:
+    the first component built after the extensions calls :func:`start_runtime`."""
+    return _RUNTIMES.get(crawler) if crawler is not None else None
 
-    Components call it once they are built (from ``from_crawler`` at the
-    earliest: after the spider, which creates the runtime); the first call
-    builds the worker (:meth:`IdRuntime.start`), which may raise
-    :class:`~idcrawl.errors.BadInputError`.
-    """
-    runtime = _RUNTIMES.get(crawler) if crawler is not None else None
-    if runtime is not None and runtime._worker is None:
+
+def start_runtime(crawler: Crawler | None) -> IdRuntime | None:
+    """:func:`runtime_of`, its worker built now if it is not yet (:meth:`IdRuntime.start`: the state read,
+    :class:`~idcrawl.errors.BadInputError` if it cannot be used). Called by the components built after
+    every extension and before the engine starts (``IdStateLoader``, else the attempts middleware, else
+    the scheduler), so a bad state is one line before the crawl begins."""
+    runtime = runtime_of(crawler)
+    if runtime is not None:
         runtime.start()
     return runtime
 
@@ -669,271 +595,3 @@ def items_kept(settings: BaseSettings, environ: Mapping[str, str] | None = None)
     )
 
 
-def own_line(targets: Sequence[Target]) -> OwnLine:
-    """Whether a feed line's ``(target, id, url)`` is an item of one of ``targets``' own pages: a target of
-    the job, an id in its bounds, and the URL its template renders for that id (emit-once read-back)."""
-    by_name = {target.name: target for target in targets}
-
-    def own(name: str, id_: int, url: Any) -> bool:
-        target = by_name.get(name)
-        return target is not None and isinstance(url, str) and target.id_of(url) == id_
-
-    return own
-
-
-class LocalWorker:
-    """Lanes in this process (:class:`~idcrawl.core.frontier.Frontier`), state through the state recorder."""
-
-    counts_scope = ""
-    errors: tuple[type[Exception], ...] = ()
-
-    def __init__(self, runtime: IdRuntime) -> None:
-        """The runtime's targets planned from the stored state (``IDCRAWL_STATE``), or fresh."""
-        if runtime.missing_targets is not None:
-            raise runtime.missing_targets
-        self.runtime = runtime
-        self.crawler = crawler = runtime.crawler
-        settings = crawler.settings
-        counts_failed = settings.getbool("IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED)
-        neutral = frozenset() if counts_failed else frozenset({Outcome.FAILED})
-        speculation = settings.get("IDCRAWL_SPECULATION", default_settings.IDCRAWL_SPECULATION)
-        adaptive = str(speculation).strip().lower() == "adaptive"
-        max_held = settings.getint("IDCRAWL_MAX_HELD_PAYLOADS", default_settings.IDCRAWL_MAX_HELD_PAYLOADS)
-        self.frontier: Frontier[Payload] = Frontier(
-            [], neutral=neutral, rebind=_rebind, adaptive=adaptive, max_held=max_held,
-            sequential=lambda target: _scrapy.sequential_host(settings, target.host),
-        )
-        self.recorder: StateRecorder | None = None
-        self.resume_notes: dict[str, str] = {}
-        #: the page schedule records of the targets (conditional revisits, due pages, items of changes
-        #: only), kept with the state (None: state off, every found page is new)
-        self.pages: PageBook | None = None
-        self._recovered_count = 0  # found ids read back from the last run's feed tails
-        self._foreign_lines = 0  # lines of those tails that are not this job's (skipped)
-        self._due_pages = 0  # page ids due (resume=due)
-        store = None
-        name = getattr(crawler.spidercls, "name", "idseq")
-        if settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
-            from idcrawl.state.factory import configured_backend, open_store
-
-            if configured_backend(settings) == "sqlite":  # locked before the file is opened
-                path = state_path(settings, name)
-                runtime.hold(str(lock_path(path).resolve()), FileLock(lock_path(path), f"state file {str(path)!r}"))
-            try:
-                store = open_store(settings, name, stats=crawler.stats)  # IDCRAWL_STATE_BACKEND: sqlite or redis
-            except StateError as exc:
-                raise BadInputError(f"{name}: {exc}") from None
-            if isinstance(store, RedisStateStore):  # locked before anything is read or written
-                lease = settings.getfloat("IDCRAWL_STATE_LEASE", default_settings.IDCRAWL_STATE_LEASE)
-                fleet = settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)
-                runtime.hold(f"redis {store.prefix}", RedisOwner(
-                    store.client, store.prefix + "owner", lease, f"Redis state {store.prefix!r}", fleet_lease=fleet))
-        try:
-            self._load(store)
-        except StateError as exc:  # damaged state (idcrawl.state.decode): one line, nothing written
-            if store is not None:
-                store.close()
-            raise BadInputError(f"{name}: {exc}") from None
-
-    def _load(self, store: StateStore | None) -> None:
-        """The targets' lanes, planned from the stored state when there is one."""
-        settings = self.crawler.settings
-        self._store = store
-        if store is not None:
-            self.pages = PageBook(self.runtime.clock, {t.name: t.policy for t in self.runtime.targets}, retain=False)
-        origins: dict[str, int] = {}
-        self._found_max: dict[str, int] = {}  # target -> the highest id its stored state found
-        self._last_found: dict[str, int] = {}  # continued lane -> its stored last found id
-        emit_once = settings.getbool("IDCRAWL_STATE_EMIT_ONCE", default_settings.IDCRAWL_STATE_EMIT_ONCE)
-        # ids the last run wrote to its feeds after its last commit: found already, never emitted again
-        # (not in a watching crawl's later waves: the feeds are this process's own, committed at the last wave's end)
-        # only this job's lines: another job appending to the same file writes lines that are not
-        read = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler),
-                                   own=own_line(self.runtime.targets))
-                if store is not None and emit_once and self.runtime.wave == 1 else ReadBack())
-        recovered, self._foreign_lines = read.found, read.foreign
-        # the tails' schedules (idcrawl.core.recrawl), read once: resume=due plans with them, the recorder
-        # applies the recrawl rule to them at the run's end
-        self._tails: dict[str, Schedule] = store.tail_schedules() if store is not None else {}
-        self._forgotten = Forgotten()  # resume=reset: what the stored state held, warned about once
-        # every target's state read (and checked) before any target's is reset
-        states = {t.name: store.load(t.name) for t in self.runtime.targets} if store is not None else {}
-        for target in self._in_due_order(self.runtime.targets):
-            if target.resume in RESET_MODES:
-                recovered.pop(target.name, None)  # the target starts over
-            self._add_target(target, store, origins, recovered.get(target.name), states.pop(target.name, None))
-        self._forgotten.reset(store)
-        if any(target.resume == "none" for target in self.runtime.targets):
-            logger.warning("idcrawl: %s", NONE_DEPRECATED)
-        self._recovered_count = sum(len(ids) for ids in recovered.values())
-        if self._foreign_lines:
-            logger.warning("idcrawl: resume: %d feed lines past the last commit are not this job's (another "
-                           "target, URL or id: another job appends to the same feed?); skipped, their ids "
-                           "are fetched again", self._foreign_lines)
-        if store is not None:
-            self.recorder = StateRecorder(
-                store, self.crawler, self.frontier, origins,
-                batch=settings.getint("IDCRAWL_STATE_COMMIT_ITEMS", default_settings.IDCRAWL_STATE_COMMIT_ITEMS),
-                interval=settings.getfloat(
-                    "IDCRAWL_STATE_COMMIT_INTERVAL", default_settings.IDCRAWL_STATE_COMMIT_INTERVAL
-                ),
-                emit_once=emit_once,
-                recovered=recovered,
-                clock=self.runtime.clock,
-                found_max=self._found_max,
-                last_found=self._last_found,
-                pages=self.pages,
-                tails=self._tails,
-            )
-            # watch mode: the wave's last commit tells when its earliest found page falls due
-            self.recorder.watch = settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH)
-
-    def _add_target(
-        self, target: Target, store: StateStore | None, origins: dict[str, int], recovered: BitMap64 | None = None,
-        state: TargetState | None = None,
-    ) -> None:
-        """Fresh lanes, or the lanes of the resume plan of the target's stored past ``state``
-        (``recovered``: found ids read back from the last run's feeds, not in the state yet)."""
-        if state is None or target.resume in RESET_MODES:
-            note = resume_text(target.resume, stored=state is not None)
-            if note is not None:
-                self.resume_notes[target.name] = note
-            if state is not None and store is not None:
-                self._forgotten.add(target.name, target.resume, state)  # reset once every target is checked
-            elif target.resume not in ("auto", *RESET_MODES):
-                logger.warning("idcrawl: target %r has no stored state; resume=%s starts fresh",
-                               target.name, target.resume)
-            self.frontier.add_target(target)
-            return
-        stored, current = state.params, identity(target)
-        for key in IDENTITY_KEYS:
-            if key in stored and stored[key] != current[key]:
-                raise BadInputError(
-                    f"target {target.name!r}: {key}={current[key]!r} differs from the stored state "
-                    f"({key}={stored[key]!r}): -a resume=reset starts the target over (forgetting its "
-                    "stored outcomes), or give another JOBDIR / IDCRAWL_STATE_PATH"
-                )
-        if recovered:
-            found = state.outcomes.get(Outcome.FOUND)
-            if found is not None:
-                # a line past the last commit is of an id not found then: one found before is not this job's
-                before = recovered & found
-                if before:
-                    self._foreign_lines += len(before)
-                    recovered -= before
-                state.outcomes[Outcome.FOUND] = recovered | found
-            else:
-                state.outcomes[Outcome.FOUND] = recovered
-        walk_tail = True
-        if target.resume == "due":
-            schedule = self._tails.get(target.name)
-            walk_tail = tail_due(schedule, self.runtime.clock.now())
-            if not walk_tail and schedule is not None:
-                self.resume_notes[target.name] = (
-                    f"resume=due: tail not due until {format_time(schedule.due_at())}, nothing to fetch"
-                )
-        specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
-                             walk_tail=walk_tail, due_pages=self.due_pages(target, state))
-        origins.update({key: record.start for key, record in state.lanes.items()})
-        known = cast("Container[int] | None", state.outcomes.get(Outcome.FOUND))  # a roaring bitmap
-        if isinstance(known, BitMap64) and known:
-            self._found_max[target.name] = known.max()
-        self.frontier.add_target(target, specs, known_found=known)
-        continued = {spec.key for spec in specs}
-        self._last_found.update((key, record.last_found) for key, record in state.lanes.items()
-                                if key in continued and record.last_found is not None)
-        note = resume_text(
-            target.resume, stored=True, known_found=len(known) if isinstance(known, Sized) else 0,
-            finished=[spec.direction for spec in lane_specs(target) if spec.key not in continued],
-        )
-        if note is not None and target.name not in self.resume_notes:
-            self.resume_notes[target.name] = note
-
-    def _in_due_order(self, targets: Sequence[Target]) -> list[Target]:
-        """``resume=due``: the targets whose tails are most overdue first (they win the interleaving's
-        ties, so a run cut short by a limit has walked them); the others as given."""
-        return due_first(targets, self._tails, self.runtime.clock.now()) if self._tails else list(targets)
-
-    def due_pages(self, target: Target, state: TargetState) -> list[int]:
-        """``resume=due``: the found ids of ``target`` due for a revisit at the clock's now, most overdue
-        first (:func:`idcrawl.core.recrawl.due_order`); walked after its tail, as conditional requests.
-        Only a due run loads the page records: other runs never fetch a found id again."""
-        if target.resume != "due" or self._store is None or self.pages is None:
-            return []
-        self.pages.load(target.name, self._store.load_pages(target.name))
-        due = self.pages.due_ids(target.name, found=state.outcomes.get(Outcome.FOUND, ()))
-        self._due_pages += len(due)
-        return due
-
-    def watch_schedules(self) -> list[Schedule]:
-        """Watch mode, after the wave's last commit: the schedules of this job's targets as stored now
-        (the tails just walked with the rule applied; the others as they were). The next wave starts
-        when the earliest of them falls due (:func:`idcrawl.core.watch.next_wave_at`)."""
-        if self.recorder is None:
-            return []
-        targets = self.frontier.targets
-        return [schedule for name, schedule in self.recorder.schedules.items() if name in targets]
-
-    def watch_pages(self) -> list[float]:
-        """Watch mode, after the wave's last commit: the earliest due time of this job's found pages
-        not before the wave's end, as stored then (one indexed query per target: no walk over the
-        pages), so a page falling due before the next tail wakes a wave of its own."""
-        at = self.recorder.next_page_at if self.recorder is not None else None
-        return [] if at is None else [at]
-
-    def describe_state(self) -> str:
-        if self.recorder is None:
-            return "state off"
-        where = self.recorder.store.path if hasattr(self.recorder.store, "path") else None
-        if isinstance(where, Path):
-            return f"state {where.resolve()}"
-        return f"state in Redis ({where})" if where else f"state in {type(self.recorder.store).__name__}"
-
-    def open(self) -> None:
-        if self._recovered_count:
-            self.runtime.stats.set_value(f"{STATS_PREFIX}/resume/recovered_from_feed", self._recovered_count)
-        if self._foreign_lines:
-            self.runtime.stats.set_value(f"{STATS_PREFIX}/resume/foreign_feed_lines", self._foreign_lines)
-        if self._due_pages:
-            self.runtime.stats.set_value(f"{STATS_PREFIX}/pages/due", self._due_pages)
-        if self.recorder is not None:
-            self.recorder.open()
-
-    def unavailable(self, exc: Exception) -> None:  # pragma: no cover - errors is empty
-        raise exc
-
-    def record_failed(
-        self, exc: Exception, lane_key: str, id_: int, outcome: Outcome, outputs: list[Any] | None, attempt: int
-    ) -> list[Any]:  # pragma: no cover - errors is empty
-        raise exc
-
-    def decided(self, target: str, outcome: Outcome, id_: int) -> None:
-        if self.recorder is not None:
-            self.recorder.outcome(target, outcome, id_)
-
-    def released(self, lane_key: str, id_: int, outputs: list[Any]) -> None:
-        if self.recorder is not None:
-            self.recorder.released(self.frontier.lane_target[lane_key].name, lane_key, id_, outputs)
-
-    def hold_page(self, owner: str, url: str, outputs: list[Any], harvest: Callable[[], None]) -> bool:
-        """A found page of the crawl scope: harvested once its items are written (the recorder's
-        checkpoint, as found ids); False (no state, or no item of its own): harvest it now."""
-        return self.recorder is not None and self.recorder.hold_page(owner, url, outputs, harvest)
-
-    def stop(self, reason: str) -> None:
-        """Lanes still running stop with the close reason."""
-        for key, lane in self.frontier.lanes.items():
-            if not lane.stopped:
-                self.frontier.close_lane(key, reason)
-
-    def close(self, reason: str) -> None:
-        """The last commit of the state, with the run's totals."""
-        if self.recorder is not None:
-            self.recorder.close(reason, self.runtime.job_counts())
-            self.runtime.stats.set_value(f"{STATS_PREFIX}/state/commits", self.recorder.commits)
-
-
-if TYPE_CHECKING:  # mypy checks that the in-process worker is a Worker and its frontier an IdFrontier
-
-    def _is_a_worker(worker: LocalWorker) -> Worker:
-        return worker

@@ -31,7 +31,7 @@ from scrapy.core.scheduler import Scheduler
 from idcrawl._scrapy import slot_has_room, slot_key, stats_incrementer
 from idcrawl.core.delays import DelayQueue
 from idcrawl.core.scope import host_of
-from idcrawl.runtime import DUE_KEY, STATS_PREFIX, IdRuntime, Limiter, runtime_of
+from idcrawl.runtime import DUE_KEY, STATS_PREFIX, IdRuntime, Limiter, start_runtime
 from idcrawl.storage import report_storage_error, storage_problem
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class IdScheduler(Scheduler):
 
     def open(self, spider: Spider) -> Deferred[None] | None:
         result = super().open(spider)
-        self.runtime = runtime_of(self.crawler)
+        self.runtime = start_runtime(self.crawler)
         self._slot_of_host: dict[str, str] = {}
         # lane requests handed to the engine that have not reached their slot yet
         self._entering: dict[str, weakref.WeakSet[Request]] = {}
@@ -95,7 +95,8 @@ class IdScheduler(Scheduler):
     def has_pending_requests(self) -> bool:
         if super().has_pending_requests() or self._delayed:
             return True
-        if self._scope is not None and self._scope.queue.ready():
+        queue = self.runtime.url_queue if self.runtime is not None and self._scope is not None else None
+        if queue is not None and queue.ready():
             return True
         return self.runtime is not None and self.runtime.frontier.can_dispense()
 

@@ -329,8 +329,8 @@ class IdConfig:
     # distributed runs
     distributed: bool = _setting(_bool(), False)
     worker_class: str = _setting(
-        _text("the import path of a worker class such as idcrawl.runtime.LocalWorker", optional=False),
-        "idcrawl.runtime.LocalWorker")
+        _text("the import path of a worker class such as idcrawl.local.worker.LocalWorker", optional=False),
+        "idcrawl.local.worker.LocalWorker")
     redis_prefix: str = _setting(_text("a non-empty key prefix"), "idcrawl")
     redis_job: str | None = _setting(_text("a job name (or unset for the spider's name)"), None)
     redis_lease_timeout: float = _setting(_float(above=True, note=" (seconds)"), 8.0)

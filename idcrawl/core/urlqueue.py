@@ -143,6 +143,9 @@ class UrlQueue(Protocol):
     shared queue in Redis for a distributed job. ``now``: seconds on the job's clock.
     """
 
+    #: the yield model's draws (seeded): a watching crawl's next wave goes on with the last one's
+    rng: random.Random
+
     def start(self, scope: JobScope, now: float) -> Reconciled:
         """A run starts with the job file's ``scope``: every stored URL is checked against it."""
         ...
@@ -189,6 +192,10 @@ class UrlQueue(Protocol):
 
     def counts(self) -> list[UrlCount]:
         """The URLs by target, crawl profile, collection, hops and state (``scrapy idplan``)."""
+        ...
+
+    def next_harvest(self) -> float | None:
+        """The earliest next harvest of the harvested URLs waiting for a revisit (watch mode wakes for it)."""
         ...
 
 

@@ -1,20 +1,8 @@
 """``Distributed``: the add-on that makes an id crawl one worker of a job shared through Redis.
 
-The ``idseq`` spider lists it in ``ADDONS`` for itself (as it lists the
-Spidermon switch); it reads its own switch, ``IDCRAWL_DISTRIBUTED`` (the
-``distributed`` settings profile sets it), and when it is on swaps the Redis
-classes in, the way scrapy-redis swaps ``SCHEDULER`` and ``DUPEFILTER_CLASS``:
-
-==========================  ==============================================================
-``IDCRAWL_WORKER_CLASS``    :class:`idcrawl.distributed.worker.RedisWorker` (lanes in Redis)
-``SCHEDULER``               :class:`idcrawl.distributed.scheduler.RedisIdScheduler`, in place
-                            of ``IdScheduler`` (a project's own subclass is kept)
-``DOWNLOADER_MIDDLEWARES``  :class:`idcrawl.distributed.politeness.FleetPoliteness` at 950
-``EXTENSIONS``              :class:`idcrawl.distributed.limits.FleetLimits` in place of
-                            ``IdLimits`` (counters, stops and incidents of the fleet)
-==========================  ==============================================================
-
-Nothing outside :mod:`idcrawl.distributed` tests for distributed mode.
+The ``idseq`` spider lists it in ``ADDONS``. When :func:`idcrawl.backends.backend_of` chooses the fleet
+(``IDCRAWL_DISTRIBUTED``), it sets the fleet's worker (``IDCRAWL_WORKER_CLASS``) and swaps in the
+Redis scheduler, the fleet's politeness middleware and limits extension (docs/distributed.md).
 """
 
 from __future__ import annotations
@@ -22,12 +10,11 @@ from __future__ import annotations
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
+from idcrawl.backends import FLEET, backend_of
 from idcrawl.components import mentions_component, raise_dict_priority, setdefault_component
-from idcrawl.distributed.connection import distributed
 
-__all__ = ["FLEET_LIMITS", "FLEET_POLITENESS", "REDIS_SCHEDULER", "WORKER", "Distributed"]
+__all__ = ["FLEET_LIMITS", "FLEET_POLITENESS", "REDIS_SCHEDULER", "Distributed"]
 
-WORKER = "idcrawl.distributed.worker.RedisWorker"
 REDIS_SCHEDULER = "idcrawl.distributed.scheduler.RedisIdScheduler"
 #: Per-host gaps for all workers of a job together.
 FLEET_POLITENESS = "idcrawl.distributed.politeness.FleetPoliteness"
@@ -51,14 +38,14 @@ class Distributed:
 
     def update_settings(self, settings: BaseSettings) -> None:
         try:
-            on = distributed(settings)
+            backend = backend_of(settings)
         except ValueError:  # -s IDCRAWL_DISTRIBUTED=abc: refused in one line by validate_settings
             return
-        if not on:
+        if backend is not FLEET:
             return
         from idcrawl.scheduler import IdScheduler
 
-        settings.set("IDCRAWL_WORKER_CLASS", WORKER, priority="spider")
+        settings.set("IDCRAWL_WORKER_CLASS", backend.worker, priority="spider")
         current = settings.get("SCHEDULER")
         if current and load_object(current) is IdScheduler:
             # shared retries and fleet-wide politeness through Redis

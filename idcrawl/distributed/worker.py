@@ -86,10 +86,12 @@ if TYPE_CHECKING:
     import random
     from collections.abc import Callable
 
+    from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
     from idcrawl.core.scope import JobScope
-    from idcrawl.runtime import Worker
+    from idcrawl.core.urlqueue import UrlQueue
+    from idcrawl.worker import Worker
 
 __all__ = ["RedisWorker", "parse_pushed"]
 
@@ -117,6 +119,11 @@ class RedisWorker:
 
     #: Redis did not answer; or (recording) outputs that cannot be stored in Redis
     errors: tuple[type[Exception], ...] = (RedisError, pickle.PicklingError, TypeError, ValueError, AttributeError)
+
+    @classmethod
+    def keeps_state(cls, settings: BaseSettings) -> bool:
+        """A fleet's job always keeps its state (in Redis)."""
+        return True
 
     def __init__(self, runtime: IdRuntime) -> None:
         """Join the Redis job with the runtime's targets (none: wait for pushed ones), or one error line."""
@@ -154,7 +161,7 @@ class RedisWorker:
             raise BadInputError(f"{spider_name}: {self._redis_failed(exc, 'as this worker joined the job')}") from None
         #: ascending lanes whose walk this worker has not yet seen applied to its tail's schedule (settle_tails)
         self._tails_open = {key for key, direction in self.frontier.lane_direction.items() if direction == "asc"}
-        #: the crawl scope's URL queue shared by the fleet (make_url_queue; None: no crawl scope)
+        #: the crawl scope's URL queue shared by the fleet (url_queue; None: no crawl scope)
         self.urls: RedisUrlQueue | None = None
         #: started without targets (nor page targets): waits for pushed ones (until the idle timeout)
         self.feeder = not runtime.targets and not runtime.scope
@@ -437,8 +444,8 @@ class RedisWorker:
     def stats(self) -> StatsCollector:
         return self.runtime.stats
 
-    def make_url_queue(self, scope: JobScope, rng: random.Random, skip: Callable[[str], bool] | None,
-                       postpone_for: float) -> RedisUrlQueue:
+    def url_queue(self, scope: JobScope, rng: random.Random, skip: Callable[[str], bool] | None,
+                  postpone_for: float, previous: UrlQueue | None) -> RedisUrlQueue:
         """The crawl scope's URL queue (``IdScopeMiddleware`` asks): one queue for the fleet, in the job's
         keys (:mod:`idcrawl.distributed.urlqueue`); its taken URLs are held under this worker's lease."""
         self.urls = RedisUrlQueue(self.client, self.job.prefix, self.worker, lease_ms=int(self.lease * 1000),
@@ -557,6 +564,15 @@ class RedisWorker:
 
     def describe_state(self) -> str:
         return f"state in Redis job {self.job.prefix!r} (worker {self.worker})"
+
+    def lock_lost(self) -> None:
+        """Never called: a fleet's job has no owner key (a single process's state does)."""
+
+    def wave_ended(self) -> None:
+        """Nothing to let go of: the wave's close left the job."""
+
+    def retire(self) -> None:
+        """Nothing to hand over: the next wave's worker builds a queue of its own (a run of the fleet's)."""
 
     def _take(self, released: list[Payload]) -> list[Any]:
         """Outputs released to this worker outside an outcome of its own (adopted, recovered)."""

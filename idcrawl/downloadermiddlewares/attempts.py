@@ -15,7 +15,7 @@ from scrapy.utils.misc import load_object
 
 from idcrawl.config import config_of
 from idcrawl.core.attempts import parse_retry_after, retry_delay
-from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, runtime_of
+from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, runtime_of, start_runtime
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -45,7 +45,7 @@ class IdAttemptsMiddleware:
         # built after the extensions and before the engine starts: if a project's explicit
         # EXTENSIONS left IdStateLoader out, the runtime's worker is built (its state read) here,
         # still failing cleanly
-        runtime_of(crawler)
+        start_runtime(crawler)
         return cls(crawler)
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Request | Response:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
-from idcrawl.runtime import runtime_of
+from idcrawl.runtime import start_runtime
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -21,7 +21,7 @@ class IdStateLoader:
     bring the state file in when it is built (Zyte's DotScrapy Persistence
     downloads ``.scrapy`` then). Built last (the spider adds it at order
     ``STATE_LOADER_ORDER``), this one asks for the runtime
-    (:func:`idcrawl.runtime.runtime_of`), whose first use builds its worker and
+    and starts it (:func:`idcrawl.runtime.start_runtime`), which builds its worker and
     reads the state, after them and still before the engine exists, so a
     corrupt, locked or foreign state stops the crawl with one line and a
     non-zero exit, like a bad argument. Without it, the next component that
@@ -30,7 +30,7 @@ class IdStateLoader:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdStateLoader:
-        if runtime_of(crawler) is None:
+        if start_runtime(crawler) is None:
             raise NotConfigured
         return cls()
 

@@ -31,7 +31,7 @@ seconds slept between waves), ``idcrawl/watch/next_wave`` (when the next wave st
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
@@ -47,6 +47,8 @@ from idcrawl.runtime import STATS_PREFIX, runtime_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from idcrawl.spidermiddlewares.scope import IdScopeMiddleware
 
 __all__ = ["IdWatch"]
 
@@ -109,7 +111,7 @@ class IdWatch:
         if not runtime.frontier.finished or not engine.spider_is_idle():
             return  # the wave goes on (the spider's idle handler keeps the engine open)
         runtime.end_wave()
-        worker: Any = runtime.worker  # a LocalWorker, or a RedisWorker of a watching fleet
+        worker = runtime.worker  # a LocalWorker, or a RedisWorker of a watching fleet
         now = runtime.clock.now()
         try:
             schedules, pages = worker.watch_schedules(), worker.watch_pages()
@@ -150,29 +152,28 @@ class IdWatch:
             return
         scope = self._scope()
         if scope is not None:  # crawl scope: the wave is a run of the URL queue too
-            scope.next_wave(runtime.worker)
-        new_wave = getattr(runtime.limiter, "new_wave", None)
-        if new_wave is not None:  # the job limits (idcrawl.extensions.limits.IdLimits): per process
-            new_wave()
+            scope.next_wave()
+        if runtime.limiter is not None:  # the job limits (idcrawl.extensions.limits.IdLimits): per process
+            runtime.limiter.new_wave()
         self.waves += 1
         stats.set_value(f"{PREFIX}/waves", self.waves)
         logger.info("idcrawl: watch: wave %d at %s", self.waves, format_time(clock.now()))
         runtime.wake_engine()
 
-    def _scope(self) -> Any:
+    def _scope(self) -> IdScopeMiddleware | None:
         """The crawl scope's middleware (``IdScopeMiddleware``: its URL queue), or None: no crawl scope."""
         runtime = runtime_of(self.crawler)
         if runtime is None or not runtime.scope:
             return None
         from idcrawl.spidermiddlewares.scope import IdScopeMiddleware
 
-        return self.crawler.get_spider_middleware(IdScopeMiddleware)
+        return cast("IdScopeMiddleware | None", self.crawler.get_spider_middleware(IdScopeMiddleware))
 
     def _harvests(self) -> list[float]:
         """The URL queue's earliest next harvest (a crawl profile's ``revisit``), if it waits for one."""
-        scope = self._scope()
-        next_harvest = getattr(scope.queue, "next_harvest", None) if scope is not None else None
-        at = next_harvest() if next_harvest is not None else None
+        runtime = runtime_of(self.crawler)
+        queue = runtime.url_queue if runtime is not None and self._scope() is not None else None
+        at = queue.next_harvest() if queue is not None else None
         return [] if at is None else [at]
 
     def _spider_closed(self, spider: Any = None, reason: str = "") -> None:

@@ -1,38 +1,13 @@
-"""``IdScopeMiddleware``: crawl scope in a crawl (seed 003): page targets, outlinks, hops.
+"""``IdScopeMiddleware``: crawl scope in a crawl: page targets, outlinks, hops.
 
-A job file with crawl scope (``[[crawl_profiles]]``, a target's ``crawl_profiles``, page targets:
-:mod:`idcrawl.core.scope`) turns this spider middleware on; a plain id crawl has no scope, and the
-middleware is not built (``NotConfigured``): its hot path is untouched. What it does:
-
-- it opens the job's URL queue (:mod:`idcrawl.core.urlqueue`): with a SQLite state, the URLs the
-  earlier runs stored, reconciled with the current job file (deleted targets, crawl profiles and
-  collections drop or hand over their URLs, deactivated ones postpone them; ``idcrawl/scope/...``
-  stats); without state, in memory. Its changes are committed with the state's checkpoints;
-- its page targets' pages are queued at hop 0 (once: a page harvested in an earlier run is not);
-- the found pages of an id target with crawl profiles are hop 0 too;
-- the links of a hop-0 page or an outlink page (Scrapy's ``LinkExtractor``, canonicalised by
-  w3lib) are offered to the queue: a link in the scope of at least one crawl profile of the page's
-  target (its owner) is queued once, with the shortest hops known (or postponed);
-- a link to an id page of an id target (an id within its ``min``/``max``) is left to that target's
-  lanes: they fetch it, or decide not to (past a cut), and it is never fetched twice;
-- a found page of the walk is harvested only once its items are written: its links are offered
-  at once, but it stays taken until the worker's acknowledgement path (``hold_page``: the state
-  recorder's checkpoint in one process, the acknowledgement of a Redis worker, after the feeds'
-  flush) says its items are on disk, so a killed crawl's page is fetched again, never lost.
-
-The queue is not Scrapy's: ``IdScheduler`` takes its URLs host by host when a host has room
-(:meth:`IdScopeMiddleware.next_request`), so the yield model decides at dispatch. The outlink
-requests' callbacks are spider methods (``IdSeqSpider.outlink_response`` and
-``outlink_failure``: Scrapy serialises callbacks by name), which yield what
-``IdSeqSpider.parse_outlink`` makes of the page. robots.txt and politeness apply to them as to any
-request; the dupefilter does not (the queue keeps each URL once, and fetches a missing page again
-in a later run). A worker may bring its own queue (``make_url_queue(scope, rng, skip, postpone_for)``,
-a distributed job's shared one).
+A job file with crawl scope (:mod:`idcrawl.core.scope`) turns it on; a plain id crawl does not build it.
+It starts the runtime's URL queue (:attr:`idcrawl.runtime.IdRuntime.url_queue`, the worker's), seeds the
+page targets' pages, offers the in-scope links of the pages of the walk to the queue, and holds a found
+page until its items are written (the worker's ``hold_page``). docs/scope.md says how it behaves.
 """
 
 from __future__ import annotations
 
-import random
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
@@ -44,19 +19,15 @@ from idcrawl import default_settings
 from idcrawl.core.clock import Clock
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.scope import Harvest, JobScope, UrlRecord, canonical
-from idcrawl.core.urlqueue import MemoryUrlQueue, QueueState, Reconciled, UrlQueue
-from idcrawl.runtime import META_KEY, STATS_PREFIX, runtime_of
+from idcrawl.core.urlqueue import QueueState, Reconciled, UrlQueue
+from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, start_runtime
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
-
-    from idcrawl.core.targets import Target
-    from idcrawl.state.base import StateStore
 
 __all__ = ["SCOPE_KEY", "IdScopeMiddleware"]
 
@@ -71,99 +42,43 @@ PREFIX = f"{STATS_PREFIX}/crawl_profiles"
 SCOPE_STATS = f"{STATS_PREFIX}/scope"
 
 
-def _queue_settings(settings: BaseSettings) -> tuple[random.Random, float]:
-    """The URL queue's yield draws (``IDCRAWL_SCOPE_SEED``) and postponement (``IDCRAWL_SCOPE_POSTPONE``)."""
-    return (random.Random(settings.getint("IDCRAWL_SCOPE_SEED", default_settings.IDCRAWL_SCOPE_SEED)),
-            settings.getfloat("IDCRAWL_SCOPE_POSTPONE", default_settings.IDCRAWL_SCOPE_POSTPONE))
-
-
 class IdScopeMiddleware:
     """Follows the outlinks of a job's hop-0 pages in the scope of its crawl profiles."""
 
-    def __init__(self, crawler: Crawler, scope: JobScope, targets: Iterable[Target] = (),
-                 queue: UrlQueue | None = None, store: StateStore | None = None, clock: Clock | None = None) -> None:
-        """``queue``: the URL queue (None: a new one, in memory, with the URLs ``store`` keeps); ``clock``:
-        the crawl's one clock (None: one from ``IDCRAWL_NOW``)."""
+    def __init__(self, crawler: Crawler, runtime: IdRuntime) -> None:
         self.crawler = crawler
-        self.scope = scope
+        self.runtime = runtime
+        self.scope: JobScope = runtime.scope
         stats = crawler.stats
         assert stats is not None
         self.stats = stats
-        settings = crawler.settings
-        self.clock = clock if clock is not None else Clock.from_setting(settings.get("IDCRAWL_NOW"))
+        self.clock: Clock = runtime.clock
         self.links = LinkExtractor()
         self.missing_statuses = frozenset(
-            int(status) for status in settings.getlist("IDCRAWL_MISSING_STATUSES",
-                                                       default_settings.IDCRAWL_MISSING_STATUSES))
-        #: a link to an id page of an id target is theirs (never fetched twice)
-        skip = self._id_page_of(targets)
-        if queue is None:
-            rng, postpone_for = _queue_settings(settings)
-            stored = store.load_urls() if store is not None else ()
-            queue = MemoryUrlQueue(stored, rng=rng, skip=skip, postpone_for=postpone_for)
-        self.queue: UrlQueue = queue
-        self._commits: tuple[list[Callable[[], None]], Callable[[], None]] | None = None  # (recorder's list, hook)
-        self._count_reconciled(queue.start(scope, self.clock.now()))
+            int(status) for status in crawler.settings.getlist("IDCRAWL_MISSING_STATUSES",
+                                                               default_settings.IDCRAWL_MISSING_STATUSES))
+        self._count_reconciled(self.queue.start(self.scope, self.clock.now()))
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdScopeMiddleware:
-        runtime = runtime_of(crawler)
+        runtime = start_runtime(crawler)
         if runtime is None or not runtime.scope:
             raise NotConfigured("no crawl scope: the job file has no page target and no target with crawl profiles")
-        worker: Any = runtime.worker
-        settings = crawler.settings
-        make = getattr(worker, "make_url_queue", None)
-        if make is not None:  # the worker's own queue (a distributed job's, shared)
-            rng, postpone_for = _queue_settings(settings)
-            queue = make(runtime.scope, rng, cls._id_page_of(runtime.targets), postpone_for)
-            return cls(crawler, runtime.scope, runtime.targets, queue, clock=runtime.clock)
-        recorder = getattr(worker, "recorder", None)
-        store = recorder.store if recorder is not None and recorder.store.keeps_urls else None
-        middleware = cls(crawler, runtime.scope, runtime.targets, store=store, clock=runtime.clock)
-        middleware._commit_with(recorder)
-        return middleware
+        return cls(crawler, runtime)
 
-    def _commit_with(self, recorder: Any) -> None:
-        """The queue's changes are committed at the checkpoints of ``recorder`` (the worker's state
-        recorder; None: no state, or a queue that is not kept in memory), and no longer at an earlier one's."""
-        if self._commits is not None:
-            hooks, hook = self._commits
-            hooks.remove(hook)
-            self._commits = None
-        store = recorder.store if recorder is not None and recorder.store.keeps_urls else None
-        queue = self.queue
-        if store is None or not isinstance(queue, MemoryUrlQueue):
-            return
+    @property
+    def queue(self) -> UrlQueue:
+        """The runtime's URL queue (the worker's: in memory with the state, or a fleet's in Redis)."""
+        queue = self.runtime.url_queue
+        assert queue is not None  # the crawl has scope
+        return queue
 
-        def commit() -> None:
-            store.commit_urls(*queue.changes())
-
-        recorder.also_commit.append(commit)
-        self._commits = (recorder.also_commit, commit)
-
-    def next_wave(self, worker: Any) -> None:
+    def next_wave(self) -> None:
         """Watch mode (``idcrawl.extensions.watch``): a new wave starts, a run of the state with a new
-        ``worker``: the stored URLs are checked again as at a run's start (revisits due queued, URLs
-        that failed queued again: ``idcrawl/scope/...``), and the queue commits with the new recorder. A
-        worker that brings its own queue (a fleet's: each wave a worker and a run of the fleet of its own)
-        gives the wave a new one, reconciled by the worker that starts the wave's run."""
-        make = getattr(worker, "make_url_queue", None)
-        if make is not None:
-            runtime = runtime_of(self.crawler)
-            rng, postpone_for = _queue_settings(self.crawler.settings)
-            rng = getattr(self.queue, "rng", rng)  # the draws go on from the last wave's
-            self.queue = make(self.scope, rng, self._id_page_of(runtime.targets if runtime else ()), postpone_for)
+        worker, and of its URL queue: the stored URLs are checked again as at a run's start (revisits due
+        queued, URLs that failed queued again: ``idcrawl/scope/...``). A fleet's worker gives the wave a
+        new queue, reconciled by the worker that starts the wave's run."""
         self._count_reconciled(self.queue.start(self.scope, self.clock.now()))
-        self._commit_with(getattr(worker, "recorder", None))
-
-    @staticmethod
-    def _id_page_of(targets: Iterable[Target]) -> Callable[[str], bool] | None:
-        """Is a URL the page of an id (in its bounds) of one of the id ``targets``? Its lanes fetch it,
-        or decide not to. None: there are none."""
-        id_targets = list(targets)
-        if not id_targets:
-            return None
-        return lambda url: any(target.id_of(url) is not None for target in id_targets)
 
     def _count_reconciled(self, reconciled: Reconciled) -> None:
         """The stored URLs reconciled with the job file at the run's start (``idcrawl/scope/...``)."""
@@ -204,9 +119,7 @@ class IdScopeMiddleware:
 
     def _wake(self) -> None:
         if self.queue.ready():
-            runtime = runtime_of(self.crawler)
-            if runtime is not None:
-                runtime.wake_engine()
+            self.runtime.wake_engine()
 
     # -- responses -------------------------------------------------------------------------
 
@@ -266,12 +179,14 @@ class IdScopeMiddleware:
         """Whether the found page ``url`` stays taken until its items in ``outputs`` are written (the
         worker's acknowledgement path, as found ids: ``hold_page``); then the worker harvests it."""
         owner = info.get("owner")
-        runtime = runtime_of(self.crawler)
-        hold_page = getattr(runtime.worker, "hold_page", None) if runtime is not None else None
-        if not isinstance(owner, str) or hold_page is None:
+        if not isinstance(owner, str):
             return False
         queue = self.queue
-        return bool(hold_page(owner, response.url, outputs, lambda: queue.written(url, now)))
+
+        def harvest() -> None:
+            queue.written(url, now)
+
+        return self.runtime.worker.hold_page(owner, response.url, outputs, harvest)
 
     def _follow(self, response: Response, outputs: list[Any] | None = None) -> None:
         """The in-scope links of ``response``, if it is a hop-0 page or an outlink, offered to the queue;

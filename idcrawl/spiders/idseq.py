@@ -37,7 +37,7 @@ from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.pages import page_signature, rule_outcome
 from idcrawl.pipelines import signatures_wanted
 from idcrawl.requests import CONDITIONAL_KEY, failure_outcome, failure_reason, lane_request
-from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, runtime_of
+from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, start_runtime
 from idcrawl.settings_profiles import apply_profile
 from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
 from idcrawl.validation import validate_settings
@@ -215,10 +215,10 @@ class IdSeqSpider(Spider):
 
     @property
     def runtime(self) -> IdRuntime:
-        """The crawl's runtime (:func:`idcrawl.runtime.runtime_of`): its frontier, ``record()``."""
+        """The crawl's runtime (:func:`idcrawl.runtime.start_runtime`): its frontier, ``record()``."""
         runtime: IdRuntime | None = self.__dict__.get("_runtime")  # looked up once: asked for per response
         if runtime is None:
-            runtime = runtime_of(self.crawler)
+            runtime = start_runtime(self.crawler)
             assert runtime is not None, "an IdSeqSpider made without from_crawler()"
             self.__dict__["_runtime"] = runtime
         return runtime

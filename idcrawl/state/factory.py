@@ -1,22 +1,21 @@
-"""Which state store a crawl (or a command reading its state) opens: SQLite or Redis.
+"""Which state store a crawl (or a command reading its state) opens: SQLite or Redis (``IDCRAWL_STATE_BACKEND``).
 
-``IDCRAWL_STATE_BACKEND`` picks it (``sqlite``, the default, or ``redis``); a
-command that found the state in Redis says so with ``backend``.
+The Redis store is :data:`idcrawl.backends.STATE_STORES`'s, loaded when chosen.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from idcrawl import default_settings
+from idcrawl.backends import STATE_STORES, load
 from idcrawl.state.base import StateError, StateStore
 from idcrawl.state.location import state_path
 from idcrawl.state.sqlite import SqliteStateStore
 
 __all__ = ["BACKENDS", "configured_backend", "open_store"]
 
-BACKENDS = ("sqlite", "redis")
+BACKENDS = ("sqlite", *STATE_STORES)
 
 
 def configured_backend(settings: Any) -> str:
@@ -36,17 +35,8 @@ def open_store(
         backend = configured_backend(settings)
     if backend == "sqlite":
         return SqliteStateStore(state_path(settings, spider_name), read_only=read_only)
-    if backend != "redis":
+    opener = STATE_STORES.get(backend)
+    if opener is None:
         raise StateError(f"bad setting: IDCRAWL_STATE_BACKEND={backend!r}: must be one of {', '.join(BACKENDS)}")
-    from idcrawl.distributed.connection import RedisUnavailable, check_no_eviction, connect, job_prefix
-    from idcrawl.distributed.state import JobStateStore  # reads a distributed job's lanes too
-
-    try:
-        client = connect(settings, idempotent=True, stats=stats)
-        # a store that writes: a Redis that may evict its keys is refused
-        warning = None if read_only else check_no_eviction(client, settings)
-    except RedisUnavailable as exc:
-        raise StateError(str(exc)) from None
-    if warning:
-        logging.getLogger(__name__).warning("idcrawl: %s", warning)
-    return JobStateStore(client, job_prefix(settings, spider_name), read_only=read_only)
+    store: StateStore = load(opener)(settings, spider_name, read_only=read_only, stats=stats)
+    return store

@@ -426,7 +426,7 @@ def test_idplan_advises_the_true_margin_from_the_gap_runs_in_a_state(tmp_path: P
 def test_a_due_run_adds_the_most_overdue_tails_first() -> None:
     from types import SimpleNamespace
 
-    from idcrawl.runtime import LocalWorker
+    from idcrawl.local.worker import LocalWorker
 
     url = "https://reg.example/n/{id}"
     targets = [parse_target({"url": url, "start": 1, "name": name, "resume": "due"}) for name in "abcd"]

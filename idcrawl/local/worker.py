@@ -1,0 +1,391 @@
+"""``LocalWorker``: the lanes of an id crawl in this process, its state through the state recorder."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Container, Sequence, Sized
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from pyroaring import BitMap64
+
+from idcrawl import _scrapy, default_settings
+from idcrawl.core.clock import format_time
+from idcrawl.core.frontier import Frontier, lane_specs
+from idcrawl.core.lanes import Outcome
+from idcrawl.core.pagebook import PageBook
+from idcrawl.core.recrawl import Schedule
+from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, resume_specs, tail_due
+from idcrawl.core.talk import NONE_DEPRECATED, forgotten_text, resume_text
+from idcrawl.core.targets import RESET_MODES, Target
+from idcrawl.core.urlqueue import MemoryUrlQueue
+from idcrawl.errors import BadInputError
+from idcrawl.runtime import STATS_PREFIX, IdRuntime
+from idcrawl.state.base import StateError, StateStore, TargetState
+from idcrawl.state.location import state_path
+from idcrawl.state.lock import FileLock, RedisOwner, lock_path
+from idcrawl.state.recorder import (
+    OwnLine,
+    ReadBack,
+    StateRecorder,
+    overwritten_feeds,
+    recover_feed_tails,
+)
+from idcrawl.state.redis import RedisStateStore
+from idcrawl.worker import Payload, Worker
+
+if TYPE_CHECKING:
+    import random
+
+    from scrapy.settings import BaseSettings
+
+    from idcrawl.core.scope import JobScope
+    from idcrawl.core.urlqueue import UrlQueue
+
+__all__ = ["Forgotten", "LocalWorker", "own_line", "rebind"]
+
+logger = logging.getLogger(__name__)
+
+
+class Forgotten:
+    """What ``resume=reset`` forgets of the targets it starts over, warned about in one line."""
+
+    def __init__(self) -> None:
+        self.targets = self.found = self.lanes = 0
+        self.words: set[str] = set()
+        self.names: list[str] = []  # reset once every target passed its checks: a refused run changes nothing
+
+    def add(self, name: str, word: str, state: TargetState) -> None:
+        self.names.append(name)
+        self.targets += 1
+        self.found += len(state.outcomes.get(Outcome.FOUND, ()))
+        self.lanes += len(state.lanes)
+        self.words.add(word)
+
+    def reset(self, store: StateStore | None) -> None:
+        """Forget the stored state of the targets added, and say so in one WARNING."""
+        if store is None or not self.targets:
+            return
+        for name in self.names:
+            store.reset(name)
+        logger.warning("idcrawl: %s", forgotten_text(self.targets, self.found, self.lanes, self.words))
+
+
+
+def rebind(payload: Payload | None, lane_key: str, id_: int) -> Payload:
+    """Another lane's payload for a shared id (its items once; ``None``: already emitted)."""
+    return (lane_key, id_, payload[2] if payload is not None else [])
+
+
+
+def own_line(targets: Sequence[Target]) -> OwnLine:
+    """Whether a feed line's ``(target, id, url)`` is an item of one of ``targets``' own pages: a target of
+    the job, an id in its bounds, and the URL its template renders for that id (emit-once read-back)."""
+    by_name = {target.name: target for target in targets}
+
+    def own(name: str, id_: int, url: Any) -> bool:
+        target = by_name.get(name)
+        return target is not None and isinstance(url, str) and target.id_of(url) == id_
+
+    return own
+
+
+
+class LocalWorker:
+    """Lanes in this process (:class:`~idcrawl.core.frontier.Frontier`), state through the state recorder."""
+
+    counts_scope = ""
+    errors: tuple[type[Exception], ...] = ()
+
+    @classmethod
+    def keeps_state(cls, settings: BaseSettings) -> bool:
+        return settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE)
+
+    def __init__(self, runtime: IdRuntime) -> None:
+        """The runtime's targets planned from the stored state (``IDCRAWL_STATE``), or fresh."""
+        if runtime.missing_targets is not None:
+            raise runtime.missing_targets
+        self.runtime = runtime
+        self.crawler = crawler = runtime.crawler
+        settings = crawler.settings
+        counts_failed = settings.getbool("IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED)
+        neutral = frozenset() if counts_failed else frozenset({Outcome.FAILED})
+        speculation = settings.get("IDCRAWL_SPECULATION", default_settings.IDCRAWL_SPECULATION)
+        adaptive = str(speculation).strip().lower() == "adaptive"
+        max_held = settings.getint("IDCRAWL_MAX_HELD_PAYLOADS", default_settings.IDCRAWL_MAX_HELD_PAYLOADS)
+        self.frontier: Frontier[Payload] = Frontier(
+            [], neutral=neutral, rebind=rebind, adaptive=adaptive, max_held=max_held,
+            sequential=lambda target: _scrapy.sequential_host(settings, target.host),
+        )
+        self.recorder: StateRecorder | None = None
+        self._url_commit: Callable[[], None] | None = None  # the URL queue's commit at the recorder's checkpoints
+        self.resume_notes: dict[str, str] = {}
+        #: the page schedule records of the targets (conditional revisits, due pages, items of changes
+        #: only), kept with the state (None: state off, every found page is new)
+        self.pages: PageBook | None = None
+        self._recovered_count = 0  # found ids read back from the last run's feed tails
+        self._foreign_lines = 0  # lines of those tails that are not this job's (skipped)
+        self._due_pages = 0  # page ids due (resume=due)
+        store = None
+        name = getattr(crawler.spidercls, "name", "idseq")
+        if settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
+            from idcrawl.state.factory import configured_backend, open_store
+
+            if configured_backend(settings) == "sqlite":  # locked before the file is opened
+                path = state_path(settings, name)
+                runtime.hold(str(lock_path(path).resolve()), FileLock(lock_path(path), f"state file {str(path)!r}"))
+            try:
+                store = open_store(settings, name, stats=crawler.stats)  # IDCRAWL_STATE_BACKEND: sqlite or redis
+            except StateError as exc:
+                raise BadInputError(f"{name}: {exc}") from None
+            if isinstance(store, RedisStateStore):  # locked before anything is read or written
+                lease = settings.getfloat("IDCRAWL_STATE_LEASE", default_settings.IDCRAWL_STATE_LEASE)
+                fleet = settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)
+                runtime.hold(f"redis {store.prefix}", RedisOwner(
+                    store.client, store.prefix + "owner", lease, f"Redis state {store.prefix!r}", fleet_lease=fleet))
+        try:
+            self._load(store)
+        except StateError as exc:  # damaged state (idcrawl.state.decode): one line, nothing written
+            if store is not None:
+                store.close()
+            raise BadInputError(f"{name}: {exc}") from None
+
+    def _load(self, store: StateStore | None) -> None:
+        """The targets' lanes, planned from the stored state when there is one."""
+        settings = self.crawler.settings
+        self._store = store
+        if store is not None:
+            self.pages = PageBook(self.runtime.clock, {t.name: t.policy for t in self.runtime.targets}, retain=False)
+        origins: dict[str, int] = {}
+        self._found_max: dict[str, int] = {}  # target -> the highest id its stored state found
+        self._last_found: dict[str, int] = {}  # continued lane -> its stored last found id
+        emit_once = settings.getbool("IDCRAWL_STATE_EMIT_ONCE", default_settings.IDCRAWL_STATE_EMIT_ONCE)
+        # ids the last run wrote to its feeds after its last commit: found already, never emitted again
+        # (not in a watching crawl's later waves: the feeds are this process's own, committed at the last wave's end)
+        # only this job's lines: another job appending to the same file writes lines that are not
+        read = (recover_feed_tails(store.feed_marks(), skip=overwritten_feeds(self.crawler),
+                                   own=own_line(self.runtime.targets))
+                if store is not None and emit_once and self.runtime.wave == 1 else ReadBack())
+        recovered, self._foreign_lines = read.found, read.foreign
+        # the tails' schedules (idcrawl.core.recrawl), read once: resume=due plans with them, the recorder
+        # applies the recrawl rule to them at the run's end
+        self._tails: dict[str, Schedule] = store.tail_schedules() if store is not None else {}
+        self._forgotten = Forgotten()  # resume=reset: what the stored state held, warned about once
+        # every target's state read (and checked) before any target's is reset
+        states = {t.name: store.load(t.name) for t in self.runtime.targets} if store is not None else {}
+        for target in self._in_due_order(self.runtime.targets):
+            if target.resume in RESET_MODES:
+                recovered.pop(target.name, None)  # the target starts over
+            self._add_target(target, store, origins, recovered.get(target.name), states.pop(target.name, None))
+        self._forgotten.reset(store)
+        if any(target.resume == "none" for target in self.runtime.targets):
+            logger.warning("idcrawl: %s", NONE_DEPRECATED)
+        self._recovered_count = sum(len(ids) for ids in recovered.values())
+        if self._foreign_lines:
+            logger.warning("idcrawl: resume: %d feed lines past the last commit are not this job's (another "
+                           "target, URL or id: another job appends to the same feed?); skipped, their ids "
+                           "are fetched again", self._foreign_lines)
+        if store is not None:
+            self.recorder = StateRecorder(
+                store, self.crawler, self.frontier, origins,
+                batch=settings.getint("IDCRAWL_STATE_COMMIT_ITEMS", default_settings.IDCRAWL_STATE_COMMIT_ITEMS),
+                interval=settings.getfloat(
+                    "IDCRAWL_STATE_COMMIT_INTERVAL", default_settings.IDCRAWL_STATE_COMMIT_INTERVAL
+                ),
+                emit_once=emit_once,
+                recovered=recovered,
+                clock=self.runtime.clock,
+                found_max=self._found_max,
+                last_found=self._last_found,
+                pages=self.pages,
+                tails=self._tails,
+            )
+            # watch mode: the wave's last commit tells when its earliest found page falls due
+            self.recorder.watch = settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH)
+
+    def _add_target(
+        self, target: Target, store: StateStore | None, origins: dict[str, int], recovered: BitMap64 | None = None,
+        state: TargetState | None = None,
+    ) -> None:
+        """Fresh lanes, or the lanes of the resume plan of the target's stored past ``state``
+        (``recovered``: found ids read back from the last run's feeds, not in the state yet)."""
+        if state is None or target.resume in RESET_MODES:
+            note = resume_text(target.resume, stored=state is not None)
+            if note is not None:
+                self.resume_notes[target.name] = note
+            if state is not None and store is not None:
+                self._forgotten.add(target.name, target.resume, state)  # reset once every target is checked
+            elif target.resume not in ("auto", *RESET_MODES):
+                logger.warning("idcrawl: target %r has no stored state; resume=%s starts fresh",
+                               target.name, target.resume)
+            self.frontier.add_target(target)
+            return
+        stored, current = state.params, identity(target)
+        for key in IDENTITY_KEYS:
+            if key in stored and stored[key] != current[key]:
+                raise BadInputError(
+                    f"target {target.name!r}: {key}={current[key]!r} differs from the stored state "
+                    f"({key}={stored[key]!r}): -a resume=reset starts the target over (forgetting its "
+                    "stored outcomes), or give another JOBDIR / IDCRAWL_STATE_PATH"
+                )
+        if recovered:
+            found = state.outcomes.get(Outcome.FOUND)
+            if found is not None:
+                # a line past the last commit is of an id not found then: one found before is not this job's
+                before = recovered & found
+                if before:
+                    self._foreign_lines += len(before)
+                    recovered -= before
+                state.outcomes[Outcome.FOUND] = recovered | found
+            else:
+                state.outcomes[Outcome.FOUND] = recovered
+        walk_tail = True
+        if target.resume == "due":
+            schedule = self._tails.get(target.name)
+            walk_tail = tail_due(schedule, self.runtime.clock.now())
+            if not walk_tail and schedule is not None:
+                self.resume_notes[target.name] = (
+                    f"resume=due: tail not due until {format_time(schedule.due_at())}, nothing to fetch"
+                )
+        specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
+                             walk_tail=walk_tail, due_pages=self.due_pages(target, state))
+        origins.update({key: record.start for key, record in state.lanes.items()})
+        known = cast("Container[int] | None", state.outcomes.get(Outcome.FOUND))  # a roaring bitmap
+        if isinstance(known, BitMap64) and known:
+            self._found_max[target.name] = known.max()
+        self.frontier.add_target(target, specs, known_found=known)
+        continued = {spec.key for spec in specs}
+        self._last_found.update((key, record.last_found) for key, record in state.lanes.items()
+                                if key in continued and record.last_found is not None)
+        note = resume_text(
+            target.resume, stored=True, known_found=len(known) if isinstance(known, Sized) else 0,
+            finished=[spec.direction for spec in lane_specs(target) if spec.key not in continued],
+        )
+        if note is not None and target.name not in self.resume_notes:
+            self.resume_notes[target.name] = note
+
+    def _in_due_order(self, targets: Sequence[Target]) -> list[Target]:
+        """``resume=due``: the targets whose tails are most overdue first (they win the interleaving's
+        ties, so a run cut short by a limit has walked them); the others as given."""
+        return due_first(targets, self._tails, self.runtime.clock.now()) if self._tails else list(targets)
+
+    def due_pages(self, target: Target, state: TargetState) -> list[int]:
+        """``resume=due``: the found ids of ``target`` due for a revisit at the clock's now, most overdue
+        first (:func:`idcrawl.core.recrawl.due_order`); walked after its tail, as conditional requests.
+        Only a due run loads the page records: other runs never fetch a found id again."""
+        if target.resume != "due" or self._store is None or self.pages is None:
+            return []
+        self.pages.load(target.name, self._store.load_pages(target.name))
+        due = self.pages.due_ids(target.name, found=state.outcomes.get(Outcome.FOUND, ()))
+        self._due_pages += len(due)
+        return due
+
+    def watch_schedules(self) -> list[Schedule]:
+        """Watch mode, after the wave's last commit: the schedules of this job's targets as stored now
+        (the tails just walked with the rule applied; the others as they were). The next wave starts
+        when the earliest of them falls due (:func:`idcrawl.core.watch.next_wave_at`)."""
+        if self.recorder is None:
+            return []
+        targets = self.frontier.targets
+        return [schedule for name, schedule in self.recorder.schedules.items() if name in targets]
+
+    def watch_pages(self) -> list[float]:
+        """Watch mode, after the wave's last commit: the earliest due time of this job's found pages
+        not before the wave's end, as stored then (one indexed query per target: no walk over the
+        pages), so a page falling due before the next tail wakes a wave of its own."""
+        at = self.recorder.next_page_at if self.recorder is not None else None
+        return [] if at is None else [at]
+
+    def describe_state(self) -> str:
+        if self.recorder is None:
+            return "state off"
+        where = self.recorder.store.path if hasattr(self.recorder.store, "path") else None
+        if isinstance(where, Path):
+            return f"state {where.resolve()}"
+        return f"state in Redis ({where})" if where else f"state in {type(self.recorder.store).__name__}"
+
+    def open(self) -> None:
+        if self._recovered_count:
+            self.runtime.stats.set_value(f"{STATS_PREFIX}/resume/recovered_from_feed", self._recovered_count)
+        if self._foreign_lines:
+            self.runtime.stats.set_value(f"{STATS_PREFIX}/resume/foreign_feed_lines", self._foreign_lines)
+        if self._due_pages:
+            self.runtime.stats.set_value(f"{STATS_PREFIX}/pages/due", self._due_pages)
+        if self.recorder is not None:
+            self.recorder.open()
+
+    def unavailable(self, exc: Exception) -> None:  # pragma: no cover - errors is empty
+        raise exc
+
+    def record_failed(
+        self, exc: Exception, lane_key: str, id_: int, outcome: Outcome, outputs: list[Any] | None, attempt: int
+    ) -> list[Any]:  # pragma: no cover - errors is empty
+        raise exc
+
+    def decided(self, target: str, outcome: Outcome, id_: int) -> None:
+        if self.recorder is not None:
+            self.recorder.outcome(target, outcome, id_)
+
+    def released(self, lane_key: str, id_: int, outputs: list[Any]) -> None:
+        if self.recorder is not None:
+            self.recorder.released(self.frontier.lane_target[lane_key].name, lane_key, id_, outputs)
+
+    def hold_page(self, owner: str, url: str, outputs: list[Any], harvest: Callable[[], None]) -> bool:
+        """A found page of the crawl scope: harvested once its items are written (the recorder's
+        checkpoint, as found ids); False (no state, or no item of its own): harvest it now."""
+        return self.recorder is not None and self.recorder.hold_page(owner, url, outputs, harvest)
+
+    def url_queue(
+        self, scope: JobScope, rng: random.Random, skip: Callable[[str], bool] | None, postpone_for: float,
+        previous: UrlQueue | None,
+    ) -> UrlQueue:
+        """The crawl scope's URL queue: in memory, with the URLs the store keeps (``previous``: the last wave's,
+        kept), its changes committed at this worker's checkpoints."""
+        recorder = self.recorder
+        store = recorder.store if recorder is not None and recorder.store.keeps_urls else None
+        if previous is not None:
+            queue = previous
+        else:
+            queue = MemoryUrlQueue(store.load_urls() if store is not None else (), rng=rng, skip=skip,
+                                   postpone_for=postpone_for)
+        if recorder is not None and store is not None and isinstance(queue, MemoryUrlQueue):
+            kept = queue
+
+            def commit() -> None:
+                store.commit_urls(*kept.changes())
+
+            recorder.also_commit.append(commit)
+            self._url_commit = commit
+        return queue
+
+    def lock_lost(self) -> None:
+        if self.recorder is not None:
+            self.recorder.abandon()
+
+    def wave_ended(self) -> None:
+        if self.recorder is not None:
+            self.recorder.detach()
+
+    def retire(self) -> None:
+        """The URL queue's changes are committed at the next wave's checkpoints, no longer at this one's."""
+        if self.recorder is not None and self._url_commit is not None:
+            self.recorder.also_commit.remove(self._url_commit)
+            self._url_commit = None
+
+    def stop(self, reason: str) -> None:
+        """Lanes still running stop with the close reason."""
+        for key, lane in self.frontier.lanes.items():
+            if not lane.stopped:
+                self.frontier.close_lane(key, reason)
+
+    def close(self, reason: str) -> None:
+        """The last commit of the state, with the run's totals."""
+        if self.recorder is not None:
+            self.recorder.close(reason, self.runtime.job_counts())
+            self.runtime.stats.set_value(f"{STATS_PREFIX}/state/commits", self.recorder.commits)
+
+
+if TYPE_CHECKING:  # mypy checks that the in-process worker is a Worker and its frontier an IdFrontier
+
+    def _is_a_worker(worker: LocalWorker) -> Worker:
+        return worker
