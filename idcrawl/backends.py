@@ -11,7 +11,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from idcrawl import default_settings
+from idcrawl.config import setting
 
 __all__ = ["FLEET", "LOCAL", "STATE_STORES", "Backend", "backend_of", "load"]
 
@@ -36,7 +36,7 @@ STATE_STORES = {"redis": "idcrawl.distributed.store.open_job_store"}
 
 def backend_of(settings: Any) -> Backend:
     """The backend these settings choose: the fleet when ``IDCRAWL_DISTRIBUTED`` is on, else one process."""
-    return FLEET if settings.getbool("IDCRAWL_DISTRIBUTED", default_settings.IDCRAWL_DISTRIBUTED) else LOCAL
+    return FLEET if setting(settings, "IDCRAWL_DISTRIBUTED") else LOCAL
 
 
 def load(path: str) -> Any:

@@ -23,7 +23,8 @@ from scrapy import signals
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.misc import load_object
 
-from idcrawl import _scrapy, default_settings
+from idcrawl import _scrapy
+from idcrawl.config import config_of
 from idcrawl.core.clock import Clock, ClockError
 from idcrawl.core.frontier import Dispatch, IdFrontier
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
@@ -206,14 +207,13 @@ class IdRuntime:
     def start(self) -> None:
         """Build the worker (its frontier, the state loaded) once; BadInputError if it cannot be used."""
         if self._worker is None:
-            path = self.crawler.settings.get("IDCRAWL_WORKER_CLASS") or default_settings.IDCRAWL_WORKER_CLASS
+            config = config_of(self.crawler)
+            path = config.worker_class
             try:
                 worker_cls = load_object(path) if isinstance(path, str) else path
             except (ImportError, AttributeError, NameError, ValueError) as exc:
                 raise BadInputError(f"bad setting: IDCRAWL_WORKER_CLASS={path!r}: cannot be imported ({exc})") from None
-            settings = self.crawler.settings
-            discard = settings.getbool("IDCRAWL_DISCARD_ITEMS", default_settings.IDCRAWL_DISCARD_ITEMS)
-            if worker_cls.keeps_state(settings) and not discard and not items_kept(settings):
+            if worker_cls.keeps_state(config) and not config.discard_items and not items_kept(self.crawler.settings):
                 raise BadInputError(ITEMS_NOWHERE)
             try:
                 self.lock_jobdir()
@@ -228,7 +228,7 @@ class IdRuntime:
         """The crawl's one clock (``IDCRAWL_NOW``: real, or fixed): ``fetched_at``, the runs' times, recrawl."""
         if self._clock is None:
             try:
-                self._clock = Clock.from_setting(self.crawler.settings.get("IDCRAWL_NOW"))
+                self._clock = Clock.from_setting(config_of(self.crawler).now)
             except ClockError as exc:
                 raise BadInputError(f"bad setting: {exc}") from None
         return self._clock
@@ -260,13 +260,12 @@ class IdRuntime:
         built on first use, and again for each wave of a watching crawl (:meth:`next_wave`). Its user
         (``IdScopeMiddleware``) starts it: reconciles the stored URLs with the job file."""
         if self._url_queue is None and self.scope:
-            settings = self.crawler.settings
+            config = config_of(self.crawler)
             previous, self._previous_queue = self._previous_queue, None
             # the draws go on from the last wave's
-            rng = previous.rng if previous is not None else random.Random(
-                settings.getint("IDCRAWL_SCOPE_SEED", default_settings.IDCRAWL_SCOPE_SEED))
-            postpone_for = settings.getfloat("IDCRAWL_SCOPE_POSTPONE", default_settings.IDCRAWL_SCOPE_POSTPONE)
-            self._url_queue = self.worker.url_queue(self.scope, rng, self._id_page_of(), postpone_for, previous)
+            rng = previous.rng if previous is not None else random.Random(config.scope_seed)
+            self._url_queue = self.worker.url_queue(self.scope, rng, self._id_page_of(), config.scope_postpone,
+                                                    previous)
         return self._url_queue
 
     def _id_page_of(self) -> Callable[[str], bool] | None:

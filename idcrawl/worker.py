@@ -13,8 +13,7 @@ if TYPE_CHECKING:
     import random
     from collections.abc import Callable
 
-    from scrapy.settings import BaseSettings
-
+    from idcrawl.config import IdConfig
     from idcrawl.core.frontier import IdFrontier
     from idcrawl.core.lanes import Outcome
     from idcrawl.core.pagebook import PageBook
@@ -37,7 +36,7 @@ class Worker(Protocol):
     """
 
     @classmethod
-    def keeps_state(cls, settings: BaseSettings) -> bool:
+    def keeps_state(cls, config: IdConfig) -> bool:
         """Whether a crawl with these settings remembers what it found (then its items must go somewhere)."""
 
     @property

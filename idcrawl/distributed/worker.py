@@ -86,9 +86,9 @@ if TYPE_CHECKING:
     import random
     from collections.abc import Callable
 
-    from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
+    from idcrawl.config import IdConfig
     from idcrawl.core.scope import JobScope
     from idcrawl.core.urlqueue import UrlQueue
     from idcrawl.worker import Worker
@@ -121,7 +121,7 @@ class RedisWorker:
     errors: tuple[type[Exception], ...] = (RedisError, pickle.PicklingError, TypeError, ValueError, AttributeError)
 
     @classmethod
-    def keeps_state(cls, settings: BaseSettings) -> bool:
+    def keeps_state(cls, config: IdConfig) -> bool:
         """A fleet's job always keeps its state (in Redis)."""
         return True
 

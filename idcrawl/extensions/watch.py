@@ -37,8 +37,8 @@ from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.asyncio import call_later
 
-from idcrawl import default_settings
 from idcrawl._scrapy import close_spider
+from idcrawl.config import config_of
 from idcrawl.core.clock import Clock, ClockError, format_time, stamp
 from idcrawl.core.recrawl import duration_text
 from idcrawl.core.watch import next_wave_at, real_sleep
@@ -76,16 +76,16 @@ class IdWatch:
         ``-a watch=true`` sets), else None. The idseq spider installs it when it is created, after
         its own idle handler (an ``EXTENSIONS`` dict given on the command line cannot drop it);
         bad input is one line (:class:`~idcrawl.errors.BadInputError`), before any state is read."""
-        settings = crawler.settings
-        if not settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH):
+        config = config_of(crawler)  # checked by the spider before (validate_settings)
+        if not config.watch:
             return None
         name = getattr(crawler.spidercls, "name", "idseq")
-        if not settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
+        if not config.state:
             raise BadInputError(f"{name}: bad input: watch=true needs the state (IDCRAWL_STATE = True): "
                                 "each wave is planned from the schedules the last one wrote")
-        speed = settings.getfloat("IDCRAWL_WATCH_SPEED", default_settings.IDCRAWL_WATCH_SPEED)
+        speed = config.watch_speed
         try:
-            fixed = Clock.from_setting(settings.get("IDCRAWL_NOW")).fixed
+            fixed = Clock.from_setting(config.now).fixed
         except ClockError:
             fixed = True  # the runtime refuses the value in its own line
         if speed != 1 and not fixed:

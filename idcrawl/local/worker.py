@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pyroaring import BitMap64
 
-from idcrawl import _scrapy, default_settings
+from idcrawl import _scrapy
+from idcrawl.config import IdConfig, config_of
 from idcrawl.core.clock import format_time
 from idcrawl.core.frontier import Frontier, lane_specs
 from idcrawl.core.lanes import Outcome
@@ -36,8 +37,6 @@ from idcrawl.worker import Payload, Worker
 
 if TYPE_CHECKING:
     import random
-
-    from scrapy.settings import BaseSettings
 
     from idcrawl.core.scope import JobScope
     from idcrawl.core.urlqueue import UrlQueue
@@ -98,8 +97,8 @@ class LocalWorker:
     errors: tuple[type[Exception], ...] = ()
 
     @classmethod
-    def keeps_state(cls, settings: BaseSettings) -> bool:
-        return settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE)
+    def keeps_state(cls, config: IdConfig) -> bool:
+        return config.state
 
     def __init__(self, runtime: IdRuntime) -> None:
         """The runtime's targets planned from the stored state (``IDCRAWL_STATE``), or fresh."""
@@ -108,11 +107,10 @@ class LocalWorker:
         self.runtime = runtime
         self.crawler = crawler = runtime.crawler
         settings = crawler.settings
-        counts_failed = settings.getbool("IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED)
-        neutral = frozenset() if counts_failed else frozenset({Outcome.FAILED})
-        speculation = settings.get("IDCRAWL_SPECULATION", default_settings.IDCRAWL_SPECULATION)
-        adaptive = str(speculation).strip().lower() == "adaptive"
-        max_held = settings.getint("IDCRAWL_MAX_HELD_PAYLOADS", default_settings.IDCRAWL_MAX_HELD_PAYLOADS)
+        self.config = config = config_of(crawler)
+        neutral = frozenset() if config.margin_counts_failed else frozenset({Outcome.FAILED})
+        adaptive = config.speculation == "adaptive"
+        max_held = config.max_held_payloads
         self.frontier: Frontier[Payload] = Frontier(
             [], neutral=neutral, rebind=rebind, adaptive=adaptive, max_held=max_held,
             sequential=lambda target: _scrapy.sequential_host(settings, target.host),
@@ -128,10 +126,10 @@ class LocalWorker:
         self._due_pages = 0  # page ids due (resume=due)
         store = None
         name = getattr(crawler.spidercls, "name", "idseq")
-        if settings.getbool("IDCRAWL_STATE", default_settings.IDCRAWL_STATE):
-            from idcrawl.state.factory import configured_backend, open_store
+        if config.state:
+            from idcrawl.state.factory import open_store
 
-            if configured_backend(settings) == "sqlite":  # locked before the file is opened
+            if config.state_backend == "sqlite":  # locked before the file is opened
                 path = state_path(settings, name)
                 runtime.hold(str(lock_path(path).resolve()), FileLock(lock_path(path), f"state file {str(path)!r}"))
             try:
@@ -139,10 +137,9 @@ class LocalWorker:
             except StateError as exc:
                 raise BadInputError(f"{name}: {exc}") from None
             if isinstance(store, RedisStateStore):  # locked before anything is read or written
-                lease = settings.getfloat("IDCRAWL_STATE_LEASE", default_settings.IDCRAWL_STATE_LEASE)
-                fleet = settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)
                 runtime.hold(f"redis {store.prefix}", RedisOwner(
-                    store.client, store.prefix + "owner", lease, f"Redis state {store.prefix!r}", fleet_lease=fleet))
+                    store.client, store.prefix + "owner", config.state_lease, f"Redis state {store.prefix!r}",
+                    fleet_lease=config.redis_lease_timeout))
         try:
             self._load(store)
         except StateError as exc:  # damaged state (idcrawl.state.decode): one line, nothing written
@@ -152,14 +149,14 @@ class LocalWorker:
 
     def _load(self, store: StateStore | None) -> None:
         """The targets' lanes, planned from the stored state when there is one."""
-        settings = self.crawler.settings
+        config = self.config
         self._store = store
         if store is not None:
             self.pages = PageBook(self.runtime.clock, {t.name: t.policy for t in self.runtime.targets}, retain=False)
         origins: dict[str, int] = {}
         self._found_max: dict[str, int] = {}  # target -> the highest id its stored state found
         self._last_found: dict[str, int] = {}  # continued lane -> its stored last found id
-        emit_once = settings.getbool("IDCRAWL_STATE_EMIT_ONCE", default_settings.IDCRAWL_STATE_EMIT_ONCE)
+        emit_once = config.state_emit_once
         # ids the last run wrote to its feeds after its last commit: found already, never emitted again
         # (not in a watching crawl's later waves: the feeds are this process's own, committed at the last wave's end)
         # only this job's lines: another job appending to the same file writes lines that are not
@@ -188,10 +185,8 @@ class LocalWorker:
         if store is not None:
             self.recorder = StateRecorder(
                 store, self.crawler, self.frontier, origins,
-                batch=settings.getint("IDCRAWL_STATE_COMMIT_ITEMS", default_settings.IDCRAWL_STATE_COMMIT_ITEMS),
-                interval=settings.getfloat(
-                    "IDCRAWL_STATE_COMMIT_INTERVAL", default_settings.IDCRAWL_STATE_COMMIT_INTERVAL
-                ),
+                batch=config.state_commit_items,
+                interval=config.state_commit_interval,
                 emit_once=emit_once,
                 recovered=recovered,
                 clock=self.runtime.clock,
@@ -201,7 +196,7 @@ class LocalWorker:
                 tails=self._tails,
             )
             # watch mode: the wave's last commit tells when its earliest found page falls due
-            self.recorder.watch = settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH)
+            self.recorder.watch = config.watch
 
     def _add_target(
         self, target: Target, store: StateStore | None, origins: dict[str, int], recovered: BitMap64 | None = None,

@@ -15,7 +15,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import TextResponse
 from scrapy.linkextractors import LinkExtractor
 
-from idcrawl import default_settings
+from idcrawl.config import config_of
 from idcrawl.core.clock import Clock
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.scope import Harvest, JobScope, UrlRecord, canonical
@@ -54,9 +54,7 @@ class IdScopeMiddleware:
         self.stats = stats
         self.clock: Clock = runtime.clock
         self.links = LinkExtractor()
-        self.missing_statuses = frozenset(
-            int(status) for status in crawler.settings.getlist("IDCRAWL_MISSING_STATUSES",
-                                                               default_settings.IDCRAWL_MISSING_STATUSES))
+        self.missing_statuses = frozenset(config_of(crawler).missing_statuses)
         self._count_reconciled(self.queue.start(self.scope, self.clock.now()))
 
     @classmethod

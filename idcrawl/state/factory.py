@@ -9,6 +9,7 @@ from typing import Any
 
 from idcrawl import default_settings
 from idcrawl.backends import STATE_STORES, load
+from idcrawl.config import given
 from idcrawl.state.base import StateError, StateStore
 from idcrawl.state.location import state_path
 from idcrawl.state.sqlite import SqliteStateStore
@@ -20,7 +21,7 @@ BACKENDS = ("sqlite", *STATE_STORES)
 
 def configured_backend(settings: Any) -> str:
     """``IDCRAWL_STATE_BACKEND`` as given (stripped, lower case; checked by :func:`open_store`)."""
-    return str(settings.get("IDCRAWL_STATE_BACKEND") or default_settings.IDCRAWL_STATE_BACKEND).strip().lower()
+    return str(given(settings, "IDCRAWL_STATE_BACKEND") or default_settings.IDCRAWL_STATE_BACKEND).strip().lower()
 
 
 def open_store(

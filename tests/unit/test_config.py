@@ -33,15 +33,11 @@ CONFIG_MODULES = {"idcrawl/config.py", "idcrawl/core/setting_specs.py"}
 #: Modules other helpers of issue 28 restructure at the same time; the lead converts their reads to
 #: ``config_of(crawler)`` after the merge and empties this list.
 NOT_YET_CONVERTED = {
-    "idcrawl/runtime.py",
     "idcrawl/distributed/worker.py",
-    "idcrawl/spidermiddlewares/scope.py",
-    "idcrawl/extensions/watch.py",
     "idcrawl/extensions/limits.py",
     "idcrawl/extensions/politeness.py",
     "idcrawl/dupefilters.py",
     "idcrawl/distributed/dupefilters.py",
-    "idcrawl/state/factory.py",
 }
 
 #: ``settings.get("IDCRAWL_X" ...)``, ``settings.getint(\n "IDCRAWL_X"``, ``settings["IDCRAWL_X"]``
