@@ -64,6 +64,9 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
+    from idcrawl.extensions.limits import LimitParts
+    from idcrawl.local.limits import LocalLimitParts
+
 __all__ = [
     "DUE_KEY", "ITEMS_NOWHERE", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter", "LocalWorker", "Worker",
     "is_id_crawl", "items_kept", "lock_jobdir", "own_line", "runtime_of",
@@ -202,6 +205,9 @@ class Worker(Protocol):
 
     def close(self, reason: str) -> None:
         """Last: commit or acknowledge, and the worker's own closing figures."""
+
+    def limit_parts(self) -> LimitParts:
+        """The job limits' parts (``idcrawl.extensions.limits.IdLimits``): trackers and incident log."""
 
 
 class IdRuntime:
@@ -931,6 +937,12 @@ class LocalWorker:
         if self.recorder is not None:
             self.recorder.close(reason, self.runtime.job_counts())
             self.runtime.stats.set_value(f"{STATS_PREFIX}/state/commits", self.recorder.commits)
+
+    def limit_parts(self) -> LocalLimitParts:
+        """The job limits' parts: counters in this process, incidents in the XML log."""
+        from idcrawl.local.limits import LocalLimitParts
+
+        return LocalLimitParts(self.crawler.settings, self.crawler.spidercls.name)
 
 
 if TYPE_CHECKING:  # mypy checks that the in-process worker is a Worker and its frontier an IdFrontier

@@ -31,6 +31,7 @@ from scrapy.core.scheduler import Scheduler
 from idcrawl._scrapy import slot_has_room, slot_key, stats_incrementer
 from idcrawl.core.delays import DelayQueue
 from idcrawl.core.scope import host_of
+from idcrawl.extensions.limits import IdLimits
 from idcrawl.runtime import DUE_KEY, STATS_PREFIX, IdRuntime, Limiter, runtime_of
 from idcrawl.storage import report_storage_error, storage_problem
 
@@ -63,8 +64,11 @@ class IdScheduler(Scheduler):
 
                 assert self.crawler is not None
                 self._scope = self.crawler.get_spider_middleware(IdScopeMiddleware)
-            self.runtime.open()
             assert self.crawler is not None
+            limits = self.crawler.get_extension(IdLimits)
+            if limits is not None and limits.parts is None:  # the limits take the worker's parts before the crawl
+                limits.open(self.runtime.worker.limit_parts())
+            self.runtime.open()
             self.crawler.signals.connect(self._reached_downloader, signal=signals.request_reached_downloader)
         return result
 

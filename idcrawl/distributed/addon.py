@@ -10,8 +10,6 @@ classes in, the way scrapy-redis swaps ``SCHEDULER`` and ``DUPEFILTER_CLASS``:
 ``SCHEDULER``               :class:`idcrawl.distributed.scheduler.RedisIdScheduler`, in place
                             of ``IdScheduler`` (a project's own subclass is kept)
 ``DOWNLOADER_MIDDLEWARES``  :class:`idcrawl.distributed.politeness.FleetPoliteness` at 950
-``EXTENSIONS``              :class:`idcrawl.distributed.limits.FleetLimits` in place of
-                            ``IdLimits`` (counters, stops and incidents of the fleet)
 ==========================  ==============================================================
 
 Nothing outside :mod:`idcrawl.distributed` tests for distributed mode.
@@ -25,7 +23,7 @@ from scrapy.utils.misc import load_object
 from idcrawl.addon import mentions_component, raise_dict_priority, setdefault_component
 from idcrawl.distributed.connection import distributed
 
-__all__ = ["FLEET_LIMITS", "FLEET_POLITENESS", "REDIS_SCHEDULER", "WORKER", "Distributed"]
+__all__ = ["FLEET_POLITENESS", "REDIS_SCHEDULER", "WORKER", "Distributed"]
 
 WORKER = "idcrawl.distributed.worker.RedisWorker"
 REDIS_SCHEDULER = "idcrawl.distributed.scheduler.RedisIdScheduler"
@@ -33,8 +31,6 @@ REDIS_SCHEDULER = "idcrawl.distributed.scheduler.RedisIdScheduler"
 FLEET_POLITENESS = "idcrawl.distributed.politeness.FleetPoliteness"
 #: Last before the download handler: after robots.txt, which may hold a request a while.
 FLEET_POLITENESS_ORDER = 950
-LIMITS = "idcrawl.extensions.limits.IdLimits"
-FLEET_LIMITS = "idcrawl.distributed.limits.FleetLimits"
 
 
 class Distributed:
@@ -65,7 +61,6 @@ class Distributed:
             settings.set("SCHEDULER", REDIS_SCHEDULER, priority="spider")
         setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", FLEET_POLITENESS, FLEET_POLITENESS_ORDER,
                              priority="spider")
-        _swap_component(settings, "EXTENSIONS", LIMITS, FLEET_LIMITS)
 
 
 def _swap_component(settings: BaseSettings, name: str, path: str, replacement: str) -> None:

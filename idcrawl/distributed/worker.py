@@ -88,6 +88,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from idcrawl.core.scope import JobScope
+    from idcrawl.distributed.limits import FleetLimitParts
     from idcrawl.runtime import Worker
 
 __all__ = ["RedisWorker", "parse_pushed"]
@@ -974,6 +975,16 @@ class RedisWorker:
             return 0.0
         self._gate_until[slot] = time.monotonic() + wait_ms / 1000
         return wait_ms / 1000
+
+    def limit_parts(self) -> FleetLimitParts:
+        """The job limits' parts: the fleet's counters and stops in Redis, every worker's incidents in one list."""
+        from idcrawl.distributed.limits import FleetLimitParts
+
+        name = self.crawler.spidercls.name
+        try:
+            return FleetLimitParts(self.crawler.settings, name, self.crawler.stats)
+        except RedisUnavailable as exc:
+            raise BadInputError(f"{name}: {exc}") from None
 
 
 if TYPE_CHECKING:  # mypy checks that the Redis worker is a Worker and its frontier an IdFrontier
