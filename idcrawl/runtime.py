@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 
     from idcrawl.extensions.limits import LimitParts
     from idcrawl.local.limits import LocalLimitParts
+    from idcrawl.scheduler import PolitenessGate, SharedRetries
 
 __all__ = [
     "DUE_KEY", "ITEMS_NOWHERE", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter", "LocalWorker", "Worker",
@@ -208,6 +209,12 @@ class Worker(Protocol):
 
     def limit_parts(self) -> LimitParts:
         """The job limits' parts (``idcrawl.extensions.limits.IdLimits``): trackers and incident log."""
+
+    def shared_retries(self) -> SharedRetries | None:
+        """Where the scheduler parks lane retries for the fleet; None: in the scheduler's own delay queue."""
+
+    def politeness_gate(self) -> PolitenessGate | None:
+        """Politeness held across the fleet (the scheduler, ``FleetPoliteness``); None: per process."""
 
 
 class IdRuntime:
@@ -943,6 +950,14 @@ class LocalWorker:
         from idcrawl.local.limits import LocalLimitParts
 
         return LocalLimitParts(self.crawler.settings, self.crawler.spidercls.name)
+
+    def shared_retries(self) -> None:
+        """None: retries wait in the scheduler's delay queue."""
+        return None
+
+    def politeness_gate(self) -> None:
+        """None: the download slots' delays are this process's politeness."""
+        return None
 
 
 if TYPE_CHECKING:  # mypy checks that the in-process worker is a Worker and its frontier an IdFrontier

@@ -7,8 +7,6 @@ classes in, the way scrapy-redis swaps ``SCHEDULER`` and ``DUPEFILTER_CLASS``:
 
 ==========================  ==============================================================
 ``IDCRAWL_WORKER_CLASS``    :class:`idcrawl.distributed.worker.RedisWorker` (lanes in Redis)
-``SCHEDULER``               :class:`idcrawl.distributed.scheduler.RedisIdScheduler`, in place
-                            of ``IdScheduler`` (a project's own subclass is kept)
 ``DOWNLOADER_MIDDLEWARES``  :class:`idcrawl.distributed.politeness.FleetPoliteness` at 950
 ==========================  ==============================================================
 
@@ -23,10 +21,9 @@ from scrapy.utils.misc import load_object
 from idcrawl.addon import mentions_component, raise_dict_priority, setdefault_component
 from idcrawl.distributed.connection import distributed
 
-__all__ = ["FLEET_POLITENESS", "REDIS_SCHEDULER", "WORKER", "Distributed"]
+__all__ = ["FLEET_POLITENESS", "WORKER", "Distributed"]
 
 WORKER = "idcrawl.distributed.worker.RedisWorker"
-REDIS_SCHEDULER = "idcrawl.distributed.scheduler.RedisIdScheduler"
 #: Per-host gaps for all workers of a job together.
 FLEET_POLITENESS = "idcrawl.distributed.politeness.FleetPoliteness"
 #: Last before the download handler: after robots.txt, which may hold a request a while.
@@ -52,13 +49,7 @@ class Distributed:
             return
         if not on:
             return
-        from idcrawl.scheduler import IdScheduler
-
         settings.set("IDCRAWL_WORKER_CLASS", WORKER, priority="spider")
-        current = settings.get("SCHEDULER")
-        if current and load_object(current) is IdScheduler:
-            # shared retries and fleet-wide politeness through Redis
-            settings.set("SCHEDULER", REDIS_SCHEDULER, priority="spider")
         setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", FLEET_POLITENESS, FLEET_POLITENESS_ORDER,
                              priority="spider")
 

@@ -90,6 +90,7 @@ if TYPE_CHECKING:
     from idcrawl.core.scope import JobScope
     from idcrawl.distributed.limits import FleetLimitParts
     from idcrawl.runtime import Worker
+    from idcrawl.scheduler import PolitenessGate, SharedRetries
 
 __all__ = ["RedisWorker", "parse_pushed"]
 
@@ -894,7 +895,7 @@ class RedisWorker:
             logger.info("idcrawl: no work for %.1f s (IDCRAWL_REDIS_IDLE_TIMEOUT): closing", self.idle_timeout)
             self._stop("idcrawl_idle_timeout")
 
-    # -- shared retries and fleet politeness (RedisIdScheduler) ---------------------------
+    # -- shared retries and fleet politeness (the scheduler's parts) -------------------------
 
     def delay(self, request: Request, wait: float) -> None:
         """Park a retry in the job's delayed set; any worker takes it when it falls due."""
@@ -985,6 +986,14 @@ class RedisWorker:
             return FleetLimitParts(self.crawler.settings, name, self.crawler.stats)
         except RedisUnavailable as exc:
             raise BadInputError(f"{name}: {exc}") from None
+
+    def shared_retries(self) -> SharedRetries:
+        """This worker: retries parked in the job's delayed set (:meth:`delay`, :meth:`due_retry`)."""
+        return self
+
+    def politeness_gate(self) -> PolitenessGate:
+        """This worker: the fleet's reservations of each slot's next start (:meth:`fleet_gate`, :meth:`reserve`)."""
+        return self
 
 
 if TYPE_CHECKING:  # mypy checks that the Redis worker is a Worker and its frontier an IdFrontier

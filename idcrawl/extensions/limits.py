@@ -25,6 +25,7 @@ from idcrawl.errors import BadInputError
 from idcrawl.extensions.incidents import Incident, IncidentLog, IncidentLogError
 from idcrawl.local.limits import LocalLimitParts
 from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, is_id_crawl, runtime_of
+from idcrawl.slots import host_slots
 from idcrawl.storage import report_storage_error, storage_problem
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class IdLimits:
         self.log: IncidentLog
         self.job: JobLimits
         self._domains: dict[str, _Domain] = {}
-        self._slot_of_host: dict[str, str] = {}
+        self._slots = host_slots(crawler)
         self._job_closing = False
         self._task: Any = None
 
@@ -217,7 +218,7 @@ class IdLimits:
 
     def found(self, host: str) -> None:
         """A lane id of a target on ``host`` was found."""
-        self._domain(self._slot_key(host)).tracker.found()
+        self._domain(self._slots.of(host)).tracker.found()
         self.job.found()
 
     # -- signals ----------------------------------------------------------------------
@@ -354,7 +355,7 @@ class IdLimits:
 
     def _slot_of_url(self, url: str) -> str:
         host = urlsplit(url).hostname or ""
-        return self._slot_of_host.get(host, host)
+        return self._slots.known(host) or host
 
     # -- slots ------------------------------------------------------------------------
 
@@ -364,12 +365,6 @@ class IdLimits:
             assert self.parts is not None
             domain = self._domains[slot] = _Domain(self.parts.domain_tracker(self.limits, slot))
         return domain
-
-    def _slot_key(self, host: str) -> str:
-        key = self._slot_of_host.get(host)
-        if key is None:
-            key = self._slot_of_host[host] = self._request_slot(Request(f"http://{host}/"))
-        return key
 
     def _request_slot(self, request: Request) -> str:
         assert self.crawler.engine is not None
@@ -382,5 +377,5 @@ class IdLimits:
         frontier = runtime.frontier
         by_slot: dict[str, dict[str, Any]] = {}
         for key, target in frontier.lane_target.items():
-            by_slot.setdefault(self._slot_key(target.host), {})[key] = frontier.lanes[key]
+            by_slot.setdefault(self._slots.of(target.host), {})[key] = frontier.lanes[key]
         return by_slot
