@@ -71,7 +71,7 @@ from idcrawl.distributed.connection import (
     worker_id,
 )
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, StateLost, TargetConflict, check_distributed
-from idcrawl.distributed.pages import FleetPageBook, is_due_lane
+from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
 from idcrawl.distributed.runs import refused
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
@@ -232,7 +232,7 @@ class RedisWorker:
             "window": settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
             "missing_statuses": settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES),
         }
-        #: the found pages' records of due runs (conditional revisits, items of changes only): idcrawl.distributed.pages
+        #: the page records of due runs (conditional revisits, items of changes only): distributed.pagerecords
         self.pages = FleetPageBook(self.client, self.job.prefix, runtime.clock,
                                    {target.name: target.policy for target in runtime.targets})
         self.frontier.pages = self.pages  # a visited page's record goes with its outcome
@@ -385,7 +385,7 @@ class RedisWorker:
     def due_pages(self, target: Target) -> list[int]:
         """``resume=due``: the found ids of ``target`` due for a revisit at the clock's now, most overdue
         first (:meth:`idcrawl.core.pagebook.PageBook.due_ids`, the single process's computation, on the
-        job's page records and found ids: :func:`idcrawl.distributed.pages.fleet_due_ids`, from the index of
+        job's page records and found ids: :func:`idcrawl.distributed.pagerecords.fleet_due_ids`, from the index of
         page due times). The first worker's list is the fleet's plan (a ``<target>:due`` list lane, each page
         fetched once by the fleet); the due pages' records are loaded, whose validators its revisits send."""
         from idcrawl.core.lanes import Outcome

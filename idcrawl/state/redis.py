@@ -17,7 +17,7 @@ that wrote feed marks) and ``P tails`` (hash target -> its tail's recrawl schedu
 
 The index of page due times: ``P pagedue:<target>`` (sorted set: id by its record's due time,
 ``last_crawled + update_duration``, every record on the schedule or not), written in the same
-transaction (or Lua call: :mod:`idcrawl.distributed.pages`) as the records, and ``P pageidx`` (set of
+transaction (or Lua call: :mod:`idcrawl.distributed.pagerecords`) as the records, and ``P pageidx`` (set of
 the targets whose index holds every record). A job written before the index has no ``pageidx``
 entry: the first writable reader rebuilds it once (:meth:`RedisStateStore.index_pages`); until then
 (and for read-only readers of such a job) the records are read the old way, O(pages).
