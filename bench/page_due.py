@@ -5,7 +5,7 @@ with the index (``P pagedue:<target>``) and without it (every record read, as be
 
 Seeded records (``--seed``): ``--due`` pages due at the clock, the rest due later. Per round: the watch's
 wake-up (``RedisStateStore.next_page_due``, one target) and a due run's plan of the pages
-(:func:`idcrawl.distributed.pages.fleet_due_ids`; the found ids given), each timed with and without the
+(:func:`idcrawl.distributed.pagerecords.fleet_due_ids`; the found ids given), each timed with and without the
 index; the table shows the median seconds per call. Starts its own redis-server.
 """
 
@@ -27,7 +27,7 @@ import redis  # noqa: E402
 from idcrawl.core.clock import Clock  # noqa: E402
 from idcrawl.core.pagebook import PageBook  # noqa: E402
 from idcrawl.core.recrawl import Kind, Policy, Schedule  # noqa: E402
-from idcrawl.distributed.pages import fleet_due_ids  # noqa: E402
+from idcrawl.distributed.pagerecords import fleet_due_ids  # noqa: E402
 from idcrawl.state.base import StateStore  # noqa: E402
 from idcrawl.state.redis import RedisStateStore  # noqa: E402
 from tests.support.redis_server import RedisServer  # noqa: E402

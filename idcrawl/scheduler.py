@@ -1,20 +1,10 @@
 """``IdScheduler``: Scrapy's scheduler plus lazily dispensed lane requests.
 
-Retries of ids wait in a delay queue until their due time (other ids and
-lanes keep flowing meanwhile). Requests the spider yields (follow-up pages) keep Scrapy's own
-queues, priorities, dupefilter and JOBDIR persistence and are served first:
-they were already produced and draining them bounds memory. When they are
-empty, the next id comes from the frontier, which interleaves lanes by weight
-and skips lanes whose download slot is busy, so a slow host never holds up
-the others (no head-of-line blocking).
-
-With crawl scope, the outlinks wait in the job's URL queue (:mod:`idcrawl.core.urlqueue`, held by
-``IdScopeMiddleware``), not in Scrapy's queues: lane requests and the queue take turns, and the
-queue hands out a URL of a host whose slot has room, chosen then by the yield model.
-
-Set ``SCHEDULER = "idcrawl.scheduler.IdScheduler"`` (the idseq spider does
-it for you). In a crawl without an id runtime (:func:`idcrawl.runtime.runtime_of`)
-it behaves exactly like Scrapy's default scheduler.
+Follow-up requests keep Scrapy's queues and are served first; retries wait in a
+delay queue (or, when the worker shares them, in the fleet's); then the next id
+comes from the frontier, on a slot with room (and, in a fleet, one its politeness
+gate lets through), taking turns with the crawl scope's URL queue. Without an id
+runtime it is Scrapy's scheduler. See docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -23,7 +13,7 @@ import shutil
 import time
 import weakref
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy import Request, signals
 from scrapy.core.scheduler import Scheduler
@@ -31,16 +21,42 @@ from scrapy.core.scheduler import Scheduler
 from idcrawl._scrapy import slot_has_room, slot_key, stats_incrementer
 from idcrawl.core.delays import DelayQueue
 from idcrawl.core.scope import host_of
-from idcrawl.runtime import DUE_KEY, STATS_PREFIX, IdRuntime, Limiter, start_runtime
+from idcrawl.extensions.limits import IdLimits
+from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Limiter, start_runtime
+from idcrawl.slots import HostSlots, host_slots
 from idcrawl.storage import report_storage_error, storage_problem
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from twisted.internet.defer import Deferred
 
-__all__ = ["IdScheduler"]
+__all__ = ["IdScheduler", "PolitenessGate", "SharedRetries"]
 
 _DEQUEUED_LANE = f"scheduler/dequeued/{STATS_PREFIX}"
+
+
+class SharedRetries(Protocol):
+    """The worker's part for retries shared by a fleet (``shared_retries()``; None: retries wait here)."""
+
+    def delay(self, request: Request, wait: float) -> None:
+        """Park the retry of a lane request for ``wait`` seconds; any worker may take it when it falls due."""
+
+    def due_retry(self) -> Request | None:
+        """A parked retry that fell due, or None."""
+
+
+class PolitenessGate(Protocol):
+    """The worker's part for politeness held across a fleet (``politeness_gate()``; None: per process)."""
+
+    @property
+    def worker(self) -> str:
+        """This worker's id (the reservations' tokens start with it)."""
+
+    def fleet_gate(self, slot: str) -> bool:
+        """May the slot take a request, as far as this worker knows (no round trip)?"""
+
+    def reserve(self, slot: str, gap: float, token: str) -> float:
+        """Reserve the slot's next start for request ``token``: 0 = go now, else seconds to wait."""
 
 
 class IdScheduler(Scheduler):
@@ -49,7 +65,8 @@ class IdScheduler(Scheduler):
     def open(self, spider: Spider) -> Deferred[None] | None:
         result = super().open(spider)
         self.runtime = start_runtime(self.crawler)
-        self._slot_of_host: dict[str, str] = {}
+        assert self.crawler is not None
+        self._slots: HostSlots = host_slots(self.crawler)
         # lane requests handed to the engine that have not reached their slot yet
         self._entering: dict[str, weakref.WeakSet[Request]] = {}
         self._delayed: DelayQueue[Request] = DelayQueue()
@@ -63,8 +80,11 @@ class IdScheduler(Scheduler):
 
                 assert self.crawler is not None
                 self._scope = self.crawler.get_spider_middleware(IdScopeMiddleware)
-            self.runtime.open()
             assert self.crawler is not None
+            limits = self.crawler.get_extension(IdLimits)
+            if limits is not None and limits.parts is None:  # the limits take the worker's parts before the crawl
+                limits.open(self.runtime.worker.limit_parts())
+            self.runtime.open()
             self.crawler.signals.connect(self._reached_downloader, signal=signals.request_reached_downloader)
         return result
 
@@ -100,23 +120,38 @@ class IdScheduler(Scheduler):
             return True
         return self.runtime is not None and self.runtime.frontier.can_dispense()
 
+    def _shared_retries(self) -> SharedRetries | None:
+        return self.runtime.worker.shared_retries() if self.runtime is not None else None
+
     def enqueue_request(self, request: Request) -> bool:
-        """Requests with a due time in the future (retries) wait in the delay queue."""
+        """Requests with a due time in the future (retries) wait in the delay queue (lane requests in
+        the fleet's, when the worker shares retries)."""
         due = request.meta.get(DUE_KEY)
-        if due is None or due <= time.monotonic():
+        if due is None or (wait := due - time.monotonic()) <= 0:
             try:
                 return super().enqueue_request(request)
             except OSError as exc:
                 self._queue_failed(exc)
                 return False
-        self._delayed.push(due, request)
+        shared = self._shared_retries() if META_KEY in request.meta else None
+        if shared is not None:
+            shared.delay(request, wait)
+        else:
+            self._delayed.push(due, request)
         assert self.stats is not None
         self.stats.inc_value("scheduler/enqueued")
         self.stats.inc_value(f"scheduler/enqueued/{STATS_PREFIX}_delayed")
-        self._arm_timer()
+        if shared is None:
+            self._arm_timer()
         return True
 
     def next_request(self) -> Request | None:
+        shared = self._shared_retries()
+        if shared is not None and (request := shared.due_retry()) is not None:
+            assert self.stats is not None
+            self.stats.inc_value("scheduler/dequeued")
+            self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}_delayed")
+            return request
         limiter = self.runtime.limiter if self.runtime is not None else None
         while True:
             request = self._next_queued()
@@ -140,7 +175,7 @@ class IdScheduler(Scheduler):
         # overlapping targets share outcomes in the frontier instead), but the filter learns them,
         # so a follow-up link to a lane's page is not fetched again
         self.df.request_seen(lane_request)
-        slot_key = self._slot_key(dispatch.target.host)
+        slot_key = self._slots.of(dispatch.target.host)
         self._entering.setdefault(slot_key, weakref.WeakSet()).add(lane_request)
         if limiter is not None:
             limiter.taken(slot_key)
@@ -153,7 +188,7 @@ class IdScheduler(Scheduler):
             assert self.stats is not None
             self.stats.inc_value("scheduler/dequeued")
             self.stats.inc_value(f"scheduler/dequeued/{STATS_PREFIX}_scope")
-            self._entering.setdefault(self._slot_key(host_of(request.url)), weakref.WeakSet()).add(request)
+            self._entering.setdefault(self._slots.of(host_of(request.url)), weakref.WeakSet()).add(request)
         return request
 
     def _next_queued(self) -> Request | None:
@@ -195,15 +230,6 @@ class IdScheduler(Scheduler):
 
     # -- download-slot awareness ---------------------------------------------------
 
-    def _slot_key(self, host: str) -> str:
-        """The downloader slot that serves a host (hostname, or IP with PER_IP)."""
-        key = self._slot_of_host.get(host)
-        if key is None:
-            assert self.crawler is not None and self.crawler.engine is not None
-            key = slot_key(self.crawler, Request(f"http://{host}/"))
-            self._slot_of_host[host] = key
-        return key
-
     def _group_ready(self, group: Hashable) -> bool:
         """A slot is ready while it has free concurrency and nothing waiting on its delay
         (and, with job limits, while the limits admit it).
@@ -214,14 +240,18 @@ class IdScheduler(Scheduler):
         middleware drops is forgotten with it).
         """
         assert self.crawler is not None and self.crawler.engine is not None
-        key = self._slot_key(str(group))
+        key = self._slots.of(str(group))
         entering = self._entering.get(key)
         pending = len(entering) if entering is not None else 0
         if not slot_has_room(self.crawler, key, pending):
             return False
-        limiter = self.runtime.limiter if self.runtime is not None else None
+        runtime = self.runtime
+        limiter = runtime.limiter if runtime is not None else None
         # the job limits: may the slot take one more request (LT per iteration, stop rules)?
-        return limiter is None or limiter.admit(key)
+        if limiter is not None and not limiter.admit(key):
+            return False
+        gate = runtime.worker.politeness_gate() if runtime is not None else None
+        return gate is None or gate.fleet_gate(key)
 
     def _reached_downloader(self, request: Request, spider: Any = None) -> None:
         entering = self._entering.get(request.meta.get("download_slot", ""))

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from idcrawl.core.recrawl import Schedule
     from idcrawl.core.scope import JobScope
     from idcrawl.core.urlqueue import UrlQueue
+    from idcrawl.extensions.limits import LimitParts
+    from idcrawl.scheduler import PolitenessGate, SharedRetries
 
 __all__ = ["Payload", "Worker"]
 
@@ -97,6 +99,17 @@ class Worker(Protocol):
 
     def close(self, reason: str) -> None:
         """Last: commit or acknowledge, and the worker's own closing figures."""
+
+    # -- the components' parts ---------------------------------------------------------------
+
+    def limit_parts(self) -> LimitParts:
+        """The job limits' parts (``idcrawl.extensions.limits.IdLimits``): trackers and incident log."""
+
+    def shared_retries(self) -> SharedRetries | None:
+        """Where the scheduler parks lane retries for the fleet; None: in the scheduler's own delay queue."""
+
+    def politeness_gate(self) -> PolitenessGate | None:
+        """Politeness held across the fleet (the scheduler, ``FleetPoliteness``); None: per process."""
 
     # -- watch mode (idcrawl.extensions.watch) ---------------------------------------------
 

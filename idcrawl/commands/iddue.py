@@ -71,7 +71,8 @@ def due_rows(
     store: StateStore, names: Sequence[str], job: Sequence[Target], at: float
 ) -> list[DueRow]:
     """The rows of the named targets and the job's (every stored target if neither), in fetch order.
-    A distributed job's page records are in its Redis keys, in the same layout (:mod:`idcrawl.distributed.pages`)."""
+    A distributed job's page records are in its Redis keys, in the same layout
+    (:mod:`idcrawl.distributed.pagerecords`)."""
     wanted = wanted_targets(store, names, job)
     by_name = {t.name: t for t in job}
     tails = store.tail_schedules()

@@ -1,27 +1,23 @@
 """``Distributed``: the add-on that makes an id crawl one worker of a job shared through Redis.
 
 The ``idseq`` spider lists it in ``ADDONS``. When :func:`idcrawl.backends.backend_of` chooses the fleet
-(``IDCRAWL_DISTRIBUTED``), it sets the fleet's worker (``IDCRAWL_WORKER_CLASS``) and swaps in the
-Redis scheduler, the fleet's politeness middleware and limits extension (docs/distributed.md).
+(``IDCRAWL_DISTRIBUTED``), it sets the fleet's worker (``IDCRAWL_WORKER_CLASS``) and adds the fleet's
+politeness middleware; the rest asks the worker for its parts (docs/distributed.md).
 """
 
 from __future__ import annotations
 
 from scrapy.settings import BaseSettings
-from scrapy.utils.misc import load_object
 
 from idcrawl.backends import FLEET, backend_of
-from idcrawl.components import mentions_component, raise_dict_priority, setdefault_component
+from idcrawl.components import raise_dict_priority, setdefault_component
 
-__all__ = ["FLEET_LIMITS", "FLEET_POLITENESS", "REDIS_SCHEDULER", "Distributed"]
+__all__ = ["FLEET_POLITENESS", "Distributed"]
 
-REDIS_SCHEDULER = "idcrawl.distributed.scheduler.RedisIdScheduler"
 #: Per-host gaps for all workers of a job together.
 FLEET_POLITENESS = "idcrawl.distributed.politeness.FleetPoliteness"
 #: Last before the download handler: after robots.txt, which may hold a request a while.
 FLEET_POLITENESS_ORDER = 950
-LIMITS = "idcrawl.extensions.limits.IdLimits"
-FLEET_LIMITS = "idcrawl.distributed.limits.FleetLimits"
 
 
 class Distributed:
@@ -43,34 +39,6 @@ class Distributed:
             return
         if backend is not FLEET:
             return
-        from idcrawl.scheduler import IdScheduler
-
         settings.set("IDCRAWL_WORKER_CLASS", backend.worker, priority="spider")
-        current = settings.get("SCHEDULER")
-        if current and load_object(current) is IdScheduler:
-            # shared retries and fleet-wide politeness through Redis
-            settings.set("SCHEDULER", REDIS_SCHEDULER, priority="spider")
         setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", FLEET_POLITENESS, FLEET_POLITENESS_ORDER,
                              priority="spider")
-        _swap_component(settings, "EXTENSIONS", LIMITS, FLEET_LIMITS)
-
-
-def _swap_component(settings: BaseSettings, name: str, path: str, replacement: str) -> None:
-    """Put ``replacement`` in the place (order and priority) of ``path`` in the component dict ``name``."""
-    if not mentions_component(settings, name, path) or mentions_component(settings, name, replacement):
-        return
-    current = settings.get(name)
-    components = current if isinstance(current, BaseSettings) else BaseSettings(settings.getdict(name),
-                                                                              settings.getpriority(name) or 0)
-    wanted = load_object(path)
-    for key in list(components):
-        try:
-            same = key == path or load_object(key) is wanted
-        except (AttributeError, ImportError, NameError, TypeError, ValueError):
-            same = False
-        if same:
-            priority = components.getpriority(key) or 0
-            order = components[key]
-            components.set(key, None, priority=priority)
-            components.set(replacement, order, priority=priority)
-    settings.set(name, components, priority=max(settings.getpriority(name) or 0, components.maxpriority()))

@@ -42,7 +42,7 @@ from idcrawl.core.targets import Target
 from idcrawl.distributed import scripts
 from idcrawl.distributed.codec import space_id, spec_conflict, spec_json, target_spec
 from idcrawl.distributed.connection import reply_text
-from idcrawl.distributed.pages import FleetPageBook, PageWrite, is_due_lane
+from idcrawl.distributed.pagerecords import FleetPageBook, PageWrite, is_due_lane
 from idcrawl.distributed.runs import Run, join_run
 from idcrawl.state import decode
 

@@ -1,32 +1,9 @@
-"""Job limits shared by the workers of a distributed job.
+"""The job limits' parts in a fleet: counters, times and stops shared through Redis, incidents in one list.
 
-:class:`idcrawl.extensions.limits.IdLimits` keeps one tracker per domain (download
-slot) and one for the job. In a distributed job those trackers are
-:class:`SharedDomainLimits` / :class:`SharedJobLimits`: their counters
-(iterations, page loads, targets, found) are the *fleet's* totals, kept in the
-hash ``P limits:<level>:<key>``, and a rule that fires in one worker stops that
-domain (or the job) in every worker.
-
-To keep Redis off the path of every request, a tracker counts locally and
-syncs every time the extension checks its rules (``CHECK_INTERVAL``, 0.25 s):
-one script (``LIMITS``, one round trip) adds its unsynced counts and reads the
-totals back. Between syncs a tracker sees the fleet's totals as of the last
-sync plus its own new counts, so a count rule (PLmax, TTmax, Imax) may fire up
-to one check interval of the *other* workers' traffic late; the first worker
-whose estimate reaches the limit fires it and writes the one incident, the
-others stop the domain when their next sync sees it (their stop writes no
-incident).
-
-The time rules and TST count for the fleet too. Each sync sends how long ago
-the worker's first and last iterations started; the script places them on
-Redis's clock and keeps the fleet's earliest first and latest last start, and
-the reply says how long ago those were, which the worker turns back into its
-own clock (off by at most the round trip). So TDL runs from the fleet's first
-request and TAC from the last iteration any worker started. For TST the
-script records the fleet's iteration count whenever the fleet's found count
-grows; the fleet's stable run is the iterations since (a worker's own
-iterations add to it between syncs), so TST fires once the fleet as a whole
-went that many iterations without a new found target.
+A tracker counts locally and syncs with the fleet's totals (``P limits:<level>:<key>``,
+the ``LIMITS`` script) each time the extension checks its rules, so a count rule may
+fire up to one check interval of the other workers' traffic late; the first worker
+to reach a limit writes the incident. See docs/limits.md and docs/distributed.md.
 """
 
 from __future__ import annotations
@@ -39,15 +16,15 @@ from redis.exceptions import RedisError
 
 from idcrawl.core.limits import DomainLimits, JobLimits, Limits, LimitTracker, Trigger
 from idcrawl.distributed import scripts
-from idcrawl.distributed.connection import RedisUnavailable
+from idcrawl.distributed.connection import RedisUnavailable, connect, job_prefix
+from idcrawl.distributed.incidents import RedisIncidentLog, incident_log
 from idcrawl.errors import BadInputError
-from idcrawl.extensions.incidents import IncidentLog
-from idcrawl.extensions.limits import IdLimits, incident_log_path
+from idcrawl.local.limits import incident_log_path
 
 if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
+    from idcrawl.extensions.limits import LimitParts
 
-__all__ = ["FleetLimits", "SharedDomainLimits", "SharedJobLimits", "shared_trackers"]
+__all__ = ["FleetLimitParts", "SharedDomainLimits", "SharedJobLimits", "shared_trackers"]
 
 _COUNTERS = ("iterations", "page_loads", "targets", "found_count")
 
@@ -55,11 +32,6 @@ _COUNTERS = ("iterations", "page_loads", "targets", "found_count")
 class _Shared(LimitTracker):
     """Counters, times and stops synced with the fleet's (see the module docstring)."""
 
-    client: Any = None
-    script: Any = None
-    #: None: Redis's clock places the times (a crawl); else the fleet's time in ms for a ``now`` (tests)
-    fleet_clock: Callable[[float], int] | None = None
-    redis_key = ""
     #: the stop came from another worker: act on it, write no incident
     adopted = False
     #: a rule this worker fired that Redis has not heard of yet (an outage)
@@ -67,8 +39,10 @@ class _Shared(LimitTracker):
     #: the fleet's iteration count when its found count last grew, as far as this worker knows (TST)
     _changed_at = 0
 
-    def _bind(self, client: Any, script: Any, redis_key: str, fleet_clock: Callable[[float], int] | None) -> None:
-        self.client, self.script, self.redis_key, self.fleet_clock = client, script, redis_key, fleet_clock
+    def __init__(self, limits: Limits, key: str = "", *, fleet: FleetLimitParts, redis_key: str) -> None:
+        super().__init__(limits, key)
+        self.client, self.script, self.fleet_clock = fleet.client, fleet.script, fleet.fleet_clock
+        self.redis_key = redis_key
         self._synced = dict.fromkeys(_COUNTERS, 0)  # this tracker's counts already added to the fleet's
         # a domain the fleet stopped before this worker came takes nothing: the trigger is handed
         # out by the extension's next take() (new_trigger), not lost here
@@ -77,7 +51,7 @@ class _Shared(LimitTracker):
 
     def sync(self, now: float) -> Trigger | None:
         """Add this worker's new counts and times, read the fleet's (``LIMITS``); fire what they reach."""
-        if self.client is None or self.finished:
+        if self.finished:
             return None
         deltas = [getattr(self, name) - self._synced[name] for name in _COUNTERS]
         # the local counters hold "fleet total at the last sync + own counts since": the own part
@@ -145,7 +119,7 @@ class _Shared(LimitTracker):
 
     def _fire(self, name: str, limit: int | float, observed: int | float, now: float) -> None:
         super()._fire(name, limit, observed, now)
-        if self.client is not None and not self.adopted:
+        if not self.adopted:
             # the fleet stops too (HSETNX: the first worker's rule stays the domain's rule); during an
             # outage the stop goes with the next sync
             try:
@@ -154,8 +128,7 @@ class _Shared(LimitTracker):
                 self._unshared_stop = name
 
     def check(self, now: float) -> Trigger | None:
-        trigger = self.sync(now) if self.client is not None else None
-        return trigger or super().check(now)
+        return self.sync(now) or super().check(now)
 
 
 class SharedDomainLimits(_Shared, DomainLimits):
@@ -166,52 +139,43 @@ class SharedJobLimits(_Shared, JobLimits):
     """The job's tracker with the fleet's counters."""
 
 
-def shared_trackers(
-    settings: Any, spider_name: str, stats: Any = None, fleet_clock: Callable[[float], int] | None = None
-) -> tuple[Any, Any]:
-    """The two factories IdLimits uses in a distributed job: (domain tracker, job tracker).
+class FleetLimitParts:
+    """The fleet's trackers (counters in Redis) and its incident list; RedisUnavailable if Redis cannot
+    be reached. ``stats`` counts the calls to Redis; ``fleet_clock`` (tests): the fleet's time in ms
+    for a tracker's ``now``, instead of Redis's clock."""
 
-    ``stats`` counts their calls to Redis; ``fleet_clock`` (tests): the fleet's time in ms for a
-    tracker's ``now``, instead of Redis's clock.
-    """
-    from idcrawl.distributed.connection import connect, job_prefix
+    def __init__(self, settings: Any, spider_name: str, stats: Any = None,
+                 fleet_clock: Callable[[float], int] | None = None) -> None:
+        self.settings, self.spider_name, self.stats = settings, spider_name, stats
+        self.client = connect(settings, stats=stats)
+        self.script = self.client.register_script(scripts.LIMITS)
+        self.prefix = job_prefix(settings, spider_name)
+        self.fleet_clock = fleet_clock
 
-    client = connect(settings, stats=stats)
-    script = client.register_script(scripts.LIMITS)
-    prefix = job_prefix(settings, spider_name)
+    def domain_tracker(self, limits: Limits, key: str) -> SharedDomainLimits:
+        return SharedDomainLimits(limits, key, fleet=self, redis_key=f"{self.prefix}limits:domain:{key}")
 
-    def domain(limits: Limits, key: str) -> SharedDomainLimits:
-        tracker = SharedDomainLimits(limits, key)
-        tracker._bind(client, script, f"{prefix}limits:domain:{key}", fleet_clock)
-        return tracker
+    def job_tracker(self, limits: Limits) -> SharedJobLimits:
+        return SharedJobLimits(limits, fleet=self, redis_key=f"{self.prefix}limits:job")
 
-    def job(limits: Limits) -> SharedJobLimits:
-        tracker = SharedJobLimits(limits)
-        tracker._bind(client, script, f"{prefix}limits:job", fleet_clock)
-        return tracker
-
-    return domain, job
-
-
-class FleetLimits(IdLimits):
-    """``IdLimits`` of a distributed worker (the distributed add-on swaps it in): the fleet's
-    counters and stops (:func:`shared_trackers`), every worker's incidents in one Redis list."""
-
-    @classmethod
-    def _incident_log(cls, crawler: Crawler) -> IncidentLog:
-        from idcrawl.distributed.incidents import incident_log
-
-        name = crawler.spidercls.name
+    def incident_log(self) -> RedisIncidentLog:
+        """Every worker's incidents in one Redis list (the local XML log is the fallback at close)."""
+        name = self.spider_name
         try:
-            return incident_log(crawler.settings, name, incident_log_path(crawler.settings, name),
-                                stats=crawler.stats)
+            return incident_log(self.settings, name, incident_log_path(self.settings, name), stats=self.stats)
         except RedisUnavailable as exc:
             raise BadInputError(f"{name}: {exc}") from None
 
-    def _share(self, job: Limits) -> None:
-        try:
-            self._new_domain, new_job = shared_trackers(self.crawler.settings, self.crawler.spidercls.name,
-                                                        self.crawler.stats)
-        except RedisUnavailable as exc:
-            raise BadInputError(f"{self.crawler.spidercls.name}: {exc}") from None
-        self.job = new_job(job)
+
+def shared_trackers(
+    settings: Any, spider_name: str, stats: Any = None, fleet_clock: Callable[[float], int] | None = None
+) -> tuple[Callable[[Limits, str], SharedDomainLimits], Callable[[Limits], SharedJobLimits]]:
+    """The two tracker factories of a fleet's limits (:class:`FleetLimitParts`): (domain, job)."""
+    parts = FleetLimitParts(settings, spider_name, stats, fleet_clock)
+    return parts.domain_tracker, parts.job_tracker
+
+
+if TYPE_CHECKING:  # mypy checks that the fleet's parts are LimitParts
+
+    def _are_limit_parts(parts: FleetLimitParts) -> LimitParts:
+        return parts

@@ -1,37 +1,10 @@
 """``FleetPoliteness``: a host's gap holds for all workers of a job together.
 
-A download slot's delay (``DOWNLOAD_DELAY``, a ``DOWNLOAD_SLOTS`` entry, or
-the gap :class:`idcrawl.extensions.politeness.IdPoliteness` derived from fetch times)
-spaces the requests of *one* process. With N workers on one host that would
-be N requests per gap. This downloader middleware, the last before the
-download handler (order 950: after robots.txt, which may hold a request for a
-while), reserves the host's next start time in Redis (``P polite:<slot>``, the
-``POLITE`` script): the request goes on when the reservation succeeds, and
-otherwise waits (without blocking other hosts) until the time another worker
-left it. The scheduler meanwhile skips a host it knows to be reserved
-(:meth:`RedisWorker.fleet_gate`), so the waiting is short.
-
-The first request of a host in a worker (its robots.txt, with
-``ROBOTSTXT_OBEY``) comes before Scrapy made the host's slot: its gap is the
-one the slot will get (its ``DOWNLOAD_SLOTS`` entry, else ``DOWNLOAD_DELAY``,
-and IdPoliteness's first gap when that is on), so each worker's robots.txt
-fetch takes its place in the fleet's gaps too.
-
-The gap runs from the moment a request leaves for the download handler, as a
-single process's slot delay does (Scrapy's slot measures from its last
-request's send): a request is reserved when this middleware lets it through,
-and reserved again as it leaves (:func:`idcrawl._scrapy.before_download`, the
-same ``POLITE`` script with the request's token). If no other request took the
-host in between, the host's next start moves to a gap after that moment,
-however late the request left (a worker's first request can leave a tenth of a
-second after its reservation on a busy machine: start-up work, a new
-connection); if another did, the late request waits its turn and is reserved
-anew (stat ``idcrawl/redis/politeness_late_waits``). So the moments requests to
-a host leave, fleet-wide, are at least a gap apart on the one clock of the
-script (Redis's). What the server sees differs by the local transit of each
-request, as in one process. Scrapy's ``DOWNLOAD_DELAY_JITTER`` (or
-``RANDOMIZE_DOWNLOAD_DELAY``) applies per worker on top, so set it to 0 for
-exact fleet gaps.
+A downloader middleware (order 950, after robots.txt) that reserves each request's
+start with the worker's politeness gate (``politeness_gate()``: the ``POLITE``
+script, ``P polite:<slot>``), waiting without blocking other hosts while another
+worker holds the host, and reserves again as the request leaves for the download
+handler. Without a gate (one process) it does nothing. See docs/distributed.md.
 """
 
 from __future__ import annotations
@@ -50,6 +23,8 @@ from idcrawl.runtime import STATS_PREFIX, runtime_of
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
+
+    from idcrawl.scheduler import PolitenessGate
 
 __all__ = ["FleetPoliteness"]
 
@@ -78,35 +53,33 @@ class FleetPoliteness:
         politeness = self.crawler.get_extension(IdPoliteness)
         return politeness.first_gap(key, gap) if politeness is not None else gap
 
-    async def process_request(self, request: Request, spider: Any = None) -> None:
-        from idcrawl.distributed.worker import RedisWorker
-
+    def _gate(self) -> PolitenessGate | None:
         runtime = runtime_of(self.crawler)
-        worker = runtime.worker if runtime is not None else None
+        return runtime.worker.politeness_gate() if runtime is not None else None
+
+    async def process_request(self, request: Request, spider: Any = None) -> None:
+        gate = self._gate()
         engine = self.crawler.engine
-        if not isinstance(worker, RedisWorker) or engine is None or request.url.startswith("data:"):
+        if gate is None or engine is None or request.url.startswith("data:"):
             return
         if not self._hooked:
             before_download(self.crawler, self.leaving)
             self._hooked = True
         key = slot_key(self.crawler, request)
-        token = f"{worker.worker}#{next(self._tokens)}"
-        if await self._reserve(worker, key, token, f"{STATS_PREFIX}/redis/politeness_waits"):
+        token = f"{gate.worker}#{next(self._tokens)}"
+        if await self._reserve(gate, key, token, f"{STATS_PREFIX}/redis/politeness_waits"):
             request.meta[RESERVED_KEY] = (key, token)
 
     async def leaving(self, request: Request) -> None:
         """As a reserved request leaves for the download handler: the host's next start a gap from now,
         or, if another worker's request took the host since this one's reservation, wait for it."""
-        from idcrawl.distributed.worker import RedisWorker
-
         reserved = request.meta.pop(RESERVED_KEY, None)
-        runtime = runtime_of(self.crawler)
-        worker = runtime.worker if runtime is not None else None
-        if reserved is not None and isinstance(worker, RedisWorker):
+        gate = self._gate() if reserved is not None else None
+        if gate is not None:
             key, token = reserved
-            await self._reserve(worker, key, token, f"{STATS_PREFIX}/redis/politeness_late_waits")
+            await self._reserve(gate, key, token, f"{STATS_PREFIX}/redis/politeness_late_waits")
 
-    async def _reserve(self, worker: Any, key: str, token: str, waits: str) -> bool:
+    async def _reserve(self, gate: PolitenessGate, key: str, token: str, waits: str) -> bool:
         """Reserve slot ``key`` for request ``token``, waiting while another request holds it (counted
         in stat ``waits``); False when the slot has no gap."""
         waited, reserved = 0.0, False
@@ -114,7 +87,7 @@ class FleetPoliteness:
             gap = self.gap(key)
             if gap <= 0:
                 break
-            wait = worker.reserve(key, gap, token)
+            wait = gate.reserve(key, gap, token)
             reserved = True
             if wait <= 0:
                 break

@@ -86,7 +86,7 @@ braces are a Redis Cluster hash tag keeping a job's keys in one slot:
 ``P S:<space>:held``   set   the ids of ``:pay`` that wait in a ``:blk`` set: the space's held
                              payloads, counted against ``IDCRAWL_MAX_HELD_PAYLOADS``
 ``P pages:<target>``   hash  id -> a found page's recrawl record (JSON), written by RECORD with the
-                             page's outcome (``page_record.lua``, :mod:`idcrawl.distributed.pages`)
+                             page's outcome (``page_record.lua``, :mod:`idcrawl.distributed.pagerecords`)
 ``P pagedue:<target>`` zset  id by that record's due time (seconds): the index of page due times
 ``P pageidx``          set   targets whose ``pagedue`` index holds every record (:mod:`idcrawl.state.redis`)
 ``P delayed``          zset  retries (serialised requests) by due time (ms)

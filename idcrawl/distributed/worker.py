@@ -70,7 +70,7 @@ from idcrawl.distributed.connection import (
     job_prefix,
 )
 from idcrawl.distributed.frontier import RedisFrontier, RedisJob, StateLost, TargetConflict, check_distributed
-from idcrawl.distributed.pages import FleetPageBook, is_due_lane
+from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
 from idcrawl.distributed.runs import refused
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
@@ -91,6 +91,8 @@ if TYPE_CHECKING:
     from idcrawl.config import IdConfig
     from idcrawl.core.scope import JobScope
     from idcrawl.core.urlqueue import UrlQueue
+    from idcrawl.distributed.limits import FleetLimitParts
+    from idcrawl.scheduler import PolitenessGate, SharedRetries
     from idcrawl.worker import Worker
 
 __all__ = ["RedisWorker", "parse_pushed"]
@@ -234,7 +236,7 @@ class RedisWorker:
             max_held=settings.getint("IDCRAWL_MAX_HELD_PAYLOADS", default_settings.IDCRAWL_MAX_HELD_PAYLOADS),
         )
         self._defaults = config_of(crawler).target_defaults()
-        #: the found pages' records of due runs (conditional revisits, items of changes only): idcrawl.distributed.pages
+        #: the page records of due runs (conditional revisits, items of changes only): distributed.pagerecords
         self.pages = FleetPageBook(self.client, self.job.prefix, runtime.clock,
                                    {target.name: target.policy for target in runtime.targets})
         self.frontier.pages = self.pages  # a visited page's record goes with its outcome
@@ -387,7 +389,7 @@ class RedisWorker:
     def due_pages(self, target: Target) -> list[int]:
         """``resume=due``: the found ids of ``target`` due for a revisit at the clock's now, most overdue
         first (:meth:`idcrawl.core.pagebook.PageBook.due_ids`, the single process's computation, on the
-        job's page records and found ids: :func:`idcrawl.distributed.pages.fleet_due_ids`, from the index of
+        job's page records and found ids: :func:`idcrawl.distributed.pagerecords.fleet_due_ids`, from the index of
         page due times). The first worker's list is the fleet's plan (a ``<target>:due`` list lane, each page
         fetched once by the fleet); the due pages' records are loaded, whose validators its revisits send."""
         from idcrawl.core.lanes import Outcome
@@ -906,7 +908,7 @@ class RedisWorker:
             logger.info("idcrawl: no work for %.1f s (IDCRAWL_REDIS_IDLE_TIMEOUT): closing", self.idle_timeout)
             self._stop("idcrawl_idle_timeout")
 
-    # -- shared retries and fleet politeness (RedisIdScheduler) ---------------------------
+    # -- shared retries and fleet politeness (the scheduler's parts) -------------------------
 
     def delay(self, request: Request, wait: float) -> None:
         """Park a retry in the job's delayed set; any worker takes it when it falls due."""
@@ -987,6 +989,24 @@ class RedisWorker:
             return 0.0
         self._gate_until[slot] = time.monotonic() + wait_ms / 1000
         return wait_ms / 1000
+
+    def limit_parts(self) -> FleetLimitParts:
+        """The job limits' parts: the fleet's counters and stops in Redis, every worker's incidents in one list."""
+        from idcrawl.distributed.limits import FleetLimitParts
+
+        name = self.crawler.spidercls.name
+        try:
+            return FleetLimitParts(self.crawler.settings, name, self.crawler.stats)
+        except RedisUnavailable as exc:
+            raise BadInputError(f"{name}: {exc}") from None
+
+    def shared_retries(self) -> SharedRetries:
+        """This worker: retries parked in the job's delayed set (:meth:`delay`, :meth:`due_retry`)."""
+        return self
+
+    def politeness_gate(self) -> PolitenessGate:
+        """This worker: the fleet's reservations of each slot's next start (:meth:`fleet_gate`, :meth:`reserve`)."""
+        return self
 
 
 if TYPE_CHECKING:  # mypy checks that the Redis worker is a Worker and its frontier an IdFrontier

@@ -1,43 +1,17 @@
 """``IdLimits``: the job limits of seed 002 (Table 3) per domain crawl and per job.
 
-A *domain* is a download slot (a host by default). The rules and their
-decisions live in :mod:`idcrawl.core.limits`; this extension feeds them
-Scrapy's events and acts on what they decide:
-
-- the scheduler asks :meth:`IdLimits.admit` whether a slot may take a lane
-  request now (the runtime's ``limiter`` hook). When the slot's current
-  iteration has requests left (LT) it may; otherwise a new iteration starts
-  (``take``), which Imax, TST, TDL and TAC may refuse. :meth:`IdLimits.taken`
-  counts each dispensed id (a new target, and one of the iteration's LT);
-- ``request_scheduled``: a discovered request (a follow-up page the spider
-  yields) is a new target of its slot; retries of lane ids are not;
-- ``response_received``: a page load (PLmax), also after a stop: in-flight
-  requests finish and count (robots.txt is not one);
-- the runtime reports each found id (:meth:`IdLimits.found`, for TST);
-- every :data:`CHECK_INTERVAL` seconds the time rules (TDL, TAC) are checked
-  and domains whose lanes all ended on their own are finished.
-
-When a domain rule fires, the domain's lanes are closed with the reason
-``limit:<rule>``, its queued requests are dropped as they come out of the
-scheduler (stat ``idcrawl/limits/dropped``), every other domain goes on.
-When a job rule fires, the spider closes with the reason
-``idcrawl_limit_<rule>``. Stats: ``idcrawl/limits/<rule>`` (triggers),
-``idcrawl/limits/domains/<slot>/rule`` and the per-domain counters. TTmax,
-TDL and TAC (``IDCRAWL_INCIDENT_RULES``) append an incident to the XML log
-(:mod:`idcrawl.extensions.incidents`).
-
-Follow-up requests are served before lane ids and do not take part in
-iterations; they count as targets and page loads of their slot.
+The rules live in :mod:`idcrawl.core.limits`; this extension feeds them Scrapy's
+events, admits lane requests for the scheduler and stops a domain (or the job)
+when a rule fires. Where the counters live and where incidents go is the worker's
+part (:class:`LimitParts`: in-process, or the fleet's). See docs/limits.md.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from scrapy import Request, signals
@@ -49,17 +23,17 @@ from idcrawl._scrapy import close_spider, slot_key
 from idcrawl.core.limits import RULES, DomainLimits, JobLimits, LimitError, Limits, Trigger
 from idcrawl.errors import BadInputError
 from idcrawl.extensions.incidents import Incident, IncidentLog, IncidentLogError
-from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, runtime_of
-from idcrawl.state.location import job_file
+from idcrawl.local.limits import LocalLimitParts
+from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, is_id_crawl, runtime_of
+from idcrawl.slots import host_slots
 from idcrawl.storage import report_storage_error, storage_problem
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
 
-__all__ = ["CHECK_INTERVAL", "DOMAIN_SETTINGS", "JOB_SETTINGS", "IdLimits", "incident_log_path"]
+__all__ = ["CHECK_INTERVAL", "DOMAIN_SETTINGS", "JOB_SETTINGS", "IdLimits", "LimitParts"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,14 +63,20 @@ JOB_SETTINGS = (
 )
 _DOMAIN_PREFIX = DOMAIN_SETTINGS[0].removesuffix("LT")
 _JOB_PREFIX = JOB_SETTINGS[0].removesuffix("IMAX")
-#: The incident log's name inside ``JOBDIR``.
-INCIDENT_FILENAME = "idcrawl-incidents.xml"
 
 
-def incident_log_path(settings: BaseSettings, spider_name: str) -> Path:
-    """``IDCRAWL_INCIDENT_LOG``, else ``<JOBDIR>/idcrawl-incidents.xml``, else
-    ``.scrapy/idcrawl/<spider>-incidents.xml`` in the current directory."""
-    return job_file(settings, "IDCRAWL_INCIDENT_LOG", INCIDENT_FILENAME, f"{spider_name}-incidents.xml")
+class LimitParts(Protocol):
+    """What the job limits ask the worker for (``limit_parts()``): the trackers, whose counters are
+    this process's or the fleet's, and where incidents go."""
+
+    def domain_tracker(self, limits: Limits, key: str) -> DomainLimits:
+        """A new tracker of the domain (download slot) ``key``."""
+
+    def job_tracker(self, limits: Limits) -> JobLimits:
+        """The job's tracker."""
+
+    def incident_log(self) -> IncidentLog:
+        """Where incidents go; :class:`IncidentLogError` if that cannot be used."""
 
 
 @dataclass(slots=True, eq=False)
@@ -108,18 +88,19 @@ class _Domain:
 
 class IdLimits:
     def __init__(
-        self, crawler: Crawler, domain: Limits, job: Limits, log: IncidentLog, incident_rules: frozenset[str]
+        self, crawler: Crawler, domain: Limits, job: Limits, incident_rules: frozenset[str]
     ) -> None:
         self.crawler = crawler
         self.limits = domain
-        self.job = JobLimits(job)
-        #: makes a domain's tracker (a distributed job's ``FleetLimits`` makes one with the fleet's counters)
-        self._new_domain: Callable[[Limits, str], DomainLimits] = DomainLimits
-        self.log = log
+        self._job_limits = job
         self.incident_rules = incident_rules
         self.runtime: IdRuntime | None = None
+        #: the worker's parts, once opened (:meth:`open`)
+        self.parts: LimitParts | None = None
+        self.log: IncidentLog
+        self.job: JobLimits
         self._domains: dict[str, _Domain] = {}
-        self._slot_of_host: dict[str, str] = {}
+        self._slots = host_slots(crawler)
         self._job_closing = False
         self._task: Any = None
 
@@ -143,12 +124,9 @@ class IdLimits:
             rules.add(name)
         if not any(domain.enabled()) and not any(job.enabled()):
             raise NotConfigured  # every rule off (the default): the crawl is exactly as without limits
-        try:
-            log = cls._incident_log(crawler)
-        except IncidentLogError as exc:
-            raise BadInputError(f"bad setting: IDCRAWL_INCIDENT_LOG: {exc}") from None
-        ext = cls(crawler, domain, job, log, frozenset(rules))
-        ext._share(job)
+        ext = cls(crawler, domain, job, frozenset(rules))
+        if not is_id_crawl(crawler):  # no worker to ask: the in-process parts, now
+            ext.open(LocalLimitParts(settings, crawler.spidercls.name))
         crawler.signals.connect(ext._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(ext._response_received, signal=signals.response_received)
@@ -157,13 +135,15 @@ class IdLimits:
             crawler.signals.connect(ext._spider_error, signal=signals.spider_error)
         return ext
 
-    @classmethod
-    def _incident_log(cls, crawler: Crawler) -> IncidentLog:
-        """Where incidents go: the XML file (``IDCRAWL_INCIDENT_LOG``)."""
-        return IncidentLog(incident_log_path(crawler.settings, crawler.spidercls.name))
-
-    def _share(self, job: Limits) -> None:
-        """Make the trackers (``FleetLimits`` shares them with the other workers of a job)."""
+    def open(self, parts: LimitParts) -> None:
+        """Take the worker's parts (the scheduler's open, once the worker is built: a bad incident log
+        stops the crawl there, before any request); BadInputError if the incident log cannot be used."""
+        try:
+            self.log = parts.incident_log()
+        except IncidentLogError as exc:
+            raise BadInputError(f"bad setting: IDCRAWL_INCIDENT_LOG: {exc}") from None
+        self.job = parts.job_tracker(self._job_limits)
+        self.parts = parts
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -171,6 +151,8 @@ class IdLimits:
         runtime = runtime_of(self.crawler)
         if runtime is None:
             return
+        if self.parts is None:  # a scheduler other than IdScheduler did not open them
+            self.open(runtime.worker.limit_parts())
         self.runtime = runtime
         runtime.limiter = self
         enabled = [f"{r.name}={self.limits.value(r.name):g}" for r in self.limits.enabled()]
@@ -186,7 +168,8 @@ class IdLimits:
         if self._task is not None and self._task.running:
             self._task.stop()
         self._figures()
-        self.log.close()
+        if self.parts is not None:
+            self.log.close()
 
     def _figures(self, only: str | None = None) -> None:
         """Per-domain counters into stats (kept current: other spider_closed listeners may run first)."""
@@ -235,7 +218,7 @@ class IdLimits:
 
     def found(self, host: str) -> None:
         """A lane id of a target on ``host`` was found."""
-        self._domain(self._slot_key(host)).tracker.found()
+        self._domain(self._slots.of(host)).tracker.found()
         self.job.found()
 
     # -- signals ----------------------------------------------------------------------
@@ -372,21 +355,16 @@ class IdLimits:
 
     def _slot_of_url(self, url: str) -> str:
         host = urlsplit(url).hostname or ""
-        return self._slot_of_host.get(host, host)
+        return self._slots.known(host) or host
 
     # -- slots ------------------------------------------------------------------------
 
     def _domain(self, slot: str) -> _Domain:
         domain = self._domains.get(slot)
         if domain is None:
-            domain = self._domains[slot] = _Domain(self._new_domain(self.limits, slot))
+            assert self.parts is not None
+            domain = self._domains[slot] = _Domain(self.parts.domain_tracker(self.limits, slot))
         return domain
-
-    def _slot_key(self, host: str) -> str:
-        key = self._slot_of_host.get(host)
-        if key is None:
-            key = self._slot_of_host[host] = self._request_slot(Request(f"http://{host}/"))
-        return key
 
     def _request_slot(self, request: Request) -> str:
         assert self.crawler.engine is not None
@@ -399,5 +377,5 @@ class IdLimits:
         frontier = runtime.frontier
         by_slot: dict[str, dict[str, Any]] = {}
         for key, target in frontier.lane_target.items():
-            by_slot.setdefault(self._slot_key(target.host), {})[key] = frontier.lanes[key]
+            by_slot.setdefault(self._slots.of(target.host), {})[key] = frontier.lanes[key]
         return by_slot

@@ -1,4 +1,1 @@
-"""One process: the worker that keeps the lanes in this process and the state in a store.
-
-:mod:`idcrawl.distributed` is the fleet's side of the same seam (:mod:`idcrawl.worker`).
-"""
+"""The parts of an id crawl that run in this one process (the fleet's are in :mod:`idcrawl.distributed`)."""

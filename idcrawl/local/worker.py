@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
     from idcrawl.core.scope import JobScope
     from idcrawl.core.urlqueue import UrlQueue
+    from idcrawl.local.limits import LocalLimitParts
 
 __all__ = ["Forgotten", "LocalWorker", "own_line", "rebind"]
 
@@ -378,6 +379,22 @@ class LocalWorker:
         if self.recorder is not None:
             self.recorder.close(reason, self.runtime.job_counts())
             self.runtime.stats.set_value(f"{STATS_PREFIX}/state/commits", self.recorder.commits)
+
+    # -- the components' parts ---------------------------------------------------------------
+
+    def limit_parts(self) -> LocalLimitParts:
+        """The job limits' parts: counters in this process, incidents in the XML log."""
+        from idcrawl.local.limits import LocalLimitParts
+
+        return LocalLimitParts(self.crawler.settings, self.crawler.spidercls.name)
+
+    def shared_retries(self) -> None:
+        """None: retries wait in the scheduler's delay queue."""
+        return None
+
+    def politeness_gate(self) -> None:
+        """None: the download slots' delays are this process's politeness."""
+        return None
 
 
 if TYPE_CHECKING:  # mypy checks that the in-process worker is a Worker and its frontier an IdFrontier

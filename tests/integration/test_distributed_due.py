@@ -137,7 +137,7 @@ def test_a_fleet_sends_nothing_before_a_tail_is_due_and_margin_requests_per_tail
     due = fleet(tmp_path, "due", redis_server, job, at)
     assert items(due) == []
     # the tail: exactly the margin's ids after last_found; and the found pages, due too (1 day), revisited
-    # once each across the fleet, unchanged: no item (idcrawl.distributed.pages)
+    # once each across the fleet, unchanged: no item (idcrawl.distributed.pagerecords)
     found = list(range(1000, 1020))
     assert requests(site) == {"a": [*found, 1020, 1021, 1022], "b": [*found, 1020, 1021, 1022]}
     assert {e.path for e in site.log if e.id is None} <= {"/robots.txt"}

@@ -200,7 +200,7 @@ def test_a_workers_page_record_is_written_in_the_call_that_records_its_outcome(r
     from idcrawl.core.recrawl import Fetch, Kind, Schedule
     from idcrawl.core.recrawl import Outcome as PageOutcome
     from idcrawl.distributed.frontier import CODES, RedisJob
-    from idcrawl.distributed.pages import FleetPageBook, is_due_lane
+    from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
     from idcrawl.state.redis import RedisStateStore
 
     client = client_of(redis_server)

@@ -1,5 +1,5 @@
 """The Redis index of page due times (``P pagedue:<target>``, :mod:`idcrawl.state.redis`): on seeded random
-page records, a due run's ids (:func:`idcrawl.distributed.pages.fleet_due_ids`) and the watch's wake-up
+page records, a due run's ids (:func:`idcrawl.distributed.pagerecords.fleet_due_ids`) and the watch's wake-up
 (``next_page_due``) are the same with the index as without it (every record read) and as the reference
 (:func:`tests.support.reference.page_due_truth`): for a job written before the index (rebuilt once), and
 after records are changed and deleted by later commits (the index kept with them)."""
@@ -13,7 +13,7 @@ import pytest
 from idcrawl.core.clock import Clock
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Kind, Policy, Schedule
-from idcrawl.distributed.pages import fleet_due_ids
+from idcrawl.distributed.pagerecords import fleet_due_ids
 from idcrawl.state.base import StateStore
 from idcrawl.state.redis import RedisStateStore
 from tests.support.reference import page_due_truth

@@ -1,27 +1,8 @@
-"""Found pages revisited by a distributed job (``resume=due`` for a fleet): page records in the job's keys.
+"""Page records of a fleet (``resume=due``): :class:`FleetPageBook`, kept in the job's Redis keys.
 
-A single process keeps its page records in its state store and writes a changed page's record with its
-item (:mod:`idcrawl.state.recorder`). A fleet keeps them in the job's Redis keys, in the layout of the
-Redis state store (``P pages:<target>``: hash id -> page record JSON, :mod:`idcrawl.state.redis`), so
-``scrapy iddue`` and a single process read them alike. :class:`FleetPageBook` is the
-:class:`~idcrawl.core.pagebook.PageBook` of one worker:
-
-- **Loaded for the pages a run revisits**: the records of the due pages (:func:`fleet_due_ids`, from the
-  index of due times ``P pagedue:<target>``) when the worker plans a due run, and those of the ids of the
-  run's ``<target>:due`` list lanes (:meth:`FleetPageBook.load_ids`) when it joins one: the validators of a
-  revisit (``If-None-Match``/``If-Modified-Since``) and the base of the rule are the records as the job
-  holds them before the run. Each due page is fetched once by the fleet (a position of the run's list lane).
-- **Written with the fetch's outcome**: the changed record travels with the outcome to ``RECORD``
-  (:meth:`FleetPageBook.outgoing`, ``page_record.lua``), which writes it, and its place in the index of due
-  times, in the same atomic call that records the outcome and stores a new or changed page's item in Redis
-  (the lane's ``:pay`` hash until the prefix passes it, then the emit hash of the worker it is released
-  to, then the orphans if that worker stops before acknowledging it: emitted at least once). So no record
-  says a page was seen whose item can be lost, which is the single process's rule (there the record is
-  committed with the item, once it is written: the fleet's item is durable once it is in Redis). A worker
-  killed before the call wrote neither: another worker fetches the id again from the same stored record,
-  and the rule is applied once. A duplicate outcome (an id fetched twice after a lease ran out) writes no
-  record: the first outcome's record stands, so no duration is updated twice for one fetch. A new page
-  fetched past its lane's cut (overshoot: no item) gets no record, as in one process.
+The records use the Redis state store's layout (``P pages:<target>``, the due index ``P pagedue:<target>``),
+are loaded for the pages a run revisits, and are written by ``RECORD`` (``page_record.lua``) in the same
+atomic call as their id's outcome and item. See "Found pages in a fleet" in docs/recrawl.md.
 """
 
 from __future__ import annotations
