@@ -1,5 +1,5 @@
 -- page_record.lua: a found page's record written in the same call as its id's outcome (RECORD),
--- so that no kill separates them (idcrawl.distributed.pages). Put after common.lua, before record.lua.
+-- so that no kill separates them (idcrawl.distributed.pagerecords). Put after common.lua, before record.lua.
 --
 -- The caller appends the page's part after RECORD's own KEYS and ARGV:
 --   KEYS: ..., P pages:<target> (hash id -> page record JSON), P pagedue:<target> (zset id by due time)
