@@ -4,7 +4,7 @@ Site spiders subclass :class:`IdSeqSpider` and override :meth:`~IdSeqSpider.pars
 to extract fields (see ``idcrawl/spiders/demo.py``); the class docstring lists
 every hook. Which ids to fetch, outcomes, margins and emitting items in a
 concurrency-proof way stay in the runtime and the core; the lane request is
-built by :mod:`idcrawl.requests`, a response read by :mod:`idcrawl.pages`, and
+built by :mod:`idcrawl.requests`, a response read by :mod:`idcrawl.responses`, and
 the soft-404 probe is :mod:`idcrawl.spidermiddlewares.soft404`.
 """
 
@@ -40,9 +40,9 @@ from idcrawl.core.targets import (
 )
 from idcrawl.core.watch import parse_watch, watch_targets
 from idcrawl.errors import BadInputError, install_log_filter
-from idcrawl.pages import page_signature, rule_outcome
 from idcrawl.pipelines import signatures_wanted
 from idcrawl.requests import CONDITIONAL_KEY, failure_outcome, failure_reason, lane_request
+from idcrawl.responses import page_signature, rule_outcome
 from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, runtime_of
 from idcrawl.settings_profiles import apply_profile
 from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
