@@ -22,7 +22,7 @@ from __future__ import annotations
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
-from idcrawl.addon import mentions_component, raise_dict_priority, setdefault_component
+from idcrawl.addon import raise_dict_priority, setdefault_component, swap_component
 from idcrawl.distributed.connection import distributed
 
 __all__ = ["FLEET_LIMITS", "FLEET_POLITENESS", "REDIS_SCHEDULER", "WORKER", "Distributed"]
@@ -65,25 +65,5 @@ class Distributed:
             settings.set("SCHEDULER", REDIS_SCHEDULER, priority="spider")
         setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", FLEET_POLITENESS, FLEET_POLITENESS_ORDER,
                              priority="spider")
-        _swap_component(settings, "EXTENSIONS", LIMITS, FLEET_LIMITS)
+        swap_component(settings, "EXTENSIONS", LIMITS, FLEET_LIMITS)
 
-
-def _swap_component(settings: BaseSettings, name: str, path: str, replacement: str) -> None:
-    """Put ``replacement`` in the place (order and priority) of ``path`` in the component dict ``name``."""
-    if not mentions_component(settings, name, path) or mentions_component(settings, name, replacement):
-        return
-    current = settings.get(name)
-    components = current if isinstance(current, BaseSettings) else BaseSettings(settings.getdict(name),
-                                                                              settings.getpriority(name) or 0)
-    wanted = load_object(path)
-    for key in list(components):
-        try:
-            same = key == path or load_object(key) is wanted
-        except (AttributeError, ImportError, NameError, TypeError, ValueError):
-            same = False
-        if same:
-            priority = components.getpriority(key) or 0
-            order = components[key]
-            components.set(key, None, priority=priority)
-            components.set(replacement, order, priority=priority)
-    settings.set(name, components, priority=max(settings.getpriority(name) or 0, components.maxpriority()))

@@ -28,8 +28,10 @@ from idcrawl.addon import (
     SOFT404_MIDDLEWARE,
     IdCrawl,
     setdefault_component,
+    swap_component,
 )
 from idcrawl.downloadermiddlewares.attempts import IdAttemptsMiddleware
+from idcrawl.extensions.limits import IdLimits
 from idcrawl.extensions.progress import IdProgress
 from idcrawl.runtime import IdRuntime
 from idcrawl.scheduler import IdScheduler
@@ -190,3 +192,22 @@ def test_the_addon_checks_settings_only_of_crawls_whose_spider_did_not(monkeypat
     settings = Settings()
     IdCrawl(get_crawler(Spider)).update_settings(settings)
     assert checked == [settings]
+
+
+def test_swap_component_puts_the_replacement_in_the_place_of_a_listed_component() -> None:
+    limits, fleet = "idcrawl.extensions.limits.IdLimits", "idcrawl.distributed.limits.FleetLimits"
+    settings = wired({"EXTENSIONS": {"tests.support.statsdump.StatsDump": 0}})
+    swap_component(settings, "EXTENSIONS", limits, fleet)
+    extensions = components(settings, "EXTENSIONS")
+    assert extensions[limits] is None and extensions[fleet] == 200
+    assert settings["EXTENSIONS"].getpriority(fleet) == 15  # the add-on's entry: the same priority
+    moved = Settings()
+    moved.set("EXTENSIONS", {IdLimits: 300}, priority="project")  # a class as the key, turned off below
+    swap_component(moved, "EXTENSIONS", limits, fleet)
+    assert components(moved, "EXTENSIONS") == {IdLimits: None, fleet: 300}
+    chosen = Settings({"EXTENSIONS": {limits: 200, fleet: None}})  # the project decided: left alone
+    swap_component(chosen, "EXTENSIONS", limits, fleet)
+    assert components(chosen, "EXTENSIONS") == {limits: 200, fleet: None}
+    unlisted = Settings()
+    swap_component(unlisted, "EXTENSIONS", limits, fleet)
+    assert components(unlisted, "EXTENSIONS") == {}
