@@ -46,17 +46,11 @@ from idcrawl.core.scope import JobScope
 from idcrawl.core.talk import NONE_DEPRECATED, forgotten_text, resume_text
 from idcrawl.core.targets import RESET_MODES, Target
 from idcrawl.errors import BadInputError
+from idcrawl.feeds import OwnLine, ReadBack, item_fields, overwritten_feeds, recover_feed_tails
 from idcrawl.state.base import StateError, StateStore, TargetState
 from idcrawl.state.location import STATE_FILENAME, state_path
 from idcrawl.state.lock import FileLock, Locks, RedisOwner, lock_path
-from idcrawl.state.recorder import (
-    OwnLine,
-    ReadBack,
-    StateRecorder,
-    item_fields,
-    overwritten_feeds,
-    recover_feed_tails,
-)
+from idcrawl.state.recorder import StateRecorder
 from idcrawl.state.redis import RedisStateStore
 
 if TYPE_CHECKING:
