@@ -173,8 +173,7 @@ def wire_needs(settings: BaseSettings, priority: int | str) -> None:
 class IdSeqNeeds:
     """Add-on the ``idseq`` spider lists for itself: what an id crawl cannot run without, so that a
     project without :class:`IdCrawl` keeps working. An ``IdScheduler`` (forced: another scheduler would
-    never dispense an id; a project's subclass is kept), :func:`wire_needs` and the state loader
-    (``IdStateLoader``), at ``spider`` priority."""
+    never dispense an id; a project's subclass is kept) and :func:`wire_needs`, at ``spider`` priority."""
 
     #: Before the job's profile (-1) and idcrawl's add-on (0): as the spider's own wiring, first.
     priority = -10
@@ -186,7 +185,6 @@ class IdSeqNeeds:
         raise_dict_priority(settings, "ADDONS", "spider")
 
     def update_settings(self, settings: BaseSettings) -> None:
-        from idcrawl.extensions.state import STATE_LOADER_ORDER
         from idcrawl.scheduler import IdScheduler
 
         current = settings.get("SCHEDULER")
@@ -195,9 +193,6 @@ class IdSeqNeeds:
         if not (isinstance(scheduler, type) and IdScheduler in scheduler.__mro__):
             settings.set("SCHEDULER", SCHEDULER, priority="spider")
         wire_needs(settings, "spider")
-        # the state is read after the other extensions (one may bring the file in: DotScrapy Persistence)
-        setdefault_component(settings, "EXTENSIONS", "idcrawl.extensions.state.IdStateLoader", STATE_LOADER_ORDER,
-                             priority="spider")
 
 
 class IdCrawl:

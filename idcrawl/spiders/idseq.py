@@ -128,6 +128,7 @@ class IdSeqSpider(Spider):
         super().update_settings(settings)
         from idcrawl.addon import IdSeqNeeds, setdefault_component
         from idcrawl.distributed.addon import Distributed
+        from idcrawl.extensions.state import STATE_LOADER_ORDER
         from idcrawl.spidermon.addon import Monitoring
 
         # Scrapy 2.19 starts CONCURRENT_ITEMS asyncio tasks per response (default 100); an id page yields one
@@ -140,6 +141,11 @@ class IdSeqSpider(Spider):
         Monitoring.add_to(settings)
         Distributed.add_to(settings)
         setdefault_component(settings, "ADDONS", "idcrawl.settings_profiles.JobProfile", -1, priority="spider")
+        # the state is read after the other extensions (one may bring the file in: DotScrapy Persistence).
+        # Kept here: with -s EXTENSIONS scrapy crawl's second merge drops it (the worker is then built
+        # lazily); from an add-on it would stay, which changes when a Redis worker registers.
+        setdefault_component(settings, "EXTENSIONS", "idcrawl.extensions.state.IdStateLoader", STATE_LOADER_ORDER,
+                             priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> IdSeqSpider:
