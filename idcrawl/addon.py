@@ -1,57 +1,7 @@
-"""``IdCrawl``: the Scrapy add-on that wires idcrawl into a project in one line.
-
-.. code-block:: python
-
-    # settings.py of any Scrapy project, after `pip install idcrawl`
-    ADDONS = {"idcrawl.addon.IdCrawl": 0}
-
-Everything is written at Scrapy's ``addon`` priority (15, below the project's
-settings file), and a component is only added when the project has not
-mentioned it in the same setting, so any single piece stays overridable:
-``SCHEDULER = ...`` in the project replaces the scheduler,
-``EXTENSIONS = {"idcrawl.extensions.progress.IdProgress": None}`` drops the progress
-lines, ``DOWNLOADER_MIDDLEWARES = {"idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddleware": 600}``
-moves a middleware. What it wires:
-
-==========================  ==============================================================
-``SCHEDULER``               ``idcrawl.scheduler.IdScheduler`` (Scrapy's scheduler + lanes;
-                            exactly Scrapy's for spiders that are not id crawls)
-``DOWNLOADER_MIDDLEWARES``  ``IdAttemptsMiddleware`` at 549 (beside RetryMiddleware);
-                            Scrapy's ``RobotsTxtMiddleware`` swapped for
-                            ``idcrawl.downloadermiddlewares.robotstxt.IdRobotsTxtMiddleware`` at 100;
-                            Scrapy's ``MetaRefreshMiddleware`` swapped for
-                            ``idcrawl.downloadermiddlewares.metarefresh.IdMetaRefreshMiddleware``
-                            at 580 (the same decisions, without decoding pages that cannot refresh);
-                            ``IdRedirectsMiddleware`` at 40 (an id page's redirect to another host)
-``DOWNLOAD_MAXSIZE``        32 MiB, ``DOWNLOAD_WARNSIZE`` 8 MiB, ``DOWNLOAD_TIMEOUT`` 30 s
-                            (:data:`BOUNDS`), each unless the project or ``-s`` sets it
-``SPIDER_MIDDLEWARES``      ``idcrawl.spidermiddlewares.soft404.IdSoft404Middleware`` at 1100
-                            (the soft-404 probes, ``soft404_probe``);
-                            ``idcrawl.spidermiddlewares.scope.IdScopeMiddleware`` at 1050 when a
-                            job file has crawl scope (added by ``settings_profiles.JobProfile``)
-``EXTENSIONS``              ``IdProgress`` 500, ``IdPoliteness`` 100, ``IdLimits`` 200 (the
-                            last two load only when their settings turn them on); Scrapy's
-                            ``SpiderState`` swapped for ``idcrawl.extensions.spiderstate.IdSpiderState``
-                            (``JOBDIR/spider.state`` written aside, then renamed)
-``DUPEFILTER_CLASS``        ``idcrawl.dupefilters.IdDupeFilter`` (follow-up pages; lane requests are
-                            never filtered)
-``ITEM_PIPELINES``          ``idcrawl.pipelines.ContentDuplicates`` at 100 (marks duplicates;
-                            ``IDCRAWL_CONTENT_DUPLICATES = "off"`` turns it off)
-``FEED_STORAGES``           ``idcrawl.storage.GuardedFileFeedStorage`` for local files (``""``,
-                            ``file``): a failed write closes the crawl (``idcrawl_storage_error``)
-``IDCRAWL_PROFILE``         the profile it names is applied (see :mod:`idcrawl.settings_profiles`)
-==========================  ==============================================================
-
-Not wired: ``COMMANDS_MODULE``. Scrapy resolves commands from the project's
-settings before any add-on runs, so ``scrapy idplan`` and ``scrapy idcoverage``
-reach other projects through the ``scrapy.commands`` entry points of
-idcrawl's package metadata instead; ``scrapy crawl`` stays Scrapy's there, which
-exits 0 for every finish reason (idcrawl's exits with the reason's status:
-docs/reference/finish-reasons.md says how to get it).
-
-The ``idseq`` spider works without the add-on too: it sets what it cannot
-run without (the scheduler, the attempts middleware, the soft-404 probe, the
-profile) itself.
+"""``IdCrawl``: the Scrapy add-on that wires idcrawl into a project in one line,
+``ADDONS = {"idcrawl.addon.IdCrawl": 0}``; and ``IdSeqNeeds``, the smaller add-on the ``idseq``
+spider lists for itself. Each piece is written at Scrapy's ``addon`` priority and only when the
+project does not list it, so any one stays overridable: docs/addon.md has the table.
 """
 
 from __future__ import annotations
@@ -60,8 +10,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy.settings import BaseSettings, get_settings_priority
+from scrapy.utils.misc import load_object
 
-from idcrawl.components import ADDON_PRIORITY, setdefault_component, swap_component
+from idcrawl.components import ADDON_PRIORITY, raise_dict_priority, setdefault_component, swap_component
 from idcrawl.errors import install_log_filter
 from idcrawl.runtime import is_id_crawl
 from idcrawl.settings_profiles import apply_profile
@@ -70,7 +21,7 @@ from idcrawl.validation import validate_settings
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-__all__ = ["BOUNDS", "IdCrawl", "set_bounds"]
+__all__ = ["BOUNDS", "IdCrawl", "IdSeqNeeds", "set_bounds", "wire_needs"]
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +67,41 @@ def set_bounds(settings: BaseSettings) -> None:
             settings.set(name, value, priority=ADDON_PRIORITY)
 
 
+def wire_needs(settings: BaseSettings, priority: int | str) -> None:
+    """The middlewares an id crawl cannot run without, each unless listed, and the :data:`BOUNDS`:
+    the attempts middleware (lane requests carry ``dont_retry``), the redirects middleware and the
+    soft-404 probe (without it ``soft404_probe`` learns nothing)."""
+    setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, priority=priority)
+    setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", REDIRECTS_MIDDLEWARE, REDIRECTS_ORDER, priority=priority)
+    setdefault_component(settings, "SPIDER_MIDDLEWARES", SOFT404_MIDDLEWARE, SOFT404_ORDER, priority=priority)
+    set_bounds(settings)
+
+
+class IdSeqNeeds:
+    """Add-on the ``idseq`` spider lists for itself: what an id crawl cannot run without, so that a
+    project without :class:`IdCrawl` keeps working. An ``IdScheduler`` (forced: another scheduler would
+    never dispense an id; a project's subclass is kept) and :func:`wire_needs`, at ``spider`` priority."""
+
+    #: Before the job's profile (-1) and idcrawl's add-on (0): as the spider's own wiring, first.
+    priority = -10
+
+    @classmethod
+    def add_to(cls, settings: BaseSettings) -> None:
+        """List this add-on in ``ADDONS`` (the ``idseq`` spider's ``update_settings`` does), unless listed."""
+        settings.setdefault_in_component_priority_dict("ADDONS", cls, cls.priority)
+        raise_dict_priority(settings, "ADDONS", "spider")
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        from idcrawl.scheduler import IdScheduler
+
+        current = settings.get("SCHEDULER")
+        scheduler = load_object(current) if current else None
+        # the MRO, not issubclass(): Scrapy's BaseSchedulerMeta makes every scheduler a "subclass" of any other
+        if not (isinstance(scheduler, type) and IdScheduler in scheduler.__mro__):
+            settings.set("SCHEDULER", SCHEDULER, priority="spider")
+        wire_needs(settings, "spider")
+
+
 class IdCrawl:
     """The idcrawl add-on: ``ADDONS = {"idcrawl.addon.IdCrawl": 0}``."""
 
@@ -139,10 +125,7 @@ class IdCrawl:
         settings.set("SCHEDULER", SCHEDULER, priority=ADDON_PRIORITY)
         # Bloom-filter request dedup for follow-up pages that outlives the run (lane requests are never filtered)
         settings.set("DUPEFILTER_CLASS", DUPEFILTER, priority=ADDON_PRIORITY)
-        setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER)
-        setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", REDIRECTS_MIDDLEWARE, REDIRECTS_ORDER)
-        setdefault_component(settings, "SPIDER_MIDDLEWARES", SOFT404_MIDDLEWARE, SOFT404_ORDER)
-        set_bounds(settings)
+        wire_needs(settings, ADDON_PRIORITY)
         swap_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_ROBOTS, ID_ROBOTS, ROBOTS_ORDER)
         swap_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_METAREFRESH, ID_METAREFRESH, METAREFRESH_ORDER)
         for path, order in EXTENSIONS.items():

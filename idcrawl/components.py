@@ -58,14 +58,33 @@ def setdefault_component(
     return True
 
 
-def swap_component(settings: BaseSettings, name: str, scrapys: str, ours: str, order: int) -> None:
-    """Put ``ours`` in place of Scrapy's ``scrapys`` (off) at ``order`` in the component dict ``name``.
+def swap_component(
+    settings: BaseSettings, name: str, old: str, new: str, order: int | None = None
+) -> None:
+    """Put ``new`` in place of ``old`` in the component dict ``name``; nothing when ``new`` is listed.
 
-    The two are one piece: a project that lists either of them decides for both, and nothing changes.
+    With ``order`` (``old`` is one of Scrapy's base components) the two are one piece: a project that
+    lists either decides for both; otherwise ``old`` is turned off and ``new`` added at ``order``.
+    Without (``old`` is listed, by idcrawl's add-on or the project), each entry of ``old`` is turned
+    off and ``new`` takes its order and priority; nothing when ``old`` is not listed.
     """
-    if not (mentions_component(settings, name, scrapys) or mentions_component(settings, name, ours)):
-        setdefault_component(settings, name, scrapys, None)
-        setdefault_component(settings, name, ours, order)
+    if mentions_component(settings, name, new):
+        return
+    if order is not None:
+        if not mentions_component(settings, name, old):
+            setdefault_component(settings, name, old, None)
+            setdefault_component(settings, name, new, order)
+        return
+    if not mentions_component(settings, name, old):
+        return
+    components = _component_dict(settings, name)
+    for key in list(components):
+        if _same_object(key, old):
+            priority = components.getpriority(key) or 0
+            place = components[key]
+            components.set(key, None, priority=priority)
+            components.set(new, place, priority=priority)
+    settings.set(name, components, priority=max(settings.getpriority(name) or 0, components.maxpriority()))
 
 
 def raise_dict_priority(settings: BaseSettings, name: str, priority: int | str) -> None:

@@ -33,10 +33,10 @@ from idcrawl.core.safetext import safe
 from idcrawl.core.scope import JobScope
 from idcrawl.core.targets import Target
 from idcrawl.errors import BadInputError
+from idcrawl.feeds import item_fields
 from idcrawl.state.base import StateError
 from idcrawl.state.location import STATE_FILENAME
 from idcrawl.state.lock import FileLock, Locks, RedisOwner, lock_path
-from idcrawl.state.recorder import item_fields
 from idcrawl.worker import Payload, Worker
 
 if TYPE_CHECKING:

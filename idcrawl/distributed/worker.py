@@ -74,11 +74,11 @@ from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
 from idcrawl.distributed.runs import refused
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
+from idcrawl.feeds import UnwrittenItems, flush_feeds, page_key
 from idcrawl.processes import worker_gone, worker_id
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
 from idcrawl.state.base import StateError
 from idcrawl.state.lock import state_owner
-from idcrawl.state.recorder import UnwrittenItems, flush_feeds, page_key
 from idcrawl.state.redis import is_oom
 from idcrawl.storage import storage_failed
 

@@ -21,17 +21,12 @@ from idcrawl.core.talk import NONE_DEPRECATED, forgotten_text, resume_text
 from idcrawl.core.targets import RESET_MODES, Target
 from idcrawl.core.urlqueue import MemoryUrlQueue
 from idcrawl.errors import BadInputError
+from idcrawl.feeds import OwnLine, ReadBack, overwritten_feeds, recover_feed_tails
 from idcrawl.runtime import STATS_PREFIX, IdRuntime
 from idcrawl.state.base import StateError, StateStore, TargetState
 from idcrawl.state.location import state_path
 from idcrawl.state.lock import FileLock, RedisOwner, lock_path
-from idcrawl.state.recorder import (
-    OwnLine,
-    ReadBack,
-    StateRecorder,
-    overwritten_feeds,
-    recover_feed_tails,
-)
+from idcrawl.state.recorder import StateRecorder
 from idcrawl.state.redis import RedisStateStore
 from idcrawl.worker import Payload, Worker
 

@@ -13,8 +13,8 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 
 from idcrawl.core.fingerprints import SoftPage
-from idcrawl.pages import page_text
 from idcrawl.requests import HANDLED_STATUSES
+from idcrawl.responses import page_text
 from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, runtime_of
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ Site spiders subclass :class:`IdSeqSpider` and override :meth:`~IdSeqSpider.pars
 to extract fields (see ``idcrawl/spiders/demo.py``); the class docstring lists
 every hook. Which ids to fetch, outcomes, margins and emitting items in a
 concurrency-proof way stay in the runtime and the core; the lane request is
-built by :mod:`idcrawl.requests`, a response read by :mod:`idcrawl.pages`, and
+built by :mod:`idcrawl.requests`, a response read by :mod:`idcrawl.responses`, and
 the soft-404 probe is :mod:`idcrawl.spidermiddlewares.soft404`.
 """
 
@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy.settings import SETTINGS_PRIORITIES
-from scrapy.utils.misc import load_object
 from scrapy.utils.spider import iterate_spider_output
 
 from idcrawl.config import config_from, config_of
@@ -34,9 +33,9 @@ from idcrawl.core.recrawl import Outcome as PageOutcome
 from idcrawl.core.targets import TARGET_KEYS, Target, parse_run_options, parse_targets
 from idcrawl.core.watch import parse_watch, watch_targets
 from idcrawl.errors import BadInputError, install_log_filter
-from idcrawl.pages import page_signature, rule_outcome
 from idcrawl.pipelines import signatures_wanted
 from idcrawl.requests import CONDITIONAL_KEY, failure_outcome, failure_reason, lane_request
+from idcrawl.responses import page_signature, rule_outcome
 from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, start_runtime
 from idcrawl.settings_profiles import apply_profile
 from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
@@ -112,62 +111,34 @@ class IdSeqSpider(Spider):
     def update_settings(cls, settings: BaseSettings) -> None:
         """What an id crawl cannot run without, with or without the ``idcrawl.addon.IdCrawl`` add-on.
 
-        The add-on wires every idcrawl piece at ``addon`` priority for a whole
-        project; a project that only uses this spider (no add-on) keeps working
-        because the spider sets its needs itself: the profile
-        (``IDCRAWL_PROFILE``, and the :class:`~idcrawl.settings_profiles.JobProfile` add-on
-        for a job file's ``profile`` key), an ``IdScheduler`` (forced: a project's
-        other scheduler would never dispense an id), the attempts middleware
-        (lane requests carry ``dont_retry``; without it they get no attempts) and
-        the soft-404 probe (``IdSoft404Middleware``; without it ``soft404_probe`` learns nothing).
-        Two add-ons that read their own switch are listed too: Spidermon
-        (``IDCRAWL_SPIDERMON``) and the distributed layer
+        The profile (``IDCRAWL_PROFILE``) is applied here, before the spider reads its settings; the
+        rest comes from add-ons listed here, which run after the spider is made:
+        :class:`~idcrawl.addon.IdSeqNeeds` (scheduler, attempts, redirects, soft-404 probe, bounds),
+        :class:`~idcrawl.settings_profiles.JobProfile` (a job file's ``profile`` key) and two that
+        read their own switch: Spidermon (``IDCRAWL_SPIDERMON``) and the distributed layer
         (:class:`idcrawl.distributed.addon.Distributed`).
         """
         install_log_filter()  # a crawl starts: its refusals of bad input are one line (idcrawl.errors)
         super().update_settings(settings)
-        from idcrawl.addon import (
-            ATTEMPTS_MIDDLEWARE,
-            ATTEMPTS_ORDER,
-            REDIRECTS_MIDDLEWARE,
-            REDIRECTS_ORDER,
-            SCHEDULER,
-            SOFT404_MIDDLEWARE,
-            SOFT404_ORDER,
-            set_bounds,
-        )
+        from idcrawl.addon import IdSeqNeeds
         from idcrawl.components import setdefault_component
+        from idcrawl.distributed.addon import Distributed
         from idcrawl.extensions.state import STATE_LOADER_ORDER
-        from idcrawl.scheduler import IdScheduler
+        from idcrawl.spidermon.addon import Monitoring
 
         # Scrapy 2.19 starts CONCURRENT_ITEMS asyncio tasks per response (default 100); an id page yields one
-        # item, so 100 cost ~1.45x the CPU per page for nothing (docs/benchmarks.md). Set only when the project,
+        # item, so 100 cost more CPU per page for nothing (docs/benchmarks.md). Set only when the project,
         # the command line and the spider left Scrapy's default; a profile still applies on top.
         if (settings.getpriority("CONCURRENT_ITEMS") or 0) < SETTINGS_PRIORITIES["project"]:
             settings.set("CONCURRENT_ITEMS", ID_CONCURRENT_ITEMS, priority="addon")
-        set_bounds(settings)
         apply_profile(settings)
-        # IDCRAWL_SPIDERMON is read by an add-on: add-ons run later, after a job file's profile too
-        from idcrawl.spidermon.addon import Monitoring
-
+        IdSeqNeeds.add_to(settings)
         Monitoring.add_to(settings)
-        # the distributed layer is an add-on with its own switch: it swaps in the Redis classes
-        from idcrawl.distributed.addon import Distributed
-
         Distributed.add_to(settings)
         setdefault_component(settings, "ADDONS", "idcrawl.settings_profiles.JobProfile", -1, priority="spider")
-
-        current = settings.get("SCHEDULER")
-        scheduler = load_object(current) if current else None
-        # the MRO, not issubclass(): Scrapy's BaseSchedulerMeta makes every scheduler a "subclass" of any other
-        if not (isinstance(scheduler, type) and IdScheduler in scheduler.__mro__):
-            settings.set("SCHEDULER", SCHEDULER, priority="spider")
-        # a project may move it or turn it off (None) by listing it; otherwise it is added
-        setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, priority="spider")
-        setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", REDIRECTS_MIDDLEWARE, REDIRECTS_ORDER,
-                             priority="spider")
-        setdefault_component(settings, "SPIDER_MIDDLEWARES", SOFT404_MIDDLEWARE, SOFT404_ORDER, priority="spider")
-        # the state is read after the other extensions (one may bring the file in: DotScrapy Persistence)
+        # the state is read after the other extensions (one may bring the file in: DotScrapy Persistence).
+        # Kept here: with -s EXTENSIONS scrapy crawl's second merge drops it (the worker is then built
+        # lazily); from an add-on it would stay, which changes when a Redis worker registers.
         setdefault_component(settings, "EXTENSIONS", "idcrawl.extensions.state.IdStateLoader", STATE_LOADER_ORDER,
                              priority="spider")
 

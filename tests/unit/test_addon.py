@@ -7,6 +7,7 @@ import json
 
 import pytest
 from scrapy import Spider
+from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings, Settings
 from scrapy.utils.test import get_crawler
 
@@ -27,9 +28,11 @@ from idcrawl.addon import (
     SCRAPY_SPIDERSTATE,
     SOFT404_MIDDLEWARE,
     IdCrawl,
+    IdSeqNeeds,
 )
-from idcrawl.components import setdefault_component
+from idcrawl.components import setdefault_component, swap_component
 from idcrawl.downloadermiddlewares.attempts import IdAttemptsMiddleware
+from idcrawl.extensions.limits import IdLimits
 from idcrawl.extensions.progress import IdProgress
 from idcrawl.runtime import IdRuntime
 from idcrawl.scheduler import IdScheduler
@@ -45,6 +48,14 @@ def wired(project: dict[str, object] | None = None, priority: str = "project") -
     settings = Settings()
     settings.setdict(project or {}, priority=priority)
     IdCrawl().update_settings(settings)
+    return settings
+
+
+def spider_wired(settings: BaseSettings) -> BaseSettings:
+    """What the idseq spider wires: its ``update_settings``, then the add-on it lists for its needs."""
+    IdSeqSpider.update_settings(settings)
+    assert settings.getdict("ADDONS")[IdSeqNeeds] == IdSeqNeeds.priority
+    IdSeqNeeds().update_settings(settings)
     return settings
 
 
@@ -121,8 +132,7 @@ def test_setdefault_component_keeps_a_higher_priority_entry() -> None:
 
 
 def test_the_idseq_spider_works_without_the_addon() -> None:
-    settings = Settings()  # Scrapy's defaults: its own scheduler
-    IdSeqSpider.update_settings(settings)
+    settings = spider_wired(Settings())  # Scrapy's defaults: its own scheduler
     assert settings["SCHEDULER"] == SCHEDULER
     assert components(settings, "DOWNLOADER_MIDDLEWARES") == {ATTEMPTS_MIDDLEWARE: 549, REDIRECTS_MIDDLEWARE: 40}
     assert components(settings, "SPIDER_MIDDLEWARES") == {SOFT404_MIDDLEWARE: 1100}
@@ -135,7 +145,7 @@ def test_an_id_crawl_is_bounded_unless_the_project_or_the_command_line_says_othe
         if wire == "addon":
             IdCrawl().update_settings(settings)
         else:
-            IdSeqSpider.update_settings(settings)
+            spider_wired(settings)
         return settings
 
     bounded = wired_by(Settings())
@@ -161,22 +171,20 @@ def test_the_idseq_spider_processes_a_responses_outputs_one_at_a_time_unless_tol
 
 def test_the_idseq_spider_replaces_another_scheduler_but_keeps_a_subclass() -> None:
     other = Settings({"SCHEDULER": "scrapy.core.scheduler.Scheduler"})
-    IdSeqSpider.update_settings(other)
+    spider_wired(other)
     assert other["SCHEDULER"] == SCHEDULER
     mine = Settings({"SCHEDULER": "tests.unit.test_addon.MyScheduler"})
-    IdSeqSpider.update_settings(mine)
+    spider_wired(mine)
     assert mine["SCHEDULER"] == "tests.unit.test_addon.MyScheduler"
 
 
 def test_the_idseq_spider_leaves_a_listed_attempts_middleware_alone() -> None:
-    settings = Settings({"DOWNLOADER_MIDDLEWARES": {IdAttemptsMiddleware: None}})
-    IdSeqSpider.update_settings(settings)
+    settings = spider_wired(Settings({"DOWNLOADER_MIDDLEWARES": {IdAttemptsMiddleware: None}}))
     assert components(settings, "DOWNLOADER_MIDDLEWARES") == {IdAttemptsMiddleware: None, REDIRECTS_MIDDLEWARE: 40}
 
 
 def test_the_idseq_spider_leaves_a_listed_soft404_middleware_alone() -> None:
-    settings = Settings({"SPIDER_MIDDLEWARES": {IdSoft404Middleware: None}})
-    IdSeqSpider.update_settings(settings)
+    settings = spider_wired(Settings({"SPIDER_MIDDLEWARES": {IdSoft404Middleware: None}}))
     assert components(settings, "SPIDER_MIDDLEWARES") == {IdSoft404Middleware: None}
 
 
@@ -190,3 +198,31 @@ def test_the_addon_checks_settings_only_of_crawls_whose_spider_did_not(monkeypat
     settings = Settings()
     IdCrawl(get_crawler(Spider)).update_settings(settings)
     assert checked == [settings]
+
+
+def test_swap_component_puts_the_replacement_in_the_place_of_a_listed_component() -> None:
+    limits, fleet = "idcrawl.extensions.limits.IdLimits", "idcrawl.distributed.limits.FleetLimits"
+    settings = wired({"EXTENSIONS": {"tests.support.statsdump.StatsDump": 0}})
+    swap_component(settings, "EXTENSIONS", limits, fleet)
+    extensions = components(settings, "EXTENSIONS")
+    assert extensions[limits] is None and extensions[fleet] == 200
+    assert settings["EXTENSIONS"].getpriority(fleet) == 15  # the add-on's entry: the same priority
+    moved = Settings()
+    moved.set("EXTENSIONS", {IdLimits: 300}, priority="project")  # a class as the key, turned off below
+    swap_component(moved, "EXTENSIONS", limits, fleet)
+    assert components(moved, "EXTENSIONS") == {IdLimits: None, fleet: 300}
+    chosen = Settings({"EXTENSIONS": {limits: 200, fleet: None}})  # the project decided: left alone
+    swap_component(chosen, "EXTENSIONS", limits, fleet)
+    assert components(chosen, "EXTENSIONS") == {limits: 200, fleet: None}
+    unlisted = Settings()
+    swap_component(unlisted, "EXTENSIONS", limits, fleet)
+    assert components(unlisted, "EXTENSIONS") == {}
+
+
+def test_the_idseq_spiders_needs_run_before_the_distributed_addon_swaps_its_scheduler() -> None:
+    # the add-ons as Scrapy runs them (by priority): IdSeqNeeds forces IdScheduler before Distributed reads it
+    crawler = Crawler(IdSeqSpider, Settings({"SCHEDULER": "scrapy.core.scheduler.Scheduler",
+                                             "IDCRAWL_DISTRIBUTED": True}))  # runs update_settings
+    crawler.addons.load_settings(crawler.settings)  # the add-ons' stage only (no reactor, no components)
+    assert crawler.settings["SCHEDULER"] == "idcrawl.distributed.scheduler.RedisIdScheduler"
+    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")[ATTEMPTS_MIDDLEWARE] == 549

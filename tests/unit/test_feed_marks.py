@@ -13,10 +13,10 @@ from scrapy.settings import Settings
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.targets import parse_target
+from idcrawl.feeds import overwritten_feeds, recover_feed_tails
 from idcrawl.local.worker import own_line
 from idcrawl.state import SqliteStateStore
 from idcrawl.state.base import FeedMarks
-from idcrawl.state.recorder import overwritten_feeds, recover_feed_tails
 
 
 def _line(target: str, id_: int) -> bytes:

@@ -14,8 +14,8 @@ from scrapy.utils.test import get_crawler
 
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.targets import parse_target
-from idcrawl.pages import page_signature, page_text
 from idcrawl.requests import HANDLED_STATUSES, lane_request
+from idcrawl.responses import page_signature, page_text
 from idcrawl.runtime import META_KEY
 from idcrawl.spidermiddlewares.soft404 import PROBE_KEY, IdSoft404Middleware
 from idcrawl.spiders.idseq import IdSeqSpider

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import scrapy
 from itemadapter import ItemAdapter
 
-from idcrawl.state.recorder import UnwrittenItems, item_key, page_key
+from idcrawl.feeds import UnwrittenItems, item_key, page_key
 
 
 class Notice(scrapy.Item):

@@ -1,11 +1,7 @@
 """What idcrawl reads from a response: its outcome by a target's rule, its text, its MinHash signature.
 
-The Scrapy side of :mod:`idcrawl.core.outcomes` and :mod:`idcrawl.core.fingerprints`:
-which of a response's forms (body, decoded text, parsed tree) each needs, so that
-a page is decoded and parsed once whoever asks. The spider's ``classify`` uses
-:func:`rule_outcome`, its ``base_item`` :func:`page_signature` (near-duplicates,
-``idcrawl.pipelines.ContentDuplicates``); the soft-404 probe
-(``idcrawl.spidermiddlewares.soft404``) learns and compares :func:`page_text`.
+The Scrapy side of :mod:`idcrawl.core.outcomes` and :mod:`idcrawl.core.fingerprints`; a response is
+decoded and parsed once, whoever asks (the spider, the soft-404 probe).
 """
 
 from __future__ import annotations
