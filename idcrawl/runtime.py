@@ -727,7 +727,7 @@ class LocalWorker:
                 lease = settings.getfloat("IDCRAWL_STATE_LEASE", default_settings.IDCRAWL_STATE_LEASE)
                 fleet = settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)
                 runtime.hold(f"redis {store.prefix}", RedisOwner(
-                    store.client, store.prefix + "owner", lease, f"Redis state {store.prefix!r}", fleet_lease=fleet))
+                    store.client, store.keys.owner, lease, f"Redis state {store.prefix!r}", fleet_lease=fleet))
         try:
             self._load(store)
         except StateError as exc:  # damaged state (idcrawl.state.decode): one line, nothing written

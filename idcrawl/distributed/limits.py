@@ -175,19 +175,20 @@ def shared_trackers(
     tracker's ``now``, instead of Redis's clock.
     """
     from idcrawl.distributed.connection import connect, job_prefix
+    from idcrawl.state.keys import JobKeys
 
     client = connect(settings, stats=stats)
     script = client.register_script(scripts.LIMITS)
-    prefix = job_prefix(settings, spider_name)
+    keys = JobKeys(job_prefix(settings, spider_name))
 
     def domain(limits: Limits, key: str) -> SharedDomainLimits:
         tracker = SharedDomainLimits(limits, key)
-        tracker._bind(client, script, f"{prefix}limits:domain:{key}", fleet_clock)
+        tracker._bind(client, script, keys.domain_limits(key), fleet_clock)
         return tracker
 
     def job(limits: Limits) -> SharedJobLimits:
         tracker = SharedJobLimits(limits)
-        tracker._bind(client, script, f"{prefix}limits:job", fleet_clock)
+        tracker._bind(client, script, keys.job_limits, fleet_clock)
         return tracker
 
     return domain, job

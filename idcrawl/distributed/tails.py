@@ -35,6 +35,7 @@ from idcrawl.core.lanes import MARGIN
 from idcrawl.core.recrawl import Schedule, record_of, tail_after_run
 from idcrawl.distributed.connection import reply_text
 from idcrawl.state import decode
+from idcrawl.state.keys import JobKeys
 
 if TYPE_CHECKING:
     from idcrawl.core.targets import Target
@@ -49,7 +50,8 @@ def settle_tail(client: Any, prefix: str, target: Target, lane_key: str, now: fl
     nothing to apply (the walk has not ended, or it was applied already, by this worker or another)."""
     import redis
 
-    lane, tails, walks = prefix + "L:" + lane_key, prefix + "tails", prefix + "tailwalk"
+    keys = JobKeys(prefix)
+    lane, tails, walks = keys.lane(lane_key), keys.tails, keys.tailwalk
     with client.pipeline() as pipe:
         while True:
             try:
@@ -76,5 +78,5 @@ def settle_tail(client: Any, prefix: str, target: Target, lane_key: str, now: fl
 
 def applied_walk(client: Any, prefix: str, target: str) -> int | None:
     """The number of the last walk of ``target``'s tail whose rule was applied (None: none)."""
-    raw = client.hget(prefix + "tailwalk", target)
+    raw = client.hget(JobKeys(prefix).tailwalk, target)
     return int(reply_text(raw)) if raw is not None else None

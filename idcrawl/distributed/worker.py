@@ -70,7 +70,8 @@ from idcrawl.distributed.connection import (
     worker_gone,
     worker_id,
 )
-from idcrawl.distributed.frontier import RedisFrontier, RedisJob, StateLost, TargetConflict, check_distributed
+from idcrawl.distributed.frontier import RedisFrontier, StateLost, TargetConflict, check_distributed
+from idcrawl.distributed.job import RedisJob
 from idcrawl.distributed.pages import FleetPageBook, is_due_lane
 from idcrawl.distributed.runs import refused
 from idcrawl.distributed.urlqueue import RedisUrlQueue
@@ -140,12 +141,12 @@ class RedisWorker:
             logger.warning("idcrawl: %s", warning)
         self.job = RedisJob(self.client, job_prefix(settings, spider_name))
         try:
-            owner = state_owner(self.client, self.job.prefix + "owner")
+            owner = state_owner(self.client, self.job.keys.owner)
         except RedisError as exc:
             raise BadInputError(f"{spider_name}: {safe(exc)}") from None
         if owner is not None:  # one process per state: a single-process crawl writes this job's keys
             raise BadInputError(f"{spider_name}: Redis job {self.job.prefix!r} is in use by a single-process crawl "
-                                f"(held by {owner}; owner key {self.job.prefix + 'owner'!r}); a fleet worker "
+                                f"(held by {owner}; owner key {self.job.keys.owner!r}); a fleet worker "
                                 "cannot join it: wait for it to end, or stop it")
         try:
             self._join(runtime, spider_name)
@@ -287,9 +288,9 @@ class RedisWorker:
         differs = self.job.check_targets([target.name for target in targets], merge)
         if differs is None:
             return
-        extra, missing = differs
+        extra, missing = differs.extra, differs.missing
 
-        def names(items: list[str]) -> str:
+        def names(items: tuple[str, ...]) -> str:
             shown = ", ".join(repr(safe(name)) for name in items[:5])
             return shown + (f" and {len(items) - 5} more" if len(items) > 5 else "")
 
@@ -420,8 +421,8 @@ class RedisWorker:
 
         pipe = self.client.pipeline(transaction=False)
         for key in ended:
-            pipe.hget(self.job.key("L:", key), "walk")
-            pipe.hget(self.job.key("tailwalk"), self.frontier.lane_target[key].name)
+            pipe.hget(self.job.keys.lane(key), "walk")
+            pipe.hget(self.job.keys.tailwalk, self.frontier.lane_target[key].name)
         replies = pipe.execute()
         applied = 0
         now = self.runtime.clock.now()
@@ -476,14 +477,14 @@ class RedisWorker:
         left to the lease (``IDCRAWL_REDIS_LEASE_TIMEOUT``).
         """
         try:
-            members = self.client.zrange(self.job.key("workers"), 0, -1)
+            members = self.client.zrange(self.job.keys.workers, 0, -1)
             gone = [w for w in (m.decode() if isinstance(m, bytes) else str(m) for m in members)
                     if w != self.worker and worker_gone(w)]
             ids = 0
             for worker in gone:
-                ids += int(self.job.leave(worker))
+                ids += self.job.leave(worker)
             if gone:
-                self.client.hincrby(self.job.key("job"), "reclaimed_workers", len(gone))
+                self.client.hincrby(self.job.keys.job, "reclaimed_workers", len(gone))
         except RedisError as exc:
             self._outage(exc)
             return
@@ -612,7 +613,7 @@ class RedisWorker:
             return
         fields, self._written = self._written, []
         try:
-            self.client.hdel(self.job.key("W:", self.worker, ":emit"), *fields)
+            self.client.hdel(self.job.keys.emit(self.worker), *fields)
         except RedisError as exc:
             self._written = fields + self._written
             self._outage(exc)
@@ -655,7 +656,7 @@ class RedisWorker:
     def _recover_emits(self) -> None:
         """Outputs Redis released to this worker in a reply that never arrived (a call cut by the outage)."""
         known = {field for _, field in self._unwritten.pending()} | set(self._written) | self._acked_recently
-        raw = self.client.hgetall(self.job.key("W:", self.worker, ":emit"))
+        raw = self.client.hgetall(self.job.keys.emit(self.worker))
         released: list[Payload] = []
         spider = self.crawler.spider
         for field_raw, blob in raw.items():
@@ -715,7 +716,7 @@ class RedisWorker:
             if urls.ready or urls.taken_by_others or urls.taken_here:
                 self._idle_since = time.monotonic()
         status = frontier.status
-        lost = [self.job.key("L:", key) for key in sorted(frontier.vanished)[:5]] or (
+        lost = [self.job.keys.lane(key) for key in sorted(frontier.vanished)[:5]] or (
             [status.lost] if status.lost else [])
         if lost:
             logger.error("idcrawl: the job's keys %s are gone from Redis (evicted, deleted, or Redis restarted "
@@ -819,7 +820,7 @@ class RedisWorker:
     def _pop_feed(self) -> None:
         """Take pushed targets (``LPOP`` of the feed key): register them for the whole job."""
         while True:
-            raw = self.client.lpop(self.job.key("feed"))
+            raw = self.client.lpop(self.job.keys.feed)
             if raw is None:
                 return
             try:
@@ -845,14 +846,10 @@ class RedisWorker:
 
     def _adopt(self) -> None:
         """Emit the outputs a stopped worker had received but not acknowledged."""
-        reply = self.job.adopt(self.worker, 64)
-        released: list[Payload] = []
         spider = self.crawler.spider
-        for i in range(0, len(reply), 2):
-            field = reply[i].decode() if isinstance(reply[i], bytes) else str(reply[i])
-            lane_key, _, id_text = field.rpartition("|")
-            id_ = self.frontier.id_of(lane_key, int(id_text))
-            released.append((lane_key, id_, decode_outputs(reply[i + 1], spider)))
+        released: list[Payload] = [
+            (item.lane, self.frontier.id_of(item.lane, item.id), decode_outputs(item.blob, spider))
+            for item in self.job.adopt(self.worker, 64)]
         if not released:
             return
         self._inc(f"{PREFIX}/adopted", len(released))
@@ -886,7 +883,7 @@ class RedisWorker:
         idle_since = max(self._idle_since, self.frontier.last_activity)
         if self.idle_timeout <= 0 or time.monotonic() - idle_since < self.idle_timeout:
             return
-        if self.frontier.inflight or any(self.frontier._buffers.values()):
+        if self.frontier.inflight or self.frontier.buffered():
             return
         engine = self.crawler.engine
         if engine is not None and not self._closed:

@@ -274,7 +274,7 @@ def test_waves_of_a_fleet_are_plans_of_their_own(redis_server) -> None:
     import redis
 
     client = redis.Redis.from_url(redis_server.url)
-    from idcrawl.distributed.frontier import RedisJob
+    from idcrawl.distributed.job import RedisJob
     from idcrawl.distributed.runs import join_run
 
     job = RedisJob(client, "idcrawl:{waves}:")
