@@ -214,8 +214,9 @@ class RedisFrontier(Generic[P]):
             self._buffers[spec.key] = deque()
             if self._sequential is not None and self._sequential(target):
                 self._unspeculative.add(spec.key)
-            if state[0] is not None:
-                self._sync(spec.key, LaneState.parse(state))
+            known = LaneState.read(state)
+            if known is not None:
+                self._sync(spec.key, known)
             if not lane.settled:
                 self._unsettled.add(spec.key)
                 self._iv.add(spec.key, group, spec.weight)
@@ -233,8 +234,8 @@ class RedisFrontier(Generic[P]):
         for key in keys:
             pipe.hmget(self.job.keys.lane(key), "ids", *LaneState.FIELDS)
         states = pipe.execute()
-        lists = [(key, LaneState.parse(state[1:])) for key, state in zip(keys, states, strict=True)
-                 if state[0] is not None]  # a list lane has ids
+        lists = [(key, LaneState.parse(fields)) for key, (ids, *fields) in zip(keys, states, strict=True)
+                 if ids is not None]  # a list lane has ids
         listed = [(key, state) for key, state in lists if not (state.reason and state.first_undecided == state.next_id)]
         if not listed:
             return
@@ -338,10 +339,10 @@ class RedisFrontier(Generic[P]):
 
     def _refresh(self, key: str) -> None:
         """Read a lane the job changed (a cut lane a resume reopened) into its mirror."""
-        state = self.job.client.hmget(self.job.keys.lane(key), *LaneState.FIELDS)
-        if state[0] is None:
+        state = LaneState.read(self.job.client.hmget(self.job.keys.lane(key), *LaneState.FIELDS))
+        if state is None:
             return
-        self._sync(key, LaneState.parse(state))
+        self._sync(key, state)
         self._misses[key] = 0
         lane = self.lanes[key]
         if not lane.settled and key not in self._unsettled:

@@ -44,6 +44,12 @@ class LaneState:
         fu, nxt, reason, cut, last = raw
         return cls(int(fu), int(nxt), reply_text(reason) or None, _int_or_none(cut), _int_or_none(last))
 
+    @classmethod
+    def read(cls, raw: Sequence[Any]) -> LaneState | None:
+        """The ``HMGET`` of :attr:`FIELDS`: None if the job has no such lane."""
+        fu, *_ = raw
+        return None if fu is None else cls.parse(raw)
+
 
 @dataclass(frozen=True, slots=True)
 class Deltas:

@@ -1,23 +1,7 @@
-"""Runs of a fleet: which run a starting worker belongs to, the one rule of a distributed job.
+"""Runs of a fleet: which run a starting worker belongs to (``RUN``), the one rule of a distributed job.
 
-In one process a run is one ``scrapy crawl``: the URL queue is reconciled at its start (the seed's
-rule at a run's start: a not-found URL queued again, revisits due) and a resume is planned once. A
-fleet's workers start and stop one by one, so the job keeps its run in Redis (``P run``: its number,
-its watch wave, when it started or a worker last left the job) and ``RUN`` (``run.lua``) says, for a
-starting worker, whether it joins the run in progress or starts the next one:
-
-- the run goes on while another worker is in the job (until it leaves, or a worker reclaims it once its
-  heartbeat is older than ``IDCRAWL_REDIS_LEASE_TIMEOUT``), and for a grace of one lease after it
-  started or a worker left the job: a worker starting then joins it;
-- watch mode: a wave names its run (``wave``, its time on the one clock): the first worker awake for a
-  later wave starts its run at once, the workers of that wave (and one late for an earlier wave) join it;
-- otherwise the worker starts the next run.
-
-Both the URL queue (:meth:`idcrawl.distributed.urlqueue.RedisUrlQueue.start`: the worker that starts
-a run reconciles the queue, a joining one finds it reconciled) and the resume plans
-(``resume.lua``: a plan of the worker's run is joined, a plan of an earlier run whose lanes are all
-walked is planned anew) ask the run the worker joined, once, at its start
-(:meth:`idcrawl.distributed.worker.RedisWorker`).
+The URL queue's reconcile and the resume plans follow the run a worker joined. Why: docs/architecture.md,
+"Runs of a fleet".
 """
 
 from __future__ import annotations

@@ -1,36 +1,7 @@
 """``RedisUrlQueue``: the URL queue of crawl scope (:class:`idcrawl.core.urlqueue.UrlQueue`) shared by a fleet.
 
-In one process the queue of a job's outlinks is a :class:`~idcrawl.core.urlqueue.MemoryUrlQueue`
-(the SQLite store persists it). In a distributed job every worker follows the links of the pages it
-fetched, so the queue lives in Redis, in the job's keys, and changes only inside the ``URL_*`` Lua
-scripts of :mod:`idcrawl.distributed.scripts` (``urls_common.lua`` lists the keys), with the same
-rules:
-
-- **offers** (``URL_OFFER``): the first offer of a URL files it once for the whole fleet, in its
-  host's ready queue (or postponed: the checks at dispatch, decided here); a later offer with the
-  same owner keeps every path that no other beats on hops and off-site hops together (the entry
-  shows the fewest hops), and a fetched page's links are followed again with the better path; with
-  another owner this worker decides with :func:`~idcrawl.core.scope.choose_owner` and offers again,
-  naming the owner it read (a compare-and-set: a change in between is decided again);
-- **takes** (``URL_TAKE``): a worker takes a ready URL of a host exclusively; which one is the
-  core's yield draw (:func:`~idcrawl.core.urlqueue.choose_group` over the host's ready URLs by
-  collection and crawl profile, with this worker's seeded ``random.Random``), then a seeded uniform
-  draw among that group's URLs. A taken URL is held under the fleet's lease
-  (``IDCRAWL_REDIS_LEASE_TIMEOUT``): when its worker stops (killed, or left the job) it is ready
-  again (``URL_STATUS``), as a stopped worker's lane claims are;
-- **harvests** (``URL_HARVEST``): the per-URL counters of the seed's "processing the URL itself"
-  (:func:`~idcrawl.core.scope.harvested`), and a found page's links; a found page whose items are
-  not written yet keeps its links and stays taken (its links are offered), and is harvested once
-  they are written (:meth:`RedisUrlQueue.written`, after the worker's feeds were flushed);
-- **a run's start** (:meth:`RedisUrlQueue.start`): the worker that starts a run of the fleet
-  (:mod:`idcrawl.distributed.runs`, the rule the resume plans follow too) reconciles the stored URLs
-  with the job file (:func:`~idcrawl.core.urlqueue.reconcile`, ``URL_PUT``), as the SQLite store does
-  at a run's start; a worker joining the run waits until they are (or reconciles them itself if that
-  worker stopped first).
-
-Round trips: one ``URL_OFFER`` per in-scope link (a link out of every crawl profile's scope costs
-none), three per take (the hosts, the host's groups, ``URL_TAKE``), one ``URL_HARVEST`` per answer,
-one ``URL_STATUS`` per poll of the worker.
+The queue lives in the job's keys and changes only inside the ``URL_*`` Lua scripts, with the core's rules
+(offers, takes, harvests, a run's reconcile). Why: docs/architecture.md, "The shared URL queue".
 """
 
 from __future__ import annotations

@@ -1,39 +1,8 @@
 """``RedisWorker``: one worker of a distributed job, the runtime's plug-in.
 
-The distributed add-on (:mod:`idcrawl.distributed.addon`) makes it the
-runtime's worker (``IDCRAWL_WORKER_CLASS``): the one
-:class:`idcrawl.runtime.IdRuntime` then drives a
-:class:`~idcrawl.distributed.frontier.RedisFrontier`, and this object adds:
-
-- **A poll** every ``IDCRAWL_REDIS_POLL_INTERVAL`` seconds: heartbeat (the
-  lease of everything this worker claimed), taking back the ids of workers
-  whose heartbeat is older than ``IDCRAWL_REDIS_LEASE_TIMEOUT``, lanes that
-  got room, targets other workers added, targets pushed to the job's ``feed``
-  key (JSON, see :func:`parse_pushed`), and orphaned items to emit.
-- **Items are never lost with a worker.** A found id's outputs are stored in
-  Redis with its outcome; the worker whose outcome moves the lane's decided
-  prefix past it receives them (``W:<worker>:emit``) and acknowledges them
-  only after they passed ``item_scraped`` and local feed files were flushed
-  and fsync'd (every ``IDCRAWL_STATE_COMMIT_ITEMS`` items or
-  ``IDCRAWL_STATE_COMMIT_INTERVAL`` seconds, and at close). A worker killed in
-  between leaves them unacknowledged; after its lease they become orphans and
-  another worker emits them. So the window is at-least-once: items a killed
-  worker wrote but had not acknowledged are written again by another worker.
-- **Waiting like RedisSpider.** While the job is unfinished in Redis the
-  engine is kept from going idle (``has_pending_requests``), so a worker whose
-  lanes are all at their window waits for the others instead of closing; it
-  closes when the job is finished, or after ``IDCRAWL_REDIS_IDLE_TIMEOUT``
-  seconds without work (a worker started without targets waits for pushed ones).
-- **The fleet's finish within a poll.** The job is finished when Redis holds
-  no unsettled lane, waiting retry, orphaned item or pushed target: the worker
-  whose outcome settles the last lane writes that to Redis, and every other
-  worker reads it at its next poll (``IDCRAWL_REDIS_POLL_INTERVAL``) and wakes
-  its engine, which closes at once instead of at Scrapy's 5 s idle check.
-- **Liveness.** Each poll is a heartbeat, so a worker's ids go back to the job
-  ``IDCRAWL_REDIS_LEASE_TIMEOUT`` (8 s by default) after its last poll. A
-  joining worker also releases, before its first poll, the workers of the job
-  that were processes of its own machine and have ended (a SIGKILL, a crash):
-  a replacement started next to a dead worker takes its ids at once.
+It drives a :class:`~idcrawl.distributed.frontier.RedisFrontier` and adds the poll (heartbeat, taking back
+stopped workers' ids, pushed targets, orphaned items), item acknowledgements after the feeds are flushed,
+waiting for the fleet, and liveness. Why: docs/architecture.md, "The fleet's protocol", "A worker".
 """
 
 from __future__ import annotations
@@ -119,39 +88,170 @@ class RedisWorker:
     errors: tuple[type[Exception], ...] = (RedisError, pickle.PicklingError, TypeError, ValueError, AttributeError)
 
     def __init__(self, runtime: IdRuntime) -> None:
-        """Join the Redis job with the runtime's targets (none: wait for pushed ones), or one error line."""
+        """Join the Redis job with the runtime's targets (none: wait for pushed ones), or one error line
+        (:class:`~idcrawl.errors.BadInputError`): connect, check nobody else owns the job, join it."""
         self.runtime = runtime
-        self.crawler = crawler = runtime.crawler
-        settings = crawler.settings
-        spider_name = getattr(crawler.spidercls, "name", "idseq")
-        if runtime.wave > 1:  # a watching fleet's later wave: targets joined or pushed since are watched too
+        self.crawler = runtime.crawler
+        spider_name = getattr(self.crawler.spidercls, "name", "idseq")
+        self._check_ids(runtime, spider_name)
+        self.resume_notes: dict[str, str] = {}
+        self._connect(spider_name)
+        self._refuse_if_owned(spider_name)
+        try:
+            self._join(runtime, spider_name)
+        except RedisError as exc:  # out of memory, or gone while joining: one line, nothing half-read used
+            raise BadInputError(f"{spider_name}: {self._redis_failed(exc, 'as this worker joined the job')}") from None
+        self._init_running(runtime)
+        logger.info("idcrawl: worker %s of Redis job %r (%d targets of its own)",
+                    self.worker, self.job.prefix, len(runtime.targets))
+
+    # -- joining the job: the steps of __init__ ---------------------------------------------------
+
+    @staticmethod
+    def _check_ids(runtime: IdRuntime, spider_name: str) -> None:
+        """Refuse targets whose ids a distributed job cannot hold (a watching fleet's later wave watches
+        the targets joined or pushed since, too)."""
+        if runtime.wave > 1:
             runtime.targets[:] = watch_targets(runtime.targets)
         try:
             for target in runtime.targets:
                 check_distributed(target)
         except TargetError as exc:
             raise BadInputError(f"{spider_name}: bad input: {exc}") from None
-        self.resume_notes: dict[str, str] = {}
+
+    def _connect(self, spider_name: str) -> None:
+        """The job's Redis client (``noeviction`` checked) and its scripts."""
+        settings = self.crawler.settings
         try:
-            self.client: Any = connect(settings, stats=crawler.stats)
+            self.client: Any = connect(settings, stats=self.crawler.stats)
             warning = check_no_eviction(self.client, settings)
         except RedisUnavailable as exc:
             raise BadInputError(f"{spider_name}: {exc}") from None
         if warning:
             logger.warning("idcrawl: %s", warning)
         self.job = RedisJob(self.client, job_prefix(settings, spider_name))
+
+    def _refuse_if_owned(self, spider_name: str) -> None:
+        """One process per state: a single-process crawl writing this job's keys keeps workers out."""
         try:
             owner = state_owner(self.client, self.job.keys.owner)
         except RedisError as exc:
             raise BadInputError(f"{spider_name}: {safe(exc)}") from None
-        if owner is not None:  # one process per state: a single-process crawl writes this job's keys
+        if owner is not None:
             raise BadInputError(f"{spider_name}: Redis job {self.job.prefix!r} is in use by a single-process crawl "
                                 f"(held by {owner}; owner key {self.job.keys.owner!r}); a fleet worker "
                                 "cannot join it: wait for it to end, or stop it")
+
+    def _redis_failed(self, exc: Exception, when: str) -> str:
+        """The line for a failed Redis call: out of memory (``maxmemory`` with ``noeviction``), or another error."""
+        where = mask_secrets(describe(self.crawler.settings))
+        if is_oom(exc):
+            return (f"Redis at {where} is out of memory (maxmemory reached) {when}: the call was refused, nothing "
+                    f"was evicted; give Redis more memory (maxmemory) or clean finished jobs (scrapy idjob clean)")
+        return f"Redis at {where} failed {when}: {mask_secrets(str(exc))}"
+
+    def _join(self, runtime: IdRuntime, spider_name: str) -> None:
+        """Join the job: its targets checked against this worker's, its run, this worker's targets registered
+        and their resumes planned or joined (refused: the run is put back), the page records read."""
+        self._make_frontier()
+        #: the found pages' records of due runs (conditional revisits, items of changes only): idcrawl.distributed.pages
+        self.pages = FleetPageBook(self.client, self.job.prefix, runtime.clock,
+                                   {target.name: target.policy for target in runtime.targets})
+        self.frontier.pages = self.pages  # a visited page's record goes with its outcome
+        self._due_ids: dict[str, list[int]] = {}  # resume=due: target -> its due pages, as this worker planned them
+        self._due_planned = 0  # the due pages of the plans this worker registered for the fleet
+        self._refuse_resets(runtime.targets, spider_name)
+        if runtime.targets and runtime.wave == 1:  # a later wave's worker has the targets it joined too
+            self._check_targets(runtime.targets, spider_name)
+        # the fleet's run this worker belongs to: its resume plans and the URL queue follow it (distributed.runs)
+        self.frontier.join_run(self._wave())
+        not_due: dict[str, str] = {}  # resume=due: target -> when its tail falls due (this worker's plan)
+        resumed = self._register(runtime.targets, spider_name, not_due)
+        self._note_resumes(runtime.targets, resumed, not_due)
         try:
-            self._join(runtime, spider_name)
-        except RedisError as exc:  # out of memory, or gone while joining: one line, nothing half-read used
-            raise BadInputError(f"{spider_name}: {self._redis_failed(exc, 'as this worker joined the job')}") from None
+            self._load_page_records()
+        except StateError as exc:
+            raise BadInputError(f"{spider_name}: {exc}") from None
+
+    def _make_frontier(self) -> None:
+        """This worker's identity, leases and frontier, from the settings."""
+        crawler, settings = self.crawler, self.crawler.settings
+        self.worker = worker_id()
+        counts_failed = settings.getbool("IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED)
+        self.lease = settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)
+        self.poll_interval = settings.getfloat(
+            "IDCRAWL_REDIS_POLL_INTERVAL", default_settings.IDCRAWL_REDIS_POLL_INTERVAL
+        )
+        self.idle_timeout = settings.getfloat(
+            "IDCRAWL_REDIS_IDLE_TIMEOUT", default_settings.IDCRAWL_REDIS_IDLE_TIMEOUT
+        )
+        self.frontier: RedisFrontier[Payload] = RedisFrontier(
+            self.job, self.worker,
+            block=settings.getint("IDCRAWL_REDIS_CLAIM_BLOCK", default_settings.IDCRAWL_REDIS_CLAIM_BLOCK),
+            lease_ms=int(self.lease * 1000),
+            neutral=frozenset() if counts_failed else frozenset({Outcome.FAILED}),
+            # the crawler's spider is set only once from_crawler returned: looked up when used
+            encode=lambda payload: encode_outputs(payload[2], crawler.spider),
+            decode=lambda lane, id_, blob: (lane, id_, decode_outputs(blob, crawler.spider)),
+            concurrency=settings.getint("CONCURRENT_REQUESTS"),
+            adaptive=str(settings.get("IDCRAWL_SPECULATION", default_settings.IDCRAWL_SPECULATION)).strip().lower()
+            == "adaptive",
+            sequential=lambda target: sequential_host(settings, target.host),
+            max_held=settings.getint("IDCRAWL_MAX_HELD_PAYLOADS", default_settings.IDCRAWL_MAX_HELD_PAYLOADS),
+        )
+        self._defaults = {
+            "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),
+            "window": settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
+            "missing_statuses": settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES),
+        }
+
+    def _refuse_resets(self, targets: list[Target], spider_name: str) -> None:
+        """Starting over is not a worker's word: each worker of the fleet would say it."""
+        for target in targets:
+            if target.resume in RESET_MODES:
+                raise BadInputError(
+                    f"{spider_name}: bad input: target {target.name!r}: resume={target.resume}: the workers of a "
+                    f"distributed job do not start it over: stop them and run scrapy idjob clean (Redis job "
+                    f"{self.job.prefix!r}), or give another IDCRAWL_REDIS_JOB"
+                )
+
+    def _register(self, targets: list[Target], spider_name: str, not_due: dict[str, str]) -> dict[str, str | None]:
+        """Add this worker's targets to the job and plan (or join) their resumes: auto (the default, as
+        bound), bound, holes, all, due, planned once for the job (:meth:`RedisFrontier.resume`). Returns
+        each target's verdict. Refused (a conflict, damaged state): the run is put back, one error line."""
+        resumed: dict[str, str | None] = {}
+        try:
+            for target in self._planned(targets):
+                self.frontier.add_target(target)
+                walk_tail = self._walk_tail(target, spider_name, not_due)
+                resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave(),
+                                                            due_pages=self._due_ids.get(target.name, ()))
+        except (TargetConflict, StateError) as exc:  # StateError: the job's stored state is damaged
+            if self.frontier.run is not None:  # refused: not a worker of the run, nothing saved changed
+                refused(self.client, self.job.prefix, self.worker, self.frontier.run)
+            what = "bad input: " if isinstance(exc, TargetConflict) and not isinstance(exc, StateLost) else ""
+            raise BadInputError(f"{spider_name}: {what}{exc}") from None
+        return resumed
+
+    def _note_resumes(self, targets: list[Target], resumed: dict[str, str | None], not_due: dict[str, str]) -> None:
+        """The plan lines' notes: lanes the job had walked, resumes registered or joined."""
+        for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
+            if lane.first_undecided != lane.start or lane.stopped or self.frontier.lane_direction[key] == "holes":
+                name = self.frontier.lane_target[key].name
+                self.resume_notes[name] = "resumed (Redis job): lanes go on where its workers left them"
+        for target in targets:
+            verdict = resumed.get(target.name)
+            if verdict is not None:  # the plan line shows the holes lane itself ("holes: N ids to refetch")
+                self.resume_notes[target.name] = f"resumed (Redis job, resume={target.resume}): " + (
+                    "registered for the fleet" if verdict == "created" else "joined the fleet's resume in progress")
+                if verdict == "created" and self._due_ids.get(target.name):
+                    self._due_planned += len(self._due_ids[target.name])
+                if verdict == "created" and target.name in not_due:
+                    self.resume_notes[target.name] += f"; {not_due[target.name]}"
+
+    def _init_running(self, runtime: IdRuntime) -> None:
+        """What the joined worker keeps while it runs: polls, acknowledgements, retries, outages."""
+        settings = self.crawler.settings
         #: ascending lanes whose walk this worker has not yet seen applied to its tail's schedule (settle_tails)
         self._tails_open = {key for key, direction in self.frontier.lane_direction.items() if direction == "asc"}
         #: the crawl scope's URL queue shared by the fleet (make_url_queue; None: no crawl scope)
@@ -189,96 +289,6 @@ class RedisWorker:
             "IDCRAWL_REDIS_NO_PROGRESS_LEASES", default_settings.IDCRAWL_REDIS_NO_PROGRESS_LEASES)
         self._acked_recently: set[str] = set()
         self._taken = 0  # ids given back to the job when this worker left
-        logger.info("idcrawl: worker %s of Redis job %r (%d targets of its own)",
-                    self.worker, self.job.prefix, len(runtime.targets))
-
-    def _redis_failed(self, exc: Exception, when: str) -> str:
-        """The line for a failed Redis call: out of memory (``maxmemory`` with ``noeviction``), or another error."""
-        where = mask_secrets(describe(self.crawler.settings))
-        if is_oom(exc):
-            return (f"Redis at {where} is out of memory (maxmemory reached) {when}: the call was refused, nothing "
-                    f"was evicted; give Redis more memory (maxmemory) or clean finished jobs (scrapy idjob clean)")
-        return f"Redis at {where} failed {when}: {mask_secrets(str(exc))}"
-
-    def _join(self, runtime: IdRuntime, spider_name: str) -> None:
-        """Join the job: its targets checked against this worker's, its run, this worker's targets registered."""
-        crawler, settings = self.crawler, self.crawler.settings
-        self.worker = worker_id()
-        counts_failed = settings.getbool("IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED)
-        self.lease = settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)
-        self.poll_interval = settings.getfloat(
-            "IDCRAWL_REDIS_POLL_INTERVAL", default_settings.IDCRAWL_REDIS_POLL_INTERVAL
-        )
-        self.idle_timeout = settings.getfloat(
-            "IDCRAWL_REDIS_IDLE_TIMEOUT", default_settings.IDCRAWL_REDIS_IDLE_TIMEOUT
-        )
-        self.frontier: RedisFrontier[Payload] = RedisFrontier(
-            self.job, self.worker,
-            block=settings.getint("IDCRAWL_REDIS_CLAIM_BLOCK", default_settings.IDCRAWL_REDIS_CLAIM_BLOCK),
-            lease_ms=int(self.lease * 1000),
-            neutral=frozenset() if counts_failed else frozenset({Outcome.FAILED}),
-            # the crawler's spider is set only once from_crawler returned: looked up when used
-            encode=lambda payload: encode_outputs(payload[2], crawler.spider),
-            decode=lambda lane, id_, blob: (lane, id_, decode_outputs(blob, crawler.spider)),
-            concurrency=settings.getint("CONCURRENT_REQUESTS"),
-            adaptive=str(settings.get("IDCRAWL_SPECULATION", default_settings.IDCRAWL_SPECULATION)).strip().lower()
-            == "adaptive",
-            sequential=lambda target: sequential_host(settings, target.host),
-            max_held=settings.getint("IDCRAWL_MAX_HELD_PAYLOADS", default_settings.IDCRAWL_MAX_HELD_PAYLOADS),
-        )
-        self._defaults = {
-            "margin": settings.getint("IDCRAWL_MARGIN", default_settings.IDCRAWL_MARGIN),
-            "window": settings.getint("IDCRAWL_WINDOW", default_settings.IDCRAWL_WINDOW),
-            "missing_statuses": settings.getlist("IDCRAWL_MISSING_STATUSES", default_settings.IDCRAWL_MISSING_STATUSES),
-        }
-        #: the found pages' records of due runs (conditional revisits, items of changes only): idcrawl.distributed.pages
-        self.pages = FleetPageBook(self.client, self.job.prefix, runtime.clock,
-                                   {target.name: target.policy for target in runtime.targets})
-        self.frontier.pages = self.pages  # a visited page's record goes with its outcome
-        self._due_ids: dict[str, list[int]] = {}  # resume=due: target -> its due pages, as this worker planned them
-        self._due_planned = 0  # the due pages of the plans this worker registered for the fleet
-        resumed: dict[str, str | None] = {}
-        not_due: dict[str, str] = {}  # resume=due: target -> when its tail falls due (this worker's plan)
-        for target in runtime.targets:  # starting over is not a worker's word: each worker of the fleet would say it
-            if target.resume in RESET_MODES:
-                raise BadInputError(
-                    f"{spider_name}: bad input: target {target.name!r}: resume={target.resume}: the workers of a "
-                    f"distributed job do not start it over: stop them and run scrapy idjob clean (Redis job "
-                    f"{self.job.prefix!r}), or give another IDCRAWL_REDIS_JOB"
-                )
-        if runtime.targets and runtime.wave == 1:  # a later wave's worker has the targets it joined too
-            self._check_targets(runtime.targets, spider_name)
-        # the fleet's run this worker belongs to: its resume plans and the URL queue follow it (distributed.runs)
-        self.frontier.join_run(self._wave())
-        try:
-            for target in self._planned(runtime.targets):
-                self.frontier.add_target(target)
-                # auto (the default, as bound), bound, holes, all, due: planned once for the job (RedisFrontier.resume)
-                walk_tail = self._walk_tail(target, spider_name, not_due)
-                resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave(),
-                                                            due_pages=self._due_ids.get(target.name, ()))
-        except (TargetConflict, StateError) as exc:  # StateError: the job's stored state is damaged
-            if self.frontier.run is not None:  # refused: not a worker of the run, nothing saved changed
-                refused(self.client, self.job.prefix, self.worker, self.frontier.run)
-            what = "bad input: " if isinstance(exc, TargetConflict) and not isinstance(exc, StateLost) else ""
-            raise BadInputError(f"{spider_name}: {what}{exc}") from None
-        for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
-            if lane.first_undecided != lane.start or lane.stopped or self.frontier.lane_direction[key] == "holes":
-                name = self.frontier.lane_target[key].name
-                self.resume_notes[name] = "resumed (Redis job): lanes go on where its workers left them"
-        for target in runtime.targets:
-            verdict = resumed.get(target.name)
-            if verdict is not None:  # the plan line shows the holes lane itself ("holes: N ids to refetch")
-                self.resume_notes[target.name] = f"resumed (Redis job, resume={target.resume}): " + (
-                    "registered for the fleet" if verdict == "created" else "joined the fleet's resume in progress")
-                if verdict == "created" and self._due_ids.get(target.name):
-                    self._due_planned += len(self._due_ids[target.name])
-                if verdict == "created" and target.name in not_due:
-                    self.resume_notes[target.name] += f"; {not_due[target.name]}"
-        try:
-            self._load_page_records()
-        except StateError as exc:
-            raise BadInputError(f"{spider_name}: {exc}") from None
 
     def _check_targets(self, targets: list[Target], spider_name: str) -> None:
         """A fleet job's targets are one set: a worker whose targets differ from the job's is refused in one

@@ -2,7 +2,7 @@
 
 Every key of a job starts with its prefix ``P`` = ``<IDCRAWL_REDIS_PREFIX>:{<job>}:`` (the braces are a
 Redis Cluster hash tag). The Lua scripts derive the keys they find while running from that prefix too;
-docs/distributed.md, "Key layout and Redis Cluster", lists every key with its type and content.
+docs/architecture.md, "The fleet's protocol", lists every key with its type and content.
 """
 
 from __future__ import annotations
