@@ -66,6 +66,11 @@ class RedisJob:
         keys = self.keys
         return [keys.workers, keys.unsettled, keys.orphans, keys.job]
 
+    def emitted(self, worker: str) -> tuple[Released, ...]:
+        """The outputs released to ``worker`` and not acknowledged yet (its emit hash)."""
+        raw: Any = self.client.hgetall(self.keys.emit(worker))
+        return tuple(Released.parse(field, blob) for field, blob in raw.items())
+
     def specs(self) -> dict[str, dict[str, Any]]:
         raw = self.client.hgetall(self.keys.specs)
         where = f"key {self.keys.specs!r}"

@@ -82,15 +82,19 @@ class Released:
     lane: str
     id: int
     blob: bytes
+    #: its field in an emit hash (``P W:<worker>:emit``), ``lane|id`` as Redis spelled it
+    field: str = ""
+
+    @classmethod
+    def parse(cls, field: Any, blob: bytes) -> Released:
+        text = reply_text(field)
+        lane, _, id_text = text.rpartition("|")
+        return cls(lane, int(id_text), blob, text)
 
     @classmethod
     def parse_all(cls, raw: Sequence[Any]) -> tuple[Released, ...]:
         """The items of a flat ``lane|id, blob, ...``."""
-        out = []
-        for i in range(0, len(raw), 2):
-            lane, _, id_text = reply_text(raw[i]).rpartition("|")
-            out.append(cls(lane, int(id_text), raw[i + 1]))
-        return tuple(out)
+        return tuple(cls.parse(raw[i], raw[i + 1]) for i in range(0, len(raw), 2))
 
 
 @dataclass(frozen=True, slots=True)

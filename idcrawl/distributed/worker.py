@@ -36,6 +36,7 @@ from idcrawl.distributed.connection import (
     describe,
     is_oom,
     job_prefix,
+    reply_text,
     worker_gone,
     worker_id,
 )
@@ -488,8 +489,7 @@ class RedisWorker:
         """
         try:
             members = self.client.zrange(self.job.keys.workers, 0, -1)
-            gone = [w for w in (m.decode() if isinstance(m, bytes) else str(m) for m in members)
-                    if w != self.worker and worker_gone(w)]
+            gone = [w for w in map(reply_text, members) if w != self.worker and worker_gone(w)]
             ids = 0
             for worker in gone:
                 ids += self.job.leave(worker)
@@ -666,15 +666,10 @@ class RedisWorker:
     def _recover_emits(self) -> None:
         """Outputs Redis released to this worker in a reply that never arrived (a call cut by the outage)."""
         known = {field for _, field in self._unwritten.pending()} | set(self._written) | self._acked_recently
-        raw = self.client.hgetall(self.job.keys.emit(self.worker))
-        released: list[Payload] = []
         spider = self.crawler.spider
-        for field_raw, blob in raw.items():
-            field = field_raw.decode() if isinstance(field_raw, bytes) else str(field_raw)
-            if field in known:
-                continue
-            lane_key, _, id_text = field.rpartition("|")
-            released.append((lane_key, self.frontier.id_of(lane_key, int(id_text)), decode_outputs(blob, spider)))
+        released: list[Payload] = [
+            (item.lane, self.frontier.id_of(item.lane, item.id), decode_outputs(item.blob, spider))
+            for item in self.job.emitted(self.worker) if item.field not in known]
         if released:
             logger.warning("idcrawl: %d items released during the Redis outage are emitted now", len(released))
             self._inc(f"{PREFIX}/recovered", len(released))
