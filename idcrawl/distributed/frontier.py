@@ -278,21 +278,11 @@ class RedisFrontier(Generic[P]):
 
     def resume(self, target: Target, *, walk_tail: bool = True, due_pages: Sequence[int] = (),
                wave: int | None = None) -> str | None:
-        """Resume ``target`` (``resume=auto|bound|holes|all|due``; auto, the default, plans as bound, joins the job
-        as it is while a resume with other arguments is in progress, and its plan gives way to an explicit one)
-        for the whole job, as a single process resumes the same state
-        (:func:`idcrawl.core.resume.resume_specs`): its lanes cut by their margin go on from just after their
-        last found id (bound, all), its holes become a list lane walked by position (holes, all), its tail is
-        walked when ``walk_tail`` (due: the worker that plans decided the tail is due; not due, the plan is
-        "nothing to fetch"). The first worker registers the resume, and its plan is the job's; a worker that
-        starts while it is in progress (a lane of it unsettled, or the worker belongs to the fleet's run that
-        planned it: :meth:`join_run`, ``resume.lua``) joins it, or raises :class:`TargetConflict` if it was
-        started with other resume arguments. Returns ``created``, ``joined``, or None (nothing crawled yet: the
-        lanes start fresh; that plan is registered too, so that a late worker of the same fleet joins it rather
-        than resuming what the others have just walked). ``due_pages`` (due: found ids due for a revisit, in
-        fetch order) become the list lane ``<target>:due``, as in one process
-        (:func:`idcrawl.core.resume.resume_specs`). ``wave``: a watching fleet's later wave (its time in ms on
-        the one clock): a plan of its own, which the workers awake for that wave join (``resume.lua``)."""
+        """Resume ``target`` for the whole job as one process resumes the same state
+        (:func:`idcrawl.core.resume.resume_specs`): the first worker registers the plan, the others join it
+        (:class:`TargetConflict`: other resume arguments). ``walk_tail``: the planner found the tail due;
+        ``due_pages``: the found ids due for a revisit; ``wave``: a watching fleet's later wave (ms).
+        Returns ``created``, ``joined``, or None (nothing crawled yet). docs/architecture.md, "Resumes in a fleet"."""
         from idcrawl.distributed.state import JobStateStore
 
         state = JobStateStore(self.job.client, self.job.prefix, read_only=True).load(target.name)
