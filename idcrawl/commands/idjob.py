@@ -19,6 +19,7 @@ from idcrawl.config import config_from
 from idcrawl.core.inputs import TargetError
 from idcrawl.core.safetext import safe
 from idcrawl.state.base import StateError
+from idcrawl.state.keys import JobKeys
 
 __all__ = ["Command"]
 
@@ -57,6 +58,7 @@ class Command(ScrapyCommand):
             self._fail(str(exc))
             return
         self.prefix = job_prefix(self.settings, opts.spider)
+        self.keys = JobKeys(self.prefix)
         print(f"idjob: reading Redis job {safe(repr(self.prefix))} at {redis_address(self.settings)}",
               file=sys.stderr if opts.json else sys.stdout, flush=True)  # stdout stays JSON under --json
         action, rest = args[0], args[1:]
@@ -108,9 +110,9 @@ class Command(ScrapyCommand):
                 raise ValueError(f"{source}: {exc}") from None
             entries.append(text.strip())
             for target in targets:
-                shown = f"{target.name!r} ({target.url}) to {self.prefix}feed"
+                shown = f"{target.name!r} ({target.url}) to {self.keys.feed}"
                 print(f"idjob: pushing target {safe(shown)}")
-        self.client.rpush(self.prefix + "feed", *entries)
+        self.client.rpush(self.keys.feed, *entries)
 
     # -- clean ---------------------------------------------------------------------------
 
@@ -118,17 +120,17 @@ class Command(ScrapyCommand):
 
         seconds, micros = self.client.time()
         now_ms = seconds * 1000 + micros // 1000
-        alive = self.client.zrangebyscore(self.prefix + "workers", now_ms - self._lease() * 1000, "+inf")
+        alive = self.client.zrangebyscore(self.keys.workers, now_ms - self._lease() * 1000, "+inf")
         if alive and not opts.force:
             raise ValueError(f"{len(alive)} worker(s) of {self.prefix!r} are alive; stop them or give --force")
         from idcrawl.state.lock import state_owner
 
-        owner = state_owner(self.client, self.prefix + "owner")
+        owner = state_owner(self.client, self.keys.owner)
         if owner is not None and not opts.force:
             raise ValueError(f"{self.prefix!r} is in use by a single-process crawl (held by {owner}); "
                              "stop it or give --force")
         deleted = 0
-        for batch in _batches(self.client.scan_iter(match=_escape(self.prefix) + "*", count=1000), 500):
+        for batch in _batches(self.client.scan_iter(match=self.keys.all_pattern(), count=1000), 500):
             deleted += int(self.client.delete(*batch))
         print(f"idjob: deleted {deleted} keys of {safe(repr(self.prefix))}")
 
@@ -141,11 +143,6 @@ class Command(ScrapyCommand):
             raise UsageError("incidents needs -o FILE (the XML incident log)", print_help=False)
         moved = drain_incidents(self.client, self.prefix, opts.output)
         print(f"idjob: {moved} incidents moved to {safe(opts.output)}")
-
-
-def _escape(prefix: str) -> str:
-    """A key prefix as a SCAN pattern (the job's braces and any glob characters escaped)."""
-    return "".join("\\" + c if c in "*?[]\\" else c for c in prefix)
 
 
 def _batches(items: Any, size: int) -> Any:

@@ -52,6 +52,7 @@ from idcrawl.distributed import scripts
 from idcrawl.dupefilters import IdDupeFilter
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import META_KEY
+from idcrawl.state.keys import JobKeys
 
 if TYPE_CHECKING:
     from typing import Self
@@ -105,7 +106,7 @@ class RedisBloomSeen:
         if not 0 < error_rate < 1:
             raise ValueError(f"error rate must be between 0 and 1, not {error_rate!r}")
         self.client = client
-        self.prefix = prefix + "bloom:"
+        self.keys = JobKeys(prefix)
         self.error_rate = error_rate
         self.configured_capacity = capacity
         self.size = capacity or DEFAULT_CAPACITY
@@ -124,7 +125,7 @@ class RedisBloomSeen:
         digest = hashlib.sha256(fp).digest()
         h1, h2, h3 = (int.from_bytes(digest[i:i + 8], "big") for i in (0, 8, 16))
         shard = h3 % self.shards
-        return f"{self.prefix}{shard}", [(h1 + i * h2) % self.shard_bits for i in range(self.hashes)]
+        return self.keys.bloom(shard), [(h1 + i * h2) % self.shard_bits for i in range(self.hashes)]
 
     def add(self, fp: bytes) -> bool:
         """During an outage: not seen (the page is fetched; a duplicate is cheap, a skipped page is not),
@@ -169,7 +170,7 @@ class RedisBloomSeen:
     def _send(self, asks: list[tuple[bytes, int]]) -> list[bool]:
         """One ``BLOOM`` call: the waiting adds, then ``asks``; the answers to ``asks`` (was it there)."""
         batch = [(fp, 1) for fp in self._unsent] + asks
-        keys = [self.prefix + "count"]
+        keys = [self.keys.bloom_count]
         index: dict[str, int] = {}
         args: list[Any] = [self.hashes]
         for fp, add in batch:
@@ -185,7 +186,7 @@ class RedisBloomSeen:
 
     def __len__(self) -> int:
         try:
-            return int(self.client.get(self.prefix + "count") or 0) + len(self._unsent)
+            return int(self.client.get(self.keys.bloom_count) or 0) + len(self._unsent)
         except RedisError:
             return len(self._unsent)
 
@@ -316,7 +317,7 @@ class RedisRFPDupeFilter(ScrapyRedisRFPDupeFilter):  # type: ignore[misc]
         except RedisUnavailable as exc:
             raise BadInputError(f"dupefilter: {exc}") from None
         spider = crawler.spider
-        key = job_prefix(crawler.settings, getattr(spider, "name", "crawl")) + "dupefilter"
+        key = JobKeys(job_prefix(crawler.settings, getattr(spider, "name", "crawl"))).dupefilter
         dupefilter = cls(client, key=key, debug=crawler.settings.getbool("DUPEFILTER_DEBUG"))
         dupefilter.fingerprinter = crawler.request_fingerprinter
         dupefilter.lane_pages = LanePages(crawler)

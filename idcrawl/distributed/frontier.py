@@ -1,28 +1,8 @@
 """``RedisFrontier``: the frontier of one worker of a job whose lanes live in Redis.
 
-It implements :class:`idcrawl.core.frontier.IdFrontier` (``next``,
-``record``, ``close_lane``, ``finished``, ``can_dispense``, ``targets``,
-``lanes``, ...), so the runtime, the scheduler, the spider, the progress
-lines and the limits use it unchanged. What differs is where decisions are
-made: a lane's cursor, window, outcomes, margin and cut are in Redis and
-change only inside the Lua scripts of :mod:`idcrawl.distributed.scripts`.
-The local :class:`~idcrawl.core.lanes.Lane` objects are *mirrors*: their
-cursor, cut and reason are the job's as last seen, their counts are this
-worker's share (what its own calls decided), so the stats of all workers add
-up to the job's.
-
-Overlapping targets share one id space for the whole job, kept by the scripts
-(:mod:`idcrawl.distributed.scripts`): a claim hands out only ids no lane of the
-space fetches or decided; the rest are :attr:`deduplicated` (a known outcome
-is recorded at once, in :attr:`touched`, its items in :attr:`released`), and an
-outcome reaches the lanes waiting for it (also in :attr:`touched`).
-
-Round trips: one ``CLAIM`` per block of ``IDCRAWL_REDIS_CLAIM_BLOCK`` ids,
-one ``RECORD`` per outcome (it also returns the items the prefix released),
-and one ``STATUS`` per poll (the connection counts them in stats:
-:func:`idcrawl.distributed.connection.count_calls`). Lanes interleave by weight within a worker (the
-core interleaver); a lane whose window is full in Redis is parked until a
-poll or an outcome shows room.
+An :class:`idcrawl.core.frontier.IdFrontier` whose decisions are made in Redis by the job's scripts
+(:class:`idcrawl.distributed.job.RedisJob`); its :class:`~idcrawl.core.lanes.Lane` objects are mirrors
+of the job's lanes, counting this worker's share. The why: docs/architecture.md, "The fleet's frontier".
 """
 
 from __future__ import annotations
@@ -39,27 +19,21 @@ from idcrawl.core.interleave import Interleaver
 from idcrawl.core.lanes import BEHIND_WINDOWS, Lane, Outcome, Recorded
 from idcrawl.core.resume import resume_specs
 from idcrawl.core.targets import Target
-from idcrawl.distributed import scripts
 from idcrawl.distributed.codec import space_id, spec_conflict, spec_json, target_spec
 from idcrawl.distributed.connection import reply_text
-from idcrawl.distributed.pagerecords import FleetPageBook, PageWrite, is_due_lane
+from idcrawl.distributed.job import CODES, OUTCOMES, RedisJob
+from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
+from idcrawl.distributed.replies import Deltas, LaneState, Released, TouchedRow
 from idcrawl.distributed.runs import Run, join_run
 from idcrawl.state import decode
 
 if TYPE_CHECKING:
-    import redis
+    pass
 
-__all__ = [
-    "CODES", "MAX_DISTRIBUTED_ID", "JobStatus", "RedisFrontier", "RedisJob", "StateLost", "TargetConflict",
-    "check_distributed",
-]
+__all__ = ["MAX_DISTRIBUTED_ID", "JobStatus", "RedisFrontier", "StateLost", "TargetConflict", "check_distributed"]
 
 P = TypeVar("P")
 
-#: Outcome codes in Redis (2 bits per id in the lane's bitfield).
-CODES: dict[Outcome, int] = {Outcome.FOUND: 0, Outcome.MISSING: 1, Outcome.FAILED: 2, Outcome.DISALLOWED: 3}
-_OUTCOMES = {code: outcome for outcome, code in CODES.items()}
-_COUNTS = ("found", "missing", "failed", "disallowed", "emitted", "overshoot", "past_cut")
 
 
 class TargetConflict(ValueError):
@@ -68,172 +42,6 @@ class TargetConflict(ValueError):
 
 class StateLost(TargetConflict):
     """Keys of the job are gone from Redis (evicted, deleted): a target cannot be joined."""
-
-
-class RedisJob:
-    """One job's keys and scripts on one Redis client.
-
-    Each script has a method that takes only its non-key arguments and passes
-    the keys it touches in ``KEYS`` (:mod:`idcrawl.distributed.scripts`).
-    """
-
-    #: KEYS[1..4] of the scripts that take back the work of stopped workers (CLAIM, STATUS, LEAVE)
-    _RECLAIM = ("workers", "unsettled", "orphans", "job")
-
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
-        self.client = client
-        self.prefix = prefix
-        self._register = client.register_script(scripts.REGISTER)
-        self._claim = client.register_script(scripts.CLAIM)
-        self._record = client.register_script(scripts.RECORD)
-        self._status = client.register_script(scripts.STATUS)
-        self._adopt = client.register_script(scripts.ADOPT)
-        self._leave = client.register_script(scripts.LEAVE)
-        self._delay = client.register_script(scripts.DELAY)
-        self._pop_delayed = client.register_script(scripts.POP_DELAYED)
-        self._polite = client.register_script(scripts.POLITE)
-        self._give_back = client.register_script(scripts.GIVE_BACK)
-        self._resume = client.register_script(scripts.RESUME)
-        self._targets = client.register_script(scripts.TARGETS)
-
-    def key(self, *parts: str) -> str:
-        return self.prefix + "".join(parts)
-
-    def lane_keys(self, lane: str, *subkeys: str) -> list[str]:
-        """``P L:<lane>`` and then ``P L:<lane>:<subkey>`` for each subkey."""
-        hash_key = self.key("L:", lane)
-        return [hash_key, *(f"{hash_key}:{sub}" for sub in subkeys)]
-
-    def emit_key(self, worker: str) -> str:
-        """The hash of outputs released to ``worker`` and not yet acknowledged."""
-        return self.key("W:", worker, ":emit")
-
-    def _reclaim_keys(self) -> list[str]:
-        return [self.key(name) for name in self._RECLAIM]
-
-    def specs(self) -> dict[str, dict[str, Any]]:
-        raw = self.client.hgetall(self.key("specs"))
-        where = f"key {self.key('specs')!r}"
-        return {(name := reply_text(key)): decode.json_object(value, where, name, "the target's spec")
-                for key, value in raw.items()}
-
-    # -- scripts ---------------------------------------------------------------------
-
-    def register(
-        self, name: str, spec: str, lanes: Sequence[Sequence[Any]], space: str = "", adaptive: bool = True
-    ) -> Any:
-        """Create a target's lanes (rows of lane, start, step, stop, margin, window, neutral, weight)
-        unless the job has it; returns the job's spec (JSON) of that name, or None if created.
-
-        ``space``: the target's id space (:func:`idcrawl.distributed.codec.space_id`); targets of one
-        space share their ids (overlapping targets, :mod:`idcrawl.core.overlap`); '' shares nothing.
-        ``adaptive``: the lanes follow adaptive speculation (``IDCRAWL_SPECULATION``, as
-        ``Lane(adaptive=True)``); False: the fixed window."""
-        keys = [self.key("specs"), self.key("tver"), self.key("unsettled"), self.key("tl:", name)]
-        args: list[Any] = [name, spec, space, "1" if adaptive else "0"]
-        for row in lanes:
-            keys.append(self.key("L:", row[0]))
-            args += row
-        return self._register(keys=keys, args=args)
-
-    def check_targets(self, names: Sequence[str], merge: bool = False) -> tuple[list[str], list[str]] | None:
-        """None if a worker with the targets ``names`` may join the job (the first one makes them the
-        job's set: ``TARGETS``), else (its targets the job has not, the job's it lacks). ``merge``: join
-        whatever the job's targets (``IDCRAWL_REDIS_MERGE_TARGETS``)."""
-        reply = self._targets(keys=[self.key("tset"), self.key("specs")], args=["1" if merge else "0", *names])
-        if reply_text(reply[0]) == "ok":
-            return None
-        return [reply_text(n) for n in reply[1]], [reply_text(n) for n in reply[2]]
-
-    def claim(
-        self, worker: str, lane: str, n: int, lease_ms: int, speculation: int | None = None, max_held: int = 0
-    ) -> Any:
-        """Heartbeat, reclaim, up to ``n`` ids of the lane:
-        ``[fu, next, reason, cut, last, [deduplicated, touched, released, capped], id...]``.
-        ``speculation``: an adaptive lane's new ids at most this many past its earliest possible cut
-        (None: its margin; 0 for a worker whose slot of the lane's host is sequential, as
-        ``Lane(speculation=0)``). ``max_held``: no new ids while the lane's id space holds that many
-        payloads of shared ids and none waits for this lane (``IDCRAWL_MAX_HELD_PAYLOADS``; 0: no cap);
-        ``capped`` is 1 when that kept the claim from handing out new ids."""
-        keys = [*self._reclaim_keys(), *self.lane_keys(lane, "own", "free", "dec")]
-        args: list[Any] = [worker, n, lease_ms]
-        if speculation is not None or max_held:
-            args.append("" if speculation is None else speculation)
-        if max_held:
-            args.append(max_held)
-        return self._claim(keys=keys, args=args)
-
-    def record(
-        self, worker: str, lane: str, id_: int, code: int, payload: bytes, back: tuple[str, int] | None = None,
-        page: PageWrite | None = None,
-    ) -> Any:
-        """An id's outcome: ``[fu, next, reason, cut, last, 7 counts, duplicate, settled, touched, lane|id, blob...]``.
-
-        ``touched``: lanes of the id's space that were waiting for this outcome, each
-        ``[lane, fu, next, reason, cut, last, 7 counts, duplicate, settled, id, code]``.
-        ``back``: for a list lane (resumed holes, ``id_`` a position), the target's lane and the
-        position there of the id, whose outcome the script rewrites.
-        ``page``: a found page's record, written with the outcome (``page_record.lua``)."""
-        keys = [*self.lane_keys(lane, "own", "dec", "pay", "bits", "free"), self.emit_key(worker),
-                self.key("unsettled")]
-        args: list[Any] = [lane, id_, code, payload]
-        if back is not None:
-            keys.append(self.key("L:", back[0], ":bits"))
-            args.append(back[1])
-        if page is not None:
-            keys += [self.key("pages:", page.target), self.key("pagedue:", page.target)]
-            args += ["page", page.id, page.record, page.due_at, "1" if page.emits else "0"]
-        return self._record(keys=keys, args=args)
-
-    def resume(
-        self, worker: str, target: str, args: str, base: str, lane_args: Sequence[Any],
-        reopen: Sequence[tuple[str, int]], ids: Sequence[int],
-    ) -> Any:
-        """Register a resume of ``target`` (reopened cut lanes, hole ids) or join the one in progress:
-        ``['created' | 'joined', lane...]`` or ``['conflict', its args]``.
-        ``lane_args``: window, neutral, weight of the list lane, and the worker's run of the fleet
-        (:func:`idcrawl.distributed.runs.join_run`): a plan of that run is joined."""
-        keys = [self.key("R:", target), self.key("unsettled"), self.key("workers"), self.key("tl:", target)]
-        argv: list[Any] = [worker, args, base, target, *lane_args, len(reopen)]
-        for lane, restart in reopen:
-            argv += [lane, restart]
-        argv += list(ids)
-        return self._resume(keys=keys, args=argv)
-
-    def status(self, worker: str, lease_ms: int, lanes: Sequence[str], max_held: int = 0, busy: bool = False) -> Any:
-        """Heartbeat, reclaim, then ``[fu, next, reason, cut, last, free, room]`` per lane and the job's
-        counts, its quiet time and a key found missing (``max_held``: a lane the cap keeps from new ids has
-        no room, as in :meth:`claim`; ``busy``: this worker has ids or requests in flight)."""
-        keys = [*self._reclaim_keys(), self.key("delayed"), self.key("feed"), self.key("tver"), self.key("specs"),
-                self.key("run"), self.key("progress")]
-        for lane in lanes:
-            keys += self.lane_keys(lane, "free")
-        return self._status(keys=keys, args=[worker, lease_ms, max_held, "1" if busy else "0"])
-
-    def adopt(self, worker: str, n: int) -> Any:
-        """Take up to ``n`` orphaned outputs: ``[lane|id, blob, ...]``."""
-        return self._adopt(keys=[self.key("orphans"), self.emit_key(worker)], args=[n])
-
-    def leave(self, worker: str) -> Any:
-        """Give back the worker's claims and unacknowledged outputs at once; returns how many ids went back."""
-        return self._leave(keys=[*self._reclaim_keys(), self.emit_key(worker)], args=[worker])
-
-    def give_back(self, worker: str, lane: str, ids: Sequence[str | int]) -> Any:
-        """Ids the worker holds in Redis but never received go back to the lane's free list; returns how many."""
-        return self._give_back(keys=self.lane_keys(lane, "own", "free", "dec"), args=[worker, *ids])
-
-    def delay(self, lane: str, id_: int | str, delay_ms: int, member: bytes) -> Any:
-        """Put a retry (``member`` = ``lane\\tid\\n`` + request) in the shared delayed set."""
-        return self._delay(keys=[self.key("delayed"), *self.lane_keys(lane, "own")], args=[id_, delay_ms, member])
-
-    def pop_delayed(self, worker: str, n: int) -> Any:
-        """Take up to ``n`` due retries (their members)."""
-        return self._pop_delayed(keys=[self.key("delayed")], args=[worker, n])
-
-    def polite(self, slot: str, gap_ms: int, token: str) -> Any:
-        """Reserve the slot's next start for the fleet for request ``token``, or (called again as it
-        leaves) move it to a gap after now: 0 = go now, else ms to wait."""
-        return self._polite(keys=[self.key("polite:", slot)], args=[gap_ms, token])
 
 
 class JobStatus:
@@ -375,14 +183,15 @@ class RedisFrontier(Generic[P]):
         neutral = "1" if Outcome.FAILED in self._neutral else "0"
         rows = [(spec.key, spec.start, spec.step, "" if spec.stop is None else str(spec.stop), target.margin,
                  target.window, neutral, spec.weight) for spec in lanes]
-        stored = self.job.register(target.name, spec_json(mine), rows, space_id(target), self.adaptive)
-        if isinstance(stored, list):
-            raise StateLost(f"the job's key {reply_text(stored[1])} is gone from Redis, its target {target.name!r}'s "
+        reply = self.job.register(target.name, spec_json(mine), rows, space_id(target), self.adaptive)
+        if reply.lost:
+            raise StateLost(f"the job's key {reply.lost} is gone from Redis, its target {target.name!r}'s "
                             "lanes are there (evicted or deleted): clean the job (scrapy idjob clean) to start over")
-        if stored is not None:
-            where = f"key {self.job.key('specs')!r}"
+        if reply.stored is not None:
+            where = f"key {self.job.keys.specs!r}"
             with decode.reading(f"Redis job {self.job.prefix!r}"):
-                conflict = spec_conflict(mine, decode.json_object(stored, where, target.name, "the target's spec"))
+                conflict = spec_conflict(mine, decode.json_object(reply.stored, where, target.name,
+                                                                  "the target's spec"))
             if conflict is not None:
                 raise TargetConflict(f"target {target.name!r}: {conflict} in Redis job {self.job.prefix!r}")
         self._add_lanes(target, lanes)
@@ -392,8 +201,8 @@ class RedisFrontier(Generic[P]):
         group = self._group_of(target)
         pipe = self.job.client.pipeline(transaction=False)
         for spec in lanes:
-            pipe.hmget(self.job.key("L:", spec.key), "fu", "next", "reason", "cut", "last")
-        pipe.sismember(self.job.key("resumed"), target.name)  # has a resume added lanes to it?
+            pipe.hmget(self.job.keys.lane(spec.key), *LaneState.FIELDS)
+        pipe.sismember(self.job.keys.resumed, target.name)  # has a resume added lanes to it?
         *states, resumed = pipe.execute()
         for spec, state in zip(lanes, states, strict=True):
             lane: Lane[P] = Lane(
@@ -406,8 +215,9 @@ class RedisFrontier(Generic[P]):
             self._buffers[spec.key] = deque()
             if self._sequential is not None and self._sequential(target):
                 self._unspeculative.add(spec.key)
-            if state[0] is not None:
-                self._sync(spec.key, *state)
+            known = LaneState.read(state)
+            if known is not None:
+                self._sync(spec.key, known)
             if not lane.settled:
                 self._unsettled.add(spec.key)
                 self._iv.add(spec.key, group, spec.weight)
@@ -417,21 +227,22 @@ class RedisFrontier(Generic[P]):
     def _add_list_lanes(self, target: Target, exclude: Container[str] = (), only: Container[str] | None = None) -> None:
         """Join the target's unsettled list lanes (resumed holes) that Redis has (``only``: those)."""
         client = self.job.client
-        keys = [key for key in (reply_text(k) for k in client.lrange(self.job.key("tl:", target.name), 0, -1))
+        keys = [key for key in (reply_text(k) for k in client.lrange(self.job.keys.target_lanes(target.name), 0, -1))
                 if key not in exclude and key not in self.lanes and (only is None or key in only)]
         if not keys:
             return
         pipe = client.pipeline(transaction=False)
         for key in keys:
-            pipe.hmget(self.job.key("L:", key), "ids", "fu", "next", "reason", "cut", "last")
+            pipe.hmget(self.job.keys.lane(key), "ids", *LaneState.FIELDS)
         states = pipe.execute()
-        listed = [(key, state) for key, state in zip(keys, states, strict=True)
-                  if state[0] is not None and not (reply_text(state[3]) and int(state[1]) == int(state[2]))]
+        lists = [(key, LaneState.parse(fields)) for key, (ids, *fields) in zip(keys, states, strict=True)
+                 if ids is not None]  # a list lane has ids
+        listed = [(key, state) for key, state in lists if not (state.reason and state.first_undecided == state.next_id)]
         if not listed:
             return
         pipe = client.pipeline(transaction=False)
         for key, _ in listed:
-            pipe.lrange(self.job.key("L:", key, ":ids"), 0, -1)
+            pipe.lrange(self.job.keys.lane(key, "ids"), 0, -1)
         for (key, state), raw_ids in zip(listed, pipe.execute(), strict=True):
             ids = tuple(int(i) for i in raw_ids)
             lane: Lane[P] = Lane(key, start=0, step=1, stop=len(ids) - 1, margin=0, window=target.window,
@@ -442,7 +253,7 @@ class RedisFrontier(Generic[P]):
             self.lane_target[key] = target
             self.lane_direction[key] = "holes"
             self._buffers[key] = deque()
-            self._sync(key, *state[1:])
+            self._sync(key, state)
             if not lane.settled:
                 self._unsettled.add(key)
                 self._iv.add(key, self._group_of(target), target.rate_asc)
@@ -450,7 +261,7 @@ class RedisFrontier(Generic[P]):
     def join_list_lanes(self) -> None:
         """Join the unsettled list lanes of resumes registered since this worker started
         (targets listed in ``P resumed``): a worker started without ``resume`` helps too."""
-        for name in sorted(reply_text(n) for n in self.job.client.smembers(self.job.key("resumed"))):
+        for name in sorted(reply_text(n) for n in self.job.client.smembers(self.job.keys.resumed)):
             target = self.targets.get(name)
             if target is not None:
                 self._add_list_lanes(target, exclude={spec.key for spec in lane_specs(target)})
@@ -468,21 +279,11 @@ class RedisFrontier(Generic[P]):
 
     def resume(self, target: Target, *, walk_tail: bool = True, due_pages: Sequence[int] = (),
                wave: int | None = None) -> str | None:
-        """Resume ``target`` (``resume=auto|bound|holes|all|due``; auto, the default, plans as bound, joins the job
-        as it is while a resume with other arguments is in progress, and its plan gives way to an explicit one)
-        for the whole job, as a single process resumes the same state
-        (:func:`idcrawl.core.resume.resume_specs`): its lanes cut by their margin go on from just after their
-        last found id (bound, all), its holes become a list lane walked by position (holes, all), its tail is
-        walked when ``walk_tail`` (due: the worker that plans decided the tail is due; not due, the plan is
-        "nothing to fetch"). The first worker registers the resume, and its plan is the job's; a worker that
-        starts while it is in progress (a lane of it unsettled, or the worker belongs to the fleet's run that
-        planned it: :meth:`join_run`, ``resume.lua``) joins it, or raises :class:`TargetConflict` if it was
-        started with other resume arguments. Returns ``created``, ``joined``, or None (nothing crawled yet: the
-        lanes start fresh; that plan is registered too, so that a late worker of the same fleet joins it rather
-        than resuming what the others have just walked). ``due_pages`` (due: found ids due for a revisit, in
-        fetch order) become the list lane ``<target>:due``, as in one process
-        (:func:`idcrawl.core.resume.resume_specs`). ``wave``: a watching fleet's later wave (its time in ms on
-        the one clock): a plan of its own, which the workers awake for that wave join (``resume.lua``)."""
+        """Resume ``target`` for the whole job as one process resumes the same state
+        (:func:`idcrawl.core.resume.resume_specs`): the first worker registers the plan, the others join it
+        (:class:`TargetConflict`: other resume arguments). ``walk_tail``: the planner found the tail due;
+        ``due_pages``: the found ids due for a revisit; ``wave``: a watching fleet's later wave (ms).
+        Returns ``created``, ``joined``, or None (nothing crawled yet). docs/architecture.md, "Resumes in a fleet"."""
         from idcrawl.distributed.state import JobStateStore
 
         state = JobStateStore(self.job.client, self.job.prefix, read_only=True).load(target.name)
@@ -504,13 +305,13 @@ class RedisFrontier(Generic[P]):
             (target.window, neutral, target.rate_asc, self.join_run(wave).number),
             reopen, holes.ids if holes is not None and holes.ids else (),
         )
-        verdict = reply_text(reply[0])
+        verdict = reply.verdict
         if verdict == "conflict" and target.resume == "auto":
             return None  # the default joins the job as it is, the lanes of the resume in progress included
         if verdict == "conflict":
             raise TargetConflict(
                 f"target {target.name!r}: {args} differs from the resume the job's workers are running "
-                f"({reply_text(reply[1])}) in Redis job {self.job.prefix!r}: start this worker with the same "
+                f"({reply.conflict}) in Redis job {self.job.prefix!r}: start this worker with the same "
                 "arguments, or once that resume has finished"
             )
         if fresh:
@@ -518,7 +319,7 @@ class RedisFrontier(Generic[P]):
             # (a lane cut by its margin) joins this plan instead of planning a resume of its own, which would
             # reopen the cut lanes and walk them a second time in the same run
             return None
-        lanes = [reply_text(k) for k in reply[1:]]
+        lanes = reply.lanes
         listed = [key for key in lanes if key not in self.lanes]
         for key in lanes:
             if key in self.lanes:
@@ -529,10 +330,10 @@ class RedisFrontier(Generic[P]):
 
     def _refresh(self, key: str) -> None:
         """Read a lane the job changed (a cut lane a resume reopened) into its mirror."""
-        state = self.job.client.hmget(self.job.key("L:", key), "fu", "next", "reason", "cut", "last")
-        if state[0] is None:
+        state = LaneState.read(self.job.client.hmget(self.job.keys.lane(key), *LaneState.FIELDS))
+        if state is None:
             return
-        self._sync(key, *state)
+        self._sync(key, state)
         self._misses[key] = 0
         lane = self.lanes[key]
         if not lane.settled and key not in self._unsettled:
@@ -555,11 +356,11 @@ class RedisFrontier(Generic[P]):
         """The id of what Redis calls ``redis_id`` in a lane (:meth:`redis_id` reversed)."""
         ids = self._ids.get(lane_key)
         if ids is None and lane_key not in self.lanes and lane_key not in self._not_listed:
-            if not self.job.client.hexists(self.job.key("L:", lane_key), "ids"):
+            if not self.job.client.hexists(self.job.keys.lane(lane_key), "ids"):
                 self._not_listed.add(lane_key)
                 return redis_id
             ids = self._ids[lane_key] = tuple(
-                int(i) for i in self.job.client.lrange(self.job.key("L:", lane_key, ":ids"), 0, -1))
+                int(i) for i in self.job.client.lrange(self.job.keys.lane(lane_key, "ids"), 0, -1))
             self._positions[lane_key] = {id_: pos for pos, id_ in enumerate(ids)}
         return ids[redis_id] if ids is not None else redis_id
 
@@ -591,18 +392,15 @@ class RedisFrontier(Generic[P]):
 
     # -- mirrors -----------------------------------------------------------------
 
-    def _sync(self, key: str, fu: Any, nxt: Any, reason: Any, cut: Any, last: Any) -> tuple[bool, bool]:
+    def _sync(self, key: str, state: LaneState) -> tuple[bool, bool]:
         """Copy the job's view of a lane into its mirror; returns (stopped now, settled now)."""
         lane = self.lanes[key]
         was_stopped, was_settled = lane.stopped, lane.settled
-        lane.first_undecided = int(fu)
-        lane.next_id = int(nxt)
-        text = reply_text(reason)
-        lane.reason = text or None
-        cut_text = reply_text(cut)
-        lane.cut_at = int(cut_text) if cut_text else None
-        last_text = reply_text(last)
-        lane.last_found = int(last_text) if last_text else None
+        lane.first_undecided = state.first_undecided
+        lane.next_id = state.next_id
+        lane.reason = state.reason
+        lane.cut_at = state.cut_at
+        lane.last_found = state.last_found
         if lane.settled and key in self._unsettled:
             self._unsettled.discard(key)
             if key in self._iv and not self._buffers[key]:
@@ -690,52 +488,45 @@ class RedisFrontier(Generic[P]):
     def _claim(self, key: str) -> list[int]:
         speculation = 0 if key in self._unspeculative else None
         reply = self.job.claim(self.worker, key, self.claim_size(key), self.lease_ms, speculation, self.max_held)
-        if not reply:
+        if reply is None:
             return []
-        deduplicated, touched, released, *capped = reply[5]
-        if capped and int(capped[0]):
+        if reply.capped:
             self.held_cap_waits += 1
             self._capped.add(key)  # parked by next() if nothing came: woken by a poll or an outcome here
-        self._take_touched(touched)
-        self.released += self._released(released)
-        self._sync(key, *reply[:5])
-        self.deduplicated += int(deduplicated)
-        return [int(i) for i in reply[6:]]
+        self._take_touched(reply.touched)
+        self.released += self._released(reply.released)
+        self._sync(key, reply.state)
+        self.deduplicated += reply.deduplicated
+        return list(reply.ids)
 
-    def _released(self, released: Sequence[Any]) -> list[P]:
-        """The payloads of a reply's ``lane|id, blob, ...``."""
-        out: list[P] = []
-        for i in range(0, len(released), 2):
-            field, blob_out = reply_text(released[i]), released[i + 1]
-            key, _, id_text = field.rpartition("|")
-            if self._decode is not None:
-                out.append(self._decode(key, self.id_of(key, int(id_text)), blob_out))
-        return out
+    def _released(self, released: Sequence[Released]) -> list[P]:
+        """The payloads of a reply's released outputs."""
+        if self._decode is None:
+            return []
+        return [self._decode(item.lane, self.id_of(item.lane, item.id), item.blob) for item in released]
 
-    def _take_touched(self, touched: Sequence[Sequence[Any]]) -> None:
+    def _take_touched(self, touched: Sequence[TouchedRow]) -> None:
         """Lanes of a shared id space that a reply decided an id of: mirrors, counts, :attr:`touched`."""
         for row in touched:
-            key = reply_text(row[0])
+            key = row.lane
             lane = self.lanes.get(key)
             if lane is None:  # a lane of a target this worker has not joined yet: its counts are the job's
                 continue
             before = replace(lane.counts)
             was_ready = lane.ready
             rec: Recorded[P] = Recorded()
-            rec.stopped, _settled = self._sync(key, *row[1:6])
-            self._add_counts(lane, row[6:13])
+            rec.stopped, _settled = self._sync(key, row.state)
+            self._add_counts(lane, row.deltas)
             if key in self._parked and self._room(lane, was_ready):
                 rec.became_ready = self.unpark(key)
             after = replace(lane.counts)
-            self.touched.append(Touched(key, int(row[15]), _OUTCOMES[int(row[16])], before, after, rec))
+            self.touched.append(Touched(key, row.id, OUTCOMES[row.code], before, after, rec))
 
     @staticmethod
-    def _add_counts(lane: Lane[P], values: Sequence[Any]) -> list[int]:
-        deltas = [int(v) for v in values]
-        for name, delta in zip(_COUNTS, deltas, strict=True):
+    def _add_counts(lane: Lane[P], deltas: Deltas) -> None:
+        for name, delta in deltas.items():
             if delta:
                 setattr(lane.counts, name, getattr(lane.counts, name) + delta)
-        return deltas
 
     def unpark(self, key: str) -> bool:
         """Let a parked lane be picked again (the job showed room); True if it was parked."""
@@ -760,7 +551,7 @@ class RedisFrontier(Generic[P]):
             return 0
         pipe = self.job.client.pipeline(transaction=False)
         for key in keys:
-            pipe.hgetall(self.job.key("L:", key, ":own"))
+            pipe.hgetall(self.job.keys.lane(key, "own"))
         owners = pipe.execute()
         given = 0
         for key, own in zip(keys, owners, strict=True):
@@ -768,7 +559,7 @@ class RedisFrontier(Generic[P]):
             unknown = [reply_text(id_) for id_, who in own.items() if reply_text(who) == self.worker
                        and int(reply_text(id_)) not in known]
             if unknown:
-                given += int(self.job.give_back(self.worker, key, unknown))
+                given += self.job.give_back(self.worker, key, unknown)
         return given
 
     # -- outcomes ----------------------------------------------------------------
@@ -791,19 +582,18 @@ class RedisFrontier(Generic[P]):
             self._misses[lane_key] = 0
         elif outcome not in self._neutral:
             self._misses[lane_key] = self._misses.get(lane_key, 0) + 1
-        if not reply:
+        if reply is None:
             return result
         was_ready = lane.ready
-        stopped, _settled = self._sync(lane_key, *reply[:5])
-        deltas = self._add_counts(lane, reply[5:12])
-        result.overshoot = deltas[5] > 0 and outcome is Outcome.FOUND
-        result.stopped = stopped
-        result.released = self._released(reply[15:])
+        result.stopped, _settled = self._sync(lane_key, reply.state)
+        self._add_counts(lane, reply.deltas)
+        result.overshoot = reply.deltas.overshoot > 0 and outcome is Outcome.FOUND
+        result.released = self._released(reply.released)
         if page is not None and self.pages is not None:  # written unless a duplicate or dropped past the cut
-            self.pages.sent(page, not int(reply[12]) and not (page.emits and result.overshoot))
+            self.pages.sent(page, not reply.duplicate and not (page.emits and result.overshoot))
         if lane_key in self._parked and self._room(lane, was_ready):
             result.became_ready = self.unpark(lane_key)
-        self._take_touched(reply[14])
+        self._take_touched(reply.touched)
         if self._capped:
             self._wake_capped(lane_key)
         return result
@@ -843,21 +633,18 @@ class RedisFrontier(Generic[P]):
         reply = self.job.status(self.worker, self.lease_ms, keys, self.max_held, busy or bool(self.inflight))
         woken: list[str] = []
         self.vanished = set()
-        for key, state in zip(keys, reply[:-1], strict=True):
-            fu, nxt, reason, cut, last, free, room = state
-            if not reply_text(fu):
+        for key, row in zip(keys, reply.lanes, strict=True):
+            if row.state is None:
                 self.vanished.add(key)  # the job's state is gone (Redis restarted empty, or cleaned)
                 continue
-            self._sync(key, fu, nxt, reason, cut, last)
-            if (int(free) > 0 or int(room)) and self.unpark(key):  # room: the job's (adaptive or not)
+            self._sync(key, row.state)
+            if (row.free > 0 or row.room) and self.unpark(key):  # room: the job's (adaptive or not)
                 woken.append(key)
-        *counts, lost = reply[-1]
-        unsettled, delayed, orphans, feed, tver, next_due, quiet = (int(v) for v in counts)
-        status = self.status
-        status.quiet, status.lost = quiet / 1000, reply_text(lost)
-        status.unsettled, status.delayed, status.orphans, status.feed = unsettled, delayed, orphans, feed
-        status.tver = tver
-        status.next_due = next_due / 1000 if next_due >= 0 else -1.0
+        job, status = reply.job, self.status
+        status.quiet, status.lost = job.quiet_ms / 1000, job.lost
+        status.unsettled, status.delayed, status.orphans = job.unsettled, job.delayed, job.orphans
+        status.feed, status.tver = job.feed, job.tver
+        status.next_due = job.next_due_ms / 1000 if job.next_due_ms >= 0 else -1.0
         status.seen = True
         return woken
 
@@ -878,6 +665,10 @@ class RedisFrontier(Generic[P]):
 
     def _settled_keys(self) -> set[str]:
         return {key for key, lane in self.lanes.items() if lane.settled}
+
+    def buffered(self) -> int:
+        """Ids this worker claimed and has not dispensed yet."""
+        return sum(len(buffer) for buffer in self._buffers.values())
 
     def can_dispense(self) -> bool:
         """Work is left in this worker or in the job (the engine must not go idle while others work)."""

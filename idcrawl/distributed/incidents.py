@@ -21,6 +21,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from idcrawl.extensions.incidents import Incident, IncidentLog
+from idcrawl.state.keys import JobKeys
 
 __all__ = ["RedisIncidentLog", "drain_incidents", "incident_log"]
 
@@ -38,7 +39,7 @@ class RedisIncidentLog(IncidentLog):
     def __init__(self, client: Any, prefix: str, fallback: Path | None = None) -> None:
         # no super().__init__(): there is no file to load
         self.client = client
-        self.key = prefix + "incidents"
+        self.key = JobKeys(prefix).incidents
         self.path = Path(f"redis-{self.key}")
         self.fallback = fallback
         self._unsent: list[Incident] = []
@@ -81,7 +82,7 @@ class RedisIncidentLog(IncidentLog):
 def drain_incidents(client: Any, prefix: str, path: str | Path) -> int:
     """Move the job's incidents into the XML log at ``path`` (created if missing); returns how many."""
     log = IncidentLog(path)
-    key = prefix + "incidents"
+    key = JobKeys(prefix).incidents
     moved = 0
     while True:
         raw = client.lindex(key, 0)

@@ -20,6 +20,7 @@ from idcrawl.distributed.connection import RedisUnavailable, connect, job_prefix
 from idcrawl.distributed.incidents import RedisIncidentLog, incident_log
 from idcrawl.errors import BadInputError
 from idcrawl.local.limits import incident_log_path
+from idcrawl.state.keys import JobKeys
 
 if TYPE_CHECKING:
     from idcrawl.extensions.limits import LimitParts
@@ -149,14 +150,14 @@ class FleetLimitParts:
         self.settings, self.spider_name, self.stats = settings, spider_name, stats
         self.client = connect(settings, stats=stats)
         self.script = self.client.register_script(scripts.LIMITS)
-        self.prefix = job_prefix(settings, spider_name)
+        self.keys = JobKeys(job_prefix(settings, spider_name))
         self.fleet_clock = fleet_clock
 
     def domain_tracker(self, limits: Limits, key: str) -> SharedDomainLimits:
-        return SharedDomainLimits(limits, key, fleet=self, redis_key=f"{self.prefix}limits:domain:{key}")
+        return SharedDomainLimits(limits, key, fleet=self, redis_key=self.keys.domain_limits(key))
 
     def job_tracker(self, limits: Limits) -> SharedJobLimits:
-        return SharedJobLimits(limits, fleet=self, redis_key=f"{self.prefix}limits:job")
+        return SharedJobLimits(limits, fleet=self, redis_key=self.keys.job_limits)
 
     def incident_log(self) -> RedisIncidentLog:
         """Every worker's incidents in one Redis list (the local XML log is the fallback at close)."""

@@ -1,23 +1,7 @@
-"""Runs of a fleet: which run a starting worker belongs to, the one rule of a distributed job.
+"""Runs of a fleet: which run a starting worker belongs to (``RUN``), the one rule of a distributed job.
 
-In one process a run is one ``scrapy crawl``: the URL queue is reconciled at its start (the seed's
-rule at a run's start: a not-found URL queued again, revisits due) and a resume is planned once. A
-fleet's workers start and stop one by one, so the job keeps its run in Redis (``P run``: its number,
-its watch wave, when it started or a worker last left the job) and ``RUN`` (``run.lua``) says, for a
-starting worker, whether it joins the run in progress or starts the next one:
-
-- the run goes on while another worker is in the job (until it leaves, or a worker reclaims it once its
-  heartbeat is older than ``IDCRAWL_REDIS_LEASE_TIMEOUT``), and for a grace of one lease after it
-  started or a worker left the job: a worker starting then joins it;
-- watch mode: a wave names its run (``wave``, its time on the one clock): the first worker awake for a
-  later wave starts its run at once, the workers of that wave (and one late for an earlier wave) join it;
-- otherwise the worker starts the next run.
-
-Both the URL queue (:meth:`idcrawl.distributed.urlqueue.RedisUrlQueue.start`: the worker that starts
-a run reconciles the queue, a joining one finds it reconciled) and the resume plans
-(``resume.lua``: a plan of the worker's run is joined, a plan of an earlier run whose lanes are all
-walked is planned anew) ask the run the worker joined, once, at its start
-(:meth:`idcrawl.distributed.worker.RedisWorker`).
+The URL queue's reconcile and the resume plans follow the run a worker joined. Why: docs/architecture.md,
+"Runs of a fleet".
 """
 
 from __future__ import annotations
@@ -28,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from idcrawl.distributed import scripts
 from idcrawl.distributed.connection import redis_now_ms, reply_text
+from idcrawl.distributed.replies import RunReply
+from idcrawl.state.keys import JobKeys
 
 if TYPE_CHECKING:
     import redis
@@ -55,15 +41,15 @@ def join_run(client: redis.Redis, prefix: str, worker: str, *, lease_ms: int, wa
     left), else a new one. ``wave``: a watching fleet's later wave (ms), which names its run. ``now_ms``: the
     fleet's time (None: Redis's clock, as the heartbeats; tests pass a time). Registers the worker's heartbeat."""
     script: Any = client.register_script(scripts.RUN)
-    number, verdict, *before = script(keys=[prefix + "run", prefix + "workers"],
-                                      args=[worker, "" if wave is None else wave, lease_ms,
-                                            "" if now_ms is None else now_ms])
-    return Run(int(number), reply_text(verdict) == "new", tuple(reply_text(v) for v in before))
+    keys = JobKeys(prefix)
+    args = [worker, "" if wave is None else wave, lease_ms, "" if now_ms is None else now_ms]
+    reply = RunReply.parse(script(keys=[keys.run, keys.workers], args=args))
+    return Run(reply.number, reply.new, reply.before)
 
 
 def reconciled(client: redis.Redis, prefix: str, run: Run) -> None:
     """The worker that started ``run`` (or took its reconcile over) reconciled the URL queue: joining workers go on."""
-    client.hset(prefix + "run", "ready", str(run.number))
+    client.hset(JobKeys(prefix).run, "ready", str(run.number))
 
 
 def await_reconciled(client: redis.Redis, prefix: str, run: Run, *, lease_ms: int) -> bool:
@@ -71,12 +57,12 @@ def await_reconciled(client: redis.Redis, prefix: str, run: Run, *, lease_ms: in
     (a URL taken before would be fetched under the last run's scope). True: reconciled (or the run is no
     longer the one joined); False: its starter left or its heartbeat is older than ``lease_ms`` before it
     did, so this worker reconciles (each entry is a compare-and-set: a reconcile cut short is finished)."""
+    keys = JobKeys(prefix)
     while True:
-        n, ready, by = (None if v is None else reply_text(v)
-                        for v in client.hmget(prefix + "run", "n", "ready", "by"))
+        n, ready, by = (None if v is None else reply_text(v) for v in client.hmget(keys.run, "n", "ready", "by"))
         if n != str(run.number) or ready == n or not by:  # moved on, reconciled, or a run older than the rule
             return True
-        beat: Any = client.zscore(prefix + "workers", by)
+        beat: Any = client.zscore(keys.workers, by)
         if beat is None or redis_now_ms(client) - float(beat) >= lease_ms:
             return False
         time.sleep(WAIT_POLL)  # a condition on Redis: the starter is alive and reconciling
@@ -87,6 +73,7 @@ def refused(client: redis.Redis, prefix: str, worker: str, run: Run) -> bool:
     is put back as it was, so that nothing saved changed (``RUN_REFUSED``, one script: atomic). A run another
     worker joined in the meantime stays, for that worker. True if the run was put back."""
     script: Any = client.register_script(scripts.RUN_REFUSED)
-    return bool(script(keys=[prefix + "run", prefix + "workers"],
+    keys = JobKeys(prefix)
+    return bool(script(keys=[keys.run, keys.workers],
                        args=[worker, run.number, "1" if run.new else "0", *run.before]))
 

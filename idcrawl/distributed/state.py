@@ -1,11 +1,7 @@
-"""The state store of a Redis job: also reads the lanes of a distributed job.
+"""``JobStateStore``: the Redis state store that also reads a distributed job's lanes.
 
-A distributed job's lanes live in the hashes and 2-bit outcome fields of
-:mod:`idcrawl.distributed.scripts`, not in the records the state recorder
-writes; :class:`JobStateStore` turns them into the same
-:class:`~idcrawl.state.base.TargetState` (lane records and outcome bitmaps),
-so ``scrapy idplan`` shows a single-process crawl's Redis state and a
-distributed job's alike. The Redis backend (``idcrawl.state.factory``) opens this one.
+The scripts' lane hashes and 2-bit outcome fields become the same
+:class:`~idcrawl.state.base.TargetState` a single-process crawl stores, so ``scrapy idplan`` shows both alike.
 """
 
 from __future__ import annotations
@@ -74,19 +70,19 @@ class JobStateStore(RedisStateStore):
             raise self._error(exc) from None
 
     def _names(self) -> set[str]:
-        return super()._names() | {reply_text(n) for n in self.client.hkeys(self._key("specs"))}
+        return super()._names() | {reply_text(n) for n in self.client.hkeys(self.keys.specs)}
 
     def _params(self, name: str) -> dict[str, Any] | None:
         params = super()._params(name)
         if params is not None:
             return params
-        spec_raw = self.client.hget(self._key("specs"), name)
+        spec_raw = self.client.hget(self.keys.specs, name)
         if spec_raw is None:
             return None
-        return _params_of_spec(decode.json_object(spec_raw, self._where("specs"), name, "the target's spec"))
+        return _params_of_spec(decode.json_object(spec_raw, self._where(self.keys.specs), name, "the target's spec"))
 
     def _more_lanes(self, name: str, state: TargetState) -> None:
-        for key in (reply_text(k) for k in self.client.lrange(self._key("tl:", name), 0, -1)):
+        for key in (reply_text(k) for k in self.client.lrange(self.keys.target_lanes(name), 0, -1)):
             lane, outcomes = self._job_lane(key)
             if lane is not None:
                 state.lanes[key] = lane
@@ -97,14 +93,14 @@ class JobStateStore(RedisStateStore):
 
         A list lane of resumed holes has none of its own: its outcomes were written
         back into the target's lanes (``RECORD``), as a single process merges them."""
-        fields = self.client.hmget(self._key("L:", key), "start", "step", "stop", "fu", "last", "cut", "reason", "next",
-                                   "ids")
-        if fields[0] is None or fields[8] is not None:
+        names = ("start", "step", "stop", "fu", "last", "cut", "reason", "next", "ids")
+        row = dict(zip(names, self.client.hmget(self.keys.lane(key), *names), strict=True))
+        if row["start"] is None or row["ids"] is not None:
             return None, {}
-        where = self._where("L:", key)
+        where = self._where(self.keys.lane(key))
         try:
-            start, step, cursor, nxt = int(fields[0]), int(fields[1]), int(fields[3]), int(fields[7])
-            stop_text, last, cut, reason = (reply_text(f) for f in (fields[2], fields[4], fields[5], fields[6]))
+            start, step, cursor, nxt = int(row["start"]), int(row["step"]), int(row["fu"]), int(row["next"])
+            stop_text, last, cut, reason = (reply_text(row[f]) for f in ("stop", "last", "cut", "reason"))
             for text in (stop_text, last, cut):
                 if text:
                     int(text)
@@ -123,7 +119,7 @@ class JobStateStore(RedisStateStore):
             int(last) if last else None, int(cut) if cut else None, reason if settled else None,
         )
         length = (cursor - start) * step
-        bits = self.client.get(self._key("L:", key, ":bits")) or b""
+        bits = self.client.get(self.keys.lane(key, "bits")) or b""
         return record, decode_bits(bits, start, step, length)
 
 

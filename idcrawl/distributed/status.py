@@ -11,6 +11,7 @@ from typing import Any
 
 from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.distributed.connection import redis_now_ms, reply_text
+from idcrawl.state.keys import JobKeys
 
 __all__ = ["job_status", "render_status"]
 
@@ -21,13 +22,14 @@ _COUNTS = ("dispensed", "found", "missing", "failed", "disallowed", "emitted", "
 def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
     """Workers, targets, lanes and what the job still waits for."""
     now_ms = redis_now_ms(client)
+    keys = JobKeys(prefix)
     workers = [
         {"worker": reply_text(w), "heartbeat_age": round((now_ms - score) / 1000, 3),
          "alive": now_ms - score <= lease * 1000}
-        for w, score in client.zrange(prefix + "workers", 0, -1, withscores=True)
+        for w, score in client.zrange(keys.workers, 0, -1, withscores=True)
     ]
-    specs = {reply_text(n): _spec(raw) for n, raw in client.hgetall(prefix + "specs").items()}
-    first = {reply_text(n) for n in client.smembers(prefix + "tset")}
+    specs = {reply_text(n): _spec(raw) for n, raw in client.hgetall(keys.specs).items()}
+    first = {reply_text(n) for n in client.smembers(keys.tset)}
     targets = [
         {"name": name, "url": mask_secrets(str(spec.get("url", ""))), "start": spec.get("start"),
          "direction": spec.get("direction"), "min": spec.get("min"), "max": spec.get("max"),
@@ -38,8 +40,8 @@ def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
     ]
     lanes = []
     for name in sorted(specs):
-        for key in (reply_text(k) for k in client.lrange(prefix + "tl:" + name, 0, -1)):
-            raw = {reply_text(k): reply_text(v) for k, v in client.hgetall(prefix + "L:" + key).items()}
+        for key in (reply_text(k) for k in client.lrange(keys.target_lanes(name), 0, -1)):
+            raw = {reply_text(k): reply_text(v) for k, v in client.hgetall(keys.lane(key)).items()}
             if not raw:
                 continue
             fu, nxt, step = int(raw["fu"]), int(raw["next"]), int(raw["step"])
@@ -50,21 +52,21 @@ def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
                 "first_undecided": fu, "next": nxt, "in_flight": (nxt - fu) * step,
                 "cut_at": int(raw["cut"]) if raw["cut"] else None, "reason": raw["reason"] or None,
                 "last_found": int(raw["last"]) if raw["last"] else None, "settled": settled,
-                "taken_back": int(client.llen(prefix + "L:" + key + ":free")),
+                "taken_back": int(client.llen(keys.lane(key, "free"))),
                 "counts": {name: int(raw.get(f"c_{name}", 0) or 0) for name in _COUNTS},
                 # a list lane of resumed holes: start, stop, first_undecided and next are positions
                 "holes": bool(raw.get("ids")),
             })
-    job = {reply_text(k): int(v) for k, v in client.hgetall(prefix + "job").items()}
+    job = {reply_text(k): int(v) for k, v in client.hgetall(keys.job).items()}
     waiting = {
-        "unsettled_lanes": int(client.scard(prefix + "unsettled")),
-        "delayed_retries": int(client.zcard(prefix + "delayed")),
-        "orphaned_items": int(client.hlen(prefix + "orphans")),
-        "pushed_targets": int(client.llen(prefix + "feed")),
-        "incidents": int(client.llen(prefix + "incidents")),
+        "unsettled_lanes": int(client.scard(keys.unsettled)),
+        "delayed_retries": int(client.zcard(keys.delayed)),
+        "orphaned_items": int(client.hlen(keys.orphans)),
+        "pushed_targets": int(client.llen(keys.feed)),
+        "incidents": int(client.llen(keys.incidents)),
     }
     finished = not any(v for k, v in waiting.items() if k != "incidents") and bool(lanes)
-    outcomes, active_at = client.hmget(prefix + "progress", "outcomes", "active_at")
+    outcomes, active_at = client.hmget(keys.progress, "outcomes", "active_at")
     progress = {"outcomes": int(outcomes or 0),  # recorded by the workers; the last activity the no-progress rule saw
                 "last_activity_age": round((now_ms - int(active_at)) / 1000, 3) if active_at else None}
     return {"format": 1, "job": prefix, "finished": finished, "workers": workers, "waiting": waiting,

@@ -1,29 +1,7 @@
 """The tails' recrawl schedules of a distributed job (``resume=due`` for a fleet).
 
-A single process applies the recrawl rule to a tail in its run's last commit
-(:mod:`idcrawl.state.recorder`). A fleet has no "last commit": its workers
-start and stop on their own, any of them may be killed. So a tail's schedule is
-updated by a *walk* of its ascending lane, once, in Redis:
-
-- every walk of an ascending lane has a number, the lane's ``walk`` field: 0
-  for the lane's first walk (the job's first crawl of the target), and one more
-  each time a resume reopens the lane cut by its margin (``resume.lua``:
-  ``resume=due`` when the tail is due, ``bound`` and ``all`` too);
-- when a walk has ended (the lane is settled, cut by its margin), the first
-  worker that sees it applies the rule (:func:`idcrawl.core.recrawl.tail_after_run`,
-  news = the lane's last found id above the schedule's ``last_found``) and
-  records the walk's number in ``P tailwalk`` in the same transaction
-  (``WATCH``/``MULTI``: :func:`settle_tail`). Every other worker, and the same
-  worker again, finds the number there and changes nothing: one update per walk,
-  whichever workers see it and however many are killed. A walk that has not
-  ended (every worker killed before the margin) changes no schedule, as a single
-  process's killed run changes none: the tail stays due and the next due run
-  walks it again and applies the rule once.
-
-Every worker calls :func:`settle_tail` for the ascending lanes it saw settle
-(its poll, and when it leaves). The rule, the due test and the due order are
-:mod:`idcrawl.core.recrawl`'s and :mod:`idcrawl.core.resume`'s, as in one process;
-the keys (``P tails``, ``P tailwalk``) are under the job's prefix and hash tag.
+A tail's schedule moves once per walk of its ascending lane, whichever worker sees the walk end
+(:func:`settle_tail`, one ``WATCH``/``MULTI`` transaction). Why: docs/architecture.md, "Tails in a fleet".
 """
 
 from __future__ import annotations
@@ -35,6 +13,7 @@ from idcrawl.core.lanes import MARGIN
 from idcrawl.core.recrawl import Schedule, record_of, tail_after_run
 from idcrawl.distributed.connection import reply_text
 from idcrawl.state import decode
+from idcrawl.state.keys import JobKeys
 
 if TYPE_CHECKING:
     from idcrawl.core.targets import Target
@@ -49,7 +28,8 @@ def settle_tail(client: Any, prefix: str, target: Target, lane_key: str, now: fl
     nothing to apply (the walk has not ended, or it was applied already, by this worker or another)."""
     import redis
 
-    lane, tails, walks = prefix + "L:" + lane_key, prefix + "tails", prefix + "tailwalk"
+    keys = JobKeys(prefix)
+    lane, tails, walks = keys.lane(lane_key), keys.tails, keys.tailwalk
     with client.pipeline() as pipe:
         while True:
             try:
@@ -76,5 +56,5 @@ def settle_tail(client: Any, prefix: str, target: Target, lane_key: str, now: fl
 
 def applied_walk(client: Any, prefix: str, target: str) -> int | None:
     """The number of the last walk of ``target``'s tail whose rule was applied (None: none)."""
-    raw = client.hget(prefix + "tailwalk", target)
+    raw = client.hget(JobKeys(prefix).tailwalk, target)
     return int(reply_text(raw)) if raw is not None else None

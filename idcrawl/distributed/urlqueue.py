@@ -1,36 +1,7 @@
 """``RedisUrlQueue``: the URL queue of crawl scope (:class:`idcrawl.core.urlqueue.UrlQueue`) shared by a fleet.
 
-In one process the queue of a job's outlinks is a :class:`~idcrawl.core.urlqueue.MemoryUrlQueue`
-(the SQLite store persists it). In a distributed job every worker follows the links of the pages it
-fetched, so the queue lives in Redis, in the job's keys, and changes only inside the ``URL_*`` Lua
-scripts of :mod:`idcrawl.distributed.scripts` (``urls_common.lua`` lists the keys), with the same
-rules:
-
-- **offers** (``URL_OFFER``): the first offer of a URL files it once for the whole fleet, in its
-  host's ready queue (or postponed: the checks at dispatch, decided here); a later offer with the
-  same owner keeps every path that no other beats on hops and off-site hops together (the entry
-  shows the fewest hops), and a fetched page's links are followed again with the better path; with
-  another owner this worker decides with :func:`~idcrawl.core.scope.choose_owner` and offers again,
-  naming the owner it read (a compare-and-set: a change in between is decided again);
-- **takes** (``URL_TAKE``): a worker takes a ready URL of a host exclusively; which one is the
-  core's yield draw (:func:`~idcrawl.core.urlqueue.choose_group` over the host's ready URLs by
-  collection and crawl profile, with this worker's seeded ``random.Random``), then a seeded uniform
-  draw among that group's URLs. A taken URL is held under the fleet's lease
-  (``IDCRAWL_REDIS_LEASE_TIMEOUT``): when its worker stops (killed, or left the job) it is ready
-  again (``URL_STATUS``), as a stopped worker's lane claims are;
-- **harvests** (``URL_HARVEST``): the per-URL counters of the seed's "processing the URL itself"
-  (:func:`~idcrawl.core.scope.harvested`), and a found page's links; a found page whose items are
-  not written yet keeps its links and stays taken (its links are offered), and is harvested once
-  they are written (:meth:`RedisUrlQueue.written`, after the worker's feeds were flushed);
-- **a run's start** (:meth:`RedisUrlQueue.start`): the worker that starts a run of the fleet
-  (:mod:`idcrawl.distributed.runs`, the rule the resume plans follow too) reconciles the stored URLs
-  with the job file (:func:`~idcrawl.core.urlqueue.reconcile`, ``URL_PUT``), as the SQLite store does
-  at a run's start; a worker joining the run waits until they are (or reconciles them itself if that
-  worker stopped first).
-
-Round trips: one ``URL_OFFER`` per in-scope link (a link out of every crawl profile's scope costs
-none), three per take (the hosts, the host's groups, ``URL_TAKE``), one ``URL_HARVEST`` per answer,
-one ``URL_STATUS`` per poll of the worker.
+The queue lives in the job's keys and changes only inside the ``URL_*`` Lua scripts, with the core's rules
+(offers, takes, harvests, a run's reconcile). Why: docs/architecture.md, "The shared URL queue".
 """
 
 from __future__ import annotations
@@ -60,7 +31,9 @@ from idcrawl.core.urlqueue import (
 )
 from idcrawl.distributed import scripts
 from idcrawl.distributed.connection import redis_now_ms, reply_text
+from idcrawl.distributed.replies import UrlStatusReply, host_counts
 from idcrawl.distributed.runs import Run, await_reconciled, join_run, reconciled
+from idcrawl.state.keys import JobKeys
 
 if TYPE_CHECKING:
     import redis
@@ -133,6 +106,7 @@ class RedisUrlQueue:
                  postpone_for: float = 3600.0, run: Run | None = None) -> None:
         self.client = client
         self.prefix = prefix
+        self.keys = JobKeys(prefix)
         self.worker = worker
         self.lease_ms = lease_ms
         self.scope = JobScope()
@@ -155,9 +129,6 @@ class RedisUrlQueue:
         #: taken URLs of stopped workers that this worker's calls made ready again (its start's included)
         self.taken_over = 0
 
-    def key(self, *parts: str) -> str:
-        return self.prefix + "".join(parts)
-
     # -- a run's start -----------------------------------------------------------------------
 
     def start(self, scope: JobScope, now: float, run: Run | None = None) -> Reconciled:
@@ -178,13 +149,13 @@ class RedisUrlQueue:
             return Reconciled()
         self.poll()
         counts: dict[str, int] = {}
-        pairs: Any = self.client.zrange(self.key("uwait"), 0, -1, withscores=True)
+        pairs: Any = self.client.zrange(self.keys.uwait, 0, -1, withscores=True)
         waiting = {reply_text(url): float(score) for url, score in pairs}  # harvested URLs waiting, by next harvest
         #: hop-0 pages with stored links, and their crawl profiles before this run
         before: dict[str, tuple[str, ...]] = {}
         for n, entry in enumerate(self.entries()):
             if n % BATCH == 0:  # alive while reconciling: the joining workers wait for it (runs.await_reconciled)
-                self.client.zadd(self.key("workers"), {self.worker: redis_now_ms(self.client)})
+                self.client.zadd(self.keys.workers, {self.worker: redis_now_ms(self.client)})
             if entry.record.hops == SEED and entry.links is not None:
                 before[entry.url] = entry.record.crawl_profiles
             if entry.state is QueueState.TAKEN:
@@ -238,7 +209,7 @@ class RedisUrlQueue:
                     record.hops.offsite, _CODES[new.state],
                     "" if record.next_harvest is None else repr(record.next_harvest), "1" if wait else ""]
         last = old.record.last_harvest
-        return bool(self._put(keys=[self.key("U:", old.url)], args=[
+        return bool(self._put(keys=[self.keys.url(old.url)], args=[
             old.url, "set", _CODES[old.state], *args, "" if last is None else repr(last)]))
 
     # -- offers ------------------------------------------------------------------------------
@@ -250,7 +221,7 @@ class RedisUrlQueue:
         decision = check_queued(record, self.scope, now, self.postpone_for)
         postponed = decision.verdict is Verdict.POSTPONE
         nxt = decision.record.next_harvest if postponed else None
-        verdict, row = self._offer(keys=[self.key("U:", url)], args=[
+        verdict, row = self._offer(keys=[self.keys.url(url)], args=[
             url, owner, collection or "", "\n".join(names), hops.hops, hops.offsite, host_of(url), mode, expect,
             "p" if postponed else "q", "" if nxt is None else repr(nxt), self.worker, self._spec])
         return reply_text(verdict), entry_of(url, row)
@@ -268,7 +239,7 @@ class RedisUrlQueue:
         if not hold:
             self.taken.discard(url)
         self.status.at = float("-inf")  # the fleet's counts change: read again
-        row = self._harvest(keys=[self.key("U:", url)],
+        row = self._harvest(keys=[self.keys.url(url)],
                             args=[url, "links" if hold else Harvest.FOUND.value, repr(now), "\n".join(links),
                                   self.worker, self._spec])
         if not row:
@@ -277,7 +248,7 @@ class RedisUrlQueue:
         new: dict[str, QueuedUrl] = {}
         self._follow([(url, entry.record.owner, hops, links) for hops in entry.paths], now, new)
         if not hold:  # held until its links are offered (URL_HARVEST): the fleet was not finished in between
-            self._put(keys=[self.key("U:", url)], args=[url, "done", self.worker])
+            self._put(keys=[self.keys.url(url)], args=[url, "done", self.worker])
         return list(new.values())
 
     def written(self, url: str, now: float) -> QueuedUrl | None:
@@ -285,7 +256,7 @@ class RedisUrlQueue:
         held by this worker."""
         self.taken.discard(url)
         self.status.at = float("-inf")
-        row = self._harvest(keys=[self.key("U:", url)], args=[url, "written", repr(now), "", self.worker, self._spec])
+        row = self._harvest(keys=[self.keys.url(url)], args=[url, "written", repr(now), "", self.worker, self._spec])
         return entry_of(url, row) if row else None
 
     def _follow(self, work: list[tuple[str, str, Hops, tuple[str, ...]]], now: float,
@@ -336,7 +307,7 @@ class RedisUrlQueue:
     def failed(self, url: str, result: Harvest, now: float) -> QueuedUrl | None:
         self.taken.discard(url)
         self.status.at = float("-inf")
-        row = self._harvest(keys=[self.key("U:", url)],
+        row = self._harvest(keys=[self.keys.url(url)],
                             args=[url, result.value, repr(now), "", self.worker, self._spec])
         return entry_of(url, row) if row else None
 
@@ -344,18 +315,18 @@ class RedisUrlQueue:
 
     def poll(self) -> QueueStatus:
         """``URL_STATUS``: stopped workers' URLs ready again; the fleet's counts and hosts."""
-        reply = self._status(keys=[self.key("uhosts"), self.key("workers")], args=[self.lease_ms, self.worker])
-        ready, others, mine, postponed, back = (int(v) for v in reply[:5])
-        hosts = {reply_text(reply[i]): int(reply[i + 1]) for i in range(5, len(reply), 2)}
-        self.status = QueueStatus(ready, others, mine, postponed, back, hosts, time.monotonic())
-        self.taken_over += back
+        reply = self._status(keys=[self.keys.uhosts, self.keys.workers], args=[self.lease_ms, self.worker])
+        counts = UrlStatusReply.parse(reply)
+        self.status = QueueStatus(counts.ready, counts.taken_by_others, counts.taken_here, counts.postponed,
+                                  counts.given_back, counts.hosts, time.monotonic())
+        self.taken_over += counts.given_back
         return self.status
 
     def take(self, room: Callable[[str], bool], now: float) -> UrlRecord | None:
         """Of the next host (round robin) with ready URLs that ``room(host)`` admits, the URL the yield
         model chooses; taken by this worker for the fleet. None: nothing ready on a host with room."""
-        reply = self._due(keys=[self.key("uhosts")], args=[repr(now)])  # revisits due at now queued first
-        hosts = {reply_text(reply[i]): int(reply[i + 1]) for i in range(0, len(reply), 2)}
+        # revisits due at now queued first
+        hosts = host_counts(self._due(keys=[self.keys.uhosts], args=[repr(now)]))
         self._hosts = deque([h for h in self._hosts if h in hosts] + sorted(h for h in hosts if h not in self._hosts))
         for _ in range(len(self._hosts)):
             host = self._hosts[0]
@@ -363,7 +334,7 @@ class RedisUrlQueue:
             if not room(host):
                 continue
             for _ in range(TRIES):
-                counts = {reply_text(k): int(v) for k, v in self.client.hgetall(self.key("uqc:", host)).items()}
+                counts = {reply_text(k): int(v) for k, v in self.client.hgetall(self.keys.url_counts(host)).items()}
                 if not counts:
                     break
                 groups: dict[Group, int] = {}
@@ -372,20 +343,21 @@ class RedisUrlQueue:
                     groups[(collection or None, profile)] = n
                 group = next(iter(groups)) if len(groups) == 1 else choose_group(groups, self.scope, self.rng)
                 draw = self.rng.random() if groups[group] > 1 else 0.0
-                reply = self._take(keys=[self.key("uhosts"), self.key("workers")],
+                reply = self._take(keys=[self.keys.uhosts, self.keys.workers],
                                    args=[self.worker, host, group_key(group), repr(draw)])
                 if reply:
-                    url = reply_text(reply[0])
+                    url_raw, row = reply  # URL_TAKE: {url, entry row}
+                    url = reply_text(url_raw)
                     self.taken.add(url)
                     self.status.at = float("-inf")
-                    return entry_of(url, reply[1]).record
+                    return entry_of(url, row).record
         return None
 
     def next_harvest(self) -> float | None:
         """The earliest next harvest time of the fleet's harvested URLs waiting for a revisit (``P uwait``):
         a watching worker's wake-up (:meth:`idcrawl.core.urlqueue.MemoryUrlQueue.next_harvest`), the same for
         every worker; None: none waits."""
-        first: Any = self.client.zrange(self.key("uwait"), 0, 0, withscores=True)
+        first: Any = self.client.zrange(self.keys.uwait, 0, 0, withscores=True)
         return float(first[0][1]) if first else None
 
     def ready(self) -> int:
@@ -400,7 +372,7 @@ class RedisUrlQueue:
         """This worker leaves: the URLs it took and has not answered are ready again; returns how many."""
         given = 0
         for url in sorted(self.taken):
-            given += int(self._put(keys=[self.key("U:", url)], args=[url, "back", f"t:{self.worker}"]))
+            given += int(self._put(keys=[self.keys.url(url)], args=[url, "back", f"t:{self.worker}"]))
         self.taken.clear()
         return given
 
@@ -426,10 +398,10 @@ BATCH = 500
 def read_entries(client: redis.Redis, prefix: str) -> Iterator[QueuedUrl]:
     """Every URL of the job whose keys start with ``prefix`` (a ``SCAN`` of its ``U:`` keys, read
     ``BATCH`` URLs per round trip); only reads. What ``scrapy idplan`` counts of a distributed job."""
-    start = len(prefix + "U:")
+    keys = JobKeys(prefix)
     batch: list[str] = []
-    for key in client.scan_iter(match=_glob(prefix + "U:") + "*", count=BATCH):
-        batch.append(reply_text(key)[start:])
+    for key in client.scan_iter(match=keys.url_pattern(), count=BATCH):
+        batch.append(keys.url_of(reply_text(key)))
         if len(batch) == BATCH:
             yield from _read(client, prefix, batch)
             batch = []
@@ -440,10 +412,11 @@ def _read(client: redis.Redis, prefix: str, urls: Sequence[str]) -> Iterator[Que
     """The entries of ``urls`` (each read in one transaction; a URL gone in between is skipped)."""
     if not urls:
         return
+    keys = JobKeys(prefix)
     with client.pipeline(transaction=True) as pipe:
         for url in urls:
-            pipe.hmget(prefix + "U:" + url, *_ROW)
-            pipe.hexists(prefix + "U:" + url, "links")
+            pipe.hmget(keys.url(url), *_ROW)
+            pipe.hexists(keys.url(url), "links")
         replies = pipe.execute()
     for url, fields, has in zip(urls, replies[::2], replies[1::2], strict=True):
         if fields[0] is not None:
@@ -452,12 +425,8 @@ def _read(client: redis.Redis, prefix: str, urls: Sequence[str]) -> Iterator[Que
             except (ValueError, KeyError, TypeError, AttributeError):
                 from idcrawl.state.decode import DamagedState
 
-                raise DamagedState(f"key {prefix + 'U:' + url!r}", None,
+                raise DamagedState(f"key {keys.url(url)!r}", None,
                                    "the URL's fields (hops, counters, state) do not decode") from None
             yield entry
 
-
-def _glob(text: str) -> str:
-    """``text`` as a literal in a Redis ``MATCH`` pattern (the prefix's braces and any ``*?[]\\``)."""
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 

@@ -1,39 +1,8 @@
 """``RedisWorker``: one worker of a distributed job, the runtime's plug-in.
 
-The distributed add-on (:mod:`idcrawl.distributed.addon`) makes it the
-runtime's worker (``IDCRAWL_WORKER_CLASS``): the one
-:class:`idcrawl.runtime.IdRuntime` then drives a
-:class:`~idcrawl.distributed.frontier.RedisFrontier`, and this object adds:
-
-- **A poll** every ``IDCRAWL_REDIS_POLL_INTERVAL`` seconds: heartbeat (the
-  lease of everything this worker claimed), taking back the ids of workers
-  whose heartbeat is older than ``IDCRAWL_REDIS_LEASE_TIMEOUT``, lanes that
-  got room, targets other workers added, targets pushed to the job's ``feed``
-  key (JSON, see :func:`parse_pushed`), and orphaned items to emit.
-- **Items are never lost with a worker.** A found id's outputs are stored in
-  Redis with its outcome; the worker whose outcome moves the lane's decided
-  prefix past it receives them (``W:<worker>:emit``) and acknowledges them
-  only after they passed ``item_scraped`` and local feed files were flushed
-  and fsync'd (every ``IDCRAWL_STATE_COMMIT_ITEMS`` items or
-  ``IDCRAWL_STATE_COMMIT_INTERVAL`` seconds, and at close). A worker killed in
-  between leaves them unacknowledged; after its lease they become orphans and
-  another worker emits them. So the window is at-least-once: items a killed
-  worker wrote but had not acknowledged are written again by another worker.
-- **Waiting like RedisSpider.** While the job is unfinished in Redis the
-  engine is kept from going idle (``has_pending_requests``), so a worker whose
-  lanes are all at their window waits for the others instead of closing; it
-  closes when the job is finished, or after ``IDCRAWL_REDIS_IDLE_TIMEOUT``
-  seconds without work (a worker started without targets waits for pushed ones).
-- **The fleet's finish within a poll.** The job is finished when Redis holds
-  no unsettled lane, waiting retry, orphaned item or pushed target: the worker
-  whose outcome settles the last lane writes that to Redis, and every other
-  worker reads it at its next poll (``IDCRAWL_REDIS_POLL_INTERVAL``) and wakes
-  its engine, which closes at once instead of at Scrapy's 5 s idle check.
-- **Liveness.** Each poll is a heartbeat, so a worker's ids go back to the job
-  ``IDCRAWL_REDIS_LEASE_TIMEOUT`` (8 s by default) after its last poll. A
-  joining worker also releases, before its first poll, the workers of the job
-  that were processes of its own machine and have ended (a SIGKILL, a crash):
-  a replacement started next to a dead worker takes its ids at once.
+It drives a :class:`~idcrawl.distributed.frontier.RedisFrontier` and adds the poll (heartbeat, taking back
+stopped workers' ids, pushed targets, orphaned items), item acknowledgements after the feeds are flushed,
+waiting for the fleet, and liveness. Why: docs/architecture.md, "The fleet's protocol", "A worker".
 """
 
 from __future__ import annotations
@@ -50,7 +19,6 @@ from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
 
-from idcrawl import default_settings
 from idcrawl._scrapy import close_spider, engine_busy, sequential_host
 from idcrawl.config import config_of
 from idcrawl.core.clock import format_time
@@ -68,8 +36,10 @@ from idcrawl.distributed.connection import (
     connect,
     describe,
     job_prefix,
+    reply_text,
 )
-from idcrawl.distributed.frontier import RedisFrontier, RedisJob, StateLost, TargetConflict, check_distributed
+from idcrawl.distributed.frontier import RedisFrontier, StateLost, TargetConflict, check_distributed
+from idcrawl.distributed.job import RedisJob
 from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
 from idcrawl.distributed.runs import refused
 from idcrawl.distributed.urlqueue import RedisUrlQueue
@@ -128,39 +98,160 @@ class RedisWorker:
         return True
 
     def __init__(self, runtime: IdRuntime) -> None:
-        """Join the Redis job with the runtime's targets (none: wait for pushed ones), or one error line."""
+        """Join the Redis job with the runtime's targets (none: wait for pushed ones), or one error line
+        (:class:`~idcrawl.errors.BadInputError`): connect, check nobody else owns the job, join it."""
         self.runtime = runtime
-        self.crawler = crawler = runtime.crawler
-        settings = crawler.settings
-        spider_name = getattr(crawler.spidercls, "name", "idseq")
-        if runtime.wave > 1:  # a watching fleet's later wave: targets joined or pushed since are watched too
+        self.crawler = runtime.crawler
+        spider_name = getattr(self.crawler.spidercls, "name", "idseq")
+        self._check_ids(runtime, spider_name)
+        self.resume_notes: dict[str, str] = {}
+        self._connect(spider_name)
+        self._refuse_if_owned(spider_name)
+        try:
+            self._join(runtime, spider_name)
+        except RedisError as exc:  # out of memory, or gone while joining: one line, nothing half-read used
+            raise BadInputError(f"{spider_name}: {self._redis_failed(exc, 'as this worker joined the job')}") from None
+        self._init_running(runtime)
+        logger.info("idcrawl: worker %s of Redis job %r (%d targets of its own)",
+                    self.worker, self.job.prefix, len(runtime.targets))
+
+    # -- joining the job: the steps of __init__ ---------------------------------------------------
+
+    @staticmethod
+    def _check_ids(runtime: IdRuntime, spider_name: str) -> None:
+        """Refuse targets whose ids a distributed job cannot hold (a watching fleet's later wave watches
+        the targets joined or pushed since, too)."""
+        if runtime.wave > 1:
             runtime.targets[:] = watch_targets(runtime.targets)
         try:
             for target in runtime.targets:
                 check_distributed(target)
         except TargetError as exc:
             raise BadInputError(f"{spider_name}: bad input: {exc}") from None
-        self.resume_notes: dict[str, str] = {}
+
+    def _connect(self, spider_name: str) -> None:
+        """The job's Redis client (``noeviction`` checked) and its scripts."""
+        settings = self.crawler.settings
         try:
-            self.client: Any = connect(settings, stats=crawler.stats)
+            self.client: Any = connect(settings, stats=self.crawler.stats)
             warning = check_no_eviction(self.client, settings)
         except RedisUnavailable as exc:
             raise BadInputError(f"{spider_name}: {exc}") from None
         if warning:
             logger.warning("idcrawl: %s", warning)
         self.job = RedisJob(self.client, job_prefix(settings, spider_name))
+
+    def _refuse_if_owned(self, spider_name: str) -> None:
+        """One process per state: a single-process crawl writing this job's keys keeps workers out."""
         try:
-            owner = state_owner(self.client, self.job.prefix + "owner")
+            owner = state_owner(self.client, self.job.keys.owner)
         except RedisError as exc:
             raise BadInputError(f"{spider_name}: {safe(exc)}") from None
-        if owner is not None:  # one process per state: a single-process crawl writes this job's keys
+        if owner is not None:
             raise BadInputError(f"{spider_name}: Redis job {self.job.prefix!r} is in use by a single-process crawl "
-                                f"(held by {owner}; owner key {self.job.prefix + 'owner'!r}); a fleet worker "
+                                f"(held by {owner}; owner key {self.job.keys.owner!r}); a fleet worker "
                                 "cannot join it: wait for it to end, or stop it")
+
+    def _redis_failed(self, exc: Exception, when: str) -> str:
+        """The line for a failed Redis call: out of memory (``maxmemory`` with ``noeviction``), or another error."""
+        where = mask_secrets(describe(self.crawler.settings))
+        if is_oom(exc):
+            return (f"Redis at {where} is out of memory (maxmemory reached) {when}: the call was refused, nothing "
+                    f"was evicted; give Redis more memory (maxmemory) or clean finished jobs (scrapy idjob clean)")
+        return f"Redis at {where} failed {when}: {mask_secrets(str(exc))}"
+
+    def _join(self, runtime: IdRuntime, spider_name: str) -> None:
+        """Join the job: its targets checked against this worker's, its run, this worker's targets registered
+        and their resumes planned or joined (refused: the run is put back), the page records read."""
+        self._make_frontier()
+        #: the found pages' records of due runs (conditional revisits, items of changes only): distributed.pagerecords
+        self.pages = FleetPageBook(self.client, self.job.prefix, runtime.clock,
+                                   {target.name: target.policy for target in runtime.targets})
+        self.frontier.pages = self.pages  # a visited page's record goes with its outcome
+        self._due_ids: dict[str, list[int]] = {}  # resume=due: target -> its due pages, as this worker planned them
+        self._due_planned = 0  # the due pages of the plans this worker registered for the fleet
+        self._refuse_resets(runtime.targets, spider_name)
+        if runtime.targets and runtime.wave == 1:  # a later wave's worker has the targets it joined too
+            self._check_targets(runtime.targets, spider_name)
+        # the fleet's run this worker belongs to: its resume plans and the URL queue follow it (distributed.runs)
+        self.frontier.join_run(self._wave())
+        not_due: dict[str, str] = {}  # resume=due: target -> when its tail falls due (this worker's plan)
+        resumed = self._register(runtime.targets, spider_name, not_due)
+        self._note_resumes(runtime.targets, resumed, not_due)
         try:
-            self._join(runtime, spider_name)
-        except RedisError as exc:  # out of memory, or gone while joining: one line, nothing half-read used
-            raise BadInputError(f"{spider_name}: {self._redis_failed(exc, 'as this worker joined the job')}") from None
+            self._load_page_records()
+        except StateError as exc:
+            raise BadInputError(f"{spider_name}: {exc}") from None
+
+    def _make_frontier(self) -> None:
+        """This worker's identity, leases and frontier, from the settings."""
+        crawler, settings = self.crawler, self.crawler.settings
+        self.config = config = config_of(crawler)
+        self.worker = worker_id()
+        self.lease = config.redis_lease_timeout
+        self.poll_interval = config.redis_poll_interval
+        self.idle_timeout = config.redis_idle_timeout
+        self.frontier: RedisFrontier[Payload] = RedisFrontier(
+            self.job, self.worker,
+            block=config.redis_claim_block,
+            lease_ms=int(self.lease * 1000),
+            neutral=frozenset() if config.margin_counts_failed else frozenset({Outcome.FAILED}),
+            # the crawler's spider is set only once from_crawler returned: looked up when used
+            encode=lambda payload: encode_outputs(payload[2], crawler.spider),
+            decode=lambda lane, id_, blob: (lane, id_, decode_outputs(blob, crawler.spider)),
+            concurrency=settings.getint("CONCURRENT_REQUESTS"),
+            adaptive=config.speculation == "adaptive",
+            sequential=lambda target: sequential_host(settings, target.host),
+            max_held=config.max_held_payloads,
+        )
+        self._defaults = config.target_defaults()
+
+    def _refuse_resets(self, targets: list[Target], spider_name: str) -> None:
+        """Starting over is not a worker's word: each worker of the fleet would say it."""
+        for target in targets:
+            if target.resume in RESET_MODES:
+                raise BadInputError(
+                    f"{spider_name}: bad input: target {target.name!r}: resume={target.resume}: the workers of a "
+                    f"distributed job do not start it over: stop them and run scrapy idjob clean (Redis job "
+                    f"{self.job.prefix!r}), or give another IDCRAWL_REDIS_JOB"
+                )
+
+    def _register(self, targets: list[Target], spider_name: str, not_due: dict[str, str]) -> dict[str, str | None]:
+        """Add this worker's targets to the job and plan (or join) their resumes: auto (the default, as
+        bound), bound, holes, all, due, planned once for the job (:meth:`RedisFrontier.resume`). Returns
+        each target's verdict. Refused (a conflict, damaged state): the run is put back, one error line."""
+        resumed: dict[str, str | None] = {}
+        try:
+            for target in self._planned(targets):
+                self.frontier.add_target(target)
+                walk_tail = self._walk_tail(target, spider_name, not_due)
+                resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave(),
+                                                            due_pages=self._due_ids.get(target.name, ()))
+        except (TargetConflict, StateError) as exc:  # StateError: the job's stored state is damaged
+            if self.frontier.run is not None:  # refused: not a worker of the run, nothing saved changed
+                refused(self.client, self.job.prefix, self.worker, self.frontier.run)
+            what = "bad input: " if isinstance(exc, TargetConflict) and not isinstance(exc, StateLost) else ""
+            raise BadInputError(f"{spider_name}: {what}{exc}") from None
+        return resumed
+
+    def _note_resumes(self, targets: list[Target], resumed: dict[str, str | None], not_due: dict[str, str]) -> None:
+        """The plan lines' notes: lanes the job had walked, resumes registered or joined."""
+        for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
+            if lane.first_undecided != lane.start or lane.stopped or self.frontier.lane_direction[key] == "holes":
+                name = self.frontier.lane_target[key].name
+                self.resume_notes[name] = "resumed (Redis job): lanes go on where its workers left them"
+        for target in targets:
+            verdict = resumed.get(target.name)
+            if verdict is not None:  # the plan line shows the holes lane itself ("holes: N ids to refetch")
+                self.resume_notes[target.name] = f"resumed (Redis job, resume={target.resume}): " + (
+                    "registered for the fleet" if verdict == "created" else "joined the fleet's resume in progress")
+                if verdict == "created" and self._due_ids.get(target.name):
+                    self._due_planned += len(self._due_ids[target.name])
+                if verdict == "created" and target.name in not_due:
+                    self.resume_notes[target.name] += f"; {not_due[target.name]}"
+
+    def _init_running(self, runtime: IdRuntime) -> None:
+        """What the joined worker keeps while it runs: polls, acknowledgements, retries, outages."""
         #: ascending lanes whose walk this worker has not yet seen applied to its tail's schedule (settle_tails)
         self._tails_open = {key for key, direction in self.frontier.lane_direction.items() if direction == "asc"}
         #: the crawl scope's URL queue shared by the fleet (url_queue; None: no crawl scope)
@@ -179,10 +270,8 @@ class RedisWorker:
         #: those written (harvested at the next acknowledgement, after the feeds' flush: hold_page)
         self._unwritten_pages = UnwrittenItems(page_key)
         self._written_pages: list[Callable[[], None]] = []
-        self._ack_batch = settings.getint("IDCRAWL_STATE_COMMIT_ITEMS", default_settings.IDCRAWL_STATE_COMMIT_ITEMS)
-        self._ack_interval = settings.getfloat(
-            "IDCRAWL_STATE_COMMIT_INTERVAL", default_settings.IDCRAWL_STATE_COMMIT_INTERVAL
-        )
+        self._ack_batch = self.config.state_commit_items
+        self._ack_interval = self.config.state_commit_interval
         self._last_ack = time.monotonic()
         self._closed = False
         self._quiet_polls = 0
@@ -194,108 +283,20 @@ class RedisWorker:
         self._down_since: float | None = None
         self._checked_at: float | None = None  # monotonic time of the last poll that found the job's keys there
         self._joined_at = time.monotonic()
-        self.no_progress_leases = settings.getfloat(
-            "IDCRAWL_REDIS_NO_PROGRESS_LEASES", default_settings.IDCRAWL_REDIS_NO_PROGRESS_LEASES)
+        self.no_progress_leases = self.config.redis_no_progress_leases
         self._acked_recently: set[str] = set()
         self._taken = 0  # ids given back to the job when this worker left
-        logger.info("idcrawl: worker %s of Redis job %r (%d targets of its own)",
-                    self.worker, self.job.prefix, len(runtime.targets))
-
-    def _redis_failed(self, exc: Exception, when: str) -> str:
-        """The line for a failed Redis call: out of memory (``maxmemory`` with ``noeviction``), or another error."""
-        where = mask_secrets(describe(self.crawler.settings))
-        if is_oom(exc):
-            return (f"Redis at {where} is out of memory (maxmemory reached) {when}: the call was refused, nothing "
-                    f"was evicted; give Redis more memory (maxmemory) or clean finished jobs (scrapy idjob clean)")
-        return f"Redis at {where} failed {when}: {mask_secrets(str(exc))}"
-
-    def _join(self, runtime: IdRuntime, spider_name: str) -> None:
-        """Join the job: its targets checked against this worker's, its run, this worker's targets registered."""
-        crawler, settings = self.crawler, self.crawler.settings
-        self.worker = worker_id()
-        counts_failed = settings.getbool("IDCRAWL_MARGIN_COUNTS_FAILED", default_settings.IDCRAWL_MARGIN_COUNTS_FAILED)
-        self.lease = settings.getfloat("IDCRAWL_REDIS_LEASE_TIMEOUT", default_settings.IDCRAWL_REDIS_LEASE_TIMEOUT)
-        self.poll_interval = settings.getfloat(
-            "IDCRAWL_REDIS_POLL_INTERVAL", default_settings.IDCRAWL_REDIS_POLL_INTERVAL
-        )
-        self.idle_timeout = settings.getfloat(
-            "IDCRAWL_REDIS_IDLE_TIMEOUT", default_settings.IDCRAWL_REDIS_IDLE_TIMEOUT
-        )
-        self.frontier: RedisFrontier[Payload] = RedisFrontier(
-            self.job, self.worker,
-            block=settings.getint("IDCRAWL_REDIS_CLAIM_BLOCK", default_settings.IDCRAWL_REDIS_CLAIM_BLOCK),
-            lease_ms=int(self.lease * 1000),
-            neutral=frozenset() if counts_failed else frozenset({Outcome.FAILED}),
-            # the crawler's spider is set only once from_crawler returned: looked up when used
-            encode=lambda payload: encode_outputs(payload[2], crawler.spider),
-            decode=lambda lane, id_, blob: (lane, id_, decode_outputs(blob, crawler.spider)),
-            concurrency=settings.getint("CONCURRENT_REQUESTS"),
-            adaptive=str(settings.get("IDCRAWL_SPECULATION", default_settings.IDCRAWL_SPECULATION)).strip().lower()
-            == "adaptive",
-            sequential=lambda target: sequential_host(settings, target.host),
-            max_held=settings.getint("IDCRAWL_MAX_HELD_PAYLOADS", default_settings.IDCRAWL_MAX_HELD_PAYLOADS),
-        )
-        self._defaults = config_of(crawler).target_defaults()
-        #: the page records of due runs (conditional revisits, items of changes only): distributed.pagerecords
-        self.pages = FleetPageBook(self.client, self.job.prefix, runtime.clock,
-                                   {target.name: target.policy for target in runtime.targets})
-        self.frontier.pages = self.pages  # a visited page's record goes with its outcome
-        self._due_ids: dict[str, list[int]] = {}  # resume=due: target -> its due pages, as this worker planned them
-        self._due_planned = 0  # the due pages of the plans this worker registered for the fleet
-        resumed: dict[str, str | None] = {}
-        not_due: dict[str, str] = {}  # resume=due: target -> when its tail falls due (this worker's plan)
-        for target in runtime.targets:  # starting over is not a worker's word: each worker of the fleet would say it
-            if target.resume in RESET_MODES:
-                raise BadInputError(
-                    f"{spider_name}: bad input: target {target.name!r}: resume={target.resume}: the workers of a "
-                    f"distributed job do not start it over: stop them and run scrapy idjob clean (Redis job "
-                    f"{self.job.prefix!r}), or give another IDCRAWL_REDIS_JOB"
-                )
-        if runtime.targets and runtime.wave == 1:  # a later wave's worker has the targets it joined too
-            self._check_targets(runtime.targets, spider_name)
-        # the fleet's run this worker belongs to: its resume plans and the URL queue follow it (distributed.runs)
-        self.frontier.join_run(self._wave())
-        try:
-            for target in self._planned(runtime.targets):
-                self.frontier.add_target(target)
-                # auto (the default, as bound), bound, holes, all, due: planned once for the job (RedisFrontier.resume)
-                walk_tail = self._walk_tail(target, spider_name, not_due)
-                resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave(),
-                                                            due_pages=self._due_ids.get(target.name, ()))
-        except (TargetConflict, StateError) as exc:  # StateError: the job's stored state is damaged
-            if self.frontier.run is not None:  # refused: not a worker of the run, nothing saved changed
-                refused(self.client, self.job.prefix, self.worker, self.frontier.run)
-            what = "bad input: " if isinstance(exc, TargetConflict) and not isinstance(exc, StateLost) else ""
-            raise BadInputError(f"{spider_name}: {what}{exc}") from None
-        for key, lane in self.frontier.lanes.items():  # mirrors of the job's lanes: has it walked them?
-            if lane.first_undecided != lane.start or lane.stopped or self.frontier.lane_direction[key] == "holes":
-                name = self.frontier.lane_target[key].name
-                self.resume_notes[name] = "resumed (Redis job): lanes go on where its workers left them"
-        for target in runtime.targets:
-            verdict = resumed.get(target.name)
-            if verdict is not None:  # the plan line shows the holes lane itself ("holes: N ids to refetch")
-                self.resume_notes[target.name] = f"resumed (Redis job, resume={target.resume}): " + (
-                    "registered for the fleet" if verdict == "created" else "joined the fleet's resume in progress")
-                if verdict == "created" and self._due_ids.get(target.name):
-                    self._due_planned += len(self._due_ids[target.name])
-                if verdict == "created" and target.name in not_due:
-                    self.resume_notes[target.name] += f"; {not_due[target.name]}"
-        try:
-            self._load_page_records()
-        except StateError as exc:
-            raise BadInputError(f"{spider_name}: {exc}") from None
 
     def _check_targets(self, targets: list[Target], spider_name: str) -> None:
         """A fleet job's targets are one set: a worker whose targets differ from the job's is refused in one
         line, unless ``IDCRAWL_REDIS_MERGE_TARGETS`` (then its new targets join the job, as pushed ones do)."""
-        merge = self.crawler.settings.getbool("IDCRAWL_REDIS_MERGE_TARGETS",
-                                              default_settings.IDCRAWL_REDIS_MERGE_TARGETS)
+        merge = self.config.redis_merge_targets
         differs = self.job.check_targets([target.name for target in targets], merge)
         if differs is None:
             return
-        extra, missing = differs
+        extra, missing = differs.extra, differs.missing
 
-        def names(items: list[str]) -> str:
+        def names(items: tuple[str, ...]) -> str:
             shown = ", ".join(repr(safe(name)) for name in items[:5])
             return shown + (f" and {len(items) - 5} more" if len(items) > 5 else "")
 
@@ -319,7 +320,7 @@ class RedisWorker:
         """Watch mode: before planning a wave, apply the rule to any walk of a due target's tail that ended
         but was not applied (its worker was killed between the walk's end and its poll), so that the plan
         sees the tail walked and does not walk it again in the same wave."""
-        if not self.crawler.settings.getbool("IDCRAWL_WATCH", default_settings.IDCRAWL_WATCH):
+        if not self.config.watch:
             return
         from idcrawl.core.frontier import lane_specs
         from idcrawl.distributed.tails import settle_tail
@@ -426,8 +427,8 @@ class RedisWorker:
 
         pipe = self.client.pipeline(transaction=False)
         for key in ended:
-            pipe.hget(self.job.key("L:", key), "walk")
-            pipe.hget(self.job.key("tailwalk"), self.frontier.lane_target[key].name)
+            pipe.hget(self.job.keys.lane(key), "walk")
+            pipe.hget(self.job.keys.tailwalk, self.frontier.lane_target[key].name)
         replies = pipe.execute()
         applied = 0
         now = self.runtime.clock.now()
@@ -482,14 +483,13 @@ class RedisWorker:
         left to the lease (``IDCRAWL_REDIS_LEASE_TIMEOUT``).
         """
         try:
-            members = self.client.zrange(self.job.key("workers"), 0, -1)
-            gone = [w for w in (m.decode() if isinstance(m, bytes) else str(m) for m in members)
-                    if w != self.worker and worker_gone(w)]
+            members = self.client.zrange(self.job.keys.workers, 0, -1)
+            gone = [w for w in map(reply_text, members) if w != self.worker and worker_gone(w)]
             ids = 0
             for worker in gone:
-                ids += int(self.job.leave(worker))
+                ids += self.job.leave(worker)
             if gone:
-                self.client.hincrby(self.job.key("job"), "reclaimed_workers", len(gone))
+                self.client.hincrby(self.job.keys.job, "reclaimed_workers", len(gone))
         except RedisError as exc:
             self._outage(exc)
             return
@@ -627,7 +627,7 @@ class RedisWorker:
             return
         fields, self._written = self._written, []
         try:
-            self.client.hdel(self.job.key("W:", self.worker, ":emit"), *fields)
+            self.client.hdel(self.job.keys.emit(self.worker), *fields)
         except RedisError as exc:
             self._written = fields + self._written
             self._outage(exc)
@@ -670,15 +670,10 @@ class RedisWorker:
     def _recover_emits(self) -> None:
         """Outputs Redis released to this worker in a reply that never arrived (a call cut by the outage)."""
         known = {field for _, field in self._unwritten.pending()} | set(self._written) | self._acked_recently
-        raw = self.client.hgetall(self.job.key("W:", self.worker, ":emit"))
-        released: list[Payload] = []
         spider = self.crawler.spider
-        for field_raw, blob in raw.items():
-            field = field_raw.decode() if isinstance(field_raw, bytes) else str(field_raw)
-            if field in known:
-                continue
-            lane_key, _, id_text = field.rpartition("|")
-            released.append((lane_key, self.frontier.id_of(lane_key, int(id_text)), decode_outputs(blob, spider)))
+        released: list[Payload] = [
+            (item.lane, self.frontier.id_of(item.lane, item.id), decode_outputs(item.blob, spider))
+            for item in self.job.emitted(self.worker) if item.field not in known]
         if released:
             logger.warning("idcrawl: %d items released during the Redis outage are emitted now", len(released))
             self._inc(f"{PREFIX}/recovered", len(released))
@@ -730,7 +725,7 @@ class RedisWorker:
             if urls.ready or urls.taken_by_others or urls.taken_here:
                 self._idle_since = time.monotonic()
         status = frontier.status
-        lost = [self.job.key("L:", key) for key in sorted(frontier.vanished)[:5]] or (
+        lost = [self.job.keys.lane(key) for key in sorted(frontier.vanished)[:5]] or (
             [status.lost] if status.lost else [])
         if lost:
             logger.error("idcrawl: the job's keys %s are gone from Redis (evicted, deleted, or Redis restarted "
@@ -834,7 +829,7 @@ class RedisWorker:
     def _pop_feed(self) -> None:
         """Take pushed targets (``LPOP`` of the feed key): register them for the whole job."""
         while True:
-            raw = self.client.lpop(self.job.key("feed"))
+            raw = self.client.lpop(self.job.keys.feed)
             if raw is None:
                 return
             try:
@@ -860,14 +855,10 @@ class RedisWorker:
 
     def _adopt(self) -> None:
         """Emit the outputs a stopped worker had received but not acknowledged."""
-        reply = self.job.adopt(self.worker, 64)
-        released: list[Payload] = []
         spider = self.crawler.spider
-        for i in range(0, len(reply), 2):
-            field = reply[i].decode() if isinstance(reply[i], bytes) else str(reply[i])
-            lane_key, _, id_text = field.rpartition("|")
-            id_ = self.frontier.id_of(lane_key, int(id_text))
-            released.append((lane_key, id_, decode_outputs(reply[i + 1], spider)))
+        released: list[Payload] = [
+            (item.lane, self.frontier.id_of(item.lane, item.id), decode_outputs(item.blob, spider))
+            for item in self.job.adopt(self.worker, 64)]
         if not released:
             return
         self._inc(f"{PREFIX}/adopted", len(released))
@@ -901,7 +892,7 @@ class RedisWorker:
         idle_since = max(self._idle_since, self.frontier.last_activity)
         if self.idle_timeout <= 0 or time.monotonic() - idle_since < self.idle_timeout:
             return
-        if self.frontier.inflight or any(self.frontier._buffers.values()):
+        if self.frontier.inflight or self.frontier.buffered():
             return
         engine = self.crawler.engine
         if engine is not None and not self._closed:

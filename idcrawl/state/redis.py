@@ -19,6 +19,7 @@ from idcrawl.core.recrawl import Schedule, record_of
 from idcrawl.core.safetext import mask_secrets
 from idcrawl.state import decode
 from idcrawl.state.base import FeedMarks, RunRecord, StateError, StateStore, TargetState
+from idcrawl.state.keys import JobKeys
 
 if TYPE_CHECKING:
     import redis
@@ -45,11 +46,10 @@ class RedisStateStore(StateStore):
     def __init__(self, client: redis.Redis, prefix: str, *, read_only: bool = False) -> None:
         self.client: Any = client  # redis-py's reply types are unions of bytes and str
         self.prefix = prefix
+        self.keys = JobKeys(prefix)
         self.read_only = read_only
         self.path = prefix  # what error lines and `idplan` show as the state's location
 
-    def _key(self, *parts: str) -> str:
-        return self.prefix + "".join(parts)
 
     def _error(self, exc: Exception) -> StateError:
         """A Redis error as a state error; out of memory and no answer carry the fleet's finish reasons."""
@@ -79,16 +79,17 @@ class RedisStateStore(StateStore):
         return sorted(names)
 
     def _names(self) -> set[str]:
-        return {_text(n) for n in self.client.hkeys(self._key("targets"))}
+        return {_text(n) for n in self.client.hkeys(self.keys.targets)}
 
     def _params(self, name: str) -> dict[str, Any] | None:
         """A stored target's identity params, or None if the state has no such target."""
-        raw = self.client.hget(self._key("targets"), name)
-        return decode.params(raw, self._where("targets"), name) if raw is not None else None
+        raw = self.client.hget(self.keys.targets, name)
+        return decode.params(raw, self._where(self.keys.targets), name) if raw is not None else None
 
-    def _where(self, *parts: str) -> str:
+    @staticmethod
+    def _where(key: str) -> str:
         """A Redis key as damage reports name it."""
-        return f"key {self._key(*parts)!r}"
+        return f"key {key!r}"
 
     @property
     def _source(self) -> str:
@@ -106,12 +107,12 @@ class RedisStateStore(StateStore):
                 if params is None:
                     return None
                 state = TargetState(name, params)
-                where = self._where("o:", name)
-                for outcome, blob in self.client.hgetall(self._key("o:", name)).items():
+                where = self._where(self.keys.outcomes(name))
+                for outcome, blob in self.client.hgetall(self.keys.outcomes(name)).items():
                     kind = decode.outcome(outcome, where, name)
                     state.outcomes[kind] = decode.bitmap(blob, where, name, kind.value)
-                where = self._where("lanes:", name)
-                for key, raw in self.client.hgetall(self._key("lanes:", name)).items():
+                where = self._where(self.keys.lane_records(name))
+                for key, raw in self.client.hgetall(self.keys.lane_records(name)).items():
                     state.lanes[_text(key)] = decode.lane_record(raw, where, name, _text(key))
                 self._more_lanes(name, state)
         except redis.RedisError as exc:
@@ -122,18 +123,18 @@ class RedisStateStore(StateStore):
         import redis
 
         try:
-            rows = self.client.hgetall(self._key("pages:", name))
+            rows = self.client.hgetall(self.keys.pages(name))
         except redis.RedisError as exc:
             raise self._error(exc) from None
         with decode.reading(self._source):
-            return dict(decode.page_record(raw, self._where("pages:", name), name, _text(id_))
+            return dict(decode.page_record(raw, self._where(self.keys.pages(name)), name, _text(id_))
                         for id_, raw in rows.items())
 
     # -- the index of page due times ------------------------------------------------------
 
     def pages_indexed(self, name: str) -> bool:
         """Whether ``P pagedue:<name>`` holds every page record of ``name``."""
-        return bool(self.client.sismember(self._key("pageidx"), name))
+        return bool(self.client.sismember(self.keys.pageidx, name))
 
     def index_pages(self, name: str) -> bool:
         """Make sure the index of ``name``'s page due times is complete: built once from the records of a
@@ -146,7 +147,7 @@ class RedisStateStore(StateStore):
                 return True
             if self.read_only:
                 return False
-            pages, due = self._key("pages:", name), self._key("pagedue:", name)
+            pages, due = self.keys.pages(name), self.keys.page_due(name)
             with self.client.pipeline() as pipe:
                 while True:
                     try:
@@ -156,10 +157,10 @@ class RedisStateStore(StateStore):
                         pipe.delete(due)
                         if rows:
                             with decode.reading(self._source):
-                                records = (decode.page_record(raw, self._where("pages:", name), name, _text(id_))
+                                records = (decode.page_record(raw, self._where(self.keys.pages(name)), name, _text(id_))
                                            for id_, raw in rows.items())
                                 pipe.zadd(due, {str(id_): schedule.due_at() for id_, schedule in records})
-                        pipe.sadd(self._key("pageidx"), name)
+                        pipe.sadd(self.keys.pageidx, name)
                         pipe.execute()
                         return True
                     except redis.WatchError:
@@ -175,11 +176,11 @@ class RedisStateStore(StateStore):
         try:
             for at in range(0, len(ids), 1000):
                 chunk = list(ids[at:at + 1000])
-                for id_, raw in zip(chunk, self.client.hmget(self._key("pages:", name), [str(i) for i in chunk]),
+                for id_, raw in zip(chunk, self.client.hmget(self.keys.pages(name), [str(i) for i in chunk]),
                                     strict=True):
                     if raw is not None:
                         with decode.reading(self._source):
-                            found[id_] = decode.page_record(raw, self._where("pages:", name), name, id_)[1]
+                            found[id_] = decode.page_record(raw, self._where(self.keys.pages(name)), name, id_)[1]
         except redis.RedisError as exc:
             raise self._error(exc) from None
         return found
@@ -190,7 +191,7 @@ class RedisStateStore(StateStore):
         import redis
 
         try:
-            ids = [int(i) for i in self.client.zrangebyscore(self._key("pagedue:", name), "-inf", now)]
+            ids = [int(i) for i in self.client.zrangebyscore(self.keys.page_due(name), "-inf", now)]
         except redis.RedisError as exc:
             raise self._error(exc) from None
         return self.load_page_ids(name, ids)
@@ -200,7 +201,7 @@ class RedisStateStore(StateStore):
         import redis
 
         try:
-            return BitMap64(int(i) for i in self.client.zrange(self._key("pagedue:", name), 0, -1))
+            return BitMap64(int(i) for i in self.client.zrange(self.keys.page_due(name), 0, -1))
         except redis.RedisError as exc:
             raise self._error(exc) from None
 
@@ -213,7 +214,7 @@ class RedisStateStore(StateStore):
         try:
             if not self.index_pages(name):
                 return super().next_page_due(name, now, gone_limit)
-            key, offset = self._key("pagedue:", name), 0
+            key, offset = self.keys.page_due(name), 0
             while True:
                 rows = self.client.zrangebyscore(key, now, "+inf", start=offset, num=64, withscores=True)
                 if not rows:
@@ -229,15 +230,15 @@ class RedisStateStore(StateStore):
         import redis
 
         try:
-            run = self.client.get(self._key("feedrun"))
+            run = self.client.get(self.keys.feedrun)
             if run is None:
                 return None
-            offsets = self.client.hgetall(self._key("feeds:", _text(run)))
+            offsets = self.client.hgetall(self.keys.feed_marks(_text(run)))
         except redis.RedisError as exc:
             raise self._error(exc) from None
         with decode.reading(self._source):
-            run_id = decode.feed_mark(run, "", 0, self._where("feedrun"))[0]
-            where = self._where("feeds:", _text(run))
+            run_id = decode.feed_mark(run, "", 0, self._where(self.keys.feedrun))[0]
+            where = self._where(self.keys.feed_marks(_text(run)))
             marks = [decode.feed_mark(run_id, path, offset, where) for path, offset in offsets.items()]
         return FeedMarks(run_id, {path: offset for _, path, offset in marks})
 
@@ -245,21 +246,21 @@ class RedisStateStore(StateStore):
         import redis
 
         try:
-            rows = self.client.hgetall(self._key("tails"))
+            rows = self.client.hgetall(self.keys.tails)
         except redis.RedisError as exc:
             raise self._error(exc) from None
         with decode.reading(self._source):
-            return {_text(name): decode.tail_record(raw, self._where("tails"), _text(name))
+            return {_text(name): decode.tail_record(raw, self._where(self.keys.tails), _text(name))
                     for name, raw in sorted(rows.items())}
 
     def runs(self) -> list[RunRecord]:
         import redis
 
         try:
-            raw_rows = self.client.lrange(self._key("runs"), 0, -1)
+            raw_rows = self.client.lrange(self.keys.runs, 0, -1)
         except redis.RedisError as exc:
             raise self._error(exc) from None
-        where = self._where("runs")
+        where = self._where(self.keys.runs)
         by_id: dict[int, dict[str, Any]] = {}
         with decode.reading(self._source):
             for raw in raw_rows:  # a run's end is appended as a second row with the same id
@@ -285,7 +286,7 @@ class RedisStateStore(StateStore):
 
         self._writable()
         names = [name for name, by in outcomes.items() if any(by.values())]
-        keys = [self._key("o:", name) for name in names]
+        keys = [self.keys.outcomes(name) for name in names]
         try:
             while True:
                 with self.client.pipeline() as pipe:
@@ -299,30 +300,30 @@ class RedisStateStore(StateStore):
                             merged[key] = merge_outcomes(existing, dict(outcomes[name]))
                         pipe.multi()
                         for name, values in params.items():
-                            pipe.hset(self._key("targets"), name, json.dumps(values, sort_keys=True))
+                            pipe.hset(self.keys.targets, name, json.dumps(values, sort_keys=True))
                         for key, by_outcome in merged.items():
                             pipe.delete(key)
                             if by_outcome:
                                 pipe.hset(key, mapping={o.value: ids.serialize() for o, ids in by_outcome.items()})
                         for name, records in lanes.items():
                             if records:
-                                pipe.hset(self._key("lanes:", name),
+                                pipe.hset(self.keys.lane_records(name),
                                           mapping={k: json.dumps(asdict(r)) for k, r in records.items()})
                         if feeds is not None and feeds.offsets:
-                            pipe.hset(self._key("feeds:", str(feeds.run_id)), mapping=dict(feeds.offsets))
-                            pipe.set(self._key("feedrun"), feeds.run_id)
+                            pipe.hset(self.keys.feed_marks(str(feeds.run_id)), mapping=dict(feeds.offsets))
+                            pipe.set(self.keys.feedrun, feeds.run_id)
                         for name, page_records in (pages or {}).items():
                             kept = {str(i): schedule_to_json(r) for i, r in page_records.items() if r is not None}
                             left = [str(i) for i, r in page_records.items() if r is None]
                             if kept:
-                                pipe.hset(self._key("pages:", name), mapping=kept)
-                                pipe.zadd(self._key("pagedue:", name), {
+                                pipe.hset(self.keys.pages(name), mapping=kept)
+                                pipe.zadd(self.keys.page_due(name), {
                                     str(i): r.due_at() for i, r in page_records.items() if r is not None})
                             if left:
-                                pipe.hdel(self._key("pages:", name), *left)
-                                pipe.zrem(self._key("pagedue:", name), *left)
+                                pipe.hdel(self.keys.pages(name), *left)
+                                pipe.zrem(self.keys.page_due(name), *left)
                         if tails:
-                            pipe.hset(self._key("tails"),
+                            pipe.hset(self.keys.tails,
                                       mapping={n: json.dumps(record_of(t)) for n, t in tails.items()})
                         pipe.execute()
                         return
@@ -337,10 +338,10 @@ class RedisStateStore(StateStore):
         self._writable()
         try:
             with self.client.pipeline() as pipe:  # one MULTI: outcomes, lanes, page records and tail schedule
-                pipe.delete(self._key("o:", name), self._key("lanes:", name), self._key("pages:", name),
-                            self._key("pagedue:", name))
-                pipe.sadd(self._key("pageidx"), name)  # no records: an empty index is complete
-                pipe.hdel(self._key("tails"), name)
+                pipe.delete(self.keys.outcomes(name), self.keys.lane_records(name), self.keys.pages(name),
+                            self.keys.page_due(name))
+                pipe.sadd(self.keys.pageidx, name)  # no records: an empty index is complete
+                pipe.hdel(self.keys.tails, name)
                 pipe.execute()
         except redis.RedisError as exc:
             raise self._error(exc) from None
@@ -350,11 +351,11 @@ class RedisStateStore(StateStore):
 
         self._writable()
         try:
-            run_id = int(self.client.incr(self._key("runseq")))
+            run_id = int(self.client.incr(self.keys.runseq))
             row: dict[str, Any] = {"id": run_id, "started_at": started_at}
             if targets is not None:
                 row["targets"] = sorted(targets)
-            self.client.rpush(self._key("runs"), json.dumps(row))
+            self.client.rpush(self.keys.runs, json.dumps(row))
         except redis.RedisError as exc:
             raise self._error(exc) from None
         return run_id
@@ -364,7 +365,7 @@ class RedisStateStore(StateStore):
 
         self._writable()
         try:
-            self.client.rpush(self._key("runs"), json.dumps(
+            self.client.rpush(self.keys.runs, json.dumps(
                 {"id": run_id, "ended_at": ended_at, "finish_reason": finish_reason, "counts": dict(counts)}
             ))
         except redis.RedisError as exc:

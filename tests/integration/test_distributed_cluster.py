@@ -19,7 +19,8 @@ from collections.abc import Iterator
 import pytest
 
 from idcrawl.distributed.dupefilters import RedisBloomSeen
-from idcrawl.distributed.frontier import RedisFrontier, RedisJob
+from idcrawl.distributed.frontier import RedisFrontier
+from idcrawl.distributed.job import RedisJob
 from tests.integration.test_distributed_frontier import drive, exists, target
 from tests.support.redis_server import RedisServer, in_ci, redis_server_missing
 from tests.support.reference import lane_truth

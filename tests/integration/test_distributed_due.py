@@ -302,7 +302,7 @@ def test_workers_that_join_take_the_first_workers_plan_whatever_their_clock_says
     for w in run1:
         w.job.leave(w.worker)
     asc = "reg:asc"
-    cut = int(run1[0].job.client.hget(run1[0].job.key("L:", asc), "cut"))
+    cut = int(run1[0].job.client.hget(run1[0].job.keys.lane(asc), "cut"))
     due = target(direction="asc", resume="due")
     first, late = frontier(redis_server, "b0"), frontier(redis_server, "b1")
     first.add_target(due)
@@ -317,5 +317,5 @@ def test_workers_that_join_take_the_first_workers_plan_whatever_their_clock_says
         # (claims may take ids past the cut within the window, 8)
         assert set(range(1020, 1025)) <= set(fetched) and min(fetched) == 1020 and max(fetched) < 1020 + 5 + 8
         assert Counter(fetched).most_common(1)[0][1] == 1, "each id by one worker"
-    assert int(first.job.client.hget(first.job.key("L:", asc), "walk") or 0) == int(first_walks)
-    assert int(first.job.client.hget(first.job.key("L:", asc), "cut")) == cut
+    assert int(first.job.client.hget(first.job.keys.lane(asc), "walk") or 0) == int(first_walks)
+    assert int(first.job.client.hget(first.job.keys.lane(asc), "cut")) == cut

@@ -14,7 +14,8 @@ from idcrawl.core.frontier import Frontier
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import plan_lane
 from idcrawl.core.targets import parse_target
-from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict
+from idcrawl.distributed.frontier import RedisFrontier, TargetConflict
+from idcrawl.distributed.job import RedisJob
 from idcrawl.distributed.state import JobStateStore, decode_bits
 from idcrawl.state.redis import RedisStateStore
 from tests.support.reference import lane_truth, shared_emitter_truth
@@ -67,8 +68,8 @@ def drive(workers: list[RedisFrontier], rng: random.Random, *, stop_after: dict[
             w.poll()
             if w.status.orphans:  # outputs a stopped worker had not acknowledged: emitted again
                 adopted = w.job.adopt(w.worker, 100)
-                emitted += [int(adopted[j].decode().rpartition("|")[2]) for j in range(0, len(adopted), 2)]
-                w.job.client.delete(w.job.key("W:", w.worker, ":emit"))
+                emitted += [item.id for item in adopted]
+                w.job.client.delete(w.job.keys.emit(w.worker))
         if all(w.status.finished for w in (workers[i] for i in alive)) and not any(held[i] for i in alive):
             break
         i = rng.choice(alive)
@@ -191,7 +192,7 @@ class HeldCapWatch:
             w.job.record = self._record(w.job.record)  # type: ignore[method-assign]
 
     def space(self, lane: str) -> str | None:
-        base = self.client.hget(self.job.key("L:", lane), "space")
+        base = self.client.hget(self.job.keys.lane(lane), "space")
         return base.decode() if base is not None else None
 
     def held(self, base: str) -> set[bytes]:
@@ -203,7 +204,7 @@ class HeldCapWatch:
         self.most = max(self.most, len(held))
         self.steps += 1
         if self.ahead is not None:
-            nxt, fu, step = self.client.hmget(self.job.key("L:", self.ahead), "next", "fu", "step")
+            nxt, fu, step = self.client.hmget(self.job.keys.lane(self.ahead), "next", "fu", "step")
             total = len(held) + (int(nxt) - int(fu)) * int(step)
             if self.last[0] >= self.cap > 0:
                 assert total <= self.last[1], "held payloads and the lane's ids out grew at the cap"
@@ -215,11 +216,11 @@ class HeldCapWatch:
             if base is None:
                 return claim(worker, lane, n, lease_ms, speculation, max_held)
             at_cap = len(self.held(base)) >= self.cap > 0 and not self.client.zcard(f"{base}:blk:{lane}")
-            before = self.client.hget(self.job.key("L:", lane), "next")
+            before = self.client.hget(self.job.keys.lane(lane), "next")
             reply = claim(worker, lane, n, lease_ms, speculation, max_held)
             if at_cap:
-                assert self.client.hget(self.job.key("L:", lane), "next") == before, "new ids at the cap"
-            if reply and int(reply[5][3]):  # the cap kept this claim from new ids: it was at the cap
+                assert self.client.hget(self.job.keys.lane(lane), "next") == before, "new ids at the cap"
+            if reply and reply.capped:  # the cap kept this claim from new ids: it was at the cap
                 assert at_cap
                 self.capped_claims += 1
             self._check(base)
@@ -381,7 +382,7 @@ def test_items_released_to_a_worker_that_stops_become_orphans(redis_server) -> N
     client = redis.Redis.from_url(redis_server.url)
     assert client.hlen("t:{job}:orphans") == 3
     adopted = b.job.adopt("b", 10)
-    assert sorted(pickle.loads(adopted[i + 1]) for i in range(0, len(adopted), 2)) == [[1000], [1001], [1002]]
+    assert sorted(pickle.loads(item.blob) for item in adopted) == [[1000], [1001], [1002]]
 
 
 def test_the_same_target_name_with_other_parameters_is_refused(redis_server) -> None:
@@ -454,8 +455,8 @@ def test_a_worker_stopped_with_ids_of_a_cut_lane_that_another_lane_waits_for_is_
         for t in targets:
             w.add_target(t)
     live, dead = workers[1], workers[0]
-    assert [int(i) for i in live.job.claim("w1", "a:asc", 3, 300)[6:]] == [1010, 1011, 1012]
-    assert [int(i) for i in dead.job.claim("w0", "a:asc", 3, 300)[6:]] == [1013, 1014, 1015]  # then w0 stops
+    assert list(live.job.claim("w1", "a:asc", 3, 300).ids) == [1010, 1011, 1012]
+    assert list(dead.job.claim("w0", "a:asc", 3, 300).ids) == [1013, 1014, 1015]  # then w0 stops
     for id_ in (1010, 1011, 1012):  # missing: lane a is cut at 1011 while w0 holds 1013..1015
         live.job.record("w1", "a:asc", id_, 1, b"")  # 1: missing
     emitted, _ = drive(workers[1:], random.Random(9))
@@ -470,7 +471,7 @@ def test_polite_reserves_a_slot_and_moves_its_next_start_to_a_gap_after_a_reques
     gap would have run out."""
     client = redis.Redis.from_url(redis_server.url)
     job = RedisJob(client, "t:{polite}:")
-    key, gap_ms = job.key("polite:", "h"), 60_000
+    key, gap_ms = job.keys.polite("h"), 60_000
 
     def stored() -> tuple[int, str]:
         at, _, token = client.get(key).decode().partition(" ")

@@ -48,12 +48,12 @@ def test_ids_claimed_in_a_lost_reply_go_back_to_the_job(redis_server) -> None:
     assert first is not None and first.id == 1000  # 1001 and 1002 wait in the worker's buffer
     # a CLAIM that ran in Redis but whose reply the worker never read (the connection dropped)
     lost = worker.job.claim("w1", "reg:asc", 3, 60_000)
-    assert [int(i) for i in lost[6:]] == [1003, 1004, 1005]
+    assert list(lost.ids) == [1003, 1004, 1005]
 
     assert worker.give_back_unknown() == 3  # only the unknown ones: 1000 in flight, 1001-1002 buffered
     client = worker.job.client
-    assert [int(i) for i in client.lrange(worker.job.key("L:reg:asc:free"), 0, -1)] == [1003, 1004, 1005]
-    assert sorted(int(i) for i in client.hkeys(worker.job.key("L:reg:asc:own"))) == [1000, 1001, 1002]
+    assert [int(i) for i in client.lrange(worker.job.keys.lane("reg:asc", "free"), 0, -1)] == [1003, 1004, 1005]
+    assert sorted(int(i) for i in client.hkeys(worker.job.keys.lane("reg:asc", "own"))) == [1000, 1001, 1002]
     assert worker.give_back_unknown() == 0  # nothing twice
 
     # the lane goes on: decided in any order, every id gets an outcome and the prefix moves past them

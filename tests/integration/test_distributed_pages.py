@@ -199,7 +199,7 @@ def test_a_workers_page_record_is_written_in_the_call_that_records_its_outcome(r
     from idcrawl.core.clock import Clock
     from idcrawl.core.recrawl import Fetch, Kind, Schedule
     from idcrawl.core.recrawl import Outcome as PageOutcome
-    from idcrawl.distributed.frontier import CODES, RedisJob
+    from idcrawl.distributed.job import CODES, RedisJob
     from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
     from idcrawl.state.redis import RedisStateStore
 
@@ -213,8 +213,9 @@ def test_a_workers_page_record_is_written_in_the_call_that_records_its_outcome(r
     assert book.load_ids("reg", [1, 2, 3]) == 2 and book.load_ids("reg", [1, 2, 3]) == 0, "looked up once"
     assert book.validators("reg", 1) == {"If-None-Match": '"1"'}
     job = RedisJob(client, prefix)
-    assert job.register("reg", "{}", [("reg:asc", 1, 1, "", 2, 8, "1", 1)], adaptive=False) is None
-    assert [int(i) for i in job.claim("w", "reg:asc", 8, 3_600_000)[6:]] == list(range(1, 9))
+    created = job.register("reg", "{}", [("reg:asc", 1, 1, "", 2, 8, "1", 1)], adaptive=False)
+    assert created.stored is None and not created.lost
+    assert list(job.claim("w", "reg:asc", 8, 3_600_000).ids) == list(range(1, 9))
 
     def record(id_: int, outcome: Outcome) -> Any:
         payload = b"item" if outcome is Outcome.FOUND else b""
@@ -238,7 +239,7 @@ def test_a_workers_page_record_is_written_in_the_call_that_records_its_outcome(r
     again = FleetPageBook(client, prefix, Clock(DUE_AT + DAY))
     again.load_ids("reg", [1])
     again.visit("reg", 1, Fetch(PageOutcome.NOT_MODIFIED))
-    assert int(job.record("w", "reg:asc", 1, CODES[Outcome.FOUND], b"", None, again.outgoing("reg", 1))[12]) == 1
+    assert job.record("w", "reg:asc", 1, CODES[Outcome.FOUND], b"", None, again.outgoing("reg", 1)).duplicate
     assert store.load_pages("reg")[1] == stored[1]
 
     # ids 4, 5 missing: the lane is cut at 5 (margin 2); a new page at 7, past the cut, gets no record
@@ -246,7 +247,7 @@ def test_a_workers_page_record_is_written_in_the_call_that_records_its_outcome(r
     record(4, Outcome.MISSING)
     record(5, Outcome.MISSING)
     book.visit("reg", 7, Fetch(PageOutcome.OK, "c7"))
-    assert int(record(7, Outcome.FOUND)[10]) == 1, "overshoot"
+    assert record(7, Outcome.FOUND).deltas.overshoot == 1, "overshoot"
     assert sorted(store.load_pages("reg")) == [1, 2, 3]
     assert client.zcard(prefix + "pagedue:reg") == 3
     assert [is_due_lane(k, "reg") for k in ("reg:due", "reg:due2", "reg:holes", "reg:asc", "reg:dueX")] == [

@@ -21,7 +21,8 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, merge_outcomes
 from idcrawl.core.resume import resume_specs
 from idcrawl.core.targets import Target, parse_target
-from idcrawl.distributed.frontier import RedisFrontier, RedisJob, TargetConflict
+from idcrawl.distributed.frontier import RedisFrontier, TargetConflict
+from idcrawl.distributed.job import RedisJob
 from idcrawl.distributed.state import JobStateStore
 from tests.conftest import FlakyOnce
 from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
@@ -94,7 +95,7 @@ def drive(
             outcome = rule(id_)
             rec = w.record(lane, id_, outcome, (lane, id_, [id_]) if outcome is Outcome.FOUND else None)
             emitted += [item for _, _, items in rec.released for item in items]
-            w.job.client.delete(w.job.emit_key(w.worker))  # written: acknowledged
+            w.job.client.delete(w.job.keys.emit(w.worker))  # written: acknowledged
             continue
         dispatch = w.next()
         emitted += [item for _, _, items in w.released for item in items]
@@ -253,11 +254,11 @@ def test_a_late_worker_of_a_fresh_jobs_fleet_joins_its_plan_and_walks_no_cut_lan
     assert join([first], target(resume=mode)) == [None]
     drive([first], random.Random(7), flaky(set()))
     client = first.job.client
-    walks = {lane: client.hget(first.job.key("L:", lane), "walk") for lane in ("reg:asc", "reg:desc")}
+    walks = {lane: client.hget(first.job.keys.lane(lane), "walk") for lane in ("reg:asc", "reg:desc")}
     assert all(first.lanes[lane].settled for lane in walks)
     late = frontier(redis_server, "a1")
     assert join([late], target(resume=mode)) == ["joined"]
-    assert {lane: client.hget(late.job.key("L:", lane), "walk") for lane in walks} == walks, "no lane reopened"
+    assert {lane: client.hget(late.job.keys.lane(lane), "walk") for lane in walks} == walks, "no lane reopened"
     assert all(late.lanes[lane].settled for lane in walks)
 
 
@@ -461,9 +462,7 @@ def test_items_of_holes_a_stopped_worker_did_not_acknowledge_are_adopted_with_th
     w0.job.leave("b0")  # stopped before its items were acknowledged: they become orphans
     w1.add_target(target())  # a worker that never joined the holes lane (now settled)
     assert "reg:holes" not in w1.lanes
-    reply = w1.job.adopt("b1", 100)
-    fields = [reply[i].decode() for i in range(0, len(reply), 2)]
-    adopted = sorted(w1.id_of(lane, int(pos)) for lane, _, pos in (f.rpartition("|") for f in fields))
+    adopted = sorted(w1.id_of(item.lane, item.id) for item in w1.job.adopt("b1", 100))
     assert adopted == sorted(FAILING)
 
 

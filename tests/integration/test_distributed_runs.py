@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from idcrawl.core.urlqueue import QueueState
-from idcrawl.distributed.frontier import RedisFrontier, RedisJob
+from idcrawl.distributed.frontier import RedisFrontier
+from idcrawl.distributed.job import RedisJob
 from idcrawl.distributed.runs import Run, join_run
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 

@@ -274,7 +274,7 @@ def test_waves_of_a_fleet_are_plans_of_their_own(redis_server) -> None:
     import redis
 
     client = redis.Redis.from_url(redis_server.url)
-    from idcrawl.distributed.frontier import RedisJob
+    from idcrawl.distributed.job import RedisJob
     from idcrawl.distributed.runs import join_run
 
     job = RedisJob(client, "idcrawl:{waves}:")
@@ -284,7 +284,7 @@ def test_waves_of_a_fleet_are_plans_of_their_own(redis_server) -> None:
         run = join_run(client, job.prefix, worker, lease_ms=60_000,  # a minute's grace: every plan below is within it
                        wave=int(wave) if wave else None)
         reply = job.resume(worker, "a", args, "a:holes", (1, "1", 1.0, run.number), (), ())
-        return reply[0].decode()
+        return reply.verdict
 
     assert resume("w1", "resume=due") == "created"
     assert resume("w2", "resume=due") == "joined", "the run's grace"

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from idcrawl.core.lanes import Lane, Outcome
-from idcrawl.distributed.frontier import CODES, RedisJob
+from idcrawl.distributed.job import CODES, RedisJob
+from idcrawl.distributed.replies import LaneState
 from idcrawl.distributed.state import decode_bits
 from tests.support.reference import lane_truth
 
@@ -115,10 +116,10 @@ class Run:
         steps = "\n  ".join(self.log)
         pytest.fail(f"{what}\ncase: {self.case.describe()}\nsteps:\n  {steps}", pytrace=False)
 
-    def check_state(self, fu: bytes, nxt: bytes, reason: bytes, cut: bytes, last: bytes) -> None:
+    def check_state(self, state: LaneState) -> None:
         lane = self.lane
         core = (lane.first_undecided, lane.next_id, lane.reason or "", lane.cut_at, lane.last_found)
-        lua = (int(fu), int(nxt), reason.decode(), int(cut) if cut else None, int(last) if last else None)
+        lua = (state.first_undecided, state.next_id, state.reason or "", state.cut_at, state.last_found)
         if core != lua:
             self.fail(f"(first undecided, next, reason, cut, last found): core {core} != Lua {lua}")
 
@@ -128,11 +129,12 @@ def claim(run: Run, n: int) -> list[int]:
     while len(core) < n and run.lane.ready:
         core.append(run.lane.dispense())
     reply = run.job.claim("w", LANE, n, 3_600_000)
-    lua = [int(i) for i in reply[6:]]
+    assert reply is not None
+    lua = list(reply.ids)
     run.log.append(f"claim {n}: {core}")
     if core != lua:
         run.fail(f"claim {n}: core {core} != Lua {lua}")
-    run.check_state(*reply[:5])
+    run.check_state(reply.state)
     return core
 
 
@@ -144,22 +146,21 @@ def record(run: Run, id_: int, outcome: Outcome) -> None:
     run.core_released += result.released_ids
     reply = run.job.record("w", LANE, id_, CODES[outcome], f"p{id_}".encode() if payload is not None else b"")
     run.log.append(f"record {id_} {outcome.value}")
-    run.check_state(*reply[:5])
+    assert reply is not None
+    run.check_state(reply.state)
     core_delta = [getattr(lane.counts, name) - b for name, b in zip(_COUNTS, before, strict=True)]
-    lua_delta = [int(v) for v in reply[5:12]]
+    lua_delta = [getattr(reply.deltas, name) for name in _COUNTS]
     for name, delta in zip(_COUNTS, lua_delta, strict=True):
         run.lua_counts[name] += delta
     # emitted: the core releases earlier than the prefix does (compared at the end)
     if core_delta[:4] + core_delta[5:] != lua_delta[:4] + lua_delta[5:]:
         run.fail(f"record {id_} {outcome.value}: count changes {dict(zip(_COUNTS, core_delta, strict=True))} "
                  f"!= Lua {dict(zip(_COUNTS, lua_delta, strict=True))}")
-    if bool(int(reply[13])) != lane.settled:
-        run.fail(f"record {id_} {outcome.value}: settled core {lane.settled} != Lua {bool(int(reply[13]))}")
-    released = reply[15:]
-    for i in range(0, len(released), 2):
-        lane_key, _, id_text = released[i].decode().rpartition("|")
-        assert lane_key == LANE and released[i + 1] == f"p{id_text}".encode()
-        run.lua_released.append(int(id_text))
+    if reply.settled != lane.settled:
+        run.fail(f"record {id_} {outcome.value}: settled core {lane.settled} != Lua {reply.settled}")
+    for item in reply.released:
+        assert item.lane == LANE and item.blob == f"p{item.id}".encode()
+        run.lua_released.append(item.id)
 
 
 def drive(job: RedisJob, case: Case, rng: random.Random, adaptive: bool) -> None:
@@ -168,7 +169,7 @@ def drive(job: RedisJob, case: Case, rng: random.Random, adaptive: bool) -> None
                            window=case.window, neutral=neutral, adaptive=adaptive)
     stop = "" if case.stop is None else str(case.stop)
     assert job.register("t", "{}", [(LANE, case.start, case.step, stop, case.margin, case.window,
-                                      "0" if case.counts_failed else "1", 1)], adaptive=adaptive) is None
+                                      "0" if case.counts_failed else "1", 1)], adaptive=adaptive).stored is None
     run = Run(case, lane, job)
     pending: list[int] = []  # handed out, no outcome yet
     decided: list[int] = []
@@ -202,14 +203,14 @@ def drive(job: RedisJob, case: Case, rng: random.Random, adaptive: bool) -> None
     core_counts = {name: getattr(lane.counts, name) for name in _COUNTS}
     if core_counts != run.lua_counts:
         run.fail(f"counts: core {core_counts} != Lua {run.lua_counts}")
-    hashed = {k.decode(): int(v) for k, v in job.client.hgetall(job.key("L:", LANE)).items() if k.startswith(b"c_")}
+    hashed = {k.decode(): int(v) for k, v in job.client.hgetall(job.keys.lane(LANE)).items() if k.startswith(b"c_")}
     totals = {name: v for name, v in run.lua_counts.items() if v}
     if {k[2:]: v for k, v in hashed.items() if k != "c_dispensed" and v} != totals:
         run.fail(f"the lane's job totals {hashed} != the replies' {totals}")
-    if job.client.sismember(job.key("unsettled"), LANE):
+    if job.client.sismember(job.keys.unsettled, LANE):
         run.fail("the lane is still in the job's unsettled set")
     length = (lane.first_undecided - case.start) * case.step
-    bits = decode_bits(job.client.get(job.key("L:", LANE, ":bits")) or b"", case.start, case.step, length)
+    bits = decode_bits(job.client.get(job.keys.lane(LANE, "bits")) or b"", case.start, case.step, length)
     stored = {i: outcome for outcome, ids in bits.items() for i in ids}
     expected = {case.start + k * case.step: case.outcome(case.start + k * case.step) for k in range(length)}
     if stored != expected:

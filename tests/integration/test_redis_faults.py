@@ -137,7 +137,8 @@ def hold_the_window(redis_server, site_url: str, job: str) -> None:
     missing in Redis, yet no id past its claims can be decided."""
     from idcrawl import default_settings
     from idcrawl.core.targets import parse_target
-    from idcrawl.distributed.frontier import RedisFrontier, RedisJob
+    from idcrawl.distributed.frontier import RedisFrontier
+    from idcrawl.distributed.job import RedisJob
 
     client = redis.Redis.from_url(redis_server.url)
     ghost = RedisFrontier(RedisJob(client, f"idcrawl:{{{job}}}:"), "ghost", block=64)

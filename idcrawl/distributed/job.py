@@ -1,0 +1,190 @@
+"""``RedisJob``: one job's Lua scripts on one Redis client, a method per script.
+
+Each method takes the script's non-key arguments, passes every key it touches in ``KEYS``
+(:class:`idcrawl.state.keys.JobKeys`) and returns the script's typed reply
+(:mod:`idcrawl.distributed.replies`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from idcrawl.core.lanes import Outcome
+from idcrawl.distributed import scripts
+from idcrawl.distributed.connection import reply_text
+from idcrawl.distributed.replies import (
+    ClaimReply,
+    RecordReply,
+    RegisterReply,
+    Released,
+    ResumeReply,
+    StatusReply,
+    TargetsReply,
+)
+from idcrawl.state import decode
+from idcrawl.state.keys import JobKeys
+
+if TYPE_CHECKING:
+    import redis
+
+    from idcrawl.distributed.pagerecords import PageWrite
+
+__all__ = ["CODES", "OUTCOMES", "RedisJob"]
+
+#: Outcome codes in Redis (2 bits per id in the lane's bitfield).
+CODES: dict[Outcome, int] = {Outcome.FOUND: 0, Outcome.MISSING: 1, Outcome.FAILED: 2, Outcome.DISALLOWED: 3}
+OUTCOMES = {code: outcome for outcome, code in CODES.items()}
+
+
+class RedisJob:
+    """One job's keys and scripts on one Redis client."""
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.keys = JobKeys(prefix)
+        self._register = client.register_script(scripts.REGISTER)
+        self._claim = client.register_script(scripts.CLAIM)
+        self._record = client.register_script(scripts.RECORD)
+        self._status = client.register_script(scripts.STATUS)
+        self._adopt = client.register_script(scripts.ADOPT)
+        self._leave = client.register_script(scripts.LEAVE)
+        self._delay = client.register_script(scripts.DELAY)
+        self._pop_delayed = client.register_script(scripts.POP_DELAYED)
+        self._polite = client.register_script(scripts.POLITE)
+        self._give_back = client.register_script(scripts.GIVE_BACK)
+        self._resume = client.register_script(scripts.RESUME)
+        self._targets = client.register_script(scripts.TARGETS)
+
+    def lane_keys(self, lane: str, *subkeys: str) -> list[str]:
+        """``P L:<lane>`` and then ``P L:<lane>:<subkey>`` for each subkey."""
+        return [self.keys.lane(lane), *(self.keys.lane(lane, sub) for sub in subkeys)]
+
+    def _reclaim_keys(self) -> list[str]:
+        """KEYS[1..4] of the scripts that take back the work of stopped workers (CLAIM, STATUS, LEAVE)."""
+        keys = self.keys
+        return [keys.workers, keys.unsettled, keys.orphans, keys.job]
+
+    def emitted(self, worker: str) -> tuple[Released, ...]:
+        """The outputs released to ``worker`` and not acknowledged yet (its emit hash)."""
+        raw: Any = self.client.hgetall(self.keys.emit(worker))
+        return tuple(Released.parse(field, blob) for field, blob in raw.items())
+
+    def specs(self) -> dict[str, dict[str, Any]]:
+        raw = self.client.hgetall(self.keys.specs)
+        where = f"key {self.keys.specs!r}"
+        return {(name := reply_text(key)): decode.json_object(value, where, name, "the target's spec")
+                for key, value in raw.items()}
+
+    # -- scripts ---------------------------------------------------------------------
+
+    def register(
+        self, name: str, spec: str, lanes: Sequence[Sequence[Any]], space: str = "", adaptive: bool = True
+    ) -> RegisterReply:
+        """Create a target's lanes (rows of lane, start, step, stop, margin, window, neutral, weight)
+        unless the job has it; the reply holds the job's spec (JSON) of that name, or None if created.
+
+        ``space``: the target's id space (:func:`idcrawl.distributed.codec.space_id`); targets of one
+        space share their ids (overlapping targets, :mod:`idcrawl.core.overlap`); '' shares nothing.
+        ``adaptive``: the lanes follow adaptive speculation (``IDCRAWL_SPECULATION``, as
+        ``Lane(adaptive=True)``); False: the fixed window."""
+        keys = [self.keys.specs, self.keys.tver, self.keys.unsettled, self.keys.target_lanes(name)]
+        args: list[Any] = [name, spec, space, "1" if adaptive else "0"]
+        for row in lanes:
+            keys.append(self.keys.lane(row[0]))
+            args += row
+        return RegisterReply.parse(self._register(keys=keys, args=args))
+
+    def check_targets(self, names: Sequence[str], merge: bool = False) -> TargetsReply | None:
+        """None if a worker with the targets ``names`` may join the job (the first one makes them the
+        job's set: ``TARGETS``), else its targets the job has not and the job's it lacks. ``merge``: join
+        whatever the job's targets (``IDCRAWL_REDIS_MERGE_TARGETS``)."""
+        return TargetsReply.parse(self._targets(keys=[self.keys.tset, self.keys.specs],
+                                                args=["1" if merge else "0", *names]))
+
+    def claim(
+        self, worker: str, lane: str, n: int, lease_ms: int, speculation: int | None = None, max_held: int = 0
+    ) -> ClaimReply | None:
+        """Heartbeat, reclaim, up to ``n`` ids of the lane (None: an unknown lane).
+        ``speculation``: an adaptive lane's new ids at most this many past its earliest possible cut
+        (None: its margin; 0 for a worker whose slot of the lane's host is sequential, as
+        ``Lane(speculation=0)``). ``max_held``: no new ids while the lane's id space holds that many
+        payloads of shared ids and none waits for this lane (``IDCRAWL_MAX_HELD_PAYLOADS``; 0: no cap);
+        the reply's ``capped`` says that kept the claim from handing out new ids."""
+        keys = [*self._reclaim_keys(), *self.lane_keys(lane, "own", "free", "dec")]
+        args: list[Any] = [worker, n, lease_ms]
+        if speculation is not None or max_held:
+            args.append("" if speculation is None else speculation)
+        if max_held:
+            args.append(max_held)
+        return ClaimReply.parse(self._claim(keys=keys, args=args))
+
+    def record(
+        self, worker: str, lane: str, id_: int, code: int, payload: bytes, back: tuple[str, int] | None = None,
+        page: PageWrite | None = None,
+    ) -> RecordReply | None:
+        """An id's outcome (None: an unknown lane); the reply's ``touched`` are the lanes of the id's space
+        that were waiting for it.
+        ``back``: for a list lane (resumed holes, ``id_`` a position), the target's lane and the
+        position there of the id, whose outcome the script rewrites.
+        ``page``: a found page's record, written with the outcome (``page_record.lua``)."""
+        keys = [*self.lane_keys(lane, "own", "dec", "pay", "bits", "free"), self.keys.emit(worker),
+                self.keys.unsettled]
+        args: list[Any] = [lane, id_, code, payload]
+        if back is not None:
+            keys.append(self.keys.lane(back[0], "bits"))
+            args.append(back[1])
+        if page is not None:
+            keys += [self.keys.pages(page.target), self.keys.page_due(page.target)]
+            args += ["page", page.id, page.record, page.due_at, "1" if page.emits else "0"]
+        return RecordReply.parse(self._record(keys=keys, args=args))
+
+    def resume(
+        self, worker: str, target: str, args: str, base: str, lane_args: Sequence[Any],
+        reopen: Sequence[tuple[str, int]], ids: Sequence[int],
+    ) -> ResumeReply:
+        """Register a resume of ``target`` (reopened cut lanes, hole ids) or join the one in progress.
+        ``lane_args``: window, neutral, weight of the list lane, and the worker's run of the fleet
+        (:func:`idcrawl.distributed.runs.join_run`): a plan of that run is joined."""
+        keys = [self.keys.resume(target), self.keys.unsettled, self.keys.workers, self.keys.target_lanes(target)]
+        argv: list[Any] = [worker, args, base, target, *lane_args, len(reopen)]
+        for lane, restart in reopen:
+            argv += [lane, restart]
+        argv += list(ids)
+        return ResumeReply.parse(self._resume(keys=keys, args=argv))
+
+    def status(self, worker: str, lease_ms: int, lanes: Sequence[str], max_held: int = 0,
+               busy: bool = False) -> StatusReply:
+        """Heartbeat, reclaim, then a row per lane and the job's counts (``max_held``: a lane the cap keeps
+        from new ids has no room, as in :meth:`claim`; ``busy``: this worker has ids or requests in flight)."""
+        k = self.keys
+        keys = [*self._reclaim_keys(), k.delayed, k.feed, k.tver, k.specs, k.run, k.progress]
+        for lane in lanes:
+            keys += self.lane_keys(lane, "free")
+        return StatusReply.parse(self._status(keys=keys, args=[worker, lease_ms, max_held, "1" if busy else "0"]))
+
+    def adopt(self, worker: str, n: int) -> tuple[Released, ...]:
+        """Take up to ``n`` orphaned outputs."""
+        return Released.parse_all(self._adopt(keys=[self.keys.orphans, self.keys.emit(worker)], args=[n]))
+
+    def leave(self, worker: str) -> int:
+        """Give back the worker's claims and unacknowledged outputs at once; returns how many ids went back."""
+        return int(self._leave(keys=[*self._reclaim_keys(), self.keys.emit(worker)], args=[worker]))
+
+    def give_back(self, worker: str, lane: str, ids: Sequence[str | int]) -> int:
+        """Ids the worker holds in Redis but never received go back to the lane's free list; returns how many."""
+        return int(self._give_back(keys=self.lane_keys(lane, "own", "free", "dec"), args=[worker, *ids]))
+
+    def delay(self, lane: str, id_: int | str, delay_ms: int, member: bytes) -> Any:
+        """Put a retry (``member`` = ``lane\\tid\\n`` + request) in the shared delayed set."""
+        return self._delay(keys=[self.keys.delayed, *self.lane_keys(lane, "own")], args=[id_, delay_ms, member])
+
+    def pop_delayed(self, worker: str, n: int) -> list[bytes]:
+        """Take up to ``n`` due retries (their members)."""
+        return list(self._pop_delayed(keys=[self.keys.delayed], args=[worker, n]))
+
+    def polite(self, slot: str, gap_ms: int, token: str) -> int:
+        """Reserve the slot's next start for the fleet for request ``token``, or (called again as it
+        leaves) move it to a gap after now: 0 = go now, else ms to wait."""
+        return int(self._polite(keys=[self.keys.polite(slot)], args=[gap_ms, token]))
