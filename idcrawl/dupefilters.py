@@ -42,9 +42,9 @@ from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.request import RequestFingerprinter
 
 from idcrawl import default_settings
+from idcrawl.config import config_of, given
 from idcrawl.core.laneprint import TemplatePrint, template_print
 from idcrawl.core.seen import (
-    BACKENDS,
     FingerprintSet,
     Seen,
     SeenConfigError,
@@ -84,8 +84,8 @@ def seen_path(settings: BaseSettings | Any, spider_name: str, backend: str) -> P
     3. else beside an explicit ``IDCRAWL_STATE_PATH``: ``<its stem>-seen.<backend>``;
     4. else ``.scrapy/idcrawl/<spider_name>-seen.<backend>`` (beside the default state file).
     """
-    state = settings.get("IDCRAWL_STATE_PATH")
-    if not settings.get("IDCRAWL_DUPEFILTER_PATH") and not settings.get("JOBDIR") and state:
+    state = given(settings, "IDCRAWL_STATE_PATH")
+    if not given(settings, "IDCRAWL_DUPEFILTER_PATH") and not settings.get("JOBDIR") and state:
         state = Path(state)
         return state.with_name(f"{state.stem}-seen.{backend}")
     return job_file(settings, "IDCRAWL_DUPEFILTER_PATH", f"idcrawl-seen.{backend}", f"{spider_name}-seen.{backend}")
@@ -122,7 +122,7 @@ class IdDupeFilter(RFPDupeFilter):
         self._last_save = time.monotonic()
         self._opened = False
         # requests asked about: their responses are matched to pending fingerprints without
-        # fingerprinting every lane response (~80 us each here, see _response_received)
+        # fingerprinting every lane response (~80 us each here, see response_received)
         self._asked: weakref.WeakKeyDictionary[Request, bytes] = weakref.WeakKeyDictionary()
         # lane fingerprints from their templates (idcrawl.core.laneprint), by target name; only
         # in front of Scrapy's own fingerprinter, whose bytes they are
@@ -133,31 +133,17 @@ class IdDupeFilter(RFPDupeFilter):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         settings = crawler.settings
-        backend = settings.get("IDCRAWL_DUPEFILTER_BACKEND", default_settings.IDCRAWL_DUPEFILTER_BACKEND)
-        if backend not in BACKENDS:
-            raise BadInputError(
-                f"IDCRAWL_DUPEFILTER_BACKEND={backend!r}: must be one of {', '.join(sorted(BACKENDS))}"
-            )
-        values: dict[str, Any] = {}
-        for name, key, kind in (
-            ("error_rate", "IDCRAWL_DUPEFILTER_ERROR_RATE", float),
-            ("capacity", "IDCRAWL_DUPEFILTER_CAPACITY", int),
-            ("save_interval", "IDCRAWL_DUPEFILTER_SAVE_INTERVAL", float),
-        ):
-            raw = settings.get(key, getattr(default_settings, key))
-            try:
-                values[name] = kind(raw)
-            except (TypeError, ValueError):
-                raise BadInputError(f"{key}={raw!r}: must be {'an integer' if kind is int else 'a number'}") from None
-        if values["save_interval"] < 0:
-            raise BadInputError(f"IDCRAWL_DUPEFILTER_SAVE_INTERVAL={values['save_interval']!r}: must be >= 0")
+        config = config_of(crawler)  # bad values: one line naming the setting
+        backend = config.dupefilter_backend
+        values: dict[str, Any] = {"error_rate": config.dupefilter_error_rate, "capacity": config.dupefilter_capacity,
+                                  "save_interval": config.dupefilter_save_interval}
         try:
             dupefilter = cls(
                 crawler,
                 backend,
                 values["error_rate"],
                 values["capacity"],
-                persist=settings.getbool("IDCRAWL_DUPEFILTER_PERSIST", default_settings.IDCRAWL_DUPEFILTER_PERSIST),
+                persist=config.dupefilter_persist,
                 save_interval=values["save_interval"],
                 debug=settings.getbool("DUPEFILTER_DEBUG"),
             )
@@ -167,7 +153,7 @@ class IdDupeFilter(RFPDupeFilter):
             )
             raise BadInputError(f"{key}={exc.value!r}: {exc.reason}") from None
         dupefilter.prepare()
-        crawler.signals.connect(dupefilter._response_received, signal=signals.response_received)
+        crawler.signals.connect(dupefilter.response_received, signal=signals.response_received)
         return dupefilter
 
     # -- what the scheduler asks ----------------------------------------------------------
@@ -302,7 +288,7 @@ class IdDupeFilter(RFPDupeFilter):
 
     # -- responses -----------------------------------------------------------------------
 
-    def _response_received(self, response: Response, request: Request, spider: Spider) -> None:
+    def response_received(self, response: Response, request: Request, spider: Spider) -> None:
         """A pending request got its final answer: remember it (unless the answer asks for a retry)."""
         if response.status in self._retry_codes or not self.seen.pending:
             return

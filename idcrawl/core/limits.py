@@ -395,7 +395,7 @@ class LimitTracker:
         if url is not None:
             self.recent_urls.append(url)
         if self.limits.plmax and self.page_loads >= self.limits.plmax:
-            return self._event("PLmax", self.limits.plmax, self.page_loads, now)
+            return self.event("PLmax", self.limits.plmax, self.page_loads, now)
         return None
 
     def new_targets(self, now: float, count: int = 1) -> Trigger | None:
@@ -404,7 +404,7 @@ class LimitTracker:
             raise ValueError(f"count must be >= 0, not {count!r}")
         self.targets += count
         if self.limits.ttmax and self.targets >= self.limits.ttmax:
-            return self._event("TTmax", self.limits.ttmax, self.targets, now)
+            return self.event("TTmax", self.limits.ttmax, self.targets, now)
         return None
 
     def found(self, count: int = 1) -> None:
@@ -439,7 +439,7 @@ class LimitTracker:
         elif limits.tac and self.last_iteration_at is not None and now - self.last_iteration_at > limits.tac:
             self._fire("TAC", limits.tac, now - self.last_iteration_at, now)
 
-    def _event(self, name: str, limit: int | float, observed: int | float, now: float) -> Trigger | None:
+    def event(self, name: str, limit: int | float, observed: int | float, now: float) -> Trigger | None:
         if self.stopped or self.finished:
             return None
         self._fire(name, limit, observed, now)

@@ -88,7 +88,7 @@ class PageBook:
         self.clock = clock if clock is not None else Clock()
         self.retain = retain
         self.policies: dict[str, Policy] = dict(policies or {})
-        self._pages: dict[str, dict[int, Schedule]] = {}
+        self.schedules: dict[str, dict[int, Schedule]] = {}
         self._changed: dict[tuple[str, int], Schedule | None] = {}
         #: pages whose fetch gets an item not yet handed on (:meth:`released`): their records wait for it
         self.awaiting: set[tuple[str, int]] = set()
@@ -98,15 +98,15 @@ class PageBook:
 
     def load(self, target: str, schedules: Mapping[int, Schedule]) -> None:
         """The stored records of ``target`` (replacing any held)."""
-        self._pages[target] = dict(schedules)
+        self.schedules[target] = dict(schedules)
 
     def get(self, target: str, id_: int) -> Schedule | None:
-        pages = self._pages.get(target)
+        pages = self.schedules.get(target)
         return None if pages is None else pages.get(id_)
 
     def records(self, target: str) -> int:
         """How many page records of ``target`` are held (on the schedule or not)."""
-        return len(self._pages.get(target, ()))
+        return len(self.schedules.get(target, ()))
 
     def validators(self, target: str, id_: int) -> dict[str, str]:
         """The conditional headers of a revisit: ``If-None-Match`` / ``If-Modified-Since`` from the last 200."""
@@ -126,7 +126,7 @@ class PageBook:
         whose record a kill lost) have no schedule yet and are due first, in id order, as a tail without
         a schedule is: fetched without validators, their answer starts their record."""
         at = self.clock.now() if now is None else now
-        pages = self._pages.get(target, {})
+        pages = self.schedules.get(target, {})
         by_key = {schedule.key: id_ for id_, schedule in pages.items()}
         unknown = [id_ for id_ in found if id_ not in pages]
         limit = self.policy(target).gone_limit
@@ -137,7 +137,7 @@ class PageBook:
         """Apply one fetch of a found id of ``target`` at the clock's now (the rule of :func:`visit_page`)."""
         now = self.clock.now()
         policy = self.policy(target)
-        pages = self._pages.setdefault(target, {})
+        pages = self.schedules.setdefault(target, {})
         old = pages.get(id_)
         if old is None:
             if fetch.outcome is not Outcome.OK:
@@ -164,7 +164,7 @@ class PageBook:
         return PageVisit(PageEvent.UNCHANGED, previous_checksum=visit.previous_checksum)
 
     def _set(self, target: str, id_: int, schedule: Schedule | None) -> None:
-        pages = self._pages.setdefault(target, {})
+        pages = self.schedules.setdefault(target, {})
         if schedule is None or not self.retain:
             pages.pop(id_, None)
         else:

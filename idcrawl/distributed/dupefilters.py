@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from redis.exceptions import RedisError
 from scrapy_redis.dupefilter import RFPDupeFilter as ScrapyRedisRFPDupeFilter
 
-from idcrawl import default_settings
+from idcrawl.config import config_of
 from idcrawl.core.seen import Seen
 from idcrawl.core.templates import id_in_template
 from idcrawl.distributed import scripts
@@ -257,12 +257,8 @@ class RedisBloomDupeFilter(IdDupeFilter):
         from idcrawl.distributed.connection import RedisUnavailable, connect, job_prefix
 
         settings = crawler.settings
-        try:
-            error_rate = float(settings.get("IDCRAWL_DUPEFILTER_ERROR_RATE",
-                                            default_settings.IDCRAWL_DUPEFILTER_ERROR_RATE))
-            capacity = int(settings.get("IDCRAWL_DUPEFILTER_CAPACITY", default_settings.IDCRAWL_DUPEFILTER_CAPACITY))
-        except (TypeError, ValueError) as exc:
-            raise BadInputError(f"bad dupefilter setting: {exc}") from None
+        config = config_of(crawler)
+        error_rate, capacity = config.dupefilter_error_rate, config.dupefilter_capacity
         spider = crawler.spider
         try:
             client = connect(settings, stats=crawler.stats)
@@ -277,7 +273,7 @@ class RedisBloomDupeFilter(IdDupeFilter):
         dupefilter.backend_name = RedisBloomSeen.name
         dupefilter.seen = Seen(backend, loaded=len(backend))
         dupefilter.lane_pages = LanePages(crawler)
-        crawler.signals.connect(dupefilter._response_received, signal=signals.response_received)
+        crawler.signals.connect(dupefilter.response_received, signal=signals.response_received)
         return dupefilter  # its stats (idcrawl/dupefilter/backend: redis-bloom, size, ...) are IdDupeFilter's
 
     def request_seen(self, request: Request) -> bool:

@@ -92,9 +92,9 @@ class _Shared(LimitTracker):
             return self.new_trigger()
         limits = self.limits
         if limits.plmax and self.page_loads >= limits.plmax:
-            return self._event("PLmax", limits.plmax, self.page_loads, now)
+            return self.event("PLmax", limits.plmax, self.page_loads, now)
         if limits.ttmax and self.targets >= limits.ttmax:
-            return self._event("TTmax", limits.ttmax, self.targets, now)
+            return self.event("TTmax", limits.ttmax, self.targets, now)
         return None
 
     def found(self, count: int = 1) -> None:

@@ -82,7 +82,7 @@ class FleetPageBook(PageBook):
     def due_ids_of(self, target: str, found: Iterable[int]) -> list[int]:
         """:func:`fleet_due_ids` at the clock's now (the index rebuilt once for a job written before it)."""
         due = fleet_due_ids(self._store(read_only=False), self, target, found, self.clock.now())
-        self.looked_up.setdefault(target, set()).update(self._pages.get(target, {}))
+        self.looked_up.setdefault(target, set()).update(self.schedules.get(target, {}))
         return due
 
     def load_ids(self, target: str, ids: Iterable[int]) -> int:
@@ -94,7 +94,7 @@ class FleetPageBook(PageBook):
             return 0
         seen.update(new)
         records = self._store().load_page_ids(target, new)
-        self._pages.setdefault(target, {}).update(records)
+        self.schedules.setdefault(target, {}).update(records)
         return len(records)
 
     def visit(self, target: str, id_: int, fetch: Fetch) -> PageVisit:

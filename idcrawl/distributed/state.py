@@ -64,10 +64,10 @@ class JobStateStore(RedisStateStore):
         from idcrawl.distributed.urlqueue import read_entries
 
         try:
-            with decode.reading(self._source):
+            with decode.reading(self.source):
                 return sorted(read_entries(self.client, self.prefix), key=lambda entry: entry.url)
         except redis.RedisError as exc:
-            raise self._error(exc) from None
+            raise self.state_error(exc) from None
 
     def _names(self) -> set[str]:
         return super()._names() | {reply_text(n) for n in self.client.hkeys(self.keys.specs)}
@@ -79,7 +79,8 @@ class JobStateStore(RedisStateStore):
         spec_raw = self.client.hget(self.keys.specs, name)
         if spec_raw is None:
             return None
-        return _params_of_spec(decode.json_object(spec_raw, self._where(self.keys.specs), name, "the target's spec"))
+        where = self.location_of(self.keys.specs)
+        return _params_of_spec(decode.json_object(spec_raw, where, name, "the target's spec"))
 
     def _more_lanes(self, name: str, state: TargetState) -> None:
         for key in (reply_text(k) for k in self.client.lrange(self.keys.target_lanes(name), 0, -1)):
@@ -97,7 +98,7 @@ class JobStateStore(RedisStateStore):
         row = dict(zip(names, self.client.hmget(self.keys.lane(key), *names), strict=True))
         if row["start"] is None or row["ids"] is not None:
             return None, {}
-        where = self._where(self.keys.lane(key))
+        where = self.location_of(self.keys.lane(key))
         try:
             start, step, cursor, nxt = int(row["start"]), int(row["step"]), int(row["fu"]), int(row["next"])
             stop_text, last, cut, reason = (reply_text(row[f]) for f in ("stop", "last", "cut", "reason"))

@@ -18,8 +18,8 @@ from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later, create_looping_call
 
-from idcrawl import default_settings
 from idcrawl._scrapy import close_spider, slot_key
+from idcrawl.config import config_of
 from idcrawl.core.limits import RULES, DomainLimits, JobLimits, LimitError, Limits, Trigger
 from idcrawl.errors import BadInputError
 from idcrawl.extensions.incidents import Incident, IncidentLog, IncidentLogError
@@ -115,7 +115,7 @@ class IdLimits:
         names = {r.name.lower(): r.name for r in RULES if r.name != "LT"}
         names[ERRORS] = ERRORS
         rules: set[str] = set()
-        for raw in settings.getlist("IDCRAWL_INCIDENT_RULES", default_settings.IDCRAWL_INCIDENT_RULES):
+        for raw in config_of(crawler).incident_rules:
             name = names.get(str(raw).strip().lower())
             if name is None:
                 raise BadInputError(

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from idcrawl import default_settings
 from idcrawl._scrapy import download_slot, set_slot_delay, slot_jitter
+from idcrawl.config import config_of
 from idcrawl.core.politeness import PolitenessError, PolitenessRule, lengthen_only
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import STATS_PREFIX
@@ -80,15 +80,11 @@ class IdPoliteness:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdPoliteness:
-        settings = crawler.settings
+        config = config_of(crawler)
         values = {
-            "factor": settings.getfloat("IDCRAWL_POLITENESS_FACTOR", default_settings.IDCRAWL_POLITENESS_FACTOR),
-            "min_delay": settings.getfloat(
-                "IDCRAWL_POLITENESS_MIN_DELAY", default_settings.IDCRAWL_POLITENESS_MIN_DELAY
-            ),
-            "max_delay": settings.getfloat(
-                "IDCRAWL_POLITENESS_MAX_DELAY", default_settings.IDCRAWL_POLITENESS_MAX_DELAY
-            ),
+            "factor": config.politeness_factor,
+            "min_delay": config.politeness_min_delay,
+            "max_delay": config.politeness_max_delay,
         }
         if values["factor"] == 0:
             raise NotConfigured
@@ -100,7 +96,7 @@ class IdPoliteness:
             for field, name in _SETTING_OF_FIELD.items():
                 reason = reason.replace(field, name)
             raise BadInputError(f"bad setting: {setting}={exc.value!r}: {reason}") from None
-        if settings.getbool("AUTOTHROTTLE_ENABLED"):
+        if crawler.settings.getbool("AUTOTHROTTLE_ENABLED"):
             # both would set the same slot delays on the same signal, in extension order
             raise BadInputError(
                 f"bad setting: IDCRAWL_POLITENESS_FACTOR={rule.factor!r} with AUTOTHROTTLE_ENABLED=True: "

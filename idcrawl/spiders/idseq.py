@@ -377,6 +377,13 @@ class IdSeqSpider(Spider):
         assert self._soft404 is not None
         yield from self._soft404.failed(failure, self._id_response)
 
+    # The names these callbacks had before 0.2: a JOBDIR request queue written then names them (Scrapy
+    # stores a request's callback by name), and it must still load.
+    _probe_response = probe_response
+    _probe_failure = probe_failure
+    _outlink_response = outlink_response
+    _outlink_failure = outlink_failure
+
     @cached_property
     def _lane_callbacks(self) -> tuple[Any, Any]:
         """The lane requests' callback and errback, bound once: every request holds the same two

@@ -51,20 +51,20 @@ class RedisStateStore(StateStore):
         self.path = prefix  # what error lines and `idplan` show as the state's location
 
 
-    def _error(self, exc: Exception) -> StateError:
+    def state_error(self, exc: Exception) -> StateError:
         """A Redis error as a state error; out of memory and no answer carry the fleet's finish reasons."""
         import redis
 
         if is_oom(exc):
-            error = StateError(f"{self._source}: Redis is out of memory (maxmemory reached): the write was refused, "
+            error = StateError(f"{self.source}: Redis is out of memory (maxmemory reached): the write was refused, "
                                "nothing was evicted")
             error.reason = "idcrawl_redis_oom"
         elif isinstance(exc, redis.ConnectionError | redis.TimeoutError):
-            error = StateError(f"{self._source}: Redis does not answer ({mask_secrets(str(exc))})")
+            error = StateError(f"{self.source}: Redis does not answer ({mask_secrets(str(exc))})")
             error.reason = "idcrawl_redis_unavailable"
         else:
-            error = StateError(f"{self._source}: {mask_secrets(str(exc))}")
-        error.where = self._source
+            error = StateError(f"{self.source}: {mask_secrets(str(exc))}")
+        error.where = self.source
         return error
 
     # -- reads ----------------------------------------------------------------------
@@ -75,7 +75,7 @@ class RedisStateStore(StateStore):
         try:
             names = self._names()
         except redis.RedisError as exc:
-            raise self._error(exc) from None
+            raise self.state_error(exc) from None
         return sorted(names)
 
     def _names(self) -> set[str]:
@@ -84,15 +84,15 @@ class RedisStateStore(StateStore):
     def _params(self, name: str) -> dict[str, Any] | None:
         """A stored target's identity params, or None if the state has no such target."""
         raw = self.client.hget(self.keys.targets, name)
-        return decode.params(raw, self._where(self.keys.targets), name) if raw is not None else None
+        return decode.params(raw, self.location_of(self.keys.targets), name) if raw is not None else None
 
     @staticmethod
-    def _where(key: str) -> str:
+    def location_of(key: str) -> str:
         """A Redis key as damage reports name it."""
         return f"key {key!r}"
 
     @property
-    def _source(self) -> str:
+    def source(self) -> str:
         return f"Redis state {self.prefix!r}"
 
     def _more_lanes(self, name: str, state: TargetState) -> None:
@@ -102,21 +102,21 @@ class RedisStateStore(StateStore):
         import redis
 
         try:
-            with decode.reading(self._source):
+            with decode.reading(self.source):
                 params = self._params(name)
                 if params is None:
                     return None
                 state = TargetState(name, params)
-                where = self._where(self.keys.outcomes(name))
+                where = self.location_of(self.keys.outcomes(name))
                 for outcome, blob in self.client.hgetall(self.keys.outcomes(name)).items():
                     kind = decode.outcome(outcome, where, name)
                     state.outcomes[kind] = decode.bitmap(blob, where, name, kind.value)
-                where = self._where(self.keys.lane_records(name))
+                where = self.location_of(self.keys.lane_records(name))
                 for key, raw in self.client.hgetall(self.keys.lane_records(name)).items():
                     state.lanes[_text(key)] = decode.lane_record(raw, where, name, _text(key))
                 self._more_lanes(name, state)
         except redis.RedisError as exc:
-            raise self._error(exc) from None
+            raise self.state_error(exc) from None
         return state
 
     def load_pages(self, name: str) -> dict[int, Schedule]:
@@ -125,9 +125,9 @@ class RedisStateStore(StateStore):
         try:
             rows = self.client.hgetall(self.keys.pages(name))
         except redis.RedisError as exc:
-            raise self._error(exc) from None
-        with decode.reading(self._source):
-            return dict(decode.page_record(raw, self._where(self.keys.pages(name)), name, _text(id_))
+            raise self.state_error(exc) from None
+        with decode.reading(self.source):
+            return dict(decode.page_record(raw, self.location_of(self.keys.pages(name)), name, _text(id_))
                         for id_, raw in rows.items())
 
     # -- the index of page due times ------------------------------------------------------
@@ -156,8 +156,9 @@ class RedisStateStore(StateStore):
                         pipe.multi()
                         pipe.delete(due)
                         if rows:
-                            with decode.reading(self._source):
-                                records = (decode.page_record(raw, self._where(self.keys.pages(name)), name, _text(id_))
+                            with decode.reading(self.source):
+                                where = self.location_of(self.keys.pages(name))
+                                records = (decode.page_record(raw, where, name, _text(id_))
                                            for id_, raw in rows.items())
                                 pipe.zadd(due, {str(id_): schedule.due_at() for id_, schedule in records})
                         pipe.sadd(self.keys.pageidx, name)
@@ -166,7 +167,7 @@ class RedisStateStore(StateStore):
                     except redis.WatchError:
                         continue
         except redis.RedisError as exc:
-            raise self._error(exc) from None
+            raise self.state_error(exc) from None
 
     def load_page_ids(self, name: str, ids: Sequence[int]) -> dict[int, Schedule]:
         """The stored records of ``ids`` of target ``name`` (those that have one): O(len(ids))."""
@@ -179,10 +180,10 @@ class RedisStateStore(StateStore):
                 for id_, raw in zip(chunk, self.client.hmget(self.keys.pages(name), [str(i) for i in chunk]),
                                     strict=True):
                     if raw is not None:
-                        with decode.reading(self._source):
-                            found[id_] = decode.page_record(raw, self._where(self.keys.pages(name)), name, id_)[1]
+                        with decode.reading(self.source):
+                            found[id_] = decode.page_record(raw, self.location_of(self.keys.pages(name)), name, id_)[1]
         except redis.RedisError as exc:
-            raise self._error(exc) from None
+            raise self.state_error(exc) from None
         return found
 
     def due_page_records(self, name: str, now: float) -> dict[int, Schedule]:
@@ -193,7 +194,7 @@ class RedisStateStore(StateStore):
         try:
             ids = [int(i) for i in self.client.zrangebyscore(self.keys.page_due(name), "-inf", now)]
         except redis.RedisError as exc:
-            raise self._error(exc) from None
+            raise self.state_error(exc) from None
         return self.load_page_ids(name, ids)
 
     def page_ids(self, name: str) -> BitMap64:
@@ -203,7 +204,7 @@ class RedisStateStore(StateStore):
         try:
             return BitMap64(int(i) for i in self.client.zrange(self.keys.page_due(name), 0, -1))
         except redis.RedisError as exc:
-            raise self._error(exc) from None
+            raise self.state_error(exc) from None
 
     def next_page_due(self, name: str, now: float, gone_limit: int) -> float | None:
         """From the index (built once by a writable store: :meth:`index_pages`): O(log pages), plus the records
@@ -224,7 +225,7 @@ class RedisStateStore(StateStore):
                         return schedule.due_at()
                 offset += len(rows)
         except redis.RedisError as exc:
-            raise self._error(exc) from None
+            raise self.state_error(exc) from None
 
     def feed_marks(self) -> FeedMarks | None:
         import redis
@@ -235,10 +236,10 @@ class RedisStateStore(StateStore):
                 return None
             offsets = self.client.hgetall(self.keys.feed_marks(_text(run)))
         except redis.RedisError as exc:
-            raise self._error(exc) from None
-        with decode.reading(self._source):
-            run_id = decode.feed_mark(run, "", 0, self._where(self.keys.feedrun))[0]
-            where = self._where(self.keys.feed_marks(_text(run)))
+            raise self.state_error(exc) from None
+        with decode.reading(self.source):
+            run_id = decode.feed_mark(run, "", 0, self.location_of(self.keys.feedrun))[0]
+            where = self.location_of(self.keys.feed_marks(_text(run)))
             marks = [decode.feed_mark(run_id, path, offset, where) for path, offset in offsets.items()]
         return FeedMarks(run_id, {path: offset for _, path, offset in marks})
 
@@ -248,9 +249,9 @@ class RedisStateStore(StateStore):
         try:
             rows = self.client.hgetall(self.keys.tails)
         except redis.RedisError as exc:
-            raise self._error(exc) from None
-        with decode.reading(self._source):
-            return {_text(name): decode.tail_record(raw, self._where(self.keys.tails), _text(name))
+            raise self.state_error(exc) from None
+        with decode.reading(self.source):
+            return {_text(name): decode.tail_record(raw, self.location_of(self.keys.tails), _text(name))
                     for name, raw in sorted(rows.items())}
 
     def runs(self) -> list[RunRecord]:
@@ -259,10 +260,10 @@ class RedisStateStore(StateStore):
         try:
             raw_rows = self.client.lrange(self.keys.runs, 0, -1)
         except redis.RedisError as exc:
-            raise self._error(exc) from None
-        where = self._where(self.keys.runs)
+            raise self.state_error(exc) from None
+        where = self.location_of(self.keys.runs)
         by_id: dict[int, dict[str, Any]] = {}
-        with decode.reading(self._source):
+        with decode.reading(self.source):
             for raw in raw_rows:  # a run's end is appended as a second row with the same id
                 row = decode.json_object(raw, where, None, "a run's row")
                 run_id = row.get("id")
@@ -330,7 +331,7 @@ class RedisStateStore(StateStore):
                     except redis.WatchError:
                         continue
         except redis.RedisError as exc:
-            raise self._error(exc) from None
+            raise self.state_error(exc) from None
 
     def reset(self, name: str) -> None:
         import redis
@@ -344,7 +345,7 @@ class RedisStateStore(StateStore):
                 pipe.hdel(self.keys.tails, name)
                 pipe.execute()
         except redis.RedisError as exc:
-            raise self._error(exc) from None
+            raise self.state_error(exc) from None
 
     def begin_run(self, started_at: str, targets: Sequence[str] | None = None) -> int:
         import redis
@@ -357,7 +358,7 @@ class RedisStateStore(StateStore):
                 row["targets"] = sorted(targets)
             self.client.rpush(self.keys.runs, json.dumps(row))
         except redis.RedisError as exc:
-            raise self._error(exc) from None
+            raise self.state_error(exc) from None
         return run_id
 
     def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int]) -> None:
@@ -369,7 +370,7 @@ class RedisStateStore(StateStore):
                 {"id": run_id, "ended_at": ended_at, "finish_reason": finish_reason, "counts": dict(counts)}
             ))
         except redis.RedisError as exc:
-            raise self._error(exc) from None
+            raise self.state_error(exc) from None
 
     def close(self) -> None:
         """The client belongs to whoever made it; nothing to release here."""

@@ -89,7 +89,7 @@ def test_bloom_adds_of_fetched_pages_travel_with_the_next_test(redis_server, mon
     for request in pages:
         assert df.request_seen(request) is False  # one call each
     for request in pages:  # their responses: the adds wait (ADD_BATCH is not reached)
-        df._response_received(HtmlResponse(request.url, body=b"x", request=request), request, None)
+        df.response_received(HtmlResponse(request.url, body=b"x", request=request), request, None)
     assert counts(crawler.stats)["idcrawl/redis/calls"] == calls + len(pages)
     other = RedisBloomDupeFilter.from_crawler(crawler_on(redis_server, IDCRAWL_DUPEFILTER_CAPACITY=10_000))
     assert len(other.seen.backend) == 0  # another worker does not know them yet ...

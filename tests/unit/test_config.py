@@ -32,13 +32,7 @@ CONFIG_MODULES = {"idcrawl/config.py", "idcrawl/core/setting_specs.py"}
 
 #: Modules other helpers of issue 28 restructure at the same time; the lead converts their reads to
 #: ``config_of(crawler)`` after the merge and empties this list.
-NOT_YET_CONVERTED = {
-    "idcrawl/distributed/worker.py",
-    "idcrawl/extensions/limits.py",
-    "idcrawl/extensions/politeness.py",
-    "idcrawl/dupefilters.py",
-    "idcrawl/distributed/dupefilters.py",
-}
+NOT_YET_CONVERTED: set[str] = set()
 
 #: ``settings.get("IDCRAWL_X" ...)``, ``settings.getint(\n "IDCRAWL_X"``, ``settings["IDCRAWL_X"]``
 SETTINGS_READ = re.compile(r"""settings\s*(?:\.get(?:bool|int|float|list|dict)?\(|\[)\s*["']IDCRAWL_""")

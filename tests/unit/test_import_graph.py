@@ -19,18 +19,7 @@ PACKAGE = REPO / "idcrawl"
 #: Circles through files other helpers of issue 28 own, listed for the lead (each a sorted tuple of modules).
 KNOWN_CIRCLES: set[tuple[str, ...]] = set()
 #: Private names used across modules in those files: (module, "module.name" imported, or the expression).
-KNOWN_PRIVATE: set[tuple[str, str]] = {
-    ("idcrawl.distributed.worker", "self.frontier._buffers"),  # helper H3 (typed Redis protocol)
-    # fleet subclasses using their base class's private members (helpers H2, H3: parts asked of the worker)
-    ("idcrawl.distributed.dupefilters", "dupefilter._response_received"),
-    ("idcrawl.distributed.limits", "self._event"),
-    ("idcrawl.distributed.pages", "self._pages"),
-    ("idcrawl.distributed.scheduler", "self._slot_key"),
-    ("idcrawl.distributed.state", "self._error"),
-    ("idcrawl.distributed.state", "self._key"),
-    ("idcrawl.distributed.state", "self._source"),
-    ("idcrawl.distributed.state", "self._where"),
-}
+KNOWN_PRIVATE: set[tuple[str, str]] = set()
 #: Modules allowed to use other packages' private names: Scrapy's internals are fenced in ``_scrapy.py``.
 PRIVATE_ALLOWED = {"idcrawl._scrapy"}
 #: Third-party private names that are those packages' public typing (lxml's element class).
