@@ -201,7 +201,7 @@ def test_the_addon_checks_settings_only_of_crawls_whose_spider_did_not(monkeypat
 
 
 def test_swap_component_puts_the_replacement_in_the_place_of_a_listed_component() -> None:
-    limits, fleet = "idcrawl.extensions.limits.IdLimits", "idcrawl.distributed.limits.FleetLimits"
+    limits, fleet = "idcrawl.extensions.limits.IdLimits", "myproject.extensions.MyLimits"  # a project's own
     settings = wired({"EXTENSIONS": {"tests.support.statsdump.StatsDump": 0}})
     swap_component(settings, "EXTENSIONS", limits, fleet)
     extensions = components(settings, "EXTENSIONS")
@@ -219,10 +219,12 @@ def test_swap_component_puts_the_replacement_in_the_place_of_a_listed_component(
     assert components(unlisted, "EXTENSIONS") == {}
 
 
-def test_the_idseq_spiders_needs_run_before_the_distributed_addon_swaps_its_scheduler() -> None:
-    # the add-ons as Scrapy runs them (by priority): IdSeqNeeds forces IdScheduler before Distributed reads it
+def test_the_idseq_spiders_needs_give_a_fleet_worker_the_id_scheduler_too() -> None:
+    # the add-ons as Scrapy runs them (by priority): IdSeqNeeds forces IdScheduler, which a fleet's worker keeps
+    # (it asks the worker for shared retries and the politeness gate: no scheduler of its own)
     crawler = Crawler(IdSeqSpider, Settings({"SCHEDULER": "scrapy.core.scheduler.Scheduler",
                                              "IDCRAWL_DISTRIBUTED": True}))  # runs update_settings
     crawler.addons.load_settings(crawler.settings)  # the add-ons' stage only (no reactor, no components)
-    assert crawler.settings["SCHEDULER"] == "idcrawl.distributed.scheduler.RedisIdScheduler"
+    assert crawler.settings["SCHEDULER"] == "idcrawl.scheduler.IdScheduler"
+    assert crawler.settings["IDCRAWL_WORKER_CLASS"] == "idcrawl.distributed.worker.RedisWorker"
     assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")[ATTEMPTS_MIDDLEWARE] == 549
