@@ -1,32 +1,8 @@
 """``IdDupeFilter``: Scrapy's request dupefilter on a Bloom filter that outlives the run.
 
-``DUPEFILTER_CLASS = "idcrawl.dupefilters.IdDupeFilter"`` (the project
-settings set it). It keeps :class:`scrapy.dupefilters.RFPDupeFilter`'s
-interface and ``dupefilter/filtered`` stat, fingerprints requests with the
-crawler's request fingerprinter (so ``REQUEST_FINGERPRINTER_CLASS`` holds),
-and keeps the fingerprints in a swappable backend (:mod:`idcrawl.core.seen`:
-``pybloom`` (the default), ``rbloom`` (faster) or an exact ``set``).
-
-What is remembered across runs: a request's fingerprint is pending from the
-moment the scheduler asks about it until a response for it arrives
-(``response_received``, a final status that is not one of
-``RETRY_HTTP_CODES``); only then is it saved. A run that stops with requests
-queued, fails to fetch some, or is killed, never saves them as seen, so a
-later run fetches them if they come up again: a duplicate fetch is cheap, a
-skipped page is not.
-
-The file: ``IDCRAWL_DUPEFILTER_PATH``, else ``<JOBDIR>/idcrawl-seen.<backend>``,
-else beside the state file (``<state stem>-seen.<backend>``, by default
-``.scrapy/idcrawl/<spider>-seen.<backend>``). It is saved at close and every
-``IDCRAWL_DUPEFILTER_SAVE_INTERVAL`` seconds while responses arrive, and read
-at open when the run continues a job: with ``JOBDIR`` (Scrapy's own resume
-contract), or when a target of an idcrawl spider resumes (``-a resume=``
-other than ``none``). A run that starts over replaces it at close. A file that
-is not a valid filter file of the configured backend stops the crawl with one
-line naming it, and is left as it was.
-
-Scrapy's scheduler never asks about ``dont_filter`` requests (lane requests and
-retries carry it), so they are never filtered.
+Scrapy's ``RFPDupeFilter`` interface and stat, the crawler's request fingerprinter, the fingerprints
+in a backend of :mod:`idcrawl.core.seen` kept in a file between runs. docs/dedup.md (backends, size,
+the file, the trade-off); when a fingerprint counts as seen: docs/architecture.md ("Module notes").
 """
 
 from __future__ import annotations
@@ -122,7 +98,7 @@ class IdDupeFilter(RFPDupeFilter):
         self._last_save = time.monotonic()
         self._opened = False
         # requests asked about: their responses are matched to pending fingerprints without
-        # fingerprinting every lane response (~80 us each here, see response_received)
+        # fingerprinting every lane response (see response_received)
         self._asked: weakref.WeakKeyDictionary[Request, bytes] = weakref.WeakKeyDictionary()
         # lane fingerprints from their templates (idcrawl.core.laneprint), by target name; only
         # in front of Scrapy's own fingerprinter, whose bytes they are

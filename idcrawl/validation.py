@@ -1,12 +1,7 @@
 """Settings checked once, before any request: the Scrapy side of :mod:`idcrawl.core.setting_specs`.
 
-Besides every ``IDCRAWL_*`` value's type and range, it checks what a setting
-points at, without creating anything: ``JOBDIR`` and the idcrawl file paths
-must not be (or lie under) a regular file where a folder is needed, and a
-crawl that needs Redis (a distributed one, also from the ``distributed``
-profile, or ``IDCRAWL_STATE_BACKEND = "redis"``:
-:func:`idcrawl.distributed.connection.needs_redis`) needs the ``distributed``
-extra installed.
+Every ``IDCRAWL_*`` value's type and range, and what a setting points at (a folder that is a file,
+the ``distributed`` extra a Redis crawl needs), without creating anything. docs/reference/settings.md.
 """
 
 from __future__ import annotations

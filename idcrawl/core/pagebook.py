@@ -1,12 +1,8 @@
-"""The schedule records of found pages during a crawl: what each revisit means (issue 17, pages).
+"""The schedule records of found pages during a crawl: what each revisit means.
 
-:mod:`idcrawl.core.recrawl` holds the rule for one page; a :class:`PageBook` holds the records of
-every found page of a crawl's targets (loaded from the state store, one per ``(target, id)``), the
-validators a revisit sends (``If-None-Match``/``If-Modified-Since``), what each fetch means
-(:class:`PageEvent`: new, changed, unchanged, not modified, gone, left the schedule) and whether it
-gets an item (new ids and changed pages only, with a revision number and the previous checksum),
-the ids of a target that are due, most overdue first, and the records changed since the last commit.
-No Scrapy imports; times come from one :class:`~idcrawl.core.clock.Clock`.
+A :class:`PageBook` holds every found page's record, the validators a revisit sends, what each fetch
+means (:class:`PageEvent`), the ids due and the records changed since the last commit. No Scrapy
+imports. docs/recrawl.md ("Found pages: conditional revisits").
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """Connecting to a job's Redis: scrapy-redis's connection settings, one clear error.
 
-The client comes from scrapy-redis's ``get_redis_from_settings`` (``REDIS_URL``,
-``REDIS_HOST``/``REDIS_PORT``, ``REDIS_PARAMS``), so a project that already runs
-scrapy-redis points idcrawl at the same server with the same settings. Each
-job's keys live under one prefix, ``<IDCRAWL_REDIS_PREFIX>:{<job>}:``; the job
-is ``IDCRAWL_REDIS_JOB`` or the spider's name, and the braces are a Redis
-Cluster hash tag that keeps a job's keys in one slot (the Lua scripts are
-passed their keys or build them from the prefix of one: docs/distributed.md "Key layout and
-Redis Cluster" says what Cluster support still needs).
-
-Every call a crawl's clients make is counted in its stats by one wrapper,
-:func:`count_calls` (``connect(settings, stats=crawler.stats)``): the worker,
-the fleet's limits and incidents, the dupefilter and the state store each
-connect with the crawler's stats, so ``idcrawl/redis/calls`` is every round
-trip of the process and ``idcrawl/redis/commands/<name>`` every command by
-name (a script by its name: ``claim``, ``record``, ...; see
-:func:`count_calls`).
+The client (``REDIS_URL``, ``REDIS_PARAMS``, ...), the job's key prefix ``<IDCRAWL_REDIS_PREFIX>:{<job>}:``,
+the ``noeviction`` check, and :func:`count_calls`, which counts every call in the crawl's stats.
+docs/distributed.md ("Redis configuration", "Key layout and Redis Cluster"); docs/architecture.md
+("Module notes").
 """
 
 from __future__ import annotations

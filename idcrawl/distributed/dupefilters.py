@@ -1,37 +1,9 @@
-"""Request dupefilters shared by all workers of a distributed job.
+"""Request dupefilters shared by all workers of a distributed job: follow-up pages fetched once by the fleet.
 
-Two choices, by ``DUPEFILTER_CLASS``:
-
-- ``idcrawl.distributed.dupefilters.RedisBloomDupeFilter``: the
-  :class:`idcrawl.dupefilters.IdDupeFilter` (same rules: a fingerprint is
-  remembered once its response arrived, so a worker that stops loses no page)
-  on :class:`RedisBloomSeen`, a Bloom filter in Redis: ``k`` bits per
-  fingerprint set and tested in one Lua script, in bitmaps of at most 2**32
-  bits each (a Redis string holds at most 512 MB, so the filter is *sharded*:
-  a fingerprint's bits all live in the shard its first hash picks). Sized once
-  from ``IDCRAWL_DUPEFILTER_CAPACITY`` (0: 10,000,000) and
-  ``IDCRAWL_DUPEFILTER_ERROR_RATE``: 10,000,000 fingerprints at 0.1% take 18 MB.
-- ``idcrawl.distributed.dupefilters.RedisRFPDupeFilter``: scrapy-redis's exact
-  ``RFPDupeFilter`` (a Redis set of fingerprints, about 100 bytes each) with the
-  job's key and the crawler's request fingerprinter (scrapy-redis's own
-  ignores ``REQUEST_FINGERPRINTER_CLASS``); it keeps its set when a worker
-  closes (``scrapy idjob clean`` removes it).
-
-Both keep their keys under the job's prefix (``P bloom:<shard>``, ``P bloom:count``,
-``P dupefilter``), so they also remember across runs of the job. Lane requests
-are never filtered and never cost a call: the scheduler shows each to the
-dupefilter (a single process's filter learns them, so a link to a lane's page
-is not fetched again), but these skip them (:func:`lane_request`), since the
-job's frontier knows every lane id exactly: a follow-up whose URL is a page of
-a lane that the job already handed out is filtered without a call
-(:class:`LanePages`). They are for follow-up pages. The
-Bloom filter asks Redis once per follow-up request; the fingerprints of
-follow-ups whose responses arrived travel with that call, or go in a call of
-their own once :data:`ADD_BATCH` wait or when one more arrives after the
-oldest waited :data:`ADD_DELAY` s, and at close.
-Fingerprints of two workers that schedule the same page at the same moment are
-both pending (not yet fetched) and that page may be fetched twice: a duplicate
-is cheap, a page never fetched is not.
+``RedisBloomDupeFilter`` (:class:`idcrawl.dupefilters.IdDupeFilter`'s rules on a sharded Bloom filter
+in Redis) and ``RedisRFPDupeFilter`` (scrapy-redis's exact set, the crawler's fingerprinter), their
+keys under the job's prefix. Lane requests never cost a call. docs/distributed.md ("Follow-up
+pages"); the shards and the batching: docs/architecture.md ("Module notes").
 """
 
 from __future__ import annotations

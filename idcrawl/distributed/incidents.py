@@ -1,14 +1,8 @@
 """Incidents of a distributed job: every worker pushes to one Redis list; one command writes the XML.
 
-Workers cannot share one XML file (they may run on different machines, and
-the file is rewritten whole on each append so that it is valid at every
-moment). So a worker's incident log is :class:`RedisIncidentLog`: ``append``
-pushes the incident (pickled plain data) onto the job's ``incidents`` list.
-``scrapy idjob incidents -o FILE`` drains it into one
-:class:`idcrawl.extensions.incidents.IncidentLog`, in the order the workers pushed them:
-each incident is appended to the file (which is valid after every append)
-before it is removed from the list, so a drain that is killed midway repeats
-at most one incident next time and loses none.
+:class:`RedisIncidentLog` pushes each incident onto the job's ``incidents`` list;
+``scrapy idjob incidents -o FILE`` drains it into one XML log. docs/distributed.md; why a list, and
+how a drain loses none: docs/architecture.md ("Module notes").
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
 """The incident log: an XML file of what stopped a domain crawl or the job, for later investigation.
 
-Seed 002: "When triggered, both TTmax and TDL leave a warning message with
-details in an incident log XML file". Each ``<incident>`` holds its time (ISO
-8601 UTC), the domain, the rule with its category, limit, observed value and
-unit, a human-readable message, the domain's counters and lane cursors and its
-last few URLs. The document validates against ``idcrawl/schemas/incidents.xsd``
-(shipped in the package, :data:`SCHEMA_PATH`).
-
-The file is well-formed at every moment: each append writes the whole
-document to a temporary file in the same directory, fsyncs it and renames it
-over the log (``os.replace``, atomic on POSIX), then fsyncs the directory.
-Killed at any moment, the path holds the previous or the new document, never a
-part of one (at worst a stray ``.<name>.*.tmp`` file stays beside it).
-Incidents of earlier runs of the same job (a valid log at the path) are kept;
-a file there that is not a valid log is an error and is never overwritten.
-
-No Scrapy imports: the job-limits extension builds :class:`Incident` values
-from :class:`~idcrawl.core.limits.Trigger` and the domain's plain data.
+Valid against ``idcrawl/schemas/incidents.xsd`` (:data:`SCHEMA_PATH`) at every moment, earlier runs'
+incidents kept. No Scrapy imports. docs/reference/incidents.md; how each append stays atomic:
+docs/architecture.md ("Module notes").
 """
 
 from __future__ import annotations

@@ -1,33 +1,8 @@
 """``IdPoliteness``: per-host gaps that grow with the host's response time.
 
-The gap between two requests to one download slot (a host, or an IP with
-``CONCURRENT_REQUESTS_PER_IP``) is at least
-
-    max(the slot's own delay, clamp(IDCRAWL_POLITENESS_FACTOR x last fetch's duration,
-                                    IDCRAWL_POLITENESS_MIN_DELAY, IDCRAWL_POLITENESS_MAX_DELAY))
-
-the rule of Mercator (10x) and Heritrix (5x, 3..30 s); see
-:mod:`idcrawl.core.politeness`. Shaped like Scrapy's AutoThrottle: settings
-read once, ``NotConfigured`` when off (factor 0, the default), and the work
-done on signals:
-
-- ``request_reached_downloader``: the first request of a slot *adopts* it:
-  its configured delay (``DOWNLOAD_DELAY`` or its ``DOWNLOAD_SLOTS`` entry)
-  becomes the floor, its concurrency becomes 1 (the next fetch waits for the
-  duration of the previous one, as in Mercator's and Heritrix's per-host
-  queues), and its jitter is remapped so that it only lengthens gaps (before
-  Scrapy 2.19, whose slots have no jitter, the slot waits the remapped mean).
-- ``response_downloaded``: the slot's delay becomes the rule's gap for the
-  request's ``download_latency``, before the slot starts its next request.
-
-Stats under ``idcrawl/politeness/``: ``slots/<slot>/delay`` (the gap in force,
-so at close the last one), ``slots/<slot>/max_delay``, ``slots/<slot>/fetches``
-(responses that set the gap), ``max_delay`` (over all slots) and ``capped``
-(gaps that ``IDCRAWL_POLITENESS_MAX_DELAY`` shortened).
-
-Gaps are measured like Scrapy's ``DOWNLOAD_DELAY``: from the start of one
-request to the start of the next. With one fetch at a time the host is idle
-for ``(factor - 1)`` x the fetch's duration in between.
+The rule is :mod:`idcrawl.core.politeness`'s; this extension applies it to Scrapy's download slots on
+signals, shaped like AutoThrottle (``NotConfigured`` when off). What a user sees: docs/politeness.md;
+how the slots are adopted: docs/architecture.md ("Module notes"); stats: docs/reference/stats.md.
 """
 
 from __future__ import annotations

@@ -1,31 +1,8 @@
 """``IdWatch``: watch mode (``-a watch=true`` or ``IDCRAWL_WATCH``), one ``scrapy crawl`` that keeps running.
 
-A watching crawl runs ``resume=due`` waves: the first is the run itself; when a wave is over (the
-engine is idle and every lane settled) its worker closes as a run does (the last commit writes the
-tails' schedules, the state records the wave as a run) and the spider stays open
-(``DontCloseSpider``). The extension sleeps until the earliest schedule just written falls due
-(:func:`idcrawl.core.watch.next_wave_at`): a tail's, a found page's (the worker's
-``watch_pages()``: read with the wave's last commit), or with crawl scope a URL's next harvest (the
-URL queue's ``next_harvest()``). Then the runtime plans the next wave from the state at that time
-(:meth:`idcrawl.runtime.IdRuntime.next_wave`: the same resume plan, so the found pages due then
-join it, and a wave of due pages alone walks only them) with the same lanes, margins, politeness
-and limits; with crawl scope the wave is a run of the URL queue too (``IdScopeMiddleware.next_wave``).
-Scrapy's first SIGINT closes the spider gracefully: between waves there is nothing left to commit, during a wave the
-close commits as any run's does, and a later run resumes from the state.
-
-The sleep is on the one clock (``IDCRAWL_NOW``): with a fixed clock the extension moves it to the
-wave's time when it wakes, and ``IDCRAWL_WATCH_SPEED`` (simulated seconds per real second) makes a
-simulated day pass in a moment, so a test sees two waves without sleeping through a day.
-
-In a distributed job every worker watches: a wave's end is the job's (every lane settled in Redis),
-the worker leaves the job, sleeps until the earliest due time of the job's schedules in Redis, and
-its next worker plans the wave or joins the fleet's plan of it (``runtime.wave_at`` names the wave:
-:mod:`idcrawl.distributed.worker`, ``resume.lua``). Each wave is a run of the fleet
-(:mod:`idcrawl.distributed.runs`), for the shared URL queue of crawl scope too: the worker that starts
-the wave's run reconciles it, and the URL queue's next harvest is the fleet's (``P uwait``).
-
-Stats: ``idcrawl/watch/waves`` (waves started, the first included), ``idcrawl/watch/slept`` (clock
-seconds slept between waves), ``idcrawl/watch/next_wave`` (when the next wave starts, while asleep).
+Keeps the spider open between ``resume=due`` waves, sleeps until the next falls due
+(:func:`idcrawl.core.watch.next_wave_at`) and starts it. docs/recrawl.md ("Watch mode"); how a wave
+ends and the next starts, in one process and in a fleet: docs/architecture.md ("Module notes").
 """
 
 from __future__ import annotations

@@ -1,46 +1,9 @@
 """Settings profiles: named sets of settings a job picks with ``IDCRAWL_PROFILE``.
 
-A profile is a small TOML file, one ``NAME = value`` per setting with a
-comment each. idcrawl's own profiles (``default``, ``polite``, ``fast``,
-``survey``, ``distributed``) are package data in ``idcrawl/settings_profiles/``
-and are read with :mod:`importlib.resources`, so they load the same from a
-source checkout, a wheel, or the zipped egg that ``scrapyd-deploy`` uploads.
-``IDCRAWL_PROFILES_DIR`` names an extra folder of ``NAME.toml`` files,
-searched first (a profile there shadows a packaged one of the same name).
-
-Precedence (lowest first)::
-
-    Scrapy defaults < idcrawl add-on < project settings file < spider custom_settings
-        < profile (PROFILE_PRIORITY) < -s on the command line (cmdline)
-
-A profile is applied at :data:`PROFILE_PRIORITY` (35, between Scrapy's
-``spider`` and ``cmdline`` priorities), so the result does not depend on the
-order in which Scrapy's hooks run: a profile beats the project's settings
-file (a job's choice beats the project's standing defaults, and idcrawl's own
-settings file sets concurrency that would otherwise silently defeat ``polite``
-or ``fast``), and an explicit ``-s`` (also scrapyd's ``setting=`` and
-``shub schedule -s``) always wins. A TOML table (``[EXTENSIONS]``, say) is
-merged key by key into the setting instead of replacing it.
-
-Where a profile is applied:
-
-* ``IdSeqSpider.update_settings`` applies ``IDCRAWL_PROFILE`` for every id
-  crawl, add-on or not, before the spider is created (so the spider sees the
-  profile's target defaults and state settings); the add-on
-  (:class:`idcrawl.addon.IdCrawl`) applies it again for any spider, which
-  changes nothing when it is already applied.
-* idcrawl's commands (``idplan``, ``idcoverage``, ``iddue``, ``idjob``) apply it to their settings
-  (:func:`idcrawl.commands._common.apply_command_profile`), so they read what the crawl wrote.
-* ``profile = "NAME"`` at the top of a job file (``-a job=``): spider
-  arguments are not available to ``update_settings`` (a classmethod called
-  before the spider exists), so :class:`JobProfile`, a tiny add-on that the
-  idseq spider registers, applies it after the spider is created and before
-  Scrapy freezes the settings (Scrapy 2.19 creates the spider first, then runs
-  the add-ons, then freezes). It counts as ``IDCRAWL_PROFILE`` at ``spider``
-  priority: ``-s IDCRAWL_PROFILE`` beats it. Settings the spider has already
-  read by then (:func:`read_at_spider_creation`: target defaults, the state
-  location and backend) cannot come from a job file's profile; such a profile
-  is refused with one line that says to pick it with ``-s`` instead.
+The profiles are TOML package data here, read with :mod:`importlib.resources`; ``IDCRAWL_PROFILES_DIR``
+is searched first. Applied at :data:`PROFILE_PRIORITY`, a table merged key by key; a job file's
+``profile`` by the :class:`JobProfile` add-on. Precedence, packaging: docs/profiles.md; where a
+profile is applied: docs/architecture.md ("Module notes").
 """
 
 from __future__ import annotations
