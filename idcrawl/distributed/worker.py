@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 from scrapy import Request, signals
 from scrapy.utils.asyncio import create_looping_call
-from scrapy.utils.request import request_from_dict
-from scrapy_redis import picklecompat
 
 from idcrawl._scrapy import close_spider, engine_busy, sequential_host
 from idcrawl.config import config_of
@@ -39,6 +37,7 @@ from idcrawl.distributed.connection import (
     reply_text,
 )
 from idcrawl.distributed.frontier import RedisFrontier, StateLost, TargetConflict, check_distributed
+from idcrawl.distributed.gate import FleetGate, FleetRetries
 from idcrawl.distributed.job import RedisJob
 from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
 from idcrawl.distributed.runs import refused
@@ -46,7 +45,7 @@ from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
 from idcrawl.feeds import UnwrittenItems, flush_feeds, page_key
 from idcrawl.processes import worker_gone, worker_id
-from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
+from idcrawl.runtime import STATS_PREFIX, IdRuntime, Payload
 from idcrawl.state.base import StateError
 from idcrawl.state.lock import state_owner
 from idcrawl.state.redis import is_oom
@@ -62,7 +61,6 @@ if TYPE_CHECKING:
     from idcrawl.core.scope import JobScope
     from idcrawl.core.urlqueue import UrlQueue
     from idcrawl.distributed.limits import FleetLimitParts
-    from idcrawl.scheduler import PolitenessGate, SharedRetries
     from idcrawl.worker import Worker
 
 __all__ = ["RedisWorker", "parse_pushed"]
@@ -275,10 +273,11 @@ class RedisWorker:
         self._last_ack = time.monotonic()
         self._closed = False
         self._quiet_polls = 0
-        self._due: list[Request] = []  # shared retries taken from Redis, not yet handed out
-        self._due_at = 0.0  # monotonic time from which a shared retry may be due
-        self._gate_until: dict[str, float] = {}  # slot -> monotonic time another worker reserved it until
-        self._due_local: list[tuple[float, Request]] = []  # retries Redis did not take (an outage)
+        #: the scheduler's parts: retries shared by the fleet, each slot's next start reserved for the fleet
+        self.retries = FleetRetries(runtime, self.frontier, self.job, self.worker, self.poll_interval,
+                                    outage=self._outage, down=self._redis_down, load_targets=self._load_targets,
+                                    active=self._active)
+        self.gate = FleetGate(runtime, self.job, self.worker, outage=self._outage)
         self._unrecorded: list[tuple[str, int, Outcome, list[Any] | None, int]] = []
         self._down_since: float | None = None
         self._checked_at: float | None = None  # monotonic time of the last poll that found the job's keys there
@@ -705,6 +704,12 @@ class RedisWorker:
                          now - self._down_since, checked)
             self._stop("idcrawl_redis_unavailable")
 
+    def _redis_down(self) -> bool:
+        return self._down_since is not None
+
+    def _active(self) -> None:
+        self._idle_since = time.monotonic()
+
     def _stop(self, reason: str) -> None:
         engine = self.crawler.engine
         if engine is not None and not self._closed:
@@ -738,7 +743,7 @@ class RedisWorker:
         if self._no_progress():
             return
         if status.next_due >= 0:
-            self._due_at = min(self._due_at, time.monotonic() + status.next_due)
+            self.retries.due_in(status.next_due)
             self.runtime.wake_in(status.next_due)
         if status.tver != self._tver:
             self._tver = status.tver
@@ -764,7 +769,7 @@ class RedisWorker:
     def _busy(self) -> bool:
         """Has this worker work in flight (ids, requests, retries, outcomes to record)? A busy worker keeps the
         job active for the no-progress rule, however long a download or a politeness gap takes."""
-        return bool(self.frontier.inflight or self._due or self._due_local or self._unrecorded
+        return bool(self.frontier.inflight or self.retries.waiting() or self._unrecorded
                     or engine_busy(self.crawler))
 
     def _no_progress(self) -> bool:
@@ -899,88 +904,6 @@ class RedisWorker:
             logger.info("idcrawl: no work for %.1f s (IDCRAWL_REDIS_IDLE_TIMEOUT): closing", self.idle_timeout)
             self._stop("idcrawl_idle_timeout")
 
-    # -- shared retries and fleet politeness (the scheduler's parts) -------------------------
-
-    def delay(self, request: Request, wait: float) -> None:
-        """Park a retry in the job's delayed set; any worker takes it when it falls due."""
-        info = request.meta[META_KEY]
-        meta = {k: v for k, v in request.meta.items() if k != DUE_KEY}
-        blob = picklecompat.dumps(request.replace(meta=meta).to_dict(spider=self.crawler.spider))
-        redis_id = self.frontier.redis_id(info["lane"], info["id"])  # a list lane's position
-        member = f"{info['lane']}\t{redis_id}\n".encode() + blob
-        try:
-            self.job.delay(info["lane"], redis_id, max(1, int(wait * 1000)), member)
-        except RedisError as exc:  # kept here instead: this worker retries it itself
-            self._outage(exc)
-            self._due_local.append((time.monotonic() + wait, request))
-            self.runtime.wake_in(wait)
-            return
-        self.frontier.inflight.discard((info["lane"], info["id"]))  # the delayed set holds it now
-        self._inc(f"{PREFIX}/retries_shared")
-        due = time.monotonic() + wait
-        self._due_at = min(self._due_at, due)
-        self.runtime.wake_in(wait)
-
-    def due_retry(self) -> Request | None:
-        """A retry of the job that fell due (taken from Redis in small batches), or None."""
-        now = time.monotonic()
-        for i, (due, request) in enumerate(self._due_local):
-            if due <= now:
-                del self._due_local[i]
-                return request
-        if not self._due and now >= self._due_at and self._down_since is None:
-            try:
-                members = self.job.pop_delayed(self.worker, 16)
-            except RedisError as exc:
-                self._outage(exc)
-                return None
-            self._due_at = float("inf")  # the next poll says when the next one is due
-            spider = self.crawler.spider
-            for member in members:
-                _, _, blob = member.partition(b"\n")
-                request = request_from_dict(picklecompat.loads(blob), spider=spider)
-                info = request.meta[META_KEY]
-                if info["lane"] not in self.frontier.lanes:
-                    self._load_targets()  # a target added since the last poll
-                if info["lane"] not in self.frontier.lanes:
-                    logger.error("idcrawl: a retry of unknown lane %r (id %s) goes back to the job",
-                                 info["lane"], info["id"])
-                    self.delay(request, self.poll_interval)
-                    continue
-                self.frontier.inflight.add((info["lane"], info["id"]))
-                self._due.append(request)
-        if self._due:
-            self._idle_since = time.monotonic()
-            return self._due.pop(0)
-        return None
-
-    def fleet_gate(self, slot: str) -> bool:
-        """Whether the slot may take a request as far as this worker knows (no round trip):
-        False while another worker holds the slot's next start (a wake-up is armed)."""
-        until = self._gate_until.get(slot)
-        if until is None:
-            return True
-        wait = until - time.monotonic()
-        if wait <= 0:
-            del self._gate_until[slot]
-            return True
-        self.runtime.wake_in(wait)
-        return False
-
-    def reserve(self, slot: str, gap: float, token: str) -> float:
-        """Reserve the slot's next start for the fleet for request ``token`` (``POLITE``; called again
-        as the request leaves, which moves the next start to a gap after that): 0 = go now, else
-        seconds to wait."""
-        try:
-            wait_ms = int(self.job.polite(slot, max(1, int(gap * 1000)), token))
-        except RedisError as exc:
-            self._outage(exc)
-            return gap  # no reservation possible: wait a whole gap, then ask again
-        if wait_ms <= 0:
-            return 0.0
-        self._gate_until[slot] = time.monotonic() + wait_ms / 1000
-        return wait_ms / 1000
-
     def limit_parts(self) -> FleetLimitParts:
         """The job limits' parts: the fleet's counters and stops in Redis, every worker's incidents in one list."""
         from idcrawl.distributed.limits import FleetLimitParts
@@ -991,13 +914,13 @@ class RedisWorker:
         except RedisUnavailable as exc:
             raise BadInputError(f"{name}: {exc}") from None
 
-    def shared_retries(self) -> SharedRetries:
-        """This worker: retries parked in the job's delayed set (:meth:`delay`, :meth:`due_retry`)."""
-        return self
+    def shared_retries(self) -> FleetRetries:
+        """Retries parked in the job's delayed set (:mod:`idcrawl.distributed.gate`)."""
+        return self.retries
 
-    def politeness_gate(self) -> PolitenessGate:
-        """This worker: the fleet's reservations of each slot's next start (:meth:`fleet_gate`, :meth:`reserve`)."""
-        return self
+    def politeness_gate(self) -> FleetGate:
+        """The fleet's reservations of each slot's next start (:mod:`idcrawl.distributed.gate`)."""
+        return self.gate
 
 
 if TYPE_CHECKING:  # mypy checks that the Redis worker is a Worker and its frontier an IdFrontier
