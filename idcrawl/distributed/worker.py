@@ -1,8 +1,8 @@
 """``RedisWorker``: one worker of a distributed job, the runtime's plug-in.
 
 It drives a :class:`~idcrawl.distributed.frontier.RedisFrontier` and adds the poll (heartbeat, taking back
-stopped workers' ids, pushed targets, orphaned items), item acknowledgements after the feeds are flushed,
-waiting for the fleet, and liveness. Why: docs/architecture.md, "The fleet's protocol", "A worker".
+stopped workers' ids, pushed targets, orphaned items), waiting for the fleet, liveness; its parts: :mod:`.acks`,
+:mod:`.gate`. Why: docs/architecture.md, "The fleet's protocol", "A worker".
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from idcrawl.core.resume import due_first, tail_due
 from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.core.targets import RESET_MODES, Target, parse_target
 from idcrawl.core.watch import watch_targets, wave_key
+from idcrawl.distributed.acks import FleetAcks
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
 from idcrawl.distributed.connection import (
     RedisUnavailable,
@@ -43,13 +44,11 @@ from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
 from idcrawl.distributed.runs import refused
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
-from idcrawl.feeds import UnwrittenItems, flush_feeds, page_key
 from idcrawl.processes import worker_gone, worker_id
 from idcrawl.runtime import STATS_PREFIX, IdRuntime, Payload
 from idcrawl.state.base import StateError
 from idcrawl.state.lock import state_owner
 from idcrawl.state.redis import is_oom
-from idcrawl.storage import storage_failed
 
 if TYPE_CHECKING:
     import random
@@ -261,16 +260,9 @@ class RedisWorker:
         self._loop: Any = None
         self._idle_since = time.monotonic()
         self._last_poll: float | None = None
-        # acknowledgements of released outputs: tokens are their emit fields, "lane|id"
-        self._unwritten = UnwrittenItems()
-        self._written: list[str] = []
-        #: found pages of the crawl scope whose items are on their way (tokens: what harvests them), and
-        #: those written (harvested at the next acknowledgement, after the feeds' flush: hold_page)
-        self._unwritten_pages = UnwrittenItems(page_key)
-        self._written_pages: list[Callable[[], None]] = []
-        self._ack_batch = self.config.state_commit_items
-        self._ack_interval = self.config.state_commit_interval
-        self._last_ack = time.monotonic()
+        #: acknowledgements of released outputs and found pages once their items are written
+        self.acks = FleetAcks(runtime, self.client, self.job, self.worker, self.config.state_commit_items,
+                              self.config.state_commit_interval, outage=self._outage)
         self._closed = False
         self._quiet_polls = 0
         #: the scheduler's parts: retries shared by the fleet, each slot's next start reserved for the fleet
@@ -283,7 +275,6 @@ class RedisWorker:
         self._checked_at: float | None = None  # monotonic time of the last poll that found the job's keys there
         self._joined_at = time.monotonic()
         self.no_progress_leases = self.config.redis_no_progress_leases
-        self._acked_recently: set[str] = set()
         self._taken = 0  # ids given back to the job when this worker left
 
     def _check_targets(self, targets: list[Target], spider_name: str) -> None:
@@ -463,8 +454,8 @@ class RedisWorker:
     # -- lifecycle ---------------------------------------------------------------
 
     def open(self) -> None:
-        self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
-        self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
+        self.crawler.signals.connect(self.acks.item_written, signal=signals.item_scraped)
+        self.crawler.signals.connect(self.acks.item_written, signal=signals.item_dropped)
         self._idle_since = self._joined_at = time.monotonic()
         if self._due_planned:
             self.stats.set_value(f"{STATS_PREFIX}/pages/due", self._due_planned)
@@ -507,7 +498,7 @@ class RedisWorker:
             self._loop.stop()
         self._closed = True
         try:
-            self.ack(force=True)
+            self.acks.ack(force=True)
             self._count_page_records()
             self.settle_tails()
             if self.urls is not None:  # taken, not answered: ready again for the fleet
@@ -559,9 +550,7 @@ class RedisWorker:
         """Expect the items of released outputs; they are acknowledged once written."""
         lane_target = self.frontier.lane_target
         target = lane_target[lane_key].name if lane_key in lane_target else lane_key.rpartition(":")[0]
-        field = f"{lane_key}|{self.frontier.redis_id(lane_key, id_)}"
-        if not self._unwritten.expect(target, id_, outputs, field):
-            self._written.append(field)
+        self.acks.expect(target, id_, outputs, f"{lane_key}|{self.frontier.redis_id(lane_key, id_)}")
 
     def describe_state(self) -> str:
         return f"state in Redis job {self.job.prefix!r} (worker {self.worker})"
@@ -582,58 +571,7 @@ class RedisWorker:
     def hold_page(self, owner: str, url: str, outputs: list[Any], harvest: Callable[[], None]) -> bool:
         """A found page of the crawl scope: harvested in the fleet's queue (``harvest()``) once the items
         that stand for it are written and acknowledged, as released ids are; False: none, harvest now."""
-        return bool(self._unwritten_pages.expect(owner, url, outputs, harvest))
-
-    def _harvest_written_pages(self) -> None:
-        """After the feeds' flush: the found pages whose items are written are harvested."""
-        while self._written_pages:  # one at a time: an outage leaves the rest for the next acknowledgement
-            self._written_pages[0]()
-            del self._written_pages[0]
-
-    def _item_written(self, item: Any, *args: Any, **kwargs: Any) -> None:
-        page = self._unwritten_pages.written(item)
-        if page is not None:
-            self._written_pages.append(page[1])
-        else:
-            done = self._unwritten.written(item)
-            if done is None:
-                return
-            self._written.append(done[1])
-        if len(self._written) + len(self._written_pages) >= self._ack_batch:
-            self.ack()
-
-    def ack(self, force: bool = False) -> None:
-        """Flush and fsync local feeds, then drop the written outputs from this worker's emit hash (and
-        harvest the found pages whose items are written)."""
-        if not self._written and not self._written_pages:
-            return
-        waiting = len(self._written) + len(self._written_pages)
-        due = waiting >= self._ack_batch or time.monotonic() - self._last_ack >= self._ack_interval
-        if not (force or due):
-            return
-        if not flush_feeds(self.crawler) and not force:
-            return  # a feed that is only durable at close: the outputs stay unacknowledged until then
-        if storage_failed(self.crawler) is not None:
-            return  # a feed write failed: nothing is acknowledged after it (another worker emits them again)
-        if self._written_pages:
-            try:
-                self._harvest_written_pages()
-            except RedisError as exc:
-                self._outage(exc)
-                return
-        if not self._written:
-            self._last_ack = time.monotonic()
-            return
-        fields, self._written = self._written, []
-        try:
-            self.client.hdel(self.job.keys.emit(self.worker), *fields)
-        except RedisError as exc:
-            self._written = fields + self._written
-            self._outage(exc)
-            return
-        self._last_ack = time.monotonic()
-        self._acked_recently = set(fields)  # an HDEL cut by an outage may not have been applied
-        self._inc(f"{PREFIX}/acknowledged", len(fields))
+        return self.acks.hold_page(owner, url, outputs, harvest)
 
     # -- the poll ------------------------------------------------------------------------
 
@@ -668,7 +606,7 @@ class RedisWorker:
 
     def _recover_emits(self) -> None:
         """Outputs Redis released to this worker in a reply that never arrived (a call cut by the outage)."""
-        known = {field for _, field in self._unwritten.pending()} | set(self._written) | self._acked_recently
+        known = self.acks.known()
         spider = self.crawler.spider
         released: list[Payload] = [
             (item.lane, self.frontier.id_of(item.lane, item.id), decode_outputs(item.blob, spider))
@@ -757,7 +695,7 @@ class RedisWorker:
         self._count_page_records()
         if status.orphans:
             self._adopt()
-        self.ack()
+        self.acks.ack()
         self._check_lost()
         if woken or urls_ready or frontier.can_dispense() or frontier.finished:
             # finished: the engine checks at once whether it is idle and closes (the fleet's finish,
