@@ -1,8 +1,8 @@
 """``RedisWorker``: one worker of a distributed job, the runtime's plug-in.
 
 It drives a :class:`~idcrawl.distributed.frontier.RedisFrontier` and adds the poll (heartbeat, taking back
-stopped workers' ids, pushed targets, orphaned items), item acknowledgements after the feeds are flushed,
-waiting for the fleet, and liveness. Why: docs/architecture.md, "The fleet's protocol", "A worker".
+stopped workers' ids, pushed targets, orphaned items), waiting for the fleet, liveness; its parts: :mod:`.acks`,
+:mod:`.gate`. Why: docs/architecture.md, "The fleet's protocol", "A worker".
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 from scrapy import Request, signals
 from scrapy.utils.asyncio import create_looping_call
-from scrapy.utils.request import request_from_dict
-from scrapy_redis import picklecompat
 
 from idcrawl._scrapy import close_spider, engine_busy, sequential_host
 from idcrawl.config import config_of
@@ -29,6 +27,7 @@ from idcrawl.core.resume import due_first, tail_due
 from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.core.targets import RESET_MODES, Target, parse_target
 from idcrawl.core.watch import watch_targets, wave_key
+from idcrawl.distributed.acks import FleetAcks
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
 from idcrawl.distributed.connection import (
     RedisUnavailable,
@@ -39,18 +38,17 @@ from idcrawl.distributed.connection import (
     reply_text,
 )
 from idcrawl.distributed.frontier import RedisFrontier, StateLost, TargetConflict, check_distributed
+from idcrawl.distributed.gate import FleetGate, FleetRetries
 from idcrawl.distributed.job import RedisJob
 from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
 from idcrawl.distributed.runs import refused
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
-from idcrawl.feeds import UnwrittenItems, flush_feeds, page_key
 from idcrawl.processes import worker_gone, worker_id
-from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX, IdRuntime, Payload
+from idcrawl.runtime import STATS_PREFIX, IdRuntime, Payload
 from idcrawl.state.base import StateError
 from idcrawl.state.lock import state_owner
 from idcrawl.state.redis import is_oom
-from idcrawl.storage import storage_failed
 
 if TYPE_CHECKING:
     import random
@@ -62,7 +60,6 @@ if TYPE_CHECKING:
     from idcrawl.core.scope import JobScope
     from idcrawl.core.urlqueue import UrlQueue
     from idcrawl.distributed.limits import FleetLimitParts
-    from idcrawl.scheduler import PolitenessGate, SharedRetries
     from idcrawl.worker import Worker
 
 __all__ = ["RedisWorker", "parse_pushed"]
@@ -263,28 +260,21 @@ class RedisWorker:
         self._loop: Any = None
         self._idle_since = time.monotonic()
         self._last_poll: float | None = None
-        # acknowledgements of released outputs: tokens are their emit fields, "lane|id"
-        self._unwritten = UnwrittenItems()
-        self._written: list[str] = []
-        #: found pages of the crawl scope whose items are on their way (tokens: what harvests them), and
-        #: those written (harvested at the next acknowledgement, after the feeds' flush: hold_page)
-        self._unwritten_pages = UnwrittenItems(page_key)
-        self._written_pages: list[Callable[[], None]] = []
-        self._ack_batch = self.config.state_commit_items
-        self._ack_interval = self.config.state_commit_interval
-        self._last_ack = time.monotonic()
+        #: acknowledgements of released outputs and found pages once their items are written
+        self.acks = FleetAcks(runtime, self.client, self.job, self.worker, self.config.state_commit_items,
+                              self.config.state_commit_interval, outage=self._outage)
         self._closed = False
         self._quiet_polls = 0
-        self._due: list[Request] = []  # shared retries taken from Redis, not yet handed out
-        self._due_at = 0.0  # monotonic time from which a shared retry may be due
-        self._gate_until: dict[str, float] = {}  # slot -> monotonic time another worker reserved it until
-        self._due_local: list[tuple[float, Request]] = []  # retries Redis did not take (an outage)
+        #: the scheduler's parts: retries shared by the fleet, each slot's next start reserved for the fleet
+        self.retries = FleetRetries(runtime, self.frontier, self.job, self.worker, self.poll_interval,
+                                    outage=self._outage, down=self._redis_down, load_targets=self._load_targets,
+                                    active=self._active)
+        self.gate = FleetGate(runtime, self.job, self.worker, outage=self._outage)
         self._unrecorded: list[tuple[str, int, Outcome, list[Any] | None, int]] = []
         self._down_since: float | None = None
         self._checked_at: float | None = None  # monotonic time of the last poll that found the job's keys there
         self._joined_at = time.monotonic()
         self.no_progress_leases = self.config.redis_no_progress_leases
-        self._acked_recently: set[str] = set()
         self._taken = 0  # ids given back to the job when this worker left
 
     def _check_targets(self, targets: list[Target], spider_name: str) -> None:
@@ -464,8 +454,8 @@ class RedisWorker:
     # -- lifecycle ---------------------------------------------------------------
 
     def open(self) -> None:
-        self.crawler.signals.connect(self._item_written, signal=signals.item_scraped)
-        self.crawler.signals.connect(self._item_written, signal=signals.item_dropped)
+        self.crawler.signals.connect(self.acks.item_written, signal=signals.item_scraped)
+        self.crawler.signals.connect(self.acks.item_written, signal=signals.item_dropped)
         self._idle_since = self._joined_at = time.monotonic()
         if self._due_planned:
             self.stats.set_value(f"{STATS_PREFIX}/pages/due", self._due_planned)
@@ -508,7 +498,7 @@ class RedisWorker:
             self._loop.stop()
         self._closed = True
         try:
-            self.ack(force=True)
+            self.acks.ack(force=True)
             self._count_page_records()
             self.settle_tails()
             if self.urls is not None:  # taken, not answered: ready again for the fleet
@@ -560,9 +550,7 @@ class RedisWorker:
         """Expect the items of released outputs; they are acknowledged once written."""
         lane_target = self.frontier.lane_target
         target = lane_target[lane_key].name if lane_key in lane_target else lane_key.rpartition(":")[0]
-        field = f"{lane_key}|{self.frontier.redis_id(lane_key, id_)}"
-        if not self._unwritten.expect(target, id_, outputs, field):
-            self._written.append(field)
+        self.acks.expect(target, id_, outputs, f"{lane_key}|{self.frontier.redis_id(lane_key, id_)}")
 
     def describe_state(self) -> str:
         return f"state in Redis job {self.job.prefix!r} (worker {self.worker})"
@@ -583,58 +571,7 @@ class RedisWorker:
     def hold_page(self, owner: str, url: str, outputs: list[Any], harvest: Callable[[], None]) -> bool:
         """A found page of the crawl scope: harvested in the fleet's queue (``harvest()``) once the items
         that stand for it are written and acknowledged, as released ids are; False: none, harvest now."""
-        return bool(self._unwritten_pages.expect(owner, url, outputs, harvest))
-
-    def _harvest_written_pages(self) -> None:
-        """After the feeds' flush: the found pages whose items are written are harvested."""
-        while self._written_pages:  # one at a time: an outage leaves the rest for the next acknowledgement
-            self._written_pages[0]()
-            del self._written_pages[0]
-
-    def _item_written(self, item: Any, *args: Any, **kwargs: Any) -> None:
-        page = self._unwritten_pages.written(item)
-        if page is not None:
-            self._written_pages.append(page[1])
-        else:
-            done = self._unwritten.written(item)
-            if done is None:
-                return
-            self._written.append(done[1])
-        if len(self._written) + len(self._written_pages) >= self._ack_batch:
-            self.ack()
-
-    def ack(self, force: bool = False) -> None:
-        """Flush and fsync local feeds, then drop the written outputs from this worker's emit hash (and
-        harvest the found pages whose items are written)."""
-        if not self._written and not self._written_pages:
-            return
-        waiting = len(self._written) + len(self._written_pages)
-        due = waiting >= self._ack_batch or time.monotonic() - self._last_ack >= self._ack_interval
-        if not (force or due):
-            return
-        if not flush_feeds(self.crawler) and not force:
-            return  # a feed that is only durable at close: the outputs stay unacknowledged until then
-        if storage_failed(self.crawler) is not None:
-            return  # a feed write failed: nothing is acknowledged after it (another worker emits them again)
-        if self._written_pages:
-            try:
-                self._harvest_written_pages()
-            except RedisError as exc:
-                self._outage(exc)
-                return
-        if not self._written:
-            self._last_ack = time.monotonic()
-            return
-        fields, self._written = self._written, []
-        try:
-            self.client.hdel(self.job.keys.emit(self.worker), *fields)
-        except RedisError as exc:
-            self._written = fields + self._written
-            self._outage(exc)
-            return
-        self._last_ack = time.monotonic()
-        self._acked_recently = set(fields)  # an HDEL cut by an outage may not have been applied
-        self._inc(f"{PREFIX}/acknowledged", len(fields))
+        return self.acks.hold_page(owner, url, outputs, harvest)
 
     # -- the poll ------------------------------------------------------------------------
 
@@ -669,7 +606,7 @@ class RedisWorker:
 
     def _recover_emits(self) -> None:
         """Outputs Redis released to this worker in a reply that never arrived (a call cut by the outage)."""
-        known = {field for _, field in self._unwritten.pending()} | set(self._written) | self._acked_recently
+        known = self.acks.known()
         spider = self.crawler.spider
         released: list[Payload] = [
             (item.lane, self.frontier.id_of(item.lane, item.id), decode_outputs(item.blob, spider))
@@ -705,6 +642,12 @@ class RedisWorker:
                          now - self._down_since, checked)
             self._stop("idcrawl_redis_unavailable")
 
+    def _redis_down(self) -> bool:
+        return self._down_since is not None
+
+    def _active(self) -> None:
+        self._idle_since = time.monotonic()
+
     def _stop(self, reason: str) -> None:
         engine = self.crawler.engine
         if engine is not None and not self._closed:
@@ -738,7 +681,7 @@ class RedisWorker:
         if self._no_progress():
             return
         if status.next_due >= 0:
-            self._due_at = min(self._due_at, time.monotonic() + status.next_due)
+            self.retries.due_in(status.next_due)
             self.runtime.wake_in(status.next_due)
         if status.tver != self._tver:
             self._tver = status.tver
@@ -752,7 +695,7 @@ class RedisWorker:
         self._count_page_records()
         if status.orphans:
             self._adopt()
-        self.ack()
+        self.acks.ack()
         self._check_lost()
         if woken or urls_ready or frontier.can_dispense() or frontier.finished:
             # finished: the engine checks at once whether it is idle and closes (the fleet's finish,
@@ -764,7 +707,7 @@ class RedisWorker:
     def _busy(self) -> bool:
         """Has this worker work in flight (ids, requests, retries, outcomes to record)? A busy worker keeps the
         job active for the no-progress rule, however long a download or a politeness gap takes."""
-        return bool(self.frontier.inflight or self._due or self._due_local or self._unrecorded
+        return bool(self.frontier.inflight or self.retries.waiting() or self._unrecorded
                     or engine_busy(self.crawler))
 
     def _no_progress(self) -> bool:
@@ -899,88 +842,6 @@ class RedisWorker:
             logger.info("idcrawl: no work for %.1f s (IDCRAWL_REDIS_IDLE_TIMEOUT): closing", self.idle_timeout)
             self._stop("idcrawl_idle_timeout")
 
-    # -- shared retries and fleet politeness (the scheduler's parts) -------------------------
-
-    def delay(self, request: Request, wait: float) -> None:
-        """Park a retry in the job's delayed set; any worker takes it when it falls due."""
-        info = request.meta[META_KEY]
-        meta = {k: v for k, v in request.meta.items() if k != DUE_KEY}
-        blob = picklecompat.dumps(request.replace(meta=meta).to_dict(spider=self.crawler.spider))
-        redis_id = self.frontier.redis_id(info["lane"], info["id"])  # a list lane's position
-        member = f"{info['lane']}\t{redis_id}\n".encode() + blob
-        try:
-            self.job.delay(info["lane"], redis_id, max(1, int(wait * 1000)), member)
-        except RedisError as exc:  # kept here instead: this worker retries it itself
-            self._outage(exc)
-            self._due_local.append((time.monotonic() + wait, request))
-            self.runtime.wake_in(wait)
-            return
-        self.frontier.inflight.discard((info["lane"], info["id"]))  # the delayed set holds it now
-        self._inc(f"{PREFIX}/retries_shared")
-        due = time.monotonic() + wait
-        self._due_at = min(self._due_at, due)
-        self.runtime.wake_in(wait)
-
-    def due_retry(self) -> Request | None:
-        """A retry of the job that fell due (taken from Redis in small batches), or None."""
-        now = time.monotonic()
-        for i, (due, request) in enumerate(self._due_local):
-            if due <= now:
-                del self._due_local[i]
-                return request
-        if not self._due and now >= self._due_at and self._down_since is None:
-            try:
-                members = self.job.pop_delayed(self.worker, 16)
-            except RedisError as exc:
-                self._outage(exc)
-                return None
-            self._due_at = float("inf")  # the next poll says when the next one is due
-            spider = self.crawler.spider
-            for member in members:
-                _, _, blob = member.partition(b"\n")
-                request = request_from_dict(picklecompat.loads(blob), spider=spider)
-                info = request.meta[META_KEY]
-                if info["lane"] not in self.frontier.lanes:
-                    self._load_targets()  # a target added since the last poll
-                if info["lane"] not in self.frontier.lanes:
-                    logger.error("idcrawl: a retry of unknown lane %r (id %s) goes back to the job",
-                                 info["lane"], info["id"])
-                    self.delay(request, self.poll_interval)
-                    continue
-                self.frontier.inflight.add((info["lane"], info["id"]))
-                self._due.append(request)
-        if self._due:
-            self._idle_since = time.monotonic()
-            return self._due.pop(0)
-        return None
-
-    def fleet_gate(self, slot: str) -> bool:
-        """Whether the slot may take a request as far as this worker knows (no round trip):
-        False while another worker holds the slot's next start (a wake-up is armed)."""
-        until = self._gate_until.get(slot)
-        if until is None:
-            return True
-        wait = until - time.monotonic()
-        if wait <= 0:
-            del self._gate_until[slot]
-            return True
-        self.runtime.wake_in(wait)
-        return False
-
-    def reserve(self, slot: str, gap: float, token: str) -> float:
-        """Reserve the slot's next start for the fleet for request ``token`` (``POLITE``; called again
-        as the request leaves, which moves the next start to a gap after that): 0 = go now, else
-        seconds to wait."""
-        try:
-            wait_ms = int(self.job.polite(slot, max(1, int(gap * 1000)), token))
-        except RedisError as exc:
-            self._outage(exc)
-            return gap  # no reservation possible: wait a whole gap, then ask again
-        if wait_ms <= 0:
-            return 0.0
-        self._gate_until[slot] = time.monotonic() + wait_ms / 1000
-        return wait_ms / 1000
-
     def limit_parts(self) -> FleetLimitParts:
         """The job limits' parts: the fleet's counters and stops in Redis, every worker's incidents in one list."""
         from idcrawl.distributed.limits import FleetLimitParts
@@ -991,13 +852,13 @@ class RedisWorker:
         except RedisUnavailable as exc:
             raise BadInputError(f"{name}: {exc}") from None
 
-    def shared_retries(self) -> SharedRetries:
-        """This worker: retries parked in the job's delayed set (:meth:`delay`, :meth:`due_retry`)."""
-        return self
+    def shared_retries(self) -> FleetRetries:
+        """Retries parked in the job's delayed set (:mod:`idcrawl.distributed.gate`)."""
+        return self.retries
 
-    def politeness_gate(self) -> PolitenessGate:
-        """This worker: the fleet's reservations of each slot's next start (:meth:`fleet_gate`, :meth:`reserve`)."""
-        return self
+    def politeness_gate(self) -> FleetGate:
+        """The fleet's reservations of each slot's next start (:mod:`idcrawl.distributed.gate`)."""
+        return self.gate
 
 
 if TYPE_CHECKING:  # mypy checks that the Redis worker is a Worker and its frontier an IdFrontier

@@ -1,0 +1,164 @@
+"""A fleet worker's parts of the scheduler: retries parked in the job's delayed set (``FleetRetries``,
+the ``SharedRetries`` of ``RedisWorker.shared_retries()``) and each slot's next start reserved for the
+fleet (``FleetGate``, the ``PolitenessGate`` of ``RedisWorker.politeness_gate()``). Why:
+docs/architecture.md, "The fleet's protocol"."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from redis.exceptions import RedisError
+from scrapy.utils.request import request_from_dict
+from scrapy_redis import picklecompat
+
+from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy import Request
+
+    from idcrawl.distributed.frontier import RedisFrontier
+    from idcrawl.distributed.job import RedisJob
+    from idcrawl.runtime import IdRuntime, Payload
+
+__all__ = ["FleetGate", "FleetRetries"]
+
+logger = logging.getLogger(__name__)
+
+PREFIX = f"{STATS_PREFIX}/redis"
+
+
+class FleetRetries:
+    """Retries of a fleet's job: parked in the job's delayed set (``delay``), taken by any worker when
+    they fall due (``due_retry``); kept by this worker while Redis does not answer."""
+
+    def __init__(self, runtime: IdRuntime, frontier: RedisFrontier[Payload], job: RedisJob, worker: str,
+                 poll_interval: float, *, outage: Callable[[Exception], None], down: Callable[[], bool],
+                 load_targets: Callable[[], None], active: Callable[[], None]) -> None:
+        """``outage``: Redis did not answer; ``down``: Redis is not answering (no round trip then);
+        ``load_targets``: join the targets added to the job; ``active``: this worker did something."""
+        self.runtime = runtime
+        self.frontier = frontier
+        self.job = job
+        self.worker = worker
+        self.poll_interval = poll_interval
+        self.outage = outage
+        self.down = down
+        self.load_targets = load_targets
+        self.active = active
+        self.due: list[Request] = []  # shared retries taken from Redis, not yet handed out
+        self.due_at = 0.0  # monotonic time from which a shared retry may be due
+        self.local: list[tuple[float, Request]] = []  # retries Redis did not take (an outage)
+
+    def waiting(self) -> bool:
+        """Has this worker retries of its own to hand out (taken from Redis, or kept through an outage)?"""
+        return bool(self.due or self.local)
+
+    def due_in(self, wait: float) -> None:
+        """A poll read that the job's next retry falls due in ``wait`` seconds."""
+        self.due_at = min(self.due_at, time.monotonic() + wait)
+
+    def delay(self, request: Request, wait: float) -> None:
+        """Park a retry in the job's delayed set; any worker takes it when it falls due."""
+        info = request.meta[META_KEY]
+        meta = {k: v for k, v in request.meta.items() if k != DUE_KEY}
+        crawler = self.runtime.crawler
+        blob = picklecompat.dumps(request.replace(meta=meta).to_dict(spider=crawler.spider))
+        redis_id = self.frontier.redis_id(info["lane"], info["id"])  # a list lane's position
+        member = f"{info['lane']}\t{redis_id}\n".encode() + blob
+        try:
+            self.job.delay(info["lane"], redis_id, max(1, int(wait * 1000)), member)
+        except RedisError as exc:  # kept here instead: this worker retries it itself
+            self.outage(exc)
+            self.local.append((time.monotonic() + wait, request))
+            self.runtime.wake_in(wait)
+            return
+        self.frontier.inflight.discard((info["lane"], info["id"]))  # the delayed set holds it now
+        self.runtime.stats.inc_value(f"{PREFIX}/retries_shared", 1)
+        due = time.monotonic() + wait
+        self.due_at = min(self.due_at, due)
+        self.runtime.wake_in(wait)
+
+    def due_retry(self) -> Request | None:
+        """A retry of the job that fell due (taken from Redis in small batches), or None."""
+        now = time.monotonic()
+        for i, (due, request) in enumerate(self.local):
+            if due <= now:
+                del self.local[i]
+                return request
+        if not self.due and now >= self.due_at and not self.down():
+            try:
+                members = self.job.pop_delayed(self.worker, 16)
+            except RedisError as exc:
+                self.outage(exc)
+                return None
+            self.due_at = float("inf")  # the next poll says when the next one is due
+            spider = self.runtime.crawler.spider
+            for member in members:
+                _, _, blob = member.partition(b"\n")
+                request = request_from_dict(picklecompat.loads(blob), spider=spider)
+                info = request.meta[META_KEY]
+                if info["lane"] not in self.frontier.lanes:
+                    self.load_targets()  # a target added since the last poll
+                if info["lane"] not in self.frontier.lanes:
+                    logger.error("idcrawl: a retry of unknown lane %r (id %s) goes back to the job",
+                                 info["lane"], info["id"])
+                    self.delay(request, self.poll_interval)
+                    continue
+                self.frontier.inflight.add((info["lane"], info["id"]))
+                self.due.append(request)
+        if self.due:
+            self.active()
+            return self.due.pop(0)
+        return None
+
+
+class FleetGate:
+    """Politeness held across a fleet: each slot's next start reserved in the job (``POLITE``), and
+    what this worker knows of other workers' reservations (no round trip)."""
+
+    def __init__(self, runtime: IdRuntime, job: RedisJob, worker: str, *,
+                 outage: Callable[[Exception], None]) -> None:
+        self.runtime = runtime
+        self.job = job
+        self.worker = worker
+        self.outage = outage
+        self.until: dict[str, float] = {}  # slot -> monotonic time another worker reserved it until
+
+    def fleet_gate(self, slot: str) -> bool:
+        """Whether the slot may take a request as far as this worker knows (no round trip):
+        False while another worker holds the slot's next start (a wake-up is armed)."""
+        until = self.until.get(slot)
+        if until is None:
+            return True
+        wait = until - time.monotonic()
+        if wait <= 0:
+            del self.until[slot]
+            return True
+        self.runtime.wake_in(wait)
+        return False
+
+    def reserve(self, slot: str, gap: float, token: str) -> float:
+        """Reserve the slot's next start for the fleet for request ``token`` (``POLITE``; called again
+        as the request leaves, which moves the next start to a gap after that): 0 = go now, else
+        seconds to wait."""
+        try:
+            wait_ms = int(self.job.polite(slot, max(1, int(gap * 1000)), token))
+        except RedisError as exc:
+            self.outage(exc)
+            return gap  # no reservation possible: wait a whole gap, then ask again
+        if wait_ms <= 0:
+            return 0.0
+        self.until[slot] = time.monotonic() + wait_ms / 1000
+        return wait_ms / 1000
+
+
+if TYPE_CHECKING:  # mypy checks that the parts are the scheduler's
+
+    from idcrawl.scheduler import PolitenessGate, SharedRetries
+
+    def _are_parts(retries: FleetRetries, gate: FleetGate) -> tuple[SharedRetries, PolitenessGate]:
+        return retries, gate
