@@ -199,6 +199,7 @@ def command(side: str, url: str, ids: int, args: argparse.Namespace, stats_file:
         env, cwd = environment(args.base), args.base
     if side in ("idcrawl", "base"):
         settings["IDCRAWL_STATE_PATH"] = str(state_file)
+        settings["IDCRAWL_DISCARD_ITEMS"] = "True"  # items go nowhere on purpose, as the plain spider's do
         if args.window is not None:
             settings["IDCRAWL_WINDOW"] = args.window
         if not args.state:
