@@ -20,6 +20,7 @@ from idcrawl.core.inputs import TargetError
 from idcrawl.core.safetext import safe
 from idcrawl.state.base import StateError
 from idcrawl.state.keys import JobKeys
+from idcrawl.state.redis import redis_now_ms
 
 __all__ = ["Command"]
 
@@ -118,8 +119,7 @@ class Command(ScrapyCommand):
 
     def _clean(self, rest: list[str], opts: argparse.Namespace) -> None:
 
-        seconds, micros = self.client.time()
-        now_ms = seconds * 1000 + micros // 1000
+        now_ms = redis_now_ms(self.client)
         alive = self.client.zrangebyscore(self.keys.workers, now_ms - self._lease() * 1000, "+inf")
         if alive and not opts.force:
             raise ValueError(f"{len(alive)} worker(s) of {self.prefix!r} are alive; stop them or give --force")

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALLS_PREFIX", "RedisUnavailable", "check_no_eviction", "command_name", "connect", "count_calls", "describe",
-    "distributed", "job_prefix", "needs_redis", "redis_now_ms", "reply_text", "state_backend",
+    "distributed", "job_prefix", "needs_redis", "reply_text", "state_backend",
 ]
 
 
@@ -161,12 +161,6 @@ def reply_text(value: Any) -> str:
     if value is None:
         return ""
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def redis_now_ms(client: Any) -> int:
-    """Redis's clock in ms (``TIME``): the clock of the fleet's heartbeats, the same for every worker."""
-    seconds, micros = client.time()
-    return int(seconds) * 1000 + int(micros) // 1000
 
 
 def job_prefix(settings: Any, spider_name: str) -> str:

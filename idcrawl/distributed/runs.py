@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from idcrawl.distributed import scripts
-from idcrawl.distributed.connection import redis_now_ms, reply_text
+from idcrawl.distributed.connection import reply_text
 from idcrawl.distributed.replies import RunReply
 from idcrawl.state.keys import JobKeys
+from idcrawl.state.redis import redis_now_ms
 
 if TYPE_CHECKING:
     import redis

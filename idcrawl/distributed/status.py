@@ -10,8 +10,9 @@ import json
 from typing import Any
 
 from idcrawl.core.safetext import mask_secrets, safe
-from idcrawl.distributed.connection import redis_now_ms, reply_text
+from idcrawl.distributed.connection import reply_text
 from idcrawl.state.keys import JobKeys
+from idcrawl.state.redis import redis_now_ms
 
 __all__ = ["job_status", "render_status"]
 

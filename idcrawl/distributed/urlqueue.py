@@ -30,10 +30,11 @@ from idcrawl.core.urlqueue import (
     walk_stored,
 )
 from idcrawl.distributed import scripts
-from idcrawl.distributed.connection import redis_now_ms, reply_text
+from idcrawl.distributed.connection import reply_text
 from idcrawl.distributed.replies import UrlStatusReply, host_counts
 from idcrawl.distributed.runs import Run, await_reconciled, join_run, reconciled
 from idcrawl.state.keys import JobKeys
+from idcrawl.state.redis import redis_now_ms
 
 if TYPE_CHECKING:
     import redis

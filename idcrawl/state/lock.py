@@ -192,8 +192,9 @@ class RedisOwner:
         """A distributed job's workers write the same keys: refused while one of them is alive."""
         if not self.fleet_lease_ms:
             return
-        seconds, micros = self.client.time()
-        now_ms = seconds * 1000 + micros // 1000
+        from idcrawl.state.redis import redis_now_ms  # the Redis owner only: no import for file locks
+
+        now_ms = redis_now_ms(self.client)
         workers = self.key.rsplit(":", 1)[0] + ":workers"
         alive = self.client.zrangebyscore(workers, now_ms - self.fleet_lease_ms, "+inf")
         if alive:

@@ -24,12 +24,18 @@ from idcrawl.state.keys import JobKeys
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["RedisStateStore", "is_oom"]
+__all__ = ["RedisStateStore", "is_oom", "redis_now_ms"]
 
 def _text(value: Any) -> str:
     if value is None:
         return ""
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def redis_now_ms(client: Any) -> int:
+    """Redis's clock in ms (``TIME``): the clock of the fleet's heartbeats, the same for every worker."""
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000
 
 
 def is_oom(exc: BaseException) -> bool:
