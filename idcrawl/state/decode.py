@@ -222,7 +222,7 @@ def page_record(text: Any, where: str, target: str, id_: Any) -> tuple[int, Sche
     """A found page's schedule record (fields a later idcrawl added are ignored) and its id."""
     try:
         page = int(id_)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # a float inf or nan is not an id either
         raise DamagedState(where, target, f"page id {_short(id_)} is not a number") from None
     what = f"page {page}"
     raw = _check_fields(_json(text, where, target, what), _SCHEDULE_KINDS, where, target, what,
@@ -274,7 +274,7 @@ def feed_mark(run: Any, path: Any, offset: Any, where: str) -> tuple[int, str, i
             value = value.decode(errors="replace")
         try:
             number = int(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise DamagedState(where, None, f"feed mark {name} = {_short(value)} is not a number") from None
         if isinstance(value, float) or number < -1:
             raise DamagedState(where, None, f"feed mark {name} = {_short(value)} is not a number")

@@ -224,3 +224,13 @@ def test_any_single_field_corruption_is_a_one_line_refusal_or_a_valid_plan(
         assert "\n" not in str(exc)
         assert str(exc).startswith(f"state file {str(path)!r}: ")
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_a_page_id_or_feed_mark_of_inf_or_nan_is_damage_not_a_traceback(value: float) -> None:
+    from idcrawl.state.decode import feed_mark, page_record
+
+    with pytest.raises(DamagedState, match="is not a number"):
+        page_record("{}", "pages", "t", value)
+    with pytest.raises(DamagedState, match="is not a number"):
+        feed_mark(value, "items.jsonl", 0, "feeds")
