@@ -32,7 +32,7 @@ def scrapy(workdir: Path, *args: str, settings: dict[str, Any], stdin: str | Non
 
 
 def redis_settings(redis_server, job: str) -> dict[str, Any]:
-    return {"IDCRAWL_DISTRIBUTED": True, "REDIS_URL": redis_server.url, "IDCRAWL_REDIS_JOB": job}
+    return {"IDCRAWL_DISTRIBUTED": True, **redis_server.settings, "IDCRAWL_REDIS_JOB": job}
 
 
 def test_idplan_and_idjob_status_read_a_distributed_job(make_site, redis_server, tmp_path: Path) -> None:

@@ -42,6 +42,27 @@ class RedisCluster:
     def url(self) -> str:
         return self.nodes[0].url
 
+    @property
+    def settings(self) -> dict[str, object]:
+        """The crawl settings that point at the cluster through its first node."""
+        return {"REDIS_URL": self.url, "IDCRAWL_REDIS_CLUSTER": True}
+
+    def client(self) -> object:
+        """A redis-py cluster client of the test's own (not idcrawl's connection)."""
+        from redis.cluster import RedisCluster as Client
+
+        return Client.from_url(self.url)
+
+    def keys_by_master(self) -> list[set[bytes]]:
+        """Every key, by node (the nodes in their order)."""
+        import redis
+
+        found = []
+        for node in self.nodes:
+            with redis.Redis(host="127.0.0.1", port=node.port) as client:
+                found.append(set(client.keys("*")))
+        return found
+
     def start(self, timeout: float = 30.0) -> RedisCluster:
         import redis
 
