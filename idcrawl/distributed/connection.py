@@ -116,7 +116,7 @@ def _client(settings: Any) -> Any:
     cluster_settings = Settings({name: settings.get(name) for name in _CLIENT_SETTINGS})
     cluster_settings.set("REDIS_PARAMS", {**{k: v for k, v in params.items() if k != "db"}, "redis_cls": RedisCluster})
     try:
-        return get_redis_from_settings(cluster_settings)
+        return _outages_as_connection_errors(get_redis_from_settings(cluster_settings))
     except _cluster_errors() as exc:
         if "not enabled" in str(exc):  # "Cluster mode is not enabled on this node"
             raise RedisUnavailable(
@@ -127,6 +127,36 @@ def _client(settings: Any) -> Any:
 
 #: The settings scrapy-redis makes its client from, but ``REDIS_DB`` (a cluster has database 0 only).
 _CLIENT_SETTINGS = ("REDIS_URL", "REDIS_HOST", "REDIS_PORT", "REDIS_ENCODING", "REDIS_DECODE_RESPONSES")
+
+
+def _outages_as_connection_errors(client: Any) -> Any:
+    """A cluster client whose "no node reachable" (a ``RedisClusterException``, not a ``RedisError``) is a
+    ``redis.ConnectionError``: an outage, as a plain client's; its other errors as they are (its calls and its
+    pipelines' are wrapped in place)."""
+    import redis
+    from redis.exceptions import RedisClusterException
+
+    def guarded(call: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return call(*args, **kwargs)
+            except RedisClusterException as exc:
+                if isinstance(exc.__cause__, (redis.ConnectionError, redis.TimeoutError, OSError)):
+                    raise redis.ConnectionError(str(exc)) from exc
+                raise
+
+        return run
+
+    make_pipeline = client.pipeline
+
+    def pipeline(*args: Any, **kwargs: Any) -> Any:
+        pipe = make_pipeline(*args, **kwargs)
+        for name in ("execute_command", "execute", "watch", "delete", "unlink"):
+            setattr(pipe, name, guarded(getattr(pipe, name)))
+        return pipe
+
+    client.execute_command, client.pipeline = guarded(client.execute_command), pipeline
+    return client
 
 
 def _cluster_errors() -> tuple[type[Exception], ...]:

@@ -152,3 +152,24 @@ def test_idplan_and_idjob_status_read_a_job_through_the_cluster(make_site, redis
 def test_the_redis_state_backend_resumes_from_the_cluster(make_site, redis_cluster, tmp_path: Path) -> None:
     state.test_a_stopped_crawl_resumes_from_its_state_in_redis_and_idplan_reads_it(make_site, redis_cluster, tmp_path)
     on_one_master(redis_cluster, "idcrawl:{single}:")
+
+
+def test_a_cluster_with_no_node_left_is_an_outage_a_connection_error(redis_server) -> None:
+    """redis-py says "Redis Cluster cannot be connected" with a RedisClusterException, which is no
+    RedisError: the connection makes it a redis.ConnectionError, which the worker takes for an outage
+    (docs/reliability.md), for a call and for a pipeline alike."""
+    from tests.support.redis_cluster import RedisCluster as OneNode
+
+    cluster = OneNode(masters=1).start()  # a cluster of its own: the session's one stays up
+    try:
+        client = connect(crawler_on(cluster.settings).settings)
+        client.set("o:{t}:a", 1)
+        cluster.stop()
+        with pytest.raises(redis.ConnectionError, match="Redis Cluster cannot be connected"):
+            client.get("o:{t}:a")
+        pipe = client.pipeline(transaction=False)
+        pipe.get("o:{t}:a")
+        with pytest.raises(redis.RedisError):
+            pipe.execute()
+    finally:
+        cluster.stop()
