@@ -9,13 +9,10 @@ docs/distributed.md ("Redis configuration", "Key layout and Redis Cluster"); doc
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from idcrawl.config import given, setting
 from idcrawl.core.safetext import mask_secrets, safe
-
-if TYPE_CHECKING:
-    import redis
 
 __all__ = [
     "CALLS_PREFIX", "RedisUnavailable", "check_no_eviction", "command_name", "connect", "count_calls", "describe",
@@ -42,9 +39,9 @@ def describe(settings: Any) -> str:
     return f"REDIS_URL unset (REDIS_HOST={safe(repr(host))}, REDIS_PORT={safe(repr(port))})"
 
 
-def connect(settings: Any, *, idempotent: bool = False, stats: Any = None) -> redis.Redis:
-    """The client the settings ask for (:func:`_client`), checked: PING, and every node's version
-    (Lua and TIME needed: Redis >= 5).
+def connect(settings: Any, *, idempotent: bool = False, stats: Any = None) -> Any:
+    """The client the settings ask for (:func:`_client`: a ``redis.Redis``, or a ``redis.cluster.RedisCluster``),
+    checked: PING, and every master's version (Lua and TIME needed: Redis >= 5).
 
     ``idempotent``: every call the caller makes may be sent twice (the single-process state
     store's commits merge, reads are reads), so redis-py may retry a call briefly.
@@ -74,7 +71,7 @@ def connect(settings: Any, *, idempotent: bool = False, stats: Any = None) -> re
             count_calls(client, stats)
         client.ping()
         infos = [client.info(**node) for node in masters(client)]  # the default sections: server, cluster, ...
-    except (redis.RedisError, OSError, ValueError, *_cluster_errors()) as exc:
+    except (redis.RedisError, OSError, ValueError, _cluster_error()) as exc:
         raise RedisUnavailable(f"Redis at {describe(settings)} is unreachable: {safe(exc)}") from None
     for info in infos:
         version = str(info.get("redis_version", "0"))
@@ -106,7 +103,7 @@ def _client(settings: Any) -> Any:
                                f"pip install 'redis>=6'")
     params = settings.getdict("REDIS_PARAMS")
     url = settings.get("REDIS_URL")
-    db = params.get("db") or settings.get("REDIS_DB") or (parse_url(url).get("db") if url else 0)
+    db = params.get("db") or settings.get("REDIS_DB") or (parse_url(url).get("db") if url else 0)  # type: ignore[no-untyped-call]
     if db and int(db) != 0:
         raise RedisUnavailable(f"IDCRAWL_REDIS_CLUSTER = True but {describe(settings)} asks for database {db}: "
                                f"a Redis Cluster has database 0 only")
@@ -117,7 +114,7 @@ def _client(settings: Any) -> Any:
     cluster_settings.set("REDIS_PARAMS", {**{k: v for k, v in params.items() if k != "db"}, "redis_cls": RedisCluster})
     try:
         return _outages_as_connection_errors(get_redis_from_settings(cluster_settings))
-    except _cluster_errors() as exc:
+    except _cluster_error() as exc:
         if "not enabled" in str(exc):  # "Cluster mode is not enabled on this node"
             raise RedisUnavailable(
                 f"IDCRAWL_REDIS_CLUSTER = True but Redis at {describe(settings)} is not a node of a Redis Cluster "
@@ -159,11 +156,11 @@ def _outages_as_connection_errors(client: Any) -> Any:
     return client
 
 
-def _cluster_errors() -> tuple[type[Exception], ...]:
-    """redis-py's cluster errors that are not a ``RedisError`` (no reachable node, a node not in cluster mode)."""
+def _cluster_error() -> type[Exception]:
+    """redis-py's cluster error that is not a ``RedisError`` (no reachable node, a node not in cluster mode)."""
     from redis.exceptions import RedisClusterException
 
-    return (RedisClusterException,)
+    return RedisClusterException
 
 
 def is_cluster(client: Any) -> bool:
@@ -205,7 +202,7 @@ def check_no_eviction(client: Any, settings: Any) -> str | None:
         except redis.ResponseError as exc:  # NoPermissionError too; unknown command when CONFIG is renamed
             return (f"the maxmemory-policy of Redis at {where} cannot be read ({mask_secrets(str(exc))}): make sure "
                     f"it is {NO_EVICTION!r}, or keys of the job may be evicted and its ids lost")
-        except (redis.RedisError, OSError, *_cluster_errors()) as exc:
+        except (redis.RedisError, OSError, _cluster_error()) as exc:
             raise RedisUnavailable(f"Redis at {where} is unreachable: {mask_secrets(str(exc))}") from None
         policy = reply_text(next(iter(reply.values()), "")) if reply else ""
         if policy and policy != NO_EVICTION:

@@ -38,7 +38,7 @@ def redis_now_ms(client: Any, key: str) -> int:
     scripts read (``IDCRAWL_REDIS_CLUSTER``)."""
     from redis.cluster import RedisCluster
 
-    node = {"target_nodes": client.get_node_from_key(key)} if isinstance(client, RedisCluster) else {}
+    node = {"target_nodes": client.get_node_from_key(key)} if isinstance(client, RedisCluster) else {}  # type: ignore[no-untyped-call]
     seconds, micros = client.time(**node)
     return int(seconds) * 1000 + int(micros) // 1000
 
