@@ -1,8 +1,8 @@
 """Workers, commands and the Redis state backend on a three-master Redis Cluster (``IDCRAWL_REDIS_CLUSTER``).
 
 The cluster (tests/support/redis_cluster.py) is started once per test process; ``REDIS_URL`` names
-one node. The fleet's exactness tests of test_distributed_crawl.py, ``idplan`` and ``idjob status``
-of test_idjob.py and the Redis state backend's resume of test_state_redis_crawl.py run here as they
+one node. The fleet's exactness tests of test_distributed_crawl.py, the commands of test_idjob.py
+and the Redis state backend's resume of test_state_redis_crawl.py (with ``idplan``) run here as they
 run on one redis-server; then every key of the job is on the master of its hash tag's slot. Jobs of
 other names spread over the three masters; the connection's checks and its one-line errors.
 """
@@ -49,6 +49,9 @@ def test_a_client_made_from_any_node_checks_every_master_and_counts_its_calls(re
     crawler = crawler_on({"REDIS_URL": redis_cluster.nodes[2].url, "IDCRAWL_REDIS_CLUSTER": True})
     client = connect(crawler.settings, stats=crawler.stats)
     assert isinstance(client, RedisCluster) and len(client.get_primaries()) == MASTERS
+    # the retries: none inside a worker's call (its scripts are not idempotent), a few for the state store's
+    assert client.retry.get_retries() == 0
+    assert connect(crawler.settings, idempotent=True).retry.get_retries() == 3
     # the check: PING, and INFO on each master (its version)
     assert counts(crawler.stats) == {"idcrawl/redis/calls": 1 + MASTERS, "idcrawl/redis/commands": 1 + MASTERS,
                                      "idcrawl/redis/commands/ping": 1, "idcrawl/redis/commands/info": MASTERS}
@@ -138,11 +141,12 @@ def test_two_workers_on_overlapping_targets_give_the_single_process_requests_and
     on_one_master(redis_cluster, "idcrawl:{overlap2}:")
 
 
-def test_idplan_and_idjob_status_read_a_job_through_the_cluster(make_site, redis_cluster, tmp_path: Path) -> None:
-    idjob.test_idplan_and_idjob_status_read_a_distributed_job(make_site, redis_cluster, tmp_path)
-    on_one_master(redis_cluster, "idcrawl:{plan}:")
-    # the distributed profile, and idjob clean: SCAN on the job's master, every key deleted
-    profiled = {"IDCRAWL_PROFILE": "distributed", "IDCRAWL_REDIS_JOB": "plan", **redis_cluster.settings}
+def test_the_commands_read_a_job_through_the_cluster(make_site, redis_cluster, tmp_path: Path) -> None:
+    # idplan, iddue, idcoverage and idjob status with IDCRAWL_PROFILE=distributed
+    idjob.test_the_commands_apply_the_distributed_profile_and_name_what_they_read(make_site, redis_cluster, tmp_path)
+    on_one_master(redis_cluster, "idcrawl:{prof}:")
+    # idjob clean: SCAN on the job's master, every key deleted
+    profiled = {"IDCRAWL_PROFILE": "distributed", "IDCRAWL_REDIS_JOB": "prof", **redis_cluster.settings}
     clean = idjob.scrapy(tmp_path, "idjob", "clean", settings=profiled)
     assert clean.returncode == 0, clean.stderr
     assert "idjob: deleted" in clean.stdout
