@@ -266,6 +266,12 @@ IDCRAWL_REDIS_PREFIX = "idcrawl"
 #: the spider's name.
 IDCRAWL_REDIS_JOB = None
 
+#: REDIS_URL names a node of a Redis Cluster (any one: the client finds the
+#: others): workers, commands and the Redis state backend connect through
+#: redis-py's cluster client. A job's keys live in the slot of its hash tag
+#: {<job>}, so one job lives on one master; many jobs spread over the masters.
+IDCRAWL_REDIS_CLUSTER = False
+
 #: Seconds without a heartbeat after which a worker counts as stopped and the
 #: other workers take back its claimed ids and the items it had not written.
 #: Every poll (IDCRAWL_REDIS_POLL_INTERVAL) is a heartbeat. The trade-off: a

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from idcrawl.demo.site import DemoModel, IdSite, Reply
+from tests.support.redis_cluster import redis_cluster, redis_cluster_nodes  # noqa: F401 - fixtures for every tier
 
 #: The tier folders of tests/, each also the name of its marker (registered in pyproject.toml).
 TIERS = ("unit", "crawl", "integration")

@@ -118,8 +118,9 @@ class Command(ScrapyCommand):
     # -- clean ---------------------------------------------------------------------------
 
     def _clean(self, rest: list[str], opts: argparse.Namespace) -> None:
+        from idcrawl.distributed.connection import scan_job
 
-        now_ms = redis_now_ms(self.client)
+        now_ms = redis_now_ms(self.client, self.keys.workers)
         alive = self.client.zrangebyscore(self.keys.workers, now_ms - self._lease() * 1000, "+inf")
         if alive and not opts.force:
             raise ValueError(f"{len(alive)} worker(s) of {self.prefix!r} are alive; stop them or give --force")
@@ -130,7 +131,7 @@ class Command(ScrapyCommand):
             raise ValueError(f"{self.prefix!r} is in use by a single-process crawl (held by {owner}); "
                              "stop it or give --force")
         deleted = 0
-        for batch in _batches(self.client.scan_iter(match=self.keys.all_pattern(), count=1000), 500):
+        for batch in _batches(scan_job(self.client, self.keys.all_pattern(), 1000), 500):
             deleted += int(self.client.delete(*batch))
         print(f"idjob: deleted {deleted} keys of {safe(repr(self.prefix))}")
 

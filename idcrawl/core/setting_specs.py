@@ -333,6 +333,7 @@ class IdConfig:
         "idcrawl.local.worker.LocalWorker")
     redis_prefix: str = _setting(_text("a non-empty key prefix"), "idcrawl")
     redis_job: str | None = _setting(_text("a job name (or unset for the spider's name)"), None)
+    redis_cluster: bool = _setting(_bool(), False)
     redis_lease_timeout: float = _setting(_float(above=True, note=" (seconds)"), 8.0)
     redis_claim_block: int = _setting(_int(1, _MANY), 8)
     redis_poll_interval: float = _setting(_float(above=True, note=" (seconds)"), 0.5)

@@ -9,13 +9,10 @@ docs/distributed.md ("Redis configuration", "Key layout and Redis Cluster"); doc
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from idcrawl.config import given, setting
 from idcrawl.core.safetext import mask_secrets, safe
-
-if TYPE_CHECKING:
-    import redis
 
 __all__ = [
     "CALLS_PREFIX", "RedisUnavailable", "check_no_eviction", "command_name", "connect", "count_calls", "describe",
@@ -42,26 +39,27 @@ def describe(settings: Any) -> str:
     return f"REDIS_URL unset (REDIS_HOST={safe(repr(host))}, REDIS_PORT={safe(repr(port))})"
 
 
-def connect(settings: Any, *, idempotent: bool = False, stats: Any = None) -> redis.Redis:
-    """A client from the scrapy-redis settings, checked with PING (Lua and TIME needed: Redis >= 5).
+def connect(settings: Any, *, idempotent: bool = False, stats: Any = None) -> Any:
+    """The client the settings ask for (:func:`_client`: a ``redis.Redis``, or a ``redis.cluster.RedisCluster``),
+    checked: PING, and every master's version (Lua and TIME needed: Redis >= 5).
 
     ``idempotent``: every call the caller makes may be sent twice (the single-process state
     store's commits merge, reads are reads), so redis-py may retry a call briefly.
     ``stats``: a Scrapy stats collector that counts every call of the client (:func:`count_calls`),
-    the two of the check included.
+    the ones of the check included.
     """
     try:
         import redis
-        from scrapy_redis.connection import get_redis_from_settings
     except ImportError as exc:  # pragma: no cover - the 'distributed' extra is missing
         raise RedisUnavailable(f"{exc.name} is not installed: pip install 'idcrawl[distributed]'") from None
     try:
-        client: redis.Redis = get_redis_from_settings(settings)
+        client = _client(settings)
         if "retry" not in settings.getdict("REDIS_PARAMS"):
             # a worker's calls get no retry inside a call: the job's scripts are not idempotent (a CLAIM
             # whose reply was lost and that redis-py sent again would leave the first block claimed and
             # unknown), and a retry would block the reactor. A failed call surfaces as an outage; the
             # worker's poll retries, then reconciles what the cut replies did (idcrawl.distributed.worker).
+            # (A cluster client retries at its own level, its nodes' connections never: the same call.)
             from redis.backoff import ExponentialBackoff, NoBackoff
             from redis.retry import Retry
 
@@ -72,35 +70,147 @@ def connect(settings: Any, *, idempotent: bool = False, stats: Any = None) -> re
         if stats is not None:
             count_calls(client, stats)
         client.ping()
-        version = str(client.info("server").get("redis_version", "0"))
-    except (redis.RedisError, OSError, ValueError) as exc:
+        infos = [client.info(**node) for node in masters(client)]  # the default sections: server, cluster, ...
+    except (redis.RedisError, OSError, ValueError, _cluster_error()) as exc:
         raise RedisUnavailable(f"Redis at {describe(settings)} is unreachable: {safe(exc)}") from None
-    if int(version.split(".")[0]) < 5:
-        raise RedisUnavailable(f"Redis at {describe(settings)} is version {version}; idcrawl needs 5 or later")
+    for info in infos:
+        version = str(info.get("redis_version", "0"))
+        if int(version.split(".")[0]) < 5:
+            raise RedisUnavailable(f"Redis at {describe(settings)} is version {version}; idcrawl needs 5 or later")
+        if str(info.get("cluster_enabled", 0)) == "1" and not is_cluster(client):
+            raise RedisUnavailable(f"Redis at {describe(settings)} is a node of a Redis Cluster: set "
+                                   "IDCRAWL_REDIS_CLUSTER = True (docs/distributed.md, Redis Cluster)")
     return client
+
+
+def _client(settings: Any) -> Any:
+    """The client the settings ask for, not checked yet (:func:`connect` checks it).
+
+    Plain: scrapy-redis's (``REDIS_URL`` or ``REDIS_HOST``/``REDIS_PORT``, ``REDIS_PARAMS``), a ``redis.Redis``.
+    ``IDCRAWL_REDIS_CLUSTER``: a ``redis.cluster.RedisCluster`` from the same settings; ``REDIS_URL`` names
+    any node of the cluster (the client learns the others from it), database 0 only.
+    """
+    from scrapy_redis.connection import get_redis_from_settings
+
+    if not setting(settings, "IDCRAWL_REDIS_CLUSTER"):
+        return get_redis_from_settings(settings)
+    import redis
+    from redis.cluster import RedisCluster
+    from redis.connection import parse_url
+
+    if int(redis.__version__.split(".")[0]) < 6:  # cluster pipelines with WATCH/MULTI came in redis-py 6
+        raise RedisUnavailable(f"IDCRAWL_REDIS_CLUSTER = True needs redis-py 6 or later, not {redis.__version__}: "
+                               f"pip install 'redis>=6'")
+    params = settings.getdict("REDIS_PARAMS")
+    url = settings.get("REDIS_URL")
+    db = params.get("db") or settings.get("REDIS_DB") or (parse_url(url).get("db") if url else 0)  # type: ignore[no-untyped-call]
+    if db and int(db) != 0:
+        raise RedisUnavailable(f"IDCRAWL_REDIS_CLUSTER = True but {describe(settings)} asks for database {db}: "
+                               f"a Redis Cluster has database 0 only")
+    from scrapy.settings import Settings
+
+    # scrapy-redis's reading of the settings, its client class swapped (a database other than 0 refused above)
+    cluster_settings = Settings({name: settings.get(name) for name in _CLIENT_SETTINGS})
+    cluster_settings.set("REDIS_PARAMS", {**{k: v for k, v in params.items() if k != "db"}, "redis_cls": RedisCluster})
+    try:
+        return _outages_as_connection_errors(get_redis_from_settings(cluster_settings))
+    except _cluster_error() as exc:
+        if "not enabled" in str(exc):  # "Cluster mode is not enabled on this node"
+            raise RedisUnavailable(
+                f"IDCRAWL_REDIS_CLUSTER = True but Redis at {describe(settings)} is not a node of a Redis Cluster "
+                f"(cluster_enabled:0): set IDCRAWL_REDIS_CLUSTER = False, or name a node of the cluster") from None
+        raise
+
+
+#: The settings scrapy-redis makes its client from, but ``REDIS_DB`` (a cluster has database 0 only).
+_CLIENT_SETTINGS = ("REDIS_URL", "REDIS_HOST", "REDIS_PORT", "REDIS_ENCODING", "REDIS_DECODE_RESPONSES")
+
+
+def _outages_as_connection_errors(client: Any) -> Any:
+    """A cluster client whose "no node reachable" (a ``RedisClusterException``, not a ``RedisError``) is a
+    ``redis.ConnectionError``: an outage, as a plain client's; its other errors as they are (its calls and its
+    pipelines' are wrapped in place)."""
+    import redis
+    from redis.exceptions import RedisClusterException
+
+    def guarded(call: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return call(*args, **kwargs)
+            except RedisClusterException as exc:
+                if isinstance(exc.__cause__, (redis.ConnectionError, redis.TimeoutError, OSError)):
+                    raise redis.ConnectionError(str(exc)) from exc
+                raise
+
+        return run
+
+    make_pipeline = client.pipeline
+
+    def pipeline(*args: Any, **kwargs: Any) -> Any:
+        pipe = make_pipeline(*args, **kwargs)
+        for name in ("execute_command", "execute", "watch", "delete", "unlink"):
+            setattr(pipe, name, guarded(getattr(pipe, name)))
+        return pipe
+
+    client.execute_command, client.pipeline = guarded(client.execute_command), pipeline
+    return client
+
+
+def _cluster_error() -> type[Exception]:
+    """redis-py's cluster error that is not a ``RedisError`` (no reachable node, a node not in cluster mode)."""
+    from redis.exceptions import RedisClusterException
+
+    return RedisClusterException
+
+
+def is_cluster(client: Any) -> bool:
+    """Whether ``client`` is a Redis Cluster client (``IDCRAWL_REDIS_CLUSTER``)."""
+    from redis.cluster import RedisCluster
+
+    return isinstance(client, RedisCluster)
+
+
+def masters(client: Any) -> list[dict[str, Any]]:
+    """Keyword arguments that send a server command (``INFO``, ``CONFIG GET``) to each master of a cluster, one
+    call each (``target_nodes``); ``[{}]``, one call to its server, for a plain client."""
+    if is_cluster(client):
+        return [{"target_nodes": node} for node in client.get_primaries()]
+    return [{}]
+
+
+def scan_job(client: Any, pattern: str, count: int) -> Any:
+    """The keys matching ``pattern``, one of a job's (its hash tag in it): ``SCAN`` on the master of the job's
+    slot only on a cluster (the other masters hold other jobs, never one of this job's keys)."""
+    if is_cluster(client):
+        return client.scan_iter(match=pattern, count=count, target_nodes=client.get_node_from_key(pattern))
+    return client.scan_iter(match=pattern, count=count)
 
 
 #: The one ``maxmemory-policy`` that never deletes a key to make room.
 NO_EVICTION = "noeviction"
 def check_no_eviction(client: Any, settings: Any) -> str | None:
-    """Refuse a Redis whose ``maxmemory-policy`` may evict keys (anything but ``noeviction``): an evicted
-    lane or set loses ids silently. Raises :class:`RedisUnavailable` (one line). Returns a warning to show
-    when ``CONFIG GET`` is not allowed (renamed, an ACL, a managed Redis): the caller goes on; else None."""
+    """Refuse a Redis whose ``maxmemory-policy`` may evict keys (anything but ``noeviction``; on a cluster, any
+    master's): an evicted lane or set loses ids silently. Raises :class:`RedisUnavailable` (one line). Returns
+    a warning to show when ``CONFIG GET`` is not allowed (renamed, an ACL, a managed Redis): the caller goes
+    on; else None."""
     import redis
 
     where = mask_secrets(describe(settings))
-    try:
-        reply = client.config_get("maxmemory-policy")
-    except redis.ResponseError as exc:  # NoPermissionError too; unknown command when CONFIG is renamed
-        return (f"the maxmemory-policy of Redis at {where} cannot be read ({mask_secrets(str(exc))}): make sure "
-                f"it is {NO_EVICTION!r}, or keys of the job may be evicted and its ids lost")
-    except (redis.RedisError, OSError) as exc:
-        raise RedisUnavailable(f"Redis at {where} is unreachable: {mask_secrets(str(exc))}") from None
-    policy = reply_text(next(iter(reply.values()), "")) if reply else ""
-    if policy and policy != NO_EVICTION:
-        raise RedisUnavailable(
-            f"Redis at {where} has maxmemory-policy {policy!r}, which may evict the job's keys (lanes, outcomes: "
-            f"ids lost): set it to {NO_EVICTION!r} (redis.conf, or CONFIG SET maxmemory-policy {NO_EVICTION})")
+    for node in masters(client):  # on a cluster, every master: the job's keys may live on any of them
+        try:
+            reply = client.config_get("maxmemory-policy", **node)
+        except redis.ResponseError as exc:  # NoPermissionError too; unknown command when CONFIG is renamed
+            return (f"the maxmemory-policy of Redis at {where} cannot be read ({mask_secrets(str(exc))}): make sure "
+                    f"it is {NO_EVICTION!r}, or keys of the job may be evicted and its ids lost")
+        except (redis.RedisError, OSError, _cluster_error()) as exc:
+            raise RedisUnavailable(f"Redis at {where} is unreachable: {mask_secrets(str(exc))}") from None
+        policy = reply_text(next(iter(reply.values()), "")) if reply else ""
+        if policy and policy != NO_EVICTION:
+            at = f" (the cluster's master {node['target_nodes'].name})" if node else ""
+            raise RedisUnavailable(
+                f"Redis at {where}{at} has maxmemory-policy {policy!r}, which may evict the job's keys (lanes, "
+                f"outcomes: ids lost): set it to {NO_EVICTION!r} (redis.conf, or CONFIG SET maxmemory-policy "
+                f"{NO_EVICTION})")
     return None
 
 
@@ -124,7 +234,9 @@ def count_calls(client: Any, stats: Any, prefix: str = CALLS_PREFIX) -> Any:
     the commands they carried, and ``<prefix>/commands/<name>`` per command (:func:`command_name`).
     Commands that the job's Lua scripts run inside Redis are not calls and are not counted. The
     client's ``execute_command`` and ``pipeline`` are wrapped in place (scripts go through
-    ``execute_command``), so every caller of the client is counted; returns the client.
+    ``execute_command``), so every caller of the client is counted, a plain or a cluster client
+    (a cluster pipeline's commands for several masters count as one call; a command sent to
+    every master, one); returns the client.
     """
     execute = client.execute_command
     make_pipeline = client.pipeline
@@ -141,14 +253,48 @@ def count_calls(client: Any, stats: Any, prefix: str = CALLS_PREFIX) -> Any:
 
     def pipeline(*args: Any, **kwargs: Any) -> Any:
         pipe = make_pipeline(*args, **kwargs)
-        run = pipe.execute
+        stage, run = pipe.execute_command, pipe.execute
+        queued: list[tuple[Any, ...]] = []
+        inside: list[str] = []  # a wrapped method runs (a plain pipeline's calls execute_command in turn)
+
+        def note(command_args: tuple[Any, ...], was_queued: bool) -> None:
+            if was_queued:  # for execute(): one round trip for all
+                queued.append(command_args)
+            else:  # sent at once: WATCH, a read between WATCH and MULTI
+                count([command_args])
+
+        # a pipeline's commands pass its execute_command, but for the few that redis-py's cluster pipeline
+        # sends its own way (WATCH, DEL, UNLINK): those are wrapped by name
+        def staged(*command_args: Any, **options: Any) -> Any:
+            if inside:
+                return stage(*command_args, **options)
+            before = len(pipe)
+            result = stage(*command_args, **options)
+            note(command_args, len(pipe) > before)
+            return result
+
+        def by_name(method: Any, name: str) -> Any:
+            def wrapped(*names: Any) -> Any:
+                before = len(pipe)
+                inside.append(name)
+                try:
+                    result = method(*names)
+                finally:
+                    inside.pop()
+                note((name, *names), len(pipe) > before)
+                return result
+
+            return wrapped
 
         def counted_execute(*run_args: Any, **run_kwargs: Any) -> Any:
-            if pipe.command_stack:
-                count([command_args for command_args, _ in pipe.command_stack])
+            if queued:
+                count(queued[:])
+                queued.clear()
             return run(*run_args, **run_kwargs)
 
-        pipe.execute = counted_execute
+        pipe.execute_command, pipe.execute = staged, counted_execute
+        for name in ("watch", "delete", "unlink"):
+            setattr(pipe, name, by_name(getattr(pipe, name), name.upper() if name != "delete" else "DEL"))
         return pipe
 
     client.execute_command = counted

@@ -64,7 +64,7 @@ def await_reconciled(client: redis.Redis, prefix: str, run: Run, *, lease_ms: in
         if n != str(run.number) or ready == n or not by:  # moved on, reconciled, or a run older than the rule
             return True
         beat: Any = client.zscore(keys.workers, by)
-        if beat is None or redis_now_ms(client) - float(beat) >= lease_ms:
+        if beat is None or redis_now_ms(client, keys.workers) - float(beat) >= lease_ms:
             return False
         time.sleep(WAIT_POLL)  # a condition on Redis: the starter is alive and reconciling
 

@@ -22,8 +22,8 @@ _COUNTS = ("dispensed", "found", "missing", "failed", "disallowed", "emitted", "
 
 def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
     """Workers, targets, lanes and what the job still waits for."""
-    now_ms = redis_now_ms(client)
     keys = JobKeys(prefix)
+    now_ms = redis_now_ms(client, keys.workers)
     workers = [
         {"worker": reply_text(w), "heartbeat_age": round((now_ms - score) / 1000, 3),
          "alive": now_ms - score <= lease * 1000}

@@ -30,7 +30,7 @@ def settle_tail(client: Any, prefix: str, target: Target, lane_key: str, now: fl
 
     keys = JobKeys(prefix)
     lane, tails, walks = keys.lane(lane_key), keys.tails, keys.tailwalk
-    with client.pipeline() as pipe:
+    with client.pipeline(transaction=True) as pipe:  # WATCH/MULTI (not a cluster pipeline's default)
         while True:
             try:
                 pipe.watch(lane, tails, walks)

@@ -30,7 +30,7 @@ from idcrawl.core.urlqueue import (
     walk_stored,
 )
 from idcrawl.distributed import scripts
-from idcrawl.distributed.connection import reply_text
+from idcrawl.distributed.connection import reply_text, scan_job
 from idcrawl.distributed.replies import UrlStatusReply, host_counts
 from idcrawl.distributed.runs import Run, await_reconciled, join_run, reconciled
 from idcrawl.state.keys import JobKeys
@@ -156,7 +156,7 @@ class RedisUrlQueue:
         before: dict[str, tuple[str, ...]] = {}
         for n, entry in enumerate(self.entries()):
             if n % BATCH == 0:  # alive while reconciling: the joining workers wait for it (runs.await_reconciled)
-                self.client.zadd(self.keys.workers, {self.worker: redis_now_ms(self.client)})
+                self.client.zadd(self.keys.workers, {self.worker: redis_now_ms(self.client, self.keys.workers)})
             if entry.record.hops == SEED and entry.links is not None:
                 before[entry.url] = entry.record.crawl_profiles
             if entry.state is QueueState.TAKEN:
@@ -401,7 +401,7 @@ def read_entries(client: redis.Redis, prefix: str) -> Iterator[QueuedUrl]:
     ``BATCH`` URLs per round trip); only reads. What ``scrapy idplan`` counts of a distributed job."""
     keys = JobKeys(prefix)
     batch: list[str] = []
-    for key in client.scan_iter(match=keys.url_pattern(), count=BATCH):
+    for key in scan_job(client, keys.url_pattern(), BATCH):
         batch.append(keys.url_of(reply_text(key)))
         if len(batch) == BATCH:
             yield from _read(client, prefix, batch)

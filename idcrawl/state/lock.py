@@ -194,8 +194,8 @@ class RedisOwner:
             return
         from idcrawl.state.redis import redis_now_ms  # the Redis owner only: no import for file locks
 
-        now_ms = redis_now_ms(self.client)
         workers = self.key.rsplit(":", 1)[0] + ":workers"
+        now_ms = redis_now_ms(self.client, workers)
         alive = self.client.zrangebyscore(workers, now_ms - self.fleet_lease_ms, "+inf")
         if alive:
             self.release()

@@ -32,9 +32,14 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def redis_now_ms(client: Any) -> int:
-    """Redis's clock in ms (``TIME``): the clock of the fleet's heartbeats, the same for every worker."""
-    seconds, micros = client.time()
+def redis_now_ms(client: Any, key: str) -> int:
+    """Redis's clock in ms (``TIME``): the clock of the fleet's heartbeats, the same for every worker.
+    ``key``: one of the job's keys; a cluster client asks the master of its slot, whose clock the job's
+    scripts read (``IDCRAWL_REDIS_CLUSTER``)."""
+    from redis.cluster import RedisCluster
+
+    node = {"target_nodes": client.get_node_from_key(key)} if isinstance(client, RedisCluster) else {}  # type: ignore[no-untyped-call]
+    seconds, micros = client.time(**node)
     return int(seconds) * 1000 + int(micros) // 1000
 
 
@@ -154,7 +159,7 @@ class RedisStateStore(StateStore):
             if self.read_only:
                 return False
             pages, due = self.keys.pages(name), self.keys.page_due(name)
-            with self.client.pipeline() as pipe:
+            with self.client.pipeline(transaction=True) as pipe:
                 while True:
                     try:
                         pipe.watch(pages)
@@ -296,7 +301,7 @@ class RedisStateStore(StateStore):
         keys = [self.keys.outcomes(name) for name in names]
         try:
             while True:
-                with self.client.pipeline() as pipe:
+                with self.client.pipeline(transaction=True) as pipe:
                     try:
                         if keys:
                             pipe.watch(*keys)
@@ -344,7 +349,7 @@ class RedisStateStore(StateStore):
 
         self._writable()
         try:
-            with self.client.pipeline() as pipe:  # one MULTI: outcomes, lanes, page records and tail schedule
+            with self.client.pipeline(transaction=True) as pipe:  # one MULTI: outcomes, lanes, pages, tail schedule
                 pipe.delete(self.keys.outcomes(name), self.keys.lane_records(name), self.keys.pages(name),
                             self.keys.page_due(name))
                 pipe.sadd(self.keys.pageidx, name)  # no records: an empty index is complete

@@ -5,8 +5,8 @@ frontier runs there through redis-py's ``RedisCluster`` client, which sends each
 node of the keys it is passed in ``KEYS`` (a script passed no key would go to a random slot, and
 node B refuses a script that touches A's keys): workers claim, decide, stop and are taken back,
 retries wait and are taken, the fleet's politeness and the Bloom dupefilter work, and at the end
-every key of the job is on node A. idcrawl's connection does not make a cluster client yet
-(docs/distributed.md, "Key layout and Redis Cluster").
+every key of the job is on node A. Workers and commands on a three-master cluster through idcrawl's
+connection (IDCRAWL_REDIS_CLUSTER): test_redis_cluster.py.
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ margin = 4
 def worker_settings(redis_server, job: str = "acc", **extra: Any) -> dict[str, Any]:
     return {
         "IDCRAWL_DISTRIBUTED": True,
-        "REDIS_URL": redis_server.url,
+        **redis_server.settings,  # REDIS_URL (and IDCRAWL_REDIS_CLUSTER for a tests.support.redis_cluster)
         "IDCRAWL_REDIS_JOB": job,
         "IDCRAWL_REDIS_POLL_INTERVAL": 0.1,
         "IDCRAWL_REDIS_CLAIM_BLOCK": 2,

@@ -32,7 +32,7 @@ def scrapy(workdir: Path, *args: str, settings: dict[str, Any], stdin: str | Non
 
 
 def redis_settings(redis_server, job: str) -> dict[str, Any]:
-    return {"IDCRAWL_DISTRIBUTED": True, "REDIS_URL": redis_server.url, "IDCRAWL_REDIS_JOB": job}
+    return {"IDCRAWL_DISTRIBUTED": True, **redis_server.settings, "IDCRAWL_REDIS_JOB": job}
 
 
 def test_idplan_and_idjob_status_read_a_distributed_job(make_site, redis_server, tmp_path: Path) -> None:
@@ -136,7 +136,7 @@ def test_the_commands_apply_the_distributed_profile_and_name_what_they_read(
     assert result.returncode == 0, result.stderr[-3000:]
     write_known_state(tmp_path / ".scrapy" / "idcrawl" / "idseq.sqlite")  # the cwd's default: other targets
     # as documented: the profile, no IDCRAWL_DISTRIBUTED
-    profiled = {"IDCRAWL_PROFILE": "distributed", "IDCRAWL_REDIS_JOB": "prof", "REDIS_URL": redis_server.url}
+    profiled = {"IDCRAWL_PROFILE": "distributed", "IDCRAWL_REDIS_JOB": "prof", **redis_server.settings}
     named = f"reading Redis job 'idcrawl:{{prof}}:' at {redis_server.url}"
     plan = scrapy(tmp_path, "idplan", "--json", settings=profiled)
     assert plan.returncode == 0, plan.stderr

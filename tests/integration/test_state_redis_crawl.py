@@ -30,7 +30,7 @@ def test_a_stopped_crawl_resumes_from_its_state_in_redis_and_idplan_reads_it(
 ) -> None:
     model = GapModel(900, 1299, GAPS)
     site = make_site(model)
-    settings = {"IDCRAWL_STATE_BACKEND": "redis", "REDIS_URL": redis_server.url, "IDCRAWL_REDIS_JOB": "single"}
+    settings = {"IDCRAWL_STATE_BACKEND": "redis", **redis_server.settings, "IDCRAWL_REDIS_JOB": "single"}
     first = run_crawl(tmp_path, {**ARGS, "url": site.url()}, {**settings, "CLOSESPIDER_PAGECOUNT": 60},
                       output="run1.jsonl")
     assert first.returncode == 0, first.stderr[-3000:]

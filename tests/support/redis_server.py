@@ -48,6 +48,12 @@ class RedisServer:
         auth = f":{self.password}@" if self.password else ""
         return f"redis://{auth}127.0.0.1:{self.port}/0"
 
+    @property
+    def settings(self) -> dict[str, object]:
+        """The crawl settings that point at this server (a :class:`~tests.support.redis_cluster.RedisCluster`
+        gives its own, with ``IDCRAWL_REDIS_CLUSTER``: tests that take either use these)."""
+        return {"REDIS_URL": self.url}
+
     def start(self, port: int | None = None) -> RedisServer:
         self.port = port or _free_port()
         self.proc = subprocess.Popen(
