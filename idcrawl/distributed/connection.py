@@ -34,6 +34,11 @@ class RedisUnavailable(Exception):
 def describe(settings: Any) -> str:
     """Where the settings point, for error lines: ``REDIS_URL='redis://:***@host:6379/0'`` (a password
     masked: these lines reach scrapyd's and Zyte's job logs)."""
+    from idcrawl.distributed.sentinel import describe_sentinels
+
+    sentinels = describe_sentinels(settings)
+    if sentinels:
+        return sentinels
     url = settings.get("REDIS_URL")
     if url:
         return f"REDIS_URL={safe(repr(url))}"
@@ -56,7 +61,9 @@ def connect(settings: Any, *, idempotent: bool = False, stats: Any = None) -> re
     except ImportError as exc:  # pragma: no cover - the 'distributed' extra is missing
         raise RedisUnavailable(f"{exc.name} is not installed: pip install 'idcrawl[distributed]'") from None
     try:
-        client: redis.Redis = get_redis_from_settings(settings)
+        from idcrawl.distributed.sentinel import sentinel_client
+
+        client: redis.Redis = sentinel_client(settings) or get_redis_from_settings(settings)
         if "retry" not in settings.getdict("REDIS_PARAMS"):
             # a worker's calls get no retry inside a call: the job's scripts are not idempotent (a CLAIM
             # whose reply was lost and that redis-py sent again would leave the first block claimed and

@@ -1,0 +1,131 @@
+"""Sentinel failover: a fleet's Redis primary killed mid-crawl and replaced by its replica.
+
+A primary, a replica and three sentinels on loopback (tests/support/sentinels.py); two workers find the
+primary through the sentinels (IDCRAWL_REDIS_SENTINELS). The job goes on on the promoted replica and
+finishes; every id of the site's ground truth is in the union of the workers' items. docs/distributed.md,
+"Sentinel and failover".
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from idcrawl.demo.site import Reply
+from tests.conftest import GapModel
+from tests.integration.test_distributed_crawl import KILL_GAPS, finish, start_worker
+from tests.support.crawl import read_items
+from tests.support.redis_server import in_ci, redis_server_missing
+from tests.support.reference import target_truth
+from tests.support.sentinels import SERVICE, SentinelGroup
+
+redis = pytest.importorskip("redis")
+
+
+@pytest.fixture
+def sentinels(tmp_path: Path):
+    missing = redis_server_missing()
+    if missing is not None:
+        if in_ci():
+            pytest.fail(f"CI=true but {missing}")
+        pytest.skip(missing)
+    group = SentinelGroup(tmp_path / "sentinels")
+    try:
+        yield group.start()
+    finally:
+        group.stop()
+
+
+class PacedModel(GapModel):
+    """0.1 s per page: the fleet of two is still at work when its primary is killed (about 80 pages a second)."""
+
+    def reply(self, id_: int, host: str, nth: int) -> Reply:
+        reply = super().reply(id_, host, nth)
+        return Reply(reply.status, reply.body, reply.headers, 0.1)
+
+
+def fleet_settings(group: SentinelGroup, job: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "IDCRAWL_DISTRIBUTED": True,
+        "IDCRAWL_REDIS_SENTINELS": group.addresses,
+        "IDCRAWL_REDIS_SENTINEL_SERVICE": SERVICE,
+        "IDCRAWL_REDIS_JOB": job,
+        "IDCRAWL_REDIS_POLL_INTERVAL": 0.1,
+        "IDCRAWL_REDIS_CLAIM_BLOCK": 2,
+        # the failover takes a few seconds: a worker waits for Redis that long, and keeps its claims
+        "IDCRAWL_REDIS_LEASE_TIMEOUT": 30.0,
+        "IDCRAWL_STATE_COMMIT_ITEMS": 10,
+        "IDCRAWL_STATE_COMMIT_INTERVAL": 0.3,
+        "CONCURRENT_REQUESTS": 4,
+        **extra,
+    }
+
+
+def wait_for(condition, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def crawl_through_failover(make_site, group: SentinelGroup, tmp_path: Path, *, lose_writes: bool,
+                           **settings: Any) -> tuple[list[int], list[Any], list[int]]:
+    """Two workers; the primary SIGKILLed once both joined and 80 ids were fetched (``lose_writes``: with its replica cut
+    off first, so that the writes of the next 40 fetches never reach it); returns the ground truth, the
+    workers' results and the ids of the items in their feeds."""
+    model = PacedModel(900, 1400, KILL_GAPS)
+    site = make_site(model)
+    args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "name": "reg"}
+    config = fleet_settings(group, "failover", **settings)
+    procs = [start_worker(tmp_path / f"w{n}", args, config) for n in range(2)]
+    try:
+        primary = group.client(group.primary.port)
+        wait_for(lambda: primary.zcard("idcrawl:{failover}:workers") == 2 and len(site.ids()) >= 80)
+        if lose_writes:
+            group.replica.proc.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
+            primary.client_kill_filter(_type="replica")
+            cut_at = len(site.ids())
+            wait_for(lambda: len(site.ids()) >= cut_at + 40)
+        group.kill_primary()
+        if lose_writes:
+            group.replica.proc.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
+        group.wait_failover()
+        results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stats["finish_reason"] == "finished"
+    ids = [i["id"] for n in range(2) for i in read_items(tmp_path / f"w{n}" / "items.jsonl")]
+    return target_truth(model.exists, 1000, "both", 5), results, ids
+
+
+def test_writes_the_replica_missed_are_detected_and_their_ids_fetched_again(make_site, sentinels, tmp_path) -> None:
+    """No WAIT: the replica misses the writes of ~40 fetches (outcomes, claims, acknowledgements); once
+    promoted, each worker sees another server answer and reconciles: nothing is skipped (an item may be
+    written twice: at least once)."""
+    truth, results, ids = crawl_through_failover(make_site, sentinels, tmp_path, lose_writes=True)
+    assert sorted(set(ids)) == truth
+    for result in results:
+        assert result.stats["idcrawl/redis/failovers"] == 1, result.stderr[-3000:]
+        assert "another Redis server answers now" in result.stderr
+
+
+def test_with_wait_a_failover_loses_no_write_and_writes_no_item_twice(make_site, sentinels, tmp_path) -> None:
+    """WAIT 1 with every write that commits: what a worker went on from is on the replica when the primary
+    dies, so the job goes on where it was, and each id's item is written once."""
+    truth, results, ids = crawl_through_failover(make_site, sentinels, tmp_path, lose_writes=False,
+                                                 IDCRAWL_REDIS_WAIT_REPLICAS=1,
+                                                 IDCRAWL_REDIS_WAIT_TIMEOUT=0.5)
+    assert sorted(ids) == truth, f"twice: {sorted(i for i, n in Counter(ids).items() if n > 1)}"
+    for result in results:
+        assert result.stats["idcrawl/redis/failovers"] == 1, result.stderr[-3000:]
+        assert result.stats.get("idcrawl/redis/commands/wait", 0) > 0
