@@ -129,3 +129,60 @@ def test_with_wait_a_failover_loses_no_write_and_writes_no_item_twice(make_site,
     for result in results:
         assert result.stats["idcrawl/redis/failovers"] == 1, result.stderr[-3000:]
         assert result.stats.get("idcrawl/redis/commands/wait", 0) > 0
+
+
+
+def test_a_lane_settled_in_writes_a_failover_lost_is_walked_again(tmp_path: Path) -> None:
+    """The piece a worker runs after a failover (RedisWorker._after_failover), on a replica promoted while
+    it lagged: the outcomes that settled a lane are lost, the ids of their claims still this worker's in
+    the job. Without reading settled lanes again, nothing gives those ids back (this worker's heartbeat
+    keeps them) and the job never finishes."""
+    from idcrawl.core.lanes import Outcome
+    from idcrawl.distributed.sentinel import primary_id
+    from tests.integration.test_distributed_frontier import frontier, target
+    from tests.support.redis_server import RedisServer
+
+    if redis_server_missing():
+        pytest.skip(redis_server_missing())
+    primary = RedisServer().start()
+    replica = RedisServer(extra_args=("--replicaof", "127.0.0.1", str(primary.port)))
+    try:
+        replica.start()
+        replica_client = redis.Redis.from_url(replica.url)
+        deadline = time.monotonic() + 30
+        while replica_client.info("replication").get("master_link_status") != "up":
+            assert time.monotonic() < deadline, "the replica never synced"
+            time.sleep(0.02)
+        worker = frontier(primary, "w1", block=3, adaptive=False)
+        worker.add_target(target(direction="asc", margin=2, window=8))
+        taken = [worker.next() for _ in range(6)]
+        assert [d.id for d in taken if d is not None] == [1000, 1001, 1002, 1003, 1004, 1005]
+        for id_ in (1000, 1001, 1002, 1003):
+            worker.record("reg:asc", id_, Outcome.FOUND, ("reg:asc", id_, [id_]))
+        client = worker.job.client
+        assert client.wait(1, 3000) == 1  # the replica has all of it ...
+        old = primary_id(client)
+        replica_client.replicaof("NO", "ONE")  # ... and no more: the next writes are lost with the primary
+        for id_ in (1004, 1005):
+            worker.record("reg:asc", id_, Outcome.MISSING)
+        worker.poll()
+        assert worker.lanes["reg:asc"].settled and worker.unsettled() == []
+        # the failover: the client's next connection goes to the promoted replica
+        client.connection_pool.connection_kwargs["port"] = replica.port
+        client.connection_pool.reset()
+        assert primary_id(client) != old
+        assert worker.give_back_unknown() == 0  # the lane looks settled: 1004, 1005 would stay this worker's
+        assert worker.reopen_settled() == 1
+        assert worker.give_back_unknown() == 2
+        worker.poll()
+        again = [worker.next(), worker.next()]
+        assert sorted(d.id for d in again if d is not None) == [1004, 1005]
+        for d in again:
+            assert d is not None
+            worker.record(d.lane, d.id, Outcome.MISSING)
+        worker.poll()
+        assert worker.lanes["reg:asc"].settled and worker.finished
+        assert replica_client.hlen("t:{job}:L:reg:asc:own") == 0
+    finally:
+        replica.stop()
+        primary.stop()
