@@ -100,9 +100,10 @@ class RedisJob:
     def commit(self, command: str, *args: Any) -> Any:
         """A plain command whose write commits (an acknowledgement's HDEL), with ``WAIT`` as :meth:`_commit`."""
         wanted = self._wanted()
+        client: Any = self.client
         if wanted <= 0:
-            return self.client.execute_command(command, *args)
-        pipe = self.client.pipeline(transaction=False)
+            return client.execute_command(command, *args)
+        pipe = client.pipeline(transaction=False)
         pipe.execute_command(command, *args)
         pipe.wait(wanted, self.wait_ms)
         reply, confirmed = pipe.execute()

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from idcrawl.config import setting
+from idcrawl.config import config_from, given
 from idcrawl.core.safetext import safe
+from idcrawl.errors import BadInputError
 
 if TYPE_CHECKING:
     import redis
@@ -23,11 +24,11 @@ _FACTORY_PARAMS = ("redis_cls", "url")
 
 def describe_sentinels(settings: Any) -> str | None:
     """Where the settings point when Sentinel is on, for error lines; None when it is off."""
-    sentinels = setting(settings, "IDCRAWL_REDIS_SENTINELS")
+    sentinels = given(settings, "IDCRAWL_REDIS_SENTINELS")  # as given: the line may be about a bad value
     if not sentinels:
         return None
-    where = ",".join(f"{host}:{port}" for host, port in sentinels)
-    service = setting(settings, "IDCRAWL_REDIS_SENTINEL_SERVICE")
+    where = sentinels if isinstance(sentinels, str) else ",".join(map(str, sentinels))
+    service = given(settings, "IDCRAWL_REDIS_SENTINEL_SERVICE") or "mymaster"
     return f"IDCRAWL_REDIS_SENTINELS={safe(repr(where))} (service {safe(repr(service))})"
 
 
@@ -40,9 +41,13 @@ def sentinel_client(settings: Any) -> redis.Redis | None:
     username, password, db and TLS and REDIS_PARAMS apply to the primary (its host and port are not
     used); the sentinels get ``IDCRAWL_REDIS_SENTINEL_PASSWORD`` and the socket timeouts.
     """
-    sentinels = setting(settings, "IDCRAWL_REDIS_SENTINELS")
-    if not sentinels:
+    if not given(settings, "IDCRAWL_REDIS_SENTINELS"):
         return None
+    try:
+        config = config_from(settings)
+    except BadInputError as exc:  # connect()'s line: "... is unreachable: bad setting: IDCRAWL_REDIS_SENTINELS=..."
+        raise ValueError(str(exc)) from None
+    sentinels = config.redis_sentinels or ()
     import redis
     from redis.sentinel import Sentinel, SentinelManagedSSLConnection
     from scrapy_redis import defaults
@@ -52,7 +57,8 @@ def sentinel_client(settings: Any) -> redis.Redis | None:
         params.pop(name, None)
     url = settings.get("REDIS_URL")
     if url:
-        parsed = redis.connection.parse_url(url)
+        parse_url: Any = redis.connection.parse_url  # (untyped in redis-py)
+        parsed = parse_url(url)
         ssl = parsed.pop("connection_class", None) is redis.connection.SSLConnection
         parsed.pop("host", None)
         parsed.pop("port", None)
@@ -63,11 +69,12 @@ def sentinel_client(settings: Any) -> redis.Redis | None:
     elif settings.get("REDIS_DB"):
         params["db"] = settings.getint("REDIS_DB")
     sentinel_kwargs = {k: v for k, v in params.items() if k.startswith("socket_")}
-    password = setting(settings, "IDCRAWL_REDIS_SENTINEL_PASSWORD")
+    password = config.redis_sentinel_password
     if password:
         sentinel_kwargs["password"] = password
-    manager = Sentinel(list(sentinels), sentinel_kwargs=sentinel_kwargs, **params)
-    client: redis.Redis = manager.master_for(setting(settings, "IDCRAWL_REDIS_SENTINEL_SERVICE"))
+    make_manager: Any = Sentinel  # (untyped in redis-py)
+    manager = make_manager(list(sentinels), sentinel_kwargs=sentinel_kwargs, **params)
+    client: redis.Redis = manager.master_for(config.redis_sentinel_service)
     return client
 
 

@@ -8,6 +8,7 @@ finishes; every id of the site's ground truth is in the union of the workers' it
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from collections import Counter
@@ -19,10 +20,11 @@ import pytest
 from idcrawl.demo.site import Reply
 from tests.conftest import GapModel
 from tests.integration.test_distributed_crawl import KILL_GAPS, finish, start_worker
+from tests.integration.test_idjob import scrapy
 from tests.support.crawl import read_items
 from tests.support.redis_server import in_ci, redis_server_missing
 from tests.support.reference import target_truth
-from tests.support.sentinels import SERVICE, SentinelGroup
+from tests.support.sentinels import FAST_SYNC, SERVICE, SentinelGroup
 
 redis = pytest.importorskip("redis")
 
@@ -129,8 +131,30 @@ def test_with_wait_a_failover_loses_no_write_and_writes_no_item_twice(make_site,
     for result in results:
         assert result.stats["idcrawl/redis/failovers"] == 1, result.stderr[-3000:]
         assert result.stats.get("idcrawl/redis/commands/wait", 0) > 0
+    # the commands find the promoted primary through the sentinels too
+    settings = {"IDCRAWL_DISTRIBUTED": True, "IDCRAWL_REDIS_SENTINELS": sentinels.addresses,
+                "IDCRAWL_REDIS_JOB": "failover"}
+    status = scrapy(tmp_path, "idjob", "status", "--json", settings=settings)
+    assert status.returncode == 0, status.stderr
+    job = json.loads(status.stdout)
+    assert job["finished"] is True and job["workers"] == []
+    unknown = scrapy(tmp_path, "idjob", "status", settings={**settings, "IDCRAWL_REDIS_SENTINEL_SERVICE": "nosuch"})
+    assert unknown.returncode != 0
+    assert "service 'nosuch'" in unknown.stderr and "No master found for 'nosuch'" in unknown.stderr
 
 
+def test_a_bad_sentinel_setting_is_one_line(tmp_path: Path) -> None:
+    from scrapy.settings import Settings
+
+    from idcrawl.distributed.connection import RedisUnavailable, connect
+
+    bad = scrapy(tmp_path, "idjob", "status", settings={"IDCRAWL_DISTRIBUTED": True, "IDCRAWL_REDIS_SENTINELS": "a:b"})
+    assert bad.returncode != 0
+    lines = [line for line in bad.stderr.splitlines() if "IDCRAWL_REDIS_SENTINELS" in line]
+    assert len(lines) == 1 and "IDCRAWL_REDIS_SENTINELS='a:b': must be host:port addresses" in lines[0], bad.stderr
+    for value in ("127.0.0.1", "127.0.0.1:0", "127.0.0.1:26379,:26380", "127.0.0.1:70000"):
+        with pytest.raises(RedisUnavailable, match=f"IDCRAWL_REDIS_SENTINELS={value!r}: must be host:port addresses"):
+            connect(Settings({"IDCRAWL_REDIS_SENTINELS": value}))
 
 def test_a_lane_settled_in_writes_a_failover_lost_is_walked_again(tmp_path: Path) -> None:
     """The piece a worker runs after a failover (RedisWorker._after_failover), on a replica promoted while
@@ -144,7 +168,7 @@ def test_a_lane_settled_in_writes_a_failover_lost_is_walked_again(tmp_path: Path
 
     if redis_server_missing():
         pytest.skip(redis_server_missing())
-    primary = RedisServer().start()
+    primary = RedisServer(extra_args=FAST_SYNC).start()
     replica = RedisServer(extra_args=("--replicaof", "127.0.0.1", str(primary.port)))
     try:
         replica.start()

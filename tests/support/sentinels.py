@@ -15,9 +15,12 @@ from pathlib import Path
 
 from tests.support.redis_server import RedisServer
 
-__all__ = ["SERVICE", "SentinelGroup"]
+__all__ = ["FAST_SYNC", "SERVICE", "SentinelGroup"]
 
 SERVICE = "mymaster"
+
+#: A primary that sends its replica the first sync at once (Redis waits 5 s for more replicas by default).
+FAST_SYNC = ("--repl-diskless-sync-delay", "0")
 
 
 def _free_port() -> int:
@@ -33,7 +36,7 @@ class SentinelGroup:
         self.root = root
         self.down_after_ms = down_after_ms
         self.failover_timeout_ms = failover_timeout_ms
-        self.primary = RedisServer()
+        self.primary = RedisServer(extra_args=FAST_SYNC)
         self.replica = RedisServer()
         self.sentinel_ports: list[int] = []
         self.sentinels: list[subprocess.Popen[bytes]] = []
@@ -99,7 +102,7 @@ class SentinelGroup:
             if self.client(self.replica.port).info("replication").get("role") != "master":
                 return False
             for port in self.sentinel_ports:
-                host, port_ = self.client(port).sentinel_get_master_addr_by_name(SERVICE)
+                _host, port_ = self.client(port).sentinel_get_master_addr_by_name(SERVICE)
                 if int(port_) != self.replica.port:
                     return False
         except redis.RedisError:
