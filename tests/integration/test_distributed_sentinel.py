@@ -44,11 +44,14 @@ def sentinels(tmp_path: Path):
 
 
 class PacedModel(GapModel):
-    """0.1 s per page: the fleet of two is still at work when its primary is killed (about 80 pages a second)."""
+    """0.1 s per page until the failover, so that the fleet of two is still at work when its primary is
+    killed (a worker may take seconds to start on a loaded machine); then 5 ms (``delay``)."""
+
+    delay = 0.1
 
     def reply(self, id_: int, host: str, nth: int) -> Reply:
         reply = super().reply(id_, host, nth)
-        return Reply(reply.status, reply.body, reply.headers, 0.1)
+        return Reply(reply.status, reply.body, reply.headers, self.delay)
 
 
 def fleet_settings(group: SentinelGroup, job: str, **extra: Any) -> dict[str, Any]:
@@ -97,6 +100,7 @@ def crawl_through_failover(make_site, group: SentinelGroup, tmp_path: Path, *, l
         if lose_writes:
             group.replica.proc.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
         group.wait_failover()
+        model.delay = 0.005
         results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
     finally:
         for proc in procs:
