@@ -44,10 +44,10 @@ def sentinels(tmp_path: Path):
 
 
 class PacedModel(GapModel):
-    """0.1 s per page until the failover, so that the fleet of two is still at work when its primary is
-    killed (a worker may take seconds to start on a loaded machine); then 5 ms (``delay``)."""
+    """``delay`` s per page: 0.5 s until both workers joined (one may take many seconds to start on a loaded
+    machine: the other must not finish the job alone meanwhile), 50 ms until the failover, then 5 ms."""
 
-    delay = 0.1
+    delay = 0.5
 
     def reply(self, id_: int, host: str, nth: int) -> Reply:
         reply = super().reply(id_, host, nth)
@@ -90,16 +90,22 @@ def crawl_through_failover(make_site, group: SentinelGroup, tmp_path: Path, *, l
     procs = [start_worker(tmp_path / f"w{n}", args, config) for n in range(2)]
     try:
         primary = group.client(group.primary.port)
-        wait_for(lambda: primary.zcard("idcrawl:{failover}:workers") == 2 and len(site.ids()) >= 80)
+        wait_for(lambda: primary.zcard("idcrawl:{failover}:workers") == 2)
+        model.delay = 0.05
+        wait_for(lambda: len(site.ids()) >= 80)
         if lose_writes:
             group.replica.proc.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
             primary.client_kill_filter(_type="replica")
             cut_at = len(site.ids())
             wait_for(lambda: len(site.ids()) >= cut_at + 40)
+            written = int(primary.info("replication")["master_repl_offset"])
         group.kill_primary()
         if lose_writes:
             group.replica.proc.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
         group.wait_failover()
+        if lose_writes:  # the promoted replica's history ends before what the old primary had written
+            kept = int(group.client(group.replica.port).info("replication")["second_repl_offset"]) - 1
+            assert 0 < kept < written
         model.delay = 0.005
         results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(procs)]
     finally:
