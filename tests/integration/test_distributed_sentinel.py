@@ -220,3 +220,26 @@ def test_a_lane_settled_in_writes_a_failover_lost_is_walked_again(tmp_path: Path
     finally:
         replica.stop()
         primary.stop()
+
+
+def test_the_primary_gets_redis_urls_credentials_and_the_sentinels_their_own() -> None:
+    from scrapy.settings import Settings
+
+    from idcrawl.distributed.connection import describe
+    from idcrawl.distributed.sentinel import sentinel_client
+
+    settings = Settings({"IDCRAWL_REDIS_SENTINELS": "10.0.0.1:26379,[::1]:26380", "IDCRAWL_REDIS_SENTINEL_SERVICE": "jobs",
+                         "IDCRAWL_REDIS_SENTINEL_PASSWORD": "sentinel-pw", "REDIS_URL": "redis://bob:primary-pw@ignored:1/3",
+                         "REDIS_PARAMS": {"socket_timeout": 7}})
+    client = sentinel_client(settings)  # no call yet: nothing is reached
+    assert client is not None
+    pool: Any = client.connection_pool
+    primary = pool.connection_kwargs
+    assert (primary["username"], primary["password"], primary["db"], primary["socket_timeout"]) == (
+        "bob", "primary-pw", 3, 7)
+    assert "host" not in primary and "port" not in primary and pool.service_name == "jobs"
+    sentinels = [s.connection_pool.connection_kwargs for s in pool.sentinel_manager.sentinels]
+    assert [(s["host"], s["port"]) for s in sentinels] == [("10.0.0.1", 26379), ("::1", 26380)]
+    assert all(s["password"] == "sentinel-pw" and s["socket_timeout"] == 7 for s in sentinels)
+    assert describe(settings) == "IDCRAWL_REDIS_SENTINELS='10.0.0.1:26379,[::1]:26380' (service 'jobs')"
+    assert sentinel_client(Settings({"REDIS_URL": "redis://localhost:6379/0"})) is None
