@@ -309,6 +309,31 @@ IDCRAWL_REDIS_NO_PROGRESS_LEASES = 8.0
 #: refused. True: it joins all the same, its new targets added as pushed ones.
 IDCRAWL_REDIS_MERGE_TARGETS = False
 
+#: Sentinel: "host:port,host:port" of the sentinels that watch the job's Redis
+#: primary. Set, workers, commands and the Redis state backend ask them for the
+#: primary (IDCRAWL_REDIS_SENTINEL_SERVICE) instead of REDIS_URL's host and
+#: port, and follow a failover to the promoted replica. REDIS_URL's password,
+#: username and db (and REDIS_PARAMS) apply to the primary. None: no Sentinel.
+IDCRAWL_REDIS_SENTINELS = None
+
+#: The name the sentinels monitor the primary by (sentinel monitor <name> ...).
+IDCRAWL_REDIS_SENTINEL_SERVICE = "mymaster"
+
+#: The sentinels' own password (requirepass in sentinel.conf), which may differ
+#: from the primary's; None: the sentinels ask none.
+IDCRAWL_REDIS_SENTINEL_PASSWORD = None
+
+#: Replicas that must have a worker's writes that commit (outcomes, claims,
+#: acknowledgements) before the worker goes on: WAIT <n> sent in the same
+#: round trip. With 1 and one replica, a failover loses none of them and no
+#: item is written twice for it. 0 = off (a failover may lose the last writes:
+#: their ids are fetched again, their items may be written twice).
+IDCRAWL_REDIS_WAIT_REPLICAS = 0
+
+#: Seconds a worker's WAIT waits for the replicas before it goes on unconfirmed
+#: (counted in idcrawl/redis/wait_short).
+IDCRAWL_REDIS_WAIT_TIMEOUT = 1.0
+
 #: Deprecated: ``scrapy crawl`` (idcrawl's command) exits with the status of
 #: its finish reason (docs/reference/finish-reasons.md). Set, it is the exit
 #: status of the reasons in IDCRAWL_FAIL_REASONS instead (with a WARNING).

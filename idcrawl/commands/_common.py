@@ -104,6 +104,11 @@ def apply_command_profile(command: Any, name: str) -> bool:
 
 def redis_address(settings: Any) -> str:
     """The Redis server the settings point at, a password masked: ``redis://:***@host:6379/0``."""
+    from idcrawl.distributed.sentinel import describe_sentinels
+
+    sentinels = describe_sentinels(settings)
+    if sentinels:
+        return sentinels
     url = settings.get("REDIS_URL")
     if url:
         return safe(url)

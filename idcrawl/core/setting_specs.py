@@ -198,6 +198,23 @@ def _strings() -> Spec:
     return Spec(check, "must be a list of names such as finished,closespider_timeout", read=read)
 
 
+def _addresses() -> Spec:
+    """``host:port,host:port`` (or a list of such strings): a tuple of (host, port) pairs."""
+    def pairs(value: Any) -> tuple[tuple[str, int], ...]:
+        out = []
+        for item in _as_list(value):
+            host, colon, port = str(item).strip().rpartition(":")
+            if not colon or not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:
+                raise _Bad
+            out.append((host.strip("[]"), int(port)))
+        if not out:
+            raise _Bad
+        return tuple(out)
+
+    return Spec(pairs, "must be host:port addresses separated by commas, such as 10.0.0.1:26379,10.0.0.2:26379",
+                optional=True, read=lambda value: pairs(value) if value else None)
+
+
 _INCIDENT_RULES: Final = (*(r.name for r in RULES if r.name != "LT"), "errors")
 
 
@@ -341,6 +358,12 @@ class IdConfig:
     redis_no_progress_leases: float = _setting(
         _off_or_at_least(2, " (multiples of IDCRAWL_REDIS_LEASE_TIMEOUT)"), 8.0)
     redis_merge_targets: bool = _setting(_bool(), False)
+    redis_sentinels: tuple[tuple[str, int], ...] | None = _setting(_addresses(), None)
+    redis_sentinel_service: str = _setting(_text("the name the sentinels monitor the primary by", optional=False),
+                                           "mymaster")
+    redis_sentinel_password: str | None = _setting(_text("a password (or unset: the sentinels ask none)"), None)
+    redis_wait_replicas: int = _setting(_int(0, 16, note=" (0 = off)"), 0)
+    redis_wait_timeout: float = _setting(_float(above=True, note=" (seconds)"), 1.0)
     fail_exit_code: int | None = _setting(
         replace(_int(0, 255, note=" (an exit status; unset = the table's)"), optional=True), None)
     fail_reasons: tuple[str, ...] = _setting(_strings(), ("idcrawl_redis_unavailable", "idcrawl_redis_state_lost"))

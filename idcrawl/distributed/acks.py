@@ -51,6 +51,11 @@ class FleetAcks:
         if not self.unwritten.expect(target, id_, outputs, field):
             self.written.append(field)
 
+    def ack_again(self) -> None:
+        """After a failover: the last acknowledgement again (its HDEL may be lost with the old primary)."""
+        if self.acked_recently:
+            self.job.commit("HDEL", self.job.keys.emit(self.worker), *sorted(self.acked_recently))
+
     def known(self) -> set[str]:
         """The emit fields this worker holds: expected, written, or acknowledged by its last HDEL."""
         return {field for _, field in self.unwritten.pending()} | set(self.written) | self.acked_recently
@@ -104,7 +109,7 @@ class FleetAcks:
             return
         fields, self.written = self.written, []
         try:
-            self.client.hdel(self.job.keys.emit(self.worker), *fields)
+            self.job.commit("HDEL", self.job.keys.emit(self.worker), *fields)
         except RedisError as exc:
             self.written = fields + self.written
             self.outage(exc)

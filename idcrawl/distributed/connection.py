@@ -31,6 +31,11 @@ class RedisUnavailable(Exception):
 def describe(settings: Any) -> str:
     """Where the settings point, for error lines: ``REDIS_URL='redis://:***@host:6379/0'`` (a password
     masked: these lines reach scrapyd's and Zyte's job logs)."""
+    from idcrawl.distributed.sentinel import describe_sentinels
+
+    sentinels = describe_sentinels(settings)
+    if sentinels:
+        return sentinels
     url = settings.get("REDIS_URL")
     if url:
         return f"REDIS_URL={safe(repr(url))}"
@@ -89,10 +94,20 @@ def _client(settings: Any) -> Any:
     Plain: scrapy-redis's (``REDIS_URL`` or ``REDIS_HOST``/``REDIS_PORT``, ``REDIS_PARAMS``), a ``redis.Redis``.
     ``IDCRAWL_REDIS_CLUSTER``: a ``redis.cluster.RedisCluster`` from the same settings; ``REDIS_URL`` names
     any node of the cluster (the client learns the others from it), database 0 only.
+    ``IDCRAWL_REDIS_SENTINELS``: the primary the sentinels name (:mod:`idcrawl.distributed.sentinel`).
     """
     from scrapy_redis.connection import get_redis_from_settings
 
-    if not setting(settings, "IDCRAWL_REDIS_CLUSTER"):
+    from idcrawl.distributed.sentinel import sentinel_client
+
+    cluster = setting(settings, "IDCRAWL_REDIS_CLUSTER")
+    sentinel = sentinel_client(settings)
+    if sentinel is not None:
+        if cluster:
+            raise RedisUnavailable("IDCRAWL_REDIS_CLUSTER = True and IDCRAWL_REDIS_SENTINELS are both set: a Redis "
+                                   "Cluster fails over by itself, without sentinels; set one of them")
+        return sentinel
+    if not cluster:
         return get_redis_from_settings(settings)
     import redis
     from redis.cluster import RedisCluster

@@ -538,6 +538,17 @@ class RedisFrontier(Generic[P]):
             self._iv.unpark(key)
         return True
 
+    def reopen_settled(self) -> int:
+        """After a failover that may have lost writes: the lanes this worker saw settled are read again,
+        and those the job holds unsettled (their last outcomes lost with the old primary) are walked
+        again; returns how many. One read per settled lane, once per failover."""
+        reopened = 0
+        for key, lane in list(self.lanes.items()):
+            if lane.settled and key not in self._closed_here:
+                self._refresh(key)
+                reopened += key in self._unsettled
+        return reopened
+
     def give_back_unknown(self) -> int:
         """Give back the ids Redis says this worker holds but the worker does not know.
 

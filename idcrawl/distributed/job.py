@@ -7,6 +7,7 @@ Each method takes the script's non-key arguments, passes every key it touches in
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,9 @@ __all__ = ["CODES", "OUTCOMES", "RedisJob"]
 CODES: dict[Outcome, int] = {Outcome.FOUND: 0, Outcome.MISSING: 1, Outcome.FAILED: 2, Outcome.DISALLOWED: 3}
 OUTCOMES = {code: outcome for outcome, code in CODES.items()}
 
+#: Seconds a worker waits for only the replicas that confirmed its last short WAIT (IDCRAWL_REDIS_WAIT_REPLICAS).
+FEWER_FOR = 10.0
+
 
 class RedisJob:
     """One job's keys and scripts on one Redis client."""
@@ -56,6 +60,60 @@ class RedisJob:
         self._give_back = client.register_script(scripts.GIVE_BACK)
         self._resume = client.register_script(scripts.RESUME)
         self._targets = client.register_script(scripts.TARGETS)
+        #: ``IDCRAWL_REDIS_WAIT_REPLICAS``: replicas that must have a write that commits (claims, outcomes,
+        #: adoptions, give-backs, acknowledgements) before the call returns; 0: none asked (no WAIT sent)
+        self.wait_replicas = 0
+        self.wait_ms = 1000
+        #: WAITs that timed out before enough replicas confirmed (idcrawl/redis/wait_short)
+        self.unconfirmed = 0
+        #: after a short WAIT, only the replicas that confirmed it are waited for, until this monotonic time
+        self._fewer: tuple[int, float] | None = None
+
+    def _wanted(self) -> int:
+        """Replicas to wait for now: ``wait_replicas``, or for ``FEWER_FOR`` seconds after a short WAIT the
+        number that confirmed it (a replica gone, or promoted by a failover: no write waits for it)."""
+        if self._fewer is not None:
+            if time.monotonic() < self._fewer[1]:
+                return self._fewer[0]
+            self._fewer = None
+        return self.wait_replicas
+
+    def _commit(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        """Run a script whose writes commit; with ``wait_replicas``, ``WAIT`` in the same round trip (a
+        pipeline outside any transaction), so that a failover keeps what this worker goes on from."""
+        wanted = self._wanted()
+        if wanted <= 0:
+            return script(keys=keys, args=args)
+        import redis
+
+        pipe = self.client.pipeline(transaction=False)
+        pipe.evalsha(script.sha, len(keys), *keys, *args)
+        pipe.wait(wanted, self.wait_ms)
+        try:
+            reply, confirmed = pipe.execute()
+        except redis.exceptions.NoScriptError:  # not in this server's script cache (a promoted replica): not run
+            reply = script(keys=keys, args=args)
+            confirmed = self.client.wait(wanted, self.wait_ms)
+        self._confirmed(int(confirmed), wanted)
+        return reply
+
+    def commit(self, command: str, *args: Any) -> Any:
+        """A plain command whose write commits (an acknowledgement's HDEL), with ``WAIT`` as :meth:`_commit`."""
+        wanted = self._wanted()
+        client: Any = self.client
+        if wanted <= 0:
+            return client.execute_command(command, *args)
+        pipe = client.pipeline(transaction=False)
+        pipe.execute_command(command, *args)
+        pipe.wait(wanted, self.wait_ms)
+        reply, confirmed = pipe.execute()
+        self._confirmed(int(confirmed), wanted)
+        return reply
+
+    def _confirmed(self, confirmed: int, wanted: int) -> None:
+        if confirmed < wanted:
+            self.unconfirmed += 1
+            self._fewer = (confirmed, time.monotonic() + FEWER_FOR)
 
     def lane_keys(self, lane: str, *subkeys: str) -> list[str]:
         """``P L:<lane>`` and then ``P L:<lane>:<subkey>`` for each subkey."""
@@ -118,7 +176,7 @@ class RedisJob:
             args.append("" if speculation is None else speculation)
         if max_held:
             args.append(max_held)
-        return ClaimReply.parse(self._claim(keys=keys, args=args))
+        return ClaimReply.parse(self._commit(self._claim, keys, args))
 
     def record(
         self, worker: str, lane: str, id_: int, code: int, payload: bytes, back: tuple[str, int] | None = None,
@@ -138,7 +196,7 @@ class RedisJob:
         if page is not None:
             keys += [self.keys.pages(page.target), self.keys.page_due(page.target)]
             args += ["page", page.id, page.record, page.due_at, "1" if page.emits else "0"]
-        return RecordReply.parse(self._record(keys=keys, args=args))
+        return RecordReply.parse(self._commit(self._record, keys, args))
 
     def resume(
         self, worker: str, target: str, args: str, base: str, lane_args: Sequence[Any],
@@ -166,7 +224,7 @@ class RedisJob:
 
     def adopt(self, worker: str, n: int) -> tuple[Released, ...]:
         """Take up to ``n`` orphaned outputs."""
-        return Released.parse_all(self._adopt(keys=[self.keys.orphans, self.keys.emit(worker)], args=[n]))
+        return Released.parse_all(self._commit(self._adopt, [self.keys.orphans, self.keys.emit(worker)], [n]))
 
     def leave(self, worker: str) -> int:
         """Give back the worker's claims and unacknowledged outputs at once; returns how many ids went back."""
@@ -174,15 +232,15 @@ class RedisJob:
 
     def give_back(self, worker: str, lane: str, ids: Sequence[str | int]) -> int:
         """Ids the worker holds in Redis but never received go back to the lane's free list; returns how many."""
-        return int(self._give_back(keys=self.lane_keys(lane, "own", "free", "dec"), args=[worker, *ids]))
+        return int(self._commit(self._give_back, self.lane_keys(lane, "own", "free", "dec"), [worker, *ids]))
 
     def delay(self, lane: str, id_: int | str, delay_ms: int, member: bytes) -> Any:
         """Put a retry (``member`` = ``lane\\tid\\n`` + request) in the shared delayed set."""
-        return self._delay(keys=[self.keys.delayed, *self.lane_keys(lane, "own")], args=[id_, delay_ms, member])
+        return self._commit(self._delay, [self.keys.delayed, *self.lane_keys(lane, "own")], [id_, delay_ms, member])
 
     def pop_delayed(self, worker: str, n: int) -> list[bytes]:
         """Take up to ``n`` due retries (their members)."""
-        return list(self._pop_delayed(keys=[self.keys.delayed], args=[worker, n]))
+        return list(self._commit(self._pop_delayed, [self.keys.delayed], [worker, n]))
 
     def polite(self, slot: str, gap_ms: int, token: str) -> int:
         """Reserve the slot's next start for the fleet for request ``token``, or (called again as it

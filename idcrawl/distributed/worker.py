@@ -42,6 +42,7 @@ from idcrawl.distributed.gate import FleetGate, FleetRetries
 from idcrawl.distributed.job import RedisJob
 from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
 from idcrawl.distributed.runs import refused
+from idcrawl.distributed.sentinel import primary_address, primary_id
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
 from idcrawl.processes import worker_gone, worker_id
@@ -137,6 +138,13 @@ class RedisWorker:
         if warning:
             logger.warning("idcrawl: %s", warning)
         self.job = RedisJob(self.client, job_prefix(settings, spider_name))
+        config = config_of(self.crawler)
+        self.job.wait_replicas, self.job.wait_ms = config.redis_wait_replicas, round(config.redis_wait_timeout * 1000)
+        try:  # which server answers: another after an outage (a failover, a restart) may lack writes (poll)
+            self._primary = primary_id(self.client)
+            self._address = primary_address(self.client)
+        except RedisError as exc:
+            raise BadInputError(f"{spider_name}: {self._redis_failed(exc, 'as this worker joined the job')}") from None
 
     def _refuse_if_owned(self, spider_name: str) -> None:
         """One process per state: a single-process crawl writing this job's keys keeps workers out."""
@@ -518,6 +526,8 @@ class RedisWorker:
         self.stats.set_value(f"{PREFIX}/job_finished", frontier.status.finished)
         if frontier.held_cap_waits:
             self.stats.set_value(f"{PREFIX}/held_cap_waits", frontier.held_cap_waits)
+        if self.job.unconfirmed:
+            self.stats.set_value(f"{PREFIX}/wait_short", self.job.unconfirmed)
 
     # -- the runtime's calls that Redis did not answer ---------------------------------
 
@@ -591,10 +601,14 @@ class RedisWorker:
         except RedisError as exc:
             self._outage(exc)
             return
-        if self._down_since is not None:
-            logger.warning("idcrawl: Redis answers again after %.1f s", time.monotonic() - self._down_since)
+        moved = self._address != (address := primary_address(self.client))  # a failover, no call failing
+        self._address = address
+        if self._down_since is not None or moved:
+            if self._down_since is not None:
+                logger.warning("idcrawl: Redis answers again after %.1f s", time.monotonic() - self._down_since)
             self._down_since = None
             try:
+                reopened = self._after_failover()
                 self._recover_emits()
                 given = self.frontier.give_back_unknown()
             except RedisError as exc:
@@ -603,6 +617,28 @@ class RedisWorker:
             if given:
                 logger.warning("idcrawl: %d ids claimed in a reply the outage cut went back to the job", given)
                 self._inc(f"{PREFIX}/given_back_after_outage", given)
+            if given or reopened:
+                self.runtime.wake_engine()
+
+    def _after_failover(self) -> int:
+        """After an outage: if another server answers now (a replica promoted by a failover, Redis restarted
+        from its AOF), writes the old one acknowledged may be lost. The lanes this worker saw settled are
+        read again (walked again if the job lost their last outcomes), its last acknowledgement is sent
+        again; the ids it holds there but does not know go back (give_back_unknown) and the items released
+        to it that it does not know are emitted (_recover_emits). Outcomes lost: their ids are fetched again."""
+        primary = primary_id(self.client)
+        if primary == self._primary:
+            return 0
+        self._primary = primary
+        reopened = self.frontier.reopen_settled()
+        self.acks.ack_again()
+        self._inc(f"{PREFIX}/failovers")
+        logger.warning("idcrawl: another Redis server answers now (a failover or a restart): writes of the old one "
+                       "may be lost; %d lanes this worker saw settled are walked again, ids whose outcomes were "
+                       "lost are fetched again", reopened)
+        if reopened:
+            self._inc(f"{PREFIX}/failover_reopened", reopened)
+        return reopened
 
     def _recover_emits(self) -> None:
         """Outputs Redis released to this worker in a reply that never arrived (a call cut by the outage)."""
