@@ -13,6 +13,7 @@ from redis.exceptions import RedisError
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
 
+from idcrawl.distributed.replies import PoliteReply
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX
 
 if TYPE_CHECKING:
@@ -117,20 +118,23 @@ class FleetRetries:
 
 
 class FleetGate:
-    """Politeness held across a fleet: each slot's next start reserved in the job (``POLITE``), and
-    what this worker knows of other workers' reservations (no round trip)."""
+    """Politeness held across a fleet: each slot's next start and its places in flight, in the job
+    (``POLITE``), and what this worker knows of other workers' hold on a slot (no round trip)."""
 
-    def __init__(self, runtime: IdRuntime, job: RedisJob, worker: str, *,
+    def __init__(self, runtime: IdRuntime, job: RedisJob, worker: str, *, lease: float,
                  outage: Callable[[Exception], None]) -> None:
+        """``lease``: the workers' lease (s): a stopped worker's places in flight are free after it."""
         self.runtime = runtime
         self.job = job
         self.worker = worker
+        self.lease_ms = max(1, int(lease * 1000))
         self.outage = outage
-        self.until: dict[str, float] = {}  # slot -> monotonic time another worker reserved it until
+        self.until: dict[str, float] = {}  # slot -> monotonic time another worker holds it until
+        self.flying: set[str] = set()  # tokens of this worker's requests holding a place in flight
 
     def fleet_gate(self, slot: str) -> bool:
         """Whether the slot may take a request as far as this worker knows (no round trip):
-        False while another worker holds the slot's next start (a wake-up is armed)."""
+        False while another worker holds the slot's next start or all its places (a wake-up is armed)."""
         until = self.until.get(slot)
         if until is None:
             return True
@@ -141,19 +145,38 @@ class FleetGate:
         self.runtime.wake_in(wait)
         return False
 
-    def reserve(self, slot: str, gap: float, token: str) -> float:
-        """Reserve the slot's next start for the fleet for request ``token`` (``POLITE``; called again
-        as the request leaves, which moves the next start to a gap after that): 0 = go now, else
-        seconds to wait."""
+    def reserve(self, slot: str, token: str, *, gap: float, cap: int, life: float = 0.0) -> float:
+        """Reserve the slot's next start for request ``token`` (``life`` 0), or, as it leaves (``life``:
+        the longest it may be in flight), move the next start to a gap after now and take one of the
+        slot's ``cap`` places in flight fleet-wide (0: no cap). 0 = go now, else seconds to wait."""
+        gap_ms = max(1, int(gap * 1000)) if gap > 0 else 0
         try:
-            wait_ms = int(self.job.polite(slot, max(1, int(gap * 1000)), token))
+            reply = self.job.polite("go" if life > 0 else "reserve", slot, token, gap_ms=gap_ms, cap=cap,
+                                    life_ms=max(1, int(life * 1000)), lease_ms=self.lease_ms)
         except RedisError as exc:
             self.outage(exc)
-            return gap  # no reservation possible: wait a whole gap, then ask again
-        if wait_ms <= 0:
+            return gap  # no reservation possible: wait a whole gap (none: this worker's own limits)
+        stats = self.runtime.stats
+        stats.max_value(f"{PREFIX}/host_max_in_flight", reply.flying)
+        if reply.wait_ms <= 0:
+            if life > 0 and cap > 0:
+                self.flying.add(token)
             return 0.0
-        self.until[slot] = time.monotonic() + wait_ms / 1000
-        return wait_ms / 1000
+        if reply.why == PoliteReply.FULL:
+            stats.inc_value(f"{PREFIX}/host_full_waits")
+        self.until[slot] = time.monotonic() + reply.wait_ms / 1000
+        return reply.wait_ms / 1000
+
+    def release(self, slot: str, token: str) -> None:
+        """Give back the place in flight request ``token`` took (its download ended). Redis not
+        answering: the place is free once its life ends, or this worker's lease."""
+        if token not in self.flying:
+            return
+        self.flying.discard(token)
+        try:
+            self.job.polite("done", slot, token, gap_ms=0, cap=0, life_ms=1, lease_ms=self.lease_ms)
+        except RedisError as exc:
+            self.outage(exc)
 
 
 if TYPE_CHECKING:  # mypy checks that the parts are the scheduler's
