@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
+from scrapy.utils.asyncio import call_later
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
 
@@ -30,6 +31,9 @@ __all__ = ["FleetGate", "FleetRetries"]
 logger = logging.getLogger(__name__)
 
 PREFIX = f"{STATS_PREFIX}/redis"
+#: A place in flight given back (``FleetGate.release``) rides on this worker's next ``POLITE`` call if one
+#: comes within this many seconds (its next request to a host, usually), else goes in a call of its own.
+RELEASE_WITHIN = 0.02
 
 
 class FleetRetries:
@@ -131,6 +135,9 @@ class FleetGate:
         self.outage = outage
         self.until: dict[str, float] = {}  # slot -> monotonic time another worker holds it until
         self.flying: set[str] = set()  # tokens of this worker's requests holding a place in flight
+        self.full_until: dict[str, float] = {}  # slot -> monotonic time its places were all taken until
+        self.releases: list[tuple[str, str]] = []  # (slot, token): places given back with the next call
+        self._flush_armed = False
 
     def fleet_gate(self, slot: str) -> bool:
         """Whether the slot may take a request as far as this worker knows (no round trip):
@@ -148,12 +155,19 @@ class FleetGate:
     def reserve(self, slot: str, token: str, *, gap: float, cap: int, life: float = 0.0) -> float:
         """Reserve the slot's next start for request ``token`` (``life`` 0), or, as it leaves (``life``:
         the longest it may be in flight), move the next start to a gap after now and take one of the
-        slot's ``cap`` places in flight fleet-wide (0: no cap). 0 = go now, else seconds to wait."""
+        slot's ``cap`` places in flight fleet-wide (0: no cap). 0 = go now, else seconds to wait.
+        While the slot's places were all taken a moment ago, wait for that without a round trip."""
+        now = time.monotonic()
+        full = self.full_until.get(slot, 0.0) - now
+        if full > 0:
+            return full
         gap_ms = max(1, int(gap * 1000)) if gap > 0 else 0
+        releases, self.releases = self.releases, []
         try:
             reply = self.job.polite("go" if life > 0 else "reserve", slot, token, gap_ms=gap_ms, cap=cap,
-                                    life_ms=max(1, int(life * 1000)), lease_ms=self.lease_ms)
+                                    life_ms=max(1, int(life * 1000)), lease_ms=self.lease_ms, releases=releases)
         except RedisError as exc:
+            self.releases = releases + self.releases  # given back with a later call
             self.outage(exc)
             return gap  # no reservation possible: wait a whole gap (none: this worker's own limits)
         stats = self.runtime.stats
@@ -162,21 +176,39 @@ class FleetGate:
             if life > 0 and cap > 0:
                 self.flying.add(token)
             return 0.0
+        wait = reply.wait_ms / 1000
         if reply.why == PoliteReply.FULL:
             stats.inc_value(f"{PREFIX}/host_full_waits")
-        self.until[slot] = time.monotonic() + reply.wait_ms / 1000
-        return reply.wait_ms / 1000
+            self.full_until[slot] = now + wait
+        self.until[slot] = now + wait
+        return wait
 
     def release(self, slot: str, token: str) -> None:
-        """Give back the place in flight request ``token`` took (its download ended). Redis not
-        answering: the place is free once its life ends, or this worker's lease."""
+        """Give back the place in flight request ``token`` took (its download ended): with this worker's
+        next call to ``POLITE``, at most ``RELEASE_WITHIN`` s later. Redis not answering: the place is
+        free once its life ends, or this worker's lease."""
         if token not in self.flying:
             return
         self.flying.discard(token)
+        if self.full_until.pop(slot, None) is not None:  # a place is free: this worker's requests may ask
+            self.until.pop(slot, None)
+        self.releases.append((slot, token))
+        if not self._flush_armed:
+            self._flush_armed = True
+            call_later(RELEASE_WITHIN, self.flush)
+
+    def flush(self) -> None:
+        """Give back the places of downloads that ended, unless a call since took them along."""
+        self._flush_armed = False
+        if not self.releases:
+            return
+        (slot, token), *rest = releases = self.releases
+        self.releases = []
         try:
-            self.job.polite("done", slot, token, gap_ms=0, cap=0, life_ms=1, lease_ms=self.lease_ms)
+            self.job.polite("done", slot, token, gap_ms=0, cap=0, life_ms=1, lease_ms=self.lease_ms, releases=rest)
         except RedisError as exc:
-            self.outage(exc)
+            self.releases = releases + self.releases
+            self.outage(exc)  # kept for the next call
 
 
 if TYPE_CHECKING:  # mypy checks that the parts are the scheduler's

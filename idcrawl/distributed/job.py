@@ -185,9 +185,14 @@ class RedisJob:
         """Take up to ``n`` due retries (their members)."""
         return list(self._pop_delayed(keys=[self.keys.delayed], args=[worker, n]))
 
-    def polite(self, op: str, slot: str, token: str, *, gap_ms: int, cap: int, life_ms: int,
-               lease_ms: int) -> PoliteReply:
+    def polite(self, op: str, slot: str, token: str, *, gap_ms: int, cap: int, life_ms: int, lease_ms: int,
+               releases: Sequence[tuple[str, str]] = ()) -> PoliteReply:
         """The slot's gap and places in flight for request ``token``: ``reserve`` its start, ``go`` (it
-        leaves: its start a gap after now, a place in flight taken) or ``done`` (its place given back)."""
+        leaves: its start a gap after now, a place in flight taken) or ``done`` (its place given back);
+        first the places of ``releases`` ((slot, token) each) given back."""
         keys = [self.keys.polite(slot), self.keys.busy(slot), self.keys.workers]
-        return PoliteReply.parse(self._polite(keys=keys, args=[op, token, gap_ms, cap, life_ms, lease_ms]))
+        args: list[Any] = [op, token, gap_ms, cap, life_ms, lease_ms]
+        for other, other_token in releases:
+            keys.append(self.keys.busy(other))
+            args.append(other_token)
+        return PoliteReply.parse(self._polite(keys=keys, args=args))

@@ -532,6 +532,11 @@ def test_polite_holds_a_slots_places_in_flight_for_the_fleet(redis_server) -> No
     time.sleep(0.01)
     assert polite("go", "w1#4") == (0, 0, 2)
     assert client.hget(job.keys.busy("h"), "lat") is not None  # how long requests last, for the waits
+    # a place given back riding on another call (the worker's next): given back before the check
+    assert polite("go", "w2#4")[1] == PoliteReply.FULL
+    reply = job.polite("go", "h", "w2#4", gap_ms=0, cap=2, life_ms=60_000, lease_ms=8000, releases=[("h", "w1#4")])
+    assert (reply.wait_ms, reply.flying) == (0, 2)
+    assert sorted(k for k in client.hkeys(job.keys.busy("h")) if k != b"lat") == [b"w2#2", b"w2#4"]
 
 
 def test_polite_gap_and_places_together(redis_server) -> None:

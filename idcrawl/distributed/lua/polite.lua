@@ -4,6 +4,8 @@
 -- for each request of the slot in flight fleet-wide, and "lat" -> the ms such a request lasts (a
 -- moving average); P workers (a token is "<worker>#<n>").
 -- ARGV: op, token, gap_ms, cap, life_ms (an entry's longest life), lease_ms (the workers' lease).
+-- KEYS[4..] and ARGV[7..]: places given back before anything else (P busy:<slot> and a token each),
+-- the worker's downloads that ended since its last call.
 -- op 'reserve' (as the request is let through), 'go' (as it leaves for the download handler: it
 -- takes a place in flight), 'done' (its download ended: the place is given back).
 -- The gap: as it leaves, if no request took the slot since its reservation, the next start moves to
@@ -18,7 +20,7 @@ local gap, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
 local life, lease = tonumber(ARGV[5]), tonumber(ARGV[6])
 local now = now_ms()
 
-if op == 'done' then
+local function give_back(bkey, token)
   local held = redis.call('HGET', bkey, token)
   if held then
     redis.call('HDEL', bkey, token)
@@ -28,6 +30,13 @@ if op == 'done' then
     lat = lat and math.floor((3 * lat + took) / 4) or took
     redis.call('HSET', bkey, 'lat', s(lat))
   end
+end
+
+for i = 4, #KEYS do
+  give_back(KEYS[i], ARGV[i + 3])
+end
+if op == 'done' then
+  give_back(bkey, token)
   return {0, 0, redis.call('HLEN', bkey) - redis.call('HEXISTS', bkey, 'lat')}
 end
 
