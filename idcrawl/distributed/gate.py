@@ -34,6 +34,9 @@ PREFIX = f"{STATS_PREFIX}/redis"
 #: A place in flight given back (``FleetGate.release``) rides on this worker's next ``POLITE`` call if one
 #: comes within this many seconds (its next request to a host, usually), else goes in a call of its own.
 RELEASE_WITHIN = 0.02
+#: The longest wait (s) before asking again for a place of a host found full again and again (the waits
+#: double from the script's estimate of when its oldest request is done).
+FULL_BACKOFF_MAX = 0.25
 
 
 class FleetRetries:
@@ -137,6 +140,7 @@ class FleetGate:
         self.flying: set[str] = set()  # tokens of this worker's requests holding a place in flight
         self.full_until: dict[str, float] = {}  # slot -> monotonic time its places were all taken until
         self.releases: list[tuple[str, str]] = []  # (slot, token): places given back with the next call
+        self.full_streak: dict[str, int] = {}  # slot -> replies in a row that found its places all taken
         self._flush_armed = False
 
     def fleet_gate(self, slot: str) -> bool:
@@ -175,10 +179,14 @@ class FleetGate:
         if reply.wait_ms <= 0:
             if life > 0 and cap > 0:
                 self.flying.add(token)
+                self.full_streak.pop(slot, None)
             return 0.0
         wait = reply.wait_ms / 1000
         if reply.why == PoliteReply.FULL:
             stats.inc_value(f"{PREFIX}/host_full_waits")
+            # found full again and again (another worker keeps the places busy): ask less often
+            self.full_streak[slot] = streak = self.full_streak.get(slot, 0) + 1
+            wait = max(wait, min(FULL_BACKOFF_MAX, wait * 2 ** min(streak - 1, 8)))
             self.full_until[slot] = now + wait
         self.until[slot] = now + wait
         return wait
