@@ -24,7 +24,10 @@ but for the ``HELLO`` that redis-py's connections send on connecting, outside
 the client's command path (one per connection). The union of the workers' item ids must be exactly the site's pages,
 each once, or the script exits with 1.
 
-    python bench/redis_calls.py [--ids 2000] [--workers 1,2,3] [--latency 0.1]
+Politeness is off (``IDCRAWL_POLITENESS_FACTOR=0``); ``--delay`` sets ``DOWNLOAD_DELAY`` (no jitter):
+a host with a gap costs a reservation more per request (``POLITE``).
+
+    python bench/redis_calls.py [--ids 2000] [--workers 1,2,3] [--latency 0.1] [--delay 0]
 """
 
 from __future__ import annotations
@@ -96,7 +99,8 @@ def run_fleet(url: str, ids: int, workers: int, args: argparse.Namespace, workdi
             "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": args.concurrency,
             "LOG_LEVEL": "INFO", "TELNETCONSOLE_ENABLED": "False",
             "STATS_CLASS": "benchstats.BenchStatsCollector", "BENCH_STATS_FILE": str(stats_file),
-            "IDCRAWL_PROGRESS_INTERVAL": 0,
+            "IDCRAWL_PROGRESS_INTERVAL": 0, "IDCRAWL_POLITENESS_FACTOR": 0,
+            "DOWNLOAD_DELAY": args.delay, "DOWNLOAD_DELAY_JITTER": 0,
         }
         log = workdir / f"w{workers}-{n}.log"
         procs.append(start_idseq(url, ids, workdir / f"items-{workers}-{n}.jsonl", settings, log, workdir))
@@ -142,6 +146,7 @@ def main() -> int:
     parser.add_argument("--workers", default="1,2,3")
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=8, help="CONCURRENT_REQUESTS_PER_DOMAIN per worker")
+    parser.add_argument("--delay", type=float, default=0.0, help="DOWNLOAD_DELAY (no jitter)")
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
     site = IdSite(SlowSite(args.ids, args.latency)).start()
@@ -157,7 +162,7 @@ def main() -> int:
         site.stop()
     print()
     print(f"ids {args.ids}, latency {args.latency} s, CONCURRENT_REQUESTS_PER_DOMAIN {args.concurrency} per worker, "
-          "IDCRAWL_PROFILE=distributed")
+          f"DOWNLOAD_DELAY {args.delay}, politeness off, IDCRAWL_PROFILE=distributed")
     print("| workers | client calls per id (Redis) | of which EVALSHA | workers' count per id | round trips per id "
           "| commands inside scripts per id | all commands executed per id | wall s |")
     print("|---|---|---|---|---|---|---|---|")

@@ -44,6 +44,7 @@ __all__ = [
     "engine_busy",
     "feed_slots",
     "has_feed_exporter",
+    "new_slot_concurrency",
     "new_slot_delay",
     "offline_crawler",
     "repair_jobdir",
@@ -55,6 +56,7 @@ __all__ = [
     "slot_jitter",
     "slot_key",
     "spider_closing",
+    "total_concurrency",
     "wake_engine",
 ]
 
@@ -248,17 +250,37 @@ def slot_has_room(crawler: Crawler | Any, key: str, entering: int = 0) -> bool:
     return len(slot.active) + entering < slot.concurrency
 
 
-def before_download(crawler: Crawler | Any, hook: Callable[[Request], Awaitable[None]]) -> None:
+def before_download(crawler: Crawler | Any, hook: Callable[[Request], Awaitable[None]],
+                    after: Callable[[Request], None] | None = None) -> None:
     """Await ``hook(request)`` as each request leaves its slot's queue for the download handler (the
-    moment Scrapy's slot delay runs from), before the handler sends it. Needs the engine; call once."""
+    moment Scrapy's slot delay runs from), before the handler sends it; call ``after(request)`` once
+    the handler is done with it (a response or an error: the slot's transfer ends). Needs the engine;
+    call once."""
     handlers = crawler.engine.downloader.handlers
     download = handlers.download_request_async
 
     async def hooked(request: Request) -> Any:
         await hook(request)
-        return await download(request)
+        try:
+            return await download(request)
+        finally:
+            if after is not None:
+                after(request)
 
     handlers.download_request_async = hooked  # type: ignore[method-assign]
+
+
+def new_slot_concurrency(crawler: Crawler | Any, key: str) -> int:
+    """The concurrency the downloader will give slot ``key`` when its first request makes it (its
+    ``DOWNLOAD_SLOTS`` entry, else ``CONCURRENT_REQUESTS_PER_IP`` when set, else ``_PER_DOMAIN``)."""
+    downloader = crawler.engine.downloader
+    entry = getattr(downloader, "per_slot_settings", {}).get(key, {})
+    return int(entry.get("concurrency", downloader.ip_concurrency or downloader.domain_concurrency))
+
+
+def total_concurrency(crawler: Crawler | Any) -> int:
+    """The downloader's ``CONCURRENT_REQUESTS`` (0: no limit)."""
+    return int(crawler.engine.downloader.total_concurrency)
 
 
 class CancelledAtShutdown(IgnoreRequest):

@@ -55,8 +55,12 @@ class PolitenessGate(Protocol):
     def fleet_gate(self, slot: str) -> bool:
         """May the slot take a request, as far as this worker knows (no round trip)?"""
 
-    def reserve(self, slot: str, gap: float, token: str) -> float:
-        """Reserve the slot's next start for request ``token``: 0 = go now, else seconds to wait."""
+    def reserve(self, slot: str, token: str, *, gap: float, cap: int, life: float = 0.0) -> float:
+        """Reserve the slot's next start for request ``token`` or, as it leaves (``life`` > 0), take one
+        of the slot's ``cap`` places in flight fleet-wide: 0 = go now, else seconds to wait."""
+
+    def release(self, slot: str, token: str) -> None:
+        """Give back the place in flight of request ``token`` (its download ended)."""
 
 
 class IdScheduler(Scheduler):

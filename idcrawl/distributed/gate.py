@@ -10,9 +10,11 @@ import time
 from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
+from scrapy.utils.asyncio import call_later
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
 
+from idcrawl.distributed.replies import PoliteReply
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX
 
 if TYPE_CHECKING:
@@ -29,6 +31,12 @@ __all__ = ["FleetGate", "FleetRetries"]
 logger = logging.getLogger(__name__)
 
 PREFIX = f"{STATS_PREFIX}/redis"
+#: A place in flight given back (``FleetGate.release``) rides on this worker's next ``POLITE`` call if one
+#: comes within this many seconds (its next request to a host, usually), else goes in a call of its own.
+RELEASE_WITHIN = 0.02
+#: The longest wait (s) before asking again for a place of a host found full again and again (the waits
+#: double from the script's estimate of when its oldest request is done).
+FULL_BACKOFF_MAX = 0.25
 
 
 class FleetRetries:
@@ -117,20 +125,27 @@ class FleetRetries:
 
 
 class FleetGate:
-    """Politeness held across a fleet: each slot's next start reserved in the job (``POLITE``), and
-    what this worker knows of other workers' reservations (no round trip)."""
+    """Politeness held across a fleet: each slot's next start and its places in flight, in the job
+    (``POLITE``), and what this worker knows of other workers' hold on a slot (no round trip)."""
 
-    def __init__(self, runtime: IdRuntime, job: RedisJob, worker: str, *,
+    def __init__(self, runtime: IdRuntime, job: RedisJob, worker: str, *, lease: float,
                  outage: Callable[[Exception], None]) -> None:
+        """``lease``: the workers' lease (s): a stopped worker's places in flight are free after it."""
         self.runtime = runtime
         self.job = job
         self.worker = worker
+        self.lease_ms = max(1, int(lease * 1000))
         self.outage = outage
-        self.until: dict[str, float] = {}  # slot -> monotonic time another worker reserved it until
+        self.until: dict[str, float] = {}  # slot -> monotonic time another worker holds it until
+        self.flying: set[str] = set()  # tokens of this worker's requests holding a place in flight
+        self.full_until: dict[str, float] = {}  # slot -> monotonic time its places were all taken until
+        self.releases: list[tuple[str, str]] = []  # (slot, token): places given back with the next call
+        self.full_streak: dict[str, int] = {}  # slot -> replies in a row that found its places all taken
+        self._flush_armed = False
 
     def fleet_gate(self, slot: str) -> bool:
         """Whether the slot may take a request as far as this worker knows (no round trip):
-        False while another worker holds the slot's next start (a wake-up is armed)."""
+        False while another worker holds the slot's next start or all its places (a wake-up is armed)."""
         until = self.until.get(slot)
         if until is None:
             return True
@@ -141,19 +156,67 @@ class FleetGate:
         self.runtime.wake_in(wait)
         return False
 
-    def reserve(self, slot: str, gap: float, token: str) -> float:
-        """Reserve the slot's next start for the fleet for request ``token`` (``POLITE``; called again
-        as the request leaves, which moves the next start to a gap after that): 0 = go now, else
-        seconds to wait."""
+    def reserve(self, slot: str, token: str, *, gap: float, cap: int, life: float = 0.0) -> float:
+        """Reserve the slot's next start for request ``token`` (``life`` 0), or, as it leaves (``life``:
+        the longest it may be in flight), move the next start to a gap after now and take one of the
+        slot's ``cap`` places in flight fleet-wide (0: no cap). 0 = go now, else seconds to wait.
+        While the slot's places were all taken a moment ago, wait for that without a round trip."""
+        now = time.monotonic()
+        full = self.full_until.get(slot, 0.0) - now
+        if full > 0:
+            return full
+        gap_ms = max(1, int(gap * 1000)) if gap > 0 else 0
+        releases, self.releases = self.releases, []
         try:
-            wait_ms = int(self.job.polite(slot, max(1, int(gap * 1000)), token))
+            reply = self.job.polite("go" if life > 0 else "reserve", slot, token, gap_ms=gap_ms, cap=cap,
+                                    life_ms=max(1, int(life * 1000)), lease_ms=self.lease_ms, releases=releases)
         except RedisError as exc:
+            self.releases = releases + self.releases  # given back with a later call
             self.outage(exc)
-            return gap  # no reservation possible: wait a whole gap, then ask again
-        if wait_ms <= 0:
+            return gap  # no reservation possible: wait a whole gap (none: this worker's own limits)
+        stats = self.runtime.stats
+        stats.max_value(f"{PREFIX}/host_max_in_flight", reply.flying)
+        if reply.wait_ms <= 0:
+            if life > 0 and cap > 0:
+                self.flying.add(token)
+                self.full_streak.pop(slot, None)
             return 0.0
-        self.until[slot] = time.monotonic() + wait_ms / 1000
-        return wait_ms / 1000
+        wait = reply.wait_ms / 1000
+        if reply.why == PoliteReply.FULL:
+            stats.inc_value(f"{PREFIX}/host_full_waits")
+            # found full again and again (another worker keeps the places busy): ask less often
+            self.full_streak[slot] = streak = self.full_streak.get(slot, 0) + 1
+            wait = max(wait, min(FULL_BACKOFF_MAX, wait * 2 ** min(streak - 1, 8)))
+            self.full_until[slot] = now + wait
+        self.until[slot] = now + wait
+        return wait
+
+    def release(self, slot: str, token: str) -> None:
+        """Give back the place in flight request ``token`` took (its download ended): with this worker's
+        next call to ``POLITE``, at most ``RELEASE_WITHIN`` s later. Redis not answering: the place is
+        free once its life ends, or this worker's lease."""
+        if token not in self.flying:
+            return
+        self.flying.discard(token)
+        if self.full_until.pop(slot, None) is not None:  # a place is free: this worker's requests may ask
+            self.until.pop(slot, None)
+        self.releases.append((slot, token))
+        if not self._flush_armed:
+            self._flush_armed = True
+            call_later(RELEASE_WITHIN, self.flush)
+
+    def flush(self) -> None:
+        """Give back the places of downloads that ended, unless a call since took them along."""
+        self._flush_armed = False
+        if not self.releases:
+            return
+        (slot, token), *rest = releases = self.releases
+        self.releases = []
+        try:
+            self.job.polite("done", slot, token, gap_ms=0, cap=0, life_ms=1, lease_ms=self.lease_ms, releases=rest)
+        except RedisError as exc:
+            self.releases = releases + self.releases
+            self.outage(exc)  # kept for the next call
 
 
 if TYPE_CHECKING:  # mypy checks that the parts are the scheduler's

@@ -16,6 +16,7 @@ from idcrawl.distributed import scripts
 from idcrawl.distributed.connection import reply_text
 from idcrawl.distributed.replies import (
     ClaimReply,
+    PoliteReply,
     RecordReply,
     RegisterReply,
     Released,
@@ -242,7 +243,14 @@ class RedisJob:
         """Take up to ``n`` due retries (their members)."""
         return list(self._commit(self._pop_delayed, [self.keys.delayed], [worker, n]))
 
-    def polite(self, slot: str, gap_ms: int, token: str) -> int:
-        """Reserve the slot's next start for the fleet for request ``token``, or (called again as it
-        leaves) move it to a gap after now: 0 = go now, else ms to wait."""
-        return int(self._polite(keys=[self.keys.polite(slot)], args=[gap_ms, token]))
+    def polite(self, op: str, slot: str, token: str, *, gap_ms: int, cap: int, life_ms: int, lease_ms: int,
+               releases: Sequence[tuple[str, str]] = ()) -> PoliteReply:
+        """The slot's gap and places in flight for request ``token``: ``reserve`` its start, ``go`` (it
+        leaves: its start a gap after now, a place in flight taken) or ``done`` (its place given back);
+        first the places of ``releases`` ((slot, token) each) given back."""
+        keys = [self.keys.polite(slot), self.keys.busy(slot), self.keys.workers]
+        args: list[Any] = [op, token, gap_ms, cap, life_ms, lease_ms]
+        for other, other_token in releases:
+            keys.append(self.keys.busy(other))
+            args.append(other_token)
+        return PoliteReply.parse(self._polite(keys=keys, args=args))

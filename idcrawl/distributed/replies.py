@@ -14,8 +14,8 @@ from typing import Any
 from idcrawl.distributed.connection import reply_text
 
 __all__ = [
-    "ClaimReply", "Deltas", "JobCounts", "LaneState", "LaneStatus", "RecordReply", "RegisterReply", "Released",
-    "ResumeReply", "RunReply", "StatusReply", "TargetsReply", "TouchedRow", "UrlStatusReply", "host_counts",
+    "ClaimReply", "Deltas", "JobCounts", "LaneState", "LaneStatus", "PoliteReply", "RecordReply", "RegisterReply",
+    "Released", "ResumeReply", "RunReply", "StatusReply", "TargetsReply", "TouchedRow", "UrlStatusReply", "host_counts",
 ]
 
 
@@ -268,6 +268,22 @@ class RunReply:
     def parse(cls, raw: Sequence[Any]) -> RunReply:
         number, verdict, *before = raw
         return cls(int(number), reply_text(verdict) == "new", tuple(reply_text(v) for v in before))
+
+
+@dataclass(frozen=True, slots=True)
+class PoliteReply:
+    """``POLITE``: the ms to wait (0: go now), why (:attr:`GAP`: the slot's gap, :attr:`FULL`: its places
+    in flight all taken fleet-wide) and how many of the slot's requests are in flight fleet-wide."""
+
+    GO, GAP, FULL = 0, 1, 2
+
+    wait_ms: int
+    why: int
+    flying: int
+
+    @classmethod
+    def parse(cls, raw: Sequence[Any]) -> PoliteReply:
+        return cls(int(raw[0]), int(raw[1]), int(raw[2]))
 
 
 def host_counts(raw: Sequence[Any]) -> dict[str, int]:

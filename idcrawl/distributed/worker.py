@@ -277,7 +277,7 @@ class RedisWorker:
         self.retries = FleetRetries(runtime, self.frontier, self.job, self.worker, self.poll_interval,
                                     outage=self._outage, down=self._redis_down, load_targets=self._load_targets,
                                     active=self._active)
-        self.gate = FleetGate(runtime, self.job, self.worker, outage=self._outage)
+        self.gate = FleetGate(runtime, self.job, self.worker, lease=self.lease, outage=self._outage)
         self._unrecorded: list[tuple[str, int, Outcome, list[Any] | None, int]] = []
         self._down_since: float | None = None
         self._checked_at: float | None = None  # monotonic time of the last poll that found the job's keys there

@@ -76,6 +76,11 @@ class JobKeys:
         """``P polite:<slot>`` (string): the slot's next start for the fleet (POLITE)."""
         return f"{self.prefix}polite:{slot}"
 
+    def busy(self, slot: str) -> str:
+        """``P busy:<slot>`` (hash): token -> start and end of life (ms) of each of the slot's requests in
+        flight fleet-wide, and ``lat`` -> how long they last (ms) (POLITE)."""
+        return f"{self.prefix}busy:{slot}"
+
     def domain_limits(self, domain: str) -> str:
         """``P limits:domain:<domain>`` (hash): the fleet's limit counts of a domain (LIMITS)."""
         return f"{self.prefix}limits:domain:{domain}"

@@ -115,9 +115,10 @@ def test_a_job_s_scripts_run_on_a_cluster_node_that_serves_only_the_job_s_slot(c
     assert len(late.job.pop_delayed("w9", 16)) == 1  # ... its reply lost
     assert late.give_back_unknown() == 1
     assert late.job.leave("w9") == 2  # the two ids of its block it never fetched
-    assert late.job.polite("127.0.0.1", 60_000, "r1") == 0
-    assert late.job.polite("127.0.0.1", 60_000, "r2") > 0
-    assert late.job.polite("127.0.0.1", 60_000, "r1") == 0  # r1 leaves: the next start a gap after
+    polite = {"gap_ms": 60_000, "cap": 1, "life_ms": 60_000, "lease_ms": 8000}
+    assert late.job.polite("go", "127.0.0.1", "w9#1", **polite).wait_ms == 0
+    assert late.job.polite("go", "127.0.0.1", "w9#2", **polite).wait_ms > 0
+    assert late.job.polite("done", "127.0.0.1", "w9#1", **polite).flying == 0  # w9#1's place back
     seen = RedisBloomSeen(client, PREFIX, 0.001, 1000)
     assert seen.add(b"f" * 20) is False and seen.add(b"f" * 20) is True
 

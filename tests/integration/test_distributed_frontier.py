@@ -16,6 +16,7 @@ from idcrawl.core.ranges import plan_lane
 from idcrawl.core.targets import parse_target
 from idcrawl.distributed.frontier import RedisFrontier, TargetConflict
 from idcrawl.distributed.job import RedisJob
+from idcrawl.distributed.replies import PoliteReply
 from idcrawl.distributed.state import JobStateStore, decode_bits
 from idcrawl.state.redis import RedisStateStore
 from tests.support.reference import lane_truth, shared_emitter_truth
@@ -473,22 +474,88 @@ def test_polite_reserves_a_slot_and_moves_its_next_start_to_a_gap_after_a_reques
     job = RedisJob(client, "t:{polite}:")
     key, gap_ms = job.keys.polite("h"), 60_000
 
+    def polite(token: str, op: str = "reserve") -> int:
+        return job.polite(op, "h", token, gap_ms=gap_ms, cap=0, life_ms=1, lease_ms=8000).wait_ms
+
     def stored() -> tuple[int, str]:
         at, _, token = client.get(key).decode().partition(" ")
         return int(at), token
 
-    assert job.polite("h", gap_ms, "a") == 0  # a reserves: the next start is a gap later
+    assert polite("a") == 0  # a reserves: the next start is a gap later
     reserved_at, holder = stored()
     assert holder == "a"
-    assert 0 < job.polite("h", gap_ms, "b") <= gap_ms  # b waits for it
-    assert job.polite("h", gap_ms, "a") == 0  # a leaves (nobody took the slot since): a gap from now
+    assert 0 < polite("b") <= gap_ms  # b waits for it
+    assert polite("a", "go") == 0  # a leaves (nobody took the slot since): a gap from now
     assert stored()[0] >= reserved_at and stored()[1] == "a"
     # a leaves late: its gap ran out and b took the slot meanwhile; a waits for b's gap, then reserves anew
     client.set(key, f"{stored()[0] - gap_ms} a")
-    assert job.polite("h", gap_ms, "b") == 0
+    assert polite("b") == 0
     assert stored()[1] == "b"
-    assert 0 < job.polite("h", gap_ms, "a") <= gap_ms
+    assert 0 < polite("a") <= gap_ms
     assert stored()[1] == "b"
     # a slot whose key expired (or a start stored without a token): the first to ask goes
     client.set(key, "1")
-    assert job.polite("h", gap_ms, "c") == 0 and stored()[1] == "c"
+    assert polite("c") == 0 and stored()[1] == "c"
+
+
+def test_polite_holds_a_slots_places_in_flight_for_the_fleet(redis_server) -> None:
+    """``POLITE`` with a cap: at most ``cap`` requests of a slot in flight fleet-wide, a place given back
+    when its download ends (``done``), the place of a worker that stopped (no heartbeat within the lease)
+    or of a request past its life free again. No gap: the places alone."""
+    client = redis.Redis.from_url(redis_server.url)
+    job = RedisJob(client, "t:{busy}:")
+    now_ms = int(client.time()[0]) * 1000
+    client.zadd(job.keys.workers, {"w1": now_ms, "w2": now_ms})
+
+    def polite(op: str, token: str, life_ms: int = 60_000) -> tuple[int, int, int]:
+        reply = job.polite(op, "h", token, gap_ms=0, cap=2, life_ms=life_ms, lease_ms=8000)
+        return reply.wait_ms, reply.why, reply.flying
+
+    assert polite("go", "w1#1") == (0, 0, 1)
+    assert polite("go", "w2#1") == (0, 0, 2)
+    wait, why, flying = polite("go", "w2#2")  # both places taken: wait
+    assert wait > 0 and why == PoliteReply.FULL and flying == 2
+    assert polite("reserve", "w2#2")[1] == PoliteReply.FULL  # a reservation sees it too, and takes none
+    assert polite("done", "w1#1")[2] == 1
+    assert polite("go", "w2#2") == (0, 0, 2)  # w1's place went back
+    assert polite("done", "w1#1")[2] == 2  # given back twice: nothing more
+    # w1 stops (its heartbeat past the lease): its places are free
+    assert polite("done", "w2#1")[2] == 1
+    assert polite("go", "w1#2") == (0, 0, 2)
+    client.zadd(job.keys.workers, {"w1": now_ms - 60_000})
+    assert polite("go", "w2#3") == (0, 0, 2)  # w1#2 dropped
+    assert not client.hexists(job.keys.busy("h"), "w1#2")
+    # a place past its life (a release lost with a live worker) is free too
+    assert polite("done", "w2#3")[2] == 1
+    client.zadd(job.keys.workers, {"w1": now_ms + 60_000})
+    assert polite("go", "w1#3", life_ms=1) == (0, 0, 2)
+    time.sleep(0.01)
+    assert polite("go", "w1#4") == (0, 0, 2)
+    assert client.hget(job.keys.busy("h"), "lat") is not None  # how long requests last, for the waits
+    # a place given back riding on another call (the worker's next): given back before the check
+    assert polite("go", "w2#4")[1] == PoliteReply.FULL
+    reply = job.polite("go", "h", "w2#4", gap_ms=0, cap=2, life_ms=60_000, lease_ms=8000, releases=[("h", "w1#4")])
+    assert (reply.wait_ms, reply.flying) == (0, 2)
+    assert sorted(k for k in client.hkeys(job.keys.busy("h")) if k != b"lat") == [b"w2#2", b"w2#4"]
+
+
+def test_polite_gap_and_places_together(redis_server) -> None:
+    """A request that finds no free place does not move the slot's next start; one that leaves takes a
+    place and moves it a gap after now."""
+    client = redis.Redis.from_url(redis_server.url)
+    job = RedisJob(client, "t:{both}:")
+    now_ms = int(client.time()[0]) * 1000
+    client.zadd(job.keys.workers, {"w1": now_ms + 60_000, "w2": now_ms + 60_000})
+
+    def polite(op: str, token: str) -> PoliteReply:
+        return job.polite(op, "h", token, gap_ms=60_000, cap=1, life_ms=60_000, lease_ms=8000)
+
+    assert polite("reserve", "w1#1").wait_ms == 0
+    assert polite("go", "w1#1").wait_ms == 0
+    next_start = client.get(job.keys.polite("h"))
+    client.set(job.keys.polite("h"), b"1 w1#1")  # the gap ran out; w1#1 still in flight
+    reply = polite("go", "w2#1")
+    assert reply.why == PoliteReply.FULL and client.get(job.keys.polite("h")) == b"1 w1#1"
+    polite("done", "w1#1")
+    assert polite("go", "w2#1").wait_ms == 0
+    assert client.get(job.keys.polite("h")).decode().endswith(" w2#1") and next_start is not None

@@ -37,8 +37,9 @@ def test_every_call_of_a_client_is_counted_once_and_by_name(redis_server) -> Non
     pipe.incr("calls:{t}:a")
     assert pipe.execute() == [b"1", 2, 3]
     polite = client.register_script(scripts.POLITE)
-    assert polite(keys=["calls:{t}:polite:h"], args=[1000, "r1"]) == 0
-    assert polite(keys=["calls:{t}:polite:h"], args=[1000, "r2"]) > 0  # another request: it waits
+    keys = ["calls:{t}:polite:h", "calls:{t}:busy:h", "calls:{t}:workers"]
+    assert polite(keys=keys, args=["reserve", "r1", 1000, 0, 1, 8000])[0] == 0
+    assert polite(keys=keys, args=["reserve", "r2", 1000, 0, 1, 8000])[0] > 0  # another request: it waits
     got = counts(stats)
     # a pipeline is one round trip of three commands; the first call of a script that this Redis does
     # not have yet is three (EVALSHA refused with NOSCRIPT, SCRIPT LOAD, EVALSHA again), the next one

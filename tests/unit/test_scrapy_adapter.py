@@ -392,6 +392,44 @@ def test_before_download_awaits_the_hook_then_the_handler() -> None:
     assert calls == ["hook http://a.example/1", "handler http://a.example/1"]
 
 
+def test_before_download_calls_after_once_the_handler_is_done_even_when_it_fails() -> None:
+    import asyncio
+
+    import pytest
+    from scrapy import Request
+
+    calls: list[str] = []
+
+    async def handler_call(request: Request) -> str:
+        calls.append(f"handler {request.url}")
+        if request.url.endswith("/2"):
+            raise ConnectionError("refused")
+        return "response"
+
+    async def hook(request: Request) -> None:
+        calls.append(f"hook {request.url}")
+
+    handlers = SimpleNamespace(download_request_async=handler_call)
+    crawler = SimpleNamespace(engine=SimpleNamespace(downloader=SimpleNamespace(handlers=handlers)))
+    _scrapy.before_download(crawler, hook, lambda request: calls.append(f"after {request.url}"))
+    assert asyncio.run(handlers.download_request_async(Request("http://a.example/1"))) == "response"
+    with pytest.raises(ConnectionError):
+        asyncio.run(handlers.download_request_async(Request("http://a.example/2")))
+    assert calls == ["hook http://a.example/1", "handler http://a.example/1", "after http://a.example/1",
+                     "hook http://a.example/2", "handler http://a.example/2", "after http://a.example/2"]
+
+
+def test_new_slot_concurrency_is_the_downloaders_choice() -> None:
+    downloader = SimpleNamespace(per_slot_settings={"a": {"concurrency": 3}}, ip_concurrency=0,
+                                 domain_concurrency=8, total_concurrency=16)
+    crawler = SimpleNamespace(engine=SimpleNamespace(downloader=downloader))
+    assert _scrapy.new_slot_concurrency(crawler, "a") == 3
+    assert _scrapy.new_slot_concurrency(crawler, "b") == 8
+    downloader.ip_concurrency = 2
+    assert _scrapy.new_slot_concurrency(crawler, "b") == 2
+    assert _scrapy.total_concurrency(crawler) == 16
+
+
 def test_the_downloader_names_before_download_relies_on_exist() -> None:
     import inspect
 
@@ -399,6 +437,8 @@ def test_the_downloader_names_before_download_relies_on_exist() -> None:
     from scrapy.core.downloader.handlers import DownloadHandlers
 
     assert "self.handlers" in inspect.getsource(Downloader.__init__)
+    for name in ("total_concurrency", "domain_concurrency", "ip_concurrency", "per_slot_settings"):
+        assert f"self.{name}" in inspect.getsource(Downloader.__init__), name  # new_slot_concurrency's
     assert "self.handlers.download_request_async(request)" in inspect.getsource(Downloader._download)
     assert inspect.iscoroutinefunction(DownloadHandlers.download_request_async)
 
