@@ -270,6 +270,9 @@ def crawl(label: str, job: Path, workers: int, args: argparse.Namespace, server:
             redis_use = RedisUse(float(cpu_info["used_cpu_user"]) + float(cpu_info["used_cpu_sys"]),
                                  int(commands.get("cmdstat_evalsha", {}).get("calls", 0)),
                                  sum(int(c.get("calls", 0)) for c in commands.values()))
+            if args.commands:
+                top = sorted(commands.items(), key=lambda c: -int(c[1].get("usec", 0)))[:12]
+                print(f"{label}: Redis " + ", ".join(f"{k[8:]} {v['calls']} calls {v['usec']} us" for k, v in top))
             client.close()
     finally:
         if redis is not None:
@@ -382,6 +385,7 @@ def main() -> int:
     parser.add_argument("--jitter", type=float, default=0.0, help="DOWNLOAD_DELAY_JITTER (default 0: exact gaps)")
     parser.add_argument("--profile", type=Path, help="run the one-process crawl under cProfile into this file")
     parser.add_argument("--base", type=Path, help="also run one process with idcrawl from this checkout (before)")
+    parser.add_argument("--commands", action="store_true", help="print each fleet run's top Redis commands")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (logs, items, job file)")
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--redis-capacity", type=int, metavar="N",
