@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import scrapy.core.downloader as _downloader
 from scrapy.core.downloader import Slot
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 from scrapy.extensions.feedexport import FeedExporter
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from scrapy.robotstxt import RobotParser
 
 __all__ = [
+    "SLOT_CLOCK",
     "SLOT_HAS_JITTER",
     "TOO_LARGE_ERRORS",
     "CancelledAtShutdown",
@@ -41,6 +43,7 @@ __all__ = [
     "command_crawler",
     "contract_testcase",
     "download_slot",
+    "downloader_crowded",
     "engine_busy",
     "feed_slots",
     "has_feed_exporter",
@@ -55,6 +58,8 @@ __all__ = [
     "slot_has_room",
     "slot_jitter",
     "slot_key",
+    "slot_wait",
+    "slots_sequential",
     "spider_closing",
     "total_concurrency",
     "wake_engine",
@@ -63,6 +68,8 @@ __all__ = [
 #: Scrapy >= 2.19: ``Slot.jitter`` (a float); before, ``Slot.randomize_delay`` (a bool meaning +-50%).
 SLOT_HAS_JITTER: bool = hasattr(Slot, "jitter")
 _OLD_JITTER = 0.5  # what randomize_delay=True meant before 2.19
+#: The clock of a slot's ``lastseen`` (monotonic since 2.19, ``time()`` before).
+SLOT_CLOCK: Callable[[], float] = getattr(_downloader, "monotonic", None) or _downloader.time  # type: ignore[attr-defined]
 
 
 # -- stats ------------------------------------------------------------------------------------
@@ -248,6 +255,31 @@ def slot_has_room(crawler: Crawler | Any, key: str, entering: int = 0) -> bool:
     if slot.delay and (slot.queue or entering):
         return False
     return len(slot.active) + entering < slot.concurrency
+
+
+def slot_wait(crawler: Crawler | Any, key: str) -> float:
+    """Seconds until slot ``key``'s delay since its last request has run (its shortest draw, jitter
+    included); 0 or less: a request would leave at once. 0 for a slot not made yet."""
+    slot = crawler.engine.downloader.slots.get(key)
+    if slot is None or not slot.delay or not slot.lastseen:
+        return 0.0
+    return float(slot.lastseen + slot.delay * (1.0 - slot_jitter(slot)) - SLOT_CLOCK())
+
+
+def downloader_crowded(crawler: Crawler | Any) -> bool:
+    """Whether the downloader holds half of ``CONCURRENT_REQUESTS`` or more (requests waiting in slot
+    queues count, as in Scrapy's own back-out)."""
+    downloader = crawler.engine.downloader
+    return 2 * len(downloader.active) >= downloader.total_concurrency
+
+
+def slots_sequential(crawler: Crawler | Any) -> None:
+    """Slots the downloader makes from now on take one request at a time (their concurrency is 1, as
+    :func:`slot_has_room` reads it for a slot not made yet). Needs the engine."""
+    downloader = crawler.engine.downloader
+    downloader.domain_concurrency = 1
+    if downloader.ip_concurrency:
+        downloader.ip_concurrency = 1
 
 
 def before_download(crawler: Crawler | Any, hook: Callable[[Request], Awaitable[None]],

@@ -105,6 +105,8 @@ class IdDupeFilter(RFPDupeFilter):
         self._prints: dict[str, TemplatePrint | None] | None = (
             {} if type(self.fingerprinter) is RequestFingerprinter else None
         )
+        # and by template: targets that split one template's ids share its print (28 probes each)
+        self._template_prints: dict[str, TemplatePrint | None] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -171,7 +173,9 @@ class IdDupeFilter(RFPDupeFilter):
             request = Request(url)
             return self.fingerprinter.fingerprint(request) if request.url == url else None
 
-        return template_print(target.url, scrapys)
+        if target.url not in self._template_prints:
+            self._template_prints[target.url] = template_print(target.url, scrapys)
+        return self._template_prints[target.url]
 
     @property
     def backend(self) -> FingerprintSet:

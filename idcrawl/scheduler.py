@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from scrapy import Request, signals
 from scrapy.core.scheduler import Scheduler
 
-from idcrawl._scrapy import slot_has_room, slot_key, stats_incrementer
+from idcrawl._scrapy import downloader_crowded, slot_has_room, slot_key, slot_wait, stats_incrementer
 from idcrawl.core.delays import DelayQueue
 from idcrawl.core.scope import host_of
 from idcrawl.extensions.limits import IdLimits
@@ -250,6 +250,14 @@ class IdScheduler(Scheduler):
         if not slot_has_room(self.crawler, key, pending):
             return False
         runtime = self.runtime
+        # a request handed out now waits out the slot's delay in its queue (to the millisecond), counted
+        # against CONCURRENT_REQUESTS the while: once the downloader is half full, a host in its gap would
+        # hold back the others, so its request is handed out when the gap has run (a wake-up is armed)
+        wait = slot_wait(self.crawler, key)
+        if wait > 0 and downloader_crowded(self.crawler):
+            if runtime is not None:
+                runtime.wake_in(wait)
+            return False
         limiter = runtime.limiter if runtime is not None else None
         # the job limits: may the slot take one more request (LT per iteration, stop rules)?
         if limiter is not None and not limiter.admit(key):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from idcrawl._scrapy import download_slot, set_slot_delay, slot_jitter
+from idcrawl._scrapy import download_slot, set_slot_delay, slot_jitter, slots_sequential
 from idcrawl.config import config_of
 from idcrawl.core.politeness import PolitenessError, PolitenessRule, lengthen_only
 from idcrawl.errors import BadInputError
@@ -84,6 +84,10 @@ class IdPoliteness:
         return ext
 
     def _spider_opened(self, spider: Any = None) -> None:
+        # new slots take one request at a time from the start: before a host's first request reaches
+        # its slot (robots.txt first) the scheduler hands it no more than that one
+        if self.crawler.engine is not None:
+            slots_sequential(self.crawler)
         if self.crawler.stats is not None:
             self.crawler.stats.set_value(f"{PREFIX}/capped", 0)
         rule = self.rule

@@ -230,3 +230,35 @@ def test_the_filter_file_sits_in_jobdir_or_beside_the_state_file() -> None:
     )
     assert seen_path({"IDCRAWL_STATE_PATH": "/s/a.sqlite"}, "idseq", "set") == Path("/s/a-seen.set")
     assert seen_path({}, "demo", "pybloom") == Path(".scrapy/idcrawl/demo-seen.pybloom")
+
+
+def test_targets_of_one_template_share_its_print(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Targets that split one template's ids probe it once (each print costs 28 of Scrapy's fingerprints)."""
+    from types import SimpleNamespace
+
+    from scrapy import Request
+    from scrapy.utils.request import RequestFingerprinter
+    from scrapy.utils.test import get_crawler
+
+    import idcrawl.dupefilters as dupefilters
+    from idcrawl.runtime import META_KEY
+
+    one, other = "http://a.example/notice/{id}", "http://b.example/n?id={id}"
+    targets = {"t1": SimpleNamespace(url=one), "t2": SimpleNamespace(url=one), "t3": SimpleNamespace(url=other)}
+    crawler = get_crawler(settings_dict={"IDCRAWL_DUPEFILTER_PERSIST": False})
+    monkeypatch.setattr(dupefilters, "runtime_of", lambda _: SimpleNamespace(frontier=SimpleNamespace(targets=targets)))
+    probed: list[str] = []
+    real = dupefilters.template_print
+
+    def counting(template: str, fingerprint):  # type: ignore[no-untyped-def]
+        probed.append(template)
+        return real(template, fingerprint)
+
+    monkeypatch.setattr(dupefilters, "template_print", counting)
+    df = dupefilters.IdDupeFilter.from_crawler(crawler)
+    scrapys = RequestFingerprinter(crawler)
+    for name, id_ in [("t1", 1), ("t2", 2), ("t3", 3), ("t1", 4), ("t2", 1)]:
+        url = targets[name].url.format(id=id_)
+        request = Request(url, meta={META_KEY: {"target": name, "lane": f"{name}:asc", "id": id_}})
+        assert df._fingerprint(request) == scrapys.fingerprint(Request(url))
+    assert probed == [one, other]

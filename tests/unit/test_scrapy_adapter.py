@@ -336,6 +336,53 @@ def test_slot_has_room_by_concurrency_delay_and_requests_on_their_way() -> None:
     assert _scrapy.slot_has_room(crawler, "d") is False
 
 
+@pytest.mark.parametrize("jitter", [0.0, 0.5])
+def test_slot_wait_is_what_is_left_of_the_slots_shortest_delay(jitter: float) -> None:
+    delayed, free = make_slot(2.0, jitter), make_slot(0.0, 0.0)
+    crawler = SimpleNamespace(engine=SimpleNamespace(downloader=fake_downloader({"d": delayed, "f": free})))
+    assert _scrapy.slot_wait(crawler, "new") == 0.0  # not made yet
+    assert _scrapy.slot_wait(crawler, "d") == 0.0  # no request yet
+    assert _scrapy.slot_wait(crawler, "f") == 0.0  # no delay
+    delayed.lastseen = _scrapy.SLOT_CLOCK() - 0.5  # a request left half a second ago, on the slot's clock
+    shortest = 2.0 * (1 - _scrapy.slot_jitter(delayed))
+    assert shortest - 0.5 - 0.2 < _scrapy.slot_wait(crawler, "d") <= shortest - 0.5
+    delayed.lastseen -= 10
+    assert _scrapy.slot_wait(crawler, "d") < 0
+
+
+def test_the_slot_clock_is_the_downloaders() -> None:
+    import inspect
+
+    from scrapy.core.downloader import Downloader
+
+    source = inspect.getsource(Downloader._process_queue)
+    assert f"now = {_scrapy.SLOT_CLOCK.__name__}()" in source and "slot.lastseen = now" in source
+
+
+def test_downloader_crowded_from_half_of_the_total_concurrency() -> None:
+    from scrapy import Request
+
+    downloader = fake_downloader({})
+    downloader.active, downloader.total_concurrency = set(), 4
+    crawler = SimpleNamespace(engine=SimpleNamespace(downloader=downloader))
+    crowded = []
+    for i in range(4):
+        crowded.append(_scrapy.downloader_crowded(crawler))
+        downloader.active.add(Request(f"http://a/{i}"))
+    assert crowded == [False, False, True, True]
+
+
+def test_slots_sequential_makes_new_slots_take_one_request() -> None:
+    downloader = fake_downloader({}, 8)
+    crawler = SimpleNamespace(engine=SimpleNamespace(downloader=downloader))
+    _scrapy.slots_sequential(crawler)
+    assert (downloader.domain_concurrency, downloader.ip_concurrency) == (1, 0)  # per-IP stays off
+    assert [_scrapy.slot_has_room(crawler, "new", n) for n in range(2)] == [True, False]
+    downloader.ip_concurrency = 4
+    _scrapy.slots_sequential(crawler)
+    assert downloader.ip_concurrency == 1
+
+
 def test_new_slot_delay_is_the_slots_entry_else_the_downloaders_delay() -> None:
     downloader = fake_downloader({})
     downloader.per_slot_settings = {"a.example": {"delay": 0.7}, "b.example": {"concurrency": 2}}
@@ -364,7 +411,8 @@ def test_the_downloader_names_the_slot_functions_rely_on_exist() -> None:
     from scrapy.core.downloader import Downloader
 
     source = inspect.getsource(Downloader.__init__)
-    assert "self.slots" in source and "self.domain_concurrency" in source
+    assert "self.slots" in source and "self.domain_concurrency" in source and "self.ip_concurrency" in source
+    assert "self.active" in source and "self.total_concurrency" in source
     assert callable(getattr(Downloader, "get_slot_key", None))
     slot = make_slot(1.0, 0.0)
     assert (slot.active, len(slot.queue), slot.concurrency, slot.delay) == (set(), 0, 1, 1.0)
