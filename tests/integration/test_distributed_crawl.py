@@ -188,7 +188,9 @@ def test_a_worker_killed_with_sigkill_loses_nothing_after_the_lease(
     got = {i["id"] for i in killed_items} | {i["id"] for r in survivors for i in r.items}
     assert sorted(got) == target_truth(model.exists, 1000, "both", 5), f"killed after {kill_after} requests"
     job = client.hgetall("idcrawl:{kill}:job")
-    assert int(job.get(b"reclaimed_workers", 0)) == 1
+    # the killed worker was taken back; a live worker that a loaded machine stalled past the 3 s lease may
+    # be taken back too (it then rejoins: docs/distributed.md), so the count is at least one, not exactly
+    assert int(job.get(b"reclaimed_workers", 0)) >= 1
 
 
 def test_a_replacement_for_a_sigkilled_worker_takes_its_ids_at_once(
