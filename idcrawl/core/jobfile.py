@@ -329,4 +329,4 @@ _TABLE = re.compile(rb"^[ \t]*\[\[[ \t]*targets[ \t]*\]\]", re.MULTILINE)
 
 def _too_many(count: int, limit: int) -> str:
     return (f"has {count} targets, more than IDCRAWL_MAX_TARGETS={limit} "
-            "(split the job, or raise the setting: about 0.2 s and 5 MB per 1,000 targets to start)")
+            "(split the job, or raise the setting: about 0.1 s of CPU and 4 MB per 1,000 targets to start)")
