@@ -10,9 +10,11 @@ in a fresh work directory and prints one line per N:
 
 ``open s``: from the command to "Spider opened"; ``stop s``: from "Spider opened" to
 "Closing spider" (the timeout asked for 5 s); ``close s``: from "Closing spider" to
-"Spider closed"; ``peak MB``: the crawl process's maximum RSS. Log timestamps have a
-resolution of one second. Figures, not pass/fail thresholds (the tests assert the
-finish reason, tests/crawl/test_input_errors.py).
+"Spider closed"; ``peak MB``: the crawl process's maximum RSS; ``cpu s``: the crawl process's user +
+system time, start to end (what other load on the machine moves least). Log timestamps have a
+resolution of one second. ``--base PATH`` runs each N with another checkout too (``tree`` column:
+``base`` or ``this``), one after the other: before/after a change in the same run. Figures, not
+pass/fail thresholds (the tests assert the finish reason, tests/crawl/test_input_errors.py).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -40,42 +41,52 @@ def write_job(path: Path, count: int) -> None:
                      f"start = {i % 1000}\nmax = {i % 1000 + 50}\n\n")
 
 
-def run(count: int, workdir: Path) -> str:
+def run(count: int, workdir: Path, tree: Path = REPO) -> str:
     job = workdir / f"job-{count}.toml"
-    write_job(job, count)
+    if not job.exists():
+        write_job(job, count)
     env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "idcrawl.settings",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
+    (workdir / f"state-{count}.sqlite").unlink(missing_ok=True)
     command = [sys.executable, "-m", "scrapy", "crawl", "idseq", "-a", f"job={job}", "-s", "LOG_LEVEL=INFO",
                "-s", "CLOSESPIDER_TIMEOUT=5", "-s", "IDCRAWL_MAX_TARGETS=0", "-s", "TELNETCONSOLE_ENABLED=0",
                "-s", f"IDCRAWL_STATE_PATH={workdir / f'state-{count}.sqlite'}", "-s", "IDCRAWL_DISCARD_ITEMS=True"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.time()
-    proc = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, check=False)
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest child so far
+    log = workdir / f"log-{count}.txt"
+    with log.open("w") as err:
+        proc = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS and CPU time
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    stderr = log.read_text()
+    peak_kb = usage.ru_maxrss
+    cpu = usage.ru_utime + usage.ru_stime
     stamps: dict[str, float] = {}
-    for line in proc.stderr.splitlines():
+    for line in stderr.splitlines():
         match = _STAMP.match(line)
         if match:
             at = datetime.strptime(match[1], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp()
             stamps.setdefault(match[2], at)
-    reason = re.search(r"'finish_reason': '([^']+)'", proc.stderr)
+    reason = re.search(r"'finish_reason': '([^']+)'", stderr)
     opened, closing, closed = (stamps.get(k) for k in ("Spider opened", "Closing spider", "Spider closed"))
     if None in (opened, closing, closed):
-        return f"{count:>8}  run failed (exit {proc.returncode}): {proc.stderr[-500:]}"
+        return f"{count:>8}  run failed (exit {proc.returncode}): {stderr[-500:]}"
     assert opened is not None and closing is not None and closed is not None
-    peak = f"{peak_kb / 1024:7.0f}" if peak_kb > before else "  (<prev)"
+    peak = f"{peak_kb / 1024:7.0f}"
     return (f"{count:>8}  {job.stat().st_size / 1e6:7.1f}  {opened - started:6.0f}  {closing - opened:6.0f}  "
-            f"{closed - closing:7.0f}  {peak}  {reason[1] if reason else '?'}")
+            f"{closed - closing:7.0f}  {peak}  {cpu:5.1f}  {reason[1] if reason else '?'}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("counts", nargs="*", type=int, default=[5_000, 20_000])
+    parser.add_argument("--base", type=Path, help="another checkout, run before this one for each N")
     args = parser.parse_args()
-    print("targets  file MB  open s  stop s  close s  peak MB  finish_reason")
+    print(f"{'tree  ' if args.base else ''}targets  file MB  open s  stop s  close s  peak MB  cpu s  finish_reason")
     with tempfile.TemporaryDirectory() as tmp:
-        for count in sorted(args.counts):  # ascending: ru_maxrss of children only grows
-            print(run(count, Path(tmp)), flush=True)
+        for count in sorted(args.counts):
+            if args.base is not None:
+                print("base  " + run(count, Path(tmp), args.base.resolve()), flush=True)
+            print(("this  " if args.base else "") + run(count, Path(tmp)), flush=True)
 
 
 if __name__ == "__main__":

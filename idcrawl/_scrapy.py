@@ -232,11 +232,16 @@ def sequential_host(settings: Any, host: str) -> bool:
     engine needed): ``CONCURRENT_REQUESTS = 1``, or the slot's concurrency is 1 (its ``DOWNLOAD_SLOTS``
     entry, else ``CONCURRENT_REQUESTS_PER_IP`` when set, else ``CONCURRENT_REQUESTS_PER_DOMAIN``), as
     Scrapy's downloader gives it (``Downloader._get_slot``)."""
+    return sequential_hosts(settings)(host)
+
+
+def sequential_hosts(settings: Any) -> Callable[[str], bool]:
+    """:func:`sequential_host` of any host, the settings read once (a job of 100,000 targets asks for each)."""
     if settings.getint("CONCURRENT_REQUESTS") == 1:
-        return True
+        return lambda host: True
     concurrency = settings.getint("CONCURRENT_REQUESTS_PER_IP") or settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
-    entry = settings.getdict("DOWNLOAD_SLOTS").get(host, {})
-    return int(entry.get("concurrency", concurrency)) == 1
+    slots = settings.getdict("DOWNLOAD_SLOTS")
+    return lambda host: int(slots.get(host, {}).get("concurrency", concurrency)) == 1
 
 
 def slot_has_room(crawler: Crawler | Any, key: str, entering: int = 0) -> bool:

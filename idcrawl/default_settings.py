@@ -29,8 +29,8 @@ IDCRAWL_SPECULATION = "adaptive"
 IDCRAWL_MAX_HELD_PAYLOADS = 0
 
 #: Most targets a job file may hold; a larger job is refused with one line before
-#: it is parsed. Each target costs about 0.2 ms and 5 KB to start (bench/big_job.py:
-#: 20,000 targets open in ~5 s and ~170 MB, 100,000 in ~20 s and ~500 MB). 0 = no limit.
+#: it is parsed. Each target costs about 0.1 ms of CPU and 4 KB to start (bench/big_job.py:
+#: 100,000 targets peak at ~410 MB; docs/benchmarks.md, "at size"). 0 = no limit.
 IDCRAWL_MAX_TARGETS = 100_000
 
 #: Longest gap, in seconds, between the periodic progress lines (one per target). 0 = no

@@ -14,7 +14,7 @@ from pyroaring import BitMap64
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.targets import Target
 
-__all__ = ["Claim", "IdSpace", "emitting_rank", "space_key"]
+__all__ = ["Claim", "IdSpace", "emitting_rank", "space_fields", "space_key"]
 
 P = TypeVar("P")
 
@@ -23,17 +23,24 @@ P = TypeVar("P")
 _WALK_FIELDS = frozenset(
     {"name", "start", "direction", "margin", "window", "rate_asc", "rate_desc", "min", "max", "resume", "holes"}
 )
+#: The fields of :func:`space_key`, in the order of :class:`Target`'s fields (not ``host``: derived, not compared).
+_SPACE_FIELDS = tuple(f.name for f in fields(Target) if f.name not in _WALK_FIELDS and f.compare)
 
 
-def space_key(target: Target) -> Hashable:
+def space_key(target: Target) -> tuple[Hashable, ...]:
     """Targets with equal keys render the same URL for an id and judge it the same way.
 
     Every field not known to be about walking takes part, so a key added later
-    (a new outcome option) makes targets share less, never wrongly more.
+    (a new outcome option) makes targets share less, never wrongly more. The key holds the values
+    only, in the order of :data:`_SPACE_FIELDS` (a frontier keeps one per target: about 150 bytes,
+    not 750 with the fields' names); :func:`space_fields` pairs them with their names.
     """
-    return tuple(
-        (f.name, _hashable(getattr(target, f.name))) for f in fields(target) if f.name not in _WALK_FIELDS
-    )
+    return tuple(_hashable(getattr(target, name)) for name in _SPACE_FIELDS)
+
+
+def space_fields(target: Target) -> tuple[tuple[str, Hashable], ...]:
+    """:func:`space_key` with each value's field name: ``((name, value), ...)``."""
+    return tuple(zip(_SPACE_FIELDS, space_key(target), strict=True))
 
 
 def _hashable(value: Any) -> Hashable:

@@ -429,7 +429,8 @@ def check_dispatch(record: UrlRecord, scope: JobScope, now: float, postpone_for:
     enabled = tuple(name for name in names if scope.crawl_profiles[name].enabled)
     if not enabled:
         return postpone(f"crawl profiles {', '.join(names)} deactivated")
-    return check_due(replace(record, crawl_profiles=enabled), scope, now)
+    return check_due(record if enabled == record.crawl_profiles else replace(record, crawl_profiles=enabled),
+                     scope, now)
 
 
 def check_due(record: UrlRecord, scope: JobScope, now: float) -> Decision:

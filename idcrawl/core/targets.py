@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
@@ -59,6 +59,13 @@ __all__ = [
 
 #: Widths in a URL's format spec above this are refused (``{id:1000000000d}`` would build a 1 GB URL).
 _MAX_WIDTH = 1000
+_FORMATTER = string.Formatter()
+#: Parsed outcome rules and recrawl policies by the values they were parsed from: the targets of a
+#: job file mostly share them (one object for 100,000 targets, not one each; they are frozen).
+_RULES: dict[str, OutcomeRule] = {}
+_POLICIES: dict[str, Policy] = {}
+#: At most this many of each are kept (a job whose every target has its own rule parses each once anyway).
+_MEMO_SIZE = 4096
 
 
 class Direction(StrEnum):
@@ -139,13 +146,15 @@ class Target:
     policy: Policy = DEFAULT_POLICY
     #: ``host``: a redirect of an id page to another host is not followed; ``any``: every redirect is
     follow_redirects: str = "host"
+    #: the host name of its start id's URL (its download slot; derived from ``url`` and ``start`` once,
+    #: asked for per request)
+    host: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "host", template_host(self.url, max(self.start, 0)))
 
     def url_for(self, id_: int) -> str:
         return self.url.format(id=id_)
-
-    @property
-    def host(self) -> str:
-        return template_host(self.url, max(self.start, 0))
 
     def may_redirect(self, from_url: str, to_url: str) -> bool:
         """May a redirect of one of its id pages from ``from_url`` to ``to_url`` be followed?"""
@@ -181,19 +190,21 @@ def _template(value: Any) -> str:
         raise TargetError("url", value, "must be a URL template containing {id}")
     url = value.strip()
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(url) if f is not None]
+        parsed = [(f, spec, conversion) for _, f, spec, conversion in _FORMATTER.parse(url) if f is not None]
     except ValueError as exc:
         raise TargetError("url", value, f"is not a valid template ({exc})") from None
+    fields = [f for f, _, _ in parsed]
     if fields != ["id"]:
         found = ", ".join("{" + f + "}" for f in fields) or "none"
         raise TargetError("url", value, f"must contain exactly one {{id}} field (found: {found})")
-    specs = [spec for _, f, spec, _ in string.Formatter().parse(url) if f is not None and spec]
+    specs = [spec for _, spec, _ in parsed if spec]
     if any(int(width) > _MAX_WIDTH for spec in specs for width in re.findall(r"[0-9]+", spec)):
         raise TargetError("url", value, f"has a format spec wider than {_MAX_WIDTH} characters")
     try:
         sample = url.format(id=12345)
-        for id_ in (0, MAX_ID):  # every id a lane may reach must render ({id:c} cannot)
-            url.format(id=id_)
+        if specs or parsed[0][2] is not None:  # a plain {id} renders every integer
+            for id_ in (0, MAX_ID):  # every id a lane may reach must render ({id:c} cannot)
+                url.format(id=id_)
     except (ValueError, KeyError, IndexError, OverflowError) as exc:
         raise TargetError("url", value, f"has a bad format spec for an integer id ({exc})") from None
     check_url("url", value, sample)
@@ -263,8 +274,30 @@ def _similarity(value: Any) -> float:
     return result
 
 
+_RULE_KEYS = ("missing_statuses", "soft404_regex", "soft404_css", "soft404_xpath", "found_css", "found_xpath",
+              "soft404_max_bytes")
+
+
+def _memo(memo: dict[str, Any], key: str, parse: Callable[[], Any]) -> Any:
+    """``parse()``, remembered in ``memo`` under ``key`` (the ``repr`` of the values it parses:
+    ``1``, ``1.0``, ``True`` and ``"1"`` are told apart). A value that does not parse is not remembered."""
+    result = memo.get(key)
+    if result is not None:
+        return result
+    result = memo[key] = parse()
+    if len(memo) > _MEMO_SIZE:
+        memo.clear()
+    return result
+
+
 def _outcome_rule(merged: Mapping[str, Any]) -> OutcomeRule:
     """The outcome rule from the ``missing_statuses`` and soft-404 keys (empty = not set)."""
+    rule: OutcomeRule = _memo(_RULES, repr([merged.get(key) for key in _RULE_KEYS]),
+                              lambda: _parse_outcome_rule(merged))
+    return rule
+
+
+def _parse_outcome_rule(merged: Mapping[str, Any]) -> OutcomeRule:
     texts: dict[str, str | None] = {}
     for key in ("soft404_regex", "soft404_css", "soft404_xpath", "found_css", "found_xpath"):
         value = merged.get(key)
@@ -348,7 +381,8 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
     holes = as_choice("holes", merged["holes"], HOLES_MODES)
     rule = _outcome_rule(merged)
     probe = _probe(merged.get("soft404_probe"), url)
-    policy = parse_policy({key: value for key, value in merged.items() if value not in (None, "")})
+    recrawl = {key: value for key, value in merged.items() if key in RECRAWL_KEYS and value not in (None, "")}
+    policy: Policy = _memo(_POLICIES, repr(sorted(recrawl.items())), lambda: parse_policy(recrawl))
     follow_redirects = as_choice("follow_redirects", merged["follow_redirects"], REDIRECT_MODES)
     raw_similarity = merged["soft404_similarity"]
     similarity = _similarity(DEFAULTS["soft404_similarity"] if raw_similarity in (None, "") else raw_similarity)

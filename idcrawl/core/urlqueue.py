@@ -308,7 +308,11 @@ def reconcile(entry: QueuedUrl, scope: JobScope, now: float,
         return replace(entry, record=record, state=QueueState.HARVESTED), tuple(events)
     if entry.state is QueueState.POSTPONED:
         events.append("released")
-    return replace(entry, record=replace(record, next_harvest=None), state=QueueState.QUEUED), tuple(events)
+    if record.next_harvest is not None:
+        record = replace(record, next_harvest=None)
+    if record is entry.record and entry.state is QueueState.QUEUED:  # as it was (most URLs of a big queue)
+        return entry, tuple(events)
+    return replace(entry, record=record, state=QueueState.QUEUED), tuple(events)
 
 
 def next_harvest_of(state: QueueState, record: UrlRecord, scope: JobScope) -> float:

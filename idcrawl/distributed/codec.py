@@ -19,7 +19,7 @@ from scrapy import Request
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
 
-from idcrawl.core.overlap import space_key
+from idcrawl.core.overlap import space_fields
 from idcrawl.core.targets import Direction, Target
 
 __all__ = [
@@ -63,7 +63,7 @@ def target_spec(target: Target) -> dict[str, Any]:
 def space_id(target: Target) -> str:
     """The id space of ``target`` in a Redis job: equal for targets with equal
     :func:`idcrawl.core.overlap.space_key` in any worker (sets sorted, no hash seed involved)."""
-    text = repr(_canonical(space_key(target)))
+    text = repr(_canonical(space_fields(target)))
     return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:16]
 
 

@@ -107,9 +107,10 @@ class LocalWorker:
         neutral = frozenset() if config.margin_counts_failed else frozenset({Outcome.FAILED})
         adaptive = config.speculation == "adaptive"
         max_held = config.max_held_payloads
+        sequential = _scrapy.sequential_hosts(settings)  # the settings read once, not per target
         self.frontier: Frontier[Payload] = Frontier(
             [], neutral=neutral, rebind=rebind, adaptive=adaptive, max_held=max_held,
-            sequential=lambda target: _scrapy.sequential_host(settings, target.host),
+            sequential=lambda target: sequential(target.host),
         )
         self.recorder: StateRecorder | None = None
         self._url_commit: Callable[[], None] | None = None  # the URL queue's commit at the recorder's checkpoints

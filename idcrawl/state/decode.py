@@ -285,6 +285,9 @@ def feed_mark(run: Any, path: Any, offset: Any, where: str) -> tuple[int, str, i
     return values[0], text, values[1]
 
 
+_QUEUE_STATES = frozenset(QueueState)
+
+
 def url_entry(row: Sequence[Any], where: str) -> QueuedUrl:
     """A row of the URL queue of crawl scope (the ``urls`` table's columns, in order)."""
     (url, owner, collection, names, hops, offsite, state, next_harvest, last_harvest,
@@ -304,7 +307,7 @@ def url_entry(row: Sequence[Any], where: str) -> QueuedUrl:
         check(name, value, _is_int(value) and value >= 0)
     for name, value in (("next_harvest", next_harvest), ("last_harvest", last_harvest)):
         check(name, value, value is None or _is_number(value))
-    check("state", state, state in set(QueueState))
+    check("state", state, state in _QUEUE_STATES)
     profiles = _json(names, where, owner, f"{what}: crawl_profiles")
     check("crawl_profiles", profiles, isinstance(profiles, list) and all(isinstance(n, str) for n in profiles))
     pairs = _json(paths, where, owner, f"{what}: paths")

@@ -337,11 +337,10 @@ class SqliteStateStore(StateStore):
     ) -> None:
         try:
             with self._transaction() as db:
-                for name, values in params.items():
-                    db.execute(
-                        "INSERT INTO targets VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET params = excluded.params",
-                        (name, json.dumps(values, sort_keys=True)),
-                    )
+                db.executemany(  # one statement for every target (a job may have 100,000)
+                    "INSERT INTO targets VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET params = excluded.params",
+                    ((name, json.dumps(values, sort_keys=True)) for name, values in params.items()),
+                )
                 for name, by_outcome in outcomes.items():
                     if not any(by_outcome.values()):
                         continue

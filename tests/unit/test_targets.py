@@ -7,6 +7,7 @@ argument strings, TOML values) give the same Target.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -714,3 +715,35 @@ def test_a_url_without_a_number_makes_no_template() -> None:
 
     assert url_template("http://host/about") is None
     assert url_template("http://h/{x}/7/notice") == ("http://h/{{x}}/{id}/notice", 7)
+
+
+# -- a job of many targets: shared parts, the host derived once (docs/benchmarks.md, "at size") -----------
+
+
+def test_targets_parsed_from_equal_values_share_their_rule_and_policy() -> None:
+    raws = [{"name": f"t{i}", "url": f"https://h{i}.example/{{id}}", "start": 1, "missing_statuses": [404, 410],
+             "soft404_css": "div.none", "recrawl_min": "5m"} for i in range(3)]
+    a, b, c = parse_targets(raws, job=True)
+    assert a.rule is b.rule is c.rule and a.policy is b.policy is c.policy
+    other = parse_target({"url": "https://h.example/{id}", "start": 1, "missing_statuses": "404",
+                          "recrawl_min": 300})
+    assert other.rule != a.rule and other.rule.missing_statuses == frozenset({404})
+    assert other.policy == a.policy  # 300 s and 5m parse alike, each from its own values
+    with pytest.raises(TargetError, match="soft404_css"):  # a bad value is refused every time, never remembered
+        parse_target({"url": "https://h.example/{id}", "start": 1, "soft404_css": "div["})
+    with pytest.raises(TargetError, match="soft404_css"):
+        parse_target({"url": "https://h.example/{id}", "start": 1, "soft404_css": "div["})
+
+
+def test_a_targets_host_is_derived_from_url_and_start_and_not_compared() -> None:
+    target = parse_target({"url": "https://{id}.Example.com./x", "start": 7})
+    assert target.host == "7.example.com."  # what urlsplit gives: lower case, the dot kept
+    moved = replace(target, start=8)
+    assert moved.host == "8.example.com." and moved != target and replace(moved, start=7) == target
+    assert " host=" not in repr(target)
+
+
+@pytest.mark.parametrize("host", ["a b.example", "a\u00a0b.example", "a\u2028b.example", "a\x7fb.example"])
+def test_a_host_with_any_whitespace_or_control_character_is_refused(host: str) -> None:
+    with pytest.raises(TargetError, match="spaces or control characters"):
+        parse_target({"url": f"https://{host}/{{id}}", "start": 1})
