@@ -22,7 +22,7 @@ from idcrawl.core.targets import Target
 from idcrawl.distributed.codec import space_id, spec_conflict, spec_json, target_spec
 from idcrawl.distributed.connection import reply_text
 from idcrawl.distributed.job import CODES, OUTCOMES, RedisJob
-from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
+from idcrawl.distributed.pagerecords import FleetPageRecords, is_due_lane
 from idcrawl.distributed.replies import Deltas, LaneState, Released, TouchedRow
 from idcrawl.distributed.runs import Run, join_run
 from idcrawl.state import decode
@@ -140,7 +140,7 @@ class RedisFrontier(Generic[P]):
         #: claimed ids not fetched because this worker learnt of the lane's cut first
         self.dropped_past_cut = 0
         #: the worker's page records (resume=due): a visited page's record goes with its outcome (record)
-        self.pages: FleetPageBook | None = None
+        self.page_records: FleetPageRecords | None = None
         self._parked: set[str] = set()
         self._unsettled: set[str] = set()
         self._closed_here: set[str] = set()  # lanes a limit stopped in this worker (the job's lane goes on)
@@ -590,7 +590,8 @@ class RedisFrontier(Generic[P]):
         blob = self._encode(payload) if payload is not None and self._encode is not None else b""
         self.inflight.discard((lane_key, id_))
         self.last_activity = time.monotonic()
-        page = self.pages.outgoing(self.lane_target[lane_key].name, id_) if self.pages is not None else None
+        records = self.page_records
+        page = records.outgoing(self.lane_target[lane_key].name, id_) if records is not None else None
         reply = self.job.record(self.worker, lane_key, redis_id, CODES[outcome], blob, self._back(lane_key, id_), page)
         if outcome is Outcome.FOUND:
             self._misses[lane_key] = 0
@@ -603,8 +604,8 @@ class RedisFrontier(Generic[P]):
         self._add_counts(lane, reply.deltas)
         overshoot = reply.deltas.overshoot > 0 and outcome is Outcome.FOUND
         released = self._released(reply.released)
-        if page is not None and self.pages is not None:  # written unless a duplicate or dropped past the cut
-            self.pages.sent(page, not reply.duplicate and not (page.emits and overshoot))
+        if page is not None and records is not None:  # written unless a duplicate or dropped past the cut
+            records.sent(page, not reply.duplicate and not (page.emits and overshoot))
         became_ready = lane_key in self._parked and self._room(lane, was_ready) and self.unpark(lane_key)
         touched = self._take_touched(reply.touched)
         if self._capped:
