@@ -246,7 +246,7 @@ class IdDupeFilter(RFPDupeFilter):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        """The filter on the fingerprints' store of the crawl's backend (``IDCRAWL_DISTRIBUTED``: the fleet's)."""
+        """The filter on the fingerprints' store of the crawl's backend (``idcrawl.backends.backend_of``)."""
         settings = crawler.settings
         config = config_of(crawler)  # bad values: one line naming the setting
         try:
