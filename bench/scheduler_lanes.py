@@ -61,7 +61,7 @@ def drive(frontier: Frontier[tuple[str, ...]], calls: int,
     next_, record = frontier.next, frontier.record
     started = time.perf_counter()
     for _ in range(calls):
-        dispatch = next_(group_ready)
+        dispatch = next_(group_ready).dispatch
         if dispatch is None:
             raise RuntimeError("the frontier ran dry: every lane should stay ready")
         record(dispatch.lane, dispatch.id, FOUND, PAYLOAD)

@@ -1,8 +1,8 @@
 """One process or a fleet: what each backend brings, by import path, chosen once from the settings.
 
-``IDCRAWL_DISTRIBUTED`` (the ``distributed`` profile sets it) picks the worker (:class:`idcrawl.worker.Worker`);
-``IDCRAWL_STATE_BACKEND`` the state store. Paths are loaded only when chosen: ``state/`` never imports
-``distributed/``.
+``IDCRAWL_DISTRIBUTED`` (the ``distributed`` profile sets it) picks the worker (:class:`idcrawl.worker.Worker`)
+and where the request dupefilter's fingerprints live; ``IDCRAWL_STATE_BACKEND`` the state store. Paths are
+loaded only when chosen: ``state/`` never imports ``distributed/``.
 """
 
 from __future__ import annotations
@@ -18,16 +18,19 @@ __all__ = ["FLEET", "LOCAL", "STATE_STORES", "Backend", "backend_of", "load"]
 
 @dataclass(frozen=True)
 class Backend:
-    """One side of the seam: its name and the import path of its worker (``IDCRAWL_WORKER_CLASS``)."""
+    """One side of the seam: its name and the import paths of its parts."""
 
     name: str
+    #: the worker (``IDCRAWL_WORKER_CLASS``)
     worker: str
+    #: the request dupefilter's fingerprints (``idcrawl.dupefilters.SeenStore``; ``.of(crawler, config)`` builds it)
+    seen: str
 
 
 #: Lanes in this process, the state in a store (SQLite or Redis).
-LOCAL = Backend("local", "idcrawl.local.worker.LocalWorker")
+LOCAL = Backend("local", "idcrawl.local.worker.LocalWorker", "idcrawl.dupefilters.FileSeen")
 #: One worker of a job shared through Redis (the add-on ``idcrawl.distributed.addon.Distributed`` swaps it in).
-FLEET = Backend("distributed", "idcrawl.distributed.worker.RedisWorker")
+FLEET = Backend("distributed", "idcrawl.distributed.worker.RedisWorker", "idcrawl.distributed.dupefilters.RedisSeen")
 
 #: ``IDCRAWL_STATE_BACKEND`` values other than ``sqlite`` (in ``idcrawl.state``) -> the function that opens
 #: the store: ``(settings, spider_name, *, read_only, stats) -> StateStore``.

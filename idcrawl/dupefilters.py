@@ -1,8 +1,9 @@
 """``IdDupeFilter``: Scrapy's request dupefilter on a Bloom filter that outlives the run.
 
-Scrapy's ``RFPDupeFilter`` interface and stat, the crawler's request fingerprinter, the fingerprints
-in a backend of :mod:`idcrawl.core.seen` kept in a file between runs. docs/dedup.md (backends, size,
-the file, the trade-off); when a fingerprint counts as seen: docs/architecture.md ("Module notes").
+Scrapy's ``RFPDupeFilter`` interface and stat, the crawler's request fingerprinter; where the fingerprints
+live is the backend's part (:class:`SeenStore`): one process's in a file kept between runs (:class:`FileSeen`),
+a fleet's in Redis. docs/dedup.md (backends, size, the file, the trade-off); when a fingerprint counts as
+seen: docs/architecture.md ("Module notes").
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ import logging
 import time
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy import Request, signals
 from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.request import RequestFingerprinter
 
 from idcrawl import default_settings
-from idcrawl.config import config_of, given
+from idcrawl.backends import backend_of, load
+from idcrawl.config import IdConfig, config_of, given
 from idcrawl.core.laneprint import TemplatePrint, template_print
 from idcrawl.core.seen import (
     FingerprintSet,
@@ -26,10 +28,10 @@ from idcrawl.core.seen import (
     SeenConfigError,
     SeenFileError,
     is_seen_file,
-    load,
     make_backend,
 )
 from idcrawl.core.seen import dump as dump_seen
+from idcrawl.core.seen import load as load_seen
 from idcrawl.core.targets import RESET_MODES
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import META_KEY, runtime_of
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
 
-__all__ = ["STATS_PREFIX", "IdDupeFilter", "seen_path"]
+__all__ = ["STATS_PREFIX", "FileSeen", "IdDupeFilter", "SeenStore", "seen_path"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +75,140 @@ def _resumes(crawler: Crawler) -> bool:
     return runtime is not None and any(target.resume not in RESET_MODES for target in runtime.targets)
 
 
+def _full(message: str) -> None:
+    logger.warning("dupefilter: %s (IDCRAWL_DUPEFILTER_CAPACITY)", message)
+
+
+class SeenStore(Protocol):
+    """Where a crawl's request fingerprints live: the part the backend gives :class:`IdDupeFilter`
+    (``idcrawl.backends.Backend.seen``): a file kept between runs (:class:`FileSeen`), or the fleet's
+    Bloom filter in Redis, shared by its workers (``idcrawl.distributed.dupefilters.RedisSeen``)."""
+
+    #: the fingerprints' backend (stat ``idcrawl/dupefilter/backend``)
+    name: str
+
+    def start(self) -> Seen:
+        """The fingerprints the filter starts with, before anything is read."""
+
+    def prepare(self, seen: Seen) -> Seen:
+        """Before the engine opens: the fingerprints a run continues (read from where they are kept), else
+        ``seen``; :class:`~idcrawl.errors.BadInputError` if they cannot be used."""
+
+    def answers(self, request: Request) -> bool | None:
+        """Whether ``request`` counts as seen without its fingerprint (None: ask the fingerprints)."""
+
+    def fetched(self, seen: Seen, fp: bytes) -> bool:
+        """A pending fingerprint's response arrived (it is seen from now on); True: the fingerprints were
+        saved (their stats change)."""
+
+    def close(self, seen: Seen) -> None:
+        """The crawl closes: what outlives it is kept."""
+
+
+class FileSeen:
+    """One process's fingerprints: a backend of :mod:`idcrawl.core.seen` in memory, kept in a file between
+    runs (:func:`seen_path`) and read back by a run that continues the job."""
+
+    def __init__(
+        self, crawler: Crawler, backend: str, error_rate: float, capacity: int, *, persist: bool, save_interval: float,
+    ) -> None:
+        """:class:`~idcrawl.core.seen.SeenConfigError` for a bad backend, error rate or capacity."""
+        self.crawler = crawler
+        self.name, self.error_rate, self.capacity = backend, error_rate, capacity
+        self.persist, self.save_interval = persist, save_interval
+        self._empty = Seen(make_backend(backend, error_rate, capacity, _full))
+        self.path: Path | None = None
+        self._last_save = time.monotonic()
+
+    @classmethod
+    def of(cls, crawler: Crawler, config: IdConfig) -> FileSeen:
+        return cls(crawler, config.dupefilter_backend, config.dupefilter_error_rate, config.dupefilter_capacity,
+                   persist=config.dupefilter_persist, save_interval=config.dupefilter_save_interval)
+
+    def start(self) -> Seen:
+        return self._empty
+
+    def answers(self, request: Request) -> bool | None:
+        return None  # every request is asked about, lane requests too (a link to a lane's page is not fetched again)
+
+    def prepare(self, seen: Seen) -> Seen:
+        """Find the file and read it if this run continues the job.
+
+        Called from :meth:`IdDupeFilter.from_crawler`, before the engine opens anything: a
+        file that cannot be used then stops the crawl with one line (raised
+        from :meth:`IdDupeFilter.open`, Scrapy would first half-open the spider and log the
+        errors of closing it).
+        """
+        spider = self.crawler.spider
+        name = spider.name if spider is not None else "crawl"
+        self.path = seen_path(self.crawler.settings, name, self.name)
+        if self.persist and self.path.exists():
+            if self.crawler.settings.get("JOBDIR") or _resumes(self.crawler):
+                return self._load(self.path)
+            if not self._ours(self.path):
+                raise BadInputError(
+                    f"{self.path}: not an idcrawl dupefilter file; it is left as it is: "
+                    f"set IDCRAWL_DUPEFILTER_PATH to another file"
+                )
+            logger.info("dupefilter: not resuming: %s is replaced at close", self.path)
+        return seen
+
+    def _ours(self, path: Path) -> bool:
+        try:
+            return is_seen_file(path)
+        except OSError as exc:
+            raise BadInputError(f"{path}: cannot read the dupefilter file ({exc})") from None
+
+    def _load(self, path: Path) -> Seen:
+        try:
+            backend = load_seen(path, self.name, _full)
+        except SeenFileError as exc:
+            raise BadInputError(
+                f"{exc}; it is left as it is: remove it, or set IDCRAWL_DUPEFILTER_PATH to another file"
+            ) from None
+        except OSError as exc:
+            raise BadInputError(f"{path}: cannot read the dupefilter file ({exc})") from None
+        if (backend.error_rate, backend.configured_capacity) != (self.error_rate, self.capacity):
+            logger.warning(
+                "dupefilter: %s was made with error rate %s and capacity %s; it keeps them "
+                "(IDCRAWL_DUPEFILTER_ERROR_RATE=%s and IDCRAWL_DUPEFILTER_CAPACITY=%s apply to new files)",
+                path, backend.error_rate, backend.configured_capacity, self.error_rate, self.capacity,
+            )
+        logger.info("dupefilter: loaded %d fingerprints (%s) from %s", len(backend), self.name, path)
+        return Seen(backend, loaded=len(backend))
+
+    def fetched(self, seen: Seen, fp: bytes) -> bool:
+        seen.fetched(fp)
+        if (
+            self.persist and self.save_interval and seen.unsaved and self.path is not None
+            and time.monotonic() - self._last_save >= self.save_interval
+        ):
+            self._save(seen)
+            return True
+        return False
+
+    def close(self, seen: Seen) -> None:
+        if self.persist and self.path is not None:
+            self._save(seen)
+
+    def _save(self, seen: Seen) -> None:
+        assert self.path is not None
+        try:
+            size = dump_seen(seen.backend, self.path)
+        except OSError as exc:  # the old file stays (written aside, then renamed)
+            problem = storage_problem(exc)
+            if problem is None:
+                raise
+            report_storage_error(self.crawler, self.path, problem)
+            return
+        seen.unsaved = 0
+        self._last_save = time.monotonic()
+        logger.info(
+            "dupefilter: saved %d fingerprints (%s, %d bytes, estimated false-positive rate %.2g) to %s",
+            len(seen.backend), self.name, size, seen.backend.estimated_error_rate(), self.path,
+        )
+
+
 class IdDupeFilter(RFPDupeFilter):
     """Request dupefilter backed by :mod:`idcrawl.core.seen`; see the module docstring."""
 
@@ -86,16 +222,18 @@ class IdDupeFilter(RFPDupeFilter):
         persist: bool = default_settings.IDCRAWL_DUPEFILTER_PERSIST,
         save_interval: float = default_settings.IDCRAWL_DUPEFILTER_SAVE_INTERVAL,
         debug: bool = False,
+        store: SeenStore | None = None,
     ) -> None:
+        """``store``: where the fingerprints live (:meth:`from_crawler`: the backend's); default: a
+        :class:`FileSeen` of ``backend``, ``error_rate``, ``capacity``, ``persist`` and ``save_interval``."""
         # no path: RFPDupeFilter's own requests.seen file is not kept
         super().__init__(None, debug, fingerprinter=crawler.request_fingerprinter)
         self.crawler = crawler
-        self.backend_name, self.error_rate, self.capacity = backend, error_rate, capacity
-        self.persist, self.save_interval = persist, save_interval
-        self.seen = Seen(make_backend(backend, error_rate, capacity, self._full))
-        self.path: Path | None = None
+        self.store: SeenStore = store if store is not None else FileSeen(
+            crawler, backend, error_rate, capacity, persist=persist, save_interval=save_interval)
+        self.backend_name = self.store.name
+        self.seen = self.store.start()
         self._retry_codes = frozenset(int(code) for code in crawler.settings.getlist("RETRY_HTTP_CODES"))
-        self._last_save = time.monotonic()
         self._opened = False
         # requests asked about: their responses are matched to pending fingerprints without
         # fingerprinting every lane response (see response_received)
@@ -110,21 +248,12 @@ class IdDupeFilter(RFPDupeFilter):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
+        """The filter on the fingerprints' store of the crawl's backend (``idcrawl.backends.backend_of``)."""
         settings = crawler.settings
         config = config_of(crawler)  # bad values: one line naming the setting
-        backend = config.dupefilter_backend
-        values: dict[str, Any] = {"error_rate": config.dupefilter_error_rate, "capacity": config.dupefilter_capacity,
-                                  "save_interval": config.dupefilter_save_interval}
         try:
-            dupefilter = cls(
-                crawler,
-                backend,
-                values["error_rate"],
-                values["capacity"],
-                persist=config.dupefilter_persist,
-                save_interval=values["save_interval"],
-                debug=settings.getbool("DUPEFILTER_DEBUG"),
-            )
+            store = load(backend_of(settings).seen).of(crawler, config)
+            dupefilter = cls(crawler, store=store, debug=settings.getbool("DUPEFILTER_DEBUG"))
         except SeenConfigError as exc:
             key = {"error_rate": "IDCRAWL_DUPEFILTER_ERROR_RATE", "capacity": "IDCRAWL_DUPEFILTER_CAPACITY"}.get(
                 exc.field, "IDCRAWL_DUPEFILTER_BACKEND"
@@ -138,6 +267,9 @@ class IdDupeFilter(RFPDupeFilter):
 
     def request_seen(self, request: Request) -> bool:
         """True if the request was seen (this run, or fetched by a run this one continues)."""
+        answer = self.store.answers(request)
+        if answer is not None:
+            return answer
         fp = self._asked[request] = self._fingerprint(request)
         return self.seen.seen_or_add(fp)
 
@@ -184,26 +316,9 @@ class IdDupeFilter(RFPDupeFilter):
     # -- lifecycle -----------------------------------------------------------------------
 
     def prepare(self) -> None:
-        """Find the file and read it if this run continues the job.
-
-        Called from :meth:`from_crawler`, before the engine opens anything: a
-        file that cannot be used then stops the crawl with one line (raised
-        from :meth:`open`, Scrapy would first half-open the spider and log the
-        errors of closing it).
-        """
-        spider = self.crawler.spider
-        name = spider.name if spider is not None else "crawl"
-        self.path = seen_path(self.crawler.settings, name, self.backend_name)
-        if self.persist and self.path.exists():
-            if self.crawler.settings.get("JOBDIR") or _resumes(self.crawler):
-                self._load(self.path)
-            elif not self._ours(self.path):
-                raise BadInputError(
-                    f"{self.path}: not an idcrawl dupefilter file; it is left as it is: "
-                    f"set IDCRAWL_DUPEFILTER_PATH to another file"
-                )
-            else:
-                logger.info("dupefilter: not resuming: %s is replaced at close", self.path)
+        """The fingerprints a run continues, read by the store (:meth:`SeenStore.prepare`) from
+        :meth:`from_crawler`, before the engine opens anything."""
+        self.seen = self.store.prepare(self.seen)
 
     def open(self) -> None:
         self._opened = True
@@ -213,58 +328,16 @@ class IdDupeFilter(RFPDupeFilter):
             stats.set_value(f"{STATS_PREFIX}/backend", self.backend_name)
             stats.set_value(f"{STATS_PREFIX}/loaded", self.seen.loaded)
 
-    def _ours(self, path: Path) -> bool:
-        try:
-            return is_seen_file(path)
-        except OSError as exc:
-            raise BadInputError(f"{path}: cannot read the dupefilter file ({exc})") from None
-
-    def _load(self, path: Path) -> None:
-        try:
-            backend = load(path, self.backend_name, self._full)
-        except SeenFileError as exc:
-            raise BadInputError(
-                f"{exc}; it is left as it is: remove it, or set IDCRAWL_DUPEFILTER_PATH to another file"
-            ) from None
-        except OSError as exc:
-            raise BadInputError(f"{path}: cannot read the dupefilter file ({exc})") from None
-        if (backend.error_rate, backend.configured_capacity) != (self.error_rate, self.capacity):
-            logger.warning(
-                "dupefilter: %s was made with error rate %s and capacity %s; it keeps them "
-                "(IDCRAWL_DUPEFILTER_ERROR_RATE=%s and IDCRAWL_DUPEFILTER_CAPACITY=%s apply to new files)",
-                path, backend.error_rate, backend.configured_capacity, self.error_rate, self.capacity,
-            )
-        self.seen = Seen(backend, loaded=len(backend))
-        logger.info("dupefilter: loaded %d fingerprints (%s) from %s", len(backend), self.backend_name, path)
-
     def close(self, reason: str) -> None:
         super().close(reason)
         if not self._opened:
             return
+        self.store.close(self.seen)
         self._set_stats()
         stats = self.crawler.stats
         if stats is not None:
             stats.set_value(f"{STATS_PREFIX}/unfetched", len(self.seen.pending))
-        if self.persist and self.path is not None:
-            self._save()
         self._opened = False
-
-    def _save(self) -> None:
-        assert self.path is not None
-        try:
-            size = dump_seen(self.seen.backend, self.path)
-        except OSError as exc:  # the old file stays (written aside, then renamed)
-            problem = storage_problem(exc)
-            if problem is None:
-                raise
-            report_storage_error(self.crawler, self.path, problem)
-            return
-        self.seen.unsaved = 0
-        self._last_save = time.monotonic()
-        logger.info(
-            "dupefilter: saved %d fingerprints (%s, %d bytes, estimated false-positive rate %.2g) to %s",
-            len(self.seen.backend), self.backend_name, size, self.seen.backend.estimated_error_rate(), self.path,
-        )
 
     # -- responses -----------------------------------------------------------------------
 
@@ -287,16 +360,8 @@ class IdDupeFilter(RFPDupeFilter):
             self._record(fp)
 
     def _record(self, fp: bytes) -> None:
-        self.seen.fetched(fp)
-        if (
-            self.persist and self.save_interval and self.seen.unsaved and self.path is not None
-            and time.monotonic() - self._last_save >= self.save_interval
-        ):
-            self._save()
+        if self.store.fetched(self.seen, fp):
             self._set_stats()
-
-    def _full(self, message: str) -> None:
-        logger.warning("dupefilter: %s (IDCRAWL_DUPEFILTER_CAPACITY)", message)
 
     def _set_stats(self) -> None:
         stats = self.crawler.stats

@@ -19,14 +19,14 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from scrapy import signals
+from scrapy import Request, signals
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.misc import load_object
 
 from idcrawl import _scrapy
 from idcrawl.config import config_of
 from idcrawl.core.clock import Clock, ClockError
-from idcrawl.core.frontier import Dispatch, IdFrontier
+from idcrawl.core.frontier import Dispatch, IdFrontier, Touched
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.safetext import safe
@@ -44,11 +44,11 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
-    from idcrawl.core.urlqueue import UrlQueue
+    from idcrawl.core.urlqueue import Reconciled, UrlQueue
 
 __all__ = [
-    "DUE_KEY", "ITEMS_NOWHERE", "META_KEY", "STATS_PREFIX", "IdRuntime", "Limiter", "Payload", "Worker",
-    "is_id_crawl", "items_kept", "lock_jobdir", "runtime_of", "start_runtime",
+    "DUE_KEY", "ITEMS_NOWHERE", "META_KEY", "PROFILE_STATS", "SCOPE_KEY", "STATS_PREFIX", "IdRuntime", "Limiter",
+    "Payload", "Worker", "is_id_crawl", "items_kept", "lock_jobdir", "runtime_of", "start_runtime",
 ]
 
 logger = logging.getLogger(__name__)
@@ -64,6 +64,12 @@ META_KEY = "idcrawl"
 DUE_KEY = "idcrawl_due"
 #: Prefix of every stat idcrawl writes.
 STATS_PREFIX = "idcrawl"
+#: ``request.meta`` key of a page target's or an outlink's request: its canonical URL, then (set when
+#: its response arrives) ``owner``, ``hops``, ``offsite_hops`` and ``crawl_profiles`` as the walk knows them.
+SCOPE_KEY = "idcrawl_scope"
+#: The stats of one crawl profile: ``.../<name>/queued``, ``fetched``, ``postponed``, ``not_found``, ``errors``,
+#: ``revisits``.
+PROFILE_STATS = f"{STATS_PREFIX}/crawl_profiles"
 
 _COUNT_FIELDS = tuple(f.name for f in fields(LaneCounts))
 #: ``idcrawl/<name>`` stats that are set (the wave's figure), not counted: kept as they are in a wave's totals.
@@ -138,6 +144,7 @@ class IdRuntime:
         self._worker: Worker | None = None
         self._url_queue: UrlQueue | None = None  # the crawl scope's (url_queue)
         self._previous_queue: UrlQueue | None = None  # watch mode: the last wave's, until the next one's is built
+        self._queue_started = False  # the crawl scope's user started the URL queue: its URLs go out
         self._clock: Clock | None = None
         self._wave_ended = False  # watch mode: the wave's worker has closed, the next one is not built yet
         #: watch mode: the wave this runtime's worker plans (1: the run itself)
@@ -268,6 +275,41 @@ class IdRuntime:
                                                     previous)
         return self._url_queue
 
+    def start_url_queue(self) -> Reconciled:
+        """Start this wave's URL queue: its stored URLs reconciled with the job file at the clock's now. Its
+        user (``IdScopeMiddleware``) calls it, at the crawl's start and at each wave's; from then on the
+        scheduler takes outlinks from the runtime (:meth:`next_outlink`)."""
+        queue = self.url_queue
+        assert queue is not None, "no crawl scope: no URL queue"
+        reconciled = queue.start(self.scope, self.clock.now())
+        self._queue_started = True
+        return reconciled
+
+    @property
+    def serves_outlinks(self) -> bool:
+        """The crawl scope's URL queue was started: lanes and outlinks take turns in the scheduler."""
+        return self._queue_started
+
+    def outlinks_ready(self) -> bool:
+        """A URL of the started queue can be taken now (the engine must not go idle)."""
+        queue = self.url_queue if self._queue_started else None
+        return queue is not None and bool(queue.ready())
+
+    def next_outlink(self, room: Callable[[str], bool]) -> Request | None:
+        """The request of the next URL of the crawl scope's queue on a host that ``room(host)`` admits
+        (None: none now, or the queue is not started). A found page's URL that came due is a revisit
+        (``idcrawl/crawl_profiles/<name>/revisits``)."""
+        queue = self.url_queue if self._queue_started else None
+        record = queue.take(room, self.clock.now()) if queue is not None else None
+        if record is None:
+            return None
+        if record.last_harvest is not None and not (record.not_found or record.errors):
+            for name in record.crawl_profiles:  # found before: its revisit came due
+                self.stats.inc_value(f"{PROFILE_STATS}/{name}/revisits")
+        spider: Any = self.crawler.spider
+        return Request(record.url, callback=spider.outlink_response, errback=spider.outlink_failure,
+                       dont_filter=True, meta={SCOPE_KEY: {"url": record.url}})
+
     def _id_page_of(self) -> Callable[[str], bool] | None:
         """Is a URL the page of an id (in its bounds) of one of the id targets? Its lanes fetch it, or decide
         not to (the URL queue skips it). None: there are none."""
@@ -304,23 +346,22 @@ class IdRuntime:
     def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
         worker = self.worker
         frontier = worker.frontier
-        skipped, deduplicated = frontier.skipped_found, frontier.deduplicated
         try:
-            dispatch = frontier.next(group_ready)
+            dispensed = frontier.next(group_ready)
         except worker.errors as exc:
             worker.unavailable(exc)
             return None
-        if frontier.skipped_found != skipped:
-            self.inc_stat(f"{STATS_PREFIX}/resume/skipped_found", frontier.skipped_found - skipped)
-        if frontier.deduplicated != deduplicated:
+        if dispensed.skipped_found:
+            self.inc_stat(f"{STATS_PREFIX}/resume/skipped_found", dispensed.skipped_found)
+        if dispensed.deduplicated:
             # ids an overlapping target fetched (or is fetching): served without a request
-            self.inc_stat(f"{STATS_PREFIX}/deduplicated", frontier.deduplicated - deduplicated)
-            self.inc_stat("dupefilter/filtered", frontier.deduplicated - deduplicated)
-        if frontier.touched:
-            self._take_touched()
-        if frontier.released:
-            released, frontier.released = frontier.released, []
-            self._orphans += self.emit_released(released)
+            self.inc_stat(f"{STATS_PREFIX}/deduplicated", dispensed.deduplicated)
+            self.inc_stat("dupefilter/filtered", dispensed.deduplicated)
+        if dispensed.touched:
+            self._take_touched(dispensed.touched)
+        if dispensed.released:
+            self._orphans += self.emit_released(dispensed.released)
+        dispatch = dispensed.dispatch
         if dispatch is not None:
             self.inc_stat(f"{STATS_PREFIX}/dispensed")
             lane = frontier.lanes[dispatch.lane]
@@ -356,14 +397,14 @@ class IdRuntime:
         if outcome is Outcome.FOUND and self.limiter is not None:
             self.limiter.found(target.host)
         worker.decided(target.name, outcome, id_)
-        if frontier.touched:
-            self._take_touched()
+        if rec.touched:
+            self._take_touched(rec.touched)
         outputs = self.emit_released(rec.released)
         if self._orphans:
             outputs, self._orphans = self._orphans + outputs, []
         return outputs
 
-    def emit_released(self, released: list[Payload]) -> list[Any]:
+    def emit_released(self, released: Sequence[Payload]) -> list[Any]:
         """The outputs of released payloads (a found id's items, released to the lane that emits
         them), told to the worker. A shared id's items were made by the lane that fetched it; they
         carry the ``target`` of the lane that emits them (``idcrawl.core.overlap.emitting_rank``),
@@ -378,16 +419,15 @@ class IdRuntime:
             outputs += released_outputs
         return outputs
 
-    def _take_touched(self) -> None:
+    def _take_touched(self, touched: Sequence[Touched]) -> None:
         """Stats and state of lanes that another lane's fetch decided an id of."""
         frontier = self.frontier
-        touched, frontier.touched = frontier.touched, []
         for change in touched:
             lane = frontier.lanes[change.lane]
             self._count(change.lane, _counts_of(change.before), _counts_of(change.after))
-            if change.recorded.stopped:
+            if change.stopped:
                 self._lane_stopped(change.lane, lane)
-            if change.recorded.became_ready:
+            if change.became_ready:
                 self.wake_engine()
             self.worker.decided(frontier.lane_target[change.lane].name, change.outcome, change.id)
 
@@ -398,9 +438,16 @@ class IdRuntime:
                 self.inc_stat(f"{STATS_PREFIX}/{name}", new - old)
                 self.inc_stat(f"{STATS_PREFIX}/lanes/{lane_key}/{name}", new - old)
 
-    def lane_stopped(self, lane_key: str, lane: Lane[Payload]) -> None:
-        """Stats of a lane that stopped (its reason, where it was cut)."""
-        self._lane_stopped(lane_key, lane)
+    def close_lane(self, lane_key: str, reason: str) -> None:
+        """Stop dispensing a lane (a limit stopped its slot): its stats; the payloads its closing released
+        in an overlapping lane are emitted with the next outputs (:meth:`take_orphans`)."""
+        frontier = self.frontier
+        decided = frontier.close_lane(lane_key, reason)
+        self._lane_stopped(lane_key, frontier.lanes[lane_key])
+        if decided.touched:
+            self._take_touched(decided.touched)
+        if decided.released:
+            self._orphans += self.emit_released(decided.released)
 
     def _lane_stopped(self, lane_key: str, lane: Lane[Payload]) -> None:
         prefix = f"{STATS_PREFIX}/lanes/{lane_key}"

@@ -74,17 +74,10 @@ class IdScheduler(Scheduler):
         # lane requests handed to the engine that have not reached their slot yet
         self._entering: dict[str, weakref.WeakSet[Request]] = {}
         self._delayed: DelayQueue[Request] = DelayQueue()
-        self._scope: Any = None  # the crawl scope's URL queue (IdScopeMiddleware); None: no crawl scope
         self._outlinks_first = False
         assert self.stats is not None
         self._stats_inc = stats_incrementer(self.stats)  # two increments per lane request
         if self.runtime is not None:
-            if self.runtime.scope:
-                from idcrawl.spidermiddlewares.scope import IdScopeMiddleware
-
-                assert self.crawler is not None
-                self._scope = self.crawler.get_spider_middleware(IdScopeMiddleware)
-            assert self.crawler is not None
             limits = self.crawler.get_extension(IdLimits)
             if limits is not None and limits.parts is None:  # the limits take the worker's parts before the crawl
                 limits.open(self.runtime.worker.limit_parts())
@@ -119,10 +112,8 @@ class IdScheduler(Scheduler):
     def has_pending_requests(self) -> bool:
         if super().has_pending_requests() or self._delayed:
             return True
-        queue = self.runtime.url_queue if self.runtime is not None and self._scope is not None else None
-        if queue is not None and queue.ready():
-            return True
-        return self.runtime is not None and self.runtime.frontier.can_dispense()
+        runtime = self.runtime
+        return runtime is not None and (runtime.outlinks_ready() or runtime.frontier.can_dispense())
 
     def _shared_retries(self) -> SharedRetries | None:
         return self.runtime.worker.shared_retries() if self.runtime is not None else None
@@ -163,13 +154,14 @@ class IdScheduler(Scheduler):
                 break
         if request is not None or self.runtime is None:
             return request
-        if self._scope is not None:  # crawl scope: lanes and the URL queue take turns
+        outlinks = self.runtime.serves_outlinks
+        if outlinks:  # crawl scope: lanes and the URL queue take turns
             self._outlinks_first = not self._outlinks_first
             if self._outlinks_first and (request := self._next_outlink()) is not None:
                 return request
         dispatch = self.runtime.next(self._group_ready)
         if dispatch is None:
-            return self._next_outlink() if self._scope is not None and not self._outlinks_first else None
+            return self._next_outlink() if outlinks and not self._outlinks_first else None
         assert self.stats is not None
         inc = self._stats_inc
         inc("scheduler/dequeued")
@@ -187,7 +179,8 @@ class IdScheduler(Scheduler):
 
     def _next_outlink(self) -> Request | None:
         """The next URL of the crawl scope's queue on a host with room (the yield model chooses)."""
-        request: Request | None = self._scope.next_request(self._group_ready)
+        assert self.runtime is not None
+        request = self.runtime.next_outlink(self._group_ready)
         if request is not None:
             assert self.stats is not None
             self.stats.inc_value("scheduler/dequeued")

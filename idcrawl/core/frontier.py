@@ -11,14 +11,14 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Container, Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from idcrawl.core.interleave import Interleaver
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome, Recorded
 from idcrawl.core.overlap import IdSpace, emitting_rank, space_key
 from idcrawl.core.targets import Direction, Target
 
-__all__ = ["Dispatch", "Frontier", "IdFrontier", "LaneSpec", "Touched", "lane_specs"]
+__all__ = ["Decided", "Dispatch", "Dispensed", "Frontier", "IdFrontier", "LaneSpec", "Touched", "lane_specs"]
 
 P = TypeVar("P")
 
@@ -59,8 +59,8 @@ class Dispatch:
     id: int
 
 
-@dataclass(slots=True)
-class Touched(Generic[P]):
+@dataclass(frozen=True, slots=True)
+class Touched:
     """A lane that an outcome of *another* lane decided an id of (overlapping targets)."""
 
     lane: str
@@ -68,7 +68,38 @@ class Touched(Generic[P]):
     outcome: Outcome
     before: LaneCounts  # its counters before and after the change
     after: LaneCounts
-    recorded: Recorded[P]
+    stopped: bool = False  # the change stopped the lane
+    became_ready: bool = False  # the change let the lane dispense again
+
+
+class Dispensed(NamedTuple, Generic[P]):
+    """What :meth:`IdFrontier.next` did: the id to fetch, and what deciding ids on the way did."""
+
+    #: the id to fetch (None: none now)
+    dispatch: Dispatch | None
+    #: payloads released on the way (ids decided at dispatch: known found, or an overlapping lane's), in order
+    released: Sequence[P] = ()
+    #: lanes whose ids were decided on the way
+    touched: Sequence[Touched] = ()
+    #: ids not fetched because an earlier run already found them
+    skipped_found: int = 0
+    #: lane ids served without a request because an overlapping lane fetched them (or is fetching them)
+    deduplicated: int = 0
+
+
+class Decided(NamedTuple, Generic[P]):
+    """What recording an outcome (:meth:`IdFrontier.record`) or closing a lane did."""
+
+    #: payloads now safe to emit, in order
+    released: list[P]
+    #: other lanes the outcome decided an id of (overlapping targets)
+    touched: Sequence[Touched] = ()
+    #: the lane stopped (cut, or at its end)
+    stopped: bool = False
+    #: the lane can dispense again
+    became_ready: bool = False
+    #: a found id past the lane's cut (its items are not emitted)
+    overshoot: bool = False
 
 
 class IdFrontier(Protocol[P]):
@@ -88,14 +119,8 @@ class IdFrontier(Protocol[P]):
     lane_target: dict[str, Target]
     #: lane key -> ``asc``, ``desc`` or ``holes``
     lane_direction: dict[str, str]
-    #: lanes that an outcome of another lane decided an id of, not yet taken
-    touched: list[Touched[P]]
-    #: payloads released while dispensing, not yet taken
-    released: list[P]
-    #: ids not fetched because an earlier run already found them
+    #: ids not fetched because an earlier run already found them (a total; each call returns its own)
     skipped_found: int
-    #: lane ids served without a request because an overlapping lane fetched them
-    deduplicated: int
 
     def add_target(
         self, target: Target, specs: Sequence[LaneSpec] | None = None, known_found: Container[int] | None = None
@@ -105,14 +130,14 @@ class IdFrontier(Protocol[P]):
     def lanes_of(self, target_name: str) -> Iterator[Lane[P]]:
         """The lanes of one target."""
 
-    def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
-        """The next id to fetch, or None."""
+    def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispensed[P]:
+        """The next id to fetch (None: none now), and what deciding ids on the way did."""
 
-    def record(self, lane_key: str, id_: int, outcome: Outcome, payload: P | None = None) -> Recorded[P]:
-        """Record an id's final outcome; says what it released."""
+    def record(self, lane_key: str, id_: int, outcome: Outcome, payload: P | None = None) -> Decided[P]:
+        """Record an id's final outcome; says what it released and which other lanes it decided."""
 
-    def close_lane(self, lane_key: str, reason: str) -> None:
-        """Stop dispensing a lane."""
+    def close_lane(self, lane_key: str, reason: str) -> Decided[P]:
+        """Stop dispensing a lane; says what that released in other lanes."""
 
     @property
     def finished(self) -> bool:
@@ -140,8 +165,8 @@ class Frontier(Generic[P]):
     ``rebind(payload, lane, id)`` makes a lane's payload from the fetching
     lane's (``None`` when that one's items were already emitted); without it,
     the payload is shared as is and a lane that comes second releases nothing.
-    Lanes decided this way outside :meth:`record`'s own lane are listed in
-    :attr:`touched` until the caller takes them.
+    Lanes decided this way outside :meth:`record`'s own lane are listed in the
+    ``touched`` of the call's result (:class:`Decided`, :class:`Dispensed`).
 
     Which lane emits a shared found id is a rule, not a race (see
     :func:`idcrawl.core.overlap.emitting_rank`): of the lanes whose final prefix
@@ -191,11 +216,7 @@ class Frontier(Generic[P]):
         self._space_by_key: dict[Hashable, IdSpace[P]] = {}
         self._first_by_key: dict[Hashable, str] = {}  # the one target of a key so far
         self._space: dict[str, IdSpace[P]] = {}  # target name -> its shared id space
-        #: lanes changed by another lane's outcome (or a shared outcome at dispatch), not yet taken
-        self.touched: list[Touched[P]] = []
-        #: payloads released outside :meth:`record` (at dispatch), not yet taken
-        self.released: list[P] = []
-        #: lane ids served without a request because an overlapping lane fetched them
+        #: lane ids served without a request because an overlapping lane fetched them (a total)
         self.deduplicated = 0
         self._iv: Interleaver[str, Hashable] = Interleaver()
         self.targets: dict[str, Target] = {}
@@ -209,7 +230,7 @@ class Frontier(Generic[P]):
         #: shared ids whose emitting lane became known: (lane, payload, emits its items), not yet handed out
         self._pending: list[tuple[str, int, P | None, bool]] = []
         self._refetch_found: set[str] = set()  # lanes that fetch known found ids (LaneSpec.refetch_found)
-        #: ids not fetched because an earlier run already found them
+        #: ids not fetched because an earlier run already found them (a total)
         self.skipped_found = 0
         for target in targets:
             self.add_target(target)
@@ -274,12 +295,16 @@ class Frontier(Generic[P]):
 
     # -- dispensing ------------------------------------------------------------
 
-    def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
-        """The next id by weight among ready lanes of ready groups, or None."""
+    def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispensed[P]:
+        """The next id by weight among ready lanes of ready groups (None: none now)."""
+        released: list[P] = []
+        touched: list[Touched] = []
+        skipped = deduplicated = 0
         while True:
             key = self._iv.pick(group_ready, self._lane_ready)
             if key is None:
-                return None
+                dispatch = None
+                break
             lane = self.lanes[key]
             position = lane.dispense()
             if lane.stopped:
@@ -291,22 +316,28 @@ class Frontier(Generic[P]):
             target = self.lane_target[key]
             known = self._known_found.get(target.name)
             if known is not None and id_ in known and key not in self._refetch_found:
-                self.skipped_found += 1
-                self.released.extend(self.record(key, id_, Outcome.FOUND).released)
+                skipped += 1
+                decided = self.record(key, id_, Outcome.FOUND)
+                released += decided.released
+                touched += decided.touched
                 continue
             space = self._space.get(target.name)
             if space is not None:
                 self._recheck(space, key)  # dispensing may decide whether its prefix holds a shared id
                 claim = space.claim(key, id_)
                 if not claim.fetch:
-                    self.deduplicated += 1
+                    deduplicated += 1
                     if claim.outcome is not None:  # known: decide it now; else wait for the fetch in flight
-                        rec = self._record_shared(space, key, id_, claim.outcome, claim.payload)
-                        self.released.extend(rec.released)
-                    self.released.extend(self._take_pending(None))
+                        released += self._record_shared(space, key, id_, claim.outcome, claim.payload, touched).released
+                    released += self._take_pending(None, touched)
                     continue
-                self.released.extend(self._take_pending(None))
-            return Dispatch(target, key, id_)
+                released += self._take_pending(None, touched)
+            dispatch = Dispatch(target, key, id_)
+            break
+        if skipped or deduplicated:
+            self.skipped_found += skipped
+            self.deduplicated += deduplicated
+        return Dispensed(dispatch, released, touched, skipped, deduplicated)
 
     def _lane_ready(self, key: str) -> bool:
         if not self.lanes[key].ready:
@@ -320,26 +351,28 @@ class Frontier(Generic[P]):
 
     # -- outcomes ----------------------------------------------------------------
 
-    def record(self, lane_key: str, id_: int, outcome: Outcome, payload: P | None = None) -> Recorded[P]:
+    def record(self, lane_key: str, id_: int, outcome: Outcome, payload: P | None = None) -> Decided[P]:
         lane = self.lanes[lane_key]
         positions = self._positions.get(lane_key)
         if positions is not None and id_ not in positions:
-            return Recorded()
+            return Decided([])
         space = self._space.get(self.lane_target[lane_key].name)
-        if space is not None and space.in_flight(id_):  # the space knows ids, not a list lane's positions
+        if space is None:
+            rec = lane.record(id_ if positions is None else positions[id_], outcome, payload)
+            self._after_change(lane_key, lane, rec)
+            return Decided(rec.released, (), rec.stopped, rec.became_ready, rec.overshoot)
+        touched: list[Touched] = []
+        if space.in_flight(id_):  # the space knows ids, not a list lane's positions
             waiting = space.settle(id_, outcome, payload)
-            rec = self._record_shared(space, lane_key, id_, outcome, payload, own=True)
+            rec = self._record_shared(space, lane_key, id_, outcome, payload, touched, own=True)
             for other in waiting:
-                rec.released += self._record_shared(space, other, id_, outcome, payload).released
-            rec.released += self._take_pending(lane_key)
-            return rec
-        rec = lane.record(id_ if positions is None else positions[id_], outcome, payload)
-        if space is not None:
+                rec.released += self._record_shared(space, other, id_, outcome, payload, touched).released
+        else:
+            rec = lane.record(id_ if positions is None else positions[id_], outcome, payload)
             rec.released = self._emit_rule(space, lane_key, rec.released, rec.released_ids)
-        self._after_change(lane_key, lane, rec)
-        if space is not None:
-            rec.released += self._take_pending(lane_key)
-        return rec
+            self._after_change(lane_key, lane, rec)
+        rec.released += self._take_pending(lane_key, touched)
+        return Decided(rec.released, touched, rec.stopped, rec.became_ready, rec.overshoot)
 
     def _at(self, lane_key: str, id_: int) -> int:
         """Where ``id_`` is in the lane's own order: itself, or its position in a list lane."""
@@ -352,9 +385,11 @@ class Frontier(Generic[P]):
         return ids[at] if ids is not None else at
 
     def _record_shared(
-        self, space: IdSpace[P], lane_key: str, id_: int, outcome: Outcome, payload: P | None, *, own: bool = False
+        self, space: IdSpace[P], lane_key: str, id_: int, outcome: Outcome, payload: P | None,
+        touched: list[Touched], *, own: bool = False,
     ) -> Recorded[P]:
-        """Record in a lane of a shared space (another lane's fetch unless ``own``).
+        """Record in a lane of a shared space: another lane's fetch (the lane goes to ``touched``)
+        unless ``own``.
 
         The items of an id are released once, by the lane the rule names
         (:meth:`_emit_rule`); the other lanes release an empty payload
@@ -368,7 +403,8 @@ class Frontier(Generic[P]):
         rec.released = self._emit_rule(space, lane_key, rec.released, rec.released_ids)
         self._after_change(lane_key, lane, rec)
         if before is not None:
-            self.touched.append(Touched(lane_key, id_, outcome, before, replace(lane.counts), rec))
+            touched.append(Touched(lane_key, id_, outcome, before, replace(lane.counts), rec.stopped,
+                                   rec.became_ready))
         return rec
 
     # -- the emitting lane of a shared id ---------------------------------------------
@@ -468,8 +504,9 @@ class Frontier(Generic[P]):
         if heap is not None and not heap:
             del space.blocked[lane_key]
 
-    def _take_pending(self, own: str | None) -> list[P]:
-        """Payloads whose emitting lane became known; a lane other than ``own`` that emits is touched."""
+    def _take_pending(self, own: str | None, touched: list[Touched]) -> list[P]:
+        """Payloads whose emitting lane became known; a lane other than ``own`` that emits is added to
+        ``touched``."""
         if not self._pending:
             return []
         pending, self._pending = self._pending, []
@@ -480,12 +517,12 @@ class Frontier(Generic[P]):
                 before = replace(lane.counts)
                 lane.counts.emitted += 1
                 if key != own:
-                    self.touched.append(Touched(key, id_, Outcome.FOUND, before, replace(lane.counts), Recorded()))
+                    touched.append(Touched(key, id_, Outcome.FOUND, before, replace(lane.counts)))
             if payload is not None:
                 out.append(payload)
         return out
 
-    def close_lane(self, lane_key: str, reason: str) -> None:
+    def close_lane(self, lane_key: str, reason: str) -> Decided[P]:
         lane = self.lanes[lane_key]
         lane.close(reason)
         if lane_key in self._iv:
@@ -493,9 +530,11 @@ class Frontier(Generic[P]):
         if lane.settled:
             self._unsettled.discard(lane_key)
         space = self._space.get(self.lane_target[lane_key].name)
-        if space is not None:
-            self._recheck(space, lane_key)
-            self.released.extend(self._take_pending(None))
+        if space is None:
+            return Decided([], (), True)
+        touched: list[Touched] = []
+        self._recheck(space, lane_key)
+        return Decided(self._take_pending(None, touched), touched, True)
 
     def _after_change(self, key: str, lane: Lane[P], rec: Recorded[P]) -> None:
         space = self._space.get(self.lane_target[key].name)

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
+from typing import Protocol
 
 from idcrawl.core.clock import Clock
 from idcrawl.core.recrawl import (
@@ -25,7 +26,9 @@ from idcrawl.core.recrawl import (
     visit_page,
 )
 
-__all__ = ["PageBook", "PageEvent", "PageVisit", "by_target", "page_key", "schedule_from_json", "schedule_to_json"]
+__all__ = [
+    "PageBook", "PageEvent", "PageSink", "PageVisit", "by_target", "page_key", "schedule_from_json", "schedule_to_json",
+]
 
 #: the fields of a stored page record (``kind`` and ``key`` are where it is stored)
 _STORED = tuple(f.name for f in fields(Schedule) if f.name not in ("kind", "key"))
@@ -72,17 +75,29 @@ class PageVisit:
         return self.event in (PageEvent.NEW, PageEvent.CHANGED)
 
 
+class PageSink(Protocol):
+    """Where a visited page's changed records go at once: the part a worker gives its page book when
+    they travel with the id's outcome (a fleet: ``idcrawl.distributed.pagerecords.FleetPageRecords``)."""
+
+    def visited(self, changes: Mapping[tuple[str, int], Schedule | None], emits: bool) -> None:
+        """The records one visit changed (``emits``: the fetch gets an item)."""
+
+
 class PageBook:
     """Page schedule records of a crawl's targets, the one clock, and the records changed since taken."""
 
     def __init__(
-        self, clock: Clock | None = None, policies: Mapping[str, Policy] | None = None, *, retain: bool = True
+        self, clock: Clock | None = None, policies: Mapping[str, Policy] | None = None, *, retain: bool = True,
+        sink: PageSink | None = None,
     ) -> None:
         """``retain`` False: a visited page's record is not kept once visited, only handed on by
         :meth:`take_changes` (a crawl fetches a found id once: its memory holds the loaded records
-        and the changes not yet committed, not every page it found)."""
+        and the changes not yet committed, not every page it found). ``sink``: a visit's changed
+        records go there at once, and its item waits for nothing here (it travels with the outcome);
+        without one they wait for :meth:`take_changes` (the state's next commit)."""
         self.clock = clock if clock is not None else Clock()
         self.retain = retain
+        self.sink = sink
         self.policies: dict[str, Policy] = dict(policies or {})
         self.schedules: dict[str, dict[int, Schedule]] = {}
         self._changed: dict[tuple[str, int], Schedule | None] = {}
@@ -131,6 +146,13 @@ class PageBook:
 
     def visit(self, target: str, id_: int, fetch: Fetch) -> PageVisit:
         """Apply one fetch of a found id of ``target`` at the clock's now (the rule of :func:`visit_page`)."""
+        visit = self._apply(target, id_, fetch)
+        if self.sink is not None:
+            self.sink.visited(self.take_changes(), visit.emits)
+            self.awaiting.discard((target, id_))  # the item travels with the outcome
+        return visit
+
+    def _apply(self, target: str, id_: int, fetch: Fetch) -> PageVisit:
         now = self.clock.now()
         policy = self.policy(target)
         pages = self.schedules.setdefault(target, {})

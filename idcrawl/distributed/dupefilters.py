@@ -1,9 +1,9 @@
-"""Request dupefilters shared by all workers of a distributed job: follow-up pages fetched once by the fleet.
+"""Request fingerprints shared by all workers of a distributed job: follow-up pages fetched once by the fleet.
 
-``RedisBloomDupeFilter`` (:class:`idcrawl.dupefilters.IdDupeFilter`'s rules on a sharded Bloom filter
-in Redis) and ``RedisRFPDupeFilter`` (scrapy-redis's exact set, the crawler's fingerprinter), their
-keys under the job's prefix. Lane requests never cost a call. docs/distributed.md ("Follow-up
-pages"); the shards and the batching: docs/architecture.md ("Module notes").
+``RedisSeen`` (the fleet's part of :class:`idcrawl.dupefilters.IdDupeFilter`: a sharded Bloom filter in
+Redis) and ``RedisRFPDupeFilter`` (scrapy-redis's exact set, the crawler's fingerprinter), their keys under
+the job's prefix. Lane requests never cost a call. docs/distributed.md ("Follow-up pages"); the shards and
+the batching: docs/architecture.md ("Module notes").
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from redis.exceptions import RedisError
 from scrapy_redis.dupefilter import RFPDupeFilter as ScrapyRedisRFPDupeFilter
 
-from idcrawl.config import config_of
 from idcrawl.core.seen import Seen
 from idcrawl.core.templates import id_in_template
 from idcrawl.distributed import scripts
@@ -27,16 +26,15 @@ from idcrawl.runtime import META_KEY
 from idcrawl.state.keys import JobKeys
 
 if TYPE_CHECKING:
-    from typing import Self
-
     from scrapy import Request
     from scrapy.crawler import Crawler
 
+    from idcrawl.config import IdConfig
     from idcrawl.core.targets import Target
 
 __all__ = [
     "ADD_BATCH", "ADD_DELAY", "DEFAULT_CAPACITY", "LanePages", "RedisBloomDupeFilter", "RedisBloomSeen",
-    "RedisRFPDupeFilter", "lane_request",
+    "RedisRFPDupeFilter", "RedisSeen", "lane_request",
 ]
 
 logger = logging.getLogger(__name__)
@@ -217,57 +215,60 @@ class LanePages:
         return False
 
 
-class RedisBloomDupeFilter(IdDupeFilter):
-    """:class:`IdDupeFilter` on a Bloom filter in the job's Redis keys (no file)."""
+class RedisSeen:
+    """The fleet's fingerprints (an :class:`idcrawl.dupefilters.SeenStore`): a Bloom filter in the job's
+    Redis keys (no file), shared by its workers. A follow-up costs one ``BLOOM`` call (carrying the adds
+    that wait); a lane request none."""
 
-    lane_pages: LanePages
+    name = RedisBloomSeen.name
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        from scrapy import signals
-
+    def __init__(self, crawler: Crawler, error_rate: float, capacity: int) -> None:
+        """:class:`~idcrawl.errors.BadInputError` if Redis cannot be reached or the error rate is bad."""
         from idcrawl.distributed.connection import RedisUnavailable, connect, job_prefix
 
         settings = crawler.settings
-        config = config_of(crawler)
-        error_rate, capacity = config.dupefilter_error_rate, config.dupefilter_capacity
         spider = crawler.spider
         try:
             client = connect(settings, stats=crawler.stats)
-            backend = RedisBloomSeen(client, job_prefix(settings, getattr(spider, "name", "crawl")), error_rate,
-                                     capacity)
+            self.backend = RedisBloomSeen(client, job_prefix(settings, getattr(spider, "name", "crawl")), error_rate,
+                                          capacity)
         except RedisUnavailable as exc:
             raise BadInputError(f"dupefilter: {exc}") from None
         except ValueError as exc:
             raise BadInputError(f"IDCRAWL_DUPEFILTER_ERROR_RATE={error_rate!r}: {exc}") from None
-        dupefilter = cls(crawler, "set", error_rate, capacity, persist=False,
-                         debug=settings.getbool("DUPEFILTER_DEBUG"))
-        dupefilter.backend_name = RedisBloomSeen.name
-        dupefilter.seen = Seen(backend, loaded=len(backend))
-        dupefilter.lane_pages = LanePages(crawler)
-        crawler.signals.connect(dupefilter.response_received, signal=signals.response_received)
-        return dupefilter  # its stats (idcrawl/dupefilter/backend: redis-bloom, size, ...) are IdDupeFilter's
+        self.lane_pages = LanePages(crawler)
 
-    def request_seen(self, request: Request) -> bool:
-        """A follow-up: one ``BLOOM`` call (carrying the adds that wait); a lane request: no call."""
+    @classmethod
+    def of(cls, crawler: Crawler, config: IdConfig) -> RedisSeen:
+        return cls(crawler, config.dupefilter_error_rate, config.dupefilter_capacity)
+
+    def start(self) -> Seen:
+        return Seen(self.backend, loaded=len(self.backend))
+
+    def prepare(self, seen: Seen) -> Seen:
+        return seen  # the job's keys: nothing to read
+
+    def answers(self, request: Request) -> bool | None:
+        """A lane request: not seen, no call; a link to a lane page the job handed out: seen."""
         if lane_request(request):
             return False
         if self.lane_pages.dispensed(request):
             return True
-        return super().request_seen(request)
+        return None
 
-    def _record(self, fp: bytes) -> None:
+    def fetched(self, seen: Seen, fp: bytes) -> bool:
         """The response arrived: the fingerprint is added with the next call (batched)."""
-        self.seen.pending.discard(fp)
-        backend = self.seen.backend
-        assert isinstance(backend, RedisBloomSeen)
-        backend.defer(fp)
+        seen.pending.discard(fp)
+        self.backend.defer(fp)
+        return False
 
-    def close(self, reason: str) -> None:
-        backend = self.seen.backend
-        if isinstance(backend, RedisBloomSeen):
-            backend.flush()
-        super().close(reason)
+    def close(self, seen: Seen) -> None:
+        self.backend.flush()
+
+
+#: The name the ``distributed`` profile once set as ``DUPEFILTER_CLASS``, kept for settings that name it:
+#: :class:`IdDupeFilter`, whose fingerprints a fleet (``IDCRAWL_DISTRIBUTED``) keeps in Redis.
+RedisBloomDupeFilter = IdDupeFilter
 
 
 class RedisRFPDupeFilter(ScrapyRedisRFPDupeFilter):  # type: ignore[misc]

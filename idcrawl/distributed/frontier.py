@@ -13,16 +13,16 @@ from collections.abc import Callable, Container, Hashable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from idcrawl.core.frontier import Dispatch, LaneSpec, Touched, lane_specs
+from idcrawl.core.frontier import Decided, Dispatch, Dispensed, LaneSpec, Touched, lane_specs
 from idcrawl.core.inputs import TargetError
 from idcrawl.core.interleave import Interleaver
-from idcrawl.core.lanes import BEHIND_WINDOWS, Lane, Outcome, Recorded
+from idcrawl.core.lanes import BEHIND_WINDOWS, Lane, Outcome
 from idcrawl.core.resume import resume_specs
 from idcrawl.core.targets import Target
 from idcrawl.distributed.codec import space_id, spec_conflict, spec_json, target_spec
 from idcrawl.distributed.connection import reply_text
 from idcrawl.distributed.job import CODES, OUTCOMES, RedisJob
-from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
+from idcrawl.distributed.pagerecords import FleetPageRecords, is_due_lane
 from idcrawl.distributed.replies import Deltas, LaneState, Released, TouchedRow
 from idcrawl.distributed.runs import Run, join_run
 from idcrawl.state import decode
@@ -128,19 +128,19 @@ class RedisFrontier(Generic[P]):
         self.lane_target: dict[str, Target] = {}
         self.lane_direction: dict[str, str] = {}
         self.skipped_found = 0  # a Redis job resumes by itself: no ids known from an earlier run
-        #: lane ids served without a request because an overlapping lane fetched them (this worker's claims)
+        #: lane ids served without a request because an overlapping lane fetched them (this worker's claims;
+        #: a total)
         self.deduplicated = 0
-        #: lanes an outcome of another lane decided an id of (overlapping targets), not yet taken
-        self.touched: list[Touched[P]] = []
-        #: payloads released by a claim (a known outcome of an overlapping lane), not yet taken
-        self.released: list[P] = []
+        #: what a call of :meth:`next` that an error cut short did (released, touched, deduplicated): the
+        #: next call returns it with its own
+        self._cut_short: tuple[list[P], list[Touched], int] = ([], [], 0)
         self.status = JobStatus()
         self._buffers: dict[str, deque[int]] = {}
         self._misses: dict[str, int] = {}  # lane -> misses in a row among its latest outcomes recorded here
         #: claimed ids not fetched because this worker learnt of the lane's cut first
         self.dropped_past_cut = 0
         #: the worker's page records (resume=due): a visited page's record goes with its outcome (record)
-        self.pages: FleetPageBook | None = None
+        self.page_records: FleetPageRecords | None = None
         self._parked: set[str] = set()
         self._unsettled: set[str] = set()
         self._closed_here: set[str] = set()  # lanes a limit stopped in this worker (the job's lane goes on)
@@ -409,8 +409,21 @@ class RedisFrontier(Generic[P]):
 
     # -- dispensing ------------------------------------------------------------
 
-    def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispatch | None:
-        """The next id by weight among this worker's ready lanes; claims a block when a lane's buffer is empty."""
+    def next(self, group_ready: Callable[[Hashable], bool] | None = None) -> Dispensed[P]:
+        """The next id by weight among this worker's ready lanes (None: none now); claims a block when a
+        lane's buffer is empty. A claim may release payloads and decide ids of overlapping lanes."""
+        released, touched, deduplicated = self._cut_short
+        self._cut_short = ([], [], 0)
+        before = self.deduplicated
+        try:
+            dispatch = self._next(group_ready, released, touched)
+        except BaseException:
+            self._cut_short = (released, touched, deduplicated + self.deduplicated - before)
+            raise
+        return Dispensed(dispatch, released, touched, 0, deduplicated + self.deduplicated - before)
+
+    def _next(self, group_ready: Callable[[Hashable], bool] | None, released: list[P],
+              touched: list[Touched]) -> Dispatch | None:
         while True:
             key = self._iv.pick(group_ready, self._lane_ready)
             if key is None:
@@ -418,7 +431,7 @@ class RedisFrontier(Generic[P]):
             buffer = self._buffers[key]
             if not buffer:
                 deduplicated = self.deduplicated
-                buffer.extend(self._claim(key))
+                buffer.extend(self._claim(key, released, touched))
                 if not buffer and self.deduplicated != deduplicated and self._room(self.lanes[key]):
                     continue  # every id claimed was an overlapping lane's: claim again
                 if not buffer:
@@ -485,7 +498,9 @@ class RedisFrontier(Generic[P]):
             size = min(size, -(-self.concurrency // max(1, len(self._unsettled))))
         return max(1, size)
 
-    def _claim(self, key: str) -> list[int]:
+    def _claim(self, key: str, released: list[P], touched: list[Touched]) -> list[int]:
+        """Claim ids of a lane; what the claim released and decided in overlapping lanes goes to
+        ``released`` and ``touched``."""
         speculation = 0 if key in self._unspeculative else None
         reply = self.job.claim(self.worker, key, self.claim_size(key), self.lease_ms, speculation, self.max_held)
         if reply is None:
@@ -493,8 +508,8 @@ class RedisFrontier(Generic[P]):
         if reply.capped:
             self.held_cap_waits += 1
             self._capped.add(key)  # parked by next() if nothing came: woken by a poll or an outcome here
-        self._take_touched(reply.touched)
-        self.released += self._released(reply.released)
+        touched += self._take_touched(reply.touched)
+        released += self._released(reply.released)
         self._sync(key, reply.state)
         self.deduplicated += reply.deduplicated
         return list(reply.ids)
@@ -505,22 +520,22 @@ class RedisFrontier(Generic[P]):
             return []
         return [self._decode(item.lane, self.id_of(item.lane, item.id), item.blob) for item in released]
 
-    def _take_touched(self, touched: Sequence[TouchedRow]) -> None:
-        """Lanes of a shared id space that a reply decided an id of: mirrors, counts, :attr:`touched`."""
-        for row in touched:
+    def _take_touched(self, rows: Sequence[TouchedRow]) -> list[Touched]:
+        """Lanes of a shared id space that a reply decided an id of: their mirrors and counts updated."""
+        touched: list[Touched] = []
+        for row in rows:
             key = row.lane
             lane = self.lanes.get(key)
             if lane is None:  # a lane of a target this worker has not joined yet: its counts are the job's
                 continue
             before = replace(lane.counts)
             was_ready = lane.ready
-            rec: Recorded[P] = Recorded()
-            rec.stopped, _settled = self._sync(key, row.state)
+            stopped, _settled = self._sync(key, row.state)
             self._add_counts(lane, row.deltas)
-            if key in self._parked and self._room(lane, was_ready):
-                rec.became_ready = self.unpark(key)
-            after = replace(lane.counts)
-            self.touched.append(Touched(key, row.id, OUTCOMES[row.code], before, after, rec))
+            became_ready = key in self._parked and self._room(lane, was_ready) and self.unpark(key)
+            touched.append(Touched(key, row.id, OUTCOMES[row.code], before, replace(lane.counts), stopped,
+                                   became_ready))
+        return touched
 
     @staticmethod
     def _add_counts(lane: Lane[P], deltas: Deltas) -> None:
@@ -575,39 +590,38 @@ class RedisFrontier(Generic[P]):
 
     # -- outcomes ----------------------------------------------------------------
 
-    def record(self, lane_key: str, id_: int, outcome: Outcome, payload: P | None = None) -> Recorded[P]:
+    def record(self, lane_key: str, id_: int, outcome: Outcome, payload: P | None = None) -> Decided[P]:
         """Record an outcome in Redis; returns the outputs of found ids the prefix passed."""
-        result: Recorded[P] = Recorded()
         lane = self.lanes.get(lane_key)
         if lane is None:
-            return result
+            return Decided([])
         redis_id = self.redis_id(lane_key, id_)
         if redis_id < 0:  # not an id of this list lane
-            return result
+            return Decided([])
         blob = self._encode(payload) if payload is not None and self._encode is not None else b""
         self.inflight.discard((lane_key, id_))
         self.last_activity = time.monotonic()
-        page = self.pages.outgoing(self.lane_target[lane_key].name, id_) if self.pages is not None else None
+        records = self.page_records
+        page = records.outgoing(self.lane_target[lane_key].name, id_) if records is not None else None
         reply = self.job.record(self.worker, lane_key, redis_id, CODES[outcome], blob, self._back(lane_key, id_), page)
         if outcome is Outcome.FOUND:
             self._misses[lane_key] = 0
         elif outcome not in self._neutral:
             self._misses[lane_key] = self._misses.get(lane_key, 0) + 1
         if reply is None:
-            return result
+            return Decided([])
         was_ready = lane.ready
-        result.stopped, _settled = self._sync(lane_key, reply.state)
+        stopped, _settled = self._sync(lane_key, reply.state)
         self._add_counts(lane, reply.deltas)
-        result.overshoot = reply.deltas.overshoot > 0 and outcome is Outcome.FOUND
-        result.released = self._released(reply.released)
-        if page is not None and self.pages is not None:  # written unless a duplicate or dropped past the cut
-            self.pages.sent(page, not reply.duplicate and not (page.emits and result.overshoot))
-        if lane_key in self._parked and self._room(lane, was_ready):
-            result.became_ready = self.unpark(lane_key)
-        self._take_touched(reply.touched)
+        overshoot = reply.deltas.overshoot > 0 and outcome is Outcome.FOUND
+        released = self._released(reply.released)
+        if page is not None and records is not None:  # written unless a duplicate or dropped past the cut
+            records.sent(page, not reply.duplicate and not (page.emits and overshoot))
+        became_ready = lane_key in self._parked and self._room(lane, was_ready) and self.unpark(lane_key)
+        touched = self._take_touched(reply.touched)
         if self._capped:
             self._wake_capped(lane_key)
-        return result
+        return Decided(released, touched, stopped, became_ready, overshoot)
 
     def _wake_capped(self, lane_key: str) -> None:
         """An outcome in a lane's id space may have freed held payloads (or made a held id wait for a
@@ -624,7 +638,7 @@ class RedisFrontier(Generic[P]):
             space = self._space_ids[target.name] = space_id(target)
         return space
 
-    def close_lane(self, lane_key: str, reason: str) -> None:
+    def close_lane(self, lane_key: str, reason: str) -> Decided[P]:
         """Stop dispensing a lane *in this worker* (a limit, a shutdown); the job's lane goes on."""
         lane = self.lanes[lane_key]
         if lane.reason is None:
@@ -634,6 +648,7 @@ class RedisFrontier(Generic[P]):
         self._buffers[lane_key].clear()  # claimed, never dispensed: taken back when this worker leaves
         if lane_key in self._iv:
             self._iv.remove(lane_key)
+        return Decided([], (), True)
 
     # -- polling -------------------------------------------------------------------
 

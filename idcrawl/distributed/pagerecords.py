@@ -1,4 +1,4 @@
-"""Page records of a fleet (``resume=due``): :class:`FleetPageBook`, kept in the job's Redis keys.
+"""Page records of a fleet (``resume=due``): :class:`FleetPageRecords`, the page book's part in Redis.
 
 The records use the Redis state store's layout (``P pages:<target>``, the due index ``P pagedue:<target>``),
 are loaded for the pages a run revisits, and are written by ``RECORD`` (``page_record.lua``) in the same
@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pyroaring import BitMap64
 
-from idcrawl.core.clock import Clock
-from idcrawl.core.pagebook import PageBook, PageVisit, schedule_to_json
-from idcrawl.core.recrawl import Fetch, Policy, Schedule
+from idcrawl.core.pagebook import PageBook, schedule_to_json
+from idcrawl.core.recrawl import Schedule
 
 if TYPE_CHECKING:
     from idcrawl.state.redis import RedisStateStore
 
-__all__ = ["FleetPageBook", "PageWrite", "fleet_due_ids", "is_due_lane"]
+__all__ = ["FleetPageRecords", "PageWrite", "fleet_due_ids", "is_due_lane"]
 
 
 class PageWrite(NamedTuple):
@@ -61,11 +60,12 @@ def is_due_lane(lane_key: str, target: str) -> bool:
     return suffix == "due" or (suffix.startswith("due") and suffix[3:].isdigit())
 
 
-class FleetPageBook(PageBook):
-    """One worker's page records: loaded from the job's keys, written there with the outcomes (``RECORD``)."""
+class FleetPageRecords:
+    """One worker's page records in the job's keys: loaded into its :class:`PageBook`, written with the
+    outcomes (``RECORD``). The book's :class:`~idcrawl.core.pagebook.PageSink`: a visit's changed record
+    waits here for its id's outcome (:meth:`outgoing`)."""
 
-    def __init__(self, client: Any, prefix: str, clock: Clock, policies: Mapping[str, Policy] | None = None) -> None:
-        super().__init__(clock, policies, retain=False)
+    def __init__(self, client: Any, prefix: str) -> None:
         self.client = client
         self.prefix = prefix
         #: target -> the ids whose stored record this worker looked up (a visited one is not read again)
@@ -79,31 +79,28 @@ class FleetPageBook(PageBook):
 
         return RedisStateStore(self.client, self.prefix, read_only=read_only)
 
-    def due_ids_of(self, target: str, found: Iterable[int]) -> list[int]:
-        """:func:`fleet_due_ids` at the clock's now (the index rebuilt once for a job written before it)."""
-        due = fleet_due_ids(self._store(read_only=False), self, target, found, self.clock.now())
-        self.looked_up.setdefault(target, set()).update(self.schedules.get(target, {}))
+    def due_ids(self, book: PageBook, target: str, found: Iterable[int]) -> list[int]:
+        """:func:`fleet_due_ids` at the book's now (the index rebuilt once for a job written before it)."""
+        due = fleet_due_ids(self._store(read_only=False), book, target, found, book.clock.now())
+        self.looked_up.setdefault(target, set()).update(book.schedules.get(target, {}))
         return due
 
-    def load_ids(self, target: str, ids: Iterable[int]) -> int:
-        """The stored records of ``ids`` not looked up yet (the ids of a due run this worker joined):
-        O(len(ids)); returns how many were read."""
+    def load_ids(self, book: PageBook, target: str, ids: Iterable[int]) -> int:
+        """The stored records of ``ids`` not looked up yet (the ids of a due run this worker joined) into
+        ``book``: O(len(ids)); returns how many were read."""
         seen = self.looked_up.setdefault(target, set())
         new = [id_ for id_ in ids if id_ not in seen]
         if not new:
             return 0
         seen.update(new)
         records = self._store().load_page_ids(target, new)
-        self.schedules.setdefault(target, {}).update(records)
+        book.schedules.setdefault(target, {}).update(records)
         return len(records)
 
-    def visit(self, target: str, id_: int, fetch: Fetch) -> PageVisit:
-        """The rule of :meth:`PageBook.visit`; the changed record waits for the id's outcome (:meth:`outgoing`)."""
-        visit = super().visit(target, id_, fetch)
-        for key, record in self.take_changes().items():
-            self._fetched[key] = PageWrite.of(key[0], key[1], record, visit.emits)
-        self.awaiting.discard((target, id_))  # the item travels through Redis with the outcome
-        return visit
+    def visited(self, changes: Mapping[tuple[str, int], Schedule | None], emits: bool) -> None:
+        """A visit's changed records wait for the id's outcome (:meth:`outgoing`)."""
+        for key, record in changes.items():
+            self._fetched[key] = PageWrite.of(key[0], key[1], record, emits)
 
     def outgoing(self, target: str, id_: int) -> PageWrite | None:
         """The record to write with the outcome of ``id_`` (None: the fetch changed none)."""

@@ -22,6 +22,7 @@ from idcrawl.config import config_of
 from idcrawl.core.clock import format_time
 from idcrawl.core.inputs import TargetError
 from idcrawl.core.lanes import MARGIN, Outcome
+from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import due_first, tail_due
 from idcrawl.core.safetext import mask_secrets, safe
@@ -40,7 +41,7 @@ from idcrawl.distributed.connection import (
 from idcrawl.distributed.frontier import RedisFrontier, StateLost, TargetConflict, check_distributed
 from idcrawl.distributed.gate import FleetGate, FleetRetries
 from idcrawl.distributed.job import RedisJob
-from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
+from idcrawl.distributed.pagerecords import FleetPageRecords, is_due_lane
 from idcrawl.distributed.runs import refused
 from idcrawl.distributed.sentinel import primary_address, primary_id
 from idcrawl.distributed.urlqueue import RedisUrlQueue
@@ -170,9 +171,10 @@ class RedisWorker:
         and their resumes planned or joined (refused: the run is put back), the page records read."""
         self._make_frontier()
         #: the found pages' records of due runs (conditional revisits, items of changes only): distributed.pagerecords
-        self.pages = FleetPageBook(self.client, self.job.prefix, runtime.clock,
-                                   {target.name: target.policy for target in runtime.targets})
-        self.frontier.pages = self.pages  # a visited page's record goes with its outcome
+        self.page_records = FleetPageRecords(self.client, self.job.prefix)
+        self.pages = PageBook(runtime.clock, {target.name: target.policy for target in runtime.targets},
+                              retain=False, sink=self.page_records)
+        self.frontier.page_records = self.page_records  # a visited page's record goes with its outcome
         self._due_ids: dict[str, list[int]] = {}  # resume=due: target -> its due pages, as this worker planned them
         self._due_planned = 0  # the due pages of the plans this worker registered for the fleet
         self._refuse_resets(runtime.targets, spider_name)
@@ -397,7 +399,7 @@ class RedisWorker:
         state = JobStateStore(self.client, self.job.prefix, read_only=True).load(target.name)
         self.pages.policies[target.name] = target.policy
         found = state.outcomes.get(Outcome.FOUND, ()) if state is not None else ()
-        return self.pages.due_ids_of(target.name, found)
+        return self.page_records.due_ids(self.pages, target.name, found)
 
     def _load_page_records(self) -> None:
         """The page records of the ids of the due runs this worker walks (a plan it joined, whose ids may
@@ -406,12 +408,12 @@ class RedisWorker:
             target = self.frontier.lane_target[key]
             if is_due_lane(key, target.name):
                 self.pages.policies.setdefault(target.name, target.policy)
-                self.pages.load_ids(target.name, ids)
+                self.page_records.load_ids(self.pages, target.name, ids)
 
     def _count_page_records(self) -> None:
-        """The stat of the page records written with their outcomes (``RECORD``: :meth:`FleetPageBook.outgoing`)."""
-        if self.pages.written:
-            self.stats.set_value(f"{PREFIX}/page_records_written", self.pages.written)
+        """The stat of the page records written with their outcomes (``RECORD``: :meth:`FleetPageRecords.outgoing`)."""
+        if self.page_records.written:
+            self.stats.set_value(f"{PREFIX}/page_records_written", self.page_records.written)
 
     def settle_tails(self) -> int:
         """Apply the recrawl rule, once for the job, to the tails whose walk this worker saw end (an ascending

@@ -284,8 +284,7 @@ class IdLimits:
             return
         for key, lane in self._lanes_by_slot().get(slot, {}).items():
             if not lane.stopped:
-                runtime.frontier.close_lane(key, reason)
-                runtime.lane_stopped(key, lane)
+                runtime.close_lane(key, reason)
         runtime.wake_engine()
 
     def new_wave(self) -> None:

@@ -135,7 +135,7 @@ class LocalWorker:
                 raise BadInputError(f"{name}: {exc}") from None
             if isinstance(store, RedisStateStore):  # locked before anything is read or written
                 runtime.hold(f"redis {store.prefix}", RedisOwner(
-                    store.client, store.keys.owner, config.state_lease, f"Redis state {store.prefix!r}",
+                    store.client, store.keys, config.state_lease, f"Redis state {store.prefix!r}",
                     fleet_lease=config.redis_lease_timeout))
         try:
             self._load(store)

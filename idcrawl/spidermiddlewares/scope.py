@@ -1,16 +1,16 @@
 """``IdScopeMiddleware``: crawl scope in a crawl: page targets, outlinks, hops.
 
 A job file with crawl scope (:mod:`idcrawl.core.scope`) turns it on; a plain id crawl does not build it.
-It starts the runtime's URL queue (:attr:`idcrawl.runtime.IdRuntime.url_queue`, the worker's), seeds the
-page targets' pages, offers the in-scope links of the pages of the walk to the queue, and holds a found
-page until its items are written (the worker's ``hold_page``). docs/scope.md says how it behaves.
+It starts the runtime's URL queue (:meth:`idcrawl.runtime.IdRuntime.start_url_queue`; the scheduler takes
+its URLs from the runtime), seeds the page targets' pages, offers the in-scope links of the pages of the
+walk to the queue, and holds a found page until its items are written (the worker's ``hold_page``).
+docs/scope.md says how it behaves.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.http import TextResponse
 from scrapy.linkextractors import LinkExtractor
@@ -20,10 +20,10 @@ from idcrawl.core.clock import Clock
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.scope import Harvest, JobScope, UrlRecord, canonical
 from idcrawl.core.urlqueue import QueueState, Reconciled, UrlQueue
-from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, start_runtime
+from idcrawl.runtime import META_KEY, PROFILE_STATS, SCOPE_KEY, STATS_PREFIX, IdRuntime, start_runtime
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+    from collections.abc import AsyncIterator, Iterable, Iterator
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -31,12 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SCOPE_KEY", "IdScopeMiddleware"]
 
-#: ``request.meta`` key of a page target's or an outlink's request: its canonical URL, then (set when
-#: its response arrives) ``owner``, ``hops``, ``offsite_hops`` and ``crawl_profiles`` as the walk knows them.
-SCOPE_KEY = "idcrawl_scope"
-#: The stats of one crawl profile: ``.../<name>/queued``, ``fetched``, ``postponed``, ``not_found``, ``errors``,
-#: ``revisits``.
-PREFIX = f"{STATS_PREFIX}/crawl_profiles"
+#: The stats of one crawl profile (``idcrawl.runtime.PROFILE_STATS``).
+PREFIX = PROFILE_STATS
 #: The stats of the stored URLs reconciled with the job file at a run's start: ``.../dropped/<cause>``,
 #: ``forgotten``, ``reowned``, ``postponed``, ``released``, ``requeued``, ``due``, ``not_due``, ``started``.
 SCOPE_STATS = f"{STATS_PREFIX}/scope"
@@ -55,7 +51,7 @@ class IdScopeMiddleware:
         self.clock: Clock = runtime.clock
         self.links = LinkExtractor()
         self.missing_statuses = frozenset(config_of(crawler).missing_statuses)
-        self._count_reconciled(self.queue.start(self.scope, self.clock.now()))
+        self._count_reconciled(runtime.start_url_queue())
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdScopeMiddleware:
@@ -76,7 +72,7 @@ class IdScopeMiddleware:
         worker, and of its URL queue: the stored URLs are checked again as at a run's start (revisits due
         queued, URLs that failed queued again: ``idcrawl/scope/...``). A fleet's worker gives the wave a
         new queue, reconciled by the worker that starts the wave's run."""
-        self._count_reconciled(self.queue.start(self.scope, self.clock.now()))
+        self._count_reconciled(self.runtime.start_url_queue())
 
     def _count_reconciled(self, reconciled: Reconciled) -> None:
         """The stored URLs reconciled with the job file at the run's start (``idcrawl/scope/...``)."""
@@ -99,17 +95,6 @@ class IdScopeMiddleware:
         self._wake()
         async for request_or_item in start:
             yield request_or_item
-
-    def next_request(self, room: Callable[[str], bool]) -> Request | None:
-        """The request of the next URL of the queue on a host that ``room(host)`` admits (the scheduler asks)."""
-        record = self.queue.take(room, self.clock.now())
-        if record is None:
-            return None
-        if record.last_harvest is not None and not (record.not_found or record.errors):
-            self._count(record, "revisits")  # found before: its revisit came due
-        spider: Any = self.crawler.spider
-        return Request(record.url, callback=spider.outlink_response, errback=spider.outlink_failure,
-                       dont_filter=True, meta={SCOPE_KEY: {"url": record.url}})
 
     def _count(self, record: UrlRecord, what: str) -> None:
         for name in record.crawl_profiles:

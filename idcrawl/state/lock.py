@@ -22,6 +22,7 @@ from typing import Any
 from idcrawl.core.safetext import safe
 from idcrawl.processes import worker_gone, worker_id
 from idcrawl.state.base import StateError
+from idcrawl.state.keys import JobKeys
 
 __all__ = ["FileLock", "Holder", "Locks", "RedisOwner", "StateLocked", "lock_path", "state_owner"]
 
@@ -147,10 +148,11 @@ class RedisOwner:
     whose process is gone (:func:`idcrawl.processes.worker_gone`) is taken over at once.
     """
 
-    def __init__(self, client: Any, key: str, lease: float, what: str, *, fleet_lease: float = 0.0) -> None:
-        """``fleet_lease``: a distributed job's worker lease; its live workers (heartbeats in the job's
-        ``workers`` set fresher than that) refuse the key too."""
-        self.client, self.key, self.what = client, key, what
+    def __init__(self, client: Any, keys: JobKeys, lease: float, what: str, *, fleet_lease: float = 0.0) -> None:
+        """The owner key of the job ``keys`` names. ``fleet_lease``: a distributed job's worker lease; its
+        live workers (heartbeats in the job's ``workers`` set fresher than that) refuse the key too."""
+        self.client, self.keys, self.what = client, keys, what
+        self.key = keys.owner
         self.fleet_lease_ms = int(fleet_lease * 1000)
         self.lease_ms = max(1, int(lease * 1000))
         self.me = Holder.me()
@@ -194,9 +196,8 @@ class RedisOwner:
             return
         from idcrawl.state.redis import redis_now_ms  # the Redis owner only: no import for file locks
 
-        workers = self.key.rsplit(":", 1)[0] + ":workers"
-        now_ms = redis_now_ms(self.client, workers)
-        alive = self.client.zrangebyscore(workers, now_ms - self.fleet_lease_ms, "+inf")
+        now_ms = redis_now_ms(self.client, self.keys.workers)
+        alive = self.client.zrangebyscore(self.keys.workers, now_ms - self.fleet_lease_ms, "+inf")
         if alive:
             self.release()
             raise StateLocked(f"{self.what} is in use by {len(alive)} live worker(s) of a distributed job "

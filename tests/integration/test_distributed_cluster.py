@@ -107,7 +107,7 @@ def test_a_job_s_scripts_run_on_a_cluster_node_that_serves_only_the_job_s_slot(c
     late = frontier(client, "w9")
     # another URL template: an overlapping target would take reg:asc's outcomes and fetch nothing
     late.add_target(target(name="late", url="http://127.0.0.1:1/late/{id}", direction="asc", max=1003, margin=0))
-    d = late.next()
+    d = late.next().dispatch
     assert d is not None
     late.job.delay(d.lane, d.id, 1, f"{d.lane}\t{d.id}\nrequest".encode())
     late.inflight.discard((d.lane, d.id))

@@ -87,3 +87,26 @@ def test_a_link_to_a_lane_page_the_job_handed_out_is_not_fetched_again(
     assert second.returncode == 0, second.stderr[-3000:]
     assert sorted(site.ids()) == list(range(20)), "a lane's page was fetched again as a follow-up"
     assert not any(key.endswith("/commands/bloom") or key.endswith("/commands/sadd") for key in second.stats)
+
+
+def test_a_fleet_without_the_profile_shares_its_seen_set(make_site, redis_server, tmp_path: Path) -> None:
+    """``IDCRAWL_DISTRIBUTED=True`` alone (no ``distributed`` profile, no ``DUPEFILTER_CLASS``): the backend
+    puts the add-on's dupefilter's fingerprints in Redis, so a detail page one worker fetched is not
+    fetched by another worker of the job in another directory (its own filter file would not know it)."""
+    site = make_site(GapModel(0, 10_000, set()))
+    settings = worker_settings(redis_server, job="noprofile", CONCURRENT_REQUESTS=1)
+    assert "DUPEFILTER_CLASS" not in settings and "IDCRAWL_PROFILE" not in settings
+    (tmp_path / "1").mkdir()
+    (tmp_path / "2").mkdir()
+    first = run_crawl(tmp_path / "1", {"url": site.url(), "start": 0, "max": 19, "margin": 0, "name": "a"}, settings,
+                      runspider=SPIDER)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert sorted(i for i in site.ids() if i >= 5000) == [5000, 5001, 5002, 5003, 5004]
+    assert first.stats["idcrawl/dupefilter/backend"] == "redis-bloom"
+    site.log.clear()
+    second = run_crawl(tmp_path / "2", {"url": site.url(), "start": 20, "max": 39, "margin": 0, "name": "b"},
+                       {**settings, "IDCRAWL_REDIS_MERGE_TARGETS": True}, runspider=SPIDER)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert sorted(site.ids()) == list(range(20, 40)), "a detail page was fetched again"
+    assert second.stats["idcrawl/dupefilter/backend"] == "redis-bloom"
+    assert second.stats.get("dupefilter/filtered", 0) >= 20

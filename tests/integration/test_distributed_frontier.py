@@ -6,6 +6,7 @@ from __future__ import annotations
 import pickle
 import random
 import time
+from collections.abc import Sequence
 
 import pytest
 from pyroaring import BitMap64
@@ -84,11 +85,11 @@ def drive(workers: list[RedisFrontier], rng: random.Random, *, stop_after: dict[
                 emitters.update((rid, rlane) for rlane, rid, _ in rec.released)
             decided[i] += 1
             continue
-        dispatch = w.next()
-        emitted += [rid for _, rid, _ in w.released]  # released by a claim (an overlapping lane's outcome)
+        step = w.next()
+        dispatch = step.dispatch
+        emitted += [rid for _, rid, _ in step.released]  # released by a claim (an overlapping lane's outcome)
         if emitters is not None:
-            emitters.update((rid, rlane) for rlane, rid, _ in w.released)
-        w.released, w.touched = [], []
+            emitters.update((rid, rlane) for rlane, rid, _ in step.released)
         if dispatch is not None:
             held[i].append((dispatch.lane, dispatch.id))
             dispensed.append(dispatch.id)
@@ -137,15 +138,19 @@ def single_process(
                                   adaptive=adaptive)
     emitted: list[int] = []
     requests = 0
-    while (dispatch := frontier.next()) is not None:
-        requests += 1
-        outcome = Outcome.FOUND if exists(dispatch.id) else Outcome.MISSING
-        payload = (dispatch.lane, dispatch.id, [dispatch.id]) if outcome is Outcome.FOUND else None
-        released = frontier.record(dispatch.lane, dispatch.id, outcome, payload).released + frontier.released
-        frontier.released = []
+    while True:
+        step = frontier.next()
+        released = list(step.released)
+        if (dispatch := step.dispatch) is not None:
+            requests += 1
+            outcome = Outcome.FOUND if exists(dispatch.id) else Outcome.MISSING
+            payload = (dispatch.lane, dispatch.id, [dispatch.id]) if outcome is Outcome.FOUND else None
+            released += frontier.record(dispatch.lane, dispatch.id, outcome, payload).released
         emitted += [id_ for _, id_, items in released if items]
         if emitters is not None:
             emitters.update((id_, lane) for lane, id_, items in released if items)
+        if dispatch is None:
+            break
     assert frontier.finished
     cuts = {key: lane.cut_at for key, lane in frontier.lanes.items()}
     found = {key: lane.counts.found for key, lane in frontier.lanes.items()}
@@ -283,17 +288,19 @@ def drive_bounded(workers: list[RedisFrontier], rng: random.Random, concurrency:
     emitters: dict[int, str] = {}
     inflight: list[tuple[RedisFrontier, str, int]] = []
 
-    def take(released: list) -> None:
+    def take(released: Sequence) -> None:
         for lane, id_, _ in released:
             assert id_ not in emitters, "emitted twice"
             emitters[id_] = lane
 
     for _ in range(100_000):
         for w in rng.sample(workers, len(workers)):
-            while len(inflight) < concurrency and (dispatch := w.next()) is not None:
+            while len(inflight) < concurrency:
+                step = w.next()
+                take(step.released)
+                if (dispatch := step.dispatch) is None:
+                    break
                 inflight.append((w, dispatch.lane, dispatch.id))
-            take(w.released)
-            w.released, w.touched = [], []
         if not inflight:
             for w in workers:
                 w.poll()  # the job's own answer wakes parked lanes
@@ -304,7 +311,6 @@ def drive_bounded(workers: list[RedisFrontier], rng: random.Random, concurrency:
         found = exists(id_)
         take(w.record(lane, id_, Outcome.FOUND if found else Outcome.MISSING,
                       (lane, id_, [id_]) if found else None).released)
-        w.touched = []
     raise AssertionError("the job did not finish")
 
 
@@ -372,7 +378,7 @@ def test_items_released_to_a_worker_that_stops_become_orphans(redis_server) -> N
     a, b = frontier(redis_server, "a", lease_ms=200), frontier(redis_server, "b", lease_ms=200)
     a.add_target(target(direction="asc", max=1002, margin=0))
     b.add_target(target(direction="asc", max=1002, margin=0))
-    ids = [a.next().id for _ in range(3)]
+    ids = [a.next().dispatch.id for _ in range(3)]
     assert ids == [1000, 1001, 1002]
     released = []
     for id_ in ids:

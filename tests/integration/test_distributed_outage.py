@@ -44,7 +44,7 @@ def down(server: RedisServer) -> None:
 def test_ids_claimed_in_a_lost_reply_go_back_to_the_job(redis_server) -> None:
     worker = frontier(redis_server, "w1", block=3)
     worker.add_target(target(direction="asc", window=8))
-    first = worker.next()
+    first = worker.next().dispatch
     assert first is not None and first.id == 1000  # 1001 and 1002 wait in the worker's buffer
     # a CLAIM that ran in Redis but whose reply the worker never read (the connection dropped)
     lost = worker.job.claim("w1", "reg:asc", 3, 60_000)
@@ -60,14 +60,14 @@ def test_ids_claimed_in_a_lost_reply_go_back_to_the_job(redis_server) -> None:
     other = frontier(redis_server, "w2", block=3)
     other.add_target(target(direction="asc", window=8))
     other.poll()
-    taken = [other.next() for _ in range(3)]
+    taken = [other.next().dispatch for _ in range(3)]
     assert [d.id for d in taken if d is not None] == [1003, 1004, 1005]
     for d in taken:
         assert d is not None
         other.record(d.lane, d.id, Outcome.FOUND, (d.lane, d.id, [d.id]))
     for id_ in (1000, 1001, 1002):
         if id_ != 1000:
-            assert worker.next().id == id_  # type: ignore[union-attr]
+            assert worker.next().dispatch.id == id_  # type: ignore[union-attr]
         worker.record("reg:asc", id_, Outcome.FOUND, ("reg:asc", id_, [id_]))
     worker.poll()
     assert worker.lanes["reg:asc"].first_undecided == 1006
@@ -76,7 +76,7 @@ def test_ids_claimed_in_a_lost_reply_go_back_to_the_job(redis_server) -> None:
 def test_a_taken_retry_whose_reply_was_lost_is_fetched_again(redis_server) -> None:
     worker = frontier(redis_server, "w1", block=1)
     worker.add_target(target(direction="asc", window=4))
-    d = worker.next()
+    d = worker.next().dispatch
     assert d is not None and d.id == 1000
     job = worker.job
     job.delay("reg:asc", 1000, 1, b"reg:asc\t1000\nrequest")
@@ -85,7 +85,7 @@ def test_a_taken_retry_whose_reply_was_lost_is_fetched_again(redis_server) -> No
     assert len(job.pop_delayed("w1", 16)) == 1  # ... and the reply is lost
     assert worker.give_back_unknown() == 1
     worker.poll()
-    again = worker.next()
+    again = worker.next().dispatch
     assert again is not None and again.id == 1000
 
 

@@ -193,14 +193,15 @@ def test_a_sigkilled_worker_of_a_due_fleet_updates_no_page_twice_and_loses_none(
 
 
 def test_a_workers_page_record_is_written_in_the_call_that_records_its_outcome(redis_server) -> None:
-    """:class:`FleetPageBook` + ``RECORD``: a visit's record goes with its id's outcome, written (with its
+    """A page book with :class:`FleetPageRecords` + ``RECORD``: a visit's record goes with its id's outcome, written (with its
     due time in the index) in that one Lua call; a fetch whose outcome was never recorded (a kill) wrote no
     record; a duplicate outcome writes none; a new page fetched past its lane's cut (no item) gets none."""
     from idcrawl.core.clock import Clock
+    from idcrawl.core.pagebook import PageBook
     from idcrawl.core.recrawl import Fetch, Kind, Schedule
     from idcrawl.core.recrawl import Outcome as PageOutcome
     from idcrawl.distributed.job import CODES, RedisJob
-    from idcrawl.distributed.pagerecords import FleetPageBook, is_due_lane
+    from idcrawl.distributed.pagerecords import FleetPageRecords, is_due_lane
     from idcrawl.state.redis import RedisStateStore
 
     client = client_of(redis_server)
@@ -209,8 +210,10 @@ def test_a_workers_page_record_is_written_in_the_call_that_records_its_outcome(r
     two = replace(base, key="reg/2")
     store = RedisStateStore(client, prefix)
     store.commit({}, {}, {}, pages={"reg": {1: base, 2: two}})
-    book = FleetPageBook(client, prefix, Clock(DUE_AT))
-    assert book.load_ids("reg", [1, 2, 3]) == 2 and book.load_ids("reg", [1, 2, 3]) == 0, "looked up once"
+    records = FleetPageRecords(client, prefix)
+    book = PageBook(Clock(DUE_AT), retain=False, sink=records)
+    assert records.load_ids(book, "reg", [1, 2, 3]) == 2 and records.load_ids(book, "reg", [1, 2, 3]) == 0, \
+        "looked up once"
     assert book.validators("reg", 1) == {"If-None-Match": '"1"'}
     job = RedisJob(client, prefix)
     created = job.register("reg", "{}", [("reg:asc", 1, 1, "", 2, 8, "1", 1)], adaptive=False)
@@ -219,7 +222,7 @@ def test_a_workers_page_record_is_written_in_the_call_that_records_its_outcome(r
 
     def record(id_: int, outcome: Outcome) -> Any:
         payload = b"item" if outcome is Outcome.FOUND else b""
-        return job.record("w", "reg:asc", id_, CODES[outcome], payload, None, book.outgoing("reg", id_))
+        return job.record("w", "reg:asc", id_, CODES[outcome], payload, None, records.outgoing("reg", id_))
 
     assert book.visit("reg", 1, Fetch(PageOutcome.NOT_MODIFIED)).event == "not_modified"
     assert book.visit("reg", 2, Fetch(PageOutcome.OK, "c2")).emits
@@ -236,10 +239,11 @@ def test_a_workers_page_record_is_written_in_the_call_that_records_its_outcome(r
     assert not book.awaiting
 
     # a duplicate outcome (the id fetched again after a lease ran out) writes no record: the first stands
-    again = FleetPageBook(client, prefix, Clock(DUE_AT + DAY))
-    again.load_ids("reg", [1])
+    again_records = FleetPageRecords(client, prefix)
+    again = PageBook(Clock(DUE_AT + DAY), retain=False, sink=again_records)
+    again_records.load_ids(again, "reg", [1])
     again.visit("reg", 1, Fetch(PageOutcome.NOT_MODIFIED))
-    assert job.record("w", "reg:asc", 1, CODES[Outcome.FOUND], b"", None, again.outgoing("reg", 1)).duplicate
+    assert job.record("w", "reg:asc", 1, CODES[Outcome.FOUND], b"", None, again_records.outgoing("reg", 1)).duplicate
     assert store.load_pages("reg")[1] == stored[1]
 
     # ids 4, 5 missing: the lane is cut at 5 (margin 2); a new page at 7, past the cut, gets no record

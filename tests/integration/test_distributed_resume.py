@@ -97,9 +97,9 @@ def drive(
             emitted += [item for _, _, items in rec.released for item in items]
             w.job.client.delete(w.job.keys.emit(w.worker))  # written: acknowledged
             continue
-        dispatch = w.next()
-        emitted += [item for _, _, items in w.released for item in items]
-        w.released, w.touched = [], []
+        step = w.next()
+        dispatch = step.dispatch
+        emitted += [item for _, _, items in step.released for item in items]
         if dispatch is not None:
             held[i].append((dispatch.lane, dispatch.id))
             fetched.append(dispatch.id)
@@ -127,9 +127,11 @@ def single_process(t: Target, rules: list[Rule], modes: list[tuple[str, str]]) -
         emitted: list[int] = []
         fetched: list[int] = []
         new: dict[Outcome, BitMap64] = {}
-        while (d := f.next()) is not None:
-            emitted += [item for _, _, items in f.released for item in items]
-            f.released = []
+        while True:
+            step = f.next()
+            emitted += [item for _, _, items in step.released for item in items]
+            if (d := step.dispatch) is None:
+                break
             fetched.append(d.id)
             outcome = rule(d.id)
             rec = f.record(d.lane, d.id, outcome, (d.lane, d.id, [d.id]) if outcome is Outcome.FOUND else None)
@@ -455,7 +457,7 @@ def test_items_of_holes_a_stopped_worker_did_not_acknowledge_are_adopted_with_th
     w0, w1 = frontier(redis_server, "b0"), frontier(redis_server, "b1")
     assert join([w0], target(resume="holes")) == ["created"]
     released: list[tuple[str, int, list[int]]] = []
-    while (d := w0.next()) is not None:
+    while (d := w0.next().dispatch) is not None:
         rec = w0.record(d.lane, d.id, Outcome.FOUND, (d.lane, d.id, [d.id]))
         released += rec.released
     assert sorted(id_ for _, id_, _ in released) == sorted(FAILING)
@@ -490,11 +492,14 @@ def test_holes_of_overlapping_targets_are_refetched_once_as_in_a_single_process(
         single.add_target(t, resume_specs(t, state.lanes, state.outcomes, "holes"),
                           known_found=state.outcomes.get(Outcome.FOUND, BitMap64()))
     fetched1, emitted1 = [], []
-    while (d := single.next()) is not None:
+    while True:
+        step = single.next()
+        emitted1 += [item for _, _, items in step.released for item in items]
+        if (d := step.dispatch) is None:
+            break
         fetched1.append(d.id)
         rec = single.record(d.lane, d.id, Outcome.FOUND, (d.lane, d.id, [d.id]))
-        emitted1 += [item for _, _, items in rec.released + single.released for item in items]
-        single.released = []
+        emitted1 += [item for _, _, items in rec.released for item in items]
     assert single.finished and sorted(fetched1) == sorted(failing)
 
     run2 = [frontier(redis_server, f"b{i}", block=rng.choice([1, 3])) for i in range(3)]

@@ -113,7 +113,7 @@ def test_a_worker_within_the_grace_joins_the_fleets_run_and_one_after_it_starts_
     assert verdict == "joined" and reconciled.requeued == 0
     assert walks(client) == walked, "no lane reopened"
     late.frontier.poll()
-    assert late.frontier.next() is None and late.queue.take(lambda _: True, 1.0) is None, "nothing to send"
+    assert late.frontier.next().dispatch is None and late.queue.take(lambda _: True, 1.0) is None, "nothing to send"
     entry = late.queue.get(NOT_FOUND)
     assert entry is not None and entry.state is QueueState.HARVESTED, "not queued again"
 
@@ -134,7 +134,7 @@ def test_a_worker_within_the_grace_joins_the_fleets_run_and_one_after_it_starts_
     entry = new.queue.get(NOT_FOUND)
     assert entry is not None and entry.state is QueueState.QUEUED
     new.frontier.poll()
-    assert new.frontier.next() is not None
+    assert new.frontier.next().dispatch is not None
 
 
 def test_a_later_wave_starts_a_run_at_once_and_a_wave_names_its_run(redis_server: Any) -> None:

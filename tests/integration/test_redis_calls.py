@@ -63,7 +63,7 @@ def test_lane_requests_cost_the_dupefilter_no_call(redis_server, dupefilter: str
     from scrapy import Request
     from scrapy.utils.misc import load_object
 
-    crawler = crawler_on(redis_server)
+    crawler = crawler_on(redis_server, IDCRAWL_DISTRIBUTED=True)
     df = load_object(f"idcrawl.distributed.dupefilters.{dupefilter}").from_crawler(crawler)
     before = counts(crawler.stats)["idcrawl/redis/calls"]
     for id_ in range(50):
@@ -81,7 +81,7 @@ def test_bloom_adds_of_fetched_pages_travel_with_the_next_test(redis_server, mon
     from idcrawl.distributed.dupefilters import ADD_BATCH, RedisBloomDupeFilter
 
     monkeypatch.setattr(dupefilters, "ADD_DELAY", 3600.0)  # no flush by age in this test
-    crawler = crawler_on(redis_server, IDCRAWL_DUPEFILTER_CAPACITY=10_000)
+    crawler = crawler_on(redis_server, IDCRAWL_DISTRIBUTED=True, IDCRAWL_DUPEFILTER_CAPACITY=10_000)
     df = RedisBloomDupeFilter.from_crawler(crawler)
     df.open()
     assert df.request_seen(Request("http://127.0.0.1:1/first")) is False  # (+ NOSCRIPT and SCRIPT LOAD)
@@ -92,7 +92,8 @@ def test_bloom_adds_of_fetched_pages_travel_with_the_next_test(redis_server, mon
     for request in pages:  # their responses: the adds wait (ADD_BATCH is not reached)
         df.response_received(HtmlResponse(request.url, body=b"x", request=request), request, None)
     assert counts(crawler.stats)["idcrawl/redis/calls"] == calls + len(pages)
-    other = RedisBloomDupeFilter.from_crawler(crawler_on(redis_server, IDCRAWL_DUPEFILTER_CAPACITY=10_000))
+    other = RedisBloomDupeFilter.from_crawler(crawler_on(redis_server, IDCRAWL_DISTRIBUTED=True,
+                                                         IDCRAWL_DUPEFILTER_CAPACITY=10_000))
     assert len(other.seen.backend) == 0  # another worker does not know them yet ...
     assert df.request_seen(Request("http://127.0.0.1:1/detail/again")) is False
     assert counts(crawler.stats)["idcrawl/redis/calls"] == calls + len(pages) + 1

@@ -145,7 +145,7 @@ def hold_the_window(redis_server, site_url: str, job: str) -> None:
     ghost.add_target(parse_target({"url": site_url, "start": 10, "margin": 3, "name": "t"},
                                   {"margin": 10, "window": 128,
                                    "missing_statuses": default_settings.IDCRAWL_MISSING_STATUSES}))
-    assert ghost.next() is not None
+    assert ghost.next().dispatch is not None
     client.zadd(f"idcrawl:{{{job}}}:workers", {"ghost": 2**52})
 
 

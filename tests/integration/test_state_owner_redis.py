@@ -124,9 +124,10 @@ def test_a_fleet_worker_and_a_single_process_crawl_of_one_job_refuse_each_other(
     assert "Redis job 'idcrawl:{single}:' is in use by a single-process crawl" in error, error
     assert f"held by pid {first.pid} on host " in error, error
     assert SECOND_AGENT not in model.agents
-    # and the other way round: a live worker of the fleet (a fresh heartbeat) refuses a single-process crawl
+    # and the other way round: a live worker of the fleet (a fresh heartbeat) refuses a single-process crawl;
+    # the heartbeat is dated a while ahead so that a slow start of the crawl cannot make it stale
     seconds, micros = client.time()
-    client.zadd("idcrawl:{single}:workers", {"elsewhere:77:ab12cd34:ffff": seconds * 1000 + micros // 1000})
+    client.zadd("idcrawl:{single}:workers", {"elsewhere:77:ab12cd34:ffff": seconds * 1000 + micros // 1000 + 600_000})
     single = refused_run(tmp_path, site, settings, output="single.jsonl")
     assert single.returncode != 0
     (error,) = single.error_lines()

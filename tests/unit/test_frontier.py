@@ -95,12 +95,12 @@ def drive(
         eager = rnd.random() < 0.7  # sometimes complete before filling up
         while len(inflight) < concurrency and (eager or not inflight):
             group_ready = (lambda g: not busy(g)) if busy is not None else None
-            if not take(frontier.next(group_ready)):
+            if not take(frontier.next(group_ready).dispatch):
                 break
         if check is not None:
             check(frontier)
         if not inflight:
-            if not take(frontier.next()):  # no slot is busy when nothing is in flight
+            if not take(frontier.next().dispatch):  # no slot is busy when nothing is in flight
                 break
             continue
         index = rnd.randrange(len(inflight))
@@ -356,7 +356,7 @@ def test_both_from_min_has_an_empty_desc_lane_that_is_settled_at_once() -> None:
     frontier: Frontier[int] = Frontier([target(name="s", direction="both", start=3, min=3, max=5)])
     assert frontier.lanes["s:desc"].settled
     ids = []
-    while (d := frontier.next()) is not None:
+    while (d := frontier.next().dispatch) is not None:
         ids.append(d.id)
         frontier.record(d.lane, d.id, FOUND, d.id)
     assert ids == [3, 4, 5]
@@ -375,7 +375,7 @@ def test_both_from_zero_without_min_has_an_empty_desc_lane() -> None:
 def test_dispatch_carries_target_lane_and_id() -> None:
     tgt = target(name="s", url="https://example.org/p/{id:05d}", start=42)
     frontier: Frontier[int] = Frontier([tgt])
-    d = frontier.next()
+    d = frontier.next().dispatch
     assert d == Dispatch(tgt, "s:asc", 42)
     assert d.target.url_for(d.id) == "https://example.org/p/00042"
 
@@ -385,13 +385,13 @@ def test_rates_interleave_targets_exactly() -> None:
         target(name="A", url="https://a.example/{id}", start=0, rate=1, window=100),
         target(name="b", url="https://b.example/{id}", start=0, rate=2, window=100),
     ])
-    names = "".join(frontier.next().target.name for _ in range(9))  # type: ignore[union-attr]
+    names = "".join(frontier.next().dispatch.target.name for _ in range(9))  # type: ignore[union-attr]
     assert names == "AbbAbbAbb"
 
 
 def test_rate_pair_interleaves_the_two_lanes_of_a_target() -> None:
     frontier: Frontier[int] = Frontier([target(name="s", direction="both", start=50, rate="1:2", window=100)])
-    seq = [frontier.next() for _ in range(6)]
+    seq = [frontier.next().dispatch for _ in range(6)]
     assert [(d.lane, d.id) for d in seq if d] == [
         ("s:asc", 50), ("s:desc", 49), ("s:desc", 48), ("s:asc", 51), ("s:desc", 47), ("s:desc", 46),
     ]
@@ -402,7 +402,7 @@ def test_full_window_does_not_block_other_lanes() -> None:
         target(name="a", url="https://a.example/{id}", start=0, window=2),
         target(name="b", url="https://b.example/{id}", start=100, window=50),
     ])
-    seq = [frontier.next() for _ in range(10)]
+    seq = [frontier.next().dispatch for _ in range(10)]
     assert all(d is not None for d in seq)
     assert [d.id for d in seq if d and d.lane == "a:asc"] == [0, 1]
     assert not frontier.lanes["a:asc"].ready
@@ -410,23 +410,23 @@ def test_full_window_does_not_block_other_lanes() -> None:
     rec = frontier.record("a:asc", 0, FOUND, 0)
     assert rec.became_ready
     assert rec.released == [0]
-    ids = [d.id for d in (frontier.next() for _ in range(4)) if d and d.lane == "a:asc"]
+    ids = [d.id for d in (frontier.next().dispatch for _ in range(4)) if d and d.lane == "a:asc"]
     assert ids == [2]
 
 
 def test_nothing_to_dispense_while_every_window_is_full() -> None:
     # a fixed window (an adaptive one runs on past 0 once 1 is found: tests/unit/test_speculation.py)
     frontier: Frontier[int] = Frontier([target(start=0, window=3)], adaptive=False)
-    assert [frontier.next().id for _ in range(3)] == [0, 1, 2]  # type: ignore[union-attr]
-    assert frontier.next() is None
+    assert [frontier.next().dispatch.id for _ in range(3)] == [0, 1, 2]  # type: ignore[union-attr]
+    assert frontier.next().dispatch is None
     assert not frontier.can_dispense()
     assert not frontier.finished
     assert frontier.outstanding() == 3
     frontier.record("example.org:asc", 1, FOUND, 1)
-    assert frontier.next() is None  # 0 still undecided
+    assert frontier.next().dispatch is None  # 0 still undecided
     frontier.record("example.org:asc", 0, FOUND, 0)
     assert frontier.can_dispense()
-    assert [frontier.next().id for _ in range(2)] == [3, 4]  # type: ignore[union-attr]
+    assert [frontier.next().dispatch.id for _ in range(2)] == [3, 4]  # type: ignore[union-attr]
 
 
 def test_busy_slot_is_skipped_and_its_lanes_come_back() -> None:
@@ -434,10 +434,10 @@ def test_busy_slot_is_skipped_and_its_lanes_come_back() -> None:
         target(name="a", url="https://a.example/{id}", start=0, window=100),
         target(name="b", url="https://b.example/{id}", start=0, window=100),
     ])
-    skipped = [frontier.next(lambda g: g != "a.example") for _ in range(3)]
+    skipped = [frontier.next(lambda g: g != "a.example").dispatch for _ in range(3)]
     assert [d.lane for d in skipped if d] == ["b:asc"] * 3
-    assert frontier.next(lambda g: False) is None
-    assert frontier.next().lane == "a:asc"  # type: ignore[union-attr]
+    assert frontier.next(lambda g: False).dispatch is None
+    assert frontier.next().dispatch.lane == "a:asc"  # type: ignore[union-attr]
 
 
 def test_custom_group_of_puts_targets_in_one_slot() -> None:
@@ -445,8 +445,8 @@ def test_custom_group_of_puts_targets_in_one_slot() -> None:
         [target(name="a", url="https://a.example/{id}", start=0), target(name="b", url="https://b.example/{id}", start=0)],
         group_of=lambda t: "shared",
     )
-    assert frontier.next(lambda g: g != "shared") is None
-    assert frontier.next() is not None
+    assert frontier.next(lambda g: g != "shared").dispatch is None
+    assert frontier.next().dispatch is not None
 
 
 def test_duplicate_target_name_is_rejected() -> None:
@@ -459,7 +459,7 @@ def test_target_added_later_is_interleaved_too() -> None:
     frontier: Frontier[int] = Frontier([target(name="a", url="https://a.example/{id}", start=0, window=100)])
     frontier.next()
     frontier.add_target(target(name="b", url="https://b.example/{id}", start=0, window=100, rate=2))
-    names = "".join(frontier.next().target.name for _ in range(6))  # type: ignore[union-attr]
+    names = "".join(frontier.next().dispatch.target.name for _ in range(6))  # type: ignore[union-attr]
     assert sorted(names) == sorted("abbabb")
 
 
@@ -479,13 +479,13 @@ def test_lanes_of_a_target() -> None:
 def test_margin_cut_finishes_the_lane_with_ids_still_in_flight() -> None:
     # a fixed window (an adaptive lane stops at 2 past the earliest cut: tests/unit/test_speculation.py)
     frontier: Frontier[int] = Frontier([target(name="s", start=0, margin=2, window=5)], adaptive=False)
-    ids = [frontier.next().id for _ in range(5)]  # type: ignore[union-attr]
+    ids = [frontier.next().dispatch.id for _ in range(5)]  # type: ignore[union-attr]
     assert ids == [0, 1, 2, 3, 4]
     frontier.record("s:asc", 0, MISSING)
     rec = frontier.record("s:asc", 1, MISSING)
     assert rec.stopped
     assert frontier.finished
-    assert frontier.next() is None
+    assert frontier.next().dispatch is None
     rec = frontier.record("s:asc", 3, FOUND, 3)
     assert rec.overshoot
     assert rec.released == []
@@ -494,9 +494,9 @@ def test_margin_cut_finishes_the_lane_with_ids_still_in_flight() -> None:
 
 def test_bounded_lane_finishes_once_every_id_has_an_outcome() -> None:
     frontier: Frontier[int] = Frontier([target(name="s", start=0, max=2, margin=0)])
-    ids = [frontier.next().id for _ in range(3)]  # type: ignore[union-attr]
+    ids = [frontier.next().dispatch.id for _ in range(3)]  # type: ignore[union-attr]
     assert ids == [0, 1, 2]
-    assert frontier.next() is None
+    assert frontier.next().dispatch is None
     assert not frontier.finished
     for id_ in (2, 0):
         frontier.record("s:asc", id_, FOUND, id_)
@@ -510,12 +510,12 @@ def test_close_lane_stops_dispensing_and_waits_for_ids_in_flight() -> None:
         target(name="a", url="https://a.example/{id}", start=0, window=10),
         target(name="b", url="https://b.example/{id}", start=0, window=10),
     ])
-    first = frontier.next()
+    first = frontier.next().dispatch
     assert first is not None
     assert first.lane == "a:asc"
     frontier.close_lane("a:asc", "limit")
     assert frontier.lanes["a:asc"].reason == "limit"
-    assert {frontier.next().lane for _ in range(5)} == {"b:asc"}  # type: ignore[union-attr]
+    assert {frontier.next().dispatch.lane for _ in range(5)} == {"b:asc"}  # type: ignore[union-attr]
     assert "a:asc" in frontier._unsettled
     assert frontier.record("a:asc", 0, FOUND, 0).released == [0]
     assert "a:asc" not in frontier._unsettled
@@ -525,7 +525,7 @@ def test_close_of_an_idle_lane_settles_it_at_once() -> None:
     frontier: Frontier[int] = Frontier([target(name="a", start=0)])
     frontier.close_lane("a:asc", "shutdown")
     assert frontier.finished
-    assert frontier.next() is None
+    assert frontier.next().dispatch is None
 
 
 def test_records_for_unknown_ids_do_not_disturb_the_frontier() -> None:
@@ -536,9 +536,9 @@ def test_records_for_unknown_ids_do_not_disturb_the_frontier() -> None:
         rec = frontier.record("a:asc", id_, FOUND, id_)
         assert rec.released == []
         assert not rec.became_ready
-    assert frontier.next() is None
+    assert frontier.next().dispatch is None
     assert frontier.record("a:asc", 10, FOUND, 10).became_ready
-    assert frontier.next().id == 12  # type: ignore[union-attr]
+    assert frontier.next().dispatch.id == 12  # type: ignore[union-attr]
 
 
 def test_lane_object_is_shared_with_the_frontier() -> None:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from idcrawl.core.frontier import Dispatch, Frontier, lane_specs
+from idcrawl.core.frontier import Dispatch, Frontier, Touched, lane_specs
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.overlap import IdSpace, space_key
 from idcrawl.core.targets import Target, parse_target
@@ -65,9 +65,9 @@ def test_two_overlapping_targets_fetch_each_id_once_in_sequence() -> None:
     emitted: list[int] = []
     found_by_lane: dict[str, list[int]] = defaultdict(list)
     while True:
-        dispatch = frontier.next()
-        released = list(frontier.released)  # ids decided at dispatch (known from the other target)
-        frontier.released.clear()
+        dispensed = frontier.next()
+        dispatch = dispensed.dispatch
+        released = list(dispensed.released)  # ids decided at dispatch (known from the other target)
         if dispatch is not None:
             fetched[dispatch.id] += 1
             outcome = FOUND if dispatch.id in exists else MISSING
@@ -76,7 +76,6 @@ def test_two_overlapping_targets_fetch_each_id_once_in_sequence() -> None:
         for lane, id_, outputs in released:
             found_by_lane[lane].append(id_)
             emitted += outputs
-        frontier.touched.clear()
         if dispatch is None:
             break
     assert frontier.finished
@@ -141,20 +140,22 @@ def test_overlapping_targets_match_each_lane_alone(
                 emitter[id_] = lane
 
     for _ in range(100_000):
-        while len(inflight) < concurrency and (dispatch := frontier.next()) is not None:
+        while len(inflight) < concurrency:
+            dispensed = frontier.next()
+            take_released(dispensed.released)
+            if (dispatch := dispensed.dispatch) is None:
+                break
             fetched[dispatch.id] += 1
             inflight.append(dispatch)
-        take_released(frontier.released)
-        frontier.released.clear()
         if not inflight:
-            assert frontier.next() is None
-            take_released(frontier.released)
+            dispensed = frontier.next()
+            assert dispensed.dispatch is None
+            take_released(dispensed.released)
             break
         dispatch = inflight.pop(rnd.randrange(len(inflight)))
         outcome = outcome_of(dispatch.id)
         payload = (dispatch.lane, dispatch.id, [dispatch.id]) if outcome is FOUND else None
         take_released(frontier.record(dispatch.lane, dispatch.id, outcome, payload).released)
-        frontier.touched.clear()
     assert frontier.finished
     assert max(fetched.values(), default=1) == 1, "an id was requested twice"
     expected_items: set[int] = set()
@@ -198,17 +199,18 @@ def test_the_cap_on_held_payloads_bounds_them_and_changes_no_item(seed: int) -> 
                     emitter[id_] = lane.split(":")[0]
 
         while True:
-            while len(inflight) < concurrency and (dispatch := frontier.next()) is not None:
+            while len(inflight) < concurrency:
+                dispensed = frontier.next()
+                take(dispensed.released)
+                if (dispatch := dispensed.dispatch) is None:
+                    break
                 inflight.append(dispatch)
-            take(frontier.released)
-            frontier.released.clear()
             if not inflight:
                 break
             dispatch = inflight.pop(rnd.randrange(len(inflight)))
             found = dispatch.id in exists
             payload = (dispatch.lane, dispatch.id, [dispatch.id]) if found else None
             take(frontier.record(dispatch.lane, dispatch.id, FOUND if found else MISSING, payload).released)
-            frontier.touched.clear()
             most = max(most, space.held_count)
         assert frontier.finished and space.held_count == 0
         return emitter, most
@@ -232,16 +234,22 @@ def test_resumed_holes_of_overlapping_targets_are_fetched_once_and_every_list_la
     f.add_target(a, [LaneSpec("a:holes", "holes", 0, 1, 2, a.rate_asc, ids=(997, 1013, 1015))])
     f.add_target(b, [LaneSpec("b:holes", "holes", 0, 1, 1, b.rate_asc, ids=(1013, 1015))])
     fetched, emitted = [], []
-    while (d := f.next()) is not None:
+    touched: list[Touched] = []
+    while True:
+        dispensed = f.next()
+        emitted += [(lane, id_) for lane, id_, items in dispensed.released if items]
+        touched += dispensed.touched
+        if (d := dispensed.dispatch) is None:
+            break
         fetched.append(d.id)
         rec = f.record(d.lane, d.id, Outcome.FOUND, (d.lane, d.id, [d.id]))
-        emitted += [(lane, id_) for lane, id_, items in rec.released + f.released if items]
-        f.released = []
+        emitted += [(lane, id_) for lane, id_, items in rec.released if items]
+        touched += rec.touched
     assert sorted(fetched) == [997, 1013, 1015], "each hole once"
     assert sorted(id_ for _, id_ in emitted) == [997, 1013, 1015], "each found hole's items once"
     assert f.finished, "the list lane that waited took the outcomes"
     assert all(lane.counts.found == len(f._ids[key]) for key, lane in f.lanes.items())
-    shared = [(t.lane, t.id) for t in f.touched]
+    shared = [(t.lane, t.id) for t in touched]
     assert shared and all(id_ in (1013, 1015) for _, id_ in shared), "touched carries ids, not positions"
 
 
@@ -259,9 +267,13 @@ def test_a_shared_id_is_emitted_by_the_nearest_lane_whatever_the_completion_orde
         emitter: dict[int, str] = {}
         inflight: list[Dispatch] = []
         while True:
-            while len(inflight) < 1 + seed and (dispatch := frontier.next()) is not None:
+            released: list[Payload] = []
+            while len(inflight) < 1 + seed:
+                dispensed = frontier.next()
+                released += dispensed.released
+                if (dispatch := dispensed.dispatch) is None:
+                    break
                 inflight.append(dispatch)
-            released, frontier.released = frontier.released, []
             if inflight:
                 d = inflight.pop(rnd.randrange(len(inflight)))
                 found = d.id in exists

@@ -237,7 +237,7 @@ def test_a_pages_lane_fetches_found_ids_that_other_lanes_of_its_target_skip() ->
     ]
     frontier.add_target(reg, specs, known_found={1, 2, 3, 4})
     dispensed = []
-    while (dispatch := frontier.next()) is not None:
+    while (dispatch := frontier.next().dispatch) is not None:
         dispensed.append((dispatch.lane, dispatch.id))
         frontier.record(dispatch.lane, dispatch.id, LaneOutcome.FOUND)
     assert sorted(dispensed) == [("reg:asc", 5), ("reg:asc", 6), ("reg:pages", 2), ("reg:pages", 4)]

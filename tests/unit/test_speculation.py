@@ -19,7 +19,7 @@ ids held back as if cooling down between attempts, and check every step against
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -183,10 +183,10 @@ def test_a_lane_runs_on_at_most_behind_windows_past_its_first_undecided_id() -> 
 
 def test_the_frontier_runs_on_past_a_cooling_id() -> None:
     frontier: Frontier[int] = Frontier([parse_target({"url": "https://example.org/{id}", "start": 0, "window": 3})])
-    assert [frontier.next().id for _ in range(3)] == [0, 1, 2]  # type: ignore[union-attr]
-    assert frontier.next() is None
+    assert [frontier.next().dispatch.id for _ in range(3)] == [0, 1, 2]  # type: ignore[union-attr]
+    assert frontier.next().dispatch is None
     frontier.record("example.org:asc", 1, FOUND, 1)
-    assert frontier.next().id == 3  # type: ignore[union-attr]
+    assert frontier.next().dispatch.id == 3  # type: ignore[union-attr]
     assert frontier.outstanding() == 4  # 0 is still waited for
 
 
@@ -308,19 +308,18 @@ def drive_frontier(frontier: Frontier[tuple[str, int]], outcome_of: Callable[[in
     """As :func:`drive`, for a whole frontier; the released ids per lane (payloads are (lane, id))."""
     released: dict[str, list[int]] = {key: [] for key in frontier.lanes}
 
-    def take(payloads: list[tuple[str, int]]) -> None:
+    def take(payloads: Sequence[tuple[str, int]]) -> None:
         for lane_key, id_ in payloads:
             released[lane_key].append(id_)
 
     inflight: list[tuple[str, int]] = []
     for _ in range(100_000):
         while len(inflight) < concurrency and (rnd.random() < 0.8 or not inflight):
-            dispatch = frontier.next()
-            if dispatch is None:
+            dispensed = frontier.next()
+            take(dispensed.released)
+            if (dispatch := dispensed.dispatch) is None:
                 break
             inflight.append((dispatch.lane, dispatch.id))
-        take(frontier.released)
-        frontier.released.clear()
         if not inflight:
             assert frontier.finished
             return released
@@ -329,7 +328,6 @@ def drive_frontier(frontier: Frontier[tuple[str, int]], outcome_of: Callable[[in
         inflight.remove((key, id_))
         outcome = outcome_of(id_)
         take(frontier.record(key, id_, outcome, (key, id_) if outcome is FOUND else None).released)
-        frontier.touched.clear()  # their releases came back in the record's
     raise AssertionError("the frontier did not finish")
 
 
