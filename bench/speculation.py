@@ -48,8 +48,10 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(BENCH))
 
 from idcrawl.demo.site import DemoModel, IdSite, Reply  # noqa: E402
+from throughput import POLITENESS_OFF  # noqa: E402
 from tests.support.reference import lane_truth  # noqa: E402
 
 LANE_END_GAPS = frozenset({1050, 1230, 1310})  # ids 1,000-1,400 but these
@@ -99,7 +101,7 @@ def crawl(side: str, model: Site, args: Sequence[str], settings: dict[str, objec
     stats_file.unlink(missing_ok=True)
     every = {"LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": "False", "ROBOTSTXT_OBEY": "False",
              "IDCRAWL_STATE": "False", "STATS_CLASS": "benchstats.BenchStatsCollector",
-             "BENCH_STATS_FILE": str(stats_file), **settings}
+             "BENCH_STATS_FILE": str(stats_file), **POLITENESS_OFF, **settings}
     cmd = [sys.executable, "-m", "scrapy", "crawl", "idseq", "-a", f"url={site.url()}"]
     for arg in args:
         cmd += ["-a", arg]
