@@ -50,8 +50,9 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
-from idcrawl.demo.site import DemoModel, IdSite, Reply  # noqa: E402
 from throughput import POLITENESS_OFF  # noqa: E402
+
+from idcrawl.demo.site import DemoModel, IdSite, Reply  # noqa: E402
 from tests.support.reference import lane_truth  # noqa: E402
 
 LANE_END_GAPS = frozenset({1050, 1230, 1310})  # ids 1,000-1,400 but these

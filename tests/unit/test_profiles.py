@@ -16,10 +16,10 @@ from scrapy.utils.test import get_crawler
 
 from idcrawl import default_settings
 from idcrawl.config import IdConfig, config_from
-from idcrawl.core.politeness import PolitenessRule
 from idcrawl.core.inputs import TargetError
 from idcrawl.core.jobfile import parse_job
 from idcrawl.core.limits import SURVEY_TABLE_3, Limits
+from idcrawl.core.politeness import PolitenessRule
 from idcrawl.errors import BadInputError
 from idcrawl.settings_profiles import PROFILE_PRIORITY, apply_job_profile, apply_profile, known_profiles, load_profile
 from idcrawl.spiders.idseq import IdSeqSpider
