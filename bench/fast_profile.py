@@ -35,7 +35,16 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from throughput import ROOT, Run, expected_ids, measure, print_table, start_server, stop_server  # noqa: E402
+from throughput import (  # noqa: E402
+    POLITENESS_OFF,
+    ROOT,
+    Run,
+    expected_ids,
+    measure,
+    print_table,
+    start_server,
+    stop_server,
+)
 
 SIDES = ("fast", "plain", "idcrawl")
 
@@ -43,7 +52,9 @@ SIDES = ("fast", "plain", "idcrawl")
 def command(side: str, url: str, ids: int, args: argparse.Namespace, stats_file: Path,
             state_file: Path) -> tuple[list[str], dict[str, str], Path]:
     """The command line, environment and working directory of one side."""
-    settings: dict[str, object] = {"STATS_CLASS": "benchstats.BenchStatsCollector", "BENCH_STATS_FILE": str(stats_file)}
+    # politeness off on every side (fast turns it off itself; the default is on, plain Scrapy's delays are 0)
+    settings: dict[str, object] = {**POLITENESS_OFF, "STATS_CLASS": "benchstats.BenchStatsCollector",
+                                   "BENCH_STATS_FILE": str(stats_file)}
     base_env = {k: v for k, v in os.environ.items() if k not in ("SCRAPY_SETTINGS_MODULE", "PYTHONPATH")}
     if side == "plain":
         cmd = ["scrapy", "runspider", str(BENCH / "plain_spider.py"), "-a", f"url={url}", "-a", "start=1",

@@ -40,6 +40,9 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+from throughput import POLITENESS_OFF  # noqa: E402
 
 
 def _serve(pages: int) -> int:
@@ -114,6 +117,7 @@ def run(side: str, port: int, args: argparse.Namespace, workdir: Path, round_: i
         "IDCRAWL_STATE_PATH": str(workdir / f"{side}-{round_}.sqlite"),
         "IDCRAWL_PROGRESS_INTERVAL": 0,
         "IDCRAWL_DISCARD_ITEMS": "True",  # measured without a feed, as before items had to go somewhere
+        **POLITENESS_OFF,  # on by default: one request a second to the one host
     }
     cmd = [sys.executable, "-m", "scrapy", "crawl", "idseq", "-a", f"job={job}"]
     for key, value in settings.items():

@@ -48,6 +48,9 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(BENCH))
+
+from throughput import POLITENESS_OFF  # noqa: E402
 
 from idcrawl.demo.site import DemoModel, IdSite, Reply  # noqa: E402
 from tests.support.reference import lane_truth  # noqa: E402
@@ -99,7 +102,7 @@ def crawl(side: str, model: Site, args: Sequence[str], settings: dict[str, objec
     stats_file.unlink(missing_ok=True)
     every = {"LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": "False", "ROBOTSTXT_OBEY": "False",
              "IDCRAWL_STATE": "False", "STATS_CLASS": "benchstats.BenchStatsCollector",
-             "BENCH_STATS_FILE": str(stats_file), **settings}
+             "BENCH_STATS_FILE": str(stats_file), **POLITENESS_OFF, **settings}
     cmd = [sys.executable, "-m", "scrapy", "crawl", "idseq", "-a", f"url={site.url()}"]
     for arg in args:
         cmd += ["-a", arg]

@@ -10,7 +10,8 @@ ids missing):
   with Scrapy's defaults; every URL yielded from ``async def start()``.
 
 Both sides get only ``CONCURRENT_REQUESTS=32``, ``CONCURRENT_REQUESTS_PER_DOMAIN=32``,
-``ROBOTSTXT_OBEY=False``, ``LOG_LEVEL=WARNING`` and the measurement plumbing (the
+``ROBOTSTXT_OBEY=False``, ``LOG_LEVEL=WARNING``, politeness off (``POLITENESS_OFF``: idcrawl's
+is on by default, a second per request to the one host) and the measurement plumbing (the
 stats collector of ``bench/benchstats.py`` and its output file).
 ``--baseline project`` keeps the older comparison (both under the project's settings).
 
@@ -167,11 +168,21 @@ class Run:
         return (self.responses - 1) / self.steady if self.steady else 0.0
 
 
+#: Politeness off, said explicitly to both sides (and to every crawl the benchmarks start): idcrawl's is on by
+#: default (0.2.0: one request at a time per host, >= 1 s apart); Scrapy's delays are 0 and AutoThrottle off
+#: by default, but a project may set them. Throughput figures compare crawls that ask a host as fast as they can.
+POLITENESS_OFF: dict[str, object] = {
+    "IDCRAWL_POLITENESS_FACTOR": 0,  # idcrawl's per-host gaps (a plain Scrapy spider ignores the name)
+    "DOWNLOAD_DELAY": 0,
+    "AUTOTHROTTLE_ENABLED": "False",
+}
+
 BASELINE_SETTINGS: dict[str, object] = {  # the only settings given to both sides (issue 18)
     "CONCURRENT_REQUESTS": 32,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 32,
     "ROBOTSTXT_OBEY": "False",
     "LOG_LEVEL": "WARNING",
+    **POLITENESS_OFF,
 }
 
 
@@ -230,11 +241,11 @@ def environment(root: Path = ROOT) -> dict[str, str]:
 
 def start_idseq(url: str, ids: int, items: Path, settings: dict[str, object], log: Path,
                 workdir: Path) -> subprocess.Popen[bytes]:
-    """One ``scrapy crawl idseq`` of ids 1..``ids`` (margin 0) with ``-s`` ``settings``, logging to ``log``:
-    how the distributed benchmarks start each worker."""
+    """One ``scrapy crawl idseq`` of ids 1..``ids`` (margin 0) with ``-s`` ``settings`` (politeness off
+    unless they say otherwise), logging to ``log``: how the distributed benchmarks start each worker."""
     cmd = [sys.executable, "-m", "scrapy", "crawl", "idseq", "-a", f"url={url}", "-a", "start=1",
            "-a", f"max={ids}", "-a", "margin=0", "-O", str(items)]
-    for key, value in settings.items():
+    for key, value in {**POLITENESS_OFF, **settings}.items():
         cmd += ["-s", f"{key}={value}"]
     with log.open("w") as out:
         return subprocess.Popen(cmd, cwd=workdir, env=environment(), stdout=out, stderr=subprocess.STDOUT)

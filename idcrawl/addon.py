@@ -21,7 +21,7 @@ from idcrawl.validation import validate_settings
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-__all__ = ["BOUNDS", "IdCrawl", "IdSeqNeeds", "set_bounds", "wire_needs"]
+__all__ = ["BOUNDS", "POLITE", "IdCrawl", "IdSeqNeeds", "set_bounds", "wire_needs"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +37,10 @@ BOUNDS: dict[str, int] = {
     "DOWNLOAD_WARNSIZE": 8 * 1024 * 1024,
     "DOWNLOAD_TIMEOUT": 30,
 }
+#: What the add-on makes polite by default, unless the project, the spider or -s set it: robots.txt obeyed
+#: (Scrapy's own default is False; its startproject template sets True). The per-host gaps are
+#: IDCRAWL_POLITENESS_* (on by default, idcrawl.default_settings) applied by the IdPoliteness extension.
+POLITE: dict[str, bool] = {"ROBOTSTXT_OBEY": True}
 SOFT404_MIDDLEWARE = "idcrawl.spidermiddlewares.soft404.IdSoft404Middleware"
 SOFT404_ORDER = 1100  # spider side of Scrapy's own (up to 1000): its probes pass them all, as start requests do
 SCRAPY_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
@@ -60,11 +64,15 @@ FEED_SCHEMES = ("", "file")  # Scrapy's FileFeedStorage
 CONTENT_ORDER = 100  # early, so that later pipelines see its duplicate_of marks
 
 
-def set_bounds(settings: BaseSettings) -> None:
-    """idcrawl's :data:`BOUNDS` at ``addon`` priority, each unless something above Scrapy's defaults set it."""
-    for name, value in BOUNDS.items():
+def _set_unless_given(settings: BaseSettings, values: dict[str, object]) -> None:
+    for name, value in values.items():
         if (settings.getpriority(name) or 0) < get_settings_priority(ADDON_PRIORITY):
             settings.set(name, value, priority=ADDON_PRIORITY)
+
+
+def set_bounds(settings: BaseSettings) -> None:
+    """idcrawl's :data:`BOUNDS` at ``addon`` priority, each unless something above Scrapy's defaults set it."""
+    _set_unless_given(settings, dict(BOUNDS))
 
 
 def wire_needs(settings: BaseSettings, priority: int | str) -> None:
@@ -126,6 +134,7 @@ class IdCrawl:
         # Bloom-filter request dedup for follow-up pages that outlives the run (lane requests are never filtered)
         settings.set("DUPEFILTER_CLASS", DUPEFILTER, priority=ADDON_PRIORITY)
         wire_needs(settings, ADDON_PRIORITY)
+        _set_unless_given(settings, dict(POLITE))
         swap_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_ROBOTS, ID_ROBOTS, ROBOTS_ORDER)
         swap_component(settings, "DOWNLOADER_MIDDLEWARES", SCRAPY_METAREFRESH, ID_METAREFRESH, METAREFRESH_ORDER)
         for path, order in EXTENSIONS.items():

@@ -74,22 +74,23 @@ IDCRAWL_RETRY_AFTER_MAX = 600.0
 IDCRAWL_ROBOTSTXT_MAXSIZE = 500 * 1024
 
 # -- Politeness (idcrawl.extensions.politeness.IdPoliteness) ------------------------------------
-# The gap between two requests to one host is at least max(the slot's own delay,
-# FACTOR x the duration of the last fetch from that host), the latter clamped to
-# [MIN_DELAY, MAX_DELAY]; one request at a time per host while it is on.
+# On by default (seed 001: "a gap between successive fetch requests to a host"): the gap between
+# two requests to one host is at least max(the slot's own delay, FACTOR x the duration of the last
+# fetch from that host), the latter clamped to [MIN_DELAY, MAX_DELAY]; one request at a time per
+# host. The ``fast`` profile, for sites you own, turns it off (FACTOR 0); why these values:
+# docs/politeness.md ("The defaults").
 
 #: Multiple of the last fetch's duration to wait before the next request to
-#: the same host (Mercator: 10, Heritrix: 5). 0 = off, the default: like
-#: AutoThrottle it is opt-in, because on a local or fast site a gap of 10x the
-#: latency (and one request at a time per host) caps throughput.
-IDCRAWL_POLITENESS_FACTOR = 0.0
+#: the same host (Heritrix: 5; Mercator and seed 001: 10). 0 = off.
+IDCRAWL_POLITENESS_FACTOR = 5.0
 
 #: Longest gap, in seconds, that a slow fetch can impose (Heritrix: 30). An
 #: explicit DOWNLOAD_DELAY or DOWNLOAD_SLOTS delay above it still holds.
 IDCRAWL_POLITENESS_MAX_DELAY = 30.0
 
-#: Shortest gap, in seconds, between two requests to one host (Heritrix: 3).
-IDCRAWL_POLITENESS_MIN_DELAY = 0.0
+#: Shortest gap, in seconds, between two requests to one host (Scrapy's
+#: startproject template: DOWNLOAD_DELAY = 1; Heritrix: 3).
+IDCRAWL_POLITENESS_MIN_DELAY = 1.0
 
 # -- State (idcrawl.state.recorder.StateRecorder) -------------------------------------------
 

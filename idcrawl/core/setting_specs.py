@@ -291,9 +291,9 @@ class IdConfig:
     retry_after_max: float = _setting(_float(note=" (seconds)"), 600.0)
     robotstxt_maxsize: int = _setting(_int(0, note=" (bytes; 0 = no cap)"), 500 * 1024)
     # politeness
-    politeness_factor: float = _setting(_float(note=" (0 = off)"), 0.0)
+    politeness_factor: float = _setting(_float(note=" (0 = off)"), 5.0)
     politeness_max_delay: float = _setting(_float(note=" (seconds)"), 30.0)
-    politeness_min_delay: float = _setting(_float(note=" (seconds)"), 0.0)
+    politeness_min_delay: float = _setting(_float(note=" (seconds)"), 1.0)
     # state
     state: bool = _setting(_bool(), True)
     discard_items: bool = _setting(_bool(), False)

@@ -75,7 +75,8 @@ class IdPoliteness:
             # both would set the same slot delays on the same signal, in extension order
             raise BadInputError(
                 f"bad setting: IDCRAWL_POLITENESS_FACTOR={rule.factor!r} with AUTOTHROTTLE_ENABLED=True: "
-                "both set each slot's download delay; turn one off"
+                "both set each slot's download delay; turn one off (politeness is on by default: "
+                "IDCRAWL_POLITENESS_FACTOR=0 leaves the delays to AutoThrottle)"
             )
         ext = cls(crawler, rule)
         crawler.signals.connect(ext._spider_opened, signal=signals.spider_opened)

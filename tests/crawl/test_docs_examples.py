@@ -13,6 +13,9 @@ the fence, so the rendered page shows nothing of it:
   A ``scrapy crawl`` that sets no ``CLOSESPIDER_*`` bound of its own gets
   ``-s CLOSESPIDER_PAGECOUNT=400``, so a whole-site example stays a few seconds long: the example's
   arguments, settings and files are what is checked (a bad one exits non-zero), not its full output.
+  Crawls are polite by default (a second or more between two requests to a host): a ``scrapy crawl``
+  example of the demo site (the reader's own) must say so and turn politeness off (``IDCRAWL_PROFILE=fast``
+  or ``IDCRAWL_POLITENESS_FACTOR=0``, on its command line or as its job file's ``profile = "fast"``).
 """
 
 from __future__ import annotations
@@ -67,6 +70,23 @@ def test_the_collector_finds_the_examples() -> None:
     assert any("scrapy idcoverage" in e.body for e in every)
 
 
+POLITENESS_OFF = ("IDCRAWL_PROFILE=fast", "IDCRAWL_POLITENESS_FACTOR=0")
+JOB_ARG = re.compile(r"-a job=(\S+)")
+
+
+def polite_crawls(body: str, files: dict[str, str]) -> list[str]:
+    """The ``scrapy crawl`` commands of ``body`` that would crawl the demo site politely (a page a second)."""
+    found = []
+    for command in re.split(r"(?<!\\)\n", body):
+        if not re.match(r"\s*scrapy crawl ", command) or any(off in command for off in POLITENESS_OFF):
+            continue
+        job = JOB_ARG.search(command)
+        if job and re.search(r'^profile = "fast"', files.get(job.group(1), ""), re.M):
+            continue
+        found.append(command)
+    return found
+
+
 def shell(body: str, site_address: str) -> str:
     body = body.replace(DEMO_ADDRESS, site_address)
     lines = []
@@ -87,14 +107,17 @@ def test_the_offline_examples_of_a_page_run(page: str, tmp_path: Path) -> None:
     env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "idcrawl.settings", "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     work = tmp_path / "work"
     work.mkdir()
+    files: dict[str, str] = {}
     with IdSite(DemoModel()) as site:
         address = site.url().removesuffix("/notice/{id}")
         for example in PAGES[page]:
             where = f"{example.page}:{example.line}"
             if example.file:
+                files[example.file] = example.body
                 (work / example.file).parent.mkdir(parents=True, exist_ok=True)
                 (work / example.file).write_text(example.body.replace(DEMO_ADDRESS, address), encoding="utf-8")
                 continue
+            assert polite_crawls(example.body, files) == [], f"{where}: a crawl of the demo site, politeness on"
             proc = subprocess.run(
                 ["bash", "-e", "-c", shell(example.body, address)],
                 cwd=work, env=env, capture_output=True, text=True, timeout=240, check=False,

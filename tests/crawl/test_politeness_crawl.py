@@ -1,4 +1,5 @@
-"""Per-host politeness in real crawls: a slow and a fast host, factor 0, bad settings, robots.txt."""
+"""Per-host politeness in real crawls: on by default and off with `fast`, a slow and a fast host, factor 0, bad
+settings, robots.txt. tests/support/crawl.py turns it off for other tests; here it is set per test."""
 
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ max = 1059
         {
             "EXTENSIONS": EXTENSIONS,
             "IDCRAWL_POLITENESS_FACTOR": FACTOR,
+            "IDCRAWL_POLITENESS_MIN_DELAY": 0,  # no floor (the default's is 1 s): the fast host's gaps are its own
             "IDCRAWL_POLITENESS_MAX_DELAY": MAX_DELAY,
             "DOWNLOAD_DELAY_JITTER": JITTER,
         },
@@ -96,12 +98,65 @@ max = 1059
           round(fast_gaps[len(fast_gaps) // 2], 4), "s;", len(first_gap), "inside the first slow gap")
 
 
+DEFAULTS = ("IDCRAWL_POLITENESS_FACTOR",)  # the tests' base turns politeness off: these tests leave it as it is
+REPLY_DELAY = 2.0  # every page of SlowReplies: long enough that a crawl sending in parallel is seen doing so
+
+
+class SlowReplies(GapModel):
+    def reply(self, id_: int, host: str, nth: int) -> Reply:
+        reply = super().reply(id_, host, nth)
+        return Reply(reply.status, reply.body, reply.headers, REPLY_DELAY)
+
+
+def test_a_crawl_with_no_profile_is_polite(make_site, tmp_path: Path) -> None:
+    """Polite by default: one request at a time to a host, at least IDCRAWL_POLITENESS_MIN_DELAY (1 s) apart,
+    robots.txt included, as the server's log shows."""
+    site = make_site(GapModel(0, 10_000, set()))
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 1, "max": 3, "margin": 0}, {},
+                       project_defaults=DEFAULTS)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.ids == [1, 2, 3]
+    log = [e for e in site.log if e.host == FAST]
+    assert [e.id for e in log] == [None, 1, 2, 3]  # robots.txt, then one id at a time
+    gaps = [round(b.at - a.at, 3) for a, b in pairwise(log)]
+    assert all(gap >= 1.0 - TOLERANCE for gap in gaps), gaps
+    assert "per-host gap >= max(slot delay, 5 x last fetch), clamped to [1, 30] s" in result.stderr
+    assert result.stats[f"idcrawl/politeness/slots/{FAST}/delay"] >= 1.0
+    assert result.stats[f"idcrawl/politeness/slots/{FAST}/fetches"] == 4
+    print("gaps with no profile:", gaps)
+
+
+def test_the_fast_profile_turns_politeness_off(make_site, tmp_path: Path) -> None:
+    """`fast` (a site you own): no gap, requests to a host in parallel: several arrive while the first
+    (REPLY_DELAY long) is still being answered, which one request at a time per host would never do."""
+    site = make_site(SlowReplies(0, 10_000, set()))
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 1, "max": 8, "margin": 0},
+                       {"IDCRAWL_PROFILE": "fast"}, project_defaults=DEFAULTS)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.ids == list(range(1, 9))
+    assert not [k for k in result.stats if k.startswith("idcrawl/politeness/")]
+    ids = [e for e in site.log if e.id is not None]
+    overlapping = [e.id for e in ids[1:] if e.at < ids[0].at + REPLY_DELAY]
+    assert len(overlapping) >= 2, [(e.id, round(e.at - ids[0].at, 3)) for e in ids]
+
+
+def test_autothrottle_with_the_default_politeness_is_refused_with_the_way_out(make_site, tmp_path: Path) -> None:
+    site = make_site(GapModel(0, 10_000, set()))
+    result = run_crawl(tmp_path, {"url": site.url(), "start": 1, "max": 5, "margin": 0},
+                       {"AUTOTHROTTLE_ENABLED": True}, project_defaults=DEFAULTS)
+    assert result.returncode != 0
+    assert any("bad setting: IDCRAWL_POLITENESS_FACTOR=5.0 with AUTOTHROTTLE_ENABLED=True: " in line
+               and "IDCRAWL_POLITENESS_FACTOR=0 leaves the delays to AutoThrottle" in line
+               for line in result.error_lines()), result.error_lines()
+    assert site.ids() == []
+
+
 def test_factor_0_leaves_slots_alone(make_site, tmp_path: Path) -> None:
     site = make_site(GapModel(0, 10_000, set()))
     result = run_crawl(
         tmp_path,
         {"url": site.url(), "start": 1, "max": 20, "margin": 0},
-        {"EXTENSIONS": EXTENSIONS, "CONCURRENT_REQUESTS_PER_DOMAIN": 4},
+        {"EXTENSIONS": EXTENSIONS, "CONCURRENT_REQUESTS_PER_DOMAIN": 4, "IDCRAWL_POLITENESS_FACTOR": 0},
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(result.items) == 20

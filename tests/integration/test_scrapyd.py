@@ -216,9 +216,11 @@ def test_scrapyd_deploys_the_egg_runs_idseq_with_a_packaged_profile_and_resumes_
     args: dict[str, object] = {"url": site.url(), "start": 1025, "direction": "both", "margin": 3,
                                "target_name": "register"}
     # the profile is survey's Table 3; an explicit setting still wins over it (Imax 100 and TST 3
-    # would stop this small domain early and make the items depend on timing)
+    # would stop this small domain early and make the items depend on timing); politeness (on by
+    # default, and by survey: a second or more between requests) off for the test's own site
     settings: dict[str, object] = {
         "IDCRAWL_PROFILE": EGG_ONLY_PROFILE, "IDCRAWL_LIMIT_IMAX": 0, "IDCRAWL_LIMIT_TST": 0,
+        "IDCRAWL_POLITENESS_FACTOR": 0,
     }
 
     # run 1: the whole target, cut by its margins

@@ -43,9 +43,12 @@ def crawl_command(
     """The ``scrapy crawl SPIDER -a k=v ... -s K=V ... -O output`` command line and its environment.
 
     ``project_defaults`` names settings of the tests' base (``LOG_LEVEL``,
-    ``IDCRAWL_PROGRESS_INTERVAL``) left at the project's value instead.
+    ``IDCRAWL_PROGRESS_INTERVAL``, ``IDCRAWL_POLITENESS_FACTOR``) left at the project's value instead.
     """
     base_settings: dict[str, Any] = {
+        # the tests' own local sites, hundreds of ids per host: politeness (on by default, a second or
+        # more between two requests to a host) off, as for a site you own; tests of the defaults drop it
+        "IDCRAWL_POLITENESS_FACTOR": 0,
         "LOG_LEVEL": "INFO",
         "TELNETCONSOLE_ENABLED": False,
         "IDCRAWL_PROGRESS_INTERVAL": 0,

@@ -21,6 +21,7 @@ from idcrawl.addon import (
     ID_METAREFRESH,
     ID_ROBOTS,
     ID_SPIDERSTATE,
+    POLITE,
     REDIRECTS_MIDDLEWARE,
     SCHEDULER,
     SCRAPY_METAREFRESH,
@@ -156,6 +157,15 @@ def test_an_id_crawl_is_bounded_unless_the_project_or_the_command_line_says_othe
         told = Settings()
         told.set("DOWNLOAD_TIMEOUT", 180, priority=priority)
         assert wired_by(told).getint("DOWNLOAD_TIMEOUT") == 180, priority
+
+
+def test_the_addon_obeys_robots_txt_unless_the_project_or_the_command_line_says_otherwise() -> None:
+    assert POLITE == {"ROBOTSTXT_OBEY": True}
+    assert Settings().getbool("ROBOTSTXT_OBEY") is False  # Scrapy's own default
+    polite = wired()
+    assert polite.getbool("ROBOTSTXT_OBEY") is True and polite.getpriority("ROBOTSTXT_OBEY") == 15
+    for priority in ("project", "spider", "cmdline"):
+        assert wired({"ROBOTSTXT_OBEY": False}, priority).getbool("ROBOTSTXT_OBEY") is False, priority
 
 
 def test_the_idseq_spider_processes_a_responses_outputs_one_at_a_time_unless_told() -> None:

@@ -7,6 +7,7 @@ import json
 import logging
 import re
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,11 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from idcrawl import default_settings
+from idcrawl.config import IdConfig, config_from
 from idcrawl.core.inputs import TargetError
 from idcrawl.core.jobfile import parse_job
 from idcrawl.core.limits import SURVEY_TABLE_3, Limits
+from idcrawl.core.politeness import PolitenessRule
 from idcrawl.errors import BadInputError
 from idcrawl.settings_profiles import PROFILE_PRIORITY, apply_job_profile, apply_profile, known_profiles, load_profile
 from idcrawl.spiders.idseq import IdSeqSpider
@@ -72,7 +75,7 @@ def test_the_shipped_profiles() -> None:
     assert {"default", "polite", "fast", "survey", "distributed"} <= set(known_profiles())
 
 
-@pytest.mark.parametrize("name", ["default", "polite", "fast", "survey", "distributed"])
+@pytest.mark.parametrize("name", ["polite", "fast", "survey", "distributed"])
 def test_a_shipped_profile_is_small_commented_and_names_known_settings(name: str) -> None:
     values = load_profile(name)
     assert 1 <= len(values) <= 20
@@ -82,6 +85,45 @@ def test_a_shipped_profile_is_small_commented_and_names_known_settings(name: str
     setting_lines = [line for line in text.splitlines() if re.match(r"\s*[A-Z][A-Z0-9_]*\s*=", line)]
     assert len(setting_lines) == len(values)
     assert all("#" in line.split("=", 1)[1] for line in setting_lines), "one comment per setting"
+
+
+def test_the_default_profile_is_what_a_crawl_gets_with_no_profile() -> None:
+    """One source of truth: ``default`` sets nothing (the defaults are default_settings.py's), and the
+    values its comments quote are those defaults; with it or without a profile, politeness is on."""
+    assert load_profile("default") == {}
+    text = (REPO / "idcrawl" / "settings_profiles" / "default.toml").read_text()
+    assert all(not line.strip() or line.startswith("#") for line in text.splitlines())
+    quoted = dict(re.findall(r"\b(IDCRAWL_POLITENESS_[A-Z_]+) = ([0-9.]+)", text))
+    assert quoted == {name: str(getattr(default_settings, name)) for name in quoted}
+    assert len(quoted) == 3
+    none, chosen = config_from(applied({})), config_from(applied({"IDCRAWL_PROFILE": "default"}))
+    assert replace(none, profile="default") == chosen  # but for the name of the profile
+    assert (none.politeness_factor, none.politeness_min_delay, none.politeness_max_delay) == (5.0, 1.0, 30.0)
+    assert config_from(Settings()).politeness_factor == 5.0  # a project that does not import default_settings
+
+
+def test_politeness_is_on_by_default_and_each_source_above_the_defaults_turns_it_off() -> None:
+    """The defaults < the project's settings file < a profile (``fast``) < -s, as for every setting."""
+    assert config_from(applied({})).politeness_factor == 5.0
+    assert config_from(applied({"IDCRAWL_POLITENESS_FACTOR": 0})).politeness_factor == 0.0  # project
+    fast = applied({"IDCRAWL_PROFILE": "fast", "IDCRAWL_POLITENESS_FACTOR": 3})  # the profile beats the project
+    assert config_from(fast).politeness_factor == 0.0
+    explicit = Settings()
+    explicit.set("IDCRAWL_PROFILE", "fast", priority="cmdline")
+    explicit.set("IDCRAWL_POLITENESS_FACTOR", 2, priority="cmdline")
+    IdSeqSpider.update_settings(explicit)
+    assert config_from(explicit).politeness_factor == 2.0  # -s beats the profile
+    for name in ("survey", "distributed"):  # say nothing of politeness: the defaults hold
+        assert not {k for k in load_profile(name) if k.startswith("IDCRAWL_POLITENESS_")}, name
+
+
+def test_the_polite_profile_is_at_least_as_polite_as_the_defaults_at_every_response_time() -> None:
+    def rule(config: IdConfig) -> PolitenessRule:
+        return PolitenessRule(config.politeness_factor, config.politeness_min_delay, config.politeness_max_delay)
+
+    default, polite = rule(config_from(applied({}))), rule(config_from(applied({"IDCRAWL_PROFILE": "polite"})))
+    for latency in [None, *(i / 100 for i in range(0, 1000, 7))]:
+        assert polite.gap(latency) >= default.gap(latency) >= 1.0, latency
 
 
 def test_the_top_level_folder_holds_no_profile_that_would_not_be_packaged() -> None:
