@@ -82,8 +82,11 @@ def primary_address(client: Any) -> tuple[str, int] | None:
     """The primary the sentinels named for the client's last new connection (no call); None without
     Sentinel. A change between two polls is a failover, even when no call failed: redis-py replaces a
     connection the old primary closed before it sends anything on it."""
+    from redis.cluster import RedisCluster
     from redis.sentinel import SentinelConnectionPool
 
+    if isinstance(client, RedisCluster):  # a cluster's client has a pool per node, and no sentinels
+        return None
     pool = client.connection_pool
     if not isinstance(pool, SentinelConnectionPool):
         return None
@@ -91,8 +94,12 @@ def primary_address(client: Any) -> tuple[str, int] | None:
     return None if address is None else (str(address[0]), int(address[1]))
 
 
-def primary_id(client: Any) -> str:
+def primary_id(client: Any, key: str) -> str:
     """The answering server's ``run_id`` (one ``INFO server``): another id after an outage means another
     process answers now (a replica promoted by a failover, or Redis restarted), which may lack the last
-    writes the old one acknowledged."""
-    return str(client.info("server").get("run_id", ""))
+    writes the old one acknowledged. ``key``: one of the job's keys; a cluster client asks the master of
+    its slot (a replica the cluster promoted has another id too)."""
+    from redis.cluster import RedisCluster
+
+    node = {"target_nodes": client.get_node_from_key(key)} if isinstance(client, RedisCluster) else {}
+    return str(client.info("server", **node).get("run_id", ""))

@@ -142,7 +142,7 @@ class RedisWorker:
         config = config_of(self.crawler)
         self.job.wait_replicas, self.job.wait_ms = config.redis_wait_replicas, round(config.redis_wait_timeout * 1000)
         try:  # which server answers: another after an outage (a failover, a restart) may lack writes (poll)
-            self._primary = primary_id(self.client)
+            self._primary = primary_id(self.client, self.job.keys.workers)
             self._address = primary_address(self.client)
         except RedisError as exc:
             raise BadInputError(f"{spider_name}: {self._redis_failed(exc, 'as this worker joined the job')}") from None
@@ -628,7 +628,7 @@ class RedisWorker:
         read again (walked again if the job lost their last outcomes), its last acknowledgement is sent
         again; the ids it holds there but does not know go back (give_back_unknown) and the items released
         to it that it does not know are emitted (_recover_emits). Outcomes lost: their ids are fetched again."""
-        primary = primary_id(self.client)
+        primary = primary_id(self.client, self.job.keys.workers)
         if primary == self._primary:
             return 0
         self._primary = primary

@@ -189,13 +189,13 @@ def test_a_lane_settled_in_writes_a_failover_lost_is_walked_again(tmp_path: Path
             time.sleep(0.02)
         worker = frontier(primary, "w1", block=3, adaptive=False)
         worker.add_target(target(direction="asc", margin=2, window=8))
-        taken = [worker.next() for _ in range(6)]
+        taken = [worker.next().dispatch for _ in range(6)]
         assert [d.id for d in taken if d is not None] == [1000, 1001, 1002, 1003, 1004, 1005]
         for id_ in (1000, 1001, 1002, 1003):
             worker.record("reg:asc", id_, Outcome.FOUND, ("reg:asc", id_, [id_]))
         client = worker.job.client
         assert client.wait(1, 3000) == 1  # the replica has all of it ...
-        old = primary_id(client)
+        old = primary_id(client, worker.job.keys.workers)
         replica_client.replicaof("NO", "ONE")  # ... and no more: the next writes are lost with the primary
         for id_ in (1004, 1005):
             worker.record("reg:asc", id_, Outcome.MISSING)
@@ -204,12 +204,12 @@ def test_a_lane_settled_in_writes_a_failover_lost_is_walked_again(tmp_path: Path
         # the failover: the client's next connection goes to the promoted replica
         client.connection_pool.connection_kwargs["port"] = replica.port
         client.connection_pool.reset()
-        assert primary_id(client) != old
+        assert primary_id(client, worker.job.keys.workers) != old
         assert worker.give_back_unknown() == 0  # the lane looks settled: 1004, 1005 would stay this worker's
         assert worker.reopen_settled() == 1
         assert worker.give_back_unknown() == 2
         worker.poll()
-        again = [worker.next(), worker.next()]
+        again = [worker.next().dispatch, worker.next().dispatch]
         assert sorted(d.id for d in again if d is not None) == [1004, 1005]
         for d in again:
             assert d is not None
