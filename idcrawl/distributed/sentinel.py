@@ -101,5 +101,5 @@ def primary_id(client: Any, key: str) -> str:
     its slot (a replica the cluster promoted has another id too)."""
     from redis.cluster import RedisCluster
 
-    node = {"target_nodes": client.get_node_from_key(key)} if isinstance(client, RedisCluster) else {}
+    node = {"target_nodes": client.get_node_from_key(key)} if isinstance(client, RedisCluster) else {}  # type: ignore[no-untyped-call]
     return str(client.info("server", **node).get("run_id", ""))
