@@ -90,13 +90,9 @@ def redis_server() -> Iterator[object]:
 
     Skipped when redis-server is not installed, except under CI=true: there it fails.
     """
-    from tests.support.redis_server import RedisServer, in_ci, redis_server_missing
+    from tests.support.redis_server import RedisServer, require_redis_server
 
-    missing = redis_server_missing()
-    if missing is not None:
-        if in_ci():
-            pytest.fail(f"CI=true but {missing}")
-        pytest.skip(missing)
+    require_redis_server()
     server = RedisServer().start()
     try:
         yield server

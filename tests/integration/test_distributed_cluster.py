@@ -22,7 +22,7 @@ from idcrawl.distributed.dupefilters import RedisBloomSeen
 from idcrawl.distributed.frontier import RedisFrontier
 from idcrawl.distributed.job import RedisJob
 from tests.integration.test_distributed_frontier import drive, exists, target
-from tests.support.redis_server import RedisServer, in_ci, redis_server_missing
+from tests.support.redis_server import RedisServer, require_redis_server
 from tests.support.reference import lane_truth
 
 redis = pytest.importorskip("redis")
@@ -47,11 +47,7 @@ def cluster_node() -> tuple[RedisServer, int]:
 @pytest.fixture
 def cluster() -> Iterator[tuple[RedisCluster, redis.Redis, redis.Redis]]:
     """Node A with the job's slot, node B with the others, and a cluster client."""
-    missing = redis_server_missing()
-    if missing is not None:
-        if in_ci():
-            pytest.fail(f"CI=true but {missing}")
-        pytest.skip(missing)
+    require_redis_server()
     (node_a, bus_a), (node_b, _) = cluster_node(), cluster_node()
     nodes = [node_a, node_b]
     try:

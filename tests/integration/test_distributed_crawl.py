@@ -432,10 +432,9 @@ def test_two_workers_with_one_target_name_and_other_parameters_are_refused(
 def test_redis_restarting_mid_crawl(make_site, tmp_path: Path, persistent: bool) -> None:
     """With persistence the worker waits for Redis and completes the job; without, the job's state is
     gone and the worker stops with a clear reason instead of finishing a job it did not crawl."""
-    from tests.support.redis_server import RedisServer, redis_server_missing
+    from tests.support.redis_server import RedisServer, require_redis_server
 
-    if redis_server_missing():
-        pytest.skip(redis_server_missing())
+    require_redis_server()
     server = RedisServer(persistent=persistent).start()
     try:
         model = SlowModel(900, 1400, KILL_GAPS)
@@ -467,10 +466,9 @@ def test_a_worker_whose_redis_is_gone_for_good_exits_with_the_failure_status_ask
 ) -> None:
     """Finish reason idcrawl_redis_unavailable after the lease; the exit status is the table's (69), or the
     deprecated IDCRAWL_FAIL_EXIT_CODE when set."""
-    from tests.support.redis_server import RedisServer, redis_server_missing
+    from tests.support.redis_server import RedisServer, require_redis_server
 
-    if redis_server_missing():
-        pytest.skip(redis_server_missing())
+    require_redis_server()
     server = RedisServer().start()
     try:
         site = make_site(SlowModel(900, 1400, KILL_GAPS))

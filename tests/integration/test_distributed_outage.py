@@ -15,7 +15,7 @@ from lxml import etree
 from idcrawl.core.lanes import Outcome
 from idcrawl.extensions.incidents import Incident, IncidentLog, schema
 from tests.integration.test_distributed_frontier import frontier, target
-from tests.support.redis_server import RedisServer, in_ci, redis_server_missing
+from tests.support.redis_server import RedisServer, require_redis_server
 
 redis = pytest.importorskip("redis")
 
@@ -23,11 +23,7 @@ redis = pytest.importorskip("redis")
 @pytest.fixture
 def durable_redis():
     """A redis-server with an append-only file, so that a restart keeps the data."""
-    missing = redis_server_missing()
-    if missing is not None:
-        if in_ci():
-            pytest.fail(f"CI=true but {missing}")
-        pytest.skip(missing)
+    require_redis_server()
     server = RedisServer(persistent=True).start()
     try:
         yield server

@@ -22,7 +22,7 @@ from tests.conftest import GapModel
 from tests.integration.test_distributed_crawl import KILL_GAPS, finish, start_worker
 from tests.integration.test_idjob import scrapy
 from tests.support.crawl import read_items
-from tests.support.redis_server import in_ci, redis_server_missing
+from tests.support.redis_server import require_redis_server
 from tests.support.reference import target_truth
 from tests.support.sentinels import FAST_SYNC, SERVICE, SentinelGroup
 
@@ -31,11 +31,7 @@ redis = pytest.importorskip("redis")
 
 @pytest.fixture
 def sentinels(tmp_path: Path):
-    missing = redis_server_missing()
-    if missing is not None:
-        if in_ci():
-            pytest.fail(f"CI=true but {missing}")
-        pytest.skip(missing)
+    require_redis_server()
     group = SentinelGroup(tmp_path / "sentinels")
     try:
         yield group.start()
@@ -176,8 +172,7 @@ def test_a_lane_settled_in_writes_a_failover_lost_is_walked_again(tmp_path: Path
     from tests.integration.test_distributed_frontier import frontier, target
     from tests.support.redis_server import RedisServer
 
-    if redis_server_missing():
-        pytest.skip(redis_server_missing())
+    require_redis_server()
     primary = RedisServer(extra_args=FAST_SYNC).start()
     replica = RedisServer(extra_args=("--replicaof", "127.0.0.1", str(primary.port)))
     try:

@@ -34,10 +34,9 @@ class Paced(GapModel):
 @pytest.fixture
 def make_redis() -> Iterator[Any]:
     """A private redis-server started with more options (``--maxmemory-policy ...``)."""
-    from tests.support.redis_server import RedisServer, redis_server_missing
+    from tests.support.redis_server import RedisServer, require_redis_server
 
-    if redis_server_missing():
-        pytest.skip(redis_server_missing())
+    require_redis_server()
     servers: list[RedisServer] = []
 
     def factory(*extra: str) -> RedisServer:

@@ -23,7 +23,7 @@ import pytest
 from tests.conftest import GapModel
 from tests.integration.test_distributed_crawl import KILL_GAPS, SlowModel, finish, start_worker, worker_settings
 from tests.support.crawl import REPO, run_crawl
-from tests.support.redis_server import RedisServer, in_ci, redis_server_missing
+from tests.support.redis_server import RedisServer, require_redis_server
 
 redis = pytest.importorskip("redis")
 
@@ -35,11 +35,7 @@ TEMPLATE_SECRET = "tplS3cret-5d1e"  # a template's password (shown only masked; 
 @pytest.fixture
 def locked_redis():
     """A redis-server with ``requirepass SECRET`` and an append-only file (a restart keeps the job)."""
-    missing = redis_server_missing()
-    if missing is not None:
-        if in_ci():
-            pytest.fail(f"CI=true but {missing}")
-        pytest.skip(missing)
+    require_redis_server()
     server = RedisServer(persistent=True, password=SECRET).start()
     try:
         yield server

@@ -110,13 +110,9 @@ class RedisCluster:
 def redis_cluster_nodes() -> Iterator[RedisCluster]:
     """One cluster for the session of this process (each xdist worker is a process of its own, with its own
     cluster on its own free ports): three servers started once, not once per test."""
-    from tests.support.redis_server import in_ci, redis_server_missing
+    from tests.support.redis_server import require_redis_server
 
-    missing = redis_server_missing()
-    if missing is not None:
-        if in_ci():
-            pytest.fail(f"CI=true but {missing}")
-        pytest.skip(missing)
+    require_redis_server()
     cluster = RedisCluster().start()
     try:
         yield cluster

@@ -106,3 +106,14 @@ class RedisServer:
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() == "true"
+
+
+def require_redis_server() -> None:
+    """Skip the calling test when redis-server is missing; under CI=true (.ci/run installs it) fail instead."""
+    import pytest
+
+    missing = redis_server_missing()
+    if missing is not None:
+        if in_ci():
+            pytest.fail(f"CI=true but {missing}")
+        pytest.skip(missing)
