@@ -253,6 +253,7 @@ class Frontier(Generic[P]):
         self._join_space(target)
         group = self._group_of(target)
         speculation = 0 if self._sequential is not None and self._sequential(target) else None
+        added: list[str] = []
         for spec in lane_specs(target) if specs is None else specs:
             lane: Lane[P] = Lane(
                 spec.key, start=spec.start, step=spec.step, stop=spec.stop,
@@ -265,6 +266,7 @@ class Frontier(Generic[P]):
             if spec.refetch_found:
                 self._refetch_found.add(spec.key)
             self.lanes[spec.key] = lane
+            added.append(spec.key)
             self.lane_target[spec.key] = target
             self.lane_direction[spec.key] = spec.direction
             if not lane.settled:
@@ -273,7 +275,7 @@ class Frontier(Generic[P]):
                 self._iv.add(spec.key, group, spec.weight)
         space = self._space.get(target.name)
         if space is not None:
-            space.lanes.extend(k for k, t in self.lane_target.items() if t is target)
+            space.lanes.extend(added)  # not a scan of every lane: many targets may share one space
 
     def _join_space(self, target: Target) -> None:
         """Share an id space with earlier targets that walk the same URLs."""
