@@ -222,6 +222,7 @@ class Frontier(Generic[P]):
         self.targets: dict[str, Target] = {}
         self.lanes: dict[str, Lane[P]] = {}
         self.lane_target: dict[str, Target] = {}
+        self._target_lanes: dict[str, list[str]] = {}  # lane keys by target name, in order
         self.lane_direction: dict[str, str] = {}
         self._unsettled: set[str] = set()
         self._ids: dict[str, tuple[int, ...]] = {}  # list lanes: position -> id
@@ -273,6 +274,7 @@ class Frontier(Generic[P]):
                 self._unsettled.add(spec.key)
             if not lane.stopped:
                 self._iv.add(spec.key, group, spec.weight)
+        self._target_lanes[target.name] = added
         space = self._space.get(target.name)
         if space is not None:
             space.lanes.extend(added)  # not a scan of every lane: many targets may share one space
@@ -287,13 +289,12 @@ class Frontier(Generic[P]):
         if space is None:
             space = self._space_by_key[key] = IdSpace()
             self._space[first] = space
-            space.lanes.extend(k for k, t in self.lane_target.items() if t.name == first)
+            space.lanes.extend(self._target_lanes.get(first, ()))
         self._space[target.name] = space
 
     def lanes_of(self, target_name: str) -> Iterator[Lane[P]]:
-        for key, target in self.lane_target.items():
-            if target.name == target_name:
-                yield self.lanes[key]
+        for key in self._target_lanes.get(target_name, ()):
+            yield self.lanes[key]
 
     # -- dispensing ------------------------------------------------------------
 
