@@ -28,6 +28,7 @@ from idcrawl.core.inputs import (
 from idcrawl.core.lanes import MAX_ID
 from idcrawl.core.outcomes import DEFAULT_MISSING_STATUSES, DEFAULT_RULE, OUTCOME_KEYS, OutcomeRule, OutcomeRuleError
 from idcrawl.core.recrawl import DEFAULT_POLICY, RECRAWL_KEYS, Policy, parse_policy
+from idcrawl.core.sitemaps import SitemapSpec, parse_sitemaps
 from idcrawl.core.templates import id_in_template, same_host, template_host
 
 __all__ = [
@@ -103,7 +104,7 @@ TARGET_KEYS = frozenset(
     {"name", "url", "start", "min", "max", "soft404_probe", *DEFAULTS.keys(), *OUTCOME_KEYS, *RECRAWL_KEYS}
 )
 #: The keys of crawl scope (seed 003) a target accepts in a job file only: they refer to its ``[[crawl_profiles]]``.
-SCOPE_TARGET_KEYS = frozenset({"crawl_profiles", "enabled"})
+SCOPE_TARGET_KEYS = frozenset({"crawl_profiles", "enabled", "sitemaps"})
 #: Every key a ``[[targets]]`` table of a job file accepts.
 JOB_TARGET_KEYS = TARGET_KEYS | SCOPE_TARGET_KEYS
 #: The keys of a page target (a ``url`` without ``{id}``): no lane keys.
@@ -142,6 +143,8 @@ class Target:
     crawl_profiles: tuple[str, ...] = ()
     #: False: deactivated (seed 003: its URLs are postponed, not crawled)
     enabled: bool = True
+    #: its site's sitemaps (job file only: ``idcrawl.core.sitemaps``): evidence for its tail and pages
+    sitemaps: SitemapSpec | None = None
     #: the adaptive recrawl rule's numbers (the ``recrawl_*`` keys; :mod:`idcrawl.core.recrawl`)
     policy: Policy = DEFAULT_POLICY
     #: ``host``: a redirect of an id page to another host is not followed; ``any``: every redirect is
@@ -177,6 +180,8 @@ class PageTarget:
     url: str
     crawl_profiles: tuple[str, ...] = ()
     enabled: bool = True
+    #: its site's sitemaps: their URLs are hop-0 pages of the target (``idcrawl.core.sitemaps``)
+    sitemaps: SitemapSpec | None = None
 
     @property
     def host(self) -> str:
@@ -414,6 +419,7 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
         soft404_similarity=similarity,
         crawl_profiles=as_names("crawl_profiles", raw["crawl_profiles"]) if "crawl_profiles" in raw else (),
         enabled=as_bool("enabled", raw["enabled"]) if "enabled" in raw else True,
+        sitemaps=parse_sitemaps(raw["sitemaps"]) if "sitemaps" in raw else None,
         policy=policy,
         follow_redirects=follow_redirects,
     )
@@ -439,6 +445,7 @@ def parse_page_target(raw: Mapping[str, Any]) -> PageTarget:
         url=url,
         crawl_profiles=as_names("crawl_profiles", raw["crawl_profiles"]) if "crawl_profiles" in raw else (),
         enabled=as_bool("enabled", raw["enabled"]) if "enabled" in raw else True,
+        sitemaps=parse_sitemaps(raw["sitemaps"]) if "sitemaps" in raw else None,
     )
 
 
