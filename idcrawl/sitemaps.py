@@ -22,7 +22,7 @@ from idcrawl._scrapy import DecompressionTooLarge
 from idcrawl.config import config_of
 from idcrawl.core.safetext import safe
 from idcrawl.core.scope import SEED, JobScope, canonical
-from idcrawl.core.sitemaps import SitemapUrl, by_priority, site_sitemaps, sitemap_url
+from idcrawl.core.sitemaps import SitemapUrl, by_priority, lastmod_is_news, site_sitemaps, sitemap_url
 from idcrawl.core.urlqueue import QueuedUrl, QueueState, UrlQueue
 
 if TYPE_CHECKING:
@@ -30,14 +30,15 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from twisted.python.failure import Failure
 
-__all__ = ["SITEMAP_KEY", "SITEMAP_STATS", "SitemapReader", "Wanted", "seed_urls", "wanted_sitemaps"]
+__all__ = ["SITEMAP_KEY", "SITEMAP_STATS", "Seeded", "SitemapReader", "Wanted", "seed_urls", "wanted_sitemaps"]
 
 logger = logging.getLogger(__name__)
 
 #: The meta key of a sitemap request: ``{"targets": {target: [crawl profiles] or None (all)}}``.
 SITEMAP_KEY = "idcrawl_sitemap"
 #: ``files`` (sitemaps read), ``urls`` (entries listed), ``invalid`` (not a sitemap, or too large),
-#: ``failed`` (no answer, or an error status), ``over_limit`` (files or URLs past the limits).
+#: ``failed`` (no answer, or an error status), ``over_limit`` (files or URLs past the limits); the scope
+#: middleware adds ``seeded``, ``due`` and ``out_of_scope`` (:class:`Seeded`).
 SITEMAP_STATS = "idcrawl/sitemaps"
 
 
@@ -79,15 +80,24 @@ def wanted_sitemaps(scope: JobScope) -> dict[str, Wanted]:
     return wanted
 
 
+@dataclass
+class Seeded:
+    """What :func:`seed_urls` did: URLs ``queued`` (or postponed) as new hop-0 pages, harvested URLs
+    queued again because their ``lastmod`` is newer than their last harvest (``due``), and how many
+    entries no crawl profile (of those asked) has in scope (``out_of_scope``)."""
+
+    queued: list[QueuedUrl] = field(default_factory=list)
+    due: list[QueuedUrl] = field(default_factory=list)
+    out_of_scope: int = 0
+
+
 def seed_urls(queue: UrlQueue, scope: JobScope, owner: str, urls: Iterable[SitemapUrl], now: float,
-              profiles: list[str] | None, *, skip: Callable[[str], bool] | None = None
-              ) -> tuple[list[QueuedUrl], int]:
+              profiles: list[str] | None, *, skip: Callable[[str], bool] | None = None) -> Seeded:
     """Queue ``urls`` (a sitemap's entries) as hop-0 pages of ``owner``, the highest priority first:
     each one in the scope (hops aside) of one of its crawl profiles (of ``profiles``; None: any) that
-    no other target holds and that no id target's lanes fetch (``skip``). Returns the URLs queued or
-    postponed, and how many were out of scope."""
-    queued: list[QueuedUrl] = []
-    out = 0
+    no other target holds and that no id target's lanes fetch (``skip``). A URL of ``owner`` harvested
+    before its ``lastmod`` is queued again now (sitemaps as evidence: ``UrlQueue.due_now``)."""
+    done = Seeded()
     for entry in by_priority(urls):
         url = canonical(entry.loc)
         if skip is not None and skip(url):
@@ -96,15 +106,21 @@ def seed_urls(queue: UrlQueue, scope: JobScope, owner: str, urls: Iterable[Sitem
         if profiles is not None:
             names = tuple(n for n in names if n in profiles)
         if not names:
-            out += 1
+            done.out_of_scope += 1
             continue
         held = queue.get(url)
         if held is not None and held.record.owner != owner:
             continue  # another target's URL stays its own
+        if held is not None and held.state is QueueState.HARVESTED and lastmod_is_news(
+                entry.lastmod, held.record.last_harvest):
+            again = queue.due_now(url, now)
+            if again is not None:
+                done.due.append(again)
+            continue
         new = queue.seed(owner, url, now)
         if new is not None and new.state is not QueueState.HARVESTED:
-            queued.append(new)
-    return queued, out
+            done.queued.append(new)
+    return done
 
 
 class SitemapReader:

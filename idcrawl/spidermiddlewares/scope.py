@@ -103,15 +103,16 @@ class IdScopeMiddleware:
             yield request_or_item
 
     def _sitemap_urls(self, owner: str, profiles: list[str] | None, urls: list[SitemapUrl]) -> None:
-        """A sitemap's entries for ``owner``: queued as its hop-0 pages in its scope (``seed_urls``)."""
+        """A sitemap's entries for ``owner``: queued as its hop-0 pages in its scope, and its harvested pages
+        with a newer ``lastmod`` queued again (``seed_urls``)."""
         ids = self.runtime.targets
-        queued, out = seed_urls(self.queue, self.scope, owner, urls, self.clock.now(), profiles,
-                                skip=lambda url: any(t.id_of(url) is not None for t in ids))
-        for entry in queued:
+        done = seed_urls(self.queue, self.scope, owner, urls, self.clock.now(), profiles,
+                         skip=lambda url: any(t.id_of(url) is not None for t in ids))
+        for entry in done.queued:
             self._count(entry.record, entry.state.value)
-        self.stats.inc_value(f"{SITEMAP_STATS}/seeded", len(queued))
-        if out:
-            self.stats.inc_value(f"{SITEMAP_STATS}/out_of_scope", out)
+        for what, count in (("seeded", len(done.queued)), ("due", len(done.due)), ("out_of_scope", done.out_of_scope)):
+            if count:
+                self.stats.inc_value(f"{SITEMAP_STATS}/{what}", count)
         self._wake()
 
     def _count(self, record: UrlRecord, what: str) -> None:

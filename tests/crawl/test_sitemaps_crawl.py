@@ -154,3 +154,18 @@ sitemaps = "ftp://x/sitemap.xml"
     assert result.returncode != 0
     assert "targets[0]: sitemaps=" in result.stderr
     assert site.fetched() == []
+
+
+def test_a_lastmod_newer_than_the_last_harvest_fetches_the_page_again(site: SitemapSite, tmp_path: Path) -> None:
+    path = job(tmp_path, site, max_hops=0, on="target")
+    first = run_crawl(tmp_path, {"job": path})
+    assert first.returncode == 0, first.stderr[-3000:]
+    site.put("/sitemaps/news.xml", urlset([
+        {"loc": site.url("/a"), "lastmod": "2099-01-01T00:00:00Z"},  # changed after its harvest
+        {"loc": site.url("/b"), "lastmod": "2026-11-01"},  # not since
+    ]))
+    second = run_crawl(tmp_path, {"job": path})
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert pages(site)["/a"] == 2 and pages(site)["/b"] == 1 and pages(site)["/c"] == 1
+    assert second.stats["idcrawl/sitemaps/due"] == 1
+    assert [item["url"] for item in second.items if "hops" in item] == [site.url("/a")]
