@@ -112,7 +112,7 @@ def seed_urls(queue: UrlQueue, scope: JobScope, owner: str, urls: Iterable[Sitem
         if held is not None and held.record.owner != owner:
             continue  # another target's URL stays its own
         if held is not None and held.state is QueueState.HARVESTED and lastmod_is_news(
-                entry.lastmod, held.record.last_harvest):
+                entry.lastmod, held.record.last_harvest, now):
             again = queue.due_now(url, now)
             if again is not None:
                 done.due.append(again)

@@ -148,9 +148,11 @@ def first_interval(changefreq: str | None, clamp: Callable[[float], float]) -> f
     return clamp(seconds) if seconds is not None else None
 
 
-def lastmod_is_news(lastmod: float | None, last_fetch: float | None) -> bool:
-    """A sitemap's ``lastmod`` newer than the page's last fetch: the page changed since, it is due now."""
-    return lastmod is not None and last_fetch is not None and lastmod > last_fetch
+def lastmod_is_news(lastmod: float | None, last_fetch: float | None, now: float) -> bool:
+    """A sitemap's ``lastmod`` newer than the page's last fetch: the page changed since, it is due now.
+    A ``lastmod`` after ``now`` (the sitemap's reading) is no evidence: a fetch after it could never
+    catch up, and each reader (each worker of a fleet) would fetch the page again."""
+    return lastmod is not None and last_fetch is not None and last_fetch < lastmod <= now
 
 
 class TailNews(StrEnum):

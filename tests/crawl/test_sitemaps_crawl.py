@@ -158,13 +158,14 @@ sitemaps = "ftp://x/sitemap.xml"
 
 def test_a_lastmod_newer_than_the_last_harvest_fetches_the_page_again(site: SitemapSite, tmp_path: Path) -> None:
     path = job(tmp_path, site, max_hops=0, on="target")
-    first = run_crawl(tmp_path, {"job": path})
+    first = run_crawl(tmp_path, {"job": path}, {"IDCRAWL_NOW": "2026-11-10T00:00:00Z"})
     assert first.returncode == 0, first.stderr[-3000:]
     site.put("/sitemaps/news.xml", urlset([
-        {"loc": site.url("/a"), "lastmod": "2099-01-01T00:00:00Z"},  # changed after its harvest
+        {"loc": site.url("/a"), "lastmod": "2026-11-15T00:00:00Z"},  # changed after its harvest
         {"loc": site.url("/b"), "lastmod": "2026-11-01"},  # not since
+        {"loc": site.url("/c"), "lastmod": "2026-12-01"},  # after now: no evidence
     ]))
-    second = run_crawl(tmp_path, {"job": path})
+    second = run_crawl(tmp_path, {"job": path}, {"IDCRAWL_NOW": "2026-11-20T00:00:00Z"})
     assert second.returncode == 0, second.stderr[-3000:]
     assert pages(site)["/a"] == 2 and pages(site)["/b"] == 1 and pages(site)["/c"] == 1
     assert second.stats["idcrawl/sitemaps/due"] == 1

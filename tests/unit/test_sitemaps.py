@@ -82,10 +82,12 @@ def test_changefreq_seeds_a_first_interval_clamped_by_the_policy() -> None:
 
 
 def test_a_lastmod_newer_than_the_last_fetch_is_news() -> None:
-    assert lastmod_is_news(101.0, 100.0)
-    assert not lastmod_is_news(100.0, 100.0)
-    assert not lastmod_is_news(None, 100.0)
-    assert not lastmod_is_news(101.0, None)
+    assert lastmod_is_news(101.0, 100.0, 200.0)
+    assert lastmod_is_news(200.0, 100.0, 200.0)
+    assert not lastmod_is_news(100.0, 100.0, 200.0)
+    assert not lastmod_is_news(201.0, 100.0, 200.0)  # in the future: no evidence
+    assert not lastmod_is_news(None, 100.0, 200.0)
+    assert not lastmod_is_news(101.0, None, 200.0)
 
 
 def test_the_ids_a_sitemap_lists_tell_a_tail_whether_it_has_news() -> None:
@@ -180,6 +182,7 @@ def test_a_harvested_page_with_a_newer_lastmod_is_queued_again_now_and_an_older_
     assert queue.ready() == 0
     done = seed_urls(queue, job, "s", [SitemapUrl("http://a.test/x", 11.0), SitemapUrl("http://a.test/y", 9.0)],
                      20.0, None)
+    assert seed_urls(queue, job, "s", [SitemapUrl("http://a.test/y", 21.0)], 20.0, None).due == []  # future
     assert [e.url for e in done.due] == ["http://a.test/x"] and done.queued == []
     assert queue.get("http://a.test/x").state is QueueState.QUEUED
     assert queue.get("http://a.test/y").state is QueueState.HARVESTED
