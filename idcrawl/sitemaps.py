@@ -22,7 +22,7 @@ from idcrawl._scrapy import DecompressionTooLarge
 from idcrawl.config import config_of
 from idcrawl.core.safetext import safe
 from idcrawl.core.scope import SEED, JobScope, canonical
-from idcrawl.core.sitemaps import SitemapUrl, by_priority, lastmod_is_news, site_sitemaps, sitemap_url
+from idcrawl.core.sitemaps import SitemapSpec, SitemapUrl, by_priority, lastmod_is_news, site_sitemaps, sitemap_url
 from idcrawl.core.urlqueue import QueuedUrl, QueueState, UrlQueue
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def wanted_sitemaps(scope: JobScope) -> dict[str, Wanted]:
     wanted: dict[str, Wanted] = {}
     pages = set(scope.pages)
     for name, seed in scope.seeds.items():
-        specs = [(seed.sitemaps if name in pages else None, None)]
+        specs: list[tuple[SitemapSpec | None, list[str] | None]] = [(seed.sitemaps if name in pages else None, None)]
         specs += [(scope.crawl_profiles[p].sitemaps, [p]) for p in seed.crawl_profiles if p in scope.crawl_profiles]
         for spec, profiles in specs:
             if spec is None:

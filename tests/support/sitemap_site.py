@@ -51,7 +51,7 @@ class SitemapSite:
         site = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 with site._lock:
                     site.log.append(self.path)
                     status, kind, body = site.files.get(self.path, (404, "text/html", b"<html>no</html>"))

@@ -175,7 +175,7 @@ def test_a_harvested_page_with_a_newer_lastmod_is_queued_again_now_and_an_older_
     job = scope()
     queue.start(job, 0.0)
     seed_urls(queue, job, "s", [SitemapUrl("http://a.test/x"), SitemapUrl("http://a.test/y")], 0.0, None)
-    for url in ("http://a.test/x", "http://a.test/y"):
+    for _ in range(2):
         assert queue.take(lambda host: True, 1.0) is not None
     queue.fetched("http://a.test/x", [], 10.0)
     queue.fetched("http://a.test/y", [], 10.0)
