@@ -112,8 +112,7 @@ class JobFile:
     def scope(self) -> JobScope:
         """The job's crawl scope (:class:`idcrawl.core.scope.JobScope`): every target as a seed (a page
         target's page; an id target's first id page), its crawl profiles and collections."""
-        seeds = {t.name: Seed(t.name, t.url_for(t.start), t.crawl_profiles, t.enabled, t.sitemaps)
-                 for t in self.targets}
+        seeds = {t.name: Seed(t.name, t.url_for(t.start), t.crawl_profiles, t.enabled) for t in self.targets}
         seeds.update((p.name, Seed(p.name, p.url, p.crawl_profiles, p.enabled, p.sitemaps)) for p in self.page_targets)
         return JobScope(seeds, dict(self.crawl_profiles), dict(self.collections),
                         tuple(p.name for p in self.page_targets))

@@ -105,6 +105,10 @@ TARGET_KEYS = frozenset(
 )
 #: The keys of crawl scope (seed 003) a target accepts in a job file only: they refer to its ``[[crawl_profiles]]``.
 SCOPE_TARGET_KEYS = frozenset({"crawl_profiles", "enabled", "sitemaps"})
+#: Why an id target's ``sitemaps`` key is refused (docs/recrawl.md "Sitemaps as evidence").
+NO_ID_TARGET_SITEMAPS = ("applies to page targets and crawl profiles: an id target's pages take sitemaps "
+                         "through one of its crawl profiles (sitemaps as evidence for an id target's recrawl "
+                         "are not built yet)")
 #: Every key a ``[[targets]]`` table of a job file accepts.
 JOB_TARGET_KEYS = TARGET_KEYS | SCOPE_TARGET_KEYS
 #: The keys of a page target (a ``url`` without ``{id}``): no lane keys.
@@ -143,8 +147,6 @@ class Target:
     crawl_profiles: tuple[str, ...] = ()
     #: False: deactivated (seed 003: its URLs are postponed, not crawled)
     enabled: bool = True
-    #: its site's sitemaps (job file only: ``idcrawl.core.sitemaps``): evidence for its tail and pages
-    sitemaps: SitemapSpec | None = None
     #: the adaptive recrawl rule's numbers (the ``recrawl_*`` keys; :mod:`idcrawl.core.recrawl`)
     policy: Policy = DEFAULT_POLICY
     #: ``host``: a redirect of an id page to another host is not followed; ``any``: every redirect is
@@ -342,6 +344,8 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
     may also have the scope keys (``crawl_profiles``, ``enabled``: :data:`JOB_TARGET_KEYS`).
     """
     refuse_unknown(raw, JOB_TARGET_KEYS if job else TARGET_KEYS)
+    if "sitemaps" in raw:  # a page target's key (idcrawl.core.sitemaps); not yet evidence for an id target
+        raise TargetError("sitemaps", raw["sitemaps"], NO_ID_TARGET_SITEMAPS)
     merged: dict[str, Any] = {**DEFAULTS, **(defaults or {}), **raw}
     if "url" not in raw:
         raise TargetError("url", MISSING, "is required (a URL template containing {id})")
@@ -419,7 +423,6 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
         soft404_similarity=similarity,
         crawl_profiles=as_names("crawl_profiles", raw["crawl_profiles"]) if "crawl_profiles" in raw else (),
         enabled=as_bool("enabled", raw["enabled"]) if "enabled" in raw else True,
-        sitemaps=parse_sitemaps(raw["sitemaps"]) if "sitemaps" in raw else None,
         policy=policy,
         follow_redirects=follow_redirects,
     )

@@ -109,9 +109,11 @@ def test_the_sitemaps_key_is_true_false_or_urls_and_anything_else_one_line() -> 
                                                           "https://a.test:8080/sitemap.xml")
 
 
-def test_job_files_take_sitemaps_on_page_targets_crawl_profiles_and_id_targets(tmp_path: Path) -> None:
+def test_job_files_take_sitemaps_on_page_targets_and_crawl_profiles_and_refuse_them_on_id_targets(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "job.toml"
-    path.write_text("""
+    text = """
 [[crawl_profiles]]
 name = "p"
 max_hops = 1
@@ -127,16 +129,19 @@ sitemaps = true
 name = "ids"
 url = "https://a.test/n/{id}"
 start = 1
-sitemaps = true
-""")
+crawl_profiles = ["p"]
+"""
+    path.write_text(text)
     job = read_job(path)
     assert job.crawl_profiles["p"].sitemaps == SitemapSpec(urls=("https://a.test/news.xml",))
     assert job.page_targets[0].sitemaps == SitemapSpec(site=True)
-    assert job.targets[0].sitemaps == SitemapSpec(site=True)
     wanted = wanted_sitemaps(job.scope())
-    assert set(wanted) == {"front"}  # an id target's own key is evidence, not seeds
     assert wanted["front"].site == {"https://a.test/robots.txt": None}
     assert wanted["front"].urls == {"https://a.test/news.xml": ["p"]}
+    assert wanted["ids"].urls == {"https://a.test/news.xml": ["p"]} and wanted["ids"].site == {}
+    path.write_text(text + "sitemaps = true\n")
+    with pytest.raises(TargetError, match=r"targets\[1\]: sitemaps=True: applies to page targets and crawl profiles"):
+        read_job(path)
 
 
 def test_a_bad_sitemaps_value_names_the_table_field_and_value(tmp_path: Path) -> None:
