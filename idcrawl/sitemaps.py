@@ -147,7 +147,11 @@ class SitemapReader:
     # -- requests --------------------------------------------------------------------------
 
     def start_requests(self) -> list[Request]:
-        """The first requests: each site's ``/robots.txt`` (once per site) and the named sitemaps."""
+        """The first requests of a run (or of a watch wave: the sitemaps are read again, the limits count
+        afresh): each site's ``/robots.txt`` (once per site) and the named sitemaps."""
+        self._files.clear()
+        self._urls.clear()
+        self._requested.clear()
         robots: dict[str, dict[str, list[str] | None]] = {}
         named: dict[str, dict[str, list[str] | None]] = {}
         for target, want in self.wanted.items():

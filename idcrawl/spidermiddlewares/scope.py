@@ -75,8 +75,11 @@ class IdScopeMiddleware:
         """Watch mode (``idcrawl.extensions.watch``): a new wave starts, a run of the state with a new
         worker, and of its URL queue: the stored URLs are checked again as at a run's start (revisits due
         queued, URLs that failed queued again: ``idcrawl/scope/...``). A fleet's worker gives the wave a
-        new queue, reconciled by the worker that starts the wave's run."""
+        new queue, reconciled by the worker that starts the wave's run. The sitemaps are read again."""
         self._count_reconciled(self.runtime.start_url_queue())
+        engine = self.crawler.engine
+        for request in self.sitemaps.start_requests() if self.sitemaps is not None and engine is not None else ():
+            engine.crawl(request)
 
     def _count_reconciled(self, reconciled: Reconciled) -> None:
         """The stored URLs reconciled with the job file at the run's start (``idcrawl/scope/...``)."""

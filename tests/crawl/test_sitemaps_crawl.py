@@ -172,3 +172,54 @@ def test_a_lastmod_newer_than_the_last_harvest_fetches_the_page_again(site: Site
     assert pages(site)["/a"] == 2 and pages(site)["/b"] == 1 and pages(site)["/c"] == 1
     assert second.stats["idcrawl/sitemaps/due"] == 1
     assert [item["url"] for item in second.items if "hops" in item] == [site.url("/a")]
+
+
+def test_a_watching_crawl_reads_the_sitemaps_again_each_wave_and_fetches_what_changed(tmp_path: Path) -> None:
+    """"hourly" (the front page, revisit 1 h) wakes a wave an hour after the first; "once" (no revisit)
+    takes the sitemaps' pages. By wave 2 the news sitemap says /a changed half an hour after wave 1:
+    wave 2 fetches the front page and /a, not /b. The items limit (7 + 2) ends the watch after wave 2."""
+    from idcrawl.core.clock import format_time
+
+    t0 = 1_790_000_000.0
+    server = SitemapSite(GRAPH)
+    build(server)
+    server.then("/sitemaps/news.xml", urlset([
+        {"loc": server.url("/a"), "lastmod": format_time(t0 + 1800)},
+        {"loc": server.url("/b"), "lastmod": format_time(t0 - 1800)},
+    ]))
+    server.start()
+    try:
+        path = tmp_path / "job.toml"
+        path.write_text(f"""
+[[crawl_profiles]]
+name = "hourly"
+max_hops = 0
+revisit = "1h"
+
+[[crawl_profiles]]
+name = "once"
+max_hops = 0
+
+[[targets]]
+name = "front"
+url = "{server.url('/')}"
+crawl_profiles = ["hourly"]
+
+[[targets]]
+name = "maps"
+url = "{server.url('/linked')}"
+crawl_profiles = ["once"]
+sitemaps = true
+""")
+        result = run_crawl(tmp_path, {"job": path, "watch": "true"},
+                           {"IDCRAWL_NOW": format_time(t0), "IDCRAWL_WATCH_SPEED": 3600, "CONCURRENT_REQUESTS": 1,
+                            "CLOSESPIDER_ITEMCOUNT": 9})
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "Traceback" not in result.stderr, result.stderr[-3000:]
+        assert result.stats["idcrawl/watch/waves"] == 2
+        # no id target here: /item/2 is a page like the others
+        assert pages(server) == Counter({"/": 2, "/linked": 1, "/a": 2, "/b": 1, "/c": 1, "/d": 1, "/item/2": 1})
+        assert result.stats["idcrawl/sitemaps/due"] == 1
+        assert server.fetched().count("/sitemaps/news.xml") == 2
+    finally:
+        server.stop()

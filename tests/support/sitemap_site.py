@@ -43,6 +43,7 @@ class SitemapSite:
 
     def __init__(self, graph: Mapping[str, Sequence[str]]) -> None:
         self.files: dict[str, tuple[int, str, bytes]] = {}
+        self.later: dict[str, list[tuple[int, str, bytes]]] = {}
         self.log: list[str] = []
         self._lock = threading.Lock()
         for path, links in graph.items():
@@ -54,6 +55,9 @@ class SitemapSite:
             def do_GET(self) -> None:
                 with site._lock:
                     site.log.append(self.path)
+                    later = site.later.get(self.path)
+                    if later and site.log.count(self.path) > 1:
+                        site.files[self.path] = later.pop(0)  # its next version, from its second request on
                     status, kind, body = site.files.get(self.path, (404, "text/html", b"<html>no</html>"))
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
@@ -74,6 +78,11 @@ class SitemapSite:
     def put(self, path: str, body: bytes, content_type: str = "application/xml", status: int = 200) -> None:
         with self._lock:
             self.files[path] = (status, content_type, body)
+
+    def then(self, path: str, body: bytes, content_type: str = "application/xml") -> None:
+        """``path`` answers ``body`` from its next request on (one more version each call)."""
+        with self._lock:
+            self.later.setdefault(path, []).append((200, content_type, body))
 
     def fetched(self) -> list[str]:
         with self._lock:
