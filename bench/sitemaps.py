@@ -74,7 +74,8 @@ def main() -> None:
         seed_urls(queue, scope, "s", parsed, 0.0, None)
 
     base = best(args.repeat, baseline)
-    rows = [("baseline: queue.seed of the URLs", base), ("read: gunzip + Sitemap + sitemap_url", best(args.repeat, read)),
+    rows = [("baseline: queue.seed of the URLs", base),
+            ("read: gunzip + Sitemap + sitemap_url", best(args.repeat, read)),
             ("order: by_priority", best(args.repeat, lambda: by_priority(parsed))),
             ("seed: seed_urls (order, scope, seed)", best(args.repeat, seed))]
     print(f"{n:,} URLs, sitemap {len(body) / 1e6:.1f} MB ({len(packed) / 1e6:.2f} MB gzip), best of {args.repeat}")
