@@ -19,6 +19,7 @@ from scrapy.core.downloader import Slot
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 from scrapy.extensions.feedexport import FeedExporter
 from scrapy.statscollectors import StatsCollector
+from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 from scrapy.utils.defer import _schedule_coro, deferred_from_coro
 from twisted.internet.defer import Deferred
 
@@ -36,6 +37,7 @@ __all__ = [
     "SLOT_HAS_JITTER",
     "TOO_LARGE_ERRORS",
     "CancelledAtShutdown",
+    "DecompressionTooLarge",
     "FeedSlotView",
     "before_download",
     "cancel_downloads_on_shutdown",
@@ -326,6 +328,8 @@ class CancelledAtShutdown(IgnoreRequest):
 
 #: What the errback of a download over ``DOWNLOAD_MAXSIZE`` gets (the download was cancelled at the limit).
 TOO_LARGE_ERRORS: tuple[type[BaseException], ...] = (DownloadCancelledError,)
+#: What ``scrapy.utils.gz.gunzip(data, max_size=...)`` raises past ``max_size`` (as ``SitemapSpider`` catches it).
+DecompressionTooLarge: type[BaseException] = _DecompressionMaxSizeExceeded
 
 
 def _current_task() -> asyncio.Task[Any] | None:

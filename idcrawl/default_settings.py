@@ -353,6 +353,13 @@ IDCRAWL_SCOPE_SEED = 0
 #: deactivated); the URL waits for a run that finds them active again.
 IDCRAWL_SCOPE_POSTPONE = 3600.0
 
+#: Sitemaps (``sitemaps`` in a job file, docs/scope.md "Sitemaps"): at most this many sitemap files are
+#: read per site (robots.txt's, /sitemap.xml, the children of sitemap indexes); a gzip sitemap is
+#: decompressed up to DOWNLOAD_MAXSIZE, as Scrapy's SitemapSpider does.
+IDCRAWL_SITEMAP_MAX_FILES = 100
+#: ... and at most this many URLs are taken per target from its sitemaps (highest priority first).
+IDCRAWL_SITEMAP_MAX_URLS = 50000
+
 # -- The clock (idcrawl.core.clock.Clock) ----------------------------------------------------------
 #: "Now" for every time idcrawl records or compares (recrawl due times, fetched_at, the recorder):
 #: None = the real clock; an ISO 8601 time (2026-01-12T07:00:00Z; no offset = UTC) fixes it there.

@@ -26,6 +26,7 @@ from idcrawl.core.inputs import (
 )
 from idcrawl.core.recrawl import parse_duration
 from idcrawl.core.scope import SCHEMES, Collection, CrawlProfile, JobScope, ScopeKind, Seed
+from idcrawl.core.sitemaps import parse_sitemaps
 from idcrawl.core.targets import TARGET_KEYS, PageTarget, Target, parse_page_target, parse_targets
 
 __all__ = [
@@ -112,7 +113,7 @@ class JobFile:
         """The job's crawl scope (:class:`idcrawl.core.scope.JobScope`): every target as a seed (a page
         target's page; an id target's first id page), its crawl profiles and collections."""
         seeds = {t.name: Seed(t.name, t.url_for(t.start), t.crawl_profiles, t.enabled) for t in self.targets}
-        seeds.update((p.name, Seed(p.name, p.url, p.crawl_profiles, p.enabled)) for p in self.page_targets)
+        seeds.update((p.name, Seed(p.name, p.url, p.crawl_profiles, p.enabled, p.sitemaps)) for p in self.page_targets)
         return JobScope(seeds, dict(self.crawl_profiles), dict(self.collections),
                         tuple(p.name for p in self.page_targets))
 
@@ -123,7 +124,8 @@ JOB_KEYS = ("collections", "crawl_profiles", "defaults", "profile", "targets")
 COLLECTION_KEYS = frozenset({"name", "yield_probability", "enabled"})
 #: The keys of a ``[[crawl_profiles]]`` table.
 CRAWL_PROFILE_KEYS = frozenset({"name", "collection", "max_hops", "max_offsite_hops", "scope", "url_prefixes",
-                                "include", "exclude", "schemes", "yield_probability", "enabled", "revisit"})
+                                "include", "exclude", "schemes", "yield_probability", "enabled", "revisit",
+                                "sitemaps"})
 
 
 def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max_targets: int = 0) -> JobFile:
@@ -299,6 +301,7 @@ def _crawl_profile(raw: Mapping[str, Any], collections: Mapping[str, Collection]
         yield_probability=_probability("yield_probability", raw.get("yield_probability", 0.0)),
         enabled=as_bool("enabled", raw.get("enabled", True)),
         revisit=parse_duration("revisit", raw["revisit"]) if "revisit" in raw else None,
+        sitemaps=parse_sitemaps(raw["sitemaps"]) if "sitemaps" in raw else None,
     )
 
 

@@ -21,6 +21,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url
 
+from idcrawl.core.sitemaps import SitemapSpec
+
 if TYPE_CHECKING:
     import tldextract
 
@@ -108,6 +110,8 @@ class CrawlProfile:
     yield_probability: float = 0.0
     enabled: bool = True
     revisit: float | None = None
+    #: the sitemaps of each of its targets' sites, whose URLs it takes as hop-0 pages (``idcrawl.core.sitemaps``)
+    sitemaps: SitemapSpec | None = None
 
 
 # -- URLs: canonical form, hosts, registered domains ---------------------------------------------
@@ -231,6 +235,8 @@ class Seed:
     url: str
     crawl_profiles: tuple[str, ...] = ()
     enabled: bool = True
+    #: the target's own ``sitemaps`` (``idcrawl.core.sitemaps``; its crawl profiles may have theirs)
+    sitemaps: SitemapSpec | None = None
 
 
 @dataclass(frozen=True)

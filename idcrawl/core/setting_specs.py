@@ -343,6 +343,9 @@ class IdConfig:
     # crawl scope (idcrawl.core.urlqueue)
     scope_seed: int = _setting(_int(0, note=" (the seed of the yield draws)"), 0)
     scope_postpone: float = _setting(_float(note=" (seconds)"), 3600.0)
+    # sitemaps (idcrawl.sitemaps)
+    sitemap_max_files: int = _setting(_int(1, note=" (sitemaps read per site, index children included)"), 100)
+    sitemap_max_urls: int = _setting(_int(1, note=" (URLs taken per target from its sitemaps)"), 50000)
     # distributed runs
     distributed: bool = _setting(_bool(), False)
     worker_class: str = _setting(

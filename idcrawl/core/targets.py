@@ -28,6 +28,7 @@ from idcrawl.core.inputs import (
 from idcrawl.core.lanes import MAX_ID
 from idcrawl.core.outcomes import DEFAULT_MISSING_STATUSES, DEFAULT_RULE, OUTCOME_KEYS, OutcomeRule, OutcomeRuleError
 from idcrawl.core.recrawl import DEFAULT_POLICY, RECRAWL_KEYS, Policy, parse_policy
+from idcrawl.core.sitemaps import SitemapSpec, parse_sitemaps
 from idcrawl.core.templates import id_in_template, same_host, template_host
 
 __all__ = [
@@ -103,7 +104,11 @@ TARGET_KEYS = frozenset(
     {"name", "url", "start", "min", "max", "soft404_probe", *DEFAULTS.keys(), *OUTCOME_KEYS, *RECRAWL_KEYS}
 )
 #: The keys of crawl scope (seed 003) a target accepts in a job file only: they refer to its ``[[crawl_profiles]]``.
-SCOPE_TARGET_KEYS = frozenset({"crawl_profiles", "enabled"})
+SCOPE_TARGET_KEYS = frozenset({"crawl_profiles", "enabled", "sitemaps"})
+#: Why an id target's ``sitemaps`` key is refused (docs/recrawl.md "Sitemaps as evidence").
+NO_ID_TARGET_SITEMAPS = ("applies to page targets and crawl profiles: an id target's pages take sitemaps "
+                         "through one of its crawl profiles (sitemaps as evidence for an id target's recrawl "
+                         "are not built yet)")
 #: Every key a ``[[targets]]`` table of a job file accepts.
 JOB_TARGET_KEYS = TARGET_KEYS | SCOPE_TARGET_KEYS
 #: The keys of a page target (a ``url`` without ``{id}``): no lane keys.
@@ -177,6 +182,8 @@ class PageTarget:
     url: str
     crawl_profiles: tuple[str, ...] = ()
     enabled: bool = True
+    #: its site's sitemaps: their URLs are hop-0 pages of the target (``idcrawl.core.sitemaps``)
+    sitemaps: SitemapSpec | None = None
 
     @property
     def host(self) -> str:
@@ -337,6 +344,8 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
     may also have the scope keys (``crawl_profiles``, ``enabled``: :data:`JOB_TARGET_KEYS`).
     """
     refuse_unknown(raw, JOB_TARGET_KEYS if job else TARGET_KEYS)
+    if "sitemaps" in raw:  # a page target's key (idcrawl.core.sitemaps); not yet evidence for an id target
+        raise TargetError("sitemaps", raw["sitemaps"], NO_ID_TARGET_SITEMAPS)
     merged: dict[str, Any] = {**DEFAULTS, **(defaults or {}), **raw}
     if "url" not in raw:
         raise TargetError("url", MISSING, "is required (a URL template containing {id})")
@@ -439,6 +448,7 @@ def parse_page_target(raw: Mapping[str, Any]) -> PageTarget:
         url=url,
         crawl_profiles=as_names("crawl_profiles", raw["crawl_profiles"]) if "crawl_profiles" in raw else (),
         enabled=as_bool("enabled", raw["enabled"]) if "enabled" in raw else True,
+        sitemaps=parse_sitemaps(raw["sitemaps"]) if "sitemaps" in raw else None,
     )
 
 

@@ -167,6 +167,12 @@ class UrlQueue(Protocol):
         target), for the stats."""
         ...
 
+    def due_now(self, url: str, now: float) -> QueuedUrl | None:
+        """Evidence that the harvested ``url`` changed since its last harvest (a sitemap's ``lastmod``,
+        :mod:`idcrawl.sitemaps`): it is queued again now (postponed if deactivated), whatever its next
+        harvest time. None: not in the queue, or not harvested (queued or taken already)."""
+        ...
+
     def written(self, url: str, now: float) -> QueuedUrl | None:
         """The items of ``url``, fetched with ``hold`` at ``now``, are written: its found harvest is
         recorded (counters, cycles, last harvest ``now``). None: not in the queue."""
@@ -639,6 +645,15 @@ class MemoryUrlQueue:
 
     def _next_harvest(self, state: QueueState, record: UrlRecord) -> float:
         return next_harvest_of(state, record, self.scope)
+
+    def due_now(self, url: str, now: float) -> QueuedUrl | None:
+        entry = self._entries.get(url)
+        if entry is None or entry.state is not QueueState.HARVESTED:
+            return None
+        entry = self._queue(replace(entry, state=QueueState.QUEUED, record=replace(entry.record, next_harvest=None)),
+                            now)
+        self._put(entry)
+        return entry
 
     def written(self, url: str, now: float) -> QueuedUrl | None:
         entry = self._entries.get(url)

@@ -11,7 +11,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from idcrawl.core.scope import SEED, Harvest, Hops, JobScope, Owner, UrlRecord, Verdict, choose_owner, host_of
@@ -251,6 +251,19 @@ class RedisUrlQueue:
         if not hold:  # held until its links are offered (URL_HARVEST): the fleet was not finished in between
             self._put(keys=[self.keys.url(url)], args=[url, "done", self.worker])
         return list(new.values())
+
+    def due_now(self, url: str, now: float) -> QueuedUrl | None:
+        """Queued again now if still harvested as read (``URL_PUT`` 'set' compares state and last harvest:
+        a worker that harvested it since wins)."""
+        entry = self.get(url)
+        if entry is None or entry.state is not QueueState.HARVESTED:
+            return None
+        record = replace(entry.record, next_harvest=None)
+        decision = check_queued(record, self.scope, now, self.postpone_for)
+        new = (replace(entry, state=QueueState.POSTPONED, record=decision.record)
+               if decision.verdict is Verdict.POSTPONE else replace(entry, state=QueueState.QUEUED, record=record))
+        self.status.at = float("-inf")
+        return new if self._set(entry, new, wait=waits(new, self.scope, now, self.postpone_for)) else None
 
     def written(self, url: str, now: float) -> QueuedUrl | None:
         """The page's items are written: its found harvest (``URL_HARVEST`` 'written'); it is no longer

@@ -19,8 +19,10 @@ from idcrawl.config import config_of
 from idcrawl.core.clock import Clock
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.scope import Harvest, JobScope, UrlRecord, canonical
+from idcrawl.core.sitemaps import SitemapUrl
 from idcrawl.core.urlqueue import QueueState, Reconciled, UrlQueue
 from idcrawl.runtime import META_KEY, PROFILE_STATS, SCOPE_KEY, STATS_PREFIX, IdRuntime, start_runtime
+from idcrawl.sitemaps import SITEMAP_STATS, SitemapReader, seed_urls, wanted_sitemaps
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Iterator
@@ -52,6 +54,8 @@ class IdScopeMiddleware:
         self.links = LinkExtractor()
         self.missing_statuses = frozenset(config_of(crawler).missing_statuses)
         self._count_reconciled(runtime.start_url_queue())
+        wanted = wanted_sitemaps(self.scope)  # sitemaps as seeds (idcrawl.sitemaps)
+        self.sitemaps = SitemapReader(crawler, wanted, self._sitemap_urls) if wanted else None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdScopeMiddleware:
@@ -71,8 +75,11 @@ class IdScopeMiddleware:
         """Watch mode (``idcrawl.extensions.watch``): a new wave starts, a run of the state with a new
         worker, and of its URL queue: the stored URLs are checked again as at a run's start (revisits due
         queued, URLs that failed queued again: ``idcrawl/scope/...``). A fleet's worker gives the wave a
-        new queue, reconciled by the worker that starts the wave's run."""
+        new queue, reconciled by the worker that starts the wave's run. The sitemaps are read again."""
         self._count_reconciled(self.runtime.start_url_queue())
+        engine = self.crawler.engine
+        for request in self.sitemaps.start_requests() if self.sitemaps is not None and engine is not None else ():
+            engine.crawl(request)
 
     def _count_reconciled(self, reconciled: Reconciled) -> None:
         """The stored URLs reconciled with the job file at the run's start (``idcrawl/scope/...``)."""
@@ -93,8 +100,23 @@ class IdScopeMiddleware:
             if entry is not None:
                 self._count(entry.record, entry.state.value)
         self._wake()
+        for request in self.sitemaps.start_requests() if self.sitemaps is not None else ():
+            yield request
         async for request_or_item in start:
             yield request_or_item
+
+    def _sitemap_urls(self, owner: str, profiles: list[str] | None, urls: list[SitemapUrl]) -> None:
+        """A sitemap's entries for ``owner``: queued as its hop-0 pages in its scope, and its harvested pages
+        with a newer ``lastmod`` queued again (``seed_urls``)."""
+        ids = self.runtime.targets
+        done = seed_urls(self.queue, self.scope, owner, urls, self.clock.now(), profiles,
+                         skip=lambda url: any(t.id_of(url) is not None for t in ids))
+        for entry in done.queued:
+            self._count(entry.record, entry.state.value)
+        for what, count in (("seeded", len(done.queued)), ("due", len(done.due)), ("out_of_scope", done.out_of_scope)):
+            if count:
+                self.stats.inc_value(f"{SITEMAP_STATS}/{what}", count)
+        self._wake()
 
     def _count(self, record: UrlRecord, what: str) -> None:
         for name in record.crawl_profiles:

@@ -1,0 +1,246 @@
+"""Sitemaps as seeds and as evidence (issues 30, 31): the rules (idcrawl/core/sitemaps.py), the job-file
+keys, the queue's seeding and ``due_now``, and the reader's bodies (idcrawl/sitemaps.py)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy.http import Request, Response, TextResponse, XmlResponse
+from scrapy.statscollectors import MemoryStatsCollector
+from scrapy.utils.test import get_crawler
+
+from idcrawl.core.inputs import TargetError
+from idcrawl.core.jobfile import read_job
+from idcrawl.core.scope import SEED, CrawlProfile, JobScope, Seed
+from idcrawl.core.sitemaps import (
+    DEFAULT_PRIORITY,
+    SitemapSpec,
+    SitemapUrl,
+    TailNews,
+    by_priority,
+    first_interval,
+    lastmod_is_news,
+    parse_lastmod,
+    parse_priority,
+    parse_sitemaps,
+    site_sitemaps,
+    sitemap_url,
+    tail_news,
+)
+from idcrawl.core.urlqueue import MemoryUrlQueue, QueueState
+from idcrawl.sitemaps import SITEMAP_KEY, SitemapReader, seed_urls, wanted_sitemaps
+from tests.support.sitemap_site import gzipped, sitemap_index, urlset
+
+# -- the rules ---------------------------------------------------------------------------------------
+
+
+def test_lastmod_reads_every_w3c_datetime_form_and_refuses_the_rest() -> None:
+    assert parse_lastmod("2026-11-28") == 1795824000.0
+    assert parse_lastmod("2026-11-28T01:00:00+01:00") == 1795824000.0
+    assert parse_lastmod("2026-11-28T00:00:00Z") == 1795824000.0
+    assert parse_lastmod("2026-11-28T00:00:00.5Z") == 1795824000.5
+    assert parse_lastmod("2026-11") == parse_lastmod("2026-11-01")
+    assert parse_lastmod("2026") == parse_lastmod("2026-01-01")
+    for bad in (None, "", "yesterday", "2026-13-01", "28/11/2026"):
+        assert parse_lastmod(bad) is None
+
+
+def test_priority_is_in_0_1_and_defaults_to_one_half() -> None:
+    assert parse_priority("0.9") == 0.9
+    assert parse_priority("1") == 1.0
+    for bad in (None, "high", "1.5", "-0.1"):
+        assert parse_priority(bad) == DEFAULT_PRIORITY
+
+
+def test_entries_as_scrapy_gives_them() -> None:
+    entry = sitemap_url({"loc": " http://a/x ", "lastmod": "2026-11-28", "priority": "0.8", "changefreq": "Daily"})
+    assert entry == SitemapUrl("http://a/x", 1795824000.0, 0.8, "daily")
+    assert sitemap_url({"loc": "http://a/x", "changefreq": "sometimes"}) == SitemapUrl("http://a/x")
+    assert sitemap_url({"lastmod": "2026"}) is None
+
+
+def test_urls_are_queued_highest_priority_first_then_newest_then_by_url_each_once() -> None:
+    urls = [SitemapUrl("http://a/low", None, 0.1), SitemapUrl("http://a/old", 10.0, 0.5),
+            SitemapUrl("http://a/new", 20.0, 0.5), SitemapUrl("http://a/none"), SitemapUrl("http://a/top", None, 1.0),
+            SitemapUrl("http://a/low", None, 0.9)]  # listed twice: the first entry counts
+    assert [u.loc for u in by_priority(urls)] == ["http://a/top", "http://a/new", "http://a/old", "http://a/none",
+                                                  "http://a/low"]
+
+
+def test_changefreq_seeds_a_first_interval_clamped_by_the_policy() -> None:
+    def clamp(d: float) -> float:
+        return min(max(d, 3600.0), 30 * 86400.0)
+
+    assert first_interval("daily", clamp) == 86400.0
+    assert first_interval("always", clamp) == 3600.0
+    assert first_interval("yearly", clamp) == 30 * 86400.0
+    assert first_interval("never", clamp) is None
+    assert first_interval(None, clamp) is None
+
+
+def test_a_lastmod_newer_than_the_last_fetch_is_news() -> None:
+    assert lastmod_is_news(101.0, 100.0, 200.0)
+    assert lastmod_is_news(200.0, 100.0, 200.0)
+    assert not lastmod_is_news(100.0, 100.0, 200.0)
+    assert not lastmod_is_news(201.0, 100.0, 200.0)  # in the future: no evidence
+    assert not lastmod_is_news(None, 100.0, 200.0)
+    assert not lastmod_is_news(101.0, None, 200.0)
+
+
+def test_the_ids_a_sitemap_lists_tell_a_tail_whether_it_has_news() -> None:
+    assert tail_news([3, 9, 7], 8) == (TailNews.NEWS, 9)
+    assert tail_news([3, 8], 8) == (TailNews.NONE, 8)
+    assert tail_news([], 8) == (TailNews.UNKNOWN, None)
+    assert tail_news([5], None) == (TailNews.UNKNOWN, 5)
+
+
+def test_the_sitemaps_key_is_true_false_or_urls_and_anything_else_one_line() -> None:
+    assert parse_sitemaps(True) == SitemapSpec(site=True)
+    assert parse_sitemaps(False) is None
+    assert parse_sitemaps("https://a/s.xml") == SitemapSpec(urls=("https://a/s.xml",))
+    assert parse_sitemaps(["https://a/s.xml", " https://a/s.xml"]) == SitemapSpec(urls=("https://a/s.xml",))
+    for bad in ([], 1, ["ftp://a/s.xml"], [1], "sitemap.xml"):
+        with pytest.raises(TargetError, match="sitemaps="):
+            parse_sitemaps(bad)
+    assert site_sitemaps("https://a.test:8080/x/y?z") == ("https://a.test:8080/robots.txt",
+                                                          "https://a.test:8080/sitemap.xml")
+
+
+def test_job_files_take_sitemaps_on_page_targets_and_crawl_profiles_and_refuse_them_on_id_targets(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "job.toml"
+    text = """
+[[crawl_profiles]]
+name = "p"
+max_hops = 1
+sitemaps = ["https://a.test/news.xml"]
+
+[[targets]]
+name = "front"
+url = "https://a.test/"
+crawl_profiles = ["p"]
+sitemaps = true
+
+[[targets]]
+name = "ids"
+url = "https://a.test/n/{id}"
+start = 1
+crawl_profiles = ["p"]
+"""
+    path.write_text(text)
+    job = read_job(path)
+    assert job.crawl_profiles["p"].sitemaps == SitemapSpec(urls=("https://a.test/news.xml",))
+    assert job.page_targets[0].sitemaps == SitemapSpec(site=True)
+    wanted = wanted_sitemaps(job.scope())
+    assert wanted["front"].site == {"https://a.test/robots.txt": None}
+    assert wanted["front"].urls == {"https://a.test/news.xml": ["p"]}
+    assert wanted["ids"].urls == {"https://a.test/news.xml": ["p"]} and wanted["ids"].site == {}
+    path.write_text(text + "sitemaps = true\n")
+    with pytest.raises(TargetError, match=r"targets\[1\]: sitemaps=True: applies to page targets and crawl profiles"):
+        read_job(path)
+
+
+def test_a_bad_sitemaps_value_names_the_table_field_and_value(tmp_path: Path) -> None:
+    path = tmp_path / "job.toml"
+    path.write_text('[[crawl_profiles]]\nname = "p"\nmax_hops = 0\nsitemaps = "yes"\n'
+                    '[[targets]]\nurl = "https://a.test/"\ncrawl_profiles = ["p"]\n')
+    with pytest.raises(TargetError, match=r"crawl_profiles\[0\]: sitemaps='yes'"):
+        read_job(path)
+
+
+# -- seeding the queue -------------------------------------------------------------------------------
+
+
+def scope() -> JobScope:
+    return JobScope({"s": Seed("s", "http://a.test/", ("p",)), "o": Seed("o", "http://a.test/o", ("p",))},
+                    {"p": CrawlProfile("p", 0)}, {}, pages=("s", "o"))
+
+
+def test_sitemap_urls_in_scope_are_queued_as_hop_0_pages_highest_priority_first() -> None:
+    queue = MemoryUrlQueue()
+    job = scope()
+    queue.start(job, 0.0)
+    queue.seed("o", "http://a.test/taken", 0.0)
+    urls = [SitemapUrl("http://a.test/low", None, 0.1), SitemapUrl("http://b.test/off", None, 1.0),
+            SitemapUrl("http://a.test/id/3"), SitemapUrl("http://a.test/taken"), SitemapUrl("http://a.test/top", None, 1)]
+    done = seed_urls(queue, job, "s", urls, 1.0, None, skip=lambda url: "/id/" in url)
+    assert [e.url for e in done.queued] == ["http://a.test/top", "http://a.test/low"]
+    assert all(e.record.hops == SEED and e.record.owner == "s" for e in done.queued)
+    assert done.out_of_scope == 1 and done.due == []
+    assert queue.get("http://a.test/taken").record.owner == "o"  # another target's URL stays its own
+    assert queue.get("http://a.test/id/3") is None  # an id target's lanes fetch it
+
+
+def test_a_harvested_page_with_a_newer_lastmod_is_queued_again_now_and_an_older_one_not() -> None:
+    queue = MemoryUrlQueue()
+    job = scope()
+    queue.start(job, 0.0)
+    seed_urls(queue, job, "s", [SitemapUrl("http://a.test/x"), SitemapUrl("http://a.test/y")], 0.0, None)
+    for _ in range(2):
+        assert queue.take(lambda host: True, 1.0) is not None
+    queue.fetched("http://a.test/x", [], 10.0)
+    queue.fetched("http://a.test/y", [], 10.0)
+    assert queue.ready() == 0
+    done = seed_urls(queue, job, "s", [SitemapUrl("http://a.test/x", 11.0), SitemapUrl("http://a.test/y", 9.0)],
+                     20.0, None)
+    assert seed_urls(queue, job, "s", [SitemapUrl("http://a.test/y", 21.0)], 20.0, None).due == []  # future
+    assert [e.url for e in done.due] == ["http://a.test/x"] and done.queued == []
+    assert queue.get("http://a.test/x").state is QueueState.QUEUED
+    assert queue.get("http://a.test/y").state is QueueState.HARVESTED
+    assert queue.ready() == 1
+    assert queue.due_now("http://a.test/x", 21.0) is None  # queued already
+    assert queue.due_now("http://a.test/nope", 21.0) is None
+
+
+# -- the reader --------------------------------------------------------------------------------------
+
+
+def reader(**settings: Any) -> tuple[SitemapReader, list[tuple[str, list[str] | None, list[SitemapUrl]]]]:
+    crawler = get_crawler(settings_dict=settings)
+    crawler.stats = MemoryStatsCollector(crawler)
+    found: list[tuple[str, list[str] | None, list[SitemapUrl]]] = []
+    return SitemapReader(crawler, {}, lambda t, p, u: found.append((t, p, u))), found
+
+
+def response(cls: type[Response], url: str, body: bytes, targets: dict[str, Any] | None = None) -> Response:
+    request = Request(url, meta={SITEMAP_KEY: {"targets": targets or {"s": None}}})
+    return cls(url=url, body=body, request=request)
+
+
+def test_bodies_are_found_as_scrapy_s_sitemap_spider_finds_them() -> None:
+    read, _ = reader(DOWNLOAD_MAXSIZE=10_000)
+    xml = urlset([{"loc": "http://a/x"}])
+    assert read.body(response(XmlResponse, "http://a/s", xml)) == xml
+    assert read.body(response(Response, "http://a/s.xml.gz", gzipped(xml))) == xml
+    assert read.body(response(Response, "http://a/s.xml", xml)) == xml
+    assert read.body(response(TextResponse, "http://a/page", xml)) is None
+    big = gzip.compress(b"<urlset>" + b" " * 20_000 + b"</urlset>")
+    assert read.body(response(Response, "http://a/s.xml.gz", big)) is None  # over DOWNLOAD_MAXSIZE
+
+
+def test_an_index_is_followed_within_the_file_limit_and_a_urlset_handed_over_within_the_url_limit() -> None:
+    read, found = reader(IDCRAWL_SITEMAP_MAX_FILES=2, IDCRAWL_SITEMAP_MAX_URLS=2)
+    index = sitemap_index(["http://a/1.xml", "http://a/2.xml", "http://a/3.xml"])
+    follow = list(read._sitemap(response(XmlResponse, "http://a/index.xml", index)))
+    assert [r.url for r in follow] == ["http://a/1.xml", "http://a/2.xml"]
+    assert read.stats.get_value("idcrawl/sitemaps/over_limit") == 1
+    body = urlset([{"loc": "http://a/x", "priority": "0.1"}, {"loc": "http://a/y", "priority": "0.9"},
+                   {"loc": "http://a/z"}])
+    assert list(read._sitemap(response(XmlResponse, "http://a/1.xml", body))) == []
+    assert [(t, [u.loc for u in urls]) for t, _, urls in found] == [("s", ["http://a/y", "http://a/z"])]
+    assert read.stats.get_value("idcrawl/sitemaps/files") == 2
+    assert list(read._sitemap(response(XmlResponse, "http://a/2.xml", b"<html>not one</html>"))) == []
+    assert read.stats.get_value("idcrawl/sitemaps/invalid") == 1
+
+
+def test_robots_sitemap_lines_are_followed_and_a_site_without_them_gets_its_sitemap_xml() -> None:
+    read, _ = reader()
+    robots = b"User-agent: *\nSitemap: http://a/s1.xml\nSitemap: /s2.xml.gz\n"
+    follow = list(read._robots(response(TextResponse, "http://a/robots.txt", robots)))
+    assert [r.url for r in follow] == ["http://a/s1.xml", "http://a/s2.xml.gz"]
+    follow = list(read._robots(response(TextResponse, "http://b/robots.txt", b"User-agent: *\n")))
+    assert [r.url for r in follow] == ["http://b/sitemap.xml"]
