@@ -271,7 +271,7 @@ class IdRuntime:
             previous, self._previous_queue = self._previous_queue, None
             # the draws go on from the last wave's
             rng = previous.rng if previous is not None else random.Random(config.scope_seed)
-            self._url_queue = self.worker.url_queue(self.scope, rng, self._id_page_of(), config.scope_postpone,
+            self._url_queue = self.worker.url_queue(self.scope, rng, self.id_page_of(), config.scope_postpone,
                                                     previous)
         return self._url_queue
 
@@ -310,7 +310,7 @@ class IdRuntime:
         return Request(record.url, callback=spider.outlink_response, errback=spider.outlink_failure,
                        dont_filter=True, meta={SCOPE_KEY: {"url": record.url}})
 
-    def _id_page_of(self) -> Callable[[str], bool] | None:
+    def id_page_of(self) -> Callable[[str], bool] | None:
         """Is a URL the page of an id (in its bounds) of one of the id targets? Its lanes fetch it, or decide
         not to (the URL queue skips it). None: there are none."""
         id_targets = list(self.targets)
