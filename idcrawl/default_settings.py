@@ -353,6 +353,14 @@ IDCRAWL_SCOPE_SEED = 0
 #: deactivated); the URL waits for a run that finds them active again.
 IDCRAWL_SCOPE_POSTPONE = 3600.0
 
+#: Host names mapped to IP addresses for a crawl, like curl's --resolve: {"gamma.example": "127.0.0.3"}
+#: (or gamma.example=127.0.0.3,... with -s). Read by idcrawl.resolver.IdResolver, which a project installs
+#: as TWISTED_DNS_RESOLVER (DNS_RESOLVER before Scrapy 2.19); None: nothing mapped.
+IDCRAWL_RESOLVE = None
+
+#: With IdResolver: names not in IDCRAWL_RESOLVE fail, without a DNS lookup (a crawl that must stay local).
+IDCRAWL_RESOLVE_ONLY = False
+
 # -- The clock (idcrawl.core.clock.Clock) ----------------------------------------------------------
 #: "Now" for every time idcrawl records or compares (recrawl due times, fetched_at, the recorder):
 #: None = the real clock; an ISO 8601 time (2026-01-12T07:00:00Z; no offset = UTC) fixes it there.
