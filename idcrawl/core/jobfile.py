@@ -31,6 +31,7 @@ from idcrawl.core.scope import (
     Collection,
     CrawlProfile,
     JobScope,
+    OffSite,
     ScopeKind,
     Seed,
     Traps,
@@ -134,7 +135,7 @@ COLLECTION_KEYS = frozenset({"name", "yield_probability", "enabled"})
 #: The keys of a ``[[crawl_profiles]]`` table.
 CRAWL_PROFILE_KEYS = frozenset({"name", "collection", "max_hops", "max_offsite_hops", "scope", "url_prefixes",
                                 "include", "exclude", "schemes", "yield_probability", "enabled", "revisit",
-                                "redirect_hops", "canonicalise", "traps"})
+                                "redirect_hops", "offsite", "canonicalise", "traps"})
 #: The keys of a crawl profile's ``canonicalise`` and ``traps`` tables.
 CANONICALISE_KEYS = frozenset({"drop_query", "strip_www"})
 TRAPS_KEYS = frozenset({"max_path_segments", "max_segment_repeats", "max_url_length"})
@@ -351,6 +352,7 @@ def _crawl_profile(raw: Mapping[str, Any], collections: Mapping[str, Collection]
         enabled=as_bool("enabled", raw.get("enabled", True)),
         revisit=parse_duration("revisit", raw["revisit"]) if "revisit" in raw else None,
         redirect_hops=as_bool("redirect_hops", raw.get("redirect_hops", True)),
+        offsite=OffSite(as_choice("offsite", raw.get("offsite", OffSite.HOST.value), tuple(OffSite))),
         canonicalise=_canonicalise(raw["canonicalise"]) if "canonicalise" in raw else Canonicalise(),
         traps=_traps(raw["traps"]) if "traps" in raw else Traps(),
     )

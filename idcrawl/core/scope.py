@@ -38,6 +38,7 @@ __all__ = [
     "Harvest",
     "Hops",
     "JobScope",
+    "OffSite",
     "Owner",
     "ScopeKind",
     "Seed",
@@ -74,6 +75,15 @@ class ScopeKind(StrEnum):
     DOMAIN = "domain"  # the seed's registered domain (public-suffix list): www.db.no and img.db.no
     PREFIX = "prefix"  # the URL starts with one of ``url_prefixes`` (default: the seed URL up to its last '/')
     ANY = "any"  # no base rule: only hops, schemes, include/exclude
+
+
+class OffSite(StrEnum):
+    """What starts a crawl profile's off-site counter (``offsite``): a link to another host (the default,
+    the seed's "as long as the referrer is the same host"), or to another registered domain (its "if
+    the outlink is another domain than the referrer")."""
+
+    HOST = "host"
+    DOMAIN = "domain"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +123,9 @@ class CrawlProfile:
     yield_probability: float = 0.0
     enabled: bool = True
     revisit: float | None = None
-    # -- the second pass (issue 30): redirects, canonicalisation, traps
+    # -- the second pass (issue 30): redirects, off-site counting, canonicalisation, traps
     redirect_hops: bool = True
+    offsite: OffSite = field(default_factory=lambda: OffSite.HOST)
     canonicalise: Canonicalise = field(default_factory=lambda: Canonicalise())
     traps: Traps = field(default_factory=lambda: Traps())
 
@@ -267,16 +278,23 @@ class Hops:
     hops: int = 0
     offsite: int = 0
 
-    def follow(self, referrer_url: str, url: str) -> Hops:
-        """The counters of ``url`` reached by a link on the page ``referrer_url`` (whose counters these are)."""
-        leaves = self.offsite > 0 or host_of(url) != host_of(referrer_url)
+    def follow(self, referrer_url: str, url: str, *, by_domain: bool = False) -> Hops:
+        """The counters of ``url`` reached by a link on the page ``referrer_url`` (whose counters these are);
+        ``by_domain``: the off-site counter starts on a change of registered domain, not of host
+        (:meth:`JobScope.offsite_by_domain`)."""
+        if self.offsite > 0:
+            leaves = True
+        elif by_domain:
+            leaves = registered_domain(host_of(url)) != registered_domain(host_of(referrer_url))
+        else:
+            leaves = host_of(url) != host_of(referrer_url)
         return Hops(self.hops + 1, self.offsite + 1 if leaves else 0)
 
-    def redirect(self, referrer_url: str, url: str, *, hop: bool = True) -> Hops:
+    def redirect(self, referrer_url: str, url: str, *, hop: bool = True, by_domain: bool = False) -> Hops:
         """The counters of ``url`` that ``referrer_url`` redirects to: a link (:meth:`follow`), except
         that with ``hop`` False (every crawl profile's ``redirect_hops = false``) the hops stay; the
         off-site counter follows the host change all the same."""
-        followed = self.follow(referrer_url, url)
+        followed = self.follow(referrer_url, url, by_domain=by_domain)
         return followed if hop else Hops(self.hops, followed.offsite)
 
 
@@ -374,6 +392,14 @@ class JobScope:
         rules = [self.crawl_profiles[name].traps.refuses(url) for name in (seed.crawl_profiles if seed else ())
                  if name in self.crawl_profiles]
         return rules[0] if rules and all(rules) else None
+
+    def offsite_by_domain(self, owner: str) -> bool:
+        """Does the off-site counter of ``owner``'s links start on a change of registered domain? Only
+        when every crawl profile of the target says ``offsite = "domain"``: a URL has one off-site counter
+        per path, and counting by host (the stricter) never walks a host profile further than it admits."""
+        seed = self.seeds.get(owner)
+        names = [name for name in (seed.crawl_profiles if seed else ()) if name in self.crawl_profiles]
+        return bool(names) and all(self.crawl_profiles[name].offsite is OffSite.DOMAIN for name in names)
 
     def redirect_hops(self, owner: str) -> bool:
         """Does a redirect of ``owner``'s pages count as a hop? Yes unless every crawl profile of the

@@ -630,7 +630,9 @@ class MemoryUrlQueue:
                work: list[tuple[str, Hops]], *, hop: bool = True) -> None:
         if self._skip is not None and self._skip(link):
             return
-        hops = at.follow(page, link) if hop else at.redirect(page, link, hop=False)
+        by_domain = self.scope.offsite_by_domain(owner)
+        hops = at.follow(page, link, by_domain=by_domain) if hop else at.redirect(page, link, hop=False,
+                                                                                 by_domain=by_domain)
         names = self.scope.scoped(owner, link, hops)
         if not names:
             return

@@ -190,7 +190,7 @@ class RedisUrlQueue:
         def offer(page: str, hops: Hops, link: str, work: list[tuple[str, Hops]]) -> None:
             if self._skip is not None and self._skip(link):
                 return
-            at = hops.follow(page, link)
+            at = hops.follow(page, link, by_domain=self.scope.offsite_by_domain(owner))
             names = self.scope.scoped(owner, link, at)
             if names:
                 reached: list[tuple[str, str, Hops, tuple[str, ...]]] = []  # pages a better path reaches again
@@ -271,7 +271,7 @@ class RedisUrlQueue:
         if owner in self.scope.seeds and not (self._skip is not None and self._skip(target)):
             work: list[tuple[str, str, Hops, tuple[str, ...]]] = []
             for path in entry.paths:
-                at = path.redirect(url, target, hop=hop)
+                at = path.redirect(url, target, hop=hop, by_domain=self.scope.offsite_by_domain(owner))
                 names = self.scope.scoped(owner, target, at)
                 if names:
                     self._offer_link(target, owner, names, at, now, new, work)
@@ -304,7 +304,7 @@ class RedisUrlQueue:
             for link in links:
                 if self._skip is not None and self._skip(link):
                     continue
-                hops = at.follow(page, link)
+                hops = at.follow(page, link, by_domain=self.scope.offsite_by_domain(owner))
                 names = self.scope.scoped(owner, link, hops)
                 if names:
                     self._offer_link(link, owner, names, hops, now, new, work)
