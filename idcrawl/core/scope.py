@@ -229,7 +229,8 @@ class Canonicalise:
         netloc = parts.netloc
         if self.strip_www:
             user, at, hostport = netloc.rpartition("@")
-            if hostport.startswith("www.") and hostport.count(".") >= 2:
+            if hostport.startswith("www.") and hostport.count(".") >= 2 and registered_domain(
+                    hostport.partition(":")[0]) != hostport.partition(":")[0]:  # www.co.uk keeps its www
                 netloc = f"{user}{at}{hostport[4:]}"
         return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
