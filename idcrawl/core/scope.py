@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from fnmatch import fnmatchcase
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import pairwise
 from typing import TYPE_CHECKING, Generic, TypeVar
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
@@ -372,9 +372,20 @@ class JobScope:
         """The crawl profiles of the seed ``owner`` that ``url`` with ``hops`` is in scope of
         (enabled or not), in the seed's order; a deleted crawl profile contributes nothing."""
         seed = self.seeds[owner]
-        seed_url = _canonical_seed(seed.url)
+        seed_url = self.seed_url(owner)
         return tuple(name for name in seed.crawl_profiles
                      if name in self.crawl_profiles and in_scope(self.crawl_profiles[name], seed_url, url, hops))
+
+    def seed_url(self, owner: str) -> str:
+        """The canonical URL of the seed ``owner``, its crawl profiles' canonicalisation rules applied."""
+        url = self._seed_urls.get(owner)
+        if url is None:
+            url = self._seed_urls[owner] = self.canonical_for(owner).apply(_canonical_seed(self.seeds[owner].url))
+        return url
+
+    @cached_property
+    def _seed_urls(self) -> dict[str, str]:
+        return {}
 
     def canonical_for(self, owner: str | None) -> Canonicalise:
         """The canonicalisation rules links of ``owner``'s pages get: those of all its crawl profiles."""

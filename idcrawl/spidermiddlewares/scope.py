@@ -90,7 +90,7 @@ class IdScopeMiddleware:
         """The page targets' pages are queued first (hop 0), then the spider's own start requests and items."""
         now = self.clock.now()
         for name in self.scope.pages:
-            entry = self.queue.seed(name, canonical(self.scope.seeds[name].url), now)
+            entry = self.queue.seed(name, self.scope.seed_url(name), now)
             if entry is not None:
                 self._count(entry.record, entry.state.value)
         self._wake()

@@ -292,3 +292,11 @@ def test_the_resolver_answers_mapped_names_and_refuses_others_when_told() -> Non
     resolver.getHostByName("www.example.org").addBoth(results.append)
     assert results[:2] == ["127.0.0.3", "127.0.0.9"]
     assert results[2].check(DNSLookupError)  # type: ignore[attr-defined]
+
+
+def test_strip_www_applies_to_the_seed_too_so_a_host_scope_still_holds() -> None:
+    profile = CrawlProfile("p", 2, canonicalise=Canonicalise(strip_www=True))
+    scope = JobScope({"t": Seed("t", "http://www.db.no/", ("p",))}, {"p": profile}, pages=("t",))
+    link = scope.canonical_for("t").apply(canonical("http://www.db.no/a"))
+    assert (scope.seed_url("t"), link) == ("http://db.no/", "http://db.no/a")
+    assert scope.scoped("t", link, Hops(1, 0)) == ("p",)
