@@ -80,3 +80,26 @@ def test_a_redirect_is_a_link_in_scope_fetched_once_and_counted(
     assert stats["idcrawl/scope/redirects/known"] == 1
     assert stats.get("idcrawl/scope/redirects/followed", 0) == (1 if a5 else 0)
     assert stats["idcrawl/scope/traps/repeated_segment"] == 1
+
+
+def test_the_scope_report_shows_the_last_runs_trap_refusals_and_redirects(site: RedirectSite, tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    result = run_crawl(tmp_path, {"job": job(tmp_path, site, 2, True)}, resolver_settings([A, X]))
+    assert result.returncode == 0, result.stderr[-3000:]
+    env = {"SCRAPY_SETTINGS_MODULE": "idcrawl.settings", "PATH": "/usr/bin:/bin"}
+
+    def idplan(*more: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "scrapy", "idplan", *more], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout
+
+    assert json.loads(idplan("--json"))["scope_refusals"] == {
+        "scope/redirects/followed": 1, "scope/redirects/known": 1, "scope/redirects/out_of_scope": 1,
+        "scope/traps/repeated_segment": 1}
+    text = idplan()
+    assert "last run: links refused by traps: repeated segment 1" in text
+    assert "last run: redirects: followed 1, known 1, out of scope 1" in text
