@@ -231,7 +231,8 @@ def _resolve() -> Spec:
         if isinstance(value, Mapping):
             items = list(value.items())
         else:
-            items = [tuple(str(item).strip().partition("=")[::2]) for item in _as_list(value)]
+            items = [(name, address) for name, _, address in (str(item).strip().partition("=")
+                                                               for item in _as_list(value))]
         out = []
         for name, address in items:
             if not isinstance(name, str) or not isinstance(address, str) or not name.strip() or " " in name.strip():

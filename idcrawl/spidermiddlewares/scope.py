@@ -113,7 +113,7 @@ class IdScopeMiddleware:
         error counter goes up (``.../not_found``, ``.../errors``); a later run fetches it again."""
         request = getattr(failure, "request", None)
         info = request.meta.get(SCOPE_KEY) if request is not None else None
-        if info is None or failure.check(RedirectedAsLink):
+        if info is None or isinstance(failure.value, RedirectedAsLink):
             return  # a redirect not followed: recorded when it was decided (redirect)
         response = getattr(failure.value, "response", None)
         self._failed(info["url"], response.status if response is not None else None, self.clock.now())
