@@ -294,7 +294,11 @@ class Hops:
     def redirect(self, referrer_url: str, url: str, *, hop: bool = True, by_domain: bool = False) -> Hops:
         """The counters of ``url`` that ``referrer_url`` redirects to: a link (:meth:`follow`), except
         that with ``hop`` False (every crawl profile's ``redirect_hops = false``) the hops stay; the
-        off-site counter follows the host change all the same."""
+        off-site counter follows the host change all the same. A hop-0 page's redirect leads to a hop-0
+        page (both counters 0), as Heritrix's ``seedsRedirectNewSeeds``: ``http://a/`` -> ``https://a/``
+        does not push a target's whole walk one hop further."""
+        if self == SEED:
+            return self
         followed = self.follow(referrer_url, url, by_domain=by_domain)
         return followed if hop else Hops(self.hops, followed.offsite)
 

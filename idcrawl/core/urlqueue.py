@@ -618,7 +618,7 @@ class MemoryUrlQueue:
         new: dict[str, QueuedUrl] = {}
         work: list[tuple[str, Hops]] = []
         for hops in entry.paths:
-            self._offer(url, entry.record.owner, hops, target, now, new, work, hop=hop)
+            self._offer(url, entry.record.owner, hops, target, now, new, work, redirect=hop)
         claimed = self._entries.get(target)
         if known is not None or claimed is None or claimed.state is not QueueState.QUEUED:
             return None
@@ -627,12 +627,14 @@ class MemoryUrlQueue:
         return claimed
 
     def _offer(self, page: str, owner: str, at: Hops, link: str, now: float, new: dict[str, QueuedUrl],
-               work: list[tuple[str, Hops]], *, hop: bool = True) -> None:
+               work: list[tuple[str, Hops]], *, redirect: bool | None = None) -> None:
+        """Offer ``link`` of ``page`` (at ``at``); ``redirect``: ``page`` redirects to it, a hop or not
+        (:meth:`idcrawl.core.scope.Hops.redirect`); None: a link."""
         if self._skip is not None and self._skip(link):
             return
         by_domain = self.scope.offsite_by_domain(owner)
-        hops = at.follow(page, link, by_domain=by_domain) if hop else at.redirect(page, link, hop=False,
-                                                                                 by_domain=by_domain)
+        hops = (at.follow(page, link, by_domain=by_domain) if redirect is None
+                else at.redirect(page, link, hop=redirect, by_domain=by_domain))
         names = self.scope.scoped(owner, link, hops)
         if not names:
             return

@@ -301,3 +301,17 @@ def test_strip_www_applies_to_the_seed_too_so_a_host_scope_still_holds() -> None
     link = scope.canonical_for("t").apply(canonical("http://www.db.no/a"))
     assert (scope.seed_url("t"), link) == ("http://db.no/", "http://db.no/a")
     assert scope.scoped("t", link, Hops(1, 0)) == ("p",)
+
+
+def test_a_hop_0_pages_redirect_leads_to_a_hop_0_page() -> None:
+    """http://a.test/ -> https://a.test/ (Heritrix's seedsRedirectNewSeeds): the walk is not one hop deeper."""
+    scope = JobScope({"t": Seed("t", "http://a.test/", ("p",))}, {"p": CrawlProfile("p", 1)}, pages=("t",))
+    queue = MemoryUrlQueue()
+    queue.start(scope, 0.0)
+    queue.seed("t", "http://a.test/", 0.0)
+    queue.take(lambda _: True, 0.0)
+    claimed = queue.redirected("http://a.test/", "https://a.test/", 0.0)
+    assert claimed is not None and claimed.record.hops == Hops(0, 0)
+    queue.fetched("https://a.test/", ["https://a.test/x"], 0.0)
+    x = queue.get("https://a.test/x")
+    assert x is not None and x.record.hops == Hops(1, 0)
