@@ -199,7 +199,9 @@ class IdScopeMiddleware:
             if before is not None or (id_page is not None and id_page(target)):
                 what = "known"  # queued, taken or harvested already, or an id page (its lanes fetch it)
             else:
-                what = "postponed" if self.queue.get(target) is not None else "out_of_scope"
+                after = self.queue.get(target)
+                what = ("out_of_scope" if after is None else
+                        "postponed" if after.state is QueueState.POSTPONED else "known")  # another worker took it
         self.stats.inc_value(f"{SCOPE_STATS}/redirects/{what}")
         self._wake()
         return target if claimed is not None else None

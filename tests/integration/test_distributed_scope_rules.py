@@ -86,3 +86,37 @@ def test_two_workers_follow_redirects_as_links_and_fetch_each_canonical_url_once
             return sum(result.stats.get(f"idcrawl/scope/redirects/{key}", 0) for result in results)
 
         assert (total("out_of_scope"), total("known"), total("followed")) == (N // 3, N // 3, N // 3)
+
+
+def test_the_shared_queue_takes_a_redirects_new_target_for_the_worker_that_follows_it(redis_server) -> None:
+    """``RedisUrlQueue.redirected``: a new target in scope is claimed by the redirected worker (no other
+    worker takes it), a known or out-of-scope one is not followed, as in one process."""
+    import random
+
+    from idcrawl.core.scope import CrawlProfile, Hops, JobScope, Seed
+    from idcrawl.core.urlqueue import QueueState
+    from idcrawl.distributed.urlqueue import RedisUrlQueue
+
+    client = redis.Redis.from_url(redis_server.url)
+    scope = JobScope({"t": Seed("t", "http://a.test/", ("p",))}, {"p": CrawlProfile("p", 2)}, pages=("t",))
+
+    def worker(name: str) -> RedisUrlQueue:
+        queue = RedisUrlQueue(client, "r:{claim}:", name, lease_ms=60_000, rng=random.Random(1))
+        queue.start(scope, 0.0)
+        return queue
+
+    one, two = worker("w1"), worker("w2")
+    one.seed("t", "http://a.test/", 0.0)
+    assert one.take(lambda _: True, 0.0) is not None
+    one.fetched("http://a.test/", ["http://a.test/r1", "http://a.test/a1"], 0.0)
+    taken = {record.url for record in (one.take(lambda _: True, 0.0), one.take(lambda _: True, 0.0)) if record}
+    assert taken == {"http://a.test/r1", "http://a.test/a1"}
+    assert one.redirected("http://a.test/r1", "http://x.test/out", 1.0) is None  # another host
+    assert one.get("http://x.test/out") is None
+    assert one.redirected("http://a.test/a1", "http://a.test/r1", 1.0) is None  # known
+    one.fetched("http://a.test/r1", ["http://a.test/a1"], 1.0)
+    claimed = one.redirected("http://a.test/a1", "http://a.test/a5", 1.0)
+    assert claimed is not None and claimed.state is QueueState.TAKEN and claimed.record.hops == Hops(2, 0)
+    assert two.take(lambda _: True, 1.0) is None  # the other worker finds nothing to take
+    entry = two.get("http://a.test/a5")
+    assert entry is not None and entry.state is QueueState.TAKEN and "http://a.test/a5" in one.taken
