@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from idcrawl.core.frontier import Dispatch
 
 __all__ = [
-    "CONDITIONAL_KEY", "HANDLED_STATUSES", "RedirectedOffsite", "failure_outcome", "failure_reason", "lane_request",
+    "CONDITIONAL_KEY", "HANDLED_STATUSES", "RedirectedAsLink", "RedirectedOffsite", "failure_outcome",
+    "failure_reason", "lane_request",
 ]
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,11 @@ HANDLED_STATUSES = list(range(400, 600))
 CONDITIONAL_KEY = "idcrawl_conditional"
 #: The message of the IgnoreRequest raised by Scrapy's RobotsTxtMiddleware.
 _ROBOTS_FORBIDDEN = "Forbidden by robots.txt"
+
+
+class RedirectedAsLink(IgnoreRequest):
+    """A crawl-scope page's redirect not followed (``IdRedirectsMiddleware``): its target was offered to
+    the URL queue as a link, and is out of scope or fetched once by the queue (docs/scope.md)."""
 
 
 class RedirectedOffsite(IgnoreRequest):

@@ -67,6 +67,9 @@ STATS_PREFIX = "idcrawl"
 #: ``request.meta`` key of a page target's or an outlink's request: its canonical URL, then (set when
 #: its response arrives) ``owner``, ``hops``, ``offsite_hops`` and ``crawl_profiles`` as the walk knows them.
 SCOPE_KEY = "idcrawl_scope"
+#: The crawl scope's refusals and redirects kept with a run's record (``scope/traps/<rule>``,
+#: ``scope/redirects/<what>``), which ``scrapy idplan``'s scope report shows.
+SCOPE_REFUSALS = ("idcrawl/scope/traps/", "idcrawl/scope/redirects/")
 #: The stats of one crawl profile: ``.../<name>/queued``, ``fetched``, ``postponed``, ``not_found``, ``errors``,
 #: ``revisits``.
 PROFILE_STATS = f"{STATS_PREFIX}/crawl_profiles"
@@ -271,7 +274,7 @@ class IdRuntime:
             previous, self._previous_queue = self._previous_queue, None
             # the draws go on from the last wave's
             rng = previous.rng if previous is not None else random.Random(config.scope_seed)
-            self._url_queue = self.worker.url_queue(self.scope, rng, self._id_page_of(), config.scope_postpone,
+            self._url_queue = self.worker.url_queue(self.scope, rng, self.id_page_of(), config.scope_postpone,
                                                     previous)
         return self._url_queue
 
@@ -310,7 +313,7 @@ class IdRuntime:
         return Request(record.url, callback=spider.outlink_response, errback=spider.outlink_failure,
                        dont_filter=True, meta={SCOPE_KEY: {"url": record.url}})
 
-    def _id_page_of(self) -> Callable[[str], bool] | None:
+    def id_page_of(self) -> Callable[[str], bool] | None:
         """Is a URL the page of an id (in its bounds) of one of the id targets? Its lanes fetch it, or decide
         not to (the URL queue skips it). None: there are none."""
         id_targets = list(self.targets)
@@ -571,7 +574,8 @@ class IdRuntime:
         """The job totals of this run (``idcrawl/<name>`` stats), for the run's record; in watch mode
         this wave's (``per_wave``), each wave being a run of the state."""
         totals = {k.split("/", 1)[1]: v for k, v in self.stats.get_stats().items()
-                  if k.startswith(f"{STATS_PREFIX}/") and k.count("/") == 1 and isinstance(v, int)}
+                  if k.startswith(f"{STATS_PREFIX}/") and isinstance(v, int)
+                  and (k.count("/") == 1 or k.startswith(SCOPE_REFUSALS))}
         if not per_wave or not self._counts_before:
             return totals
         before = self._counts_before

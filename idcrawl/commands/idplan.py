@@ -21,7 +21,7 @@ from idcrawl.commands._common import (
     say_reading,
 )
 from idcrawl.commands.report import collect, plan_document, render_plan, write_json
-from idcrawl.commands.scope_report import render_scope, scope_document, url_counts
+from idcrawl.commands.scope_report import last_refusals, render_refusals, render_scope, scope_document, url_counts
 from idcrawl.core.jobfile import parse_job
 
 
@@ -62,6 +62,7 @@ class Command(ScrapyCommand):
             job = parse_job(opts.job) if opts.job else []
             with read_state(path) as store:  # read once: the plan and the URL queue
                 urls, pages_only = url_counts(store, args)  # crawl scope: by target, crawl profile, hops
+                refusals = last_refusals(store) if urls else {}  # traps and redirects of the last run
                 plan_args = [name for name in args if name not in pages_only]  # page targets have no lanes
                 views = collect(store, plan_args, job) if plan_args or not args or job else []
         except CommandFailed as exc:
@@ -71,9 +72,12 @@ class Command(ScrapyCommand):
         if opts.json:
             document = plan_document(views, state=str(path), keep=opts.ranges, stream=True)
             document["scope"] = scope_document(urls)
+            if refusals:
+                document["scope_refusals"] = refusals
             write_json(document, sys.stdout)
         else:
             console = Console(highlight=False)
             if views or not urls:
                 render_plan(views, console, keep=opts.ranges)  # the first line named the state
             render_scope(urls, console)
+            render_refusals(refusals, console)

@@ -19,7 +19,7 @@ from idcrawl.core.safetext import safe
 from idcrawl.core.urlqueue import QueueState, UrlCount, count_urls
 from idcrawl.state.base import StateStore
 
-__all__ = ["STATES", "render_scope", "scope_document", "url_counts"]
+__all__ = ["STATES", "last_refusals", "render_refusals", "render_scope", "scope_document", "url_counts"]
 
 #: The states shown, in order (a URL taken and never answered counts as queued).
 STATES = (QueueState.QUEUED, QueueState.POSTPONED, QueueState.HARVESTED)
@@ -35,6 +35,23 @@ def url_counts(store: StateStore, targets: Sequence[str] = ()) -> tuple[list[Url
     with_urls = {c.target for c in counts}
     pages_only = [name for name in targets if name in with_urls and name not in with_lanes]
     return [c for c in counts if not targets or c.target in targets], pages_only
+
+
+def last_refusals(store: StateStore) -> dict[str, int]:
+    """What the last run's crawl scope refused and how its redirects went (its record's
+    ``scope/traps/<rule>`` and ``scope/redirects/<what>`` counts, docs/scope.md "Traps", "Redirects")."""
+    runs = store.runs()
+    counts = runs[-1].counts if runs else {}
+    return {key: n for key, n in sorted(counts.items()) if key.startswith(("scope/traps/", "scope/redirects/")) and n}
+
+
+def render_refusals(refusals: dict[str, int], console: Console) -> None:
+    """One line per kind: ``last run: links refused by traps: repeated_segment 3; redirects: known 1``."""
+    for kind, words in (("traps", "links refused by traps"), ("redirects", "redirects")):
+        parts = [f"{key.rsplit('/', 1)[1].replace('_', ' ')} {n:,}" for key, n in refusals.items()
+                 if key.startswith(f"scope/{kind}/")]
+        if parts:
+            console.print(Text(f"last run: {words}: {', '.join(parts)}"))
 
 
 def _grouped(counts: Iterable[UrlCount]) -> dict[Key, dict[int, dict[QueueState, int]]]:

@@ -25,7 +25,18 @@ from idcrawl.core.inputs import (
     refuse_unknown,
 )
 from idcrawl.core.recrawl import parse_duration
-from idcrawl.core.scope import SCHEMES, Collection, CrawlProfile, JobScope, ScopeKind, Seed
+from idcrawl.core.scope import (
+    SCHEMES,
+    Canonicalise,
+    Collection,
+    CrawlProfile,
+    JobScope,
+    OffSite,
+    ScopeKind,
+    Seed,
+    Traps,
+    canonical,
+)
 from idcrawl.core.sitemaps import parse_sitemaps
 from idcrawl.core.targets import TARGET_KEYS, PageTarget, Target, parse_page_target, parse_targets
 
@@ -125,7 +136,10 @@ COLLECTION_KEYS = frozenset({"name", "yield_probability", "enabled"})
 #: The keys of a ``[[crawl_profiles]]`` table.
 CRAWL_PROFILE_KEYS = frozenset({"name", "collection", "max_hops", "max_offsite_hops", "scope", "url_prefixes",
                                 "include", "exclude", "schemes", "yield_probability", "enabled", "revisit",
-                                "sitemaps"})
+                                "sitemaps", "redirect_hops", "offsite", "canonicalise", "traps"})
+#: The keys of a crawl profile's ``canonicalise`` and ``traps`` tables.
+CANONICALISE_KEYS = frozenset({"drop_query", "strip_www"})
+TRAPS_KEYS = frozenset({"max_path_segments", "max_segment_repeats", "max_url_length"})
 
 
 def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max_targets: int = 0) -> JobFile:
@@ -183,6 +197,15 @@ def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max
                               f"is used by targets[{seen[page.name]}] too; names must be unique",
                               where=f"{where}: targets[{index}]")
         seen[page.name] = index
+        for target in targets:  # one URL, one fetch: the id target's lanes fetch that page
+            id_ = target.id_of(page.url)
+            if id_ is None:
+                id_ = target.id_of(canonical(page.url))
+            if id_ is not None:
+                raise TargetError("url", page.url,
+                                  f"is the page of id {id_} of target {target.name!r}, which its lanes fetch: "
+                                  f"give that target the crawl profiles instead",
+                                  where=f"{where}: targets[{index}]")
     referring: list[tuple[int, tuple[str, ...]]] = [
         *((i, t.crawl_profiles) for i, t in zip(id_indexes, targets, strict=True)),
         *((i, p.crawl_profiles) for i, p in zip(page_indexes, page_targets, strict=True)),
@@ -204,11 +227,39 @@ def _tables(value: Any, key: str, where: str) -> list[Mapping[str, Any]]:
 
 
 def _probability(field: str, value: Any) -> float:
-    """A yield probability: a number in [0, 1)."""
+    """A yield probability: a number in [0, 1] (seed 003: "a number between 0 and 1")."""
     result = as_float(field, value)
-    if not result < 1.0:
-        raise TargetError(field, value, "must be a number >= 0 and < 1 (the chance to give way)")
+    if not result <= 1.0:
+        raise TargetError(field, value, "must be a number from 0 to 1 (the chance to give way)")
     return result
+
+
+def _table(field: str, value: Any, known: frozenset[str]) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TargetError(field, value, f"must be a table (keys: {', '.join(sorted(known))})")
+    bad = sorted(set(value) - known)
+    if bad:
+        raise TargetError(f"{field}.{bad[0]}", value[bad[0]], f"unknown key (known: {', '.join(sorted(known))})")
+    return value
+
+
+def _canonicalise(value: Any) -> Canonicalise:
+    """A crawl profile's ``canonicalise = {drop_query = ["utm_*", "sid"], strip_www = true}``."""
+    raw = _table("canonicalise", value, CANONICALISE_KEYS)
+    drop = raw.get("drop_query", [])
+    items = [drop] if isinstance(drop, str) else drop
+    if not isinstance(items, list) or not all(isinstance(item, str) and item.strip() for item in items):
+        raise TargetError("canonicalise.drop_query", drop, "must be a list of query keys or globs such as 'utm_*'")
+    return Canonicalise(tuple(item.strip() for item in items),
+                        as_bool("canonicalise.strip_www", raw.get("strip_www", False)))
+
+
+def _traps(value: Any) -> Traps:
+    """A crawl profile's ``traps = {max_path_segments = 32, max_segment_repeats = 3, max_url_length = 2083}``."""
+    raw = _table("traps", value, TRAPS_KEYS)
+    default = Traps()
+    return Traps(**{key: as_int(f"traps.{key}", raw.get(key, getattr(default, key)), minimum=0)
+                    for key in sorted(TRAPS_KEYS)})
 
 
 def _collections(value: Any, where: str) -> dict[str, Collection]:
@@ -302,6 +353,10 @@ def _crawl_profile(raw: Mapping[str, Any], collections: Mapping[str, Collection]
         enabled=as_bool("enabled", raw.get("enabled", True)),
         revisit=parse_duration("revisit", raw["revisit"]) if "revisit" in raw else None,
         sitemaps=parse_sitemaps(raw["sitemaps"]) if "sitemaps" in raw else None,
+        redirect_hops=as_bool("redirect_hops", raw.get("redirect_hops", True)),
+        offsite=OffSite(as_choice("offsite", raw.get("offsite", OffSite.HOST.value), tuple(OffSite))),
+        canonicalise=_canonicalise(raw["canonicalise"]) if "canonicalise" in raw else Canonicalise(),
+        traps=_traps(raw["traps"]) if "traps" in raw else Traps(),
     )
 
 

@@ -15,9 +15,11 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from functools import lru_cache
+from fnmatch import fnmatchcase
+from functools import cached_property, lru_cache
+from itertools import pairwise
 from typing import TYPE_CHECKING, Generic, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url
 
@@ -29,16 +31,20 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMES",
     "SEED",
+    "TRAP_RULES",
     "Candidate",
+    "Canonicalise",
     "Collection",
     "CrawlProfile",
     "Decision",
     "Harvest",
     "Hops",
     "JobScope",
+    "OffSite",
     "Owner",
     "ScopeKind",
     "Seed",
+    "Traps",
     "UrlRecord",
     "Verdict",
     "canonical",
@@ -73,11 +79,20 @@ class ScopeKind(StrEnum):
     ANY = "any"  # no base rule: only hops, schemes, include/exclude
 
 
+class OffSite(StrEnum):
+    """What starts a crawl profile's off-site counter (``offsite``): a link to another host (the default,
+    the seed's "as long as the referrer is the same host"), or to another registered domain (its "if
+    the outlink is another domain than the referrer")."""
+
+    HOST = "host"
+    DOMAIN = "domain"
+
+
 @dataclass(frozen=True, slots=True)
 class Collection:
     """The seed's COLLECTION: a group of crawl profiles (and so of queued URLs).
 
-    ``yield_probability`` in [0, 1): the chance that one of its URLs gives its place on a contended
+    ``yield_probability`` in [0, 1]: the chance that one of its URLs gives its place on a contended
     host slot to another collection (:func:`choose`). ``enabled`` False postpones its URLs.
     """
 
@@ -112,6 +127,43 @@ class CrawlProfile:
     revisit: float | None = None
     #: the sitemaps of each of its targets' sites, whose URLs it takes as hop-0 pages (``idcrawl.core.sitemaps``)
     sitemaps: SitemapSpec | None = None
+    # -- the second pass (issue 30): redirects, off-site counting, canonicalisation, traps
+    redirect_hops: bool = True
+    offsite: OffSite = field(default_factory=lambda: OffSite.HOST)
+    canonicalise: Canonicalise = field(default_factory=lambda: Canonicalise())
+    traps: Traps = field(default_factory=lambda: Traps())
+
+
+@dataclass(frozen=True, slots=True)
+class Traps:
+    """A crawl profile's limits on URLs that crawler traps make (Heritrix's TooManyPathSegments and
+    PathologicalPath decide rules, and its URI length cap): a URL past one is out of scope, counted
+    in ``idcrawl/scope/traps/<rule>``. The defaults leave real sites alone: 32 path segments
+    (Heritrix: 20), a segment 3 times in a row (Heritrix refuses the third: ``/a/a/a/``; here
+    ``/a/a/a/a/``), 2083 characters (Heritrix's and old browsers' cap). 0: no limit."""
+
+    max_path_segments: int = 32
+    max_segment_repeats: int = 3
+    max_url_length: int = 2083
+
+    def refuses(self, url: str) -> str | None:
+        """The rule ``url`` (canonical) breaks: ``url_length``, ``path_segments``, ``repeated_segment``; None."""
+        if self.max_url_length and len(url) > self.max_url_length:
+            return "url_length"
+        segments = [s for s in urlsplit(url).path.split("/") if s]
+        if self.max_path_segments and len(segments) > self.max_path_segments:
+            return "path_segments"
+        if self.max_segment_repeats:
+            run = 1
+            for before, segment in pairwise(segments):
+                run = run + 1 if segment == before else 1
+                if run > self.max_segment_repeats:
+                    return "repeated_segment"
+        return None
+
+
+#: The trap rules, as :meth:`Traps.refuses` names them (the stats' ``idcrawl/scope/traps/<rule>``).
+TRAP_RULES = ("url_length", "path_segments", "repeated_segment")
 
 
 # -- URLs: canonical form, hosts, registered domains ---------------------------------------------
@@ -129,10 +181,62 @@ def _suffixes() -> tldextract.TLDExtract:
     return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 
+#: The ports a URL's scheme implies: written out, they are dropped (``http://h:80/`` is ``http://h/``).
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def canonical(url: str) -> str:
     """The form URLs are compared, deduplicated and stored in: w3lib's ``canonicalize_url`` (query
-    arguments sorted, percent-encoding normalised, the fragment dropped), with the host lower-cased."""
-    return canonicalize_url(url)
+    arguments sorted, percent-encoding normalised, the fragment dropped), with the host lower-cased
+    and the scheme's default port (http 80, https 443) dropped."""
+    result = canonicalize_url(url)
+    parts = urlsplit(result)
+    try:
+        port = parts.port
+    except ValueError:
+        return result
+    if port is not None and DEFAULT_PORTS.get(parts.scheme) == port:
+        netloc = parts.netloc.rsplit(":", 1)[0]
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Canonicalise:
+    """A crawl profile's own canonicalisation rules, on top of :func:`canonical` (``canonicalise``
+    in a ``[[crawl_profiles]]`` table): ``drop_query``: query keys dropped, by name or glob
+    (``utm_*``, ``jsessionid``; case-insensitive); ``strip_www``: a host's leading ``www.`` dropped.
+    A link is canonicalised with the rules of every crawl profile of its page's target
+    (:meth:`JobScope.canonical_for`)."""
+
+    drop_query: tuple[str, ...] = ()
+    strip_www: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.drop_query) or self.strip_www
+
+    def merged(self, other: Canonicalise) -> Canonicalise:
+        return Canonicalise(tuple(dict.fromkeys(self.drop_query + other.drop_query)),
+                            self.strip_www or other.strip_www)
+
+    def apply(self, url: str) -> str:
+        """``url`` (canonical) with these rules applied (canonical again)."""
+        if not self:
+            return url
+        parts = urlsplit(url)
+        query = parts.query
+        if self.drop_query and query:
+            kept = [pair for pair in query.split("&") if not any(
+                fnmatchcase(unquote_plus(pair.split("=", 1)[0]).lower(), pattern.lower())
+                for pattern in self.drop_query)]
+            query = "&".join(kept)
+        netloc = parts.netloc
+        if self.strip_www:
+            user, at, hostport = netloc.rpartition("@")
+            if hostport.startswith("www.") and hostport.count(".") >= 2 and registered_domain(
+                    hostport.partition(":")[0]) != hostport.partition(":")[0]:  # www.co.uk keeps its www
+                netloc = f"{user}{at}{hostport[4:]}"
+        return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 @lru_cache(maxsize=1024)
@@ -179,10 +283,28 @@ class Hops:
     hops: int = 0
     offsite: int = 0
 
-    def follow(self, referrer_url: str, url: str) -> Hops:
-        """The counters of ``url`` reached by a link on the page ``referrer_url`` (whose counters these are)."""
-        leaves = self.offsite > 0 or host_of(url) != host_of(referrer_url)
+    def follow(self, referrer_url: str, url: str, *, by_domain: bool = False) -> Hops:
+        """The counters of ``url`` reached by a link on the page ``referrer_url`` (whose counters these are);
+        ``by_domain``: the off-site counter starts on a change of registered domain, not of host
+        (:meth:`JobScope.offsite_by_domain`)."""
+        if self.offsite > 0:
+            leaves = True
+        elif by_domain:
+            leaves = registered_domain(host_of(url)) != registered_domain(host_of(referrer_url))
+        else:
+            leaves = host_of(url) != host_of(referrer_url)
         return Hops(self.hops + 1, self.offsite + 1 if leaves else 0)
+
+    def redirect(self, referrer_url: str, url: str, *, hop: bool = True, by_domain: bool = False) -> Hops:
+        """The counters of ``url`` that ``referrer_url`` redirects to: a link (:meth:`follow`), except
+        that with ``hop`` False (every crawl profile's ``redirect_hops = false``) the hops stay; the
+        off-site counter follows the host change all the same. A hop-0 page's redirect leads to a hop-0
+        page (both counters 0), as Heritrix's ``seedsRedirectNewSeeds``: ``http://a/`` -> ``https://a/``
+        does not push a target's whole walk one hop further."""
+        if self == SEED:
+            return self
+        followed = self.follow(referrer_url, url, by_domain=by_domain)
+        return followed if hop else Hops(self.hops, followed.offsite)
 
 
 #: A seed's page: hop 0.
@@ -212,7 +334,8 @@ def in_scope(crawl_profile: CrawlProfile, seed_url: str, url: str, hops: Hops) -
     """Is ``url`` (canonical) with counters ``hops`` in the crawl profile's scope relative to ``seed_url``?
 
     Its scheme is allowed, no ``exclude`` regex matches, ``hops.hops <= max_hops``, ``hops.offsite
-    <= max_offsite_hops`` (when set), and :func:`rule_accepts`. ``enabled`` is not looked at:
+    <= max_offsite_hops`` (when set), no trap rule refuses it (:class:`Traps`), and
+    :func:`rule_accepts`. ``enabled`` is not looked at:
     deactivation postpones, it does not take a URL out of scope (:func:`check_dispatch`).
     """
     if hops.hops > crawl_profile.max_hops:
@@ -222,6 +345,8 @@ def in_scope(crawl_profile: CrawlProfile, seed_url: str, url: str, hops: Hops) -
     if urlsplit(url).scheme not in crawl_profile.schemes:
         return False
     if any(pattern.search(url) for pattern in crawl_profile.exclude):
+        return False
+    if crawl_profile.traps.refuses(url) is not None:
         return False
     return rule_accepts(crawl_profile, seed_url, url)
 
@@ -257,9 +382,53 @@ class JobScope:
         """The crawl profiles of the seed ``owner`` that ``url`` with ``hops`` is in scope of
         (enabled or not), in the seed's order; a deleted crawl profile contributes nothing."""
         seed = self.seeds[owner]
-        seed_url = _canonical_seed(seed.url)
+        seed_url = self.seed_url(owner)
         return tuple(name for name in seed.crawl_profiles
                      if name in self.crawl_profiles and in_scope(self.crawl_profiles[name], seed_url, url, hops))
+
+    def seed_url(self, owner: str) -> str:
+        """The canonical URL of the seed ``owner``, its crawl profiles' canonicalisation rules applied."""
+        url = self._seed_urls.get(owner)
+        if url is None:
+            url = self._seed_urls[owner] = self.canonical_for(owner).apply(_canonical_seed(self.seeds[owner].url))
+        return url
+
+    @cached_property
+    def _seed_urls(self) -> dict[str, str]:
+        return {}
+
+    def canonical_for(self, owner: str | None) -> Canonicalise:
+        """The canonicalisation rules links of ``owner``'s pages get: those of all its crawl profiles."""
+        rules = Canonicalise()
+        seed = self.seeds.get(owner) if owner is not None else None
+        for name in seed.crawl_profiles if seed is not None else ():
+            profile = self.crawl_profiles.get(name)
+            if profile is not None:
+                rules = rules.merged(profile.canonicalise)
+        return rules
+
+    def trap_of(self, owner: str, url: str) -> str | None:
+        """The trap rule that keeps ``url`` (canonical) out of the scope of every crawl profile of
+        ``owner`` (the first profile's rule); None when some crawl profile's traps let it pass."""
+        seed = self.seeds.get(owner)
+        rules = [self.crawl_profiles[name].traps.refuses(url) for name in (seed.crawl_profiles if seed else ())
+                 if name in self.crawl_profiles]
+        return rules[0] if rules and all(rules) else None
+
+    def offsite_by_domain(self, owner: str) -> bool:
+        """Does the off-site counter of ``owner``'s links start on a change of registered domain? Only
+        when every crawl profile of the target says ``offsite = "domain"``: a URL has one off-site counter
+        per path, and counting by host (the stricter) never walks a host profile further than it admits."""
+        seed = self.seeds.get(owner)
+        names = [name for name in (seed.crawl_profiles if seed else ()) if name in self.crawl_profiles]
+        return bool(names) and all(self.crawl_profiles[name].offsite is OffSite.DOMAIN for name in names)
+
+    def redirect_hops(self, owner: str) -> bool:
+        """Does a redirect of ``owner``'s pages count as a hop? Yes unless every crawl profile of the
+        target says ``redirect_hops = false`` (a profile is never walked further than it admits)."""
+        seed = self.seeds.get(owner)
+        names = [name for name in (seed.crawl_profiles if seed else ()) if name in self.crawl_profiles]
+        return not names or any(self.crawl_profiles[name].redirect_hops for name in names)
 
     def collection_of(self, crawl_profiles: Iterable[str]) -> str | None:
         """The collection of the first of ``crawl_profiles`` (the one a queued URL is filed under)."""

@@ -9,8 +9,10 @@ page are tested against the table (``tests/unit/test_settings_check.py``, ``test
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
@@ -215,6 +217,37 @@ def _addresses() -> Spec:
                 optional=True, read=lambda value: pairs(value) if value else None)
 
 
+def _resolve() -> Spec:
+    """Host names to IP addresses: a dict, its JSON text, or ``name=address,name=address`` text (``-s``)."""
+    def pairs(value: Any) -> tuple[tuple[str, str], ...] | None:
+        if value is None or value == "" or value == {}:
+            return None
+        if isinstance(value, str) and value.strip().startswith("{"):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise _Bad from None
+        items: list[tuple[Any, Any]]
+        if isinstance(value, Mapping):
+            items = list(value.items())
+        else:
+            items = [(name, address) for name, _, address in (str(item).strip().partition("=")
+                                                               for item in _as_list(value))]
+        out = []
+        for name, address in items:
+            if not isinstance(name, str) or not isinstance(address, str) or not name.strip() or " " in name.strip():
+                raise _Bad
+            try:
+                ipaddress.ip_address(address.strip())
+            except ValueError:
+                raise _Bad from None
+            out.append((name.strip().lower().rstrip("."), address.strip()))
+        return tuple(out) or None
+
+    return Spec(pairs, 'must map host names to IP addresses: {"gamma.example": "127.0.0.3"} '
+                       "or gamma.example=127.0.0.3,alpha.example=127.0.0.2", optional=True, read=pairs)
+
+
 _INCIDENT_RULES: Final = (*(r.name for r in RULES if r.name != "LT"), "errors")
 
 
@@ -346,6 +379,8 @@ class IdConfig:
     # sitemaps (idcrawl.sitemaps)
     sitemap_max_files: int = _setting(_int(1, note=" (sitemaps read per site, index children included)"), 100)
     sitemap_max_urls: int = _setting(_int(1, note=" (URLs taken per target from its sitemaps)"), 50000)
+    resolve: tuple[tuple[str, str], ...] | None = _setting(_resolve(), None)
+    resolve_only: bool = _setting(_bool(), False)
     # distributed runs
     distributed: bool = _setting(_bool(), False)
     worker_class: str = _setting(

@@ -171,6 +171,13 @@ class UrlQueue(Protocol):
         """Evidence that the harvested ``url`` changed since its last harvest (a sitemap's ``lastmod``,
         :mod:`idcrawl.sitemaps`): it is queued again now (postponed if deactivated), whatever its next
         harvest time. None: not in the queue, or not harvested (queued or taken already)."""
+    def redirected(self, url: str, target: str, now: float, *, hop: bool = True) -> QueuedUrl | None:
+        """``url`` (taken) answered with a redirect to ``target`` (canonical): a redirect is a link.
+        ``url`` is harvested with ``target`` as its one link, offered at ``url``'s counters
+        (:meth:`idcrawl.core.scope.Hops.redirect`; ``hop`` False: the hops stay). If that queued
+        ``target`` just now (new, or taken over, and ready), it is taken for the caller, who follows
+        the redirect: its entry is returned. None: not to be followed (out of scope, or already
+        queued, taken or harvested: it is fetched once, by the queue)."""
         ...
 
     def written(self, url: str, now: float) -> QueuedUrl | None:
@@ -604,11 +611,34 @@ class MemoryUrlQueue:
                 self._offer(page, source.record.owner, hops, link, now, new, work)
         return list(new.values())
 
+    def redirected(self, url: str, target: str, now: float, *, hop: bool = True) -> QueuedUrl | None:
+        entry = self._entries.get(url)
+        if entry is None or url == target:
+            return None
+        known = self._entries.get(target)
+        entry = self._schedule(replace(entry, links=(target,), record=harvested(entry.record, Harvest.FOUND, now),
+                                       state=QueueState.HARVESTED))
+        self._put(entry)
+        new: dict[str, QueuedUrl] = {}
+        work: list[tuple[str, Hops]] = []
+        for hops in entry.paths:
+            self._offer(url, entry.record.owner, hops, target, now, new, work, redirect=hop)
+        claimed = self._entries.get(target)
+        if known is not None or claimed is None or claimed.state is not QueueState.QUEUED:
+            return None
+        claimed = replace(claimed, state=QueueState.TAKEN)
+        self._put(claimed)
+        return claimed
+
     def _offer(self, page: str, owner: str, at: Hops, link: str, now: float, new: dict[str, QueuedUrl],
-               work: list[tuple[str, Hops]]) -> None:
+               work: list[tuple[str, Hops]], *, redirect: bool | None = None) -> None:
+        """Offer ``link`` of ``page`` (at ``at``); ``redirect``: ``page`` redirects to it, a hop or not
+        (:meth:`idcrawl.core.scope.Hops.redirect`); None: a link."""
         if self._skip is not None and self._skip(link):
             return
-        hops = at.follow(page, link)
+        by_domain = self.scope.offsite_by_domain(owner)
+        hops = (at.follow(page, link, by_domain=by_domain) if redirect is None
+                else at.redirect(page, link, hop=redirect, by_domain=by_domain))
         names = self.scope.scoped(owner, link, hops)
         if not names:
             return

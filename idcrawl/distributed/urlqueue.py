@@ -190,7 +190,7 @@ class RedisUrlQueue:
         def offer(page: str, hops: Hops, link: str, work: list[tuple[str, Hops]]) -> None:
             if self._skip is not None and self._skip(link):
                 return
-            at = hops.follow(page, link)
+            at = hops.follow(page, link, by_domain=self.scope.offsite_by_domain(owner))
             names = self.scope.scoped(owner, link, at)
             if names:
                 reached: list[tuple[str, str, Hops, tuple[str, ...]]] = []  # pages a better path reaches again
@@ -264,6 +264,38 @@ class RedisUrlQueue:
                if decision.verdict is Verdict.POSTPONE else replace(entry, state=QueueState.QUEUED, record=record))
         self.status.at = float("-inf")
         return new if self._set(entry, new, wait=waits(new, self.scope, now, self.postpone_for)) else None
+    def redirected(self, url: str, target: str, now: float, *, hop: bool = True) -> QueuedUrl | None:
+        """A redirect is a link (:meth:`idcrawl.core.urlqueue.MemoryUrlQueue.redirected`): ``url`` harvested
+        with ``target`` as its link; a ``target`` this call queued is taken for this worker (``URL_PUT``
+        'claim'), which follows the redirect. None: not to be followed (out of scope, or known to the fleet)."""
+        if url == target:
+            return None
+        known = self.get(target) is not None
+        self.taken.discard(url)
+        self.status.at = float("-inf")
+        row = self._harvest(keys=[self.keys.url(url)],
+                            args=[url, Harvest.FOUND.value, repr(now), target, self.worker, self._spec])
+        if not row:
+            return None
+        entry = entry_of(url, row)
+        owner = entry.record.owner
+        new: dict[str, QueuedUrl] = {}
+        if owner in self.scope.seeds and not (self._skip is not None and self._skip(target)):
+            work: list[tuple[str, str, Hops, tuple[str, ...]]] = []
+            for path in entry.paths:
+                at = path.redirect(url, target, hop=hop, by_domain=self.scope.offsite_by_domain(owner))
+                names = self.scope.scoped(owner, target, at)
+                if names:
+                    self._offer_link(target, owner, names, at, now, new, work)
+            self._follow(work, now, new)
+        self._put(keys=[self.keys.url(url)], args=[url, "done", self.worker])
+        claimed = new.get(target)
+        if known or claimed is None or claimed.state is not QueueState.QUEUED:
+            return None
+        if not self._put(keys=[self.keys.url(target)], args=[target, "claim", self.worker]):
+            return None  # another worker took it first: it fetches it
+        self.taken.add(target)
+        return QueuedUrl(claimed.record, QueueState.TAKEN, claimed.paths, claimed.links)
 
     def written(self, url: str, now: float) -> QueuedUrl | None:
         """The page's items are written: its found harvest (``URL_HARVEST`` 'written'); it is no longer
@@ -284,7 +316,7 @@ class RedisUrlQueue:
             for link in links:
                 if self._skip is not None and self._skip(link):
                     continue
-                hops = at.follow(page, link)
+                hops = at.follow(page, link, by_domain=self.scope.offsite_by_domain(owner))
                 names = self.scope.scoped(owner, link, hops)
                 if names:
                     self._offer_link(link, owner, names, hops, now, new, work)

@@ -21,6 +21,7 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.core.scope import Harvest, JobScope, UrlRecord, canonical
 from idcrawl.core.sitemaps import SitemapUrl
 from idcrawl.core.urlqueue import QueueState, Reconciled, UrlQueue
+from idcrawl.requests import RedirectedAsLink
 from idcrawl.runtime import META_KEY, PROFILE_STATS, SCOPE_KEY, STATS_PREFIX, IdRuntime, start_runtime
 from idcrawl.sitemaps import SITEMAP_STATS, SitemapReader, seed_urls, wanted_sitemaps
 
@@ -96,7 +97,7 @@ class IdScopeMiddleware:
         """The page targets' pages are queued first (hop 0), then the spider's own start requests and items."""
         now = self.clock.now()
         for name in self.scope.pages:
-            entry = self.queue.seed(name, canonical(self.scope.seeds[name].url), now)
+            entry = self.queue.seed(name, self.scope.seed_url(name), now)
             if entry is not None:
                 self._count(entry.record, entry.state.value)
         self._wake()
@@ -134,8 +135,8 @@ class IdScopeMiddleware:
         error counter goes up (``.../not_found``, ``.../errors``); a later run fetches it again."""
         request = getattr(failure, "request", None)
         info = request.meta.get(SCOPE_KEY) if request is not None else None
-        if info is None:
-            return
+        if info is None or isinstance(failure.value, RedirectedAsLink):
+            return  # a redirect not followed: recorded when it was decided (redirect)
         response = getattr(failure.value, "response", None)
         self._failed(info["url"], response.status if response is not None else None, self.clock.now())
 
@@ -180,6 +181,53 @@ class IdScopeMiddleware:
             yield request_or_item
         self._follow(response)
 
+    def _links(self, response: Response, owner: str | None) -> list[str]:
+        """The canonical links of ``response`` (a page of ``owner``), its crawl profiles' canonicalisation
+        rules applied; those every crawl profile's trap rules refuse are counted (``.../traps/<rule>``)."""
+        if not isinstance(response, TextResponse):
+            return []
+        rules = self.scope.canonical_for(owner)
+        links = [rules.apply(canonical(link.url)) for link in self.links.extract_links(response)]
+        if owner is not None:
+            for link in links:
+                trap = self.scope.trap_of(owner, link)
+                if trap is not None:
+                    self.stats.inc_value(f"{SCOPE_STATS}/traps/{trap}")
+        return links
+
+    # -- redirects -------------------------------------------------------------------------
+
+    def redirect(self, requested: str, location: str) -> str | None:
+        """A page of the walk, ``requested``, answered with a redirect to ``location`` (``IdRedirectsMiddleware``
+        asks before the redirected request leaves): a redirect is a link. Its target passes the scope rules
+        and the URL queue's dedup (:meth:`idcrawl.core.urlqueue.UrlQueue.redirected`); its canonical URL:
+        follow it (queued just now and taken for this request), None: not (``.../redirects/<what>``:
+        ``out_of_scope``; ``known``: queued, taken or harvested already, or an id page, fetched once;
+        ``postponed``: queued for a later run, its crawl profiles deactivated)."""
+        entry = self.queue.get(requested)
+        if entry is None:
+            return None
+        owner = entry.record.owner
+        target = self.scope.canonical_for(owner).apply(canonical(location))
+        if target == requested:  # http://h:80/a -> http://h/a and the like: the same URL
+            return target
+        before = self.queue.get(target)
+        claimed = self.queue.redirected(requested, target, self.clock.now(), hop=self.scope.redirect_hops(owner))
+        if claimed is not None:
+            what = "followed"
+            self._count(claimed.record, "queued")
+        else:
+            id_page = self.runtime.id_page_of()
+            if before is not None or (id_page is not None and id_page(target)):
+                what = "known"  # queued, taken or harvested already, or an id page (its lanes fetch it)
+            else:
+                after = self.queue.get(target)
+                what = ("out_of_scope" if after is None else
+                        "postponed" if after.state is QueueState.POSTPONED else "known")  # another worker took it
+        self.stats.inc_value(f"{SCOPE_STATS}/redirects/{what}")
+        self._wake()
+        return target if claimed is not None else None
+
     def _hold(self, url: str, info: dict[str, Any], response: Response, outputs: list[Any], now: float) -> bool:
         """Whether the found page ``url`` stays taken until its items in ``outputs`` are written (the
         worker's acknowledgement path, as found ids: ``hold_page``); then the worker harvests it."""
@@ -191,7 +239,8 @@ class IdScopeMiddleware:
         def harvest() -> None:
             queue.written(url, now)
 
-        return self.runtime.worker.hold_page(owner, response.url, outputs, harvest)
+        shown = (response.meta.get("redirect_urls") or [response.url])[0]  # the items' url (IdSeqSpider)
+        return self.runtime.worker.hold_page(owner, shown, outputs, harvest)
 
     def _follow(self, response: Response, outputs: list[Any] | None = None) -> None:
         """The in-scope links of ``response``, if it is a hop-0 page or an outlink, offered to the queue;
@@ -223,8 +272,8 @@ class IdScopeMiddleware:
             if spider.classify(response) is not Outcome.FOUND:
                 return
             url, seed_of = canonical(response.url), seed.name
-        links = ([canonical(link.url) for link in self.links.extract_links(response)]
-                 if isinstance(response, TextResponse) else [])
+        owner = info.get("owner") if info is not None else seed_of
+        links = self._links(response, owner if isinstance(owner, str) else None)
         for queued in self.queue.fetched(url, links, now, seed_of=seed_of, hold=hold):
             self._count(queued.record, queued.state.value)
         self._wake()

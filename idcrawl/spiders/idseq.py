@@ -292,7 +292,8 @@ class IdSeqSpider(Spider):
     def parse_outlink(self, response: Response, item: dict[str, Any]) -> Iterable[Any]:
         """A page of the crawl scope (a page target's page or an outlink followed in a crawl profile's
         scope, ``idcrawl.spidermiddlewares.scope``): yield the item (``target``: its owner, ``url``,
-        ``status``, ``hops``, ``offsite_hops``, ``crawl_profiles``, ``fetched_at``, ``checksum``), or
+        ``status``, ``hops``, ``offsite_hops``, ``crawl_profiles``, ``fetched_at``, ``checksum``; ``final_url``
+        when a redirect was followed), or
         other items. Its links are followed by the middleware: do not yield requests for them."""
         yield item
 
@@ -300,9 +301,11 @@ class IdSeqSpider(Spider):
         from idcrawl.spidermiddlewares.scope import SCOPE_KEY
 
         info = response.meta[SCOPE_KEY]
+        redirected = response.meta.get("redirect_urls")
+        url = redirected[0] if redirected else response.url  # the URL asked for, as for an id's item
         item: dict[str, Any] = {
             "target": info.get("owner"),
-            "url": response.url,
+            "url": url,
             "status": response.status,
             "hops": info.get("hops"),
             "offsite_hops": info.get("offsite_hops"),
@@ -310,6 +313,8 @@ class IdSeqSpider(Spider):
             "fetched_at": self.runtime.clock.stamp(),
             "checksum": _checksum(response),
         }
+        if response.url != url:
+            item["final_url"] = response.url  # a redirect was followed (docs/scope.md, "Redirects")
         return iterate_spider_output(self.parse_outlink(response, item))
 
     def outlink_failure(self, failure: Failure) -> None:

@@ -9,7 +9,8 @@ the fence, so the rendered page shows nothing of it:
 - ``% example: FILE``: the block's text is written to ``FILE`` (a TOML job file, say);
 - ``% example``: the block runs with ``bash -e`` in the page's folder, ``scrapy`` being this
   Python's Scrapy with ``SCRAPY_SETTINGS_MODULE=idcrawl.settings``, and ``http://127.0.0.1:8000`` (the
-  address ``python -m idcrawl.demo serve`` uses) replaced by a demo site of this test on a free port.
+  address ``python -m idcrawl.demo serve`` uses) replaced by a demo site of this test on a free port (and
+  the port of a ``NAME.example:8000`` address, which ``IDCRAWL_RESOLVE`` sends to the demo site, with it).
   A ``scrapy crawl`` that sets no ``CLOSESPIDER_*`` bound of its own gets
   ``-s CLOSESPIDER_PAGECOUNT=400``, so a whole-site example stays a few seconds long: the example's
   arguments, settings and files are what is checked (a bad one exits non-zero), not its full output.
@@ -87,8 +88,16 @@ def polite_crawls(body: str, files: dict[str, str]) -> list[str]:
     return found
 
 
+LOCAL_NAME = re.compile(r"(\.example):8000\b")
+
+
+def local(text: str, site_address: str) -> str:
+    """``text`` with the demo site's address (and a ``NAME.example:8000`` name's port) of this test."""
+    return LOCAL_NAME.sub(rf"\g<1>:{site_address.rsplit(':', 1)[1]}", text.replace(DEMO_ADDRESS, site_address))
+
+
 def shell(body: str, site_address: str) -> str:
-    body = body.replace(DEMO_ADDRESS, site_address)
+    body = local(body, site_address)
     lines = []
     for command in re.split(r"(?<!\\)\n", body):  # a command with its continuation lines
         if re.match(r"\s*scrapy crawl ", command) and "CLOSESPIDER_" not in command:
@@ -115,7 +124,7 @@ def test_the_offline_examples_of_a_page_run(page: str, tmp_path: Path) -> None:
             if example.file:
                 files[example.file] = example.body
                 (work / example.file).parent.mkdir(parents=True, exist_ok=True)
-                (work / example.file).write_text(example.body.replace(DEMO_ADDRESS, address), encoding="utf-8")
+                (work / example.file).write_text(local(example.body, address), encoding="utf-8")
                 continue
             assert polite_crawls(example.body, files) == [], f"{where}: a crawl of the demo site, politeness on"
             proc = subprocess.run(

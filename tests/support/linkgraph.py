@@ -5,9 +5,8 @@ that sends them to 127.0.0.1.
 graph, whose body links to the pages the graph lists; the ``Host`` header tells the hosts apart.
 Every request is logged (host, path), ``/robots.txt`` included (404 unless ``robots`` gives one).
 
-:class:`TestHostsResolver` is a Scrapy ``TWISTED_DNS_RESOLVER`` (``DNS_RESOLVER`` before Scrapy 2.19):
-the names in the ``LINKGRAPH_HOSTS`` setting resolve to 127.0.0.1, and every other name fails, so a
-test never makes a real DNS lookup.
+:func:`resolver_settings` installs the product's resolver (``idcrawl.resolver.IdResolver``): the
+test hosts resolve to 127.0.0.1, and every other name fails, so a test never makes a real DNS lookup.
 """
 
 from __future__ import annotations
@@ -18,41 +17,18 @@ from collections.abc import Collection, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from twisted.internet import defer
-from twisted.internet.error import DNSLookupError
-from twisted.internet.interfaces import IResolverSimple
-from zope.interface import implementer
+__all__ = ["LinkGraphSite", "resolver_settings"]
 
-__all__ = ["LinkGraphSite", "TestHostsResolver", "resolver_settings"]
-
-RESOLVER = "tests.support.linkgraph.TestHostsResolver"
+#: the product's resolver (docs/scope.md, "Try it locally"): the test hosts only, no real DNS lookup
+RESOLVER = "idcrawl.resolver.IdResolver"
 
 
 def resolver_settings(hosts: Sequence[str]) -> dict[str, Any]:
-    """The settings that install :class:`TestHostsResolver` for ``hosts`` (both names of the setting)."""
-    # a comma-separated string: -s passes text, and getlist() splits it
-    return {"TWISTED_DNS_RESOLVER": RESOLVER, "DNS_RESOLVER": RESOLVER, "LINKGRAPH_HOSTS": ",".join(hosts)}
-
-
-@implementer(IResolverSimple)
-class TestHostsResolver:
-    """Resolves the ``LINKGRAPH_HOSTS`` names (and 127.0.0.1, localhost) to 127.0.0.1; any other name fails."""
-
-    def __init__(self, reactor: Any, hosts: Sequence[str]) -> None:
-        self.reactor = reactor
-        self.hosts = {h.lower() for h in hosts} | {"127.0.0.1", "localhost"}
-
-    @classmethod
-    def from_crawler(cls, crawler: Any, reactor: Any) -> TestHostsResolver:
-        return cls(reactor, crawler.settings.getlist("LINKGRAPH_HOSTS"))
-
-    def install_on_reactor(self) -> None:
-        self.reactor.installResolver(self)
-
-    def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> defer.Deferred[str]:
-        if name.lower() in self.hosts:
-            return defer.succeed("127.0.0.1")
-        return defer.fail(DNSLookupError(f"{name}: not a test host (no real DNS in tests)"))
+    """The settings that send ``hosts`` to 127.0.0.1 and fail every other name (both names of the resolver
+    setting; text, as -s passes it)."""
+    return {"TWISTED_DNS_RESOLVER": RESOLVER, "DNS_RESOLVER": RESOLVER,
+            "IDCRAWL_RESOLVE": ",".join(f"{host}=127.0.0.1" for host in (*hosts, "localhost")),
+            "IDCRAWL_RESOLVE_ONLY": True}
 
 
 class LinkGraphSite:

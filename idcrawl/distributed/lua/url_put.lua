@@ -1,10 +1,11 @@
 -- URL_PUT: a URL's entry changed outside the walk, if it is still in the state the caller read:
 -- 'back' (a worker gives back a URL it took and will not fetch: ready again for the fleet), or
 -- 'done' (a found page's links are offered: its worker holds it no more, URL_HARVEST), or
+-- 'claim' (a worker follows a redirect to a URL just queued: taken by that worker, if still ready), or
 -- 'set' (a run's start reconciled a stored URL with the job file: new owner, collection, crawl
 -- profiles, hops, state and next harvest time; 'gone' deletes it).
 -- KEYS: P U:<url>.
--- ARGV: url, what, state read (the compare: st, and w for a taken URL; for 'done': the worker);
+-- ARGV: url, what, state read (the compare: st, and w for a taken URL; for 'done' and 'claim': the worker);
 --   for 'set': owner, col, cps, hops, off, st, next, wait ('1': it waits for its revisit in P uwait
 --   at next; '': it does not), the last harvest read (compared too: a URL harvested again since stands).
 -- Returns 1 if changed, 0 if the entry is not as read (another worker changed it).
@@ -18,6 +19,11 @@ if what == 'done' then
 end
 local R = record_of(U)
 if not R then return 0 end
+if what == 'claim' then
+  if R.st ~= 'q' then return 0 end
+  update(P, url, R, {st = 't', w = seen})
+  return 1
+end
 local now_seen = R.st
 if R.st == 't' then now_seen = 't:' .. R.w end
 if now_seen ~= seen then return 0 end
