@@ -44,15 +44,58 @@ def test_304_unchanged_changed_and_a_200_after_a_304() -> None:
     assert pages.visit("reg", 1, Fetch(Outcome.NOT_MODIFIED)).event is PageEvent.NOT_MODIFIED
     assert pages.validators("reg", 1) == {"If-None-Match": '"e1"'}  # a 304 keeps the validators
     pages.clock.advance(2 * DAY)
-    after_304 = pages.visit("reg", 1, ok("a", '"e1"'))  # a 200 where the last answer was a 304: news
-    assert after_304.event is PageEvent.CHANGED and after_304.revision == 2 and after_304.previous_checksum == "a"
+    after_304 = pages.visit("reg", 1, ok("a", '"e1"'))  # a 200 after a 304, the same signature: no news
+    assert after_304.event is PageEvent.UNCHANGED and not after_304.emits
     pages.clock.advance(2 * DAY)
     same = pages.visit("reg", 1, ok("a", '"e1"'))
     assert same.event is PageEvent.UNCHANGED and not same.emits
     pages.clock.advance(2 * DAY)
     changed = pages.visit("reg", 1, ok("b", '"e2"'))
-    assert (changed.event, changed.revision, changed.previous_checksum) == (PageEvent.CHANGED, 3, "a")
+    assert (changed.event, changed.revision, changed.previous_checksum) == (PageEvent.CHANGED, 2, "a")
     assert pages.validators("reg", 1) == {"If-None-Match": '"e2"'}
+
+
+def test_two_backends_304_and_200_alternating_never_make_news() -> None:
+    """Issue 31 finding 1: a page that never changes behind one backend that answers 304 and one that
+    ignores validators (200, the same body): no item, and the duration only grows."""
+    pages = book()
+    pages.visit("reg", 1, ok("a", '"e1"'))
+    durations = []
+    for n in range(12):
+        pages.clock.advance(pages.get("reg", 1).update_duration + 1)  # type: ignore[union-attr]
+        visit = pages.visit("reg", 1, Fetch(Outcome.NOT_MODIFIED) if n % 2 == 0 else ok("a", '"e1"'))
+        assert not visit.emits
+        durations.append(pages.get("reg", 1).update_duration)  # type: ignore[union-attr]
+    assert durations == sorted(durations) and durations[0] == DAY * 1.8
+
+
+def test_a_revisit_after_refetch_after_without_a_body_is_unconditional() -> None:
+    pages = PageBook(Clock(T0), refetch_after=90 * DAY)
+    pages.visit("reg", 1, ok("a", '"e1"', "Mon, 12 Jan 2026 07:00:00 GMT"))
+    for _ in range(3):  # 304s for 90 days: still conditional
+        pages.clock.advance(30 * DAY)
+        assert pages.validators("reg", 1) and not pages.forced("reg", 1)
+        pages.visit("reg", 1, Fetch(Outcome.NOT_MODIFIED))
+    pages.clock.advance(1)
+    assert pages.forced("reg", 1) and pages.validators("reg", 1) == {}  # 90 days and a second without a body
+    changed = pages.visit("reg", 1, ok("b", '"e2"'))  # the server's 304s hid a change
+    assert changed.event is PageEvent.CHANGED
+    assert not pages.forced("reg", 1) and pages.validators("reg", 1) == {"If-None-Match": '"e2"'}
+    never = PageBook(Clock(T0), refetch_after=0.0)
+    never.visit("reg", 1, ok("a", '"e1"'))
+    never.clock.advance(1000 * DAY)
+    assert not never.forced("reg", 1) and never.validators("reg", 1) == {"If-None-Match": '"e1"'}
+
+
+def test_a_record_of_before_body_at_is_refetched_after_a_304() -> None:
+    pages = PageBook(Clock(T0 + 100 * DAY), refetch_after=90 * DAY)
+    pages.load("reg", {
+        1: schedule_from_json("reg", 1, '{"last_crawled": %r, "update_duration": 60.0, "checksum": "a", '
+                                        '"etag": "e", "last_status": 304}' % (T0 + 99 * DAY)),
+        2: schedule_from_json("reg", 2, '{"last_crawled": %r, "update_duration": 60.0, "checksum": "a", '
+                                        '"etag": "e", "last_status": 200}' % (T0 + 99 * DAY)),
+    })
+    assert pages.forced("reg", 1) and not pages.forced("reg", 2)
 
 
 def test_gone_counts_then_the_page_leaves_the_schedule() -> None:
