@@ -9,12 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from email.utils import formatdate
+
 from idcrawl.core.clock import Clock
+from idcrawl.core.fingerprints import html_text
 from idcrawl.core.lanes import Outcome as LaneOutcome
 from idcrawl.core.pagebook import PageBook, PageEvent, by_target, schedule_from_json, schedule_to_json
-from idcrawl.core.recrawl import DAY, Fetch, Outcome, Policy
+from idcrawl.core.recrawl import DAY, Fetch, Outcome, Policy, signature_of
 from idcrawl.state import SqliteStateStore
-from tests.support.reference import page_revisits_truth
+from tests.support.reference import page_revisits_truth, page_signals_truth
 
 T0 = 1_768_201_200.0
 OK = Outcome.OK
@@ -204,6 +207,80 @@ def test_the_book_equals_the_reference_model(steps: list[tuple[int, str, str, fl
         want_checksum, want_revision, want_duration, want_gone = want_left[id_]
         assert (checksum, revision, gone) == (want_checksum, want_revision, want_gone)
         assert duration == pytest.approx(want_duration, rel=1e-12)
+
+
+#: Pages of one notice: a clock and a token that change at every fetch, a script, a style, whitespace,
+#: and the notice's text in two versions.
+_PAGE = ("<html><head><style>p {{ color: red }}</style><script>var n = {n};</script></head><body>\n"
+         "<h1>Notice{space}{title}</h1><p>Served at {clock}</p>\n<p>token={token}</p></body></html>")
+_CLOCK, _TOKEN = r"Served at \d\d:\d\d:\d\d", r"token=\w+"
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 3), st.sampled_from(["200", "304", "missing"]), st.sampled_from(["A", "B"]),
+            st.sampled_from(["07:00:00", "19:41:07"]), st.sampled_from(["x1", "q9"]), st.sampled_from([" ", "  \n"]),
+            st.integers(1, 2), st.sampled_from([None, -10 * DAY, 0.0, 5 * DAY]),
+            st.sampled_from([0.0, 60.0, 3600.0, 2 * DAY, 20 * DAY]),
+        ),
+        max_size=30,
+    ),
+    st.sampled_from(["body", "text"]), st.sampled_from([(), (_CLOCK,), (_CLOCK, _TOKEN)]), st.booleans(),
+    st.sampled_from([0.0, 3 * DAY]), st.integers(1, 3),
+)
+def test_the_book_equals_the_signal_model(
+    steps: list[tuple[int, str, str, str, str, str, int, float | None, float]], mode: str,
+    drop: tuple[str, ...], sync: bool, refetch_after: float, gone_limit: int,
+) -> None:
+    """Signatures (body/text, drop patterns), Last-Modified sync and forced refetches: the page book
+    against tests/support/reference.py's independent model (stdlib HTML parser, one pattern at a time)."""
+    policy = Policy(inc_rate=0.4, dec_rate=0.2, min_duration=60.0, max_duration=30 * DAY, initial_duration=DAY,
+                    gone_limit=gone_limit, signature=mode, signature_drop=drop, sync=sync)
+    pages = PageBook(Clock(T0), {"reg": policy}, refetch_after=refetch_after)
+    fetches: list[tuple[int, str, str | None, float | None, float]] = []
+    events: list[tuple[str, int]] = []
+    forced: list[bool] = []
+    for id_, answer, title, clock, token, space, n, lm, step in steps:
+        now = pages.clock.advance(step)
+        body = _PAGE.format(title=title, clock=clock, token=token, space=space, n=n)
+        modified = None if lm is None else T0 + lm
+        header = None if modified is None else formatdate(modified, usegmt=True)
+        if pages.get("reg", id_) is not None:
+            forced.append(pages.forced("reg", id_))
+        else:
+            forced.append(False)
+        if answer == "200":
+            raw = body.encode()
+            signature = signature_of(raw, policy, text=lambda raw=raw: html_text(raw), decoded=lambda: body)
+            fetch = Fetch(OK, signature, last_modified=header)
+        else:
+            fetch = Fetch(Outcome.NOT_MODIFIED if answer == "304" else Outcome.MISSING, last_modified=header)
+        fetches.append((id_, answer, body if answer == "200" else None, modified, now))
+        visit = pages.visit("reg", id_, fetch)
+        events.append((visit.event.value, visit.revision))
+    want_events, want_forced, want_pages = page_signals_truth(
+        fetches, mode=mode, drop=drop, sync=sync, refetch_after=refetch_after, gone_limit=gone_limit,
+        initial=DAY, inc_rate=0.4, dec_rate=0.2, lo=60.0, hi=30 * DAY)
+    assert events == want_events
+    assert forced == want_forced
+    for id_, (duration, revision) in want_pages.items():
+        record = pages.get("reg", id_)
+        assert record is not None and record.revision == revision
+        assert record.update_duration == pytest.approx(duration, rel=1e-12)
+
+
+def test_clock_pages_make_news_with_body_and_none_with_text_and_drop() -> None:
+    """Issue 31 finding 3: a page with a clock and a token changes at every fetch by its bytes."""
+    fetches = [(1, "200", _PAGE.format(title="A", clock=f"0{h}:00:00", token=f"t{h}", space=" ", n=1), None,
+                T0 + h * 2 * DAY) for h in range(6)]
+    common = {"sync": False, "refetch_after": 0.0, "gone_limit": 3, "initial": DAY, "inc_rate": 0.8,
+              "dec_rate": 0.2, "lo": 60.0, "hi": 30 * DAY}
+    body_events, _, _ = page_signals_truth(fetches, mode="body", drop=(), **common)  # type: ignore[arg-type]
+    text_events, _, _ = page_signals_truth(fetches, mode="text", drop=(_CLOCK, _TOKEN), **common)  # type: ignore[arg-type]
+    assert [e for e, _ in body_events[1:]] == ["changed"] * 5
+    assert [e for e, _ in text_events[1:]] == ["unchanged"] * 5
 
 
 # -- the state stores ----------------------------------------------------------------------------
