@@ -47,7 +47,7 @@ def test_a_page_that_never_changes_behind_a_304_and_a_200_backend_never_makes_ne
     site = make_site(model)
     crawl(site, tmp_path, T0, "run1.jsonl")
     now, duration = T0, DAY
-    for visit in range(1, 5):
+    for visit in (1, 2, 3):  # 304, 200 with the same body, 304
         now += duration + 60  # every page due
         run = crawl(site, tmp_path, now, f"run{visit + 1}.jsonl", resume="due")
         assert run.items == [], visit
@@ -79,7 +79,6 @@ class ClockModel(ChangingModel):
 
 @pytest.mark.parametrize(("keys", "news"), [
     ({}, 100),
-    ({"signature": "text"}, 100),
     ({"signature_drop": DROP}, 0),
     ({"signature": "text", "signature_drop": DROP}, 0),
 ])
