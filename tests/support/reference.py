@@ -349,7 +349,7 @@ def signature_truth(content: str, mode: str, drop: Sequence[str]) -> str:
     else:
         for pattern in drop:
             content = re.sub(pattern, "", content)
-    return hashlib.sha1(content.encode()).hexdigest()  # noqa: S324 - a fingerprint
+    return hashlib.sha1(content.encode()).hexdigest()
 
 
 def page_signals_truth(

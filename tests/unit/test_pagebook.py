@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from email.utils import formatdate
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from email.utils import formatdate
 
 from idcrawl.core.clock import Clock
 from idcrawl.core.fingerprints import html_text
@@ -253,7 +252,7 @@ def test_the_book_equals_the_signal_model(
             forced.append(False)
         if answer == "200":
             raw = body.encode()
-            signature = signature_of(raw, policy, text=lambda raw=raw: html_text(raw), decoded=lambda: body)
+            signature = signature_of(raw, policy, text=lambda raw=raw: html_text(raw), decoded=lambda body=body: body)
             fetch = Fetch(OK, signature, last_modified=header)
         else:
             fetch = Fetch(Outcome.NOT_MODIFIED if answer == "304" else Outcome.MISSING, last_modified=header)
