@@ -31,7 +31,7 @@ from idcrawl.core.recrawl import parse_policy, signature_of
 from idcrawl.demo.site import DemoModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from content_fingerprints import article, per_page  # noqa: E402
+from content_fingerprints import article, per_page
 
 DROP = [r"Served at \d\d:\d\d:\d\d", r"token=\w+"]
 
@@ -66,8 +66,10 @@ def main() -> None:
             "body": lambda p: signature_of(p, body),
             "body + drop": lambda p: signature_of(p, body_drop, decoded=lambda: p.decode()),
             "text, parsed here": lambda p: signature_of(p, text, text=lambda: html_text(p)),
-            "text, tree reused": lambda p: signature_of(p, text, text=lambda: visible_text(trees[id(p)])),
-            "text + drop": lambda p: signature_of(p, text_drop, text=lambda: visible_text(trees[id(p)])),
+            "text, tree reused": lambda p, trees=trees: signature_of(
+                p, text, text=lambda: visible_text(trees[id(p)])),
+            "text + drop": lambda p, trees=trees: signature_of(
+                p, text_drop, text=lambda: visible_text(trees[id(p)])),
         }
         times = {step: per_page(fn, pages, options.rounds) for step, fn in steps.items()}
         base = times["body"]
