@@ -372,6 +372,10 @@ IDCRAWL_RESOLVE_ONLY = False
 #: None = the real clock; an ISO 8601 time (2026-01-12T07:00:00Z; no offset = UTC) fixes it there.
 IDCRAWL_NOW = None
 
+#: A found page whose last body (a 200) is older than this is revisited without validators (a forced
+#: unconditional refetch, like Nutch's db.fetch.interval.max): a duration (90d, 12h) or seconds; 0 = never.
+IDCRAWL_RECRAWL_REFETCH_AFTER = 90 * 86_400.0
+
 # -- Watch mode (idcrawl.extensions.watch.IdWatch) --------------------------------------------------
 #: Keep one crawl running (also ``-a watch=true``): resume=due waves, each started when the earliest
 #: schedule the last one wrote falls due. Single process only; needs the state (IDCRAWL_STATE).

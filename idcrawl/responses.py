@@ -1,4 +1,4 @@
-"""What idcrawl reads from a response: its outcome by a target's rule, its text, its MinHash signature.
+"""What idcrawl reads from a response: its outcome by a target's rule, its text, its signatures.
 
 The Scrapy side of :mod:`idcrawl.core.outcomes` and :mod:`idcrawl.core.fingerprints`; a response is
 decoded and parsed once, whoever asks (the spider, the soft-404 probe).
@@ -12,14 +12,16 @@ from weakref import WeakKeyDictionary
 from scrapy.http import HtmlResponse, TextResponse
 
 from idcrawl.core.fingerprints import shingles, signature, visible_text, words
+from idcrawl.core.recrawl import signature_of
 
 if TYPE_CHECKING:
     from scrapy.http import Response
 
     from idcrawl.core.lanes import Outcome
     from idcrawl.core.outcomes import OutcomeRule
+    from idcrawl.core.recrawl import Policy
 
-__all__ = ["page_signature", "page_text", "rule_outcome"]
+__all__ = ["change_signature", "page_signature", "page_text", "rule_outcome"]
 
 #: The text of each response still alive: a found page's text serves the probe's comparison
 #: (``classify``) and its signature (``base_item``), and is extracted once.
@@ -56,3 +58,12 @@ def page_signature(response: Response) -> Any:
     """The MinHash signature of a page's text (near-duplicates), or None for a binary body."""
     text = page_text(response)
     return None if text is None else signature(shingles(words(text)))
+
+
+def change_signature(response: Response, policy: Policy) -> str:
+    """What a revisit of a found page compares, by its target's ``signature`` keys
+    (:func:`idcrawl.core.recrawl.signature_of`): the visible text is the one the MinHash reads."""
+    return signature_of(
+        response.body, policy, text=lambda: page_text(response),
+        decoded=lambda: response.text if isinstance(response, TextResponse) else None,
+    )

@@ -21,6 +21,7 @@ from idcrawl.core.recrawl import (
     Outcome,
     Policy,
     Schedule,
+    body_due,
     due_order,
     page_schedule,
     visit_page,
@@ -54,8 +55,8 @@ class PageEvent(StrEnum):
     """What one fetch of a found id meant for its page."""
 
     NEW = "new"  # found, no record yet: an item (revision 1)
-    CHANGED = "changed"  # a 200 with another checksum (or after a 304): an item
-    UNCHANGED = "unchanged"  # a 200 with the same checksum (a site that ignores validators): no item
+    CHANGED = "changed"  # a 200 with another signature (checksum) than the stored one: an item
+    UNCHANGED = "unchanged"  # a 200 with the same signature (a site that ignores validators): no item
     NOT_MODIFIED = "not_modified"  # a 304: no body, no item
     GONE = "gone"  # missing now: counted; the id stays found
     LEFT = "left_schedule"  # gone ``recrawl_gone`` times in a row: no more revisits
@@ -88,13 +89,16 @@ class PageBook:
 
     def __init__(
         self, clock: Clock | None = None, policies: Mapping[str, Policy] | None = None, *, retain: bool = True,
-        sink: PageSink | None = None,
+        sink: PageSink | None = None, refetch_after: float = 0.0,
     ) -> None:
         """``retain`` False: a visited page's record is not kept once visited, only handed on by
         :meth:`take_changes` (a crawl fetches a found id once: its memory holds the loaded records
         and the changes not yet committed, not every page it found). ``sink``: a visit's changed
         records go there at once, and its item waits for nothing here (it travels with the outcome);
-        without one they wait for :meth:`take_changes` (the state's next commit)."""
+        without one they wait for :meth:`take_changes` (the state's next commit). ``refetch_after``:
+        seconds after a page's last body at which its revisit is unconditional (0: never;
+        ``IDCRAWL_RECRAWL_REFETCH_AFTER``)."""
+        self.refetch_after = refetch_after
         self.clock = clock if clock is not None else Clock()
         self.retain = retain
         self.sink = sink
@@ -119,11 +123,18 @@ class PageBook:
         """How many page records of ``target`` are held (on the schedule or not)."""
         return len(self.schedules.get(target, ()))
 
+    def forced(self, target: str, id_: int) -> bool:
+        """Is a revisit of this page now a forced unconditional refetch (its last body older than
+        ``refetch_after``: :func:`~idcrawl.core.recrawl.body_due`)?"""
+        schedule = self.get(target, id_)
+        return schedule is not None and body_due(schedule, self.clock.now(), self.refetch_after)
+
     def validators(self, target: str, id_: int) -> dict[str, str]:
-        """The conditional headers of a revisit: ``If-None-Match`` / ``If-Modified-Since`` from the last 200."""
+        """The conditional headers of a revisit: ``If-None-Match`` / ``If-Modified-Since`` from the last 200;
+        none when the revisit is a forced refetch (:meth:`forced`)."""
         schedule = self.get(target, id_)
         headers: dict[str, str] = {}
-        if schedule is not None:
+        if schedule is not None and not body_due(schedule, self.clock.now(), self.refetch_after):
             if schedule.etag:
                 headers["If-None-Match"] = schedule.etag
             if schedule.last_modified:

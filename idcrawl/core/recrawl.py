@@ -7,11 +7,15 @@ and why its defaults differ from Nutch's: docs/recrawl.md. Times are epoch secon
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from enum import StrEnum
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any, Final
 
@@ -23,6 +27,7 @@ from idcrawl.core.ranges import gap_stats
 __all__ = [
     "DEFAULT_POLICY",
     "RECRAWL_KEYS",
+    "SIGNATURES",
     "Fetch",
     "Kind",
     "MarginAdvice",
@@ -31,11 +36,13 @@ __all__ = [
     "Schedule",
     "Visit",
     "advised_margin",
+    "body_due",
     "due",
     "due_order",
     "duration_text",
     "early_cut_chance",
     "gap_runs",
+    "http_time",
     "margin_advice",
     "next_duration",
     "overdue",
@@ -45,6 +52,7 @@ __all__ = [
     "record_of",
     "run_continuation",
     "schedule_of",
+    "signature_of",
     "tail_after_run",
     "tail_schedule",
     "visit_page",
@@ -66,6 +74,12 @@ class Policy:
     initial_duration: float = DAY
     #: gone revisits in a row after which a page leaves the schedule
     gone_limit: int = 3
+    #: what a page revisit compares (:func:`signature_of`): ``body`` (its bytes) or ``text`` (its visible text)
+    signature: str = "body"
+    #: regular expressions removed from the content before it is hashed (timestamps, tokens)
+    signature_drop: tuple[str, ...] = ()
+    #: ``Last-Modified`` also sets the next duration (Nutch's ``sync_delta``), not only the validator
+    sync: bool = False
 
     def clamp(self, duration: float) -> float:
         return min(self.max_duration, max(self.min_duration, duration))
@@ -81,7 +95,14 @@ RECRAWL_KEYS: Final[Mapping[str, str]] = {
     "recrawl_max": "max_duration",
     "recrawl_initial": "initial_duration",
     "recrawl_gone": "gone_limit",
+    "signature": "signature",
+    "signature_drop": "signature_drop",
+    "last_modified": "sync",
 }
+#: The values of ``signature``.
+SIGNATURES: Final = ("body", "text")
+#: The values of ``last_modified``: only a validator (the default), or also the schedule's evidence.
+_LAST_MODIFIED: Final = ("validator", "sync")
 
 
 def _rate(key: str, value: Any, *, below_one: bool) -> float:
@@ -131,6 +152,16 @@ def parse_policy(raw: Mapping[str, Any], defaults: Policy = DEFAULT_POLICY) -> P
             fields[name] = _rate(key, value, below_one=False)
         elif name == "dec_rate":
             fields[name] = _rate(key, value, below_one=True)
+        elif name == "signature":
+            if not isinstance(value, str) or value.strip().lower() not in SIGNATURES:
+                raise TargetError(key, value, f"must be one of {', '.join(SIGNATURES)}")
+            fields[name] = value.strip().lower()
+        elif name == "signature_drop":
+            fields[name] = _patterns(key, value)
+        elif name == "sync":
+            if not isinstance(value, str) or value.strip().lower() not in _LAST_MODIFIED:
+                raise TargetError(key, value, f"must be one of {', '.join(_LAST_MODIFIED)}")
+            fields[name] = value.strip().lower() == "sync"
         elif name == "gone_limit":
             text = str(value).strip() if not isinstance(value, bool) else ""
             if not text.isdigit() or int(text) < 1:
@@ -144,6 +175,66 @@ def parse_policy(raw: Mapping[str, Any], defaults: Policy = DEFAULT_POLICY) -> P
         raise TargetError(key, raw.get(key, getattr(policy, RECRAWL_KEYS[key])),
                           f"makes recrawl_min ({policy.min_duration:g}s) above recrawl_max ({policy.max_duration:g}s)")
     return policy
+
+
+def _patterns(key: str, value: Any) -> tuple[str, ...]:
+    """``signature_drop``: a regular expression or a list of them (a job file), each one that compiles."""
+    patterns = [value] if isinstance(value, str) else value
+    if not isinstance(patterns, list | tuple) or not all(isinstance(p, str) and p for p in patterns):
+        raise TargetError(key, value, "must be a regular expression or a list of them")
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise TargetError(key, pattern, f"is not a regular expression ({exc})") from None
+    return tuple(patterns)
+
+
+@lru_cache(maxsize=64)
+def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+
+
+def signature_of(
+    body: bytes, policy: Policy = DEFAULT_POLICY, *, text: Callable[[], str | None] | None = None,
+    decoded: Callable[[], str | None] | None = None,
+) -> str:
+    """What a page revisit compares (the item's ``checksum``): the SHA-1 hex of the body, or with
+    ``signature = "text"`` of its visible text (``text()``; None for a binary body: the body is used),
+    whitespace folded; ``signature_drop`` patterns are removed first (from the decoded body,
+    ``decoded()``, in ``body`` mode; a binary body is read as latin-1)."""
+    drop = _compiled(policy.signature_drop)
+    if policy.signature == "text":
+        content = text() if text is not None else None
+        if content is None:
+            content = body.decode("latin-1")
+        content = " ".join(content.split())
+        if drop is not None:
+            content = " ".join(drop.sub("", content).split())
+        return hashlib.sha1(content.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()
+    if drop is None:
+        return hashlib.sha1(body, usedforsecurity=False).hexdigest()
+    content = decoded() if decoded is not None else None
+    if content is None:
+        content = body.decode("latin-1")
+    return hashlib.sha1(drop.sub("", content).encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()
+
+
+def http_time(value: str | None, now: float) -> float | None:
+    """An HTTP date (``Last-Modified``) as epoch seconds, no later than ``now``; None if absent or bad."""
+    if not value:
+        return None
+    try:
+        moment = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if moment.tzinfo is None:  # RFC 9110 dates are GMT
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        seconds = moment.timestamp()
+    except (OverflowError, OSError, ValueError):
+        return None
+    return min(seconds, now) if math.isfinite(seconds) else None
 
 
 def duration_text(seconds: float) -> str:
@@ -189,6 +280,11 @@ class Schedule:
     gone: int = 0
     #: revisits that found news (a page's revision number)
     revision: int = 0
+    #: page: the latest moment it is known to have changed (``Last-Modified``, or a visit that found
+    #: news), for ``last_modified = "sync"``; None: no evidence
+    modified: float | None = None
+    #: page: when a body was last read (a 200), for the forced refetch; None: a record of before 0.2
+    body_at: float | None = None
 
     def due_at(self) -> float:
         """The moment after which the thing is due (due when now is strictly later)."""
@@ -243,6 +339,7 @@ def page_schedule(
     return Schedule(
         Kind.PAGE, key, now, policy.clamp(policy.initial_duration),
         checksum=checksum, etag=etag, last_modified=last_modified, last_status=status,
+        modified=http_time(last_modified, now), body_at=now,
     )
 
 
@@ -304,7 +401,8 @@ class Outcome(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Fetch:
-    """One revisit's answer: the outcome and, for a 200, its checksum and validators."""
+    """One revisit's answer: the outcome and, for a 200, its signature (``checksum``) and validators
+    (a 304's ``last_modified``, if it has one, is evidence for ``sync``; the stored validators stay)."""
 
     outcome: Outcome
     checksum: str | None = None
@@ -313,7 +411,8 @@ class Fetch:
 
 
 def visit_page(schedule: Schedule, fetch: Fetch, now: float, policy: Policy = DEFAULT_POLICY) -> Visit:
-    """A page revisited at ``now``: the rule applied to what came back."""
+    """A page revisited at ``now``: the rule applied to what came back. News = a signature
+    (``checksum``) other than the stored one, whatever the last status was; a 304 is unchanged."""
     if fetch.outcome is Outcome.FAILED or now <= schedule.last_crawled:
         return Visit(schedule, False)  # no observation, or a replay applied once already
     duration = schedule.update_duration
@@ -326,26 +425,56 @@ def visit_page(schedule: Schedule, fetch: Fetch, now: float, policy: Policy = DE
             False, gone=True, previous_checksum=schedule.checksum,
         )
     if fetch.outcome is Outcome.NOT_MODIFIED:
+        modified = _latest(schedule.modified, http_time(fetch.last_modified, now))
         return Visit(
-            replace(schedule, last_crawled=now, update_duration=next_duration(duration, False, policy),
-                    gone=0, last_status=304),
+            replace(schedule, last_crawled=now, update_duration=_unchanged_duration(duration, modified, now, policy),
+                    gone=0, last_status=304, modified=modified),
             False, previous_checksum=schedule.checksum,
         )
-    news = fetch.checksum != schedule.checksum or schedule.last_status == 304
+    news = fetch.checksum != schedule.checksum
+    modified = now if news else _latest(schedule.modified, http_time(fetch.last_modified, now))
     return Visit(
         replace(
             schedule,
             last_crawled=now,
-            update_duration=next_duration(duration, news, policy),
+            update_duration=(next_duration(duration, True, policy) if news
+                             else _unchanged_duration(duration, modified, now, policy)),
             checksum=fetch.checksum,
             etag=fetch.etag,
             last_modified=fetch.last_modified,
             last_status=200,
             gone=0,
             revision=schedule.revision + news,
+            modified=modified,
+            body_at=now,
         ),
         news, previous_checksum=schedule.checksum,
     )
+
+
+def _latest(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _unchanged_duration(duration: float, modified: float | None, now: float, policy: Policy) -> float:
+    """The penalised duration of a visit without news; with ``sync``, at least the page's age
+    (``now - modified``, Nutch's ``sync_delta``), clamped."""
+    longer = duration * (1.0 + policy.inc_rate)
+    if policy.sync and modified is not None:
+        longer = max(longer, now - modified)
+    return policy.clamp(longer)
+
+
+def body_due(schedule: Schedule, now: float, refetch_after: float) -> bool:
+    """Is a page's revisit at ``now`` a forced unconditional refetch (no validators)? Yes when its last
+    body (a 200) is more than ``refetch_after`` seconds old (0: never); a record of before 0.2 that
+    last answered 304 has no such time and is refetched."""
+    if refetch_after <= 0:
+        return False
+    seen = schedule.body_at
+    if seen is None:
+        seen = schedule.last_crawled if schedule.last_status == 200 else -math.inf
+    return now - seen > refetch_after
 
 
 # -- margin advice (issue 17, point 7) ----------------------------------------------------------

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
 from idcrawl.core.clock import ClockError, parse_time
+from idcrawl.core.inputs import TargetError
 from idcrawl.core.limits import RULES, LimitError, parse_count, parse_duration
+from idcrawl.core.recrawl import parse_duration as recrawl_duration
 
 __all__ = [
     "DEFAULTS", "SPECS", "IdConfig", "SettingError", "Spec", "build_config", "check_setting", "check_settings",
@@ -145,6 +147,21 @@ def _off_or_at_least(minimum: float, note: str = "") -> Spec:
             raise _Bad
 
     return Spec(check, f"must be 0 (off) or a finite number >= {minimum:g}{note}", read=_as_float)
+
+
+def _recrawl_duration() -> Spec:
+    """0 (off) or a duration such as ``90d``, ``12h`` or seconds (:func:`idcrawl.core.recrawl.parse_duration`)."""
+    def seconds(value: Any) -> float:
+        if isinstance(value, int | float) and not isinstance(value, bool) and value == 0:
+            return 0.0
+        if isinstance(value, str) and value.strip() in ("0", "0s", "0d"):
+            return 0.0
+        try:
+            return recrawl_duration("", value)
+        except TargetError:
+            raise _Bad from None
+
+    return Spec(seconds, "must be 0 (off) or a duration such as 90d, 12h, 30m or seconds", read=seconds)
 
 
 def _bool() -> Spec:
@@ -409,6 +426,8 @@ class IdConfig:
     now: object = _setting(
         Spec(_time, "must be an ISO 8601 time such as 2026-01-12T07:00:00Z (or unset for the real clock)",
              optional=True), None)
+    # adaptive recrawl of found pages (idcrawl.core.recrawl)
+    recrawl_refetch_after: float = _setting(_recrawl_duration(), 90 * 86_400.0)
     # watch mode (idcrawl.core.watch)
     watch: bool = _setting(_bool(), False)
     watch_speed: float = _setting(_float(above=True, note=" (clock seconds per real second)"), 1.0)

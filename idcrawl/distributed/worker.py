@@ -173,7 +173,8 @@ class RedisWorker:
         #: the found pages' records of due runs (conditional revisits, items of changes only): distributed.pagerecords
         self.page_records = FleetPageRecords(self.client, self.job.prefix)
         self.pages = PageBook(runtime.clock, {target.name: target.policy for target in runtime.targets},
-                              retain=False, sink=self.page_records)
+                              retain=False, sink=self.page_records,
+                              refetch_after=config_of(self.crawler).recrawl_refetch_after)
         self.frontier.page_records = self.page_records  # a visited page's record goes with its outcome
         self._due_ids: dict[str, list[int]] = {}  # resume=due: target -> its due pages, as this worker planned them
         self._due_planned = 0  # the due pages of the plans this worker registered for the fleet

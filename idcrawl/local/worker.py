@@ -149,7 +149,8 @@ class LocalWorker:
         config = self.config
         self._store = store
         if store is not None:
-            self.pages = PageBook(self.runtime.clock, {t.name: t.policy for t in self.runtime.targets}, retain=False)
+            self.pages = PageBook(self.runtime.clock, {t.name: t.policy for t in self.runtime.targets}, retain=False,
+                                  refetch_after=config.recrawl_refetch_after)
         origins: dict[str, int] = {}
         self._found_max: dict[str, int] = {}  # target -> the highest id its stored state found
         self._last_found: dict[str, int] = {}  # continued lane -> its stored last found id

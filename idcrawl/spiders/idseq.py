@@ -35,7 +35,8 @@ from idcrawl.core.watch import parse_watch, watch_targets
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.pipelines import signatures_wanted
 from idcrawl.requests import CONDITIONAL_KEY, failure_outcome, failure_reason, lane_request
-from idcrawl.responses import page_signature, rule_outcome
+from idcrawl.responses import change_signature, rule_outcome
+from idcrawl.responses import page_signature as minhash_signature
 from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, start_runtime
 from idcrawl.settings_profiles import apply_profile
 from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
@@ -54,6 +55,8 @@ ID_CONCURRENT_ITEMS = 1
 
 #: ``response.meta`` key of the page visit of a new or changed page (its item's revision).
 _VISIT_KEY = "idcrawl_page_visit"
+#: ``response.meta`` key of a found page's signature (:meth:`IdSeqSpider.page_signature`), computed once.
+_SIGNATURE_KEY = "idcrawl_page_signature"
 #: What each fetch of a found id meant for its page, counted (recrawl of found pages).
 _PAGE_STATS = {
     PageEvent.NEW: f"{STATS_PREFIX}/pages/new",
@@ -80,6 +83,7 @@ class IdSeqSpider(Spider):
       requests, more items;
     - :meth:`classify` ``(response)``: the id's outcome; ``super().classify(response)`` is the target's rule;
     - :meth:`base_item` ``(response)``: the fields every item has, before ``parse_found``;
+    - :meth:`page_signature` ``(response)``: what a revisit of a found page compares (its ``checksum``);
     - :meth:`make_id_request` ``(dispatch)``: the request of one id, to add headers, cookies, meta;
     - ``start()``: requests or items of its own at start (the soft-404 probes go first anyway);
     - what any Scrapy spider has (``custom_settings``; ``__init__``, ``from_crawler`` and
@@ -240,6 +244,8 @@ class IdSeqSpider(Spider):
         validators = pages.validators(dispatch.target.name, dispatch.id) if pages is not None else None
         if validators:
             self.crawler.stats.inc_value(f"{STATS_PREFIX}/pages/conditional")
+        elif pages is not None and pages.forced(dispatch.target.name, dispatch.id):
+            self.crawler.stats.inc_value(f"{STATS_PREFIX}/pages/refetched")
         callback, errback = self._lane_callbacks
         return lane_request(dispatch, callback=callback, errback=errback, validators=validators)
 
@@ -259,8 +265,8 @@ class IdSeqSpider(Spider):
 
     def base_item(self, response: Response) -> dict[str, Any]:
         """The fields every item of a found id has (``target``, ``id``, ``url``, ``status``,
-        ``fetched_at``, ``attempts``, ``checksum``, ``revision``, ``previous_checksum``; ``final_url``
-        when a redirect was followed); ``parse_found`` gets it to fill in."""
+        ``fetched_at``, ``attempts``, ``checksum`` (:meth:`page_signature`), ``revision``,
+        ``previous_checksum``; ``final_url`` when a redirect was followed); ``parse_found`` gets it to fill in."""
         info = response.meta[META_KEY]
         redirected = response.meta.get("redirect_urls")
         url = redirected[0] if redirected else response.url  # the id's URL, as its template renders it
@@ -271,7 +277,7 @@ class IdSeqSpider(Spider):
             "status": response.status,
             "fetched_at": self.runtime.clock.stamp(),
             "attempts": info.get("attempt", 1),
-            "checksum": _checksum(response),
+            "checksum": self._signature(response),
         }
         if response.url != url:
             item["final_url"] = response.url  # a redirect was followed
@@ -280,10 +286,25 @@ class IdSeqSpider(Spider):
         item["previous_checksum"] = visit.previous_checksum if isinstance(visit, PageVisit) else None
         if self._signatures_wanted:
             # near-duplicates: the pipeline needs the page's MinHash, and items do not carry the body
-            minhash = page_signature(response)
+            minhash = minhash_signature(response)
             if minhash is not None:
                 item[ITEM_SIGNATURE_KEY] = minhash
         return item
+
+    def page_signature(self, response: Response) -> str:
+        """What a revisit of a found page compares with the stored one (news when it differs; the
+        item's ``checksum``): by the target's ``signature`` and ``signature_drop`` keys, the SHA-1 of
+        the body or of its visible text. Override to compute your own (any string; the same string
+        for the same content), e.g. from the fields ``parse_found`` extracts."""
+        target = self.runtime.frontier.targets[response.meta[META_KEY]["target"]]
+        return change_signature(response, target.policy)
+
+    def _signature(self, response: Response) -> str:
+        """:meth:`page_signature`, computed once per response."""
+        signature = response.meta.get(_SIGNATURE_KEY)
+        if signature is None:
+            signature = response.meta[_SIGNATURE_KEY] = self.page_signature(response)
+        return str(signature)
 
     def parse_found(self, response: Response, item: dict[str, Any]) -> Iterable[Any]:
         """Extract fields of a found page: yield the item, follow-up requests, more items."""
@@ -335,7 +356,8 @@ class IdSeqSpider(Spider):
         pages = self.runtime.pages
         if response.status == 304 and response.meta.get(CONDITIONAL_KEY) and pages is not None:
             # not modified: the id is still found; no body to parse, no item
-            self._page_stat(pages.visit(info["target"], info["id"], Fetch(PageOutcome.NOT_MODIFIED)).event)
+            fetch = Fetch(PageOutcome.NOT_MODIFIED, last_modified=_header(response, b"Last-Modified"))
+            self._page_stat(pages.visit(info["target"], info["id"], fetch).event)
             yield from self.runtime.record(info["lane"], info["id"], Outcome.FOUND, [], attempt=info.get("attempt", 1))
             return
         outcome = self.classify(response)
@@ -343,7 +365,7 @@ class IdSeqSpider(Spider):
         if outcome is Outcome.FOUND:
             visit = None
             if pages is not None:
-                fetch = Fetch(PageOutcome.OK, _checksum(response), etag=_header(response, b"ETag"),
+                fetch = Fetch(PageOutcome.OK, self._signature(response), etag=_header(response, b"ETag"),
                               last_modified=_header(response, b"Last-Modified"))
                 visit = pages.visit(info["target"], info["id"], fetch)
                 self._page_stat(visit.event)
@@ -437,7 +459,7 @@ class IdSeqSpider(Spider):
 
 
 def _checksum(response: Response) -> str:
-    """A page's checksum: the item's ``checksum``, and what a revisit compares (SHA-1 of the body)."""
+    """A crawl-scope page's checksum: the item's ``checksum`` (SHA-1 of the body)."""
     return hashlib.sha1(response.body).hexdigest()  # noqa: S324 - a fingerprint, not security
 
 

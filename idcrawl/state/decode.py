@@ -215,6 +215,7 @@ _SCHEDULE_KINDS = {
     "last_crawled": ("number",), "update_duration": ("duration",), "last_found": ("id", "none"),
     "checksum": ("str", "none"), "etag": ("str", "none"), "last_modified": ("str", "none"),
     "last_status": ("int", "none"), "gone": ("count",), "revision": ("count",),
+    "modified": ("number", "none"), "body_at": ("number", "none"),
 }
 
 

@@ -1,9 +1,13 @@
-"""The rules, sequentially: the ground truth every crawl must equal (the margin rule; hops of a scope)."""
+"""The rules, sequentially: the ground truth every crawl must equal (the margin rule; hops of a scope;
+the recrawl rule with signatures, Last-Modified sync and forced refetches)."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections import deque
 from collections.abc import Callable, Container, Mapping, Sequence
+from html.parser import HTMLParser
 
 
 def lane_truth(
@@ -241,9 +245,9 @@ def page_revisits_truth(
     ``missing`` or ``failed``: what each meant (event, item revision or 0) and the record of every page
     on the schedule at the end (checksum, revision, duration, gone count), kept in plain dicts.
 
-    A page first answering 200 is new (revision 1); a 200 with another checksum than the last 200, or
-    any 200 after a 304, is a change (revision + 1); a 200 with the same checksum is unchanged; a 304
-    is not modified; missing is gone, and the ``gone_limit``-th gone in a row leaves the schedule (the
+    A page first answering 200 is new (revision 1); a 200 with another checksum than the stored one
+    is a change (revision + 1), whatever the last answer was; a 200 with the same checksum is
+    unchanged; a 304 is not modified; missing is gone, and the ``gone_limit``-th gone in a row leaves the schedule (the
     record stays, off the schedule: a later answer applies to it as to any record);
     failed, a fetch at or before the last applied one, or a 304/missing of a page without a record,
     is nothing. Motivate on a change, penalise otherwise, clamp to [lo, hi]."""
@@ -262,7 +266,7 @@ def page_revisits_truth(
         if answer == "failed" or at <= page["last"]:  # type: ignore[operator]
             events.append(("none", 0))
             continue
-        news = answer == "200" and (checksum != page["checksum"] or page["status"] == 304)
+        news = answer == "200" and checksum != page["checksum"]
         d = float(page["d"])  # type: ignore[arg-type]
         d = d * (1 - dec_rate) if news else d * (1 + inc_rate)
         d = lo if d < lo else hi if d > hi else d
@@ -305,3 +309,114 @@ def page_due_truth(
     by_key = {f"{target}/{i}": i for i in scheduled}
     later = [r[0] + r[1] for r in scheduled.values() if r[0] + r[1] >= now]
     return unknown + [by_key[key] for key in order], min(later) if later else None
+
+
+class _Visible(HTMLParser):
+    """The text of an HTML page outside script, style, noscript and template elements (stdlib parser)."""
+
+    HIDDEN = frozenset({"script", "style", "noscript", "template"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.depth = 0
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: object) -> None:
+        if tag in self.HIDDEN:
+            self.depth += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.HIDDEN and self.depth:
+            self.depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self.depth:
+            self.parts.append(data)
+
+
+def signature_truth(content: str, mode: str, drop: Sequence[str]) -> str:
+    """A page's signature by the documented rule: ``body``: sha1 of the content (each ``drop`` pattern
+    removed in turn, when there are any); ``text``: sha1 of its visible text, whitespace folded to
+    single spaces, each pattern removed in turn, folded again."""
+    if mode == "text":
+        parser = _Visible()
+        parser.feed(content)
+        parser.close()
+        text = " ".join(" ".join(parser.parts).split())
+        for pattern in drop:
+            text = re.sub(pattern, "", text)
+        content = " ".join(text.split())
+    else:
+        for pattern in drop:
+            content = re.sub(pattern, "", content)
+    return hashlib.sha1(content.encode()).hexdigest()
+
+
+def page_signals_truth(
+    fetches: Sequence[tuple[int, str, str | None, float | None, float]], *, mode: str, drop: Sequence[str],
+    sync: bool, refetch_after: float, gone_limit: int, initial: float, inc_rate: float, dec_rate: float,
+    lo: float, hi: float,
+) -> tuple[list[tuple[str, int]], list[bool], dict[int, tuple[float, int]]]:
+    """Fetches of found pages in time order, ``(id, answer, content, last_modified, at)``: answer
+    ``200`` (``content`` the body, ``last_modified`` the server's Last-Modified in epoch seconds or
+    None), ``304`` (its ``last_modified`` likewise) or ``missing``. Returns what each meant
+    (event, item revision or 0), whether each fetch of a page with a record was a forced
+    unconditional one (its last 200 more than ``refetch_after`` before, ``refetch_after`` > 0),
+    and each page's (duration, revision) at the end.
+
+    News = a signature (:func:`signature_truth`) other than the stored one. ``modified``: the latest
+    known change, the Last-Modified (no later than the fetch) of the first 200, raised by every later
+    answer's, set to the fetch time by news. With ``sync`` an answer without news sets the duration
+    to at least ``at - modified`` before clamping. Motivate on news, else penalise, clamp."""
+    pages: dict[int, dict[str, float | int | str | None]] = {}
+    events: list[tuple[str, int]] = []
+    forced: list[bool] = []
+    for id_, answer, content, last_modified, at in fetches:
+        seen = None if last_modified is None else min(last_modified, at)
+        page = pages.get(id_)
+        if page is None:
+            forced.append(False)
+            if answer == "200":
+                assert content is not None
+                pages[id_] = {"sig": signature_truth(content, mode, drop), "d": min(hi, max(lo, initial)),
+                              "rev": 0, "gone": 0, "last": at, "body": at, "modified": seen}
+                events.append(("new", 1))
+            else:
+                events.append(("none", 0))
+            continue
+        forced.append(refetch_after > 0 and at - float(page["body"]) > refetch_after)  # type: ignore[arg-type]
+        if at <= float(page["last"]):  # type: ignore[arg-type]
+            events.append(("none", 0))  # a replay
+            continue
+        d = float(page["d"])  # type: ignore[arg-type]
+        if answer == "missing":  # the gone_limit-th gone in a row: off the schedule, its duration as it was
+            page["gone"] = int(page["gone"]) + 1  # type: ignore[call-overload]
+            page["last"] = at
+            if int(page["gone"]) < gone_limit:  # type: ignore[call-overload]
+                page["d"] = min(hi, max(lo, d * (1 + inc_rate)))
+                events.append(("gone", 0))
+            else:
+                events.append(("left_schedule", 0))
+            continue
+        page["gone"], page["last"] = 0, at
+        news = False
+        if answer == "200":
+            assert content is not None
+            sig = signature_truth(content, mode, drop)
+            news = sig != page["sig"]
+            page["sig"], page["body"] = sig, at
+        if news:
+            page["modified"] = at
+            page["d"] = min(hi, max(lo, d * (1 - dec_rate)))
+            page["rev"] = int(page["rev"]) + 1  # type: ignore[call-overload]
+            events.append(("changed", int(page["rev"]) + 1))  # type: ignore[call-overload]
+            continue
+        old = page["modified"]
+        if seen is not None:
+            page["modified"] = seen if old is None else max(float(old), seen)  # type: ignore[arg-type]
+        longer = d * (1 + inc_rate)
+        if sync and page["modified"] is not None and at - float(page["modified"]) > longer:  # type: ignore[arg-type]
+            longer = at - float(page["modified"])  # type: ignore[arg-type]
+        page["d"] = min(hi, max(lo, longer))
+        events.append(("not_modified", 0) if answer == "304" else ("unchanged", 0))
+    return events, forced, {i: (float(p["d"]), int(p["rev"])) for i, p in pages.items()}  # type: ignore[arg-type, call-overload]

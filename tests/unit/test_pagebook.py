@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from email.utils import formatdate
 from pathlib import Path
 
 import pytest
@@ -10,11 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from idcrawl.core.clock import Clock
+from idcrawl.core.fingerprints import html_text
 from idcrawl.core.lanes import Outcome as LaneOutcome
 from idcrawl.core.pagebook import PageBook, PageEvent, by_target, schedule_from_json, schedule_to_json
-from idcrawl.core.recrawl import DAY, Fetch, Outcome, Policy
+from idcrawl.core.recrawl import DAY, Fetch, Outcome, Policy, signature_of
 from idcrawl.state import SqliteStateStore
-from tests.support.reference import page_revisits_truth
+from tests.support.reference import page_revisits_truth, page_signals_truth
 
 T0 = 1_768_201_200.0
 OK = Outcome.OK
@@ -44,15 +46,58 @@ def test_304_unchanged_changed_and_a_200_after_a_304() -> None:
     assert pages.visit("reg", 1, Fetch(Outcome.NOT_MODIFIED)).event is PageEvent.NOT_MODIFIED
     assert pages.validators("reg", 1) == {"If-None-Match": '"e1"'}  # a 304 keeps the validators
     pages.clock.advance(2 * DAY)
-    after_304 = pages.visit("reg", 1, ok("a", '"e1"'))  # a 200 where the last answer was a 304: news
-    assert after_304.event is PageEvent.CHANGED and after_304.revision == 2 and after_304.previous_checksum == "a"
+    after_304 = pages.visit("reg", 1, ok("a", '"e1"'))  # a 200 after a 304, the same signature: no news
+    assert after_304.event is PageEvent.UNCHANGED and not after_304.emits
     pages.clock.advance(2 * DAY)
     same = pages.visit("reg", 1, ok("a", '"e1"'))
     assert same.event is PageEvent.UNCHANGED and not same.emits
     pages.clock.advance(2 * DAY)
     changed = pages.visit("reg", 1, ok("b", '"e2"'))
-    assert (changed.event, changed.revision, changed.previous_checksum) == (PageEvent.CHANGED, 3, "a")
+    assert (changed.event, changed.revision, changed.previous_checksum) == (PageEvent.CHANGED, 2, "a")
     assert pages.validators("reg", 1) == {"If-None-Match": '"e2"'}
+
+
+def test_two_backends_304_and_200_alternating_never_make_news() -> None:
+    """Issue 31 finding 1: a page that never changes behind one backend that answers 304 and one that
+    ignores validators (200, the same body): no item, and the duration only grows."""
+    pages = book()
+    pages.visit("reg", 1, ok("a", '"e1"'))
+    durations = []
+    for n in range(12):
+        pages.clock.advance(pages.get("reg", 1).update_duration + 1)  # type: ignore[union-attr]
+        visit = pages.visit("reg", 1, Fetch(Outcome.NOT_MODIFIED) if n % 2 == 0 else ok("a", '"e1"'))
+        assert not visit.emits
+        durations.append(pages.get("reg", 1).update_duration)  # type: ignore[union-attr]
+    assert durations == sorted(durations) and durations[0] == DAY * 1.8
+
+
+def test_a_revisit_after_refetch_after_without_a_body_is_unconditional() -> None:
+    pages = PageBook(Clock(T0), refetch_after=90 * DAY)
+    pages.visit("reg", 1, ok("a", '"e1"', "Mon, 12 Jan 2026 07:00:00 GMT"))
+    for _ in range(3):  # 304s for 90 days: still conditional
+        pages.clock.advance(30 * DAY)
+        assert pages.validators("reg", 1) and not pages.forced("reg", 1)
+        pages.visit("reg", 1, Fetch(Outcome.NOT_MODIFIED))
+    pages.clock.advance(1)
+    assert pages.forced("reg", 1) and pages.validators("reg", 1) == {}  # 90 days and a second without a body
+    changed = pages.visit("reg", 1, ok("b", '"e2"'))  # the server's 304s hid a change
+    assert changed.event is PageEvent.CHANGED
+    assert not pages.forced("reg", 1) and pages.validators("reg", 1) == {"If-None-Match": '"e2"'}
+    never = PageBook(Clock(T0), refetch_after=0.0)
+    never.visit("reg", 1, ok("a", '"e1"'))
+    never.clock.advance(1000 * DAY)
+    assert not never.forced("reg", 1) and never.validators("reg", 1) == {"If-None-Match": '"e1"'}
+
+
+def test_a_record_of_before_body_at_is_refetched_after_a_304() -> None:
+    pages = PageBook(Clock(T0 + 100 * DAY), refetch_after=90 * DAY)
+    pages.load("reg", {
+        1: schedule_from_json("reg", 1, '{"last_crawled": %r, "update_duration": 60.0, "checksum": "a", '
+                                        '"etag": "e", "last_status": 304}' % (T0 + 99 * DAY)),
+        2: schedule_from_json("reg", 2, '{"last_crawled": %r, "update_duration": 60.0, "checksum": "a", '
+                                        '"etag": "e", "last_status": 200}' % (T0 + 99 * DAY)),
+    })
+    assert pages.forced("reg", 1) and not pages.forced("reg", 2)
 
 
 def test_gone_counts_then_the_page_leaves_the_schedule() -> None:
@@ -161,6 +206,80 @@ def test_the_book_equals_the_reference_model(steps: list[tuple[int, str, str, fl
         want_checksum, want_revision, want_duration, want_gone = want_left[id_]
         assert (checksum, revision, gone) == (want_checksum, want_revision, want_gone)
         assert duration == pytest.approx(want_duration, rel=1e-12)
+
+
+#: Pages of one notice: a clock and a token that change at every fetch, a script, a style, whitespace,
+#: and the notice's text in two versions.
+_PAGE = ("<html><head><style>p {{ color: red }}</style><script>var n = {n};</script></head><body>\n"
+         "<h1>Notice{space}{title}</h1><p>Served at {clock}</p>\n<p>token={token}</p></body></html>")
+_CLOCK, _TOKEN = r"Served at \d\d:\d\d:\d\d", r"token=\w+"
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 3), st.sampled_from(["200", "304", "missing"]), st.sampled_from(["A", "B"]),
+            st.sampled_from(["07:00:00", "19:41:07"]), st.sampled_from(["x1", "q9"]), st.sampled_from([" ", "  \n"]),
+            st.integers(1, 2), st.sampled_from([None, -10 * DAY, 0.0, 5 * DAY]),
+            st.sampled_from([0.0, 60.0, 3600.0, 2 * DAY, 20 * DAY]),
+        ),
+        max_size=30,
+    ),
+    st.sampled_from(["body", "text"]), st.sampled_from([(), (_CLOCK,), (_CLOCK, _TOKEN)]), st.booleans(),
+    st.sampled_from([0.0, 3 * DAY]), st.integers(1, 3),
+)
+def test_the_book_equals_the_signal_model(
+    steps: list[tuple[int, str, str, str, str, str, int, float | None, float]], mode: str,
+    drop: tuple[str, ...], sync: bool, refetch_after: float, gone_limit: int,
+) -> None:
+    """Signatures (body/text, drop patterns), Last-Modified sync and forced refetches: the page book
+    against tests/support/reference.py's independent model (stdlib HTML parser, one pattern at a time)."""
+    policy = Policy(inc_rate=0.4, dec_rate=0.2, min_duration=60.0, max_duration=30 * DAY, initial_duration=DAY,
+                    gone_limit=gone_limit, signature=mode, signature_drop=drop, sync=sync)
+    pages = PageBook(Clock(T0), {"reg": policy}, refetch_after=refetch_after)
+    fetches: list[tuple[int, str, str | None, float | None, float]] = []
+    events: list[tuple[str, int]] = []
+    forced: list[bool] = []
+    for id_, answer, title, clock, token, space, n, lm, step in steps:
+        now = pages.clock.advance(step)
+        body = _PAGE.format(title=title, clock=clock, token=token, space=space, n=n)
+        modified = None if lm is None else T0 + lm
+        header = None if modified is None else formatdate(modified, usegmt=True)
+        if pages.get("reg", id_) is not None:
+            forced.append(pages.forced("reg", id_))
+        else:
+            forced.append(False)
+        if answer == "200":
+            raw = body.encode()
+            signature = signature_of(raw, policy, text=lambda raw=raw: html_text(raw), decoded=lambda body=body: body)
+            fetch = Fetch(OK, signature, last_modified=header)
+        else:
+            fetch = Fetch(Outcome.NOT_MODIFIED if answer == "304" else Outcome.MISSING, last_modified=header)
+        fetches.append((id_, answer, body if answer == "200" else None, modified, now))
+        visit = pages.visit("reg", id_, fetch)
+        events.append((visit.event.value, visit.revision))
+    want_events, want_forced, want_pages = page_signals_truth(
+        fetches, mode=mode, drop=drop, sync=sync, refetch_after=refetch_after, gone_limit=gone_limit,
+        initial=DAY, inc_rate=0.4, dec_rate=0.2, lo=60.0, hi=30 * DAY)
+    assert events == want_events
+    assert forced == want_forced
+    for id_, (duration, revision) in want_pages.items():
+        record = pages.get("reg", id_)
+        assert record is not None and record.revision == revision
+        assert record.update_duration == pytest.approx(duration, rel=1e-12)
+
+
+def test_clock_pages_make_news_with_body_and_none_with_text_and_drop() -> None:
+    """Issue 31 finding 3: a page with a clock and a token changes at every fetch by its bytes."""
+    fetches = [(1, "200", _PAGE.format(title="A", clock=f"0{h}:00:00", token=f"t{h}", space=" ", n=1), None,
+                T0 + h * 2 * DAY) for h in range(6)]
+    common = {"sync": False, "refetch_after": 0.0, "gone_limit": 3, "initial": DAY, "inc_rate": 0.8,
+              "dec_rate": 0.2, "lo": 60.0, "hi": 30 * DAY}
+    body_events, _, _ = page_signals_truth(fetches, mode="body", drop=(), **common)  # type: ignore[arg-type]
+    text_events, _, _ = page_signals_truth(fetches, mode="text", drop=(_CLOCK, _TOKEN), **common)  # type: ignore[arg-type]
+    assert [e for e, _ in body_events[1:]] == ["changed"] * 5
+    assert [e for e, _ in text_events[1:]] == ["unchanged"] * 5
 
 
 # -- the state stores ----------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from idcrawl.core.clock import Clock, ClockError, format_time, parse_time, stamp
+from idcrawl.core.fingerprints import html_text
 from idcrawl.core.inputs import TargetError
 from idcrawl.core.jobfile import parse_job
 from idcrawl.core.recrawl import (
@@ -24,15 +26,18 @@ from idcrawl.core.recrawl import (
     Schedule,
     Visit,
     advised_margin,
+    body_due,
     due,
     due_order,
     early_cut_chance,
     gap_runs,
+    http_time,
     next_duration,
     page_schedule,
     parse_policy,
     record_of,
     schedule_of,
+    signature_of,
     tail_after_run,
     tail_schedule,
     visit_page,
@@ -166,11 +171,15 @@ def test_the_same_checksum_and_a_304_are_unchanged() -> None:
         assert visit.schedule.etag == ('"e1"' if fetch.outcome is Outcome.NOT_MODIFIED else None)
 
 
-def test_a_200_after_a_304_is_news() -> None:
+def test_a_200_after_a_304_is_news_only_with_a_new_signature() -> None:
+    """News = a signature other than the stored one, whatever the last status (issue 31, finding 1)."""
     after_304 = visit_page(_page(), Fetch(Outcome.NOT_MODIFIED), T0 + DAY + 1).schedule
     assert after_304 is not None and after_304.last_status == 304
-    visit = visit_page(after_304, Fetch(Outcome.OK, "a"), T0 + 3 * DAY)
-    assert visit.news and visit.schedule is not None and visit.schedule.last_status == 200
+    same = visit_page(after_304, Fetch(Outcome.OK, "a"), T0 + 3 * DAY)
+    assert not same.news and same.schedule is not None and same.schedule.last_status == 200
+    assert same.schedule.update_duration == DAY * 1.8 * 1.8 and same.schedule.revision == 0
+    other = visit_page(after_304, Fetch(Outcome.OK, "b"), T0 + 3 * DAY)
+    assert other.news and other.schedule is not None and other.schedule.update_duration == DAY * 1.8 * 0.8
 
 
 def test_gone_is_counted_and_leaves_the_schedule_after_n_gone_revisits() -> None:
@@ -436,3 +445,113 @@ def test_a_due_run_adds_the_most_overdue_tails_first() -> None:
                      "b": tail_schedule("b", T0, 5),  # 9
                      "d": tail_schedule("d", T0 + 9.9 * DAY, 5)}  # not due: -0.9
     assert [t.name for t in worker._in_due_order(targets)] == ["b", "a", "c", "d"]
+
+
+# -- signatures, Last-Modified sync, forced refetch (issue 31, findings 3 and 4) --------------------
+
+CLOCK_PAGE = ("<html><head><style>p {{color: red}}</style><script>var t = {t};</script></head>"
+              "<body><h1>Notice  7</h1>\n<p>Served at {clock}</p><p>token={token}</p></body></html>")
+
+
+def _clock_page(clock: str, token: str = "x1", t: int = 1) -> bytes:
+    return CLOCK_PAGE.format(clock=clock, token=token, t=t).encode()
+
+
+def _text(body: bytes) -> str:
+    return html_text(body)
+
+
+def test_body_signature_is_the_sha1_of_the_bytes() -> None:
+    body = _clock_page("07:00:00")
+    assert signature_of(body) == hashlib.sha1(body).hexdigest()
+
+
+def test_text_signature_ignores_markup_scripts_styles_and_whitespace() -> None:
+    text = parse_policy({"signature": "text"})
+    a = _clock_page("07:00:00", t=1)
+    b = a.replace(b"<h1>Notice  7</h1>\n", b"<h1 class='x'>Notice 7</h1>").replace(b"var t = 1", b"var t = 2")
+    assert signature_of(a) != signature_of(b)
+    assert signature_of(a, text, text=lambda: _text(a)) == signature_of(b, text, text=lambda: _text(b))
+    assert signature_of(a, text, text=lambda: _text(a)) != signature_of(
+        a.replace(b"Notice", b"Avis"), text, text=lambda: _text(a.replace(b"Notice", b"Avis")))
+
+
+def test_drop_patterns_remove_a_clock_and_a_token_before_hashing() -> None:
+    drop = [r"Served at \d\d:\d\d:\d\d", r"token=\w+"]
+    for mode in ("body", "text"):
+        policy = parse_policy({"signature": mode, "signature_drop": drop})
+        a, b = _clock_page("07:00:00", "x1"), _clock_page("19:41:07", "q9")
+        sig = [signature_of(p, policy, text=lambda p=p: _text(p), decoded=lambda p=p: p.decode()) for p in (a, b)]
+        assert sig[0] == sig[1], mode
+        c = a.replace(b"Notice", b"Avis")
+        assert signature_of(c, policy, text=lambda c=c: _text(c), decoded=lambda c=c: c.decode()) != sig[0], mode
+    one = parse_policy({"signature_drop": r"\d\d:\d\d:\d\d"})  # -a: one pattern
+    assert one.signature_drop == (r"\d\d:\d\d:\d\d",)
+
+
+@pytest.mark.parametrize(("key", "value", "line"), [
+    ("signature", "html", "signature='html': must be one of body, text"),
+    ("signature_drop", "(", "signature_drop='(': is not a regular expression"),
+    ("signature_drop", [1], "signature_drop=[1]: must be a regular expression or a list of them"),
+    ("last_modified", "yes", "last_modified='yes': must be one of validator, sync"),
+])
+def test_bad_signature_keys_are_one_line(key: str, value: object, line: str) -> None:
+    with pytest.raises(TargetError) as caught:
+        parse_policy({key: value})
+    assert str(caught.value).startswith(line)
+
+
+def test_sync_raises_the_duration_to_the_pages_age_like_nutch() -> None:
+    """Nutch's sync_delta: an unchanged visit's interval is at least ``fetch time - modified time``."""
+    sync = parse_policy({"last_modified": "sync"})
+    old = "Mon, 01 Dec 2025 07:00:00 GMT"  # 42 days before T0
+    age = T0 - http_time(old, T0)  # type: ignore[operator]
+    page = page_schedule("t/1", T0, "a", last_modified=old, policy=sync)
+    assert page.modified == T0 - age
+    synced = visit_page(page, Fetch(Outcome.NOT_MODIFIED), T0 + DAY + 1, sync).schedule
+    plain = visit_page(page, Fetch(Outcome.NOT_MODIFIED), T0 + DAY + 1).schedule
+    assert synced is not None and plain is not None
+    assert plain.update_duration == DAY * 1.8 and synced.update_duration == age + DAY + 1
+    # a change found by the signature: no sync on it (Nutch: modified = fetch time), and the age restarts
+    changed = visit_page(synced, Fetch(Outcome.OK, "b", last_modified=old), T0 + 60 * DAY, sync).schedule
+    assert changed is not None and changed.update_duration == synced.update_duration * 0.8
+    assert changed.modified == T0 + 60 * DAY
+    # the server's newer Last-Modified (a 304's too) is evidence; a date in the future counts as now
+    later = visit_page(changed, Fetch(Outcome.NOT_MODIFIED, last_modified="Fri, 01 Jan 2100 00:00:00 GMT"),
+                       T0 + 200 * DAY, sync).schedule
+    assert later is not None and later.modified == T0 + 200 * DAY
+    assert later.update_duration == changed.update_duration * 1.8
+
+
+def test_a_page_that_never_changes_reaches_nutchs_interval_with_sync() -> None:
+    """Issue 31 finding 4: Last-Modified 24 h before hour 0, 304s from then on, visits when due:
+    by hour 800 the duration with sync is the page's age at its last visit (Nutch's), without it well below."""
+    lm = "Sun, 11 Jan 2026 07:00:00 GMT"
+    got = {}
+    for policy in (Policy(inc_rate=0.4), Policy(inc_rate=0.4, sync=True)):
+        page = page_schedule("t/1", T0, "a", last_modified=lm, policy=policy)
+        while page.due_at() < T0 + 800 * 3600:
+            visit = visit_page(page, Fetch(Outcome.NOT_MODIFIED), page.due_at() + 1, policy).schedule
+            assert visit is not None
+            page = visit
+        got[policy.sync] = page
+    assert got[False].update_duration < 500 * 3600
+    synced = got[True]
+    assert synced.update_duration == synced.last_crawled - (T0 - DAY) > 700 * 3600
+
+
+def test_body_due_counts_from_the_last_body() -> None:
+    page = page_schedule("t/1", T0, "a")
+    assert page.body_at == T0
+    assert not body_due(page, T0 + 90 * DAY, 90 * DAY) and body_due(page, T0 + 90 * DAY + 1, 90 * DAY)
+    assert not body_due(page, T0 + 900 * DAY, 0.0)
+    after_304 = visit_page(page, Fetch(Outcome.NOT_MODIFIED), T0 + 50 * DAY).schedule
+    assert after_304 is not None and after_304.body_at == T0
+    after_200 = visit_page(after_304, Fetch(Outcome.OK, "a"), T0 + 95 * DAY).schedule
+    assert after_200 is not None and after_200.body_at == T0 + 95 * DAY
+
+
+def test_http_time_reads_http_dates_and_refuses_others() -> None:
+    assert http_time("Mon, 12 Jan 2026 07:00:00 GMT", T0 + 1) == T0
+    assert http_time("Mon, 12 Jan 2026 07:00:00 GMT", T0 - 5) == T0 - 5  # not after now
+    assert http_time("yesterday", T0) is None and http_time(None, T0) is None and http_time("", T0) is None

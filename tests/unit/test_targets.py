@@ -366,7 +366,8 @@ def test_target_keys_are_the_documented_set() -> None:
             "attempts", "cooldown", "backoff", "missing_statuses", "soft404_regex", "soft404_css",
             "soft404_xpath", "found_css", "found_xpath", "soft404_max_bytes", "soft404_probe", "soft404_similarity",
             "resume", "holes", "recrawl_inc_rate", "recrawl_dec_rate", "recrawl_min", "recrawl_max",
-            "recrawl_initial", "recrawl_gone", "follow_redirects"} == TARGET_KEYS
+            "recrawl_initial", "recrawl_gone", "follow_redirects", "signature", "signature_drop",
+            "last_modified"} == TARGET_KEYS
 
 
 def test_host_of_a_target() -> None:
