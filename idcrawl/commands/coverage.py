@@ -18,8 +18,8 @@ from idcrawl.core.lanes import BOUND
 from idcrawl.core.safetext import safe
 
 __all__ = [
-    "CAPTION_BAND", "CATEGORIES", "COLOURS", "MODES", "OUTSIDE", "Axis", "coverage_svg", "hole_marks",
-    "gap_sections", "html_document", "lane_segments", "outside_spans", "svg_document",
+    "CAPTION_BAND", "CATEGORIES", "COLOURS", "MODES", "OUTSIDE", "Axis", "coverage_svg", "gap_sections",
+    "hole_marks", "html_document", "lane_segments", "outside_spans", "svg_document",
 ]
 
 SVG_NS = "http://www.w3.org/2000/svg"
