@@ -14,7 +14,10 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import BOUND, MARGIN, Outcome
 
-__all__ = ["IdSet", "LanePlan", "LaneRecord", "gap_buckets", "gap_histogram", "gap_stats", "merge_outcomes", "plan_lane", "run_bounds", "runs"]
+__all__ = [
+    "IdSet", "LanePlan", "LaneRecord", "gap_buckets", "gap_histogram", "gap_stats", "merge_outcomes", "plan_lane",
+    "run_bounds", "runs",
+]
 
 IdSet = BitMap64
 
