@@ -26,6 +26,7 @@ from scrapy.utils.misc import load_object
 from idcrawl import _scrapy
 from idcrawl.config import config_of
 from idcrawl.core.clock import Clock, ClockError
+from idcrawl.core.watch import NO_COALESCING, Coalescing
 from idcrawl.core.frontier import Dispatch, IdFrontier, Touched
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.pagebook import PageBook
@@ -239,6 +240,19 @@ class IdRuntime:
             except ClockError as exc:
                 raise BadInputError(f"bad setting: {exc}") from None
         return self._clock
+
+    @property
+    def coalescing(self) -> Coalescing:
+        """Watch mode: a wave's coalescing window (``IDCRAWL_WATCH_COALESCE*``); else none."""
+        config = config_of(self.crawler)
+        if not config.watch:
+            return NO_COALESCING
+        return Coalescing(config.watch_coalesce, config.watch_coalesce_share, config.watch_coalesce_max)
+
+    def wave_time(self) -> float:
+        """Watch mode: the time of the wave a new worker plans (its wake-up time; the clock's now for the
+        first), which the pages it fetches share (:attr:`idcrawl.core.pagebook.PageBook.wave_at`)."""
+        return self.clock.now() if self.wave_at is None else self.wave_at
 
     @property
     def worker(self) -> Worker:
