@@ -26,13 +26,13 @@ from scrapy.utils.misc import load_object
 from idcrawl import _scrapy
 from idcrawl.config import config_of
 from idcrawl.core.clock import Clock, ClockError
-from idcrawl.core.watch import NO_COALESCING, Coalescing
 from idcrawl.core.frontier import Dispatch, IdFrontier, Touched
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.safetext import safe
 from idcrawl.core.scope import JobScope
 from idcrawl.core.targets import Target
+from idcrawl.core.watch import NO_COALESCING, Coalescing
 from idcrawl.errors import BadInputError
 from idcrawl.feeds import item_fields
 from idcrawl.state.base import StateError

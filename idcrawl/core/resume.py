@@ -13,7 +13,7 @@ from pyroaring import BitMap64
 from idcrawl.core.frontier import LaneSpec, lane_specs
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, plan_lane
-from idcrawl.core.recrawl import Schedule, due, overdue
+from idcrawl.core.recrawl import Schedule, overdue
 from idcrawl.core.targets import BOUND_MODES, RESET_MODES, RESUME_MODES, Target
 from idcrawl.core.watch import NO_COALESCING, Coalescing
 

@@ -14,7 +14,9 @@ from idcrawl.core.inputs import TargetError
 from idcrawl.core.recrawl import Schedule, due
 from idcrawl.core.targets import RESET_MODES, Target
 
-__all__ = ["NO_COALESCING", "TICK", "Coalescing", "next_wave_at", "parse_watch", "real_sleep", "watch_targets", "wave_key"]
+__all__ = [
+    "NO_COALESCING", "TICK", "Coalescing", "next_wave_at", "parse_watch", "real_sleep", "watch_targets", "wave_key",
+]
 
 #: Seconds after a schedule's ``due_at()`` at which a wave starts: due is strict (``>``), and the
 #: recorded times have millisecond precision.
