@@ -1,4 +1,4 @@
-"""Watch mode's rule: when the next wave of a watching crawl starts, and how long it sleeps until then.
+"""Watch mode's rule: when the next wave of a watching crawl starts, what it takes, how long it sleeps until then.
 
 No Scrapy here: the shell is ``idcrawl.extensions.watch.IdWatch``. The rule: docs/recrawl.md,
 "Watch mode", and docs/architecture.md, "Module notes".
