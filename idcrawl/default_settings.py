@@ -384,3 +384,10 @@ IDCRAWL_WATCH = False
 #: Clock seconds per real second while a watching crawl sleeps between waves (> 0; not 1 only with a
 #: fixed clock, IDCRAWL_NOW): 86400 makes a simulated day pass in a second, for tests and demos.
 IDCRAWL_WATCH_SPEED = 1.0
+
+#: A watch wave takes every schedule due within its coalescing window of the wave's start:
+#: max(IDCRAWL_WATCH_COALESCE, min(IDCRAWL_WATCH_COALESCE_SHARE x the schedule's duration,
+#: IDCRAWL_WATCH_COALESCE_MAX)) seconds, so pages due close together share one wave (0, 0: off).
+IDCRAWL_WATCH_COALESCE = 60.0
+IDCRAWL_WATCH_COALESCE_SHARE = 0.05
+IDCRAWL_WATCH_COALESCE_MAX = 3600.0

@@ -32,6 +32,7 @@ from idcrawl.core.pagebook import PageBook
 from idcrawl.core.safetext import safe
 from idcrawl.core.scope import JobScope
 from idcrawl.core.targets import Target
+from idcrawl.core.watch import NO_COALESCING, Coalescing
 from idcrawl.errors import BadInputError
 from idcrawl.feeds import item_fields
 from idcrawl.state.base import StateError
@@ -242,6 +243,19 @@ class IdRuntime:
             except ClockError as exc:
                 raise BadInputError(f"bad setting: {exc}") from None
         return self._clock
+
+    @property
+    def coalescing(self) -> Coalescing:
+        """Watch mode: a wave's coalescing window (``IDCRAWL_WATCH_COALESCE*``); else none."""
+        config = config_of(self.crawler)
+        if not config.watch:
+            return NO_COALESCING
+        return Coalescing(config.watch_coalesce, config.watch_coalesce_share, config.watch_coalesce_max)
+
+    def wave_time(self) -> float:
+        """Watch mode: the time of the wave a new worker plans (its wake-up time; the clock's now for the
+        first), which the pages it fetches share (:attr:`idcrawl.core.pagebook.PageBook.wave_at`)."""
+        return self.clock.now() if self.wave_at is None else self.wave_at
 
     @property
     def worker(self) -> Worker:

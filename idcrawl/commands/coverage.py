@@ -13,13 +13,13 @@ from lxml import etree
 from lxml.builder import ElementMaker
 from pyroaring import BitMap64
 
-from idcrawl.commands.report import HOLE_KINDS, LaneView, TargetView
+from idcrawl.commands.report import HOLE_KINDS, LaneView, TargetView, advice_text, histogram_lines
 from idcrawl.core.lanes import BOUND
 from idcrawl.core.safetext import safe
 
 __all__ = [
-    "CAPTION_BAND", "CATEGORIES", "COLOURS", "MODES", "OUTSIDE", "Axis", "coverage_svg", "hole_marks",
-    "html_document", "lane_segments", "outside_spans", "svg_document",
+    "CAPTION_BAND", "CATEGORIES", "COLOURS", "MODES", "OUTSIDE", "Axis", "coverage_svg", "gap_sections",
+    "hole_marks", "html_document", "lane_segments", "outside_spans", "svg_document",
 ]
 
 SVG_NS = "http://www.w3.org/2000/svg"
@@ -449,6 +449,22 @@ def svg_document(views: Sequence[TargetView], *, width: int = 1000, mode: str = 
     return result
 
 
+def gap_sections(views: Sequence[TargetView]) -> list[Any]:
+    """Per target with found ids, the margin advice and its gap-length histogram (the picture
+    ``scrapy idplan`` prints), for the HTML page under the SVG."""
+    sections = []
+    for view in views:
+        if view.advice is None:
+            continue
+        sections.append(_H.section(
+            {"class": "gaps", "data-target": safe(view.name)},
+            _H.h2(safe(f"target {view.name}: gap lengths")),
+            _H.p(safe(f"margin advice: {advice_text(view.advice)}")),
+            _H.pre("\n".join(histogram_lines(view.advice.histogram))),
+        ))
+    return sections
+
+
 def html_document(
     views: Sequence[TargetView], *, width: int = 1000, mode: str = "dominant", title: str = "idcrawl coverage"
 ) -> bytes:
@@ -459,7 +475,7 @@ def html_document(
             _H.title(title),
             _H.style("body { font-family: sans-serif; margin: 16px; } svg { max-width: none; }"),
         ),
-        _H.body(_H.h1(title), coverage_svg(views, width=width, mode=mode)),
+        _H.body(_H.h1(title), coverage_svg(views, width=width, mode=mode), *gap_sections(views)),
         lang="en",
     )
     markup: bytes = etree.tostring(page, encoding="UTF-8", pretty_print=True)

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -20,7 +21,7 @@ from idcrawl.core.clock import stamp
 from idcrawl.core.frontier import lane_specs
 from idcrawl.core.lanes import BOUND, MARGIN, Outcome
 from idcrawl.core.ranges import LanePlan, LaneRecord, plan_lane, run_bounds, runs
-from idcrawl.core.recrawl import MarginAdvice, Schedule, duration_text, margin_advice
+from idcrawl.core.recrawl import MIN_GAP_RUNS, MarginAdvice, Schedule, duration_text, margin_advice
 from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.core.targets import Target
 from idcrawl.state.base import RunRecord, StateStore, TargetState
@@ -32,8 +33,10 @@ __all__ = [
     "LaneView",
     "ReportError",
     "TargetView",
+    "advice_text",
     "collect",
     "format_runs",
+    "histogram_lines",
     "last_run_of",
     "plan_document",
     "render_plan",
@@ -313,18 +316,44 @@ def tail_text(tail: Schedule | None) -> str:
 
 
 def advice_text(advice: MarginAdvice | None) -> str:
-    """The margin advice: the chance the margin in use cut a lane early, the margin that keeps it under 1%."""
+    """The margin advice: the chance the margin in use cut a lane early, the margin that keeps it under 1%
+    (never below the largest gap seen plus one), the sample size and the largest gap; or why there is none."""
     if advice is None:
         return "fewer than two found ids: no gap runs to learn from"
+    sample = f"{advice.runs:,} gap runs, largest {advice.largest:,}"
+    if advice.advised is None:
+        return (f"too few gap runs to advise ({sample}; {MIN_GAP_RUNS} or more needed): "
+                f"keep a margin above {advice.largest:,}")
     text = f"margin {advice.advised} keeps the chance of an early cut under {advice.risk:.0%}"
     if advice.margin is not None and advice.early_cut is not None:
         text = (f"margin {advice.margin} cuts a lane before its real end with chance {advice.early_cut:.2%}; "
                 + text)
-    text += f" (from {advice.runs:,} gap runs"
+    text += f" (from {sample}"
+    if advice.basis == "largest":
+        text += "; the gaps are shorter than a geometric fit says: the largest plus one"
     if advice.censored:
         text += (f"; censored by the margin: {advice.censored} reached {advice.margin - 1 if advice.margin else 0}"
                  " or more, a longer one cut the lane, so this is a lower bound")
     return text + ")"
+
+
+#: The width of the longest bar of :func:`histogram_lines`.
+BAR_WIDTH = 40
+
+
+def histogram_lines(histogram: Sequence[tuple[int, int, int]], width: int = BAR_WIDTH) -> list[str]:
+    """The gap-length histogram as a text picture, one line per bucket: the lengths, a bar of ``#``
+    (its length against the largest count, on a log scale so that one gap among thousands shows), the count."""
+    if not histogram:
+        return []
+    top = max(count for _, _, count in histogram)
+    scale = math.log1p(top)
+    lines = []
+    for low, high, count in histogram:
+        label = f"{low:,}" if low == high else f"{low:,}-{high:,}"
+        bar = "#" * max(1, round(width * math.log1p(count) / scale)) if count else ""
+        lines.append(f"{label:>13} | {bar} {count:,}".rstrip() if count else f"{label:>13} |")
+    return lines
 
 
 def lane_rows(lane: LaneView, keep: int = 3) -> list[tuple[str, str]]:
@@ -363,6 +392,9 @@ def target_heading(view: TargetView) -> Text:
         if any(lane.direction == "asc" for lane in view.lanes):
             heading.append(f"\ntail: {tail_text(view.tail)}", style="")
         heading.append(f"\nmargin advice: {advice_text(view.advice)}", style="")
+        if view.advice is not None and view.advice.histogram:
+            heading.append("\ngap lengths (missing ids between found ids):\n", style="")
+            heading.append("\n".join(histogram_lines(view.advice.histogram)), style="")
     else:
         heading.append("\nnever crawled: no state recorded for this target", style="")
     return heading
@@ -471,6 +503,8 @@ def _advice_json(advice: MarginAdvice | None) -> dict[str, Any] | None:
     return {
         "gap_runs": advice.runs, "r": advice.r, "margin": advice.margin, "early_cut_chance": advice.early_cut,
         "advised_margin": advice.advised, "risk": advice.risk, "censored_runs": advice.censored,
+        "largest_gap": advice.largest, "basis": advice.basis,
+        "gap_histogram": [{"from": low, "to": high, "count": count} for low, high, count in advice.histogram],
     }
 
 

@@ -26,6 +26,7 @@ from idcrawl.core.recrawl import (
     page_schedule,
     visit_page,
 )
+from idcrawl.core.watch import NO_COALESCING, Coalescing
 
 __all__ = [
     "PageBook", "PageEvent", "PageSink", "PageVisit", "by_target", "page_key", "schedule_from_json", "schedule_to_json",
@@ -107,6 +108,14 @@ class PageBook:
         self._changed: dict[tuple[str, int], Schedule | None] = {}
         #: pages whose fetch gets an item not yet handed on (:meth:`released`): their records wait for it
         self.awaiting: set[tuple[str, int]] = set()
+        #: watch mode: a wave takes the pages due within their window (:class:`Coalescing`), and the pages
+        #: it fetches share its time (``wave_at``, else the clock's now), so they stay together
+        self.coalescing: Coalescing = NO_COALESCING
+        self.wave_at: float | None = None
+
+    def now(self) -> float:
+        """The time of a visit: the wave's time in watch mode, else the clock's now."""
+        return self.clock.now() if self.wave_at is None else self.wave_at
 
     def policy(self, target: str) -> Policy:
         return self.policies.get(target, DEFAULT_POLICY)
@@ -147,12 +156,15 @@ class PageBook:
         ``found``: the target's found ids; those without a record (found before page records existed, or
         whose record a kill lost) have no schedule yet and are due first, in id order, as a tail without
         a schedule is: fetched without validators, their answer starts their record."""
-        at = self.clock.now() if now is None else now
+        at = self.now() if now is None else now
         pages = self.schedules.get(target, {})
         by_key = {schedule.key: id_ for id_, schedule in pages.items()}
         unknown = [id_ for id_ in found if id_ not in pages]
         limit = self.policy(target).gone_limit
         scheduled = [schedule for schedule in pages.values() if schedule.gone < limit]  # not left
+        if self.coalescing != NO_COALESCING:  # watch mode: the ones due within their window too
+            taken = [schedule for schedule in scheduled if self.coalescing.due(schedule, at)]
+            return unknown + [by_key[schedule.key] for schedule in due_order(taken, at + self.coalescing.widest)]
         return unknown + [by_key[schedule.key] for schedule in due_order(scheduled, at)]
 
     def visit(self, target: str, id_: int, fetch: Fetch) -> PageVisit:
@@ -164,7 +176,7 @@ class PageBook:
         return visit
 
     def _apply(self, target: str, id_: int, fetch: Fetch) -> PageVisit:
-        now = self.clock.now()
+        now = self.now()
         policy = self.policy(target)
         pages = self.schedules.setdefault(target, {})
         old = pages.get(id_)

@@ -14,7 +14,10 @@ from pyroaring import BitMap64
 
 from idcrawl.core.lanes import BOUND, MARGIN, Outcome
 
-__all__ = ["IdSet", "LanePlan", "LaneRecord", "gap_stats", "merge_outcomes", "plan_lane", "run_bounds", "runs"]
+__all__ = [
+    "IdSet", "LanePlan", "LaneRecord", "gap_buckets", "gap_histogram", "gap_stats", "merge_outcomes", "plan_lane",
+    "run_bounds", "runs",
+]
 
 IdSet = BitMap64
 
@@ -43,6 +46,43 @@ def gap_stats(found: BitMap64, at_least: int) -> tuple[int, int, int]:
     between = zip(lasts, islice(firsts, 1, None), strict=False)  # a run's last id, the next run's first
     reached = sum(1 for last, first in between if first - last - 1 >= at_least)
     return count, total, reached
+
+
+#: Gap lengths counted one by one up to this; longer ones by doubling buckets (9-16, 17-32, ...).
+EXACT_GAPS = 8
+
+
+def gap_buckets(largest: int) -> list[tuple[int, int]]:
+    """The (first, last) gap lengths of the buckets of a gap-length histogram reaching ``largest``:
+    0, 1, ..., 8, then 9-16, 17-32, ... (doubling), so 2**64 ids take at most 65 rows."""
+    buckets = [(length, length) for length in range(min(largest, EXACT_GAPS) + 1)]
+    low = EXACT_GAPS + 1
+    while low <= largest:
+        buckets.append((low, 2 * low - 2))
+        low = 2 * low - 1
+    return buckets
+
+
+def gap_histogram(found: BitMap64) -> list[tuple[int, int, int]]:
+    """The gap runs between consecutive ids of ``found`` (0 for neighbours) as a histogram: rows of
+    (first length, last length, how many), every bucket (:func:`gap_buckets`) up to the largest gap,
+    empty ones too. O(maximal runs of ``found``) steps, not O(ids)."""
+    if len(found) < 2:
+        return []
+    firsts, lasts = run_bounds(found)
+    lengths: dict[int, int] = {}
+    for last, first in zip(lasts, islice(firsts, 1, None), strict=False):
+        length = first - last - 1
+        lengths[length] = lengths.get(length, 0) + 1
+    neighbours = len(found) - len(firsts)  # consecutive found ids: gap runs of length 0
+    if neighbours:
+        lengths[0] = neighbours
+    rows = [(low, high, 0) for low, high in gap_buckets(max(lengths))]
+    for length, count in lengths.items():
+        index = length if length <= EXACT_GAPS else EXACT_GAPS + (length - 1).bit_length() - 3
+        low, high, total = rows[index]
+        rows[index] = (low, high, total + count)
+    return rows
 
 
 def span_ids(first: int, last: int) -> BitMap64:

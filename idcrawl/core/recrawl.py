@@ -16,16 +16,17 @@ from datetime import UTC
 from email.utils import parsedate_to_datetime
 from enum import StrEnum
 from functools import lru_cache
-from itertools import pairwise
+from itertools import islice, pairwise
 from typing import Any, Final
 
 from pyroaring import BitMap64
 
 from idcrawl.core.inputs import TargetError
-from idcrawl.core.ranges import gap_stats
+from idcrawl.core.ranges import gap_histogram, gap_stats, run_bounds
 
 __all__ = [
     "DEFAULT_POLICY",
+    "MIN_GAP_RUNS",
     "RECRAWL_KEYS",
     "SIGNATURES",
     "Fetch",
@@ -530,6 +531,14 @@ def _advised(r: float, n: int, risk: float) -> int:
     return margin
 
 
+#: Fewer gap runs than this are too thin to advise from: the advice says so instead (issue 31, finding 6).
+MIN_GAP_RUNS: Final = 30
+#: The geometric fit is dropped when it expects more than this many runs longer than the largest
+#: seen (none seen: the tail is shorter than geometric; a true geometric tail shows none with
+#: chance ``exp(-5)`` < 1%): the advice is then the largest gap plus one.
+FIT_REFUTED_AT: Final = 5.0
+
+
 @dataclass(frozen=True, slots=True)
 class MarginAdvice:
     """What the gap runs of a target's found ids say about its margin (``scrapy idplan``)."""
@@ -540,25 +549,50 @@ class MarginAdvice:
     #: the margin in use (None: not known), and the chance it cut a lane before its real end
     margin: int | None
     early_cut: float | None
-    #: the smallest margin whose early-cut chance is below ``risk``
-    advised: int
+    #: the advised margin, never below ``largest + 1``; None: too few gap runs (``< MIN_GAP_RUNS``) to advise
+    advised: int | None
     risk: float
     #: runs within reach of the margin in use (``>= margin - 1``): a longer run would have cut the lane
     #: and is not in the state, so the fit is a lower bound (the advice worth a second look)
     censored: int
+    #: the longest gap run seen, and the gap-length histogram: rows of (first, last length, how many)
+    #: (:func:`idcrawl.core.ranges.gap_histogram`)
+    largest: int = 0
+    histogram: tuple[tuple[int, int, int], ...] = ()
+    #: how the advice was made: ``fit`` (the geometric fit, raised to ``largest + 1``), ``largest``
+    #: (the fit refuted by the data: the largest gap plus one), ``thin`` (no advice)
+    basis: str = "fit"
 
 
 def margin_advice(found: Iterable[int], margin: int | None, risk: float = 0.01) -> MarginAdvice:
     """Margin advice from the found ids of a target (their gap runs: :func:`gap_runs`), for a lane
-    crossing as many gap runs as the state holds. A bitmap's gap runs are counted, not listed."""
-    if isinstance(found, BitMap64):
-        n, total, censored = gap_stats(found, margin - 1 if margin else 0)
-        censored = censored if margin else 0
-        mean = total / n if n else 0.0
-        r = mean / (1.0 + mean) if n else 0.0
-    else:
-        runs = gap_runs(found)
-        n, r = len(runs), run_continuation(runs)
-        censored = sum(1 for run in runs if margin and run >= margin - 1)
+    crossing as many gap runs as the state holds. A bitmap's gap runs are counted, not listed.
+
+    The advice is never below the longest gap run seen plus one (a margin that cuts a gap already
+    seen cuts the next crawl); from fewer than :data:`MIN_GAP_RUNS` runs there is none
+    (``advised`` None). Above that floor the geometric fit decides, unless the data refutes it
+    (it expects more than :data:`FIT_REFUTED_AT` runs longer than the largest, and none was seen):
+    gaps that are all one id long advise 2, not the fit's 15."""
+    ids = found if isinstance(found, BitMap64) else BitMap64(found)
+    n, total, censored = gap_stats(ids, margin - 1 if margin else 0)
+    censored = censored if margin else 0
+    mean = total / n if n else 0.0
+    r = mean / (1.0 + mean) if n else 0.0
+    histogram = tuple(gap_histogram(ids))
+    largest = max((high for _, high, count in histogram if count), default=0)
+    if histogram and histogram[-1][0] != histogram[-1][1]:  # the last bucket is a range: the exact largest
+        largest = _largest_gap(ids)
     early = early_cut_chance(r, margin, n) if margin else None
-    return MarginAdvice(n, r, margin, early, _advised(r, n, risk), risk, censored)
+    if n < MIN_GAP_RUNS:
+        advised, basis = None, "thin"
+    elif n * r ** (largest + 1) > FIT_REFUTED_AT:
+        advised, basis = largest + 1, "largest"
+    else:
+        advised, basis = max(largest + 1, _advised(r, n, risk)), "fit"
+    return MarginAdvice(n, r, margin, early, advised, risk, censored, largest, histogram, basis)
+
+
+def _largest_gap(ids: BitMap64) -> int:
+    """The longest gap run between consecutive ids of ``ids`` (O(maximal runs))."""
+    firsts, lasts = run_bounds(ids)
+    return max((first - last - 1 for last, first in zip(lasts, islice(firsts, 1, None), strict=False)), default=0)

@@ -13,8 +13,9 @@ from pyroaring import BitMap64
 from idcrawl.core.frontier import LaneSpec, lane_specs
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.ranges import LaneRecord, plan_lane
-from idcrawl.core.recrawl import Schedule, due, overdue
+from idcrawl.core.recrawl import Schedule, overdue
 from idcrawl.core.targets import BOUND_MODES, RESET_MODES, RESUME_MODES, Target
+from idcrawl.core.watch import NO_COALESCING, Coalescing
 
 __all__ = [
     "IDENTITY_KEYS", "RESUME_MODES", "due_first", "identity", "resume_specs", "tail_bound", "tail_due", "tail_specs",
@@ -29,10 +30,11 @@ def identity(target: Target) -> dict[str, Any]:
     return {key: (str(getattr(target, key)) if key == "direction" else getattr(target, key)) for key in IDENTITY_KEYS}
 
 
-def tail_due(schedule: Schedule | None, now: float) -> bool:
+def tail_due(schedule: Schedule | None, now: float, coalescing: Coalescing = NO_COALESCING) -> bool:
     """Is a target's tail due at ``now`` (``resume=due``)? Yes when ``now - last_crawled > update_duration``,
-    or when it has no schedule yet (no run walked it to its margin: an older state, or a stopped run)."""
-    return schedule is None or due(schedule, now)
+    or when it has no schedule yet (no run walked it to its margin: an older state, or a stopped run).
+    ``coalescing``: a watch wave's window (due within it is due)."""
+    return schedule is None or coalescing.due(schedule, now)
 
 
 def due_first(targets: Sequence[Target], tails: Mapping[str, Schedule], now: float) -> list[Target]:

@@ -431,6 +431,10 @@ class IdConfig:
     # watch mode (idcrawl.core.watch)
     watch: bool = _setting(_bool(), False)
     watch_speed: float = _setting(_float(above=True, note=" (clock seconds per real second)"), 1.0)
+    # a watch wave's coalescing window (idcrawl.core.watch.Coalescing)
+    watch_coalesce: float = _setting(_float(note=" (seconds; 0 = a wave takes only what is due)"), 60.0)
+    watch_coalesce_share: float = _setting(_float(0.0, 0.5, note=" (of a schedule's duration)"), 0.05)
+    watch_coalesce_max: float = _setting(_float(note=" (seconds)"), 3600.0)
 
     def target_defaults(self) -> dict[str, Any]:
         """The defaults of the per-target keys a job file or ``-a`` leaves out (``parse_targets``)."""

@@ -1,4 +1,4 @@
-"""Watch mode's rule: when the next wave of a watching crawl starts, and how long it sleeps until then.
+"""Watch mode's rule: when the next wave of a watching crawl starts, what it takes, how long it sleeps until then.
 
 No Scrapy here: the shell is ``idcrawl.extensions.watch.IdWatch``. The rule: docs/recrawl.md,
 "Watch mode", and docs/architecture.md, "Module notes".
@@ -7,18 +7,52 @@ No Scrapy here: the shell is ``idcrawl.extensions.watch.IdWatch``. The rule: doc
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from idcrawl.core.inputs import TargetError
-from idcrawl.core.recrawl import Schedule
+from idcrawl.core.recrawl import Schedule, due
 from idcrawl.core.targets import RESET_MODES, Target
 
-__all__ = ["TICK", "next_wave_at", "parse_watch", "real_sleep", "watch_targets", "wave_key"]
+__all__ = [
+    "NO_COALESCING", "TICK", "Coalescing", "next_wave_at", "parse_watch", "real_sleep", "watch_targets", "wave_key",
+]
 
 #: Seconds after a schedule's ``due_at()`` at which a wave starts: due is strict (``>``), and the
 #: recorded times have millisecond precision.
 TICK = 0.001
+
+
+@dataclass(frozen=True, slots=True)
+class Coalescing:
+    """A watch wave's coalescing window (issue 31, finding 2): a wave starting at ``now`` takes every
+    schedule due by ``now + window(its duration)``, so that pages falling due close together share one
+    wave (and, visited at the wave's time, stay together) instead of waking one wave each.
+
+    ``window(d) = max(floor, min(share * d, cap))``: a minute at least, and a page is fetched at most a
+    ``share`` of its duration early (5% by default), never more than ``cap`` early. docs/recrawl.md,
+    "Coalescing waves"."""
+
+    floor: float = 60.0
+    share: float = 0.05
+    cap: float = 3600.0
+
+    def window(self, duration: float) -> float:
+        """How far ahead of its due time a schedule of ``duration`` seconds joins a wave."""
+        return max(self.floor, min(self.share * duration, self.cap))
+
+    @property
+    def widest(self) -> float:
+        """The widest window of any schedule (an index read of due times reaches this far)."""
+        return max(self.floor, self.cap if self.share > 0 else 0.0)
+
+    def due(self, schedule: Schedule, now: float) -> bool:
+        """Whether a wave starting at ``now`` takes ``schedule`` (due, or due within its window)."""
+        return due(schedule, now + self.window(schedule.update_duration))
+
+
+#: No coalescing: a wave takes what is due at its start, as a run without watch mode does.
+NO_COALESCING = Coalescing(0.0, 0.0, 0.0)
 
 
 

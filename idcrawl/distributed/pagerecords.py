@@ -45,8 +45,8 @@ def fleet_due_ids(store: RedisStateStore, book: PageBook, target: str, found: It
     it), only the records due by it are read, O(log pages + due), and the found ids without a record (due
     first) are the found ids the index does not hold (ids only); without it (a read-only store of such a
     job), every record is read."""
-    if store.index_pages(target):
-        book.load(target, store.due_page_records(target, now))
+    if store.index_pages(target):  # a watch wave's window (book.coalescing) reads a little further
+        book.load(target, store.due_page_records(target, now + book.coalescing.widest))
         found = BitMap64(found) - store.page_ids(target)
     else:
         book.load(target, store.load_pages(target))
@@ -81,7 +81,7 @@ class FleetPageRecords:
 
     def due_ids(self, book: PageBook, target: str, found: Iterable[int]) -> list[int]:
         """:func:`fleet_due_ids` at the book's now (the index rebuilt once for a job written before it)."""
-        due = fleet_due_ids(self._store(read_only=False), book, target, found, book.clock.now())
+        due = fleet_due_ids(self._store(read_only=False), book, target, found, book.now())
         self.looked_up.setdefault(target, set()).update(book.schedules.get(target, {}))
         return due
 

@@ -27,7 +27,7 @@ from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import due_first, tail_due
 from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.core.targets import RESET_MODES, Target, parse_target
-from idcrawl.core.watch import watch_targets, wave_key
+from idcrawl.core.watch import NO_COALESCING, watch_targets, wave_key
 from idcrawl.distributed.acks import FleetAcks
 from idcrawl.distributed.codec import decode_outputs, encode_outputs
 from idcrawl.distributed.connection import (
@@ -175,6 +175,9 @@ class RedisWorker:
         self.pages = PageBook(runtime.clock, {target.name: target.policy for target in runtime.targets},
                               retain=False, sink=self.page_records,
                               refetch_after=config_of(self.crawler).recrawl_refetch_after)
+        self.pages.coalescing = runtime.coalescing
+        if self.pages.coalescing != NO_COALESCING:  # watch mode: the pages a wave fetches share its time
+            self.pages.wave_at = runtime.wave_time()
         self.frontier.page_records = self.page_records  # a visited page's record goes with its outcome
         self._due_ids: dict[str, list[int]] = {}  # resume=due: target -> its due pages, as this worker planned them
         self._due_planned = 0  # the due pages of the plans this worker registered for the fleet
@@ -381,7 +384,7 @@ class RedisWorker:
         if target.resume != "due":
             return True
         schedule = self._tails.get(target.name)
-        walk = tail_due(schedule, self.runtime.clock.now())
+        walk = tail_due(schedule, self.runtime.clock.now(), self.runtime.coalescing)
         pages = self._due_ids[target.name] = self.due_pages(target)
         if not walk and schedule is not None:
             not_due[target.name] = f"tail not due until {format_time(schedule.due_at())}, " + (

@@ -151,6 +151,9 @@ class LocalWorker:
         if store is not None:
             self.pages = PageBook(self.runtime.clock, {t.name: t.policy for t in self.runtime.targets}, retain=False,
                                   refetch_after=config.recrawl_refetch_after)
+            self.pages.coalescing = self.runtime.coalescing
+            if config.watch:  # the pages a wave fetches share its time
+                self.pages.wave_at = self.runtime.wave_time()
         origins: dict[str, int] = {}
         self._found_max: dict[str, int] = {}  # target -> the highest id its stored state found
         self._last_found: dict[str, int] = {}  # continued lane -> its stored last found id
@@ -235,7 +238,7 @@ class LocalWorker:
         walk_tail = True
         if target.resume == "due":
             schedule = self._tails.get(target.name)
-            walk_tail = tail_due(schedule, self.runtime.clock.now())
+            walk_tail = tail_due(schedule, self.runtime.clock.now(), self.runtime.coalescing)
             if not walk_tail and schedule is not None:
                 self.resume_notes[target.name] = (
                     f"resume=due: tail not due until {format_time(schedule.due_at())}, nothing to fetch"

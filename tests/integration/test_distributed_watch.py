@@ -121,8 +121,11 @@ class Watcher:
 
 
 def settings_of(redis_server, speed: float = SPEED) -> dict[str, Any]:
+    """No coalescing window: a's tail, due a minute into the watch, wakes a wave of its own (the window:
+    tests/integration/test_distributed_watch_waves.py)."""
     return worker_settings(redis_server, job="due", IDCRAWL_NOW=format_time(T0), CONCURRENT_REQUESTS_PER_DOMAIN=1,
-                           IDCRAWL_REDIS_LEASE_TIMEOUT=1, IDCRAWL_WATCH_SPEED=speed)
+                           IDCRAWL_REDIS_LEASE_TIMEOUT=1, IDCRAWL_WATCH_SPEED=speed,
+                           IDCRAWL_WATCH_COALESCE=0, IDCRAWL_WATCH_COALESCE_SHARE=0)
 
 
 def tail_requests(site) -> dict[str, list[int]]:
