@@ -28,6 +28,7 @@ __all__ = [
     "SCHEMES",
     "SEED",
     "Candidate",
+    "Claimant",
     "Collection",
     "CrawlProfile",
     "Decision",
@@ -48,6 +49,7 @@ __all__ = [
     "harvested",
     "host_of",
     "in_scope",
+    "owner_of",
     "ownership_case",
     "registered_domain",
     "revisit_of",
@@ -308,25 +310,60 @@ def ownership_case(url: str, context_seed: str, queued_seed: str) -> int:
     return 5 if with_queued else 6
 
 
+@dataclass(frozen=True, slots=True)
+class Claimant:
+    """A seed that has a URL in the scope of its crawl profiles by some path (a *claim*): its name,
+    its seed URL, whether the URL is one of its hop-0 pages, and the next harvest time it would give
+    the URL (:func:`idcrawl.core.urlqueue.next_harvest_of`; 0 for a URL not harvested yet)."""
+
+    name: str
+    seed_url: str
+    hop0: bool = False
+    next_harvest: float = 0.0
+
+
+def owner_of(url: str, claimants: Sequence[Claimant]) -> Claimant:
+    """The seed that owns ``url`` among every seed that claims it (the seed's step 2.3 over all the
+    paths known, not only the last two offers): the least of the ranks
+
+    1. the URL is the claimant's hop-0 page (its seed URL, or a found id page): first (cases 1, 2);
+    2. when two claimants or more share the URL's registered domain, those of them whose seed is
+       more specific (:func:`specificity`) first; the others count as not specific (case 3);
+    3. the earliest next harvest time (cases 3-6);
+    4. the tie rule: the claimant whose name is the smallest (in code point order).
+
+    For two claimants this is :func:`choose_owner`, the seed's table a-f. The rank does not depend on
+    the order the claims were made in, so neither does the owner (docs/scope.md, "Who owns a URL").
+    """
+    if not claimants:
+        raise ValueError("no claimant")
+    link = canonical(url)
+    domain = registered_domain(host_of(link))
+    shared = [registered_domain(host_of(_canonical_seed(c.seed_url))) == domain for c in claimants]
+    by_spec = sum(shared) >= 2
+
+    def rank(i: int) -> tuple[bool, int, float, str]:
+        c = claimants[i]
+        hop0 = c.hop0 or link == _canonical_seed(c.seed_url)
+        spec = specificity(c.seed_url, link) if by_spec and shared[i] else -1
+        return (not hop0, -spec, c.next_harvest, c.name)
+
+    return claimants[min(range(len(claimants)), key=rank)]
+
+
 def choose_owner(url: str, context_seed: str, queued_seed: str, *, context_next: float = 0.0,
-                 queued_next: float = 0.0) -> Owner:
-    """The seed that owns ``url``, reached from ``context_seed`` while queued with ``queued_seed``.
+                 queued_next: float = 0.0, context_name: str = "", queued_name: str = "") -> Owner:
+    """The seed that owns ``url``, reached from ``context_seed`` while queued with ``queued_seed``
+    (:func:`owner_of` of the two).
 
     The specific seed wins (cases 1, 2); sharing the domain with both, the most specific seed
     (:func:`specificity`) wins (case 3); otherwise (cases 4-6, and a tie in 3) the seed that gives
-    the earliest next harvest time (``context_next``, ``queued_next``) wins. A tie keeps the
-    queued seed: a URL does not change owner for nothing.
+    the earliest next harvest time (``context_next``, ``queued_next``) wins; a tie goes to the
+    smaller name (``context_name``, ``queued_name``), and keeps the queued seed when they are equal.
     """
-    case = ownership_case(url, context_seed, queued_seed)
-    if case == 1:
-        return Owner.CONTEXT
-    if case == 2:
-        return Owner.QUEUED
-    if case == 3:
-        mine, theirs = specificity(context_seed, url), specificity(queued_seed, url)
-        if mine != theirs:
-            return Owner.CONTEXT if mine > theirs else Owner.QUEUED
-    return Owner.CONTEXT if context_next < queued_next else Owner.QUEUED
+    queued = Claimant(queued_name, queued_seed, next_harvest=queued_next)
+    context = Claimant(context_name, context_seed, next_harvest=context_next)
+    return Owner.QUEUED if owner_of(url, [queued, context]) is queued else Owner.CONTEXT
 
 
 # -- per-URL records, harvest checks at dispatch ---------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Protocol, TypeVar
 from idcrawl.core.scope import (
     SEED,
     Collection,
+    Claimant,
     CrawlProfile,
     Decision,
     Harvest,
@@ -31,6 +32,7 @@ from idcrawl.core.scope import (
     choose_owner,
     harvested,
     host_of,
+    owner_of,
     revisit_of,
 )
 
@@ -44,15 +46,20 @@ __all__ = [
     "UrlQueue",
     "check_queued",
     "choose_group",
+    "claims_of",
     "count_urls",
     "group_of",
     "next_harvest_of",
+    "own",
     "reconcile",
     "waits",
     "walk_stored",
 ]
 
 N = TypeVar("N")
+
+#: A seed's claim on a URL: the seed (target) name and the counters of one path of its walk to it.
+Claim = tuple[str, Hops]
 
 #: A URL's yield group on its host: (collection, crawl profile): its record's collection and the
 #: first of its crawl profiles (the one it is filed under).
@@ -68,14 +75,17 @@ class QueueState(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class QueuedUrl:
-    """One URL of the queue: its record and state; ``paths``: the counters of every path to it that no
-    other beats on both hops and off-site hops (its record shows the fewest hops); ``links``: a found
-    page's canonical links (None: not fetched yet), followed again when a better path turns up."""
+    """One URL of the queue: its record and state; ``paths``: the counters of every path of its owner's
+    walk to it that no other beats on both hops and off-site hops (its record shows the fewest hops);
+    ``links``: a found page's canonical links (None: not fetched yet), followed again when a better
+    path turns up; ``claims``: (seed, counters) of every seed's paths to it, the owner's included, each
+    seed's unbeaten ones, sorted (empty: only the owner's ``paths``, as a state written before claims)."""
 
     record: UrlRecord
     state: QueueState = QueueState.QUEUED
     paths: tuple[Hops, ...] = (SEED,)
     links: tuple[str, ...] | None = None
+    claims: tuple[Claim, ...] = ()
 
     @property
     def url(self) -> str:
@@ -335,32 +345,95 @@ def _beaten(hops: Hops, by: Hops) -> bool:
     return by.hops <= hops.hops and by.offsite <= hops.offsite
 
 
+def claims_of(entry: QueuedUrl) -> tuple[Claim, ...]:
+    """Every seed's claims on ``entry`` (its owner's paths when it has no claims of its own)."""
+    return entry.claims or tuple((entry.record.owner, hops) for hops in entry.paths)
+
+
+def add_claim(claims: Sequence[Claim], seed: str, hops: Hops) -> tuple[Claim, ...] | None:
+    """``claims`` with the path ``hops`` of ``seed`` (the seed's paths it beats on both counters
+    dropped), sorted; None: a known path of ``seed`` beats it (nothing new)."""
+    if any(name == seed and _beaten(hops, by=path) for name, path in claims):
+        return None
+    return tuple(sorted((*((name, path) for name, path in claims if name != seed or not _beaten(path, by=hops)),
+                         (seed, hops))))
+
+
+def _owned_record(record: UrlRecord, seed: str, paths: Sequence[Hops], scope: JobScope) -> UrlRecord:
+    """``record`` as ``seed``'s with its ``paths``: the crawl profiles that have the URL in scope by one
+    of them (all the seed's on its hop-0 page), in the seed's order; its fewest hops."""
+    names = scope.seeds[seed].crawl_profiles
+    if SEED not in paths:
+        admit = {name for hops in paths for name in scope.scoped(seed, record.url, hops)}
+        names = tuple(name for name in names if name in admit)
+    return replace(record, owner=seed, collection=scope.collection_of(names), crawl_profiles=names, hops=min(paths))
+
+
+def own(entry: QueuedUrl, claims: Sequence[Claim], scope: JobScope) -> QueuedUrl:
+    """``entry`` with ``claims`` (those of seeds the job still has; all when none has): its owner the
+    seed :func:`idcrawl.core.scope.owner_of` ranks first among the claimants, its record and ``paths``
+    that seed's. The same claims give the same owner, hops and crawl profiles in whatever order they
+    came: one rule for the in-memory queue and the fleet's."""
+    live = tuple(sorted(claim for claim in claims if claim[0] in scope.seeds))
+    if not live:
+        return replace(entry, claims=tuple(sorted(claims)))
+    by_seed: dict[str, list[Hops]] = {}
+    for name, hops in live:
+        by_seed.setdefault(name, []).append(hops)
+    record = entry.record
+    if len(by_seed) == 1:
+        owner = live[0][0]
+    else:
+        claimants = []
+        for name, paths in by_seed.items():
+            mine = _owned_record(record, name, paths, scope)
+            claimants.append(Claimant(name, scope.seeds[name].url, SEED in paths,
+                                      next_harvest_of(entry.state, mine, scope)))
+        owner = owner_of(record.url, claimants).name
+    paths = tuple(by_seed[owner])
+    return replace(entry, record=_owned_record(record, owner, paths, scope), paths=paths, claims=live)
+
+
 # -- in memory -------------------------------------------------------------------------------------
 
 
-def walk_stored(start: QueuedUrl, get: Callable[[str], QueuedUrl | None],
+def walk_stored(start: QueuedUrl, seed: str, get: Callable[[str], QueuedUrl | None],
                 offer: Callable[[str, Hops, str, list[tuple[str, Hops]]], None]) -> None:
-    """The walk of "starting a seed" in its context (a crawl profile assigned to, or activated again on,
-    the target of the hop-0 page ``start``): the stored links of ``start`` and of the pages of its target
-    reached from it, each page and path once, each link given to ``offer(page, hops, link, work)``,
-    which may push pages reached again by a better path onto ``work``. ``get``: a URL's stored entry.
-    One walk for the in-memory queue and the fleet's (:mod:`idcrawl.distributed.urlqueue`)."""
-    owner = start.record.owner
+    """The walk of "starting a seed" in the context of ``seed`` (a seed added on a page already
+    harvested, a crawl profile assigned to or activated again on its target, a scope widened): the
+    stored links of ``start`` and of the pages ``seed`` claims from it, each page and path once, each
+    link given to ``offer(page, hops, link, work)``, which may push pages reached again by a better path
+    onto ``work``. ``get``: a URL's stored entry. One walk for the in-memory queue and the fleet's
+    (:mod:`idcrawl.distributed.urlqueue`)."""
     seen: set[tuple[str, Hops]] = set()
-    work = [(start.url, hops) for hops in start.paths]
+    work = [(start.url, hops) for name, hops in claims_of(start) if name == seed]
     while work:
         page, hops = work.pop()
         if (page, hops) in seen:
             continue
         seen.add((page, hops))
         source = get(page)
-        if source is None or source.record.owner != owner or hops not in source.paths or source.links is None:
+        if source is None or (seed, hops) not in claims_of(source) or source.links is None:
             continue
         for link in source.links:
             offer(page, hops, link, work)
             entry = get(link)
-            if entry is not None and entry.record.owner == owner and entry.links is not None:
-                work.extend((link, path) for path in entry.paths)
+            if entry is not None and entry.links is not None:
+                work.extend((link, path) for name, path in claims_of(entry) if name == seed)
+
+
+class _SeedWork:
+    """The work list of :func:`walk_stored` (pages, counters) seen as :meth:`MemoryUrlQueue._offer`'s
+    (page, seed, counters): the walk is of one seed."""
+
+    def __init__(self, work: list[tuple[str, Hops]], seed: str) -> None:
+        self.work = work
+        self.seed = seed
+
+    def append(self, item: tuple[str, str, Hops]) -> None:
+        page, seed, hops = item
+        if seed == self.seed:
+            self.work.append((page, hops))
 
 
 class MemoryUrlQueue:
@@ -485,23 +558,36 @@ class MemoryUrlQueue:
         ``start``: the seed's "starting a seed" in its context. The stored links of ``start`` and of
         the pages of its target reached from it are offered again (each page and path once), so
         what the crawl profile adds to the scope is queued (into ``new``) without fetching again."""
-        owner = start.record.owner
-        walk_stored(start, self._entries.get,
-                    lambda page, hops, link, work: self._offer(page, owner, hops, link, now, new, work))
+        self._walk(start, start.record.owner, now, new)
+
+    def _walk(self, start: QueuedUrl, seed: str, now: float, new: dict[str, QueuedUrl]) -> None:
+        """:func:`walk_stored` from ``start`` in the context of ``seed`` (URLs filed or re-owned into ``new``)."""
+        if seed not in self.scope.seeds:
+            return
+        walk_stored(start, seed, self._entries.get,
+                    lambda page, hops, link, work: self._offer(
+                        page, seed, hops, link, now, new, _SeedWork(work, seed)))
 
     def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
         entry = self._entries.get(url)
-        if entry is not None and entry.record.owner == owner and entry.record.hops == SEED:
+        if entry is not None and (owner, SEED) in claims_of(entry):
             return None
         names = self.scope.seeds[owner].crawl_profiles
-        record = UrlRecord(url, owner, self.scope.collection_of(names), names, SEED)
-        if entry is not None:  # its own target's page: the specific seed wins (case 1); counters kept
-            record = replace(entry.record, owner=owner, collection=record.collection, crawl_profiles=names,
-                             hops=SEED)
-        new = self._schedule(self._queue(QueuedUrl(record, entry.state if entry is not None else QueueState.QUEUED,
-                                                   (SEED,), entry.links if entry is not None else None), now))
+        if entry is None:
+            record = UrlRecord(url, owner, self.scope.collection_of(names), names, SEED)
+            new = self._queue(QueuedUrl(record, QueueState.QUEUED, (SEED,), None, ((owner, SEED),)), now)
+            self._put(new)
+            return new
+        claims = add_claim(claims_of(entry), owner, SEED)
+        assert claims is not None
+        # its own target's page: the specific seed wins (case 1); counters kept
+        new = own(entry, claims, self.scope)
+        if new.record.owner != entry.record.owner:
+            new = self._schedule(self._queue(new, now))
         self._put(new)
-        return new
+        if new.links is not None:  # harvested before: the new seed walks its stored links (no refetch)
+            self._walk(new, owner, now, {})
+        return self._entries[url]
 
     def _schedule(self, entry: QueuedUrl) -> QueuedUrl:
         """A harvested ``entry`` with a revisit frequency: its next harvest = last harvest + that
@@ -574,11 +660,11 @@ class MemoryUrlQueue:
         if seed_of is not None:
             entry = self._entries.get(url)
             if entry is None or entry.record.owner != seed_of or entry.record.hops != SEED:
-                names = self.scope.seeds[seed_of].crawl_profiles
+                known = claims_of(entry) if entry is not None else ()
+                claims = add_claim(known, seed_of, SEED) or known
                 base = entry.record if entry is not None else UrlRecord(url, seed_of, None, ())
-                record = replace(base, owner=seed_of, collection=self.scope.collection_of(names),
-                                 crawl_profiles=names, hops=SEED)
-                self._put(QueuedUrl(record, QueueState.TAKEN, (SEED,)))
+                record = _owned_record(base, seed_of, (SEED,), self.scope)  # its hop-0 page: it owns it
+                self._put(QueuedUrl(record, QueueState.TAKEN, (SEED,), None, claims))
         entry = self._entries.get(url)
         if entry is None:
             return []
@@ -588,54 +674,46 @@ class MemoryUrlQueue:
                                            state=QueueState.HARVESTED))
         self._put(entry)
         new: dict[str, QueuedUrl] = {}
-        work = [(url, hops) for hops in entry.paths]
-        while work:  # (page, counters) whose links are to be followed
-            page, hops = work.pop()
+        work = [(url, seed, hops) for seed, hops in claims_of(entry)]
+        while work:  # (page, seed, counters) whose links are to be followed in that seed's context
+            page, seed, hops = work.pop()
             source = self._entries.get(page)
-            if source is None or hops not in source.paths or source.links is None:
+            if source is None or (seed, hops) not in claims_of(source) or source.links is None:
                 continue  # beaten since
             for link in source.links:
-                self._offer(page, source.record.owner, hops, link, now, new, work)
+                self._offer(page, seed, hops, link, now, new, work)
         return list(new.values())
 
-    def _offer(self, page: str, owner: str, at: Hops, link: str, now: float, new: dict[str, QueuedUrl],
-               work: list[tuple[str, Hops]]) -> None:
+    def _offer(self, page: str, seed: str, at: Hops, link: str, now: float, new: dict[str, QueuedUrl],
+               work: list[tuple[str, str, Hops]] | _SeedWork) -> None:
+        """The link ``link`` of ``page``, reached by ``seed``'s path ``at``: a claim of ``seed`` if one
+        of its crawl profiles has it in scope and no known path of ``seed`` beats it. The URL is filed
+        (once), its owner ranked among its claimants (:func:`own`), and a page already fetched is
+        pushed onto ``work`` to follow its links again with the new path."""
         if self._skip is not None and self._skip(link):
             return
         hops = at.follow(page, link)
-        names = self.scope.scoped(owner, link, hops)
+        names = self.scope.scoped(seed, link, hops)
         if not names:
             return
         entry = self._entries.get(link)
         if entry is None:
-            record = UrlRecord(link, owner, self.scope.collection_of(names), names, hops)
-            queued = self._queue(QueuedUrl(record, QueueState.QUEUED, (hops,)), now)
+            record = UrlRecord(link, seed, self.scope.collection_of(names), names, hops)
+            queued = self._queue(QueuedUrl(record, QueueState.QUEUED, (hops,), None, ((seed, hops),)), now)
             self._put(queued)
             new[link] = queued
             return
-        record = entry.record
-        if record.owner == owner:
-            if any(_beaten(hops, by=path) for path in entry.paths):
-                return
-            paths = (*(path for path in entry.paths if not _beaten(path, by=hops)), hops)
-            entry = replace(entry, paths=paths, record=replace(
-                record, hops=min(paths), crawl_profiles=tuple(dict.fromkeys(record.crawl_profiles + names))))
-            self._put(entry)
-        else:
-            seeds = self.scope.seeds
-            mine = replace(record, owner=owner, collection=self.scope.collection_of(names), crawl_profiles=names,
-                           hops=hops)
-            if record.owner in seeds and choose_owner(link, seeds[owner].url, seeds[record.owner].url,
-                                                      context_next=self._next_harvest(entry.state, mine),
-                                                      queued_next=self._next_harvest(entry.state, record)
-                                                      ) is not Owner.CONTEXT:
-                return
-            entry = self._schedule(self._queue(replace(entry, paths=(hops,), record=mine), now))
-            self._put(entry)
-            if entry.state is not QueueState.HARVESTED:
-                new[link] = entry
-        if entry.links is not None:
-            work.append((link, hops))
+        claims = add_claim(claims_of(entry), seed, hops)
+        if claims is None:
+            return
+        owned = own(entry, claims, self.scope)
+        if owned.record.owner != entry.record.owner:
+            owned = self._schedule(self._queue(owned, now))
+            if owned.state is not QueueState.HARVESTED:
+                new[link] = owned
+        self._put(owned)
+        if owned.links is not None:
+            work.append((link, seed, hops))
 
     def _next_harvest(self, state: QueueState, record: UrlRecord) -> float:
         return next_harvest_of(state, record, self.scope)

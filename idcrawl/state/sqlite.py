@@ -107,7 +107,8 @@ def _url_row(entry: QueuedUrl) -> tuple[Any, ...]:
     r = entry.record
     return (r.url, r.owner, r.collection, json.dumps(r.crawl_profiles), r.hops.hops, r.hops.offsite,
             entry.state.value, r.next_harvest, r.last_harvest, r.not_found, r.errors, r.cycles,
-            json.dumps([[p.hops, p.offsite] for p in entry.paths]),
+            json.dumps([[p.hops, p.offsite] for p in entry.paths]  # the owner's, then the other seeds' claims
+                       + [[p.hops, p.offsite, seed] for seed, p in entry.claims if seed != r.owner]),
             None if entry.links is None else json.dumps(entry.links))
 
 

@@ -260,12 +260,12 @@ def two_seeds(a_revisit: float | None, b_revisit: float | None) -> JobScope:
 
 
 @pytest.mark.parametrize(("a_revisit", "b_revisit", "owner"), [
-    (None, None, "b"),  # a tie (both never again): the queued seed keeps it
+    (None, None, "a"),  # a tie (both never again): the smaller name, whichever seed reached it first
     (100.0, None, "a"),  # a harvests it again, b never: a gives the earliest next harvest
     (None, 100.0, "b"),
     (50.0, 100.0, "a"),
     (100.0, 50.0, "b"),
-    (100.0, 100.0, "b"),  # a tie
+    (100.0, 100.0, "a"),  # a tie: the smaller name
 ])
 def test_a_harvested_url_two_seeds_reach_goes_to_the_seed_that_harvests_it_next_first(
     a_revisit: float | None, b_revisit: float | None, owner: str,
@@ -284,18 +284,20 @@ def test_a_harvested_url_two_seeds_reach_goes_to_the_seed_that_harvests_it_next_
     assert entry.record.next_harvest == (None if revisit is None else revisit)  # harvested at 0
 
 
-def test_an_unharvested_url_two_seeds_reach_stays_with_the_queued_seed_whatever_the_revisits() -> None:
+@pytest.mark.parametrize("first", ["a", "b"])
+def test_an_unharvested_url_two_seeds_reach_goes_by_the_tie_rule_whichever_reached_it_first(first: str) -> None:
+    """Both would harvest it now (a tie at next harvest 0): the smaller name, in either order."""
     scope = two_seeds(10.0, None)
     queue = MemoryUrlQueue()
     queue.start(scope, 0.0)
     queue.seed("b", "http://www.vg.no/", 0.0)
     queue.seed("a", "http://www.db.no/", 0.0)
-    assert queue.take(lambda h: h == "www.vg.no", 0.0) is not None
-    queue.fetched("http://www.vg.no/", ["http://www.twatter.gov/"], 0.0)
-    assert queue.take(lambda h: h == "www.db.no", 0.0) is not None
-    queue.fetched("http://www.db.no/", ["http://www.twatter.gov/"], 0.0)  # both would harvest it now
+    hosts = {"a": "www.db.no", "b": "www.vg.no"}
+    for name in (first, "b" if first == "a" else "a"):
+        assert queue.take(lambda h, name=name: h == hosts[name], 0.0) is not None  # type: ignore[misc]
+        queue.fetched(f"http://{hosts[name]}/", ["http://www.twatter.gov/"], 0.0)
     entry = queue.get("http://www.twatter.gov/")
-    assert entry is not None and entry.record.owner == "b" and entry.state is QueueState.QUEUED
+    assert entry is not None and entry.record.owner == "a" and entry.state is QueueState.QUEUED
 
 
 # -- outlink case 2.4: not in scope and queued with the same seed -------------------------------------
