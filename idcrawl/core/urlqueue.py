@@ -287,6 +287,11 @@ def reconcile(entry: QueuedUrl, scope: JobScope, now: float,
     seed's step 6.3) harvested again until its next harvest time (``not_due``).
     """
     events: list[str] = []
+    if entry.claims and any(seed not in scope.seeds for seed, _ in entry.claims):  # a claiming target deleted
+        owned = own(entry, entry.claims, scope)
+        if owned.record.owner != entry.record.owner:
+            events.append("reowned")
+        entry = owned
     state = entry.state
     record = entry.record
     if state is QueueState.TAKEN or (

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from idcrawl.core.scope import SEED, Harvest, Hops, JobScope, Owner, UrlRecord, Verdict, choose_owner, host_of
+from idcrawl.core.scope import SEED, Harvest, Hops, JobScope, UrlRecord, Verdict, host_of
 from idcrawl.core.urlqueue import (
+    Claim,
     Group,
     QueuedUrl,
     QueueState,
@@ -23,8 +24,9 @@ from idcrawl.core.urlqueue import (
     UrlCount,
     check_queued,
     choose_group,
+    claims_of,
     count_urls,
-    next_harvest_of,
+    own,
     reconcile,
     waits,
     walk_stored,
@@ -71,15 +73,22 @@ def _float(value: str) -> float | None:
     return float(value) if value else None
 
 
+def claims_text(claims: Sequence[Claim]) -> str:
+    """Claims as the ``claims`` field holds them (``urls_common.lua``: JSON [[seed, hops, off], ...])."""
+    return json.dumps([[seed, hops.hops, hops.offsite] for seed, hops in claims], separators=(",", ":"))
+
+
 def entry_of(url: str, row: Sequence[Any]) -> QueuedUrl:
     """An entry from a script's row (``urls_common.lua``: owner, col, cps, hops, off, paths, host,
-    st, w, next, last, nf, err, cyc, links, has links)."""
-    owner, col, cps, hops, off, paths, _host, st, _w, nxt, last, nf, err, cyc, links, has = (reply_text(v) for v in row)
+    st, w, next, last, nf, err, cyc, claims, links, has links)."""
+    (owner, col, cps, hops, off, paths, _host, st, _w, nxt, last, nf, err, cyc, claims, links,
+     has) = (reply_text(v) for v in row)
     record = UrlRecord(url, owner, col or None, tuple(name for name in cps.split("\n") if name),
                        Hops(int(hops), int(off)), _float(nxt), _float(last), int(nf), int(err), int(cyc))
     path_list = tuple(Hops(int(h), int(o)) for h, _, o in (p.partition(":") for p in paths.split(",") if p))
+    claim_list = tuple(sorted((str(seed), Hops(int(h), int(o))) for seed, h, o in json.loads(claims))) if claims else ()
     return QueuedUrl(record, _STATES[st], path_list or (SEED,),
-                     tuple(link for link in links.split("\n") if link) if has == "1" else None)
+                     tuple(link for link in links.split("\n") if link) if has == "1" else None, claim_list)
 
 
 @dataclass(slots=True)
@@ -183,54 +192,63 @@ class RedisUrlQueue:
         (:meth:`idcrawl.core.urlqueue.MemoryUrlQueue._walk_again`, the same walk): the stored links of
         ``start`` and of the pages of its target reached from it are offered again (each page and path
         once), so what the crawl profile adds to the scope is queued (into ``new``) without fetching."""
-        owner = start.record.owner
-        if owner not in self.scope.seeds:
+        self._walk(start, start.record.owner, now, new)
+
+    def _walk(self, start: QueuedUrl, seed: str, now: float, new: dict[str, QueuedUrl]) -> None:
+        """:func:`~idcrawl.core.urlqueue.walk_stored` from ``start`` in the context of ``seed``."""
+        if seed not in self.scope.seeds:
             return
 
         def offer(page: str, hops: Hops, link: str, work: list[tuple[str, Hops]]) -> None:
             if self._skip is not None and self._skip(link):
                 return
             at = hops.follow(page, link)
-            names = self.scope.scoped(owner, link, at)
+            names = self.scope.scoped(seed, link, at)
             if names:
                 reached: list[tuple[str, str, Hops, tuple[str, ...]]] = []  # pages a better path reaches again
-                self._offer_link(link, owner, names, at, now, new, reached)
+                self._offer_link(link, seed, names, at, now, new, reached)
                 work.extend((url, path) for url, _, path, _ in reached)
 
-        walk_stored(start, self.get, offer)
+        walk_stored(start, seed, self.get, offer)
 
     def _set(self, old: QueuedUrl, new: QueuedUrl | None, *, wait: bool = False) -> bool:
         """Write a reconciled entry (None: gone) if it is still as read (state and last harvest);
         ``wait``: it waits for its revisit at its next harvest time (``P uwait``)."""
         if new is None:
             args: list[Any] = ["", "", "", 0, 0, "gone", "", ""]
+            more = ["", ""]
         else:
             record = new.record
             args = [record.owner, record.collection or "", "\n".join(record.crawl_profiles), record.hops.hops,
                     record.hops.offsite, _CODES[new.state],
                     "" if record.next_harvest is None else repr(record.next_harvest), "1" if wait else ""]
+            more = [",".join(f"{p.hops}:{p.offsite}" for p in new.paths), claims_text(new.claims) if new.claims else ""]
         last = old.record.last_harvest
         return bool(self._put(keys=[self.keys.url(old.url)], args=[
-            old.url, "set", _CODES[old.state], *args, "" if last is None else repr(last)]))
+            old.url, "set", _CODES[old.state], *args, "" if last is None else repr(last), *more]))
 
     # -- offers ------------------------------------------------------------------------------
 
-    def _offer_call(self, url: str, owner: str, names: Sequence[str], hops: Hops, mode: str, now: float,
-                    expect: str = "") -> tuple[str, QueuedUrl]:
+    def _offer_call(self, url: str, owner: str, names: Sequence[str], hops: Hops, mode: str,
+                    now: float) -> tuple[str, QueuedUrl]:
         collection = self.scope.collection_of(names)
         record = UrlRecord(url, owner, collection, tuple(names), hops)
         decision = check_queued(record, self.scope, now, self.postpone_for)
         postponed = decision.verdict is Verdict.POSTPONE
         nxt = decision.record.next_harvest if postponed else None
         verdict, row = self._offer(keys=[self.keys.url(url)], args=[
-            url, owner, collection or "", "\n".join(names), hops.hops, hops.offsite, host_of(url), mode, expect,
-            "p" if postponed else "q", "" if nxt is None else repr(nxt), self.worker, self._spec])
+            url, owner, collection or "", "\n".join(names), hops.hops, hops.offsite, host_of(url), mode, "",
+            "p" if postponed else "q", "" if nxt is None else repr(nxt), self.worker, self._spec, ""])
         return reply_text(verdict), entry_of(url, row)
 
     def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
         self.status.at = float("-inf")
         verdict, entry = self._offer_call(url, owner, self.scope.seeds[owner].crawl_profiles, SEED, "seed", now)
-        return None if verdict == "same" else entry
+        if verdict == "same":
+            return None
+        if entry.links is not None:  # harvested before: the new seed walks its stored links (no refetch)
+            self._walk(entry, owner, now, {})
+        return entry
 
     def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None,
                 hold: bool = False) -> list[QueuedUrl]:
@@ -247,7 +265,7 @@ class RedisUrlQueue:
             return []
         entry = entry_of(url, row)
         new: dict[str, QueuedUrl] = {}
-        self._follow([(url, entry.record.owner, hops, links) for hops in entry.paths], now, new)
+        self._follow([(url, seed, hops, links) for seed, hops in claims_of(entry)], now, new)
         if not hold:  # held until its links are offered (URL_HARVEST): the fleet was not finished in between
             self._put(keys=[self.keys.url(url)], args=[url, "done", self.worker])
         return list(new.values())
@@ -262,48 +280,57 @@ class RedisUrlQueue:
 
     def _follow(self, work: list[tuple[str, str, Hops, tuple[str, ...]]], now: float,
                 new: dict[str, QueuedUrl]) -> None:
-        """Offer the links of (page, its owner, its counters, its links), and of pages a better path
-        reaches again; ``new`` gets the URLs filed for the first time or taken over from another owner."""
+        """Offer the links of (page, a seed claiming it, its counters, its links), and of pages a better
+        path reaches again; ``new`` gets the URLs filed for the first time or taken over from another owner."""
         while work:
-            page, owner, at, links = work.pop()
-            if owner not in self.scope.seeds:
+            page, seed, at, links = work.pop()
+            if seed not in self.scope.seeds:
                 continue
             for link in links:
                 if self._skip is not None and self._skip(link):
                     continue
                 hops = at.follow(page, link)
-                names = self.scope.scoped(owner, link, hops)
+                names = self.scope.scoped(seed, link, hops)
                 if names:
-                    self._offer_link(link, owner, names, hops, now, new, work)
+                    self._offer_link(link, seed, names, hops, now, new, work)
 
-    def _offer_link(self, link: str, owner: str, names: tuple[str, ...], hops: Hops, now: float,
+    def _offer_link(self, link: str, seed: str, names: tuple[str, ...], hops: Hops, now: float,
                     new: dict[str, QueuedUrl], work: list[tuple[str, str, Hops, tuple[str, ...]]]) -> None:
-        expect = ""
+        """``seed``'s path ``hops`` to ``link`` (in the scope of its crawl profiles ``names``): filed, or
+        added to its claims; the claimants ranked (:func:`~idcrawl.core.urlqueue.own`) and the owner's
+        record written if it changed (a compare-and-set on the claims read); a page already fetched
+        goes onto ``work`` to follow its links with the new path."""
+        verdict, entry = self._offer_call(link, seed, names, hops, "link", now)
+        if verdict == "new":
+            new[link] = entry
+            return
+        if verdict != "claimed":
+            return
         for _ in range(TRIES):
-            verdict, entry = self._offer_call(link, owner, names, hops, "link", now, expect)
-            if verdict == "new":
-                new[link] = entry
-                return
-            if verdict in ("better", "reowned"):
-                if verdict == "reowned" and entry.state is not QueueState.HARVESTED:
-                    new[link] = entry
-                if entry.links is not None:
-                    work.append((link, owner, hops, entry.links))
-                return
-            if verdict != "owner":
-                return
-            queued = entry.record.owner
-            seeds = self.scope.seeds
-            mine = UrlRecord(link, owner, self.scope.collection_of(names), names, hops, entry.record.next_harvest,
-                             entry.record.last_harvest, entry.record.not_found, entry.record.errors,
-                             entry.record.cycles)
-            if queued in seeds and choose_owner(
-                    link, seeds[owner].url, seeds[queued].url,
-                    context_next=next_harvest_of(entry.state, mine, self.scope),
-                    queued_next=next_harvest_of(entry.state, entry.record, self.scope)) is not Owner.CONTEXT:
-                return
-            expect = queued  # this owner takes it, if the queued one still has it
-        raise RuntimeError(f"idcrawl: the owner of {link} kept changing ({TRIES} offers in a row)")
+            owned = own(entry, claims_of(entry), self.scope)
+            if owned.record == entry.record and owned.paths == entry.paths:
+                break
+            record = owned.record
+            decision = check_queued(record, self.scope, now, self.postpone_for)
+            postponed = decision.verdict is Verdict.POSTPONE
+            nxt = decision.record.next_harvest if postponed else None
+            reply, row = self._offer(keys=[self.keys.url(link)], args=[
+                link, record.owner, record.collection or "", "\n".join(record.crawl_profiles), record.hops.hops,
+                record.hops.offsite, host_of(link), "own", claims_text(entry.claims) if entry.claims else "",
+                "p" if postponed else "q", "" if nxt is None else repr(nxt), self.worker, self._spec,
+                ",".join(f"{p.hops}:{p.offsite}" for p in owned.paths)])
+            verdict, written = reply_text(reply), entry_of(link, row)
+            if verdict == "changed":
+                entry = written
+                continue
+            if verdict == "reowned" and written.state is not QueueState.HARVESTED:
+                new[link] = written
+            entry = written
+            break
+        else:
+            raise RuntimeError(f"idcrawl: the claims on {link} kept changing ({TRIES} offers in a row)")
+        if entry.links is not None:
+            work.append((link, seed, hops, entry.links))
 
     def failed(self, url: str, result: Harvest, now: float) -> QueuedUrl | None:
         self.taken.discard(url)
@@ -391,7 +418,8 @@ class RedisUrlQueue:
 
 
 #: The fields of a URL's entry in a script's row order (``urls_common.lua``), then its links.
-_ROW = ("owner", "col", "cps", "hops", "off", "paths", "host", "st", "w", "next", "last", "nf", "err", "cyc", "links")
+_ROW = ("owner", "col", "cps", "hops", "off", "paths", "host", "st", "w", "next", "last", "nf", "err", "cyc", "claims",
+        "links")
 #: URLs read in one round trip (:func:`read_entries`).
 BATCH = 500
 

@@ -163,8 +163,8 @@ def two_seeds(a_revisit: float | None, b_revisit: float | None) -> JobScope:
 
 
 @pytest.mark.parametrize(("a_revisit", "b_revisit", "owner"), [
-    (None, None, "b"), (100.0, None, "a"), (None, 100.0, "b"), (50.0, 100.0, "a"), (100.0, 50.0, "b"),
-    (100.0, 100.0, "b"),
+    (None, None, "a"), (100.0, None, "a"), (None, 100.0, "b"), (50.0, 100.0, "a"), (100.0, 50.0, "b"),
+    (100.0, 100.0, "a"),
 ])
 def test_in_a_fleet_a_harvested_url_two_seeds_reach_goes_to_the_seed_that_harvests_it_next_first(
     redis_server: Any, a_revisit: float | None, b_revisit: float | None, owner: str,
