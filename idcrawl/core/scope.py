@@ -10,10 +10,11 @@ the :class:`Collection` and :class:`CrawlProfile` values, the Scrapy shell
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from functools import lru_cache
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -54,6 +55,7 @@ __all__ = [
     "registered_domain",
     "revisit_of",
     "rule_accepts",
+    "scope_marks",
     "specificity",
 ]
 
@@ -263,6 +265,25 @@ class JobScope:
             if name in self.crawl_profiles:
                 return self.crawl_profiles[name].collection
         return None
+
+
+#: Crawl profile fields that do not change what a walk admits (left out of :func:`scope_marks`).
+_NOT_SCOPE = frozenset({"yield_probability", "revisit"})
+
+
+def scope_marks(scope: JobScope) -> dict[str, str]:
+    """Per seed, a fingerprint of what its walk admits: its URL, and each of its crawl profiles' fields
+    but the yield probability and the revisit (a field added later counts by itself). A seed whose mark
+    differs from the last run's walks its stored links again (docs/scope.md, "Scope changes")."""
+    marks = {}
+    for name, seed in scope.seeds.items():
+        parts = [seed.url]
+        for profile_name in seed.crawl_profiles:
+            profile = scope.crawl_profiles.get(profile_name)
+            parts.append(repr((profile_name, None if profile is None else tuple(
+                (f.name, getattr(profile, f.name)) for f in fields(profile) if f.name not in _NOT_SCOPE))))
+        marks[name] = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return marks
 
 
 # -- seed ownership (the seed's "processing outlinks", step 2.3, table a-f) ------------------------

@@ -10,7 +10,7 @@ import heapq
 import math
 import random
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Protocol, TypeVar
@@ -34,6 +34,7 @@ from idcrawl.core.scope import (
     host_of,
     owner_of,
     revisit_of,
+    scope_marks,
 )
 
 __all__ = [
@@ -105,9 +106,9 @@ class Reconciled:
     queued again; ``due``: harvested URLs whose revisit is due, queued again; ``not_due``: URLs
     queued for a revisit (or postponed) whose crawl profiles' revisit frequency now puts their next
     harvest later (a crawl profile slowed down: the seed's step 6.3), harvested until then;
-    ``started``: URLs queued because a crawl profile was assigned to their target, or activated
-    again, since the last run (the seed's "how to start harvesting": its hop-0 pages' stored links
-    are walked again in that crawl profile's scope).
+    ``started``: URLs queued because their target's scope changed since the last run (a crawl profile
+    assigned, activated again, widened: the seed's "how to start harvesting"; the stored links of the
+    pages it claims are walked again in its new scope, :func:`~idcrawl.core.scope.scope_marks`).
     """
 
     dropped: Mapping[str, int] = field(default_factory=dict)
@@ -273,8 +274,8 @@ def check_queued(record: UrlRecord, scope: JobScope, now: float, postpone_for: f
     return decision
 
 
-def reconcile(entry: QueuedUrl, scope: JobScope, now: float,
-              postpone_for: float) -> tuple[QueuedUrl | None, tuple[str, ...]]:
+def reconcile(entry: QueuedUrl, scope: JobScope, now: float, postpone_for: float,
+              stale: Container[str] = ()) -> tuple[QueuedUrl | None, tuple[str, ...]]:
     """One stored URL at a run's start against the job file's ``scope``: its new entry (None:
     dropped) and what happened to it, each of ``dropped/<cause>``, ``forgotten``, ``reowned``,
     ``postponed``, ``released``, ``requeued``, ``due``, ``not_due`` (the fields of :class:`Reconciled`).
@@ -285,10 +286,17 @@ def reconcile(entry: QueuedUrl, scope: JobScope, now: float,
     forgotten), re-owned, postponed, (a postponed URL whose target, collection and crawl profiles
     are active again) released, or (a URL queued for a revisit whose frequency is not over now: the
     seed's step 6.3) harvested again until its next harvest time (``not_due``).
+
+    First its claims: those of targets deleted go, and those of the targets in ``stale`` (whose
+    scope changed since the last run: :func:`~idcrawl.core.scope.scope_marks`) that their crawl
+    profiles no longer admit; the owner is ranked again among the claimants left (``reowned``).
     """
     events: list[str] = []
-    if entry.claims and any(seed not in scope.seeds for seed, _ in entry.claims):  # a claiming target deleted
-        owned = own(entry, entry.claims, scope)
+    claims = claims_of(entry)
+    kept = tuple(claim for claim in claims if claim[0] in scope.seeds and (
+        claim[0] not in stale or claim[1] == SEED or scope.scoped(claim[0], entry.url, claim[1])))
+    if kept and kept != claims:
+        owned = own(entry, kept, scope)
         if owned.record.owner != entry.record.owner:
             events.append("reowned")
         entry = owned
@@ -402,16 +410,16 @@ def own(entry: QueuedUrl, claims: Sequence[Claim], scope: JobScope) -> QueuedUrl
 # -- in memory -------------------------------------------------------------------------------------
 
 
-def walk_stored(start: QueuedUrl, seed: str, get: Callable[[str], QueuedUrl | None],
+def walk_stored(starts: Iterable[QueuedUrl], seed: str, get: Callable[[str], QueuedUrl | None],
                 offer: Callable[[str, Hops, str, list[tuple[str, Hops]]], None]) -> None:
     """The walk of "starting a seed" in the context of ``seed`` (a seed added on a page already
     harvested, a crawl profile assigned to or activated again on its target, a scope widened): the
-    stored links of ``start`` and of the pages ``seed`` claims from it, each page and path once, each
+    stored links of the pages ``starts`` and of the pages ``seed`` claims from them, each page and path once, each
     link given to ``offer(page, hops, link, work)``, which may push pages reached again by a better path
     onto ``work``. ``get``: a URL's stored entry. One walk for the in-memory queue and the fleet's
     (:mod:`idcrawl.distributed.urlqueue`)."""
     seen: set[tuple[str, Hops]] = set()
-    work = [(start.url, hops) for name, hops in claims_of(start) if name == seed]
+    work = [(start.url, hops) for start in starts for name, hops in claims_of(start) if name == seed]
     while work:
         page, hops = work.pop()
         if (page, hops) in seen:
@@ -445,14 +453,20 @@ class MemoryUrlQueue:
     """:class:`UrlQueue` in memory. ``entries``: stored URLs to start from (the SQLite store's);
     ``rng``: the yield model's draws (seeded: a run is reproducible); ``skip(url)``: URLs never
     queued (another target's id pages: its lanes fetch them); ``postpone_for``: seconds from now
-    to a postponed URL's next harvest time.
+    to a postponed URL's next harvest time; ``marks``: the scope marks the last run stored (None or
+    empty: unknown, every target's stored links are walked again once).
 
-    Changed and deleted URLs are remembered until :meth:`changes` hands them over (to commit).
+    Changed and deleted URLs are remembered until :meth:`changes` hands them over (to commit), the
+    scope marks until :meth:`marks_changed` does.
     """
 
     def __init__(self, entries: Iterable[QueuedUrl] = (), *, rng: random.Random | None = None,
-                 skip: Callable[[str], bool] | None = None, postpone_for: float = 3600.0) -> None:
+                 skip: Callable[[str], bool] | None = None, postpone_for: float = 3600.0,
+                 marks: Mapping[str, str] | None = None) -> None:
         self.scope = JobScope()
+        #: the targets' scope marks of the last run that started (:func:`~idcrawl.core.scope.scope_marks`)
+        self.marks: dict[str, str] = dict(marks or {})
+        self._marks_changed = False
         self.rng = rng if rng is not None else random.Random(0)
         self._skip = skip
         self.postpone_for = postpone_for
@@ -526,6 +540,13 @@ class MemoryUrlQueue:
         self._deleted.clear()
         return changed, deleted
 
+    def marks_changed(self) -> dict[str, str] | None:
+        """The scope marks of the run started since the last call (to commit), or None: unchanged."""
+        if not self._marks_changed:
+            return None
+        self._marks_changed = False
+        return dict(self.marks)
+
     def __len__(self) -> int:
         return len(self._entries)
 
@@ -537,11 +558,12 @@ class MemoryUrlQueue:
     def start(self, scope: JobScope, now: float) -> Reconciled:
         self.scope = scope
         counts: dict[str, int] = {}
-        #: hop-0 pages with stored links, and their crawl profiles before this run
-        before = {url: entry.record.crawl_profiles for url, entry in self._entries.items()
-                  if entry.record.hops == SEED and entry.links is not None}
+        marks = scope_marks(scope)
+        #: targets whose scope changed since the last run (a crawl profile assigned, activated, widened,
+        #: narrowed): their claims are checked again and their stored links walked again
+        stale = {name for name, mark in marks.items() if self.marks.get(name) != mark} if self._entries else set()
         for entry in list(self._entries.values()):
-            new, events = reconcile(entry, scope, now, self.postpone_for)
+            new, events = reconcile(entry, scope, now, self.postpone_for, stale)
             for what in events:
                 counts[what] = counts.get(what, 0) + 1
             if new is None:
@@ -552,24 +574,22 @@ class MemoryUrlQueue:
             if waits(new, scope, now, self.postpone_for):
                 self._wait(new)
         started: dict[str, QueuedUrl] = {}
-        for url, names in before.items():
-            page = self._entries.get(url)
-            if page is not None and page.record.hops == SEED and not set(page.record.crawl_profiles) <= set(names):
-                self._walk_again(page, now, started)
+        for name in sorted(stale):
+            starts = [entry for entry in self._entries.values()
+                      if entry.links is not None and any(seed == name for seed, _ in claims_of(entry))]
+            if starts:
+                self._walk(starts, name, now, started)
+        if marks != self.marks:
+            self.marks = marks
+            self._marks_changed = True
         return Reconciled.of_counts(counts, len(started))
 
-    def _walk_again(self, start: QueuedUrl, now: float, new: dict[str, QueuedUrl]) -> None:
-        """A crawl profile was assigned to (or activated again on) the target of the hop-0 page
-        ``start``: the seed's "starting a seed" in its context. The stored links of ``start`` and of
-        the pages of its target reached from it are offered again (each page and path once), so
-        what the crawl profile adds to the scope is queued (into ``new``) without fetching again."""
-        self._walk(start, start.record.owner, now, new)
-
-    def _walk(self, start: QueuedUrl, seed: str, now: float, new: dict[str, QueuedUrl]) -> None:
-        """:func:`walk_stored` from ``start`` in the context of ``seed`` (URLs filed or re-owned into ``new``)."""
+    def _walk(self, start: QueuedUrl | Sequence[QueuedUrl], seed: str, now: float, new: dict[str, QueuedUrl]) -> None:
+        """:func:`walk_stored` from ``start`` (a page or pages) in the context of ``seed`` (URLs filed or
+        re-owned into ``new``)."""
         if seed not in self.scope.seeds:
             return
-        walk_stored(start, seed, self._entries.get,
+        walk_stored([start] if isinstance(start, QueuedUrl) else start, seed, self._entries.get,
                     lambda page, hops, link, work: self._offer(
                         page, seed, hops, link, now, new, _SeedWork(work, seed)))
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from idcrawl.core.scope import SEED, Harvest, Hops, JobScope, UrlRecord, Verdict, host_of
+from idcrawl.core.scope import SEED, Harvest, Hops, JobScope, UrlRecord, Verdict, host_of, scope_marks
 from idcrawl.core.urlqueue import (
     Claim,
     Group,
@@ -148,8 +148,8 @@ class RedisUrlQueue:
         progress waits until they are (:func:`~idcrawl.distributed.runs.await_reconciled`; it reconciles them
         itself if that worker stopped first). A URL taken by a worker that is gone is ready again (``URL_STATUS``).
         As in one process, a harvested URL not due waits for its revisit (``P uwait``, by the time the
-        rule gives it now), and a target's hop-0 page whose crawl profiles grew since the last run
-        (a crawl profile assigned or activated again) has its stored links walked again (``started``)."""
+        rule gives it now), and a target whose scope changed since the last run (its mark in ``P umarks``:
+        a crawl profile assigned, activated again, widened) walks its stored links again (``started``)."""
         self.scope = scope
         self._spec = revisit_spec(scope)
         run = run or self.run
@@ -161,16 +161,22 @@ class RedisUrlQueue:
         counts: dict[str, int] = {}
         pairs: Any = self.client.zrange(self.keys.uwait, 0, -1, withscores=True)
         waiting = {reply_text(url): float(score) for url, score in pairs}  # harvested URLs waiting, by next harvest
-        #: hop-0 pages with stored links, and their crawl profiles before this run
-        before: dict[str, tuple[str, ...]] = {}
+        marks = scope_marks(scope)
+        stored: Any = self.client.hgetall(self.keys.umarks)
+        old = {reply_text(k): reply_text(v) for k, v in stored.items()}
+        #: targets whose scope changed since the last run: claims checked, stored links walked again
+        stale = {name for name, mark in marks.items() if old.get(name) != mark}
+        #: the pages with stored links each stale target claims (the walks' starts)
+        starts: dict[str, list[QueuedUrl]] = {}
         for n, entry in enumerate(self.entries()):
             if n % BATCH == 0:  # alive while reconciling: the joining workers wait for it (runs.await_reconciled)
                 self.client.zadd(self.keys.workers, {self.worker: redis_now_ms(self.client, self.keys.workers)})
-            if entry.record.hops == SEED and entry.links is not None:
-                before[entry.url] = entry.record.crawl_profiles
+            if entry.links is not None:
+                for name in {seed for seed, _ in claims_of(entry)} & stale:
+                    starts.setdefault(name, []).append(entry)
             if entry.state is QueueState.TAKEN:
                 continue  # a live worker's (its lease decides)
-            new, events = reconcile(entry, scope, now, self.postpone_for)
+            new, events = reconcile(entry, scope, now, self.postpone_for, stale)
             wait = new is not None and waits(new, scope, now, self.postpone_for)
             if new == entry and ((waiting.get(entry.url) == new.record.next_harvest) if wait
                                  else entry.url not in waiting):
@@ -180,22 +186,20 @@ class RedisUrlQueue:
             for what in events:
                 counts[what] = counts.get(what, 0) + 1
         started: dict[str, QueuedUrl] = {}
-        for url, names in sorted(before.items()):
-            page = self.get(url)
-            if page is not None and page.record.hops == SEED and not set(page.record.crawl_profiles) <= set(names):
-                self._walk_again(page, now, started)
+        for name in sorted(starts):
+            self._walk([page for entry in starts[name] if (page := self.get(entry.url)) is not None],
+                       name, now, started)
+        if marks != old:
+            with self.client.pipeline(transaction=True) as pipe:
+                pipe.delete(self.keys.umarks)
+                if marks:
+                    pipe.hset(self.keys.umarks, mapping=marks)  # type: ignore[arg-type]
+                pipe.execute()
         reconciled(self.client, self.prefix, run)
         return Reconciled.of_counts(counts, len(started))
 
-    def _walk_again(self, start: QueuedUrl, now: float, new: dict[str, QueuedUrl]) -> None:
-        """A crawl profile was assigned to (or activated again on) the target of the hop-0 page ``start``
-        (:meth:`idcrawl.core.urlqueue.MemoryUrlQueue._walk_again`, the same walk): the stored links of
-        ``start`` and of the pages of its target reached from it are offered again (each page and path
-        once), so what the crawl profile adds to the scope is queued (into ``new``) without fetching."""
-        self._walk(start, start.record.owner, now, new)
-
-    def _walk(self, start: QueuedUrl, seed: str, now: float, new: dict[str, QueuedUrl]) -> None:
-        """:func:`~idcrawl.core.urlqueue.walk_stored` from ``start`` in the context of ``seed``."""
+    def _walk(self, start: QueuedUrl | Sequence[QueuedUrl], seed: str, now: float, new: dict[str, QueuedUrl]) -> None:
+        """:func:`~idcrawl.core.urlqueue.walk_stored` from ``start`` (a page or pages) in the context of ``seed``."""
         if seed not in self.scope.seeds:
             return
 
@@ -209,7 +213,7 @@ class RedisUrlQueue:
                 self._offer_link(link, seed, names, at, now, new, reached)
                 work.extend((url, path) for url, _, path, _ in reached)
 
-        walk_stored(start, seed, self.get, offer)
+        walk_stored([start] if isinstance(start, QueuedUrl) else start, seed, self.get, offer)
 
     def _set(self, old: QueuedUrl, new: QueuedUrl | None, *, wait: bool = False) -> bool:
         """Write a reconciled entry (None: gone) if it is still as read (state and last harvest);

@@ -288,6 +288,14 @@ def feed_mark(run: Any, path: Any, offset: Any, where: str) -> tuple[int, str, i
 _QUEUE_STATES = frozenset(QueueState)
 
 
+def scope_marks(text: Any, where: str) -> dict[str, str]:
+    """The targets' scope marks stored with the URL queue (JSON: target name -> mark)."""
+    marks = _json(text, where, None, "scope marks")
+    if not (isinstance(marks, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in marks.items())):
+        raise DamagedState(where, None, f"scope marks = {_short(marks)}")
+    return marks
+
+
 def url_entry(row: Sequence[Any], where: str) -> QueuedUrl:
     """A row of the URL queue of crawl scope (the ``urls`` table's columns, in order)."""
     (url, owner, collection, names, hops, offsite, state, next_harvest, last_harvest,

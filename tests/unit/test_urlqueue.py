@@ -70,7 +70,7 @@ def rerun(queue: MemoryUrlQueue, scope: JobScope, now: float = 0.0, seed: int = 
     changed, deleted = queue.changes()  # what a store commits: every entry is in it
     assert not deleted or set(deleted).isdisjoint(e.url for e in changed)
     again = MemoryUrlQueue([QueuedUrl(e.record, e.state, e.paths, e.links, e.claims) for e in queue.entries()],
-                           rng=random.Random(seed))
+                           rng=random.Random(seed), marks=queue.marks)
     again.start(scope, now)
     return again
 
