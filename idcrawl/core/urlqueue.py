@@ -374,12 +374,13 @@ def add_claim(claims: Sequence[Claim], seed: str, hops: Hops) -> tuple[Claim, ..
 
 def _owned_record(record: UrlRecord, seed: str, paths: Sequence[Hops], scope: JobScope) -> UrlRecord:
     """``record`` as ``seed``'s with its ``paths``: the crawl profiles that have the URL in scope by one
-    of them (all the seed's on its hop-0 page), in the seed's order; its fewest hops."""
+    of them (all the seed's on its hop-0 page), in filing order (:meth:`JobScope.filed`); its fewest hops."""
     names = scope.seeds[seed].crawl_profiles
     if SEED not in paths:
         admit = {name for hops in paths for name in scope.scoped(seed, record.url, hops)}
         names = tuple(name for name in names if name in admit)
-    return replace(record, owner=seed, collection=scope.collection_of(names), crawl_profiles=names, hops=min(paths))
+    collection, names = scope.filed(names)
+    return replace(record, owner=seed, collection=collection, crawl_profiles=names, hops=min(paths))
 
 
 def own(entry: QueuedUrl, claims: Sequence[Claim], scope: JobScope) -> QueuedUrl:
@@ -599,7 +600,7 @@ class MemoryUrlQueue:
             return None
         names = self.scope.seeds[owner].crawl_profiles
         if entry is None:
-            record = UrlRecord(url, owner, self.scope.collection_of(names), names, SEED)
+            record = UrlRecord(url, owner, *self.scope.filed(names), SEED)
             new = self._queue(QueuedUrl(record, QueueState.QUEUED, (SEED,), None, ((owner, SEED),)), now)
             self._put(new)
             return new
@@ -666,19 +667,13 @@ class MemoryUrlQueue:
         return replace(entry, state=QueueState.QUEUED)
 
     def _active(self, record: UrlRecord) -> bool:
-        """Are the target, the collection and one of the crawl profiles (of that collection) of a
-        record just put together from the scope all there and enabled? Then it is queued."""
+        """Is the target of a record just put together from the scope there and enabled, and one of its
+        crawl profiles active (enabled, of an enabled collection or none)? Then it is queued."""
         scope = self.scope
         seed = scope.seeds.get(record.owner)
         if seed is None or not seed.enabled:
             return False
-        if record.collection is not None:
-            collection = scope.collections.get(record.collection)
-            if collection is None or not collection.enabled:
-                return False
-        profiles = scope.crawl_profiles
-        return any(name in profiles and profiles[name].enabled and profiles[name].collection == record.collection
-                   for name in record.crawl_profiles)
+        return any(scope.active(name) for name in record.crawl_profiles)
 
     def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None,
                 hold: bool = False) -> list[QueuedUrl]:
@@ -723,7 +718,7 @@ class MemoryUrlQueue:
             return
         entry = self._entries.get(link)
         if entry is None:
-            record = UrlRecord(link, seed, self.scope.collection_of(names), names, hops)
+            record = UrlRecord(link, seed, *self.scope.filed(names), hops)
             queued = self._queue(QueuedUrl(record, QueueState.QUEUED, (hops,), None, ((seed, hops),)), now)
             self._put(queued)
             new[link] = queued

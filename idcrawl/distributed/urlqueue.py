@@ -60,9 +60,9 @@ def group_key(group: Group) -> str:
 def revisit_spec(scope: JobScope) -> str:
     """What the ``URL_*`` scripts need of ``scope`` to schedule revisits (``urls_common.lua``'s
     ``revisit_of``, :func:`idcrawl.core.scope.revisit_of`): '' when no crawl profile has a revisit, else
-    JSON of the page targets and of the enabled crawl profiles with a revisit (collection, seconds)."""
+    JSON of the page targets and of the active crawl profiles (JobScope.active) with a revisit (collection, seconds)."""
     profiles = {name: [profile.collection or "", profile.revisit] for name, profile in scope.crawl_profiles.items()
-                if profile.revisit is not None and profile.enabled}
+                if profile.revisit is not None and scope.active(name)}
     if not profiles:
         return ""
     return json.dumps({"pages": list(scope.pages), "profiles": profiles}, sort_keys=True)
@@ -235,7 +235,7 @@ class RedisUrlQueue:
 
     def _offer_call(self, url: str, owner: str, names: Sequence[str], hops: Hops, mode: str,
                     now: float) -> tuple[str, QueuedUrl]:
-        collection = self.scope.collection_of(names)
+        collection, names = self.scope.filed(names)
         record = UrlRecord(url, owner, collection, tuple(names), hops)
         decision = check_queued(record, self.scope, now, self.postpone_for)
         postponed = decision.verdict is Verdict.POSTPONE

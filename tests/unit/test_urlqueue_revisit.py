@@ -61,15 +61,18 @@ LINKS = {url(0): [url(1), url(2)], url(1): [url(3)], url(2): [url(3)]}  # hops 0
 # -- the rule ----------------------------------------------------------------------------------------
 
 
-def test_the_revisit_is_the_shortest_of_the_enabled_crawl_profiles_of_its_collection_that_have_it_in_scope() -> None:
+def test_the_revisit_is_the_shortest_of_the_active_crawl_profiles_that_have_it_in_scope() -> None:
+    """Of every collection (a URL belongs to each collection of each crawl profile that admits it)."""
     scope = job(profile("slow", 2, 100.0, collection="news"), profile("off", 2, 5.0, collection="news", enabled=False),
                 profile("other", 2, 7.0, collection="shop"), profile("none", 2, None, collection="news"),
                 profile("fast", 0, 10.0, collection="news"),
                 collections={"news": Collection("news"), "shop": Collection("shop")})
     in_scope = scope.scoped("s", url(1), Hops(1))  # a record's crawl profiles: those that have it in scope
     assert in_scope == ("slow", "off", "other", "none")
-    assert revisit_of(UrlRecord(url(1), "s", "news", in_scope, Hops(1)), scope) == 100.0
-    assert revisit_of(UrlRecord(url(0), "s", "news", scope.scoped("s", url(0), SEED), SEED), scope) == 10.0
+    assert revisit_of(UrlRecord(url(1), "s", "news", in_scope, Hops(1)), scope) == 7.0  # "other", of "shop"
+    assert revisit_of(UrlRecord(url(1), "s", "news", ("slow", "off", "none"), Hops(1)), scope) == 100.0
+    assert revisit_of(UrlRecord(url(0), "s", "news", scope.scoped("s", url(0), SEED), SEED), scope) == 7.0
+    assert revisit_of(UrlRecord(url(0), "s", "news", ("slow", "fast"), SEED), scope) == 10.0
     assert revisit_of(UrlRecord(url(1), "s", "news", ("none",), Hops(1)), scope) is None  # harvested once
     ids = JobScope({"ids": Seed("ids", url(0), ("slow",))}, scope.crawl_profiles, scope.collections)
     # an id target's found page (hop 0): its lanes fetch it, the URL queue never revisits it

@@ -158,12 +158,13 @@ end
 
 -- revisits (a crawl profile's revisit, idcrawl.core.scope.revisit_of). spec: '' (no crawl profile has
 -- one) or JSON {"pages": [page target names], "profiles": {name: [collection ('' none), seconds]}} of
--- the enabled crawl profiles with a revisit. Times are seconds on the job's clock, written with 17
--- significant digits (exact: a Lua number passed to redis.call would be cut to 14).
+-- the active crawl profiles (enabled, of an enabled collection or none) with a revisit. Times are
+-- seconds on the job's clock, written with 17 significant digits (exact: a Lua number passed to
+-- redis.call would be cut to 14).
 local function time_text(x) return string.format('%.17g', x) end
 
 -- the seconds from entry R's last harvest to its next (the shortest revisit of its crawl profiles
--- that are enabled and of its collection), or nil: harvested once; an id target's hop-0 page: nil
+-- that are active: enabled, and of an enabled collection or none), or nil: harvested once; an id target's hop-0 page: nil
 local function revisit_of(R, spec)
   if spec == '' then return nil end
   local job = cjson.decode(spec)
@@ -175,7 +176,7 @@ local function revisit_of(R, spec)
   local best = nil
   for name in string.gmatch(R.cps, '[^\n]+') do
     local p = job.profiles[name]
-    if p and p[1] == R.col and (best == nil or p[2] < best) then best = p[2] end
+    if p and (best == nil or p[2] < best) then best = p[2] end
   end
   return best
 end
