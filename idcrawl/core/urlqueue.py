@@ -17,19 +17,17 @@ from typing import Protocol, TypeVar
 
 from idcrawl.core.scope import (
     SEED,
-    Collection,
     Claimant,
+    Collection,
     CrawlProfile,
     Decision,
     Harvest,
     Hops,
     JobScope,
-    Owner,
     UrlRecord,
     Verdict,
     check_dispatch,
     check_due,
-    choose_owner,
     harvested,
     host_of,
     owner_of,
@@ -404,8 +402,8 @@ def own(entry: QueuedUrl, claims: Sequence[Claim], scope: JobScope) -> QueuedUrl
             claimants.append(Claimant(name, scope.seeds[name].url, SEED in paths,
                                       next_harvest_of(entry.state, mine, scope)))
         owner = owner_of(record.url, claimants).name
-    paths = tuple(by_seed[owner])
-    return replace(entry, record=_owned_record(record, owner, paths, scope), paths=paths, claims=live)
+    owned = tuple(by_seed[owner])
+    return replace(entry, record=_owned_record(record, owner, owned, scope), paths=owned, claims=live)
 
 
 # -- in memory -------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 from idcrawl.core.scope import CrawlProfile, JobScope, ScopeKind, Seed
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from tests.integration.test_distributed_runs import next_run
-from tests.unit.test_scope_changes import ARTICLE, D, LINKS
+from tests.unit.test_scope_changes import ARTICLE, LINKS, D
 
 redis = pytest.importorskip("redis")
 

@@ -51,7 +51,7 @@ def test_the_yield_group_is_the_same_whatever_the_list_order(c_off_enabled: bool
 
 
 def test_reactivating_the_collection_releases_what_only_it_covers_and_fetches_nothing_twice() -> None:
-    queue, first = crawl(job())
+    queue, _ = crawl(job())
     again = rerun(queue, job(c_off_enabled=True), 1.0)
     assert sorted(drain(again, LINKS, 1.0)) == ["http://m.test/a/b", "http://n.test/a/b"]
 
