@@ -729,6 +729,8 @@ class MemoryUrlQueue:
             owned = self._schedule(self._queue(owned, now))
             if owned.state is not QueueState.HARVESTED:
                 new[link] = owned
+        elif owned.record.crawl_profiles != entry.record.crawl_profiles:
+            owned = self._schedule(owned)  # harvested: its revisit by its crawl profiles now
         self._put(owned)
         if owned.links is not None:
             work.append((link, seed, hops))

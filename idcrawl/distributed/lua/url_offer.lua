@@ -53,10 +53,8 @@ if mode == 'own' then  -- the caller's ranking of the claims it read
   local moved = R.owner ~= owner
   update(P, url, R, {owner = owner, col = col, cps = cps, hops = s(hops), off = s(off), paths = ARGV[14], st = st,
     next = n})
-  if moved then
-    schedule(P, url, R, spec)
-    return reply('reowned')
-  end
+  schedule(P, url, R, spec)  -- harvested: its revisit by its crawl profiles now
+  if moved then return reply('reowned') end
   return reply('better')
 end
 if mode == 'seed' or mode == 'fetched' then
