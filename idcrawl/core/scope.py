@@ -10,10 +10,11 @@ the :class:`Collection` and :class:`CrawlProfile` values, the Scrapy shell
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from fnmatch import fnmatchcase
 from functools import cached_property, lru_cache
@@ -34,6 +35,7 @@ __all__ = [
     "TRAP_RULES",
     "Candidate",
     "Canonicalise",
+    "Claimant",
     "Collection",
     "CrawlProfile",
     "Decision",
@@ -56,10 +58,12 @@ __all__ = [
     "harvested",
     "host_of",
     "in_scope",
+    "owner_of",
     "ownership_case",
     "registered_domain",
     "revisit_of",
     "rule_accepts",
+    "scope_marks",
     "specificity",
 ]
 
@@ -429,13 +433,54 @@ class JobScope:
         seed = self.seeds.get(owner)
         names = [name for name in (seed.crawl_profiles if seed else ()) if name in self.crawl_profiles]
         return not names or any(self.crawl_profiles[name].redirect_hops for name in names)
+    def active(self, name: str) -> bool:
+        """Is the crawl profile ``name`` there and enabled, and its collection (if any) there and enabled?"""
+        profile = self.crawl_profiles.get(name)
+        if profile is None or not profile.enabled:
+            return False
+        collection = profile.collection
+        return collection is None or (collection in self.collections and self.collections[collection].enabled)
+
+    def filed(self, crawl_profiles: Iterable[str]) -> tuple[str | None, tuple[str, ...]]:
+        """Where a URL in the scope of ``crawl_profiles`` is filed: the collection it contends under, and
+        the crawl profiles (those the job has) in filing order, the first its yield group's. The rule,
+        independent of the order the job file lists them in: active crawl profiles first
+        (:meth:`active`); then the group least willing to give way: the collection with the smallest
+        yield probability (no collection: 0), then the collection name (none first), then the crawl
+        profile with the smallest yield probability, then its name."""
+        known = [name for name in dict.fromkeys(crawl_profiles) if name in self.crawl_profiles]
+
+        def rank(name: str) -> tuple[bool, float, str, float, str]:
+            profile = self.crawl_profiles[name]
+            collection = self.collections.get(profile.collection or "")
+            return (not self.active(name), collection.yield_probability if collection is not None else 0.0,
+                    profile.collection or "", profile.yield_probability, name)
+
+        order = tuple(sorted(known, key=rank))
+        return (self.crawl_profiles[order[0]].collection if order else None), order
 
     def collection_of(self, crawl_profiles: Iterable[str]) -> str | None:
-        """The collection of the first of ``crawl_profiles`` (the one a queued URL is filed under)."""
-        for name in crawl_profiles:
-            if name in self.crawl_profiles:
-                return self.crawl_profiles[name].collection
-        return None
+        """The collection a URL in the scope of ``crawl_profiles`` is filed under (:meth:`filed`)."""
+        return self.filed(crawl_profiles)[0]
+
+
+#: Crawl profile fields that do not change what a walk admits (left out of :func:`scope_marks`).
+_NOT_SCOPE = frozenset({"yield_probability", "revisit"})
+
+
+def scope_marks(scope: JobScope) -> dict[str, str]:
+    """Per seed, a fingerprint of what its walk admits: its URL, and each of its crawl profiles' fields
+    but the yield probability and the revisit (a field added later counts by itself). A seed whose mark
+    differs from the last run's walks its stored links again (docs/scope.md, "Scope changes")."""
+    marks = {}
+    for name, seed in scope.seeds.items():
+        parts = [seed.url]
+        for profile_name in seed.crawl_profiles:
+            profile = scope.crawl_profiles.get(profile_name)
+            parts.append(repr((profile_name, None if profile is None else tuple(
+                (f.name, getattr(profile, f.name)) for f in fields(profile) if f.name not in _NOT_SCOPE))))
+        marks[name] = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return marks
 
 
 # -- seed ownership (the seed's "processing outlinks", step 2.3, table a-f) ------------------------
@@ -483,25 +528,60 @@ def ownership_case(url: str, context_seed: str, queued_seed: str) -> int:
     return 5 if with_queued else 6
 
 
+@dataclass(frozen=True, slots=True)
+class Claimant:
+    """A seed that has a URL in the scope of its crawl profiles by some path (a *claim*): its name,
+    its seed URL, whether the URL is one of its hop-0 pages, and the next harvest time it would give
+    the URL (:func:`idcrawl.core.urlqueue.next_harvest_of`; 0 for a URL not harvested yet)."""
+
+    name: str
+    seed_url: str
+    hop0: bool = False
+    next_harvest: float = 0.0
+
+
+def owner_of(url: str, claimants: Sequence[Claimant]) -> Claimant:
+    """The seed that owns ``url`` among every seed that claims it (the seed's step 2.3 over all the
+    paths known, not only the last two offers): the least of the ranks
+
+    1. the URL is the claimant's hop-0 page (its seed URL, or a found id page): first (cases 1, 2);
+    2. when two claimants or more share the URL's registered domain, those of them whose seed is
+       more specific (:func:`specificity`) first; the others count as not specific (case 3);
+    3. the earliest next harvest time (cases 3-6);
+    4. the tie rule: the claimant whose name is the smallest (in code point order).
+
+    For two claimants this is :func:`choose_owner`, the seed's table a-f. The rank does not depend on
+    the order the claims were made in, so neither does the owner (docs/scope.md, "Who owns a URL").
+    """
+    if not claimants:
+        raise ValueError("no claimant")
+    link = canonical(url)
+    domain = registered_domain(host_of(link))
+    shared = [registered_domain(host_of(_canonical_seed(c.seed_url))) == domain for c in claimants]
+    by_spec = sum(shared) >= 2
+
+    def rank(i: int) -> tuple[bool, int, float, str]:
+        c = claimants[i]
+        hop0 = c.hop0 or link == _canonical_seed(c.seed_url)
+        spec = specificity(c.seed_url, link) if by_spec and shared[i] else -1
+        return (not hop0, -spec, c.next_harvest, c.name)
+
+    return claimants[min(range(len(claimants)), key=rank)]
+
+
 def choose_owner(url: str, context_seed: str, queued_seed: str, *, context_next: float = 0.0,
-                 queued_next: float = 0.0) -> Owner:
-    """The seed that owns ``url``, reached from ``context_seed`` while queued with ``queued_seed``.
+                 queued_next: float = 0.0, context_name: str = "", queued_name: str = "") -> Owner:
+    """The seed that owns ``url``, reached from ``context_seed`` while queued with ``queued_seed``
+    (:func:`owner_of` of the two).
 
     The specific seed wins (cases 1, 2); sharing the domain with both, the most specific seed
     (:func:`specificity`) wins (case 3); otherwise (cases 4-6, and a tie in 3) the seed that gives
-    the earliest next harvest time (``context_next``, ``queued_next``) wins. A tie keeps the
-    queued seed: a URL does not change owner for nothing.
+    the earliest next harvest time (``context_next``, ``queued_next``) wins; a tie goes to the
+    smaller name (``context_name``, ``queued_name``), and keeps the queued seed when they are equal.
     """
-    case = ownership_case(url, context_seed, queued_seed)
-    if case == 1:
-        return Owner.CONTEXT
-    if case == 2:
-        return Owner.QUEUED
-    if case == 3:
-        mine, theirs = specificity(context_seed, url), specificity(queued_seed, url)
-        if mine != theirs:
-            return Owner.CONTEXT if mine > theirs else Owner.QUEUED
-    return Owner.CONTEXT if context_next < queued_next else Owner.QUEUED
+    queued = Claimant(queued_name, queued_seed, next_harvest=queued_next)
+    context = Claimant(context_name, context_seed, next_harvest=context_next)
+    return Owner.QUEUED if owner_of(url, [queued, context]) is queued else Owner.CONTEXT
 
 
 # -- per-URL records, harvest checks at dispatch ---------------------------------------------------
@@ -570,42 +650,54 @@ class Decision:
 def check_dispatch(record: UrlRecord, scope: JobScope, now: float, postpone_for: float) -> Decision:
     """The seed's "harvesting a queued URL", steps 1-7, against the job's current scope.
 
-    1. Its target is gone: another target with a crawl profile of the record's collection that has
-       the URL in scope (at the record's hops) takes it (``REOWN``, the first in job order), else ``DROP``.
-    2. Its collection is gone: ``DROP``. 3-4. Its target or collection is deactivated: ``POSTPONE``
-       (next harvest ``now + postpone_for``). 5-6. Of the target's crawl profiles of that collection,
-       none has it in scope: ``DROP``; only deactivated ones: ``POSTPONE``. 6.3. Harvested before
+    A URL belongs to every collection of every crawl profile of its target that has it in scope.
+
+    1. Its target is gone: another target with a crawl profile that has the URL in scope (at the
+       record's hops) takes it (``REOWN``, the first in job order), else ``DROP``.
+    2. Every collection of its crawl profiles is gone: ``DROP``. 3. Its target is deactivated:
+       ``POSTPONE`` (next harvest ``now + postpone_for``). 5-6. None of the target's crawl profiles
+       has it in scope: ``DROP``; 4, 6.2: only crawl profiles deactivated or of deactivated
+       collections: ``POSTPONE``. 6.3. Harvested before
        (its last answer a found page) with a revisit frequency (:func:`revisit_of`, the enabled crawl
        profiles that have it in scope) and ``last_harvest + revisit > now``: ``WAIT``, its next harvest
        ``last_harvest + revisit`` (a crawl profile slowed down since the URL was queued puts it back).
-       7. ``HARVEST`` with the enabled crawl profiles that have it in scope.
+       7. ``HARVEST`` with the active crawl profiles that have it in scope, filed under the collection
+       :meth:`JobScope.filed` says.
     """
     def postpone(reason: str) -> Decision:
         return Decision(Verdict.POSTPONE, replace(record, next_harvest=now + postpone_for), reason)
 
+    def held(names: Iterable[str]) -> tuple[str, ...]:  # of collections the job still has
+        return tuple(name for name in names if (collection := scope.crawl_profiles[name].collection) is None
+                     or collection in scope.collections)
+
     if record.owner not in scope.seeds:
         for seed in scope.seeds.values():
-            names = tuple(name for name in scope.scoped(seed.name, record.url, record.hops)
-                          if scope.crawl_profiles[name].collection == record.collection)
+            names = held(scope.scoped(seed.name, record.url, record.hops))
             if names:
-                return Decision(Verdict.REOWN, replace(record, owner=seed.name, crawl_profiles=names),
-                                f"target {record.owner!r} deleted")
+                collection, names = scope.filed(names)
+                return Decision(Verdict.REOWN, replace(record, owner=seed.name, collection=collection,
+                                                       crawl_profiles=names), f"target {record.owner!r} deleted")
         return Decision(Verdict.DROP, record, f"target {record.owner!r} deleted")
-    if record.collection is not None and record.collection not in scope.collections:
-        return Decision(Verdict.DROP, record, f"collection {record.collection!r} deleted")
+    scoped = scope.scoped(record.owner, record.url, record.hops)
+    names = held(scoped)
+    if not names and (scoped or (record.collection is not None and record.collection not in scope.collections)):
+        gone = sorted({scope.crawl_profiles[name].collection or "" for name in scoped} or {record.collection or ""})
+        return Decision(Verdict.DROP, record, f"collection {', '.join(map(repr, gone))} deleted")
     if not scope.seeds[record.owner].enabled:
         return postpone(f"target {record.owner!r} deactivated")
-    if record.collection is not None and not scope.collections[record.collection].enabled:
-        return postpone(f"collection {record.collection!r} deactivated")
-    names = tuple(name for name in scope.scoped(record.owner, record.url, record.hops)
-                  if scope.crawl_profiles[name].collection == record.collection)
     if not names:
         return Decision(Verdict.DROP, record, "in the scope of none of its target's crawl profiles")
-    enabled = tuple(name for name in names if scope.crawl_profiles[name].enabled)
-    if not enabled:
+    active = tuple(name for name in names if scope.active(name))
+    if not active:
+        if all(scope.crawl_profiles[name].enabled for name in names):
+            off = sorted({scope.crawl_profiles[name].collection or "" for name in names})
+            return postpone(f"collection {', '.join(map(repr, off))} deactivated")
         return postpone(f"crawl profiles {', '.join(names)} deactivated")
-    return check_due(record if enabled == record.crawl_profiles else replace(record, crawl_profiles=enabled),
-                     scope, now)
+    collection, active = scope.filed(active)
+    if (collection, active) != (record.collection, record.crawl_profiles):
+        record = replace(record, collection=collection, crawl_profiles=active)
+    return check_due(record, scope, now)
 
 
 def check_due(record: UrlRecord, scope: JobScope, now: float) -> Decision:
@@ -625,14 +717,14 @@ def check_due(record: UrlRecord, scope: JobScope, now: float) -> Decision:
 
 def revisit_of(record: UrlRecord, scope: JobScope) -> float | None:
     """The seconds from ``record``'s last harvest to its next: the shortest ``revisit`` among its
-    crawl profiles (``record.crawl_profiles``: those that have it in scope) that are enabled and of
-    its collection; None: it is harvested once. A hop-0 page of an id target (its lanes fetch it) is
+    crawl profiles (``record.crawl_profiles``: those that have it in scope) that are active
+    (:meth:`JobScope.active`); None: it is harvested once. A hop-0 page of an id target (its lanes fetch it) is
     never revisited here."""
     if record.hops == SEED and record.owner not in scope.pages:
         return None
     profiles = scope.crawl_profiles
     revisits = [profile.revisit for name in record.crawl_profiles if (profile := profiles.get(name)) is not None
-                and profile.revisit is not None and profile.enabled and profile.collection == record.collection]
+                and profile.revisit is not None and scope.active(name)]
     return min(revisits, default=None)
 
 

@@ -10,28 +10,29 @@ import heapq
 import math
 import random
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Protocol, TypeVar
 
 from idcrawl.core.scope import (
     SEED,
+    Claimant,
     Collection,
     CrawlProfile,
     Decision,
     Harvest,
     Hops,
     JobScope,
-    Owner,
     UrlRecord,
     Verdict,
     check_dispatch,
     check_due,
-    choose_owner,
     harvested,
     host_of,
+    owner_of,
     revisit_of,
+    scope_marks,
 )
 
 __all__ = [
@@ -44,15 +45,20 @@ __all__ = [
     "UrlQueue",
     "check_queued",
     "choose_group",
+    "claims_of",
     "count_urls",
     "group_of",
     "next_harvest_of",
+    "own",
     "reconcile",
     "waits",
     "walk_stored",
 ]
 
 N = TypeVar("N")
+
+#: A seed's claim on a URL: the seed (target) name and the counters of one path of its walk to it.
+Claim = tuple[str, Hops]
 
 #: A URL's yield group on its host: (collection, crawl profile): its record's collection and the
 #: first of its crawl profiles (the one it is filed under).
@@ -68,14 +74,17 @@ class QueueState(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class QueuedUrl:
-    """One URL of the queue: its record and state; ``paths``: the counters of every path to it that no
-    other beats on both hops and off-site hops (its record shows the fewest hops); ``links``: a found
-    page's canonical links (None: not fetched yet), followed again when a better path turns up."""
+    """One URL of the queue: its record and state; ``paths``: the counters of every path of its owner's
+    walk to it that no other beats on both hops and off-site hops (its record shows the fewest hops);
+    ``links``: a found page's canonical links (None: not fetched yet), followed again when a better
+    path turns up; ``claims``: (seed, counters) of every seed's paths to it, the owner's included, each
+    seed's unbeaten ones, sorted (empty: only the owner's ``paths``, as a state written before claims)."""
 
     record: UrlRecord
     state: QueueState = QueueState.QUEUED
     paths: tuple[Hops, ...] = (SEED,)
     links: tuple[str, ...] | None = None
+    claims: tuple[Claim, ...] = ()
 
     @property
     def url(self) -> str:
@@ -95,9 +104,9 @@ class Reconciled:
     queued again; ``due``: harvested URLs whose revisit is due, queued again; ``not_due``: URLs
     queued for a revisit (or postponed) whose crawl profiles' revisit frequency now puts their next
     harvest later (a crawl profile slowed down: the seed's step 6.3), harvested until then;
-    ``started``: URLs queued because a crawl profile was assigned to their target, or activated
-    again, since the last run (the seed's "how to start harvesting": its hop-0 pages' stored links
-    are walked again in that crawl profile's scope).
+    ``started``: URLs queued because their target's scope changed since the last run (a crawl profile
+    assigned, activated again, widened: the seed's "how to start harvesting"; the stored links of the
+    pages it claims are walked again in its new scope, :func:`~idcrawl.core.scope.scope_marks`).
     """
 
     dropped: Mapping[str, int] = field(default_factory=dict)
@@ -276,8 +285,8 @@ def check_queued(record: UrlRecord, scope: JobScope, now: float, postpone_for: f
     return decision
 
 
-def reconcile(entry: QueuedUrl, scope: JobScope, now: float,
-              postpone_for: float) -> tuple[QueuedUrl | None, tuple[str, ...]]:
+def reconcile(entry: QueuedUrl, scope: JobScope, now: float, postpone_for: float,
+              stale: Container[str] = ()) -> tuple[QueuedUrl | None, tuple[str, ...]]:
     """One stored URL at a run's start against the job file's ``scope``: its new entry (None:
     dropped) and what happened to it, each of ``dropped/<cause>``, ``forgotten``, ``reowned``,
     ``postponed``, ``released``, ``requeued``, ``due``, ``not_due`` (the fields of :class:`Reconciled`).
@@ -288,8 +297,20 @@ def reconcile(entry: QueuedUrl, scope: JobScope, now: float,
     forgotten), re-owned, postponed, (a postponed URL whose target, collection and crawl profiles
     are active again) released, or (a URL queued for a revisit whose frequency is not over now: the
     seed's step 6.3) harvested again until its next harvest time (``not_due``).
+
+    First its claims: those of targets deleted go, and those of the targets in ``stale`` (whose
+    scope changed since the last run: :func:`~idcrawl.core.scope.scope_marks`) that their crawl
+    profiles no longer admit; the owner is ranked again among the claimants left (``reowned``).
     """
     events: list[str] = []
+    claims = claims_of(entry)
+    kept = tuple(claim for claim in claims if claim[0] in scope.seeds and (
+        claim[0] not in stale or claim[1] == SEED or scope.scoped(claim[0], entry.url, claim[1])))
+    if kept and kept != claims:
+        owned = own(entry, kept, scope)
+        if owned.record.owner != entry.record.owner:
+            events.append("reowned")
+        entry = owned
     state = entry.state
     record = entry.record
     if state is QueueState.TAKEN or (
@@ -348,46 +369,116 @@ def _beaten(hops: Hops, by: Hops) -> bool:
     return by.hops <= hops.hops and by.offsite <= hops.offsite
 
 
+def claims_of(entry: QueuedUrl) -> tuple[Claim, ...]:
+    """Every seed's claims on ``entry`` (its owner's paths when it has no claims of its own)."""
+    return entry.claims or tuple((entry.record.owner, hops) for hops in entry.paths)
+
+
+def add_claim(claims: Sequence[Claim], seed: str, hops: Hops) -> tuple[Claim, ...] | None:
+    """``claims`` with the path ``hops`` of ``seed`` (the seed's paths it beats on both counters
+    dropped), sorted; None: a known path of ``seed`` beats it (nothing new)."""
+    if any(name == seed and _beaten(hops, by=path) for name, path in claims):
+        return None
+    return tuple(sorted((*((name, path) for name, path in claims if name != seed or not _beaten(path, by=hops)),
+                         (seed, hops))))
+
+
+def _owned_record(record: UrlRecord, seed: str, paths: Sequence[Hops], scope: JobScope) -> UrlRecord:
+    """``record`` as ``seed``'s with its ``paths``: the crawl profiles that have the URL in scope by one
+    of them (all the seed's on its hop-0 page), in filing order (:meth:`JobScope.filed`); its fewest hops."""
+    names = scope.seeds[seed].crawl_profiles
+    if SEED not in paths:
+        admit = {name for hops in paths for name in scope.scoped(seed, record.url, hops)}
+        names = tuple(name for name in names if name in admit)
+    collection, names = scope.filed(names)
+    return replace(record, owner=seed, collection=collection, crawl_profiles=names, hops=min(paths))
+
+
+def own(entry: QueuedUrl, claims: Sequence[Claim], scope: JobScope) -> QueuedUrl:
+    """``entry`` with ``claims`` (those of seeds the job still has; all when none has): its owner the
+    seed :func:`idcrawl.core.scope.owner_of` ranks first among the claimants, its record and ``paths``
+    that seed's. The same claims give the same owner, hops and crawl profiles in whatever order they
+    came: one rule for the in-memory queue and the fleet's."""
+    live = tuple(sorted(claim for claim in claims if claim[0] in scope.seeds))
+    if not live:
+        return replace(entry, claims=tuple(sorted(claims)))
+    by_seed: dict[str, list[Hops]] = {}
+    for name, hops in live:
+        by_seed.setdefault(name, []).append(hops)
+    record = entry.record
+    if len(by_seed) == 1:
+        owner = live[0][0]
+    else:
+        claimants = []
+        for name, paths in by_seed.items():
+            mine = _owned_record(record, name, paths, scope)
+            claimants.append(Claimant(name, scope.seeds[name].url, SEED in paths,
+                                      next_harvest_of(entry.state, mine, scope)))
+        owner = owner_of(record.url, claimants).name
+    owned = tuple(by_seed[owner])
+    return replace(entry, record=_owned_record(record, owner, owned, scope), paths=owned, claims=live)
+
+
 # -- in memory -------------------------------------------------------------------------------------
 
 
-def walk_stored(start: QueuedUrl, get: Callable[[str], QueuedUrl | None],
+def walk_stored(starts: Iterable[QueuedUrl], seed: str, get: Callable[[str], QueuedUrl | None],
                 offer: Callable[[str, Hops, str, list[tuple[str, Hops]]], None]) -> None:
-    """The walk of "starting a seed" in its context (a crawl profile assigned to, or activated again on,
-    the target of the hop-0 page ``start``): the stored links of ``start`` and of the pages of its target
-    reached from it, each page and path once, each link given to ``offer(page, hops, link, work)``,
-    which may push pages reached again by a better path onto ``work``. ``get``: a URL's stored entry.
-    One walk for the in-memory queue and the fleet's (:mod:`idcrawl.distributed.urlqueue`)."""
-    owner = start.record.owner
+    """The walk of "starting a seed" in the context of ``seed`` (a seed added on a page already
+    harvested, a crawl profile assigned to or activated again on its target, a scope widened): the
+    stored links of the pages ``starts`` and of the pages ``seed`` claims from them, each page and path once, each
+    link given to ``offer(page, hops, link, work)``, which may push pages reached again by a better path
+    onto ``work``. ``get``: a URL's stored entry. One walk for the in-memory queue and the fleet's
+    (:mod:`idcrawl.distributed.urlqueue`)."""
     seen: set[tuple[str, Hops]] = set()
-    work = [(start.url, hops) for hops in start.paths]
+    work = [(start.url, hops) for start in starts for name, hops in claims_of(start) if name == seed]
     while work:
         page, hops = work.pop()
         if (page, hops) in seen:
             continue
         seen.add((page, hops))
         source = get(page)
-        if source is None or source.record.owner != owner or hops not in source.paths or source.links is None:
+        if source is None or (seed, hops) not in claims_of(source) or source.links is None:
             continue
         for link in source.links:
             offer(page, hops, link, work)
             entry = get(link)
-            if entry is not None and entry.record.owner == owner and entry.links is not None:
-                work.extend((link, path) for path in entry.paths)
+            if entry is not None and entry.links is not None:
+                work.extend((link, path) for name, path in claims_of(entry) if name == seed)
+
+
+class _SeedWork:
+    """The work list of :func:`walk_stored` (pages, counters) seen as :meth:`MemoryUrlQueue._offer`'s
+    (page, seed, counters): the walk is of one seed."""
+
+    def __init__(self, work: list[tuple[str, Hops]], seed: str) -> None:
+        self.work = work
+        self.seed = seed
+
+    def append(self, item: tuple[str, str, Hops]) -> None:
+        page, seed, hops = item
+        if seed == self.seed:
+            self.work.append((page, hops))
 
 
 class MemoryUrlQueue:
     """:class:`UrlQueue` in memory. ``entries``: stored URLs to start from (the SQLite store's);
     ``rng``: the yield model's draws (seeded: a run is reproducible); ``skip(url)``: URLs never
     queued (another target's id pages: its lanes fetch them); ``postpone_for``: seconds from now
-    to a postponed URL's next harvest time.
+    to a postponed URL's next harvest time; ``marks``: the scope marks the last run stored (None or
+    empty: unknown, every target's stored links are walked again once).
 
-    Changed and deleted URLs are remembered until :meth:`changes` hands them over (to commit).
+    Changed and deleted URLs are remembered until :meth:`changes` hands them over (to commit), the
+    scope marks until :meth:`marks_changed` does.
     """
 
     def __init__(self, entries: Iterable[QueuedUrl] = (), *, rng: random.Random | None = None,
-                 skip: Callable[[str], bool] | None = None, postpone_for: float = 3600.0) -> None:
+                 skip: Callable[[str], bool] | None = None, postpone_for: float = 3600.0,
+                 marks: Mapping[str, str] | None = None) -> None:
         self.scope = JobScope()
+        #: the targets' scope marks of the last run that started (:func:`~idcrawl.core.scope.scope_marks`)
+        self.marks: dict[str, str] = dict(marks or {})
+        self._marks_changed = False
         self.rng = rng if rng is not None else random.Random(0)
         self._skip = skip
         self.postpone_for = postpone_for
@@ -461,6 +552,13 @@ class MemoryUrlQueue:
         self._deleted.clear()
         return changed, deleted
 
+    def marks_changed(self) -> dict[str, str] | None:
+        """The scope marks of the run started since the last call (to commit), or None: unchanged."""
+        if not self._marks_changed:
+            return None
+        self._marks_changed = False
+        return dict(self.marks)
+
     def __len__(self) -> int:
         return len(self._entries)
 
@@ -472,11 +570,12 @@ class MemoryUrlQueue:
     def start(self, scope: JobScope, now: float) -> Reconciled:
         self.scope = scope
         counts: dict[str, int] = {}
-        #: hop-0 pages with stored links, and their crawl profiles before this run
-        before = {url: entry.record.crawl_profiles for url, entry in self._entries.items()
-                  if entry.record.hops == SEED and entry.links is not None}
+        marks = scope_marks(scope)
+        #: targets whose scope changed since the last run (a crawl profile assigned, activated, widened,
+        #: narrowed): their claims are checked again and their stored links walked again
+        stale = {name for name, mark in marks.items() if self.marks.get(name) != mark} if self._entries else set()
         for entry in list(self._entries.values()):
-            new, events = reconcile(entry, scope, now, self.postpone_for)
+            new, events = reconcile(entry, scope, now, self.postpone_for, stale)
             for what in events:
                 counts[what] = counts.get(what, 0) + 1
             if new is None:
@@ -487,34 +586,45 @@ class MemoryUrlQueue:
             if waits(new, scope, now, self.postpone_for):
                 self._wait(new)
         started: dict[str, QueuedUrl] = {}
-        for url, names in before.items():
-            page = self._entries.get(url)
-            if page is not None and page.record.hops == SEED and not set(page.record.crawl_profiles) <= set(names):
-                self._walk_again(page, now, started)
+        for name in sorted(stale):
+            starts = [entry for entry in self._entries.values()
+                      if entry.links is not None and any(seed == name for seed, _ in claims_of(entry))]
+            if starts:
+                self._walk(starts, name, now, started)
+        if marks != self.marks:
+            self.marks = marks
+            self._marks_changed = True
         return Reconciled.of_counts(counts, len(started))
 
-    def _walk_again(self, start: QueuedUrl, now: float, new: dict[str, QueuedUrl]) -> None:
-        """A crawl profile was assigned to (or activated again on) the target of the hop-0 page
-        ``start``: the seed's "starting a seed" in its context. The stored links of ``start`` and of
-        the pages of its target reached from it are offered again (each page and path once), so
-        what the crawl profile adds to the scope is queued (into ``new``) without fetching again."""
-        owner = start.record.owner
-        walk_stored(start, self._entries.get,
-                    lambda page, hops, link, work: self._offer(page, owner, hops, link, now, new, work))
+    def _walk(self, start: QueuedUrl | Sequence[QueuedUrl], seed: str, now: float, new: dict[str, QueuedUrl]) -> None:
+        """:func:`walk_stored` from ``start`` (a page or pages) in the context of ``seed`` (URLs filed or
+        re-owned into ``new``)."""
+        if seed not in self.scope.seeds:
+            return
+        walk_stored([start] if isinstance(start, QueuedUrl) else start, seed, self._entries.get,
+                    lambda page, hops, link, work: self._offer(
+                        page, seed, hops, link, now, new, _SeedWork(work, seed)))
 
     def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
         entry = self._entries.get(url)
-        if entry is not None and entry.record.owner == owner and entry.record.hops == SEED:
+        if entry is not None and (owner, SEED) in claims_of(entry):
             return None
         names = self.scope.seeds[owner].crawl_profiles
-        record = UrlRecord(url, owner, self.scope.collection_of(names), names, SEED)
-        if entry is not None:  # its own target's page: the specific seed wins (case 1); counters kept
-            record = replace(entry.record, owner=owner, collection=record.collection, crawl_profiles=names,
-                             hops=SEED)
-        new = self._schedule(self._queue(QueuedUrl(record, entry.state if entry is not None else QueueState.QUEUED,
-                                                   (SEED,), entry.links if entry is not None else None), now))
+        if entry is None:
+            record = UrlRecord(url, owner, *self.scope.filed(names), SEED)
+            new = self._queue(QueuedUrl(record, QueueState.QUEUED, (SEED,), None, ((owner, SEED),)), now)
+            self._put(new)
+            return new
+        claims = add_claim(claims_of(entry), owner, SEED)
+        assert claims is not None
+        # its own target's page: the specific seed wins (case 1); counters kept
+        new = own(entry, claims, self.scope)
+        if new.record.owner != entry.record.owner:
+            new = self._schedule(self._queue(new, now))
         self._put(new)
-        return new
+        if new.links is not None:  # harvested before: the new seed walks its stored links (no refetch)
+            self._walk(new, owner, now, {})
+        return self._entries[url]
 
     def _schedule(self, entry: QueuedUrl) -> QueuedUrl:
         """A harvested ``entry`` with a revisit frequency: its next harvest = last harvest + that
@@ -568,30 +678,24 @@ class MemoryUrlQueue:
         return replace(entry, state=QueueState.QUEUED)
 
     def _active(self, record: UrlRecord) -> bool:
-        """Are the target, the collection and one of the crawl profiles (of that collection) of a
-        record just put together from the scope all there and enabled? Then it is queued."""
+        """Is the target of a record just put together from the scope there and enabled, and one of its
+        crawl profiles active (enabled, of an enabled collection or none)? Then it is queued."""
         scope = self.scope
         seed = scope.seeds.get(record.owner)
         if seed is None or not seed.enabled:
             return False
-        if record.collection is not None:
-            collection = scope.collections.get(record.collection)
-            if collection is None or not collection.enabled:
-                return False
-        profiles = scope.crawl_profiles
-        return any(name in profiles and profiles[name].enabled and profiles[name].collection == record.collection
-                   for name in record.crawl_profiles)
+        return any(scope.active(name) for name in record.crawl_profiles)
 
     def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None,
                 hold: bool = False) -> list[QueuedUrl]:
         if seed_of is not None:
             entry = self._entries.get(url)
             if entry is None or entry.record.owner != seed_of or entry.record.hops != SEED:
-                names = self.scope.seeds[seed_of].crawl_profiles
+                known = claims_of(entry) if entry is not None else ()
+                claims = add_claim(known, seed_of, SEED) or known
                 base = entry.record if entry is not None else UrlRecord(url, seed_of, None, ())
-                record = replace(base, owner=seed_of, collection=self.scope.collection_of(names),
-                                 crawl_profiles=names, hops=SEED)
-                self._put(QueuedUrl(record, QueueState.TAKEN, (SEED,)))
+                record = _owned_record(base, seed_of, (SEED,), self.scope)  # its hop-0 page: it owns it
+                self._put(QueuedUrl(record, QueueState.TAKEN, (SEED,), None, claims))
         entry = self._entries.get(url)
         if entry is None:
             return []
@@ -601,15 +705,18 @@ class MemoryUrlQueue:
                                            state=QueueState.HARVESTED))
         self._put(entry)
         new: dict[str, QueuedUrl] = {}
-        work = [(url, hops) for hops in entry.paths]
-        while work:  # (page, counters) whose links are to be followed
-            page, hops = work.pop()
+        self._follow([(url, seed, hops) for seed, hops in claims_of(entry)], now, new)
+        return list(new.values())
+
+    def _follow(self, work: list[tuple[str, str, Hops]], now: float, new: dict[str, QueuedUrl]) -> None:
+        """Follow the links of (page, seed, counters) in that seed's context, and of pages reached again."""
+        while work:
+            page, seed, hops = work.pop()
             source = self._entries.get(page)
-            if source is None or hops not in source.paths or source.links is None:
+            if source is None or (seed, hops) not in claims_of(source) or source.links is None:
                 continue  # beaten since
             for link in source.links:
-                self._offer(page, source.record.owner, hops, link, now, new, work)
-        return list(new.values())
+                self._offer(page, seed, hops, link, now, new, work)
 
     def redirected(self, url: str, target: str, now: float, *, hop: bool = True) -> QueuedUrl | None:
         entry = self._entries.get(url)
@@ -620,9 +727,10 @@ class MemoryUrlQueue:
                                        state=QueueState.HARVESTED))
         self._put(entry)
         new: dict[str, QueuedUrl] = {}
-        work: list[tuple[str, Hops]] = []
-        for hops in entry.paths:
-            self._offer(url, entry.record.owner, hops, target, now, new, work, redirect=hop)
+        work: list[tuple[str, str, Hops]] = []
+        for seed, hops in claims_of(entry):  # each target claiming the page follows it on its own path
+            self._offer(url, seed, hops, target, now, new, work, redirect=hop)
+        self._follow(work, now, new)
         claimed = self._entries.get(target)
         if known is not None or claimed is None or claimed.state is not QueueState.QUEUED:
             return None
@@ -630,48 +738,41 @@ class MemoryUrlQueue:
         self._put(claimed)
         return claimed
 
-    def _offer(self, page: str, owner: str, at: Hops, link: str, now: float, new: dict[str, QueuedUrl],
-               work: list[tuple[str, Hops]], *, redirect: bool | None = None) -> None:
-        """Offer ``link`` of ``page`` (at ``at``); ``redirect``: ``page`` redirects to it, a hop or not
-        (:meth:`idcrawl.core.scope.Hops.redirect`); None: a link."""
+    def _offer(self, page: str, seed: str, at: Hops, link: str, now: float, new: dict[str, QueuedUrl],
+               work: list[tuple[str, str, Hops]] | _SeedWork, *, redirect: bool | None = None) -> None:
+        """The link ``link`` of ``page``, reached by ``seed``'s path ``at``: a claim of ``seed`` if one
+        of its crawl profiles has it in scope and no known path of ``seed`` beats it. The URL is filed
+        (once), its owner ranked among its claimants (:func:`own`), and a page already fetched is
+        pushed onto ``work`` to follow its links again with the new path. ``redirect``: ``page``
+        redirects to ``link``, a hop or not (:meth:`idcrawl.core.scope.Hops.redirect`); None: a link."""
         if self._skip is not None and self._skip(link):
             return
-        by_domain = self.scope.offsite_by_domain(owner)
+        by_domain = self.scope.offsite_by_domain(seed)
         hops = (at.follow(page, link, by_domain=by_domain) if redirect is None
                 else at.redirect(page, link, hop=redirect, by_domain=by_domain))
-        names = self.scope.scoped(owner, link, hops)
+        names = self.scope.scoped(seed, link, hops)
         if not names:
             return
         entry = self._entries.get(link)
         if entry is None:
-            record = UrlRecord(link, owner, self.scope.collection_of(names), names, hops)
-            queued = self._queue(QueuedUrl(record, QueueState.QUEUED, (hops,)), now)
+            record = UrlRecord(link, seed, *self.scope.filed(names), hops)
+            queued = self._queue(QueuedUrl(record, QueueState.QUEUED, (hops,), None, ((seed, hops),)), now)
             self._put(queued)
             new[link] = queued
             return
-        record = entry.record
-        if record.owner == owner:
-            if any(_beaten(hops, by=path) for path in entry.paths):
-                return
-            paths = (*(path for path in entry.paths if not _beaten(path, by=hops)), hops)
-            entry = replace(entry, paths=paths, record=replace(
-                record, hops=min(paths), crawl_profiles=tuple(dict.fromkeys(record.crawl_profiles + names))))
-            self._put(entry)
-        else:
-            seeds = self.scope.seeds
-            mine = replace(record, owner=owner, collection=self.scope.collection_of(names), crawl_profiles=names,
-                           hops=hops)
-            if record.owner in seeds and choose_owner(link, seeds[owner].url, seeds[record.owner].url,
-                                                      context_next=self._next_harvest(entry.state, mine),
-                                                      queued_next=self._next_harvest(entry.state, record)
-                                                      ) is not Owner.CONTEXT:
-                return
-            entry = self._schedule(self._queue(replace(entry, paths=(hops,), record=mine), now))
-            self._put(entry)
-            if entry.state is not QueueState.HARVESTED:
-                new[link] = entry
-        if entry.links is not None:
-            work.append((link, hops))
+        claims = add_claim(claims_of(entry), seed, hops)
+        if claims is None:
+            return
+        owned = own(entry, claims, self.scope)
+        if owned.record.owner != entry.record.owner:
+            owned = self._schedule(self._queue(owned, now))
+            if owned.state is not QueueState.HARVESTED:
+                new[link] = owned
+        elif owned.record.crawl_profiles != entry.record.crawl_profiles:
+            owned = self._schedule(owned)  # harvested: its revisit by its crawl profiles now
+        self._put(owned)
+        if owned.links is not None:
+            work.append((link, seed, hops))
 
     def _next_harvest(self, state: QueueState, record: UrlRecord) -> float:
         return next_harvest_of(state, record, self.scope)

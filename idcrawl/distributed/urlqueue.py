@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from idcrawl.core.scope import SEED, Harvest, Hops, JobScope, Owner, UrlRecord, Verdict, choose_owner, host_of
+from idcrawl.core.scope import SEED, Harvest, Hops, JobScope, UrlRecord, Verdict, host_of, scope_marks
 from idcrawl.core.urlqueue import (
+    Claim,
     Group,
     QueuedUrl,
     QueueState,
@@ -23,8 +24,9 @@ from idcrawl.core.urlqueue import (
     UrlCount,
     check_queued,
     choose_group,
+    claims_of,
     count_urls,
-    next_harvest_of,
+    own,
     reconcile,
     waits,
     walk_stored,
@@ -58,9 +60,9 @@ def group_key(group: Group) -> str:
 def revisit_spec(scope: JobScope) -> str:
     """What the ``URL_*`` scripts need of ``scope`` to schedule revisits (``urls_common.lua``'s
     ``revisit_of``, :func:`idcrawl.core.scope.revisit_of`): '' when no crawl profile has a revisit, else
-    JSON of the page targets and of the enabled crawl profiles with a revisit (collection, seconds)."""
+    JSON of the page targets and of the active crawl profiles (JobScope.active) with a revisit (collection, seconds)."""
     profiles = {name: [profile.collection or "", profile.revisit] for name, profile in scope.crawl_profiles.items()
-                if profile.revisit is not None and profile.enabled}
+                if profile.revisit is not None and scope.active(name)}
     if not profiles:
         return ""
     return json.dumps({"pages": list(scope.pages), "profiles": profiles}, sort_keys=True)
@@ -71,15 +73,22 @@ def _float(value: str) -> float | None:
     return float(value) if value else None
 
 
+def claims_text(claims: Sequence[Claim]) -> str:
+    """Claims as the ``claims`` field holds them (``urls_common.lua``: JSON [[seed, hops, off], ...])."""
+    return json.dumps([[seed, hops.hops, hops.offsite] for seed, hops in claims], separators=(",", ":"))
+
+
 def entry_of(url: str, row: Sequence[Any]) -> QueuedUrl:
     """An entry from a script's row (``urls_common.lua``: owner, col, cps, hops, off, paths, host,
-    st, w, next, last, nf, err, cyc, links, has links)."""
-    owner, col, cps, hops, off, paths, _host, st, _w, nxt, last, nf, err, cyc, links, has = (reply_text(v) for v in row)
+    st, w, next, last, nf, err, cyc, claims, links, has links)."""
+    (owner, col, cps, hops, off, paths, _host, st, _w, nxt, last, nf, err, cyc, claims, links,
+     has) = (reply_text(v) for v in row)
     record = UrlRecord(url, owner, col or None, tuple(name for name in cps.split("\n") if name),
                        Hops(int(hops), int(off)), _float(nxt), _float(last), int(nf), int(err), int(cyc))
     path_list = tuple(Hops(int(h), int(o)) for h, _, o in (p.partition(":") for p in paths.split(",") if p))
+    claim_list = tuple(sorted((str(seed), Hops(int(h), int(o))) for seed, h, o in json.loads(claims))) if claims else ()
     return QueuedUrl(record, _STATES[st], path_list or (SEED,),
-                     tuple(link for link in links.split("\n") if link) if has == "1" else None)
+                     tuple(link for link in links.split("\n") if link) if has == "1" else None, claim_list)
 
 
 @dataclass(slots=True)
@@ -139,8 +148,8 @@ class RedisUrlQueue:
         progress waits until they are (:func:`~idcrawl.distributed.runs.await_reconciled`; it reconciles them
         itself if that worker stopped first). A URL taken by a worker that is gone is ready again (``URL_STATUS``).
         As in one process, a harvested URL not due waits for its revisit (``P uwait``, by the time the
-        rule gives it now), and a target's hop-0 page whose crawl profiles grew since the last run
-        (a crawl profile assigned or activated again) has its stored links walked again (``started``)."""
+        rule gives it now), and a target whose scope changed since the last run (its mark in ``P umarks``:
+        a crawl profile assigned, activated again, widened) walks its stored links again (``started``)."""
         self.scope = scope
         self._spec = revisit_spec(scope)
         run = run or self.run
@@ -152,16 +161,22 @@ class RedisUrlQueue:
         counts: dict[str, int] = {}
         pairs: Any = self.client.zrange(self.keys.uwait, 0, -1, withscores=True)
         waiting = {reply_text(url): float(score) for url, score in pairs}  # harvested URLs waiting, by next harvest
-        #: hop-0 pages with stored links, and their crawl profiles before this run
-        before: dict[str, tuple[str, ...]] = {}
+        marks = scope_marks(scope)
+        stored: Any = self.client.hgetall(self.keys.umarks)
+        old = {reply_text(k): reply_text(v) for k, v in stored.items()}
+        #: targets whose scope changed since the last run: claims checked, stored links walked again
+        stale = {name for name, mark in marks.items() if old.get(name) != mark}
+        #: the pages with stored links each stale target claims (the walks' starts)
+        starts: dict[str, list[QueuedUrl]] = {}
         for n, entry in enumerate(self.entries()):
             if n % BATCH == 0:  # alive while reconciling: the joining workers wait for it (runs.await_reconciled)
                 self.client.zadd(self.keys.workers, {self.worker: redis_now_ms(self.client, self.keys.workers)})
-            if entry.record.hops == SEED and entry.links is not None:
-                before[entry.url] = entry.record.crawl_profiles
+            if entry.links is not None:
+                for name in {seed for seed, _ in claims_of(entry)} & stale:
+                    starts.setdefault(name, []).append(entry)
             if entry.state is QueueState.TAKEN:
                 continue  # a live worker's (its lease decides)
-            new, events = reconcile(entry, scope, now, self.postpone_for)
+            new, events = reconcile(entry, scope, now, self.postpone_for, stale)
             wait = new is not None and waits(new, scope, now, self.postpone_for)
             if new == entry and ((waiting.get(entry.url) == new.record.next_harvest) if wait
                                  else entry.url not in waiting):
@@ -171,66 +186,73 @@ class RedisUrlQueue:
             for what in events:
                 counts[what] = counts.get(what, 0) + 1
         started: dict[str, QueuedUrl] = {}
-        for url, names in sorted(before.items()):
-            page = self.get(url)
-            if page is not None and page.record.hops == SEED and not set(page.record.crawl_profiles) <= set(names):
-                self._walk_again(page, now, started)
+        for name in sorted(starts):
+            self._walk([page for entry in starts[name] if (page := self.get(entry.url)) is not None],
+                       name, now, started)
+        if marks != old:
+            with self.client.pipeline(transaction=True) as pipe:
+                pipe.delete(self.keys.umarks)
+                if marks:
+                    pipe.hset(self.keys.umarks, mapping=marks)  # type: ignore[arg-type]
+                pipe.execute()
         reconciled(self.client, self.prefix, run)
         return Reconciled.of_counts(counts, len(started))
 
-    def _walk_again(self, start: QueuedUrl, now: float, new: dict[str, QueuedUrl]) -> None:
-        """A crawl profile was assigned to (or activated again on) the target of the hop-0 page ``start``
-        (:meth:`idcrawl.core.urlqueue.MemoryUrlQueue._walk_again`, the same walk): the stored links of
-        ``start`` and of the pages of its target reached from it are offered again (each page and path
-        once), so what the crawl profile adds to the scope is queued (into ``new``) without fetching."""
-        owner = start.record.owner
-        if owner not in self.scope.seeds:
+    def _walk(self, start: QueuedUrl | Sequence[QueuedUrl], seed: str, now: float, new: dict[str, QueuedUrl]) -> None:
+        """:func:`~idcrawl.core.urlqueue.walk_stored` from ``start`` (a page or pages) in the context of ``seed``."""
+        if seed not in self.scope.seeds:
             return
 
         def offer(page: str, hops: Hops, link: str, work: list[tuple[str, Hops]]) -> None:
             if self._skip is not None and self._skip(link):
                 return
-            at = hops.follow(page, link, by_domain=self.scope.offsite_by_domain(owner))
-            names = self.scope.scoped(owner, link, at)
+            at = hops.follow(page, link, by_domain=self.scope.offsite_by_domain(seed))
+            names = self.scope.scoped(seed, link, at)
             if names:
                 reached: list[tuple[str, str, Hops, tuple[str, ...]]] = []  # pages a better path reaches again
-                self._offer_link(link, owner, names, at, now, new, reached)
+                self._offer_link(link, seed, names, at, now, new, reached)
                 work.extend((url, path) for url, _, path, _ in reached)
 
-        walk_stored(start, self.get, offer)
+        walk_stored([start] if isinstance(start, QueuedUrl) else start, seed, self.get, offer)
 
     def _set(self, old: QueuedUrl, new: QueuedUrl | None, *, wait: bool = False) -> bool:
         """Write a reconciled entry (None: gone) if it is still as read (state and last harvest);
         ``wait``: it waits for its revisit at its next harvest time (``P uwait``)."""
         if new is None:
             args: list[Any] = ["", "", "", 0, 0, "gone", "", ""]
+            more = ["", ""]
         else:
             record = new.record
             args = [record.owner, record.collection or "", "\n".join(record.crawl_profiles), record.hops.hops,
                     record.hops.offsite, _CODES[new.state],
                     "" if record.next_harvest is None else repr(record.next_harvest), "1" if wait else ""]
+            more = [",".join(f"{p.hops}:{p.offsite}" for p in new.paths), claims_text(new.claims) if new.claims else ""]
         last = old.record.last_harvest
         return bool(self._put(keys=[self.keys.url(old.url)], args=[
-            old.url, "set", _CODES[old.state], *args, "" if last is None else repr(last)]))
+            old.url, "set", _CODES[old.state], *args, "" if last is None else repr(last), *more]))
 
     # -- offers ------------------------------------------------------------------------------
 
-    def _offer_call(self, url: str, owner: str, names: Sequence[str], hops: Hops, mode: str, now: float,
-                    expect: str = "") -> tuple[str, QueuedUrl]:
-        collection = self.scope.collection_of(names)
+    def _offer_call(self, url: str, owner: str, names: Sequence[str], hops: Hops, mode: str,
+                    now: float) -> tuple[str, QueuedUrl]:
+        collection, names = self.scope.filed(names)
         record = UrlRecord(url, owner, collection, tuple(names), hops)
         decision = check_queued(record, self.scope, now, self.postpone_for)
         postponed = decision.verdict is Verdict.POSTPONE
         nxt = decision.record.next_harvest if postponed else None
         verdict, row = self._offer(keys=[self.keys.url(url)], args=[
-            url, owner, collection or "", "\n".join(names), hops.hops, hops.offsite, host_of(url), mode, expect,
-            "p" if postponed else "q", "" if nxt is None else repr(nxt), self.worker, self._spec])
+            url, owner, collection or "", "\n".join(names), hops.hops, hops.offsite, host_of(url), mode, "",
+            "p" if postponed else "q", "" if nxt is None else repr(nxt), self.worker, self._spec, ""])
         return reply_text(verdict), entry_of(url, row)
 
     def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
         self.status.at = float("-inf")
         verdict, entry = self._offer_call(url, owner, self.scope.seeds[owner].crawl_profiles, SEED, "seed", now)
-        return None if verdict == "same" else entry
+        if verdict == "same":
+            return None
+        if entry.links is not None:  # harvested before: the new seed walks its stored links (no refetch)
+            self._walk(entry, owner, now, {})
+        return entry
 
     def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None,
                 hold: bool = False) -> list[QueuedUrl]:
@@ -247,7 +269,7 @@ class RedisUrlQueue:
             return []
         entry = entry_of(url, row)
         new: dict[str, QueuedUrl] = {}
-        self._follow([(url, entry.record.owner, hops, links) for hops in entry.paths], now, new)
+        self._follow([(url, seed, hops, links) for seed, hops in claims_of(entry)], now, new)
         if not hold:  # held until its links are offered (URL_HARVEST): the fleet was not finished in between
             self._put(keys=[self.keys.url(url)], args=[url, "done", self.worker])
         return list(new.values())
@@ -264,6 +286,7 @@ class RedisUrlQueue:
                if decision.verdict is Verdict.POSTPONE else replace(entry, state=QueueState.QUEUED, record=record))
         self.status.at = float("-inf")
         return new if self._set(entry, new, wait=waits(new, self.scope, now, self.postpone_for)) else None
+
     def redirected(self, url: str, target: str, now: float, *, hop: bool = True) -> QueuedUrl | None:
         """A redirect is a link (:meth:`idcrawl.core.urlqueue.MemoryUrlQueue.redirected`): ``url`` harvested
         with ``target`` as its link; a ``target`` this call queued is taken for this worker (``URL_PUT``
@@ -278,15 +301,16 @@ class RedisUrlQueue:
         if not row:
             return None
         entry = entry_of(url, row)
-        owner = entry.record.owner
         new: dict[str, QueuedUrl] = {}
-        if owner in self.scope.seeds and not (self._skip is not None and self._skip(target)):
+        if not (self._skip is not None and self._skip(target)):
             work: list[tuple[str, str, Hops, tuple[str, ...]]] = []
-            for path in entry.paths:
-                at = path.redirect(url, target, hop=hop, by_domain=self.scope.offsite_by_domain(owner))
-                names = self.scope.scoped(owner, target, at)
+            for seed, path in claims_of(entry):  # each target claiming the page follows it on its own path
+                if seed not in self.scope.seeds:
+                    continue
+                at = path.redirect(url, target, hop=hop, by_domain=self.scope.offsite_by_domain(seed))
+                names = self.scope.scoped(seed, target, at)
                 if names:
-                    self._offer_link(target, owner, names, at, now, new, work)
+                    self._offer_link(target, seed, names, at, now, new, work)
             self._follow(work, now, new)
         self._put(keys=[self.keys.url(url)], args=[url, "done", self.worker])
         claimed = new.get(target)
@@ -307,48 +331,57 @@ class RedisUrlQueue:
 
     def _follow(self, work: list[tuple[str, str, Hops, tuple[str, ...]]], now: float,
                 new: dict[str, QueuedUrl]) -> None:
-        """Offer the links of (page, its owner, its counters, its links), and of pages a better path
-        reaches again; ``new`` gets the URLs filed for the first time or taken over from another owner."""
+        """Offer the links of (page, a seed claiming it, its counters, its links), and of pages a better
+        path reaches again; ``new`` gets the URLs filed for the first time or taken over from another owner."""
         while work:
-            page, owner, at, links = work.pop()
-            if owner not in self.scope.seeds:
+            page, seed, at, links = work.pop()
+            if seed not in self.scope.seeds:
                 continue
             for link in links:
                 if self._skip is not None and self._skip(link):
                     continue
-                hops = at.follow(page, link, by_domain=self.scope.offsite_by_domain(owner))
-                names = self.scope.scoped(owner, link, hops)
+                hops = at.follow(page, link, by_domain=self.scope.offsite_by_domain(seed))
+                names = self.scope.scoped(seed, link, hops)
                 if names:
-                    self._offer_link(link, owner, names, hops, now, new, work)
+                    self._offer_link(link, seed, names, hops, now, new, work)
 
-    def _offer_link(self, link: str, owner: str, names: tuple[str, ...], hops: Hops, now: float,
+    def _offer_link(self, link: str, seed: str, names: tuple[str, ...], hops: Hops, now: float,
                     new: dict[str, QueuedUrl], work: list[tuple[str, str, Hops, tuple[str, ...]]]) -> None:
-        expect = ""
+        """``seed``'s path ``hops`` to ``link`` (in the scope of its crawl profiles ``names``): filed, or
+        added to its claims; the claimants ranked (:func:`~idcrawl.core.urlqueue.own`) and the owner's
+        record written if it changed (a compare-and-set on the claims read); a page already fetched
+        goes onto ``work`` to follow its links with the new path."""
+        verdict, entry = self._offer_call(link, seed, names, hops, "link", now)
+        if verdict == "new":
+            new[link] = entry
+            return
+        if verdict != "claimed":
+            return
         for _ in range(TRIES):
-            verdict, entry = self._offer_call(link, owner, names, hops, "link", now, expect)
-            if verdict == "new":
-                new[link] = entry
-                return
-            if verdict in ("better", "reowned"):
-                if verdict == "reowned" and entry.state is not QueueState.HARVESTED:
-                    new[link] = entry
-                if entry.links is not None:
-                    work.append((link, owner, hops, entry.links))
-                return
-            if verdict != "owner":
-                return
-            queued = entry.record.owner
-            seeds = self.scope.seeds
-            mine = UrlRecord(link, owner, self.scope.collection_of(names), names, hops, entry.record.next_harvest,
-                             entry.record.last_harvest, entry.record.not_found, entry.record.errors,
-                             entry.record.cycles)
-            if queued in seeds and choose_owner(
-                    link, seeds[owner].url, seeds[queued].url,
-                    context_next=next_harvest_of(entry.state, mine, self.scope),
-                    queued_next=next_harvest_of(entry.state, entry.record, self.scope)) is not Owner.CONTEXT:
-                return
-            expect = queued  # this owner takes it, if the queued one still has it
-        raise RuntimeError(f"idcrawl: the owner of {link} kept changing ({TRIES} offers in a row)")
+            owned = own(entry, claims_of(entry), self.scope)
+            if owned.record == entry.record and owned.paths == entry.paths:
+                break
+            record = owned.record
+            decision = check_queued(record, self.scope, now, self.postpone_for)
+            postponed = decision.verdict is Verdict.POSTPONE
+            nxt = decision.record.next_harvest if postponed else None
+            reply, row = self._offer(keys=[self.keys.url(link)], args=[
+                link, record.owner, record.collection or "", "\n".join(record.crawl_profiles), record.hops.hops,
+                record.hops.offsite, host_of(link), "own", claims_text(entry.claims) if entry.claims else "",
+                "p" if postponed else "q", "" if nxt is None else repr(nxt), self.worker, self._spec,
+                ",".join(f"{p.hops}:{p.offsite}" for p in owned.paths)])
+            verdict, written = reply_text(reply), entry_of(link, row)
+            if verdict == "changed":
+                entry = written
+                continue
+            if verdict == "reowned" and written.state is not QueueState.HARVESTED:
+                new[link] = written
+            entry = written
+            break
+        else:
+            raise RuntimeError(f"idcrawl: the claims on {link} kept changing ({TRIES} offers in a row)")
+        if entry.links is not None:
+            work.append((link, seed, hops, entry.links))
 
     def failed(self, url: str, result: Harvest, now: float) -> QueuedUrl | None:
         self.taken.discard(url)
@@ -436,7 +469,8 @@ class RedisUrlQueue:
 
 
 #: The fields of a URL's entry in a script's row order (``urls_common.lua``), then its links.
-_ROW = ("owner", "col", "cps", "hops", "off", "paths", "host", "st", "w", "next", "last", "nf", "err", "cyc", "links")
+_ROW = ("owner", "col", "cps", "hops", "off", "paths", "host", "st", "w", "next", "last", "nf", "err", "cyc", "claims",
+        "links")
 #: URLs read in one round trip (:func:`read_entries`).
 BATCH = 500
 

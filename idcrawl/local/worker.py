@@ -343,12 +343,13 @@ class LocalWorker:
             queue = previous
         else:
             queue = MemoryUrlQueue(store.load_urls() if store is not None else (), rng=rng, skip=skip,
-                                   postpone_for=postpone_for)
+                                   postpone_for=postpone_for,
+                                   marks=store.load_scope_marks() if store is not None else None)
         if recorder is not None and store is not None and isinstance(queue, MemoryUrlQueue):
             kept = queue
 
             def commit() -> None:
-                store.commit_urls(*kept.changes())
+                store.commit_urls(*kept.changes(), kept.marks_changed())
 
             recorder.also_commit.append(commit)
             self._url_commit = commit

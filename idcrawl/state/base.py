@@ -129,8 +129,15 @@ class StateStore(ABC):
         """The stored URLs of crawl scope (:mod:`idcrawl.core.urlqueue`), in URL order."""
         return []
 
-    def commit_urls(self, changed: Sequence[QueuedUrl], deleted: Sequence[str]) -> None:
-        """Atomically: store ``changed`` URLs (replacing their earlier entries), forget ``deleted`` ones."""
+    def load_scope_marks(self) -> dict[str, str] | None:
+        """The targets' scope marks the last run stored with the URLs (:func:`idcrawl.core.scope.scope_marks`);
+        None: none stored."""
+        return None
+
+    def commit_urls(self, changed: Sequence[QueuedUrl], deleted: Sequence[str],
+                    marks: Mapping[str, str] | None = None) -> None:
+        """Atomically: store ``changed`` URLs (replacing their earlier entries), forget ``deleted`` ones,
+        and (not None) the targets' scope ``marks``."""
         raise NotImplementedError(f"{type(self).__name__} does not keep the URL queue")
 
     @abstractmethod

@@ -289,6 +289,14 @@ def feed_mark(run: Any, path: Any, offset: Any, where: str) -> tuple[int, str, i
 _QUEUE_STATES = frozenset(QueueState)
 
 
+def scope_marks(text: Any, where: str) -> dict[str, str]:
+    """The targets' scope marks stored with the URL queue (JSON: target name -> mark)."""
+    marks = _json(text, where, None, "scope marks")
+    if not (isinstance(marks, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in marks.items())):
+        raise DamagedState(where, None, f"scope marks = {_short(marks)}")
+    return marks
+
+
 def url_entry(row: Sequence[Any], where: str) -> QueuedUrl:
     """A row of the URL queue of crawl scope (the ``urls`` table's columns, in order)."""
     (url, owner, collection, names, hops, offsite, state, next_harvest, last_harvest,
@@ -313,10 +321,13 @@ def url_entry(row: Sequence[Any], where: str) -> QueuedUrl:
     check("crawl_profiles", profiles, isinstance(profiles, list) and all(isinstance(n, str) for n in profiles))
     pairs = _json(paths, where, owner, f"{what}: paths")
     check("paths", pairs, isinstance(pairs, list) and all(
-        isinstance(p, list) and len(p) == 2 and all(_is_int(h) and h >= 0 for h in p) for p in pairs))
+        isinstance(p, list) and len(p) in (2, 3) and all(_is_int(h) and h >= 0 for h in p[:2])
+        and (len(p) == 2 or isinstance(p[2], str)) for p in pairs))
     found = None if links is None else _json(links, where, owner, f"{what}: links")
     check("links", found, found is None or (isinstance(found, list) and all(isinstance(u, str) for u in found)))
     record = UrlRecord(url, owner, collection, tuple(profiles), Hops(hops, offsite), next_harvest, last_harvest,
                        not_found, errors, cycles)
-    return QueuedUrl(record, QueueState(state), tuple(Hops(h, o) for h, o in pairs),
-                     None if found is None else tuple(found))
+    paths = tuple(Hops(p[0], p[1]) for p in pairs if len(p) == 2)
+    others = tuple((p[2], Hops(p[0], p[1])) for p in pairs if len(p) == 3)  # other seeds' claims
+    claims = tuple(sorted((*((owner, hops) for hops in paths), *others))) if others else ()
+    return QueuedUrl(record, QueueState(state), paths, None if found is None else tuple(found), claims)

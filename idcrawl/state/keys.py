@@ -103,6 +103,7 @@ class JobKeys:
     # -- the crawl scope's shared URL queue (urls_common.lua) ------------------------------------------
     uhosts = _Key("uhosts")  # hash: host -> ready URLs
     uwait = _Key("uwait")  # zset: harvested URLs waiting for their revisit, by next harvest time
+    umarks = _Key("umarks")  # hash: target -> its scope mark at the last run's start (core.scope.scope_marks)
 
     def url(self, url: str) -> str:
         """``P U:<url>`` (hash): a URL's entry."""

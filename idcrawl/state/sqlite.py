@@ -103,11 +103,16 @@ _URL_UPSERT = (f"INSERT OR REPLACE INTO urls ({_URL_COLUMNS}) "  # noqa: S608 - 
                f"VALUES ({', '.join('?' * len(_URL_COLUMNS.split(',')))})")
 
 
+#: The ``meta`` key of the targets' scope marks stored with the URL queue (:func:`idcrawl.core.scope.scope_marks`).
+_SCOPE_MARKS = "url_scope_marks"
+
+
 def _url_row(entry: QueuedUrl) -> tuple[Any, ...]:
     r = entry.record
     return (r.url, r.owner, r.collection, json.dumps(r.crawl_profiles), r.hops.hops, r.hops.offsite,
             entry.state.value, r.next_harvest, r.last_harvest, r.not_found, r.errors, r.cycles,
-            json.dumps([[p.hops, p.offsite] for p in entry.paths]),
+            json.dumps([[p.hops, p.offsite] for p in entry.paths]  # the owner's, then the other seeds' claims
+                       + [[p.hops, p.offsite, seed] for seed, p in entry.claims if seed != r.owner]),
             None if entry.links is None else json.dumps(entry.links))
 
 
@@ -380,13 +385,27 @@ class SqliteStateStore(StateStore):
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
-    def commit_urls(self, changed: Sequence[QueuedUrl], deleted: Sequence[str]) -> None:
-        if not changed and not deleted:
+    def load_scope_marks(self) -> dict[str, str] | None:
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_SCOPE_MARKS,)).fetchone()
+        except sqlite3.Error as exc:
+            raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
+        if row is None:
+            return None
+        with decode.reading(self._source):
+            return decode.scope_marks(row[0], "table meta")
+
+    def commit_urls(self, changed: Sequence[QueuedUrl], deleted: Sequence[str],
+                    marks: Mapping[str, str] | None = None) -> None:
+        if not changed and not deleted and marks is None:
             return
         try:
             with self._transaction() as db:
                 db.executemany("DELETE FROM urls WHERE url = ?", ((url,) for url in deleted))
                 db.executemany(_URL_UPSERT, (_url_row(entry) for entry in changed))
+                if marks is not None:
+                    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                               (_SCOPE_MARKS, json.dumps(dict(marks), sort_keys=True)))
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 

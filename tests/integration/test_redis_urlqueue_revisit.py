@@ -74,8 +74,8 @@ def answer(queue: Any, graph: dict[str, list[str]], url: str, now: float) -> Non
 
 
 def memory_run(entries: list[QueuedUrl], scope: JobScope, steps: list[float],
-               graph: dict[str, list[str]]) -> tuple[MemoryUrlQueue, Reconciled, list[set[str]]]:
-    queue = MemoryUrlQueue(entries, rng=random.Random(len(entries)))
+               graph: dict[str, list[str]], marks: dict[str, str]) -> tuple[MemoryUrlQueue, Reconciled, list[set[str]]]:
+    queue = MemoryUrlQueue(entries, rng=random.Random(len(entries)), marks=marks)  # as a store keeps them
     reconciled = queue.start(scope, steps[0])
     queue.seed("front", FRONT, steps[0])
     fetched = []
@@ -140,9 +140,10 @@ def test_a_fleet_revisits_what_one_process_revisits_at_every_step_of_every_run(r
         profiles, runs = make_plan(rng)
         prefix = f"rv:{{{case}}}:"
         entries: list[QueuedUrl] = []
+        marks: dict[str, str] = {}
         for run, (_, steps, assigned, revisits, enabled) in enumerate(runs):
             scope = scope_of(profiles, assigned, revisits, enabled)
-            memory, expected_start, expected = memory_run(entries, scope, steps, graph)
+            memory, expected_start, expected = memory_run(entries, scope, steps, graph, marks)
             fleet, fleet_start, got = fleet_run(client, prefix, run, scope, steps, graph, rng)
             where = f"case {case} run {run}: graph={graph} profiles={profiles} runs={runs}"
             assert got == expected, where
@@ -150,7 +151,7 @@ def test_a_fleet_revisits_what_one_process_revisits_at_every_step_of_every_run(r
                 expected_start.due, expected_start.not_due, expected_start.started), where
             assert records(fleet.entries()) == records(memory.entries()), where
             assert fleet.next_harvest() == memory.next_harvest(), where  # a watching worker's wake-up
-            entries = memory.entries()
+            entries, marks = memory.entries(), memory.marks
             revisited += run > 0 and any(fetched for fetched in got)
             started += fleet_start.started > 0
     assert revisited >= 20 and started >= 3  # the seeded cases do revisit and re-follow
@@ -163,8 +164,8 @@ def two_seeds(a_revisit: float | None, b_revisit: float | None) -> JobScope:
 
 
 @pytest.mark.parametrize(("a_revisit", "b_revisit", "owner"), [
-    (None, None, "b"), (100.0, None, "a"), (None, 100.0, "b"), (50.0, 100.0, "a"), (100.0, 50.0, "b"),
-    (100.0, 100.0, "b"),
+    (None, None, "a"), (100.0, None, "a"), (None, 100.0, "b"), (50.0, 100.0, "a"), (100.0, 50.0, "b"),
+    (100.0, 100.0, "a"),
 ])
 def test_in_a_fleet_a_harvested_url_two_seeds_reach_goes_to_the_seed_that_harvests_it_next_first(
     redis_server: Any, a_revisit: float | None, b_revisit: float | None, owner: str,

@@ -39,12 +39,15 @@ class LinkGraphSite:
     """
 
     def __init__(self, graph: Mapping[str, Sequence[str]], robots: Mapping[str, str] | None = None,
-                 delay: float = 0.0, gate: threading.Event | None = None, ungated: Collection[str] = ()) -> None:
+                 delay: float = 0.0, gate: threading.Event | None = None, ungated: Collection[str] = (),
+                 delays: Mapping[str, float] | None = None) -> None:
         """``delay``: seconds each page takes to answer (so that a crawl can be stopped mid-way);
+        ``delays``: seconds more for some pages (``http://HOST/PATH``: a response order to try);
         ``gate``: while it is clear, pages (but the ``ungated`` ones and robots.txt) are
         answered only once it is set (logged at once: a crawl held mid-way, without timing)."""
         self.graph = {k: list(v) for k, v in graph.items()}
         self.delay = delay
+        self.delays = dict(delays or {})
         self.gate = gate
         self.ungated = frozenset(ungated)
         self.robots = dict(robots or {})
@@ -63,8 +66,8 @@ class LinkGraphSite:
                 page = f"http://{host}{self.path}"
                 if site.gate is not None and page not in site.ungated and self.path != "/robots.txt":
                     site.gate.wait()
-                if site.delay:
-                    time.sleep(site.delay)
+                if site.delay or page in site.delays:
+                    time.sleep(site.delay + site.delays.get(page, 0.0))
                 if page not in site.graph:
                     self._reply(404, b"<html><body>no such page</body></html>", "text/html")
                     return

@@ -420,3 +420,65 @@ def page_signals_truth(
         page["d"] = min(hi, max(lo, longer))
         events.append(("not_modified", 0) if answer == "304" else ("unchanged", 0))
     return events, forced, {i: (float(p["d"]), int(p["rev"])) for i, p in pages.items()}  # type: ignore[arg-type, call-overload]
+def _segments(url: str) -> tuple[str, tuple[str, ...]]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return (parts.hostname or "").lower(), tuple(s for s in parts.path.split("/") if s)
+
+
+def scope_claims_truth(
+    links: Mapping[str, Sequence[str]], seeds: Mapping[str, str], admits: Callable[[str, str, int, int], bool]
+) -> dict[str, dict[str, set[tuple[int, int]]]]:
+    """Every seed's walk on its own, to a fixpoint, in no order: page -> seed -> the (hops, off-site
+    hops) of every path of that seed's walk to it. ``seeds``: name -> its hop-0 page; a link is
+    followed by seed ``name`` when ``admits(name, url, hops, offsite)`` (its crawl profiles' rules)."""
+    from urllib.parse import urlsplit
+
+    claims: dict[str, dict[str, set[tuple[int, int]]]] = {}
+    for name, start in seeds.items():
+        seen = {(start, 0, 0)}
+        queue = deque(seen)
+        while queue:
+            page, hops, offsite = queue.popleft()
+            for link in links.get(page, ()):
+                leaves = offsite > 0 or urlsplit(link).hostname != urlsplit(page).hostname
+                state = (link, hops + 1, offsite + 1 if leaves else 0)
+                if state not in seen and admits(name, *state):
+                    seen.add(state)
+                    queue.append(state)
+        for page, hops, offsite in seen:
+            claims.setdefault(page, {}).setdefault(name, set()).add((hops, offsite))
+    return claims
+
+
+def scope_owner_truth(url: str, claimants: Mapping[str, str], hop0: Container[str] = ()) -> str:
+    """docs/scope.md's owner of ``url`` among ``claimants`` (name -> seed URL; ``hop0``: those whose
+    hop-0 page it is), no revisits (every next harvest time alike): a claimant whose seed URL it is
+    first; then, when two or more share its host (its registered domain, for the .test hosts of the
+    tests), the one whose seed path begins the URL's with the most segments; then the smallest name."""
+    host, path = _segments(url)
+    shared = [name for name, seed in claimants.items() if _segments(seed)[0] == host]
+
+    def rank(name: str) -> tuple[bool, int, str]:
+        seed_host, seed_path = _segments(claimants[name])
+        first = name in hop0 or (seed_host, seed_path) == (host, path)
+        spec = -1
+        if len(shared) >= 2 and name in shared and path[: len(seed_path)] == seed_path:
+            spec = 1 + len(seed_path)
+        return (not first, -spec, name)
+
+    return min(claimants, key=rank)
+
+
+def scope_walk_truth(
+    links: Mapping[str, Sequence[str]], seeds: Mapping[str, str], admits: Callable[[str, str, int, int], bool]
+) -> dict[str, tuple[str, tuple[int, int]]]:
+    """What a multi-seed scope crawl fetches, whatever the order: page -> (its owner, the owner's
+    fewest (hops, off-site hops)); every page some seed's walk (:func:`scope_claims_truth`) reaches."""
+    truth: dict[str, tuple[str, tuple[int, int]]] = {}
+    for page, by_seed in scope_claims_truth(links, seeds, admits).items():
+        hop0 = {name for name, paths in by_seed.items() if (0, 0) in paths}
+        owner = scope_owner_truth(page, {name: seeds[name] for name in by_seed}, hop0)
+        truth[page] = (owner, min(by_seed[owner]))
+    return truth

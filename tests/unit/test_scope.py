@@ -159,20 +159,22 @@ RECORD = UrlRecord("http://www.db.no/artikkel/to", "db", "news", ("daily",), Hop
 def test_dispatch_harvests_a_url_in_scope_of_an_enabled_crawl_profile() -> None:
     decision = check_dispatch(RECORD, job_scope(), now=100.0, postpone_for=60.0)
     assert decision.verdict is Verdict.HARVEST
-    assert decision.record.crawl_profiles == ("daily",)
+    assert decision.record.crawl_profiles == ("daily", "archive")  # every crawl profile that admits it
 
 
 @pytest.mark.parametrize(("changes", "verdict", "reason"), [
     ({"seeds": {"db2": Seed("db2", "http://www.db.no/artikkel", ("deep",))}}, Verdict.REOWN, "target 'db' deleted"),
     ({"seeds": {"x": Seed("x", "http://www.vg.no/", ("deep",))}}, Verdict.DROP, "target 'db' deleted"),
-    ({"collections": {"old": Collection("old")}}, Verdict.DROP, "collection 'news' deleted"),
+    ({"collections": {"old": Collection("old")}, "seeds": {"db": Seed("db", "http://www.db.no/", ("daily",))}},
+     Verdict.DROP, "collection 'news' deleted"),
     ({"seeds": {"db": Seed("db", "http://www.db.no/", ("daily",), enabled=False)}}, Verdict.POSTPONE,
      "target 'db' deactivated"),
     ({"collections": {"news": Collection("news", enabled=False)}}, Verdict.POSTPONE, "collection 'news' deactivated"),
     ({"crawl_profiles": {"daily": CrawlProfile("daily", 2, "news", enabled=False)}}, Verdict.POSTPONE,
      "crawl profiles daily deactivated"),
     ({"crawl_profiles": {"daily": CrawlProfile("daily", 1, "news")}}, Verdict.DROP, "in the scope of none"),
-    ({"seeds": {"db": Seed("db", "http://www.db.no/", ("archive",))}}, Verdict.DROP, "in the scope of none"),
+    ({"seeds": {"db": Seed("db", "http://www.db.no/", ("archive",))},
+      "crawl_profiles": {"archive": CrawlProfile("archive", 1, "old")}}, Verdict.DROP, "in the scope of none"),
 ])
 def test_dispatch_drops_postpones_or_reowns(changes: dict[str, object], verdict: Verdict, reason: str) -> None:
     decision = check_dispatch(RECORD, job_scope(**changes), now=100.0, postpone_for=60.0)

@@ -5,6 +5,7 @@ URL twice, deletion drops, counters across runs, yields at dispatch against the 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from math import sqrt
@@ -69,8 +70,8 @@ def rerun(queue: MemoryUrlQueue, scope: JobScope, now: float = 0.0, seed: int = 
     """The next run: a queue built from what the last one stored, started with ``scope``."""
     changed, deleted = queue.changes()  # what a store commits: every entry is in it
     assert not deleted or set(deleted).isdisjoint(e.url for e in changed)
-    again = MemoryUrlQueue([QueuedUrl(e.record, e.state, e.paths, e.links) for e in queue.entries()],
-                           rng=random.Random(seed))
+    again = MemoryUrlQueue([QueuedUrl(e.record, e.state, e.paths, e.links, e.claims) for e in queue.entries()],
+                           rng=random.Random(seed), marks=queue.marks)
     again.start(scope, now)
     return again
 
@@ -215,10 +216,12 @@ def test_a_postponed_url_keeps_a_next_harvest_time_and_is_released_when_active_a
 
 
 def test_deleting_a_collection_drops_its_queued_urls_and_forgets_its_harvested_ones() -> None:
+    """Those no other collection holds: the crawl profile of "shop" admits none of them (its target's
+    hop-0 page aside, which is not queued: harvested, its record forgotten with "news")."""
     scope = JobScope({"s": Seed("s", url(0), ("p", "q"))},
                      {"p": CrawlProfile("p", 1, kind=ScopeKind.ANY, collection="news"),
                       "q": CrawlProfile("q", 1, kind=ScopeKind.ANY, collection="shop",
-                                        include=(), url_prefixes=())},
+                                        exclude=(re.compile("."),))},
                      {"news": Collection("news"), "shop": Collection("shop")}, pages=("s",))
     queue = MemoryUrlQueue()
     queue.start(scope, 0.0)

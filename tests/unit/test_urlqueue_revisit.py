@@ -61,15 +61,18 @@ LINKS = {url(0): [url(1), url(2)], url(1): [url(3)], url(2): [url(3)]}  # hops 0
 # -- the rule ----------------------------------------------------------------------------------------
 
 
-def test_the_revisit_is_the_shortest_of_the_enabled_crawl_profiles_of_its_collection_that_have_it_in_scope() -> None:
+def test_the_revisit_is_the_shortest_of_the_active_crawl_profiles_that_have_it_in_scope() -> None:
+    """Of every collection (a URL belongs to each collection of each crawl profile that admits it)."""
     scope = job(profile("slow", 2, 100.0, collection="news"), profile("off", 2, 5.0, collection="news", enabled=False),
                 profile("other", 2, 7.0, collection="shop"), profile("none", 2, None, collection="news"),
                 profile("fast", 0, 10.0, collection="news"),
                 collections={"news": Collection("news"), "shop": Collection("shop")})
     in_scope = scope.scoped("s", url(1), Hops(1))  # a record's crawl profiles: those that have it in scope
     assert in_scope == ("slow", "off", "other", "none")
-    assert revisit_of(UrlRecord(url(1), "s", "news", in_scope, Hops(1)), scope) == 100.0
-    assert revisit_of(UrlRecord(url(0), "s", "news", scope.scoped("s", url(0), SEED), SEED), scope) == 10.0
+    assert revisit_of(UrlRecord(url(1), "s", "news", in_scope, Hops(1)), scope) == 7.0  # "other", of "shop"
+    assert revisit_of(UrlRecord(url(1), "s", "news", ("slow", "off", "none"), Hops(1)), scope) == 100.0
+    assert revisit_of(UrlRecord(url(0), "s", "news", scope.scoped("s", url(0), SEED), SEED), scope) == 7.0
+    assert revisit_of(UrlRecord(url(0), "s", "news", ("slow", "fast"), SEED), scope) == 10.0
     assert revisit_of(UrlRecord(url(1), "s", "news", ("none",), Hops(1)), scope) is None  # harvested once
     ids = JobScope({"ids": Seed("ids", url(0), ("slow",))}, scope.crawl_profiles, scope.collections)
     # an id target's found page (hop 0): its lanes fetch it, the URL queue never revisits it
@@ -260,12 +263,12 @@ def two_seeds(a_revisit: float | None, b_revisit: float | None) -> JobScope:
 
 
 @pytest.mark.parametrize(("a_revisit", "b_revisit", "owner"), [
-    (None, None, "b"),  # a tie (both never again): the queued seed keeps it
+    (None, None, "a"),  # a tie (both never again): the smaller name, whichever seed reached it first
     (100.0, None, "a"),  # a harvests it again, b never: a gives the earliest next harvest
     (None, 100.0, "b"),
     (50.0, 100.0, "a"),
     (100.0, 50.0, "b"),
-    (100.0, 100.0, "b"),  # a tie
+    (100.0, 100.0, "a"),  # a tie: the smaller name
 ])
 def test_a_harvested_url_two_seeds_reach_goes_to_the_seed_that_harvests_it_next_first(
     a_revisit: float | None, b_revisit: float | None, owner: str,
@@ -284,18 +287,20 @@ def test_a_harvested_url_two_seeds_reach_goes_to_the_seed_that_harvests_it_next_
     assert entry.record.next_harvest == (None if revisit is None else revisit)  # harvested at 0
 
 
-def test_an_unharvested_url_two_seeds_reach_stays_with_the_queued_seed_whatever_the_revisits() -> None:
+@pytest.mark.parametrize("first", ["a", "b"])
+def test_an_unharvested_url_two_seeds_reach_goes_by_the_tie_rule_whichever_reached_it_first(first: str) -> None:
+    """Both would harvest it now (a tie at next harvest 0): the smaller name, in either order."""
     scope = two_seeds(10.0, None)
     queue = MemoryUrlQueue()
     queue.start(scope, 0.0)
     queue.seed("b", "http://www.vg.no/", 0.0)
     queue.seed("a", "http://www.db.no/", 0.0)
-    assert queue.take(lambda h: h == "www.vg.no", 0.0) is not None
-    queue.fetched("http://www.vg.no/", ["http://www.twatter.gov/"], 0.0)
-    assert queue.take(lambda h: h == "www.db.no", 0.0) is not None
-    queue.fetched("http://www.db.no/", ["http://www.twatter.gov/"], 0.0)  # both would harvest it now
+    hosts = {"a": "www.db.no", "b": "www.vg.no"}
+    for name in (first, "b" if first == "a" else "a"):
+        assert queue.take(lambda h, name=name: h == hosts[name], 0.0) is not None  # type: ignore[misc]
+        queue.fetched(f"http://{hosts[name]}/", ["http://www.twatter.gov/"], 0.0)
     entry = queue.get("http://www.twatter.gov/")
-    assert entry is not None and entry.record.owner == "b" and entry.state is QueueState.QUEUED
+    assert entry is not None and entry.record.owner == "a" and entry.state is QueueState.QUEUED
 
 
 # -- outlink case 2.4: not in scope and queued with the same seed -------------------------------------

@@ -7,7 +7,8 @@
 -- KEYS: P U:<url>.
 -- ARGV: url, what, state read (the compare: st, and w for a taken URL; for 'done' and 'claim': the worker);
 --   for 'set': owner, col, cps, hops, off, st, next, wait ('1': it waits for its revisit in P uwait
---   at next; '': it does not), the last harvest read (compared too: a URL harvested again since stands).
+--   at next; '': it does not), the last harvest read (compared too: a URL harvested again since stands),
+--   paths ("h:o,h:o": the owner's), claims (urls_common.lua's field; '': the owner's paths only).
 -- Returns 1 if changed, 0 if the entry is not as read (another worker changed it).
 local U = KEYS[1]
 local url, what, seen = ARGV[1], ARGV[2], ARGV[3]
@@ -36,7 +37,7 @@ elseif ARGV[9] == 'gone' then
   redis.call('ZREM', P .. 'uwait', url)
 else
   update(P, url, R, {owner = ARGV[4], col = ARGV[5], cps = ARGV[6], hops = ARGV[7], off = ARGV[8], st = ARGV[9],
-    w = '', next = ARGV[10]})
+    w = '', next = ARGV[10], paths = ARGV[13], claims = ARGV[14]})
   if ARGV[11] == '1' then
     redis.call('ZADD', P .. 'uwait', ARGV[10], url)
   else

@@ -7,7 +7,9 @@
 --                              path no other beats on both counters), host, st (q queued, p
 --                              postponed, t taken, h harvested), w (the worker that took it),
 --                              next, last (seconds on the job's clock, '' = none), nf, err, cyc
---                              (counters), links ("\n"-joined; absent: not fetched)
+--                              (counters), claims (JSON [[seed, hops, off], ...]: every seed's paths
+--                              no other path of that seed beats, the owner's included; '' or absent:
+--                              the owner's paths only), links ("\n"-joined; absent: not fetched)
 --   P uq:<host>/<group>  zset  ready URLs of a host and yield group (<collection>/<crawl profile>)
 --   P uqc:<host>         hash  group -> its ready URLs (the yields' draw needs only these counts)
 --   P uhosts             hash  host -> its ready URLs (0: field gone)
@@ -23,7 +25,7 @@ local function group_of(col, cps)
 end
 
 local FIELDS = {'owner', 'col', 'cps', 'hops', 'off', 'paths', 'host', 'st', 'w', 'next', 'last', 'nf', 'err',
-  'cyc'}
+  'cyc', 'claims'}
 
 -- the entry of URL key U as a table of its fields, or nil
 local function record_of(U)
@@ -102,6 +104,49 @@ local function join_paths(paths)
   return table.concat(parts, ',')
 end
 
+-- every seed's claims on entry R as a list of {seed, hops, off} (idcrawl.core.urlqueue.claims_of)
+local function claims_of(R)
+  if R.claims ~= '' then return cjson.decode(R.claims) end
+  local out = {}
+  for h, o in string.gmatch(R.paths, '(%d+):(%d+)') do out[#out + 1] = {R.owner, tonumber(h), tonumber(o)} end
+  return out
+end
+
+-- claims with seed's path {hops, off} (the paths of seed it beats on both counters dropped), or nil
+-- when a known path of seed beats it (idcrawl.core.urlqueue.add_claim)
+local function add_claim(claims, seed, hops, off)
+  local out = {}
+  for _, c in ipairs(claims) do
+    if c[1] == seed then
+      if c[2] <= hops and c[3] <= off then return nil end
+      if not (hops <= c[2] and off <= c[3]) then out[#out + 1] = c end
+    else
+      out[#out + 1] = c
+    end
+  end
+  out[#out + 1] = {seed, hops, off}
+  return out
+end
+
+-- are the claims text a (as a field holds them, '' : none) and b the same claims, in any order?
+local function same_claims(a, b)
+  if a == b then return true end
+  if a == '' or b == '' then return false end
+  local x, y = cjson.decode(a), cjson.decode(b)
+  if #x ~= #y then return false end
+  local function before(p, q)
+    if p[1] ~= q[1] then return p[1] < q[1] end
+    if p[2] ~= q[2] then return p[2] < q[2] end
+    return p[3] < q[3]
+  end
+  table.sort(x, before)
+  table.sort(y, before)
+  for i = 1, #x do
+    if x[i][1] ~= y[i][1] or x[i][2] ~= y[i][2] or x[i][3] ~= y[i][3] then return false end
+  end
+  return true
+end
+
 -- the best of paths by (hops, off-site hops)
 local function best_path(paths)
   local best = paths[1]
@@ -113,12 +158,13 @@ end
 
 -- revisits (a crawl profile's revisit, idcrawl.core.scope.revisit_of). spec: '' (no crawl profile has
 -- one) or JSON {"pages": [page target names], "profiles": {name: [collection ('' none), seconds]}} of
--- the enabled crawl profiles with a revisit. Times are seconds on the job's clock, written with 17
--- significant digits (exact: a Lua number passed to redis.call would be cut to 14).
+-- the active crawl profiles (enabled, of an enabled collection or none) with a revisit. Times are
+-- seconds on the job's clock, written with 17 significant digits (exact: a Lua number passed to
+-- redis.call would be cut to 14).
 local function time_text(x) return string.format('%.17g', x) end
 
 -- the seconds from entry R's last harvest to its next (the shortest revisit of its crawl profiles
--- that are enabled and of its collection), or nil: harvested once; an id target's hop-0 page: nil
+-- that are active: enabled, and of an enabled collection or none), or nil: harvested once; an id target's hop-0 page: nil
 local function revisit_of(R, spec)
   if spec == '' then return nil end
   local job = cjson.decode(spec)
@@ -130,7 +176,7 @@ local function revisit_of(R, spec)
   local best = nil
   for name in string.gmatch(R.cps, '[^\n]+') do
     local p = job.profiles[name]
-    if p and p[1] == R.col and (best == nil or p[2] < best) then best = p[2] end
+    if p and (best == nil or p[2] < best) then best = p[2] end
   end
   return best
 end
