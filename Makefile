@@ -84,7 +84,7 @@ $(FLOOR_VENV)/.installed: pyproject.toml constraints-floor.txt
 $(NEWEST_VENV)/.installed: pyproject.toml
 	$(NEWEST_PYTHON) -m venv $(NEWEST_VENV)
 	$(NEWEST_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(NEWEST_VENV)/bin/python -m pip install --quiet -e ".[test]"
+	$(NEWEST_VENV)/bin/python -m pip install --quiet -e ".[test,docs]"  # docs: tests/unit/test_docs.py builds pages
 	touch $@
 
 demo: $(VENV)/.installed
