@@ -56,10 +56,17 @@ FLOOR_TESTS := tests/unit/test_scrapy_adapter.py tests/unit/test_errors.py tests
 	tests/crawl/test_resume_crawl.py::test_a_corrupt_state_file_stops_the_crawl_and_is_left_intact \
 	tests/integration/test_distributed_crawl.py::test_a_target_pushed_through_the_feed_key_is_crawled_by_idle_workers \
 	tests/integration/test_distributed_crawl.py::test_an_id_whose_callback_raises_does_not_hold_the_job_forever \
-	"tests/crawl/test_scope_crawl.py::test_the_fetched_set_is_a_breadth_first_walk_to_max_hops_and_off_scope_hosts_get_no_request[2]" \
-	--deselect tests/crawl/test_crawl_core.py::test_unbounded_range_costs_no_more_memory_than_a_small_one
+	"tests/crawl/test_scope_crawl.py::test_the_fetched_set_is_a_breadth_first_walk_to_max_hops_and_off_scope_hosts_get_no_request[2]"
+FLOOR_DESELECT := --deselect tests/crawl/test_crawl_core.py::test_unbounded_range_costs_no_more_memory_than_a_small_one
+# The newest-Python tier: PYTHON (3.11, requires-python's floor) runs the whole suite; `make test` then runs
+# the unit tier and the floor tier's crawl tests (real `scrapy crawl` runs through each Scrapy internal idcrawl
+# relies on) on the newest Python the machine has, in .venv-pyX.Y with the latest Scrapy, as a tox matrix
+# tests a range (pyproject.toml's classifiers name the Pythons tested). .ci/newest_python.py finds it
+# (python3.N on PATH, pyenv's versions; NEWEST_PYTHON=PATH picks one, NEWEST_PYTHON= skips); with none
+# newer than PYTHON the tier says so in one line and is skipped. `make test-newest` runs it alone.
+NEWEST_TESTS := tests/unit $(filter tests/crawl/% "tests/crawl/%,$(FLOOR_TESTS)) $(FLOOR_DESELECT)
 
-.PHONY: demo test test-fast test-floor lint docs bench clean
+.PHONY: demo test test-fast test-floor test-newest test-newest-run lint docs bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +78,13 @@ $(FLOOR_VENV)/.installed: pyproject.toml constraints-floor.txt
 	$(PYTHON) -m venv $(FLOOR_VENV)
 	$(FLOOR_BIN)/python -m pip install --quiet --upgrade pip
 	$(FLOOR_BIN)/python -m pip install --quiet -e ".[test]" -c constraints-floor.txt
+	touch $@
+
+# NEWEST_PYTHON and NEWEST_VENV come from test-newest below
+$(NEWEST_VENV)/.installed: pyproject.toml
+	$(NEWEST_PYTHON) -m venv $(NEWEST_VENV)
+	$(NEWEST_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(NEWEST_VENV)/bin/python -m pip install --quiet -e ".[test,docs]"  # docs: tests/unit/test_docs.py builds pages
 	touch $@
 
 demo: $(VENV)/.installed
@@ -87,12 +101,25 @@ docs: $(VENV)/.installed
 test: lint docs $(FLOOR_VENV)/.installed
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 	$(MAKE) test-floor
+	$(MAKE) test-newest
 
 test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest tests/unit
 
 test-floor: $(FLOOR_VENV)/.installed
-	IDCRAWL_EXPECT_SCRAPY=$(FLOOR_SCRAPY) $(FLOOR_BIN)/python -m pytest -n $(TEST_WORKERS) $(FLOOR_TESTS)
+	IDCRAWL_EXPECT_SCRAPY=$(FLOOR_SCRAPY) $(FLOOR_BIN)/python -m pytest -n $(TEST_WORKERS) $(FLOOR_TESTS) $(FLOOR_DESELECT)
+
+test-newest:
+	@found=$$($(PYTHON) .ci/newest_python.py) || exit 1; set -- $$found; \
+	if [ $$# -eq 0 ]; then \
+		echo "test-newest: skipped, no Python newer than $$($(PYTHON) -c 'import sys; print(sys.version.split()[0])') here (python3.N on PATH, pyenv)"; \
+	else \
+		echo "test-newest: Python $$1 ($$2): the unit tier and the floor tier's crawl tests"; \
+		$(MAKE) --no-print-directory NEWEST_PYTHON=$$2 NEWEST_VENV=.venv-py$$1 test-newest-run; \
+	fi
+
+test-newest-run: $(NEWEST_VENV)/.installed
+	$(NEWEST_VENV)/bin/python -m pytest -n $(TEST_WORKERS) $(NEWEST_TESTS)
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/scheduler_lanes.py
@@ -100,4 +127,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/dedup.py
 
 clean:
-	rm -rf $(VENV) $(FLOOR_VENV) demo-output build docs/_build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FLOOR_VENV) .venv-py3.* demo-output build docs/_build *.egg-info .pytest_cache .mypy_cache .ruff_cache

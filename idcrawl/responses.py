@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from idcrawl.core.outcomes import OutcomeRule
     from idcrawl.core.recrawl import Policy
 
-__all__ = ["change_signature", "page_signature", "page_text", "rule_outcome"]
+__all__ = ["change_signature", "page_signature", "page_text", "rule_decision", "rule_outcome"]
 
 #: The text of each response still alive: a found page's text serves the probe's comparison
 #: (``classify``) and its signature (``base_item``), and is extracted once.
@@ -30,13 +30,19 @@ _TEXTS: WeakKeyDictionary[Response, str | None] = WeakKeyDictionary()
 
 def rule_outcome(rule: OutcomeRule, response: Response) -> Outcome:
     """The outcome ``rule`` gives a final response: found, missing or failed."""
+    return rule_decision(rule, response)[0]
+
+
+def rule_decision(rule: OutcomeRule, response: Response) -> tuple[Outcome, str | None]:
+    """The outcome ``rule`` gives a final response, and the soft-404 test that made a 2xx missing
+    (:meth:`~idcrawl.core.outcomes.OutcomeRule.decide`)."""
     if isinstance(response, HtmlResponse):  # selector tests reuse the tree that parse_found's css() uses
-        return rule.evaluate(
+        return rule.decide(
             response.status, response.body, text=lambda: response.text, root=lambda: response.selector.root
         )
     if isinstance(response, TextResponse):
-        return rule.evaluate(response.status, response.body, text=lambda: response.text, encoding=response.encoding)
-    return rule.evaluate(response.status, response.body)
+        return rule.decide(response.status, response.body, text=lambda: response.text, encoding=response.encoding)
+    return rule.decide(response.status, response.body)
 
 
 def page_text(response: Response) -> str | None:

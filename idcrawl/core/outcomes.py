@@ -121,8 +121,8 @@ class OutcomeRule:
     soft404_max_bytes: int | None = None
 
     _regex: re.Pattern[str] | None = field(init=False, default=None, repr=False, compare=False, hash=False)
-    #: (compiled XPath, True for a soft-404 test / False for a found test), in evaluation order
-    _selectors: tuple[tuple[Any, bool], ...] = field(init=False, default=(), repr=False, compare=False, hash=False)
+    #: (compiled XPath, True for a soft-404 test / False for a found test, the test's name), in evaluation order
+    _selectors: tuple[tuple[Any, bool, str], ...] = field(init=False, default=(), repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         statuses = self.missing_statuses
@@ -148,15 +148,15 @@ class OutcomeRule:
                     "soft404_regex", self.soft404_regex, f"is not a valid regular expression ({_one_line(exc)})"
                 ) from None
             object.__setattr__(self, "_regex", regex)
-        selectors: list[tuple[Any, bool]] = []
+        selectors: list[tuple[Any, bool, str]] = []
         if self.soft404_css is not None:
-            selectors.append((_compile_css("soft404_css", self.soft404_css), True))
+            selectors.append((_compile_css("soft404_css", self.soft404_css), True, "css"))
         if self.soft404_xpath is not None:
-            selectors.append((_compile_xpath("soft404_xpath", self.soft404_xpath), True))
+            selectors.append((_compile_xpath("soft404_xpath", self.soft404_xpath), True, "xpath"))
         if self.found_css is not None:
-            selectors.append((_compile_css("found_css", self.found_css), False))
+            selectors.append((_compile_css("found_css", self.found_css), False, "found_css"))
         if self.found_xpath is not None:
-            selectors.append((_compile_xpath("found_xpath", self.found_xpath), False))
+            selectors.append((_compile_xpath("found_xpath", self.found_xpath), False, "found_xpath"))
         object.__setattr__(self, "_selectors", tuple(selectors))
 
     @staticmethod
@@ -203,12 +203,26 @@ class OutcomeRule:
         when a selector test runs); without it the body is parsed here, at
         most once.
         """
+        return self.decide(status, body, text=text, encoding=encoding, root=root)[0]
+
+    def decide(
+        self,
+        status: int,
+        body: bytes,
+        *,
+        text: str | Callable[[], str] | None = None,
+        encoding: str | None = None,
+        root: Callable[[], Any] | None = None,
+    ) -> tuple[Outcome, str | None]:
+        """The outcome of a final response (as :meth:`evaluate`) and, for a 2xx judged missing, the
+        soft-404 test that judged it: ``max_bytes``, ``regex``, ``css``, ``xpath``, ``found_css`` or
+        ``found_xpath`` (the target keys without ``soft404_``; the crawl counts each, docs/outcomes.md)."""
         if status in self.missing_statuses:
-            return Outcome.MISSING
+            return Outcome.MISSING, None
         if not 200 <= status < 300:
-            return Outcome.FAILED
+            return Outcome.FAILED, None
         if self.soft404_max_bytes is not None and len(body) <= self.soft404_max_bytes:
-            return Outcome.MISSING
+            return Outcome.MISSING, "max_bytes"
         if self._regex is not None:
             if text is None:
                 decoded = body.decode(encoding or "utf-8", errors="replace")
@@ -217,14 +231,13 @@ class OutcomeRule:
             else:
                 decoded = text()
             if self._regex.search(decoded) is not None:
-                return Outcome.MISSING
+                return Outcome.MISSING, "regex"
         if self._selectors:
             tree = root() if root is not None else _parse_html(body, encoding)
-            for xpath, is_soft404 in self._selectors:
+            for xpath, is_soft404, test in self._selectors:
                 if _selects(xpath(tree)) is is_soft404:
-                    return Outcome.MISSING
-        return Outcome.FOUND
-
+                    return Outcome.MISSING, test
+        return Outcome.FOUND, None
 
 #: The rule of a target without outcome keys: 404/410 missing, 2xx found, the rest failed.
 DEFAULT_RULE = OutcomeRule()

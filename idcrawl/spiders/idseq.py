@@ -35,7 +35,7 @@ from idcrawl.core.watch import parse_watch, watch_targets
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.pipelines import signatures_wanted
 from idcrawl.requests import CONDITIONAL_KEY, failure_outcome, failure_reason, lane_request
-from idcrawl.responses import change_signature, rule_outcome
+from idcrawl.responses import change_signature, rule_decision
 from idcrawl.responses import page_signature as minhash_signature
 from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, start_runtime
 from idcrawl.settings_profiles import apply_profile
@@ -255,10 +255,13 @@ class IdSeqSpider(Spider):
         The rule is built from the target's ``missing_statuses`` and soft-404 keys
         (``idcrawl.core.outcomes``); a found page like the target's learned soft-404
         page (``soft404_probe``) is missing. Override to decide in code;
-        ``super().classify(response)`` gives the rule's verdict.
+        ``super().classify(response)`` gives the rule's verdict. A 2xx the rule judges missing is
+        counted by the test that judged it (``idcrawl/soft404/<test>``: docs/reference/stats.md).
         """
         target = self.runtime.frontier.targets[response.meta[META_KEY]["target"]]
-        outcome = rule_outcome(target.rule, response)
+        outcome, test = rule_decision(target.rule, response)
+        if test is not None:
+            self.crawler.stats.inc_value(f"{STATS_PREFIX}/soft404/{test}")
         if outcome is Outcome.FOUND and self._soft404 is not None and self._soft404.is_soft404(response, target):
             return Outcome.MISSING
         return outcome

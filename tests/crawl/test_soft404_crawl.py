@@ -114,6 +114,10 @@ def test_soft_404s_with_a_rule_crawl_like_real_404s(make_site, tmp_path: Path, r
     result = run_crawl(tmp_path, {"url": site.url(), **ARGS, key: value})
     assert_same_crawl(result, reference)
     assert_soft(site)
+    # each soft 404 is counted under the test that judged it, and under no other
+    kind = key.removeprefix("soft404_")
+    counted = {k: v for k, v in result.stats.items() if k.startswith("idcrawl/soft404/")}
+    assert counted == {f"idcrawl/soft404/{kind}": sum(1 for e in site.log if e.id in GAPS)}, counted
 
 
 def test_without_a_rule_soft_404s_are_items(make_site, tmp_path: Path) -> None:

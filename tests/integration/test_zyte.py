@@ -131,3 +131,37 @@ def test_dotscrapy_persistence_carries_the_resume_state_to_the_next_job(make_sit
     assert second.returncode == 0, second.stderr[-3000:]
     assert not set(site.ids()) & found_first
     assert second.ids == list(range(1050, 1060))
+
+
+def test_the_deploy_files_cite_sections_that_exist() -> None:
+    """Comments such as (docs/deployment.md, "Zyte Scrapy Cloud") name a heading of that file (issue 32: they
+    cited README sections that were gone)."""
+    cited = []
+    for name in ("scrapinghub.yml", "requirements-zyte.txt", "scrapy.cfg", "setup.py"):
+        text = " ".join(line.lstrip("#").strip() for line in (REPO / name).read_text().splitlines())
+        cited += [(name, file, heading) for file, heading in re.findall(r'(docs/[\w/.-]+\.md|README), "([^"]+)"', text)]
+    assert any(name == "scrapinghub.yml" for name, _, _ in cited)
+    missing = []
+    for name, file, heading in cited:
+        path = REPO / (file if file != "README" else "README.md")
+        headings = {line.lstrip("#").strip() for line in path.read_text().splitlines() if line.startswith("#")}
+        if heading not in headings:
+            missing.append((name, file, heading))
+    assert missing == []
+
+
+def test_the_scrapinghub_yml_for_adopting_projects_names_a_stack_idcrawl_admits() -> None:
+    """docs/deployment.md's scrapinghub.yml for a project that adopted the add-on: a stack whose Scrapy
+    pyproject admits (else pip replaces the stack's Scrapy), a requirements file that lists idcrawl."""
+    page = (REPO / "docs" / "deployment.md").read_text()
+    section = page.split("## A project that adopted the add-on", 1)[1].split("\n## ", 1)[0]
+    config = yaml.safe_load(section.split("```yaml", 1)[1].split("```", 1)[0])
+    match = STACK.match(str(config["stack"]))
+    assert match, config
+    (scrapy,) = [r for r in runtime_requirements() if canonicalize_name(r.name) == "scrapy"]
+    assert any(scrapy.specifier.contains(Version(f"{match['version']}.{patch}")) for patch in range(10))
+    assert config["requirements"] == {"file": "requirements.txt"}
+    requirements = section.split("# requirements.txt", 1)[1].split("```", 1)[0]
+    names = [Requirement(line.split("#")[0].strip()).name for line in requirements.splitlines()[1:]
+             if line.split("#")[0].strip()]
+    assert names == ["idcrawl"]

@@ -107,6 +107,16 @@ def test_the_settings_page_gives_the_tables_defaults() -> None:
     assert wrong == {}, "docs/reference/settings.md: (page, table)"
 
 
+def test_getting_started_gives_the_tables_defaults_of_the_settings_it_names() -> None:
+    """Its argument table's default column says "`IDCRAWL_X` (value)": the value is the setting's default."""
+    page = (REPO / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    shown = dict(re.findall(r"\| (?:\{setting\})?`(IDCRAWL_[A-Z0-9_]+)` \(([^)]*)\) \|$", page, re.MULTILINE))
+    assert {"IDCRAWL_MARGIN", "IDCRAWL_WINDOW", "IDCRAWL_MISSING_STATUSES"} <= shown.keys()
+    wrong = {name: (value, _shown(DEFAULTS[name])) for name, value in shown.items()
+             if f"[{value}]" != _shown(DEFAULTS[name]) and value != _shown(DEFAULTS[name])}
+    assert wrong == {}, "docs/getting-started.md: (page, table)"
+
+
 def test_every_field_of_the_config_is_a_setting() -> None:
     assert [f"IDCRAWL_{f.name.upper()}" for f in dataclasses.fields(IdConfig)] == list(SPECS)
     assert all(check_setting(name, default) is None for name, default in DEFAULTS.items())

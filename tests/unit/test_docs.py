@@ -189,3 +189,32 @@ def test_a_broken_cross_reference_fails_the_docs_build(tmp_path: Path) -> None:
     proc = _build(source, tmp_path / "html")
     assert proc.returncode != 0
     assert "no-such-section" in proc.stderr
+
+
+def test_every_setting_has_an_anchor_the_search_and_links_land_on(tmp_path: Path) -> None:
+    """docs/conf.py makes each `IDCRAWL_*` of the settings tables a `setting` object: an anchor on its row,
+    an entry of the search index's objects and of the general index, a target of {setting}`IDCRAWL_X`."""
+    import json
+
+    source = tmp_path / "docs"
+    (source / "reference").mkdir(parents=True)
+    shutil.copy(DOCS / "conf.py", source / "conf.py")
+    shutil.copytree(DOCS / "_static", source / "_static")
+    shutil.copy(SETTINGS_PAGE, source / "reference" / "settings.md")
+    (source / "index.md").write_text(
+        "# idcrawl\n\nSee {setting}`IDCRAWL_MARGIN`.\n\n```{toctree}\nreference/settings\n```\n"
+    )
+    # not -W: the page's links to the rest of the manual are missing here (make docs checks them)
+    proc = subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", str(source), str(tmp_path / "html")],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    html = (tmp_path / "html" / "reference" / "settings.html").read_text()
+    defaults = {n for n in dir(default_settings) if n.startswith("IDCRAWL_")}
+    assert sorted(n for n in defaults if f'id="setting-{n}"' not in html) == []
+    index = (tmp_path / "html" / "searchindex.js").read_text()
+    search = json.loads(index[index.index("(") + 1:index.rindex(")")])
+    objects = {entry[4] for entries in search["objects"].values() for entry in entries}
+    assert defaults <= objects, sorted(defaults - objects)
+    assert search["objnames"] == {"0": ["std", "setting", "setting"]}
+    assert 'href="reference/settings.html#setting-IDCRAWL_MARGIN"' in (tmp_path / "html" / "index.html").read_text()
+    assert "IDCRAWL_MARGIN (setting)" in (tmp_path / "html" / "genindex.html").read_text()

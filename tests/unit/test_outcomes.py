@@ -166,6 +166,21 @@ def test_tests_are_alternatives_any_one_makes_missing() -> None:
     assert r.evaluate(200, b"abc") is MISSING  # only the size
 
 
+def test_decide_names_the_test_that_made_a_2xx_missing() -> None:
+    """The crawl counts soft 404s per test (idcrawl/soft404/<test>): decide names the one that judged."""
+    r = rule(soft404_regex="nothing like this", soft404_css="table.none", soft404_xpath="//aside",
+             found_css="h1", found_xpath="//dd", soft404_max_bytes="3")
+    assert r.decide(200, PAGE) == (FOUND, None)
+    assert r.decide(200, b"abc") == (MISSING, "max_bytes")  # the size first
+    assert r.decide(200, b"<h1>x</h1><dd/><p>nothing like this</p>") == (MISSING, "regex")
+    assert r.decide(200, b"<h1>x</h1><dd/><table class='none'/>") == (MISSING, "css")
+    assert r.decide(200, b"<h1>x</h1><dd/><aside/>") == (MISSING, "xpath")
+    assert r.decide(200, b"<p>no heading</p><dd/>") == (MISSING, "found_css")
+    assert r.decide(200, b"<h1>x</h1><p>no value</p>") == (MISSING, "found_xpath")
+    assert r.decide(404, b"abc") == (MISSING, None)  # a missing status is no soft 404
+    assert r.decide(500, b"abc") == (FAILED, None)
+
+
 def test_a_rule_without_tests_is_the_status_rule() -> None:
     r = rule(soft404_regex="", soft404_css="  ", soft404_xpath="", found_css="", found_xpath="", soft404_max_bytes="")
     assert r == DEFAULT_RULE
