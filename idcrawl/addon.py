@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from scrapy.settings import BaseSettings, get_settings_priority
 from scrapy.utils.misc import load_object
 
-from idcrawl.components import ADDON_PRIORITY, raise_dict_priority, setdefault_component, swap_component
+from idcrawl.components import ADDON_PRIORITY, NamedAddon, raise_dict_priority, setdefault_component, swap_component
 from idcrawl.errors import install_log_filter
 from idcrawl.runtime import is_id_crawl
 from idcrawl.settings_profiles import apply_profile
@@ -85,7 +85,7 @@ def wire_needs(settings: BaseSettings, priority: int | str) -> None:
     set_bounds(settings)
 
 
-class IdSeqNeeds:
+class IdSeqNeeds(NamedAddon):
     """Add-on the ``idseq`` spider lists for itself: what an id crawl cannot run without, so that a
     project without :class:`IdCrawl` keeps working. An ``IdScheduler`` (forced: another scheduler would
     never dispense an id; a project's subclass is kept) and :func:`wire_needs`, at ``spider`` priority."""
@@ -110,7 +110,7 @@ class IdSeqNeeds:
         wire_needs(settings, "spider")
 
 
-class IdCrawl:
+class IdCrawl(NamedAddon):
     """The idcrawl add-on: ``ADDONS = {"idcrawl.addon.IdCrawl": 0}``."""
 
     def __init__(self, crawler: Crawler | None = None) -> None:

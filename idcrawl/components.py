@@ -8,9 +8,18 @@ from typing import Any
 from scrapy.settings import BaseSettings, get_settings_priority
 from scrapy.utils.misc import load_object
 
-__all__ = ["ADDON_PRIORITY", "mentions_component", "raise_dict_priority", "setdefault_component", "swap_component"]
+__all__ = ["ADDON_PRIORITY", "NamedAddon", "mentions_component", "raise_dict_priority", "setdefault_component", "swap_component"]
 
 ADDON_PRIORITY = "addon"
+
+
+class NamedAddon:
+    """Base of idcrawl's add-ons: shown by its import path (Scrapy's "Enabled addons" line), not as an object."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__module__}.{type(self).__qualname__}"
+
+    __str__ = __repr__
 
 
 def _same_object(key: Any, path: str) -> bool:

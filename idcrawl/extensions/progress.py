@@ -30,6 +30,7 @@ from idcrawl.core.talk import (
     summary_lines,
 )
 from idcrawl.runtime import STATS_PREFIX, IdRuntime, runtime_of
+from idcrawl.settings_profiles import profile_conflicts, profile_line
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -128,6 +129,9 @@ class IdProgress:
     def from_crawler(cls, crawler: Crawler) -> IdProgress:
         config = config_of(crawler)
         ext = cls(crawler, max(0.0, config.progress_interval), config.progress_first, config.progress_targets)
+        logger.info("%s", profile_line(crawler.settings))
+        for line in profile_conflicts(crawler.settings):
+            logger.warning("%s", line)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
