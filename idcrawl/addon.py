@@ -13,6 +13,7 @@ from scrapy.settings import BaseSettings, get_settings_priority
 from scrapy.utils.misc import load_object
 
 from idcrawl.components import ADDON_PRIORITY, NamedAddon, raise_dict_priority, setdefault_component, swap_component
+from idcrawl.config import setting
 from idcrawl.errors import install_log_filter
 from idcrawl.runtime import is_id_crawl
 from idcrawl.settings_profiles import apply_profile
@@ -60,6 +61,9 @@ FEED_STORAGE = "idcrawl.storage.GuardedFileFeedStorage"
 SCRAPY_SPIDERSTATE = "scrapy.extensions.spiderstate.SpiderState"
 ID_SPIDERSTATE = "idcrawl.extensions.spiderstate.IdSpiderState"
 SPIDERSTATE_ORDER = 0  # Scrapy's own
+SCRAPY_LOGSTATS = "scrapy.extensions.logstats.LogStats"
+ID_LOGSTATS = "idcrawl.extensions.progress.IdLogStats"
+LOGSTATS_ORDER = 0  # Scrapy's own
 FEED_SCHEMES = ("", "file")  # Scrapy's FileFeedStorage
 CONTENT_ORDER = 100  # early, so that later pipelines see its duplicate_of marks
 
@@ -140,6 +144,9 @@ class IdCrawl(NamedAddon):
         for path, order in EXTENSIONS.items():
             setdefault_component(settings, "EXTENSIONS", path, order)
         swap_component(settings, "EXTENSIONS", SCRAPY_SPIDERSTATE, ID_SPIDERSTATE, SPIDERSTATE_ORDER)
+        if (setting(settings, "IDCRAWL_PROGRESS_INTERVAL") or 0) > 0:
+            # idcrawl's progress lines in place of Scrapy's "Crawled N pages" line, not beside it
+            swap_component(settings, "EXTENSIONS", SCRAPY_LOGSTATS, ID_LOGSTATS, LOGSTATS_ORDER)
         # a local feed's failed write closes the crawl (idcrawl_storage_error) instead of a traceback per item
         for scheme in FEED_SCHEMES:
             setdefault_component(settings, "FEED_STORAGES", scheme, FEED_STORAGE)  # type: ignore[arg-type]

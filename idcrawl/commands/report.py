@@ -36,6 +36,7 @@ __all__ = [
     "format_runs",
     "last_run_of",
     "plan_document",
+    "plan_rows",
     "render_plan",
     "summarize",
     "target_view",
@@ -366,6 +367,26 @@ def target_heading(view: TargetView) -> Text:
     else:
         heading.append("\nnever crawled: no state recorded for this target", style="")
     return heading
+
+
+def plan_rows(views: Sequence[TargetView], keep: int = 3) -> list[list[str]]:
+    """``idplan --format tsv``: a header, then one row per target field and per lane field."""
+    rows = [["target", "lane", "field", "value"]]
+    for view in views:
+        name = safe(view.name)
+        url = view.params.get("url")
+        if url:
+            rows.append([name, "", "url", safe(url)])
+        if not view.in_state:
+            rows.append([name, "", "last run", "never crawled: no state recorded for this target"])
+            continue
+        rows.append([name, "", "last run", safe(_run_line(view.last_run))])
+        if any(lane.direction == "asc" for lane in view.lanes):
+            rows.append([name, "", "tail", tail_text(view.tail)])
+        rows.append([name, "", "margin advice", advice_text(view.advice)])
+        for lane in view.lanes:
+            rows.extend([name, safe(lane.key), field, safe(value)] for field, value in lane_rows(lane, keep))
+    return [[" ".join(cell.split()) for cell in row] for row in rows]
 
 
 def render_plan(views: Sequence[TargetView], console: Console, *, keep: int = 3, state: str | None = None) -> None:

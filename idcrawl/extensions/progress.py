@@ -16,6 +16,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.extensions.logstats import LogStats
 from scrapy.utils.asyncio import call_later
 
 from idcrawl.config import config_of
@@ -35,8 +36,9 @@ from idcrawl.settings_profiles import profile_conflicts, profile_line
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
+    from typing import Self
 
-__all__ = ["IdProgress", "shown_lanes", "snapshot"]
+__all__ = ["IdLogStats", "IdProgress", "shown_lanes", "snapshot"]
 
 logger = logging.getLogger(__name__)
 
@@ -190,3 +192,24 @@ class IdProgress:
                                   state=runtime.describe_state(), rest=rest, scope=runtime.counts_scope,
                                   known=runtime.frontier.skipped_found):
             logger.info("%s", line, extra={"spider": spider})
+
+
+class IdLogStats(LogStats):
+    """Scrapy's LogStats without its "Crawled N pages" line in an id crawl, where idcrawl's progress
+    lines say more (its final ``responses_per_minute`` / ``items_per_minute`` stats are kept); any other
+    spider's crawl logs it as Scrapy does. The add-on puts it in LogStats's place while
+    ``IDCRAWL_PROGRESS_INTERVAL`` is above 0, unless the project lists either (docs/addon.md)."""
+
+    crawler: Crawler | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        ext = super().from_crawler(crawler)
+        ext.crawler = crawler
+        return ext
+
+    def log(self, spider: Spider) -> None:
+        if self.crawler is not None and runtime_of(self.crawler) is not None:
+            self.calculate_stats()  # the rates stay up to date; idcrawl's progress line tells them
+            return
+        super().log(spider)
