@@ -394,7 +394,7 @@ def render_plan(views: Sequence[TargetView], console: Console, *, keep: int = 3,
     if state is not None:
         console.print(Text(f"state file {safe(state)}"))
     if not views:
-        console.print(Text("no targets in the state file"))
+        console.print(Text("no targets in the state"))
         return
     for view in views:
         console.print()

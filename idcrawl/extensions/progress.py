@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 
 #: the lane counters the runtime also keeps as job totals (``idcrawl/<name>`` stats)
-_TOTALS = ("found", "missing", "failed", "disallowed", "past_cut", "overshoot")
+_TOTALS = ("found", "missing", "failed", "disallowed", "past_cut", "overshoot", "emitted")
 _counts, _reason = attrgetter("counts"), attrgetter("reason")
 
 
@@ -78,7 +78,7 @@ def snapshot(runtime: IdRuntime, shown: Mapping[str, Sequence[str]], *, full: bo
             infos.append(LaneInfo(
                 key, direction, lane.start, lane.step, lane.stop, 0 if direction == "holes" else lane.margin,
                 lane.first_undecided, lane.reason, lane.cut_at, lane.last_found, counts.found, counts.missing,
-                counts.failed, counts.disallowed, counts.past_cut, counts.overshoot,
+                counts.failed, counts.disallowed, counts.past_cut, counts.overshoot, counts.emitted,
             ))
         targets.append(TargetInfo(name, frontier.targets[name].url, tuple(infos), notes.get(name)))
     if not rest.targets:
