@@ -156,9 +156,11 @@ class IdRuntime:
         self._renewal: Any = None
         _RUNTIMES[crawler] = self
         # the runtime refers to its crawler: left in the registry, a finished crawler would stay in memory
-        crawler.signals.connect(self._forget, signal=signals.engine_stopped)
+        crawler.signals.connect(self.release, signal=signals.engine_stopped)
 
-    def _forget(self) -> None:
+    def release(self) -> None:
+        """Stop renewing, release the locks and leave the registry (when the engine stops; a recorded crawl
+        without an engine calls it itself)."""
         if self._renewal is not None and self._renewal.running:
             self._renewal.stop()
         self.locks.release()
