@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING
 from scrapy.settings import BaseSettings, get_settings_priority
 from scrapy.utils.misc import load_object
 
-from idcrawl.components import ADDON_PRIORITY, NamedAddon, raise_dict_priority, setdefault_component, swap_component
+from idcrawl.components import (
+    ADDON_PRIORITY,
+    NamedAddon,
+    component_disabled,
+    raise_dict_priority,
+    setdefault_component,
+    swap_component,
+)
 from idcrawl.config import setting
 from idcrawl.errors import install_log_filter
 from idcrawl.runtime import is_id_crawl
@@ -50,8 +57,9 @@ ROBOTS_ORDER = 100  # Scrapy's own position for robots.txt
 SCRAPY_METAREFRESH = "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware"
 ID_METAREFRESH = "idcrawl.downloadermiddlewares.metarefresh.IdMetaRefreshMiddleware"
 METAREFRESH_ORDER = 580  # Scrapy's own position for meta refresh
+PROGRESS = "idcrawl.extensions.progress.IdProgress"
 EXTENSIONS = {
-    "idcrawl.extensions.progress.IdProgress": 500,
+    PROGRESS: 500,
     "idcrawl.extensions.politeness.IdPoliteness": 100,
     "idcrawl.extensions.limits.IdLimits": 200,
 }
@@ -144,7 +152,8 @@ class IdCrawl(NamedAddon):
         for path, order in EXTENSIONS.items():
             setdefault_component(settings, "EXTENSIONS", path, order)
         swap_component(settings, "EXTENSIONS", SCRAPY_SPIDERSTATE, ID_SPIDERSTATE, SPIDERSTATE_ORDER)
-        if (setting(settings, "IDCRAWL_PROGRESS_INTERVAL") or 0) > 0:
+        progress_on = not component_disabled(settings, "EXTENSIONS", PROGRESS)
+        if progress_on and (setting(settings, "IDCRAWL_PROGRESS_INTERVAL") or 0) > 0:
             # idcrawl's progress lines in place of Scrapy's "Crawled N pages" line, not beside it
             swap_component(settings, "EXTENSIONS", SCRAPY_LOGSTATS, ID_LOGSTATS, LOGSTATS_ORDER)
         # a local feed's failed write closes the crawl (idcrawl_storage_error) instead of a traceback per item

@@ -8,7 +8,7 @@ from typing import Any
 from scrapy.settings import BaseSettings, get_settings_priority
 from scrapy.utils.misc import load_object
 
-__all__ = ["ADDON_PRIORITY", "NamedAddon", "mentions_component", "raise_dict_priority", "setdefault_component", "swap_component"]
+__all__ = ["ADDON_PRIORITY", "NamedAddon", "component_disabled", "mentions_component", "raise_dict_priority", "setdefault_component", "swap_component"]
 
 ADDON_PRIORITY = "addon"
 
@@ -94,6 +94,13 @@ def swap_component(
             components.set(key, None, priority=priority)
             components.set(new, place, priority=priority)
     settings.set(name, components, priority=max(settings.getpriority(name) or 0, components.maxpriority()))
+
+
+def component_disabled(settings: BaseSettings, name: str, path: str) -> bool:
+    """Whether the component dict setting ``name`` lists ``path`` (a string or an object) as None: turned off."""
+    current = settings.get(name)
+    items = current.items() if isinstance(current, BaseSettings) else settings.getdict(name).items()
+    return any(value is None and _same_object(key, path) for key, value in items)
 
 
 def raise_dict_priority(settings: BaseSettings, name: str, priority: int | str) -> None:
