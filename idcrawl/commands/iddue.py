@@ -175,7 +175,7 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "[TARGET ...] [--job FILE] [--state PATH] [--spider NAME] [--at TIME] [--json]"
+        return "[TARGET ...] [--job FILE] [--state PATH] [--spider NAME] [--at TIME] [--format table|tsv|json]"
 
     def short_desc(self) -> str:
         return "Print what is due for a recrawl (-a resume=due) and when, per target"

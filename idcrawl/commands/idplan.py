@@ -34,7 +34,7 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "[TARGET ...] [--job FILE] [--state PATH] [--spider NAME] [--json]"
+        return "[TARGET ...] [--job FILE] [--state PATH] [--spider NAME] [--format table|tsv|json]"
 
     def short_desc(self) -> str:
         return "Print the resume plan of a job's state: content, holes and bound per lane"
