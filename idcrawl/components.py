@@ -8,7 +8,10 @@ from typing import Any
 from scrapy.settings import BaseSettings, get_settings_priority
 from scrapy.utils.misc import load_object
 
-__all__ = ["ADDON_PRIORITY", "NamedAddon", "component_disabled", "mentions_component", "raise_dict_priority", "setdefault_component", "swap_component"]
+__all__ = [
+    "ADDON_PRIORITY", "NamedAddon", "component_disabled", "mentions_component", "raise_dict_priority",
+    "setdefault_component", "swap_component",
+]
 
 ADDON_PRIORITY = "addon"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.http import Headers
 from scrapy.responsetypes import responsetypes
 from scrapy.settings import SETTINGS_PRIORITIES
@@ -243,7 +243,7 @@ class RecordedCrawl:
         return response
 
     def _send(self, request: Request) -> Response:
-        headers: dict[str, str | None] = {key: None for key in self.session.headers}  # none of requests's own
+        headers: dict[str, Any] = {key: None for key in self.session.headers}  # None: none of requests's own
         headers.update({key.decode("latin-1"): b", ".join(values).decode("latin-1")
                         for key, values in request.headers.items()})
         self.session.cookies.clear()  # cookies are the crawl's (its cookies middleware), not the session's

@@ -70,8 +70,8 @@ def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
     outcomes, active_at = client.hmget(keys.progress, "outcomes", "active_at")
     progress = {"outcomes": int(outcomes or 0),  # recorded by the workers; the last activity the no-progress rule saw
                 "last_activity_age": round((now_ms - int(active_at)) / 1000, 3) if active_at else None}
-    return {"format": 1, "job": prefix, "name": keys.job_name, "finished": finished, "workers": workers, "waiting": waiting,
-            "taken_back": job, "progress": progress, "targets": targets, "lanes": lanes}
+    return {"format": 1, "job": prefix, "name": keys.job_name, "finished": finished, "workers": workers,
+            "waiting": waiting, "taken_back": job, "progress": progress, "targets": targets, "lanes": lanes}
 
 
 def _spec(raw: Any) -> dict[str, Any]:

@@ -34,9 +34,10 @@ from idcrawl.runtime import STATS_PREFIX, IdRuntime, runtime_of
 from idcrawl.settings_profiles import profile_conflicts, profile_line
 
 if TYPE_CHECKING:
+    from typing import Self
+
     from scrapy import Spider
     from scrapy.crawler import Crawler
-    from typing import Self
 
 __all__ = ["IdLogStats", "IdProgress", "shown_lanes", "snapshot"]
 

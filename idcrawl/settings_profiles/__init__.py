@@ -33,10 +33,10 @@ __all__ = [
     "JobProfile",
     "apply_job_profile",
     "apply_profile",
-    "profile_conflicts",
-    "profile_line",
     "known_profiles",
     "load_profile",
+    "profile_conflicts",
+    "profile_line",
     "profile_sources",
     "read_at_spider_creation",
 ]
@@ -200,8 +200,8 @@ def profile_line(settings: BaseSettings) -> str:
     per_host = (f"{per_ip} per IP" if per_ip else f"{settings.getint('CONCURRENT_REQUESTS_PER_DOMAIN')} per host")
     if factor > 0:
         per_host = "1 per host (politeness)"
-        politeness = (f"politeness on ({factor:g}x the last fetch, {setting(settings, 'IDCRAWL_POLITENESS_MIN_DELAY'):g}"
-                      f" to {setting(settings, 'IDCRAWL_POLITENESS_MAX_DELAY'):g} s apart)")
+        low, high = setting(settings, "IDCRAWL_POLITENESS_MIN_DELAY"), setting(settings, "IDCRAWL_POLITENESS_MAX_DELAY")
+        politeness = f"politeness on ({factor:g}x the last fetch, {low:g} to {high:g} s apart)"
     else:
         politeness = "politeness off"
     said = f"settings profile {name!r}" if name else "no settings profile"

@@ -58,7 +58,7 @@ class JobKeys:
     @property
     def job_name(self) -> str:
         """The job's name: ``myjob`` of ``idcrawl:{myjob}:`` (the prefix itself if it has no hash tag)."""
-        head, brace, rest = self.prefix.partition("{")
+        _, brace, rest = self.prefix.partition("{")
         name, closed, _ = rest.partition("}")
         return name if brace and closed else self.prefix
 
