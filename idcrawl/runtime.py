@@ -355,6 +355,8 @@ class IdRuntime:
             return None
         if dispensed.skipped_found:
             self.inc_stat(f"{STATS_PREFIX}/resume/skipped_found", dispensed.skipped_found)
+            for lane_key, before, after in dispensed.counted:  # known found ids count as found, in stats too
+                self._count(lane_key, _counts_of(before), _counts_of(after))
         if dispensed.deduplicated:
             # ids an overlapping target fetched (or is fetching): served without a request
             self.inc_stat(f"{STATS_PREFIX}/deduplicated", dispensed.deduplicated)

@@ -391,9 +391,8 @@ def summary_lines(
 
     Found (ids decided found in a target's walks) and emitted (found ids whose items the target emitted)
     are told apart: where targets overlap, a shared id is found in each walk that holds it and emitted
-    by one target. ``known``: found ids of earlier runs the lanes passed without a request; a target's
-    found count includes them, the header's does not (it is this run's, as the ``idcrawl/found`` stat)
-    and says how many they were.
+    by one target. ``known``: found ids of earlier runs the lanes passed without a request; the found
+    counts include them (as the ``idcrawl/found`` stat does), the header says how many they were.
     """
     total = Tally()
     for target in targets:
@@ -402,7 +401,6 @@ def summary_lines(
         for name in ("targets", "lanes", "found", "missing", "failed", "disallowed", "past_cut", "overshoot",
                      "emitted"):
             setattr(total, name, getattr(total, name) + getattr(rest, name))
-    total.found = max(0, total.found - known)
     took = format_duration(seconds) if seconds is not None else "-"
     earlier = f"; {_plural(known, 'found id')} known from earlier runs, not fetched again" if known else ""
     lines = [

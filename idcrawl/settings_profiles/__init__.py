@@ -196,8 +196,7 @@ def profile_line(settings: BaseSettings) -> str:
     """The start line: the profile in force and what it comes to, read from the crawl's final settings."""
     name = setting(settings, "IDCRAWL_PROFILE") or None
     factor = float(setting(settings, "IDCRAWL_POLITENESS_FACTOR") or 0)
-    per_ip = settings.getint("CONCURRENT_REQUESTS_PER_IP")
-    per_host = (f"{per_ip} per IP" if per_ip else f"{settings.getint('CONCURRENT_REQUESTS_PER_DOMAIN')} per host")
+    per_host = f"{settings.getint('CONCURRENT_REQUESTS_PER_DOMAIN')} per host"
     if factor > 0:
         per_host = "1 per host (politeness)"
         low, high = setting(settings, "IDCRAWL_POLITENESS_MIN_DELAY"), setting(settings, "IDCRAWL_POLITENESS_MAX_DELAY")
@@ -226,7 +225,6 @@ def profile_line(settings: BaseSettings) -> str:
 _UNPOLITE_BREAKERS: tuple[tuple[str, Any, str], ...] = (
     ("DOWNLOAD_DELAY", lambda v: float(v or 0) > 0, "keeps that many seconds between two requests to a host"),
     ("AUTOTHROTTLE_ENABLED", lambda v: str(v).lower() in ("1", "true"), "slows each host down to its latency"),
-    ("CONCURRENT_REQUESTS_PER_IP", lambda v: 0 < int(v or 0) < 8, "caps the requests in flight per IP"),
 )
 
 

@@ -274,13 +274,13 @@ def test_the_start_line_says_the_profile_and_what_it_comes_to() -> None:
 def test_a_warning_when_the_projects_settings_keep_a_profile_from_doing_what_it_says() -> None:
     from idcrawl.settings_profiles import profile_conflicts
 
-    settings = profiled("fast", {**STARTPROJECT, "AUTOTHROTTLE_ENABLED": True, "CONCURRENT_REQUESTS_PER_IP": 1})
+    settings = profiled("fast", {**STARTPROJECT, "AUTOTHROTTLE_ENABLED": True, "DOWNLOAD_DELAY": 2})
     lines = profile_conflicts(settings)
     assert lines == [
         "idcrawl: profile 'fast' turns politeness off, but AUTOTHROTTLE_ENABLED=True from the project's settings "
         "slows each host down to its latency: remove it there, or run with -s AUTOTHROTTLE_ENABLED=... to choose",
-        "idcrawl: profile 'fast' turns politeness off, but CONCURRENT_REQUESTS_PER_IP=1 from the project's settings "
-        "caps the requests in flight per IP: remove it there, or run with -s CONCURRENT_REQUESTS_PER_IP=... "
-        "to choose",
-    ]
+    ]  # DOWNLOAD_DELAY: fast sets it, above the project's
+    spider = profiled("fast", {}, {})
+    spider.set("DOWNLOAD_DELAY", 2, priority="cmdline")  # -s beats the profile: said on the start line, no warning
+    assert profile_conflicts(spider) == []
     assert profile_conflicts(profiled("polite", {"AUTOTHROTTLE_ENABLED": True})) == []  # it promises no speed

@@ -197,12 +197,12 @@ def test_overlapping_targets_tell_found_from_emitted() -> None:
     assert lines[2].startswith("summary newest: found 400, missing 0, failed 0, 100 emitted, ")
 
 
-def test_the_headers_found_is_this_runs_as_the_stat() -> None:
-    """A resumed run's lanes count the found ids of earlier runs they passed; the header (and the
-    ``idcrawl/found`` stat) does not: after a kill and resume they agree (162 against 161 before)."""
+def test_the_found_ids_known_from_earlier_runs_are_found_and_not_emitted() -> None:
+    """A resumed run's lanes count the found ids of earlier runs they passed (as the ``idcrawl/found`` stat
+    does: tests/crawl/test_resume_crawl.py); they are not emitted again."""
     target = TargetInfo("g", URL, (asc(found=162, emitted=161),))
     [header, line] = summary_lines([target], seconds=1.0, reason="finished", state="state off", known=1)
-    assert "(found 161, missing 0, failed 0; 161 emitted)" in header
+    assert "(found 162, missing 0, failed 0; 161 emitted)" in header
     assert "1 found id known from earlier runs" in header
     assert line.startswith("summary g: found 162, missing 0, failed 0, 161 emitted, ")
 
