@@ -31,7 +31,7 @@ from idcrawl.core.talk import (
     summary_lines,
 )
 from idcrawl.runtime import STATS_PREFIX, IdRuntime, runtime_of
-from idcrawl.settings_profiles import profile_conflicts, profile_line
+from idcrawl.settings_profiles import log_profile
 
 if TYPE_CHECKING:
     from typing import Self
@@ -132,9 +132,7 @@ class IdProgress:
     def from_crawler(cls, crawler: Crawler) -> IdProgress:
         config = config_of(crawler)
         ext = cls(crawler, max(0.0, config.progress_interval), config.progress_first, config.progress_targets)
-        logger.info("%s", profile_line(crawler.settings))
-        for line in profile_conflicts(crawler.settings):
-            logger.warning("%s", line)
+        log_profile(crawler.settings)  # the settings profile and what it comes to: one line when the crawl starts
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext

@@ -35,6 +35,7 @@ __all__ = [
     "apply_profile",
     "known_profiles",
     "load_profile",
+    "log_profile",
     "profile_conflicts",
     "profile_line",
     "profile_sources",
@@ -255,6 +256,13 @@ def profile_conflicts(settings: BaseSettings) -> list[str]:
                     f"{_source(settings, key)} {does}: remove it there, or run with -s {key}=... to choose"
                 )
     return lines
+
+
+def log_profile(settings: BaseSettings) -> None:
+    """The start line (:func:`profile_line`) at INFO and a WARNING per :func:`profile_conflicts` line."""
+    logger.info("%s", profile_line(settings))
+    for line in profile_conflicts(settings):
+        logger.warning("%s", line)
 
 
 class JobProfile(NamedAddon):
