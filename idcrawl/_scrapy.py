@@ -46,6 +46,7 @@ __all__ = [
     "contract_testcase",
     "download_slot",
     "downloader_crowded",
+    "downloader_middlewares",
     "engine_busy",
     "feed_slots",
     "has_feed_exporter",
@@ -142,6 +143,14 @@ def offline_crawler(spidercls: type[Any], settings: dict[str, Any]) -> Crawler:
     from scrapy.utils.test import get_crawler
 
     return get_crawler(spidercls, settings)
+
+
+def downloader_middlewares(crawler: Crawler) -> list[Any]:
+    """The crawler's downloader middlewares, made and ordered as its downloader makes them
+    (``DOWNLOADER_MIDDLEWARES`` over ``DOWNLOADER_MIDDLEWARES_BASE``), first to last for requests."""
+    from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
+
+    return list(DownloaderMiddlewareManager.from_crawler(crawler).middlewares)
 
 
 def contract_testcase(method: Callable[..., Any], desc: str) -> Any:

@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING
 from scrapy.settings import BaseSettings, get_settings_priority
 from scrapy.utils.misc import load_object
 
-from idcrawl.components import ADDON_PRIORITY, raise_dict_priority, setdefault_component, swap_component
+from idcrawl.components import (
+    ADDON_PRIORITY,
+    NamedAddon,
+    component_disabled,
+    raise_dict_priority,
+    setdefault_component,
+    swap_component,
+)
+from idcrawl.config import setting
 from idcrawl.errors import install_log_filter
 from idcrawl.runtime import is_id_crawl
 from idcrawl.settings_profiles import apply_profile
@@ -49,8 +57,9 @@ ROBOTS_ORDER = 100  # Scrapy's own position for robots.txt
 SCRAPY_METAREFRESH = "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware"
 ID_METAREFRESH = "idcrawl.downloadermiddlewares.metarefresh.IdMetaRefreshMiddleware"
 METAREFRESH_ORDER = 580  # Scrapy's own position for meta refresh
+PROGRESS = "idcrawl.extensions.progress.IdProgress"
 EXTENSIONS = {
-    "idcrawl.extensions.progress.IdProgress": 500,
+    PROGRESS: 500,
     "idcrawl.extensions.politeness.IdPoliteness": 100,
     "idcrawl.extensions.limits.IdLimits": 200,
 }
@@ -60,6 +69,9 @@ FEED_STORAGE = "idcrawl.storage.GuardedFileFeedStorage"
 SCRAPY_SPIDERSTATE = "scrapy.extensions.spiderstate.SpiderState"
 ID_SPIDERSTATE = "idcrawl.extensions.spiderstate.IdSpiderState"
 SPIDERSTATE_ORDER = 0  # Scrapy's own
+SCRAPY_LOGSTATS = "scrapy.extensions.logstats.LogStats"
+ID_LOGSTATS = "idcrawl.extensions.progress.IdLogStats"
+LOGSTATS_ORDER = 0  # Scrapy's own
 FEED_SCHEMES = ("", "file")  # Scrapy's FileFeedStorage
 CONTENT_ORDER = 100  # early, so that later pipelines see its duplicate_of marks
 
@@ -85,7 +97,7 @@ def wire_needs(settings: BaseSettings, priority: int | str) -> None:
     set_bounds(settings)
 
 
-class IdSeqNeeds:
+class IdSeqNeeds(NamedAddon):
     """Add-on the ``idseq`` spider lists for itself: what an id crawl cannot run without, so that a
     project without :class:`IdCrawl` keeps working. An ``IdScheduler`` (forced: another scheduler would
     never dispense an id; a project's subclass is kept) and :func:`wire_needs`, at ``spider`` priority."""
@@ -110,7 +122,7 @@ class IdSeqNeeds:
         wire_needs(settings, "spider")
 
 
-class IdCrawl:
+class IdCrawl(NamedAddon):
     """The idcrawl add-on: ``ADDONS = {"idcrawl.addon.IdCrawl": 0}``."""
 
     def __init__(self, crawler: Crawler | None = None) -> None:
@@ -140,6 +152,10 @@ class IdCrawl:
         for path, order in EXTENSIONS.items():
             setdefault_component(settings, "EXTENSIONS", path, order)
         swap_component(settings, "EXTENSIONS", SCRAPY_SPIDERSTATE, ID_SPIDERSTATE, SPIDERSTATE_ORDER)
+        progress_on = not component_disabled(settings, "EXTENSIONS", PROGRESS)
+        if progress_on and (setting(settings, "IDCRAWL_PROGRESS_INTERVAL") or 0) > 0:
+            # idcrawl's progress lines in place of Scrapy's "Crawled N pages" line, not beside it
+            swap_component(settings, "EXTENSIONS", SCRAPY_LOGSTATS, ID_LOGSTATS, LOGSTATS_ORDER)
         # a local feed's failed write closes the crawl (idcrawl_storage_error) instead of a traceback per item
         for scheme in FEED_SCHEMES:
             setdefault_component(settings, "FEED_STORAGES", scheme, FEED_STORAGE)  # type: ignore[arg-type]

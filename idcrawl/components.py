@@ -8,9 +8,21 @@ from typing import Any
 from scrapy.settings import BaseSettings, get_settings_priority
 from scrapy.utils.misc import load_object
 
-__all__ = ["ADDON_PRIORITY", "mentions_component", "raise_dict_priority", "setdefault_component", "swap_component"]
+__all__ = [
+    "ADDON_PRIORITY", "NamedAddon", "component_disabled", "mentions_component", "raise_dict_priority",
+    "setdefault_component", "swap_component",
+]
 
 ADDON_PRIORITY = "addon"
+
+
+class NamedAddon:
+    """Base of idcrawl's add-ons: shown by its import path (Scrapy's "Enabled addons" line), not as an object."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__module__}.{type(self).__qualname__}"
+
+    __str__ = __repr__
 
 
 def _same_object(key: Any, path: str) -> bool:
@@ -85,6 +97,13 @@ def swap_component(
             components.set(key, None, priority=priority)
             components.set(new, place, priority=priority)
     settings.set(name, components, priority=max(settings.getpriority(name) or 0, components.maxpriority()))
+
+
+def component_disabled(settings: BaseSettings, name: str, path: str) -> bool:
+    """Whether the component dict setting ``name`` lists ``path`` (a string or an object) as None: turned off."""
+    current = settings.get(name)
+    items = current.items() if isinstance(current, BaseSettings) else settings.getdict(name).items()
+    return any(value is None and _same_object(key, path) for key, value in items)
 
 
 def raise_dict_priority(settings: BaseSettings, name: str, priority: int | str) -> None:

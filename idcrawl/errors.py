@@ -14,7 +14,7 @@ from scrapy.exceptions import UsageError
 
 from idcrawl.core.safetext import escape_text, mask_secrets, safe
 
-__all__ = ["BadInputError", "SafeRecords", "install_log_filter"]
+__all__ = ["REFUSAL_LOGGER", "BadInputError", "SafeRecords", "install_log_filter"]
 
 #: The loggers that report a crawl that failed to start (asyncio with Scrapy 2.18 and 2.19).
 _LOGGERS = ("asyncio", "scrapy.crawler", "twisted")
@@ -34,13 +34,19 @@ def _bad_input(exc: BaseException | None) -> BadInputError | None:
     return exc if isinstance(exc, BadInputError) else None
 
 
+#: The logger name a refusal is shown under, whichever logger reported the failed start.
+REFUSAL_LOGGER = "idcrawl"
+
+
 class _OneLine(logging.Filter):
-    """A record carrying a :class:`BadInputError` becomes its message; any other passes unchanged."""
+    """A record carrying a :class:`BadInputError` becomes its message, shown under idcrawl's logger
+    (asyncio's "Task exception was never retrieved" reports it otherwise); any other passes unchanged."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         cause = _bad_input(record.exc_info[1] if record.exc_info else None)
         if cause is not None:
             record.msg, record.args = safe(cause), ()
+            record.name = REFUSAL_LOGGER
             record.exc_info, record.exc_text = None, None
         return True
 

@@ -6,19 +6,21 @@ How: docs/architecture.md, "Module notes" and docs/testing.md.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.http import Headers
 from scrapy.responsetypes import responsetypes
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.spider import iterate_spider_output
 
-from idcrawl._scrapy import offline_crawler
+from idcrawl._scrapy import downloader_middlewares, offline_crawler
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.templates import id_in_template, url_template
@@ -39,8 +41,20 @@ FORCED_SETTINGS: dict[str, Any] = {
     "IDCRAWL_STATE": False,
     "IDCRAWL_WORKER_CLASS": "idcrawl.local.worker.LocalWorker",
 }
-#: Headers that describe the wire, not the body handed on (``requests`` has already decoded it).
-_WIRE_HEADERS = frozenset({b"content-encoding", b"transfer-encoding"})
+#: A header that describes the wire, not the body handed on (``http.client`` has already de-chunked it).
+_WIRE_HEADERS = frozenset({b"transfer-encoding"})
+#: Downloader middlewares a recorded crawl leaves out (and their subclasses): robots.txt is fetched through
+#: the engine, which a recorded crawl has not; a page is judged on one attempt (no retries) and redirects
+#: are followed by ``requests``; the HTTP cache and the fleet's politeness keep state of their own.
+OFFLINE_SKIPPED = frozenset({
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware",
+    "scrapy.downloadermiddlewares.redirect.BaseRedirectMiddleware",
+    "scrapy.downloadermiddlewares.httpcache.HttpCacheMiddleware",
+    "idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddleware",
+    "idcrawl.downloadermiddlewares.redirects.IdRedirectsMiddleware",
+    "idcrawl.distributed.politeness.FleetPoliteness",
+})
 #: ``requests`` gives up on a site that does not answer (only when recording: a cassette answers at once).
 FETCH_TIMEOUT = 60.0
 
@@ -117,10 +131,12 @@ class RecordedCrawl:
         self.crawler, self.spider, self.runtime = crawler, spider, runtime
         self.session = session if session is not None else requests.Session()
         self._probed = False
+        self._middlewares: list[Any] | None = None
 
     def close(self) -> None:
-        """Let the crawler go: the runtime registry keeps a crawler until its engine stops, which never starts here."""
-        self.crawler.signals.send_catch_log(signal=signals.engine_stopped)
+        """Let the crawler go: the runtime registry keeps a crawler until its engine stops, which never starts
+        here. Only the runtime is told: Scrapy's extensions (MemoryUsage, ...) never saw the engine start."""
+        self.runtime.release()
 
     def __enter__(self) -> RecordedCrawl:
         return self
@@ -193,32 +209,62 @@ class RecordedCrawl:
                 outputs = list(self.spider.probe_response(self.fetch_response(current)))
                 current = next((out for out in outputs if isinstance(out, Request)), None)  # a retry of the probe
 
+    def middlewares(self) -> list[Any]:
+        """The crawl's downloader middlewares a recorded crawl runs, in the crawl's order (those of
+        :data:`OFFLINE_SKIPPED` left out): the project's ``USER_AGENT``, ``DEFAULT_REQUEST_HEADERS``,
+        cookies, compression and its own middlewares shape the request and the response as in a crawl."""
+        if self._middlewares is None:
+            self._middlewares = [mw for mw in downloader_middlewares(self.crawler) if not _skipped(mw)]
+        return self._middlewares
+
     def fetch_response(self, request: Request) -> Response:
-        """``request`` sent with ``requests``; its answer as Scrapy's response, status and headers kept."""
-        headers = {key.decode("latin-1"): b", ".join(values).decode("latin-1")
-                   for key, values in request.headers.items()}
-        cookies = ({str(key): str(value) for key, value in request.cookies.items()}
-                   if isinstance(request.cookies, dict) else None)
+        """``request`` through the crawl's downloader middlewares (:meth:`middlewares`), sent with ``requests``
+        as they left it (no header of ``requests``'s own), its answer back through them as Scrapy's
+        response: the request a cassette holds is the one the spider sends."""
+        middlewares = self.middlewares()
+        for index, middleware in enumerate(middlewares):
+            method = getattr(middleware, "process_request", None)
+            result = _call(method, request=request) if method is not None else None
+            if isinstance(result, Request):  # a middleware replaced it: the crawl would schedule that one
+                return self.fetch_response(result)
+            if result is not None:  # a middleware answered: the later ones never see the request
+                return self._through_responses(middlewares[:index + 1], request, result)
+        return self._through_responses(middlewares, request, self._send(request))
+
+    def _through_responses(self, middlewares: list[Any], request: Request, response: Response) -> Response:
+        for middleware in reversed(middlewares):
+            method = getattr(middleware, "process_response", None)
+            if method is None:
+                continue
+            result = _call(method, request=request, response=response)
+            if isinstance(result, Request):  # no retry or redirect middleware runs here: only a project's
+                return self.fetch_response(result)
+            response = result
+        return response
+
+    def _send(self, request: Request) -> Response:
+        headers: dict[str, Any] = {key: None for key in self.session.headers}  # None: none of requests's own
+        headers.update({key.decode("latin-1"): b", ".join(values).decode("latin-1")
+                        for key, values in request.headers.items()})
+        self.session.cookies.clear()  # cookies are the crawl's (its cookies middleware), not the session's
         try:
             reply = self.session.request(
-                request.method, request.url, headers=headers, data=request.body or None, cookies=cookies,
-                allow_redirects=True, timeout=FETCH_TIMEOUT,
+                request.method, request.url, headers=headers, data=request.body or None,
+                allow_redirects=True, timeout=FETCH_TIMEOUT, stream=True,
             )
+            body = reply.raw.read(decode_content=False)  # as sent: the compression middleware decodes it
         except Exception as exc:
             exc.add_note(f"idcrawl: fetching {request.url} for a recorded page (no cassette recorded it? "
                          "record it outside CI: docs/testing.md)")
             raise
-        return self._response(request, reply)
+        return self._response(request, reply, body)
 
     @staticmethod
-    def _response(request: Request, reply: requests.Response) -> Response:
-        body = reply.content
+    def _response(request: Request, reply: requests.Response, body: bytes) -> Response:
         raw = Headers()
         for key, value in _header_pairs(reply):
             if key.lower().encode("latin-1") not in _WIRE_HEADERS:
                 raw.appendlist(key, value)
-        if reply.headers.get("Content-Encoding"):
-            raw.pop(b"Content-Length", None)  # the body is decoded: its length is not the wire's
         if reply.url != request.url:  # redirected: Scrapy's response is the last request's, meta carried over
             request = request.replace(url=reply.url)
         cls = responsetypes.from_args(headers=raw, url=reply.url, body=body)
@@ -230,6 +276,22 @@ class RecordedCrawl:
         meta = response.meta
         return (200 <= response.status < 300 or bool(meta.get("handle_httpstatus_all"))
                 or response.status in meta.get("handle_httpstatus_list", ()))
+
+
+def _skipped(middleware: Any) -> bool:
+    return any(f"{cls.__module__}.{cls.__qualname__}" in OFFLINE_SKIPPED for cls in type(middleware).__mro__)
+
+
+def _call(method: Any, **kwargs: Any) -> Any:
+    """A middleware method's result; a coroutine's (an ``async def`` method) run to its end."""
+    result = method(**kwargs)
+    if inspect.isawaitable(result):
+        return asyncio.run(_awaited(result))
+    return result
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def _header_pairs(reply: requests.Response) -> Iterator[tuple[str, str]]:

@@ -160,9 +160,11 @@ class IdRuntime:
         self._renewal: Any = None
         _RUNTIMES[crawler] = self
         # the runtime refers to its crawler: left in the registry, a finished crawler would stay in memory
-        crawler.signals.connect(self._forget, signal=signals.engine_stopped)
+        crawler.signals.connect(self.release, signal=signals.engine_stopped)
 
-    def _forget(self) -> None:
+    def release(self) -> None:
+        """Stop renewing, release the locks and leave the registry (when the engine stops; a recorded crawl
+        without an engine calls it itself)."""
         if self._renewal is not None and self._renewal.running:
             self._renewal.stop()
         self.locks.release()
@@ -370,6 +372,8 @@ class IdRuntime:
             return None
         if dispensed.skipped_found:
             self.inc_stat(f"{STATS_PREFIX}/resume/skipped_found", dispensed.skipped_found)
+            for lane_key, before, after in dispensed.counted:  # known found ids count as found, in stats too
+                self._count(lane_key, _counts_of(before), _counts_of(after))
         if dispensed.deduplicated:
             # ids an overlapping target fetched (or is fetching): served without a request
             self.inc_stat(f"{STATS_PREFIX}/deduplicated", dispensed.deduplicated)

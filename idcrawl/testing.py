@@ -1,12 +1,14 @@
 """idcrawl's pytest plugin: test a site spider on pages recorded once (``pip install idcrawl[testing]``).
 
-The fixture ``recorded_crawl``, registered through the ``pytest11`` entry point; docs/testing.md.
+The fixture ``recorded_crawl``, registered through the ``pytest11`` entry point, and one hook that makes a
+Scrapy project's package importable as ``scrapy`` makes it; docs/testing.md.
 How it differs from scrapy-mock's: docs/architecture.md, "Module notes".
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -17,12 +19,29 @@ import pytest
 if TYPE_CHECKING:
     from idcrawl.recorded import RecordedCrawl
 
-__all__ = ["cassette_path", "recorded_crawl"]
+__all__ = ["cassette_path", "project_folder", "pytest_configure", "recorded_crawl"]
 
 #: scrapy-mock's cassette folder, for a ``vcr_settings`` that names none
 DEFAULT_LIBRARY = "tests/fixtures/cassettes"
 _MISSING_EXTRA = ("idcrawl's recorded_crawl fixture needs scrapy-mock's plugin (its vcr_settings fixture) and vcrpy: "
                   "pip install 'idcrawl[testing]'")
+
+
+def project_folder(start: Path) -> Path | None:
+    """The Scrapy project ``start`` is in: the nearest folder from ``start`` upwards with a ``scrapy.cfg``."""
+    for folder in (start, *start.parents):
+        if (folder / "scrapy.cfg").is_file():
+            return folder
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A ``scrapy startproject`` project's package is importable in its tests, as ``scrapy`` commands make it
+    (the folder of ``scrapy.cfg`` on ``sys.path``): plain ``pytest`` finds ``myproject``, as
+    ``python -m pytest`` does from that folder. Nothing outside a Scrapy project; nothing is imported."""
+    folder = project_folder(Path.cwd()) or project_folder(config.rootpath)
+    if folder is not None and str(folder) not in sys.path:
+        sys.path.append(str(folder))
 
 
 def cassette_name(request: pytest.FixtureRequest) -> str:
@@ -37,10 +56,12 @@ def cassette_name(request: pytest.FixtureRequest) -> str:
 
 
 def cassette_path(request: pytest.FixtureRequest, library: str | Path) -> Path:
-    """Where the test's cassette is: ``library/<module>/<name>.yaml``, a relative ``library`` under the rootdir."""
+    """Where the test's cassette is: ``library/<module>/<name>.yaml``, a relative ``library`` under the Scrapy
+    project's folder (the one with ``scrapy.cfg``), else under pytest's rootdir."""
     folder = Path(library)
     if not folder.is_absolute():
-        folder = request.config.rootpath / folder
+        base = project_folder(request.path.parent) or request.config.rootpath
+        folder = base / folder
     return folder / request.path.stem / cassette_name(request)
 
 

@@ -12,6 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 from scrapy.commands import ScrapyHelpFormatter
 from scrapy.exceptions import UsageError
 
@@ -26,9 +29,15 @@ from idcrawl.state.location import state_path
 from idcrawl.state.sqlite import SqliteStateStore
 
 __all__ = [
-    "CommandFailed", "PlainHelpFormatter", "add_state_options", "apply_command_profile", "check_args", "fail",
-    "load_views", "read_state", "reading", "redis_address", "resolve_state", "say_reading",
+    "FORMATS", "CommandFailed", "PlainHelpFormatter", "add_format_options", "add_state_options",
+    "apply_command_profile", "check_args", "fail", "load_views", "make_console", "output_format", "print_tsv",
+    "read_state", "reading", "redis_address", "resolve_state", "say_reading", "table_rows",
 ]
+
+#: What ``--format`` offers: rich tables for people, tab-separated rows and JSON for scripts.
+FORMATS = ("table", "tsv", "json")
+#: The width of a table written to a pipe or a file: wide enough that no cell is folded, whatever COLUMNS says.
+PIPE_WIDTH = 10_000
 
 #: Errors that end a command with one line and exit status 1.
 CommandFailed = (ReportError, StateError, TargetError)
@@ -57,6 +66,52 @@ class PlainHelpFormatter(ScrapyHelpFormatter):
         if self._in_action:
             return argparse.HelpFormatter._join_parts(self, part_strings)
         return super()._join_parts(part_strings)
+
+
+def add_format_options(parser: argparse.ArgumentParser) -> None:
+    """``--format table|tsv|json`` and ``--json`` (the same as ``--format json``)."""
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="table (default: rich tables, full lines when piped), tsv (a header line, then one "
+                             "tab-separated row per line) or json")
+    parser.add_argument("--json", action="store_true", help="print a JSON document for scripts (--format json)")
+
+
+def output_format(opts: argparse.Namespace) -> str:
+    """The format the options ask for; ``--json`` with another ``--format`` is a usage error."""
+    if opts.json and opts.format not in (None, "json"):
+        raise UsageError(f"--json and --format {opts.format}: give one", print_help=False)
+    return "json" if opts.json else (opts.format or "table")
+
+
+def make_console(out: Any = None) -> Console:
+    """A rich console for ``out`` (stdout): a terminal's width on a terminal; to a pipe or a file, lines
+    as long as their content (rich would fold cells at COLUMNS, or 80: ``127.0.0.`` over ``1``)."""
+    out = sys.stdout if out is None else out
+    isatty = getattr(out, "isatty", None)
+    if isatty is not None and isatty():
+        return Console(file=out, highlight=False)
+    return Console(file=out, highlight=False, width=PIPE_WIDTH, soft_wrap=True)
+
+
+def _cell_text(cell: Any) -> str:
+    text = cell.plain if isinstance(cell, Text) else str(cell)
+    return " ".join(text.split())  # one field: no tab or line break inside
+
+
+def table_rows(table: Table) -> list[list[str]]:
+    """A rich table's header and rows as plain text, one list per line."""
+    columns = table.columns
+    rows = [[_cell_text(column.header) for column in columns]]
+    cells = [list(column.cells) for column in columns]
+    for index in range(table.row_count):
+        rows.append([_cell_text(column[index]) if index < len(column) else "" for column in cells])
+    return rows
+
+
+def print_tsv(rows: list[list[str]], out: Any = None) -> None:
+    """Tab-separated lines: a header, then the rows."""
+    out = sys.stdout if out is None else out
+    out.write("".join("\t".join(row) + "\n" for row in rows))
 
 
 def add_state_options(parser: argparse.ArgumentParser) -> None:

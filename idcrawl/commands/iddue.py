@@ -20,13 +20,18 @@ from scrapy.commands import ScrapyCommand
 
 from idcrawl.commands._common import (
     CommandFailed,
+    add_format_options,
     add_state_options,
     apply_command_profile,
     check_args,
     fail,
+    make_console,
+    output_format,
+    print_tsv,
     read_state,
     resolve_state,
     say_reading,
+    table_rows,
 )
 from idcrawl.commands.report import tail_fields, wanted_targets
 from idcrawl.config import setting
@@ -129,6 +134,11 @@ def render_due(rows: Sequence[DueRow], console: Console, *, at: float, state: st
                        "(what a -a resume=due run fetches then)"))
     if not rows:
         return
+    console.print(due_table(rows))
+
+
+def due_table(rows: Sequence[DueRow]) -> Table:
+    """One row per target: its tail walk, learned duration, last crawl, due time, and pages due."""
     table = Table()
     for column in ("target", "tail walk", "learned duration", "last crawled", "due after", "at that time",
                    "pages due"):
@@ -143,7 +153,7 @@ def render_due(rows: Sequence[DueRow], console: Console, *, at: float, state: st
             _at_text(row),
             f"{len(row.due_pages):,} of {row.pages:,}" if row.pages else "-",
         )
-    console.print(table)
+    return table
 
 
 def due_document(rows: Sequence[DueRow], *, at: float, state: str) -> dict[str, Any]:
@@ -165,7 +175,7 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "[TARGET ...] [--job FILE] [--state PATH] [--spider NAME] [--at TIME] [--json]"
+        return "[TARGET ...] [--job FILE] [--state PATH] [--spider NAME] [--at TIME] [--format table|tsv|json]"
 
     def short_desc(self) -> str:
         return "Print what is due for a recrawl (-a resume=due) and when, per target"
@@ -182,10 +192,11 @@ class Command(ScrapyCommand):
         add_state_options(parser)
         parser.add_argument("--at", metavar="TIME",
                             help="an ISO 8601 time such as 2026-01-12T07:00:00Z (default: IDCRAWL_NOW, else now)")
-        parser.add_argument("--json", action="store_true", help="print a JSON document for scripts")
+        add_format_options(parser)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         check_args(args)
+        form = output_format(opts)
         if not apply_command_profile(self, "iddue"):
             return
         path = resolve_state(self.settings, opts)
@@ -198,8 +209,10 @@ class Command(ScrapyCommand):
         except (*CommandFailed, ClockError) as exc:
             fail(self, "iddue", exc)
             return
-        say_reading("iddue", path, json=opts.json)
-        if opts.json:
+        say_reading("iddue", path, json=form != "table")
+        if form == "tsv":
+            print_tsv(table_rows(due_table(rows)))
+        elif form == "json":
             sys.stdout.write(json.dumps(due_document(rows, at=at, state=str(path)), indent=2) + "\n")
         else:
-            render_due(rows, Console(highlight=False), at=at)  # the first line named the state
+            render_due(rows, make_console(), at=at)  # the first line named the state

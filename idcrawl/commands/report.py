@@ -39,6 +39,7 @@ __all__ = [
     "histogram_lines",
     "last_run_of",
     "plan_document",
+    "plan_rows",
     "render_plan",
     "summarize",
     "target_view",
@@ -400,12 +401,32 @@ def target_heading(view: TargetView) -> Text:
     return heading
 
 
+def plan_rows(views: Sequence[TargetView], keep: int = 3) -> list[list[str]]:
+    """``idplan --format tsv``: a header, then one row per target field and per lane field."""
+    rows = [["target", "lane", "field", "value"]]
+    for view in views:
+        name = safe(view.name)
+        url = view.params.get("url")
+        if url:
+            rows.append([name, "", "url", safe(url)])
+        if not view.in_state:
+            rows.append([name, "", "last run", "never crawled: no state recorded for this target"])
+            continue
+        rows.append([name, "", "last run", safe(_run_line(view.last_run))])
+        if any(lane.direction == "asc" for lane in view.lanes):
+            rows.append([name, "", "tail", tail_text(view.tail)])
+        rows.append([name, "", "margin advice", advice_text(view.advice)])
+        for lane in view.lanes:
+            rows.extend([name, safe(lane.key), field, safe(value)] for field, value in lane_rows(lane, keep))
+    return [[" ".join(cell.split()) for cell in row] for row in rows]
+
+
 def render_plan(views: Sequence[TargetView], console: Console, *, keep: int = 3, state: str | None = None) -> None:
     """Print one table per target (fields as rows, lanes as columns)."""
     if state is not None:
         console.print(Text(f"state file {safe(state)}"))
     if not views:
-        console.print(Text("no targets in the state file"))
+        console.print(Text("no targets in the state"))
         return
     for view in views:
         console.print()

@@ -19,7 +19,8 @@ from idcrawl.core.safetext import safe
 from idcrawl.core.urlqueue import QueueState, UrlCount, count_urls
 from idcrawl.state.base import StateStore
 
-__all__ = ["STATES", "last_refusals", "render_refusals", "render_scope", "scope_document", "url_counts"]
+__all__ = ["STATES", "last_refusals", "render_refusals", "render_scope", "scope_document", "scope_table",
+           "url_counts"]
 
 #: The states shown, in order (a URL taken and never answered counts as queued).
 STATES = (QueueState.QUEUED, QueueState.POSTPONED, QueueState.HARVESTED)
@@ -67,6 +68,14 @@ def render_scope(counts: Sequence[UrlCount], console: Console) -> None:
     """One table: a row per target, crawl profile, collection and hops (nothing without URLs)."""
     if not counts:
         return
+    console.print()
+    console.print(scope_table(counts))
+    console.print(Text("queued: waiting (or taken, no answer yet); postponed: kept for a run that finds its "
+                       "target, crawl profile and collection active; harvested: answered"))
+
+
+def scope_table(counts: Sequence[UrlCount]) -> Table:
+    """The crawl scope's URLs: a row per target, crawl profile, collection and hops."""
     table = Table(title="crawl scope: URLs by hops", title_justify="left")
     for column in ("target", "crawl profile", "collection", "hops"):
         table.add_column(column)
@@ -76,10 +85,7 @@ def render_scope(counts: Sequence[UrlCount], console: Console) -> None:
         for hops, states in sorted(by_hops.items()):
             table.add_row(Text(safe(target)), Text(safe(crawl_profile)), Text(safe(collection or "-")), str(hops),
                           *(str(states[state]) for state in STATES))
-    console.print()
-    console.print(table)
-    console.print(Text("queued: waiting (or taken, no answer yet); postponed: kept for a run that finds its "
-                       "target, crawl profile and collection active; harvested: answered"))
+    return table
 
 
 def scope_document(counts: Sequence[UrlCount]) -> list[dict[str, Any]]:

@@ -85,6 +85,8 @@ class Dispensed(NamedTuple, Generic[P]):
     skipped_found: int = 0
     #: lane ids served without a request because an overlapping lane fetched them (or is fetching them)
     deduplicated: int = 0
+    #: the counters of each lane whose skipped ids moved them, before and after (the job's stats follow them)
+    counted: Sequence[tuple[str, LaneCounts, LaneCounts]] = ()
 
 
 class Decided(NamedTuple, Generic[P]):
@@ -303,6 +305,7 @@ class Frontier(Generic[P]):
         released: list[P] = []
         touched: list[Touched] = []
         skipped = deduplicated = 0
+        counted: list[tuple[str, LaneCounts, LaneCounts]] = []
         while True:
             key = self._iv.pick(group_ready, self._lane_ready)
             if key is None:
@@ -320,7 +323,10 @@ class Frontier(Generic[P]):
             known = self._known_found.get(target.name)
             if known is not None and id_ in known and key not in self._refetch_found:
                 skipped += 1
+                before = replace(lane.counts)
                 decided = self.record(key, id_, Outcome.FOUND)
+                if lane.counts != before:
+                    counted.append((key, before, replace(lane.counts)))
                 released += decided.released
                 touched += decided.touched
                 continue
@@ -340,7 +346,7 @@ class Frontier(Generic[P]):
         if skipped or deduplicated:
             self.skipped_found += skipped
             self.deduplicated += deduplicated
-        return Dispensed(dispatch, released, touched, skipped, deduplicated)
+        return Dispensed(dispatch, released, touched, skipped, deduplicated, counted)
 
     def _lane_ready(self, key: str) -> bool:
         if not self.lanes[key].ready:

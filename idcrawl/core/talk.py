@@ -56,6 +56,9 @@ class LaneInfo:
     disallowed: int = 0
     past_cut: int = 0  # ids decided past the cut (requests wasted)
     overshoot: int = 0  # of those, found ones (not emitted)
+    #: found ids whose items this lane emitted: fewer than ``found`` where targets overlap (a shared id's
+    #: items go to one target) or where found ids are known from an earlier run (not emitted again)
+    emitted: int = 0
 
     @property
     def decided(self) -> int:
@@ -83,6 +86,7 @@ class Tally:
     disallowed: int = 0
     past_cut: int = 0
     overshoot: int = 0
+    emitted: int = 0
     resumed: int = 0
     #: lanes by state: ``running``, or the kind of reason they stopped for (margin, bound, limit, closed)
     states: Counter[str] = field(default_factory=Counter)
@@ -100,8 +104,10 @@ class Tally:
         past_cut: int,
         overshoot: int,
         reason: str | None,
+        emitted: int = 0,
     ) -> None:
         self.lanes += 1
+        self.emitted += emitted
         self.found += found
         self.missing += missing
         self.failed += failed
@@ -120,7 +126,7 @@ class Tally:
         self.resumed += target.resume is not None and target.resume.startswith("resumed")
         for lane in target.lanes:
             self.add_lane(lane.found, lane.missing, lane.failed, lane.disallowed, lane.past_cut, lane.overshoot,
-                          lane.reason)
+                          lane.reason, lane.emitted)
 
 
 def _reason_kind(reason: str | None) -> str:
@@ -383,20 +389,24 @@ def summary_lines(
 ) -> list[str]:
     """At close: a header (reason, time, totals, rate, state), one line per target, one for the rest.
 
-    ``known``: found ids of earlier runs the lanes passed without a request; the
-    found counts include them, the header says how many they were.
+    Found (ids decided found in a target's walks) and emitted (found ids whose items the target emitted)
+    are told apart: where targets overlap, a shared id is found in each walk that holds it and emitted
+    by one target. ``known``: found ids of earlier runs the lanes passed without a request; the found
+    counts include them (as the ``idcrawl/found`` stat does), the header says how many they were.
     """
     total = Tally()
     for target in targets:
         total.add(target)
     if rest is not None:
-        for name in ("targets", "lanes", "found", "missing", "failed", "disallowed", "past_cut", "overshoot"):
+        for name in ("targets", "lanes", "found", "missing", "failed", "disallowed", "past_cut", "overshoot",
+                     "emitted"):
             setattr(total, name, getattr(total, name) + getattr(rest, name))
     took = format_duration(seconds) if seconds is not None else "-"
     earlier = f"; {_plural(known, 'found id')} known from earlier runs, not fetched again" if known else ""
     lines = [
         f"summary: {reason} after {took}: {_plural(total.targets, 'target')}, {total.decided:,} ids done{scope} "
-        f"({_outcomes(total.found, total.missing, total.failed, total.disallowed)}), "
+        f"({_outcomes(total.found, total.missing, total.failed, total.disallowed)}; "
+        f"{total.emitted:,} emitted), "
         f"{format_rate(total.decided, seconds)}{_waste_text(total.past_cut, total.overshoot)}"
         f"{earlier}; {state}"
     ]
@@ -408,13 +418,16 @@ def summary_lines(
         done = found + missing + failed + disallowed
         past_cut = sum(lane.past_cut for lane in target.lanes)
         overshoot = sum(lane.overshoot for lane in target.lanes)
+        emitted = sum(lane.emitted for lane in target.lanes)
         lanes = "; ".join(lane_stop_text(lane) for lane in target.lanes) or "nothing to walk"
         lines.append(
             f"summary {target.name}: {_outcomes(found, missing, failed, disallowed)}{scope}, "
+            f"{emitted:,} emitted, "
             f"{format_rate(done, seconds)}; {lanes}{_waste_text(past_cut, overshoot)}"
         )
     if rest is not None and rest.targets:
-        body = (f"{_outcomes(rest.found, rest.missing, rest.failed, rest.disallowed)}{scope}"
+        body = (f"{_outcomes(rest.found, rest.missing, rest.failed, rest.disallowed)}{scope}, "
+                f"{rest.emitted:,} emitted"
                 f"{_states_text(rest.states)}{_waste_text(rest.past_cut, rest.overshoot)}")
         lines.append(_rest_line("summary", rest, body))
     return [safe(line) for line in lines]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from scrapy.settings import BaseSettings
 
 from idcrawl.backends import FLEET, backend_of
-from idcrawl.components import raise_dict_priority, setdefault_component
+from idcrawl.components import NamedAddon, raise_dict_priority, setdefault_component
 
 __all__ = ["FLEET_POLITENESS", "Distributed"]
 
@@ -20,7 +20,7 @@ FLEET_POLITENESS = "idcrawl.distributed.politeness.FleetPoliteness"
 FLEET_POLITENESS_ORDER = 950
 
 
-class Distributed:
+class Distributed(NamedAddon):
     """Scrapy add-on: with ``IDCRAWL_DISTRIBUTED`` true, the Redis classes in place of the in-process ones."""
 
     #: After idcrawl's add-on (0) and the profile add-ons (below 0), before the Spidermon switch (100).

@@ -6,6 +6,7 @@ The URL queue's reconcile and the resume plans follow the run a worker joined. W
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ from idcrawl.state.redis import redis_now_ms
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["Run", "await_reconciled", "join_run", "reconciled", "refused"]
+__all__ = ["Run", "await_reconciled", "join_run", "reconciled", "record_run_end", "record_run_start", "refused"]
 
 #: seconds between two reads of ``P run`` while a joining worker waits for the run's reconcile
 WAIT_POLL = 0.02
@@ -46,6 +47,21 @@ def join_run(client: redis.Redis, prefix: str, worker: str, *, lease_ms: int, wa
     args = [worker, "" if wave is None else wave, lease_ms, "" if now_ms is None else now_ms]
     reply = RunReply.parse(script(keys=[keys.run, keys.workers], args=args))
     return Run(reply.number, reply.new, reply.before)
+
+
+def record_run_start(client: redis.Redis, prefix: str, run: Run, started_at: str, targets: list[str]) -> None:
+    """The job's runs list (``P runs``, read by ``scrapy idplan`` as a single process's runs) gets the fleet's
+    run when the worker that started it joins: its number, start time and targets."""
+    if run.new:
+        row = {"id": run.number, "started_at": started_at, "targets": sorted(targets)}
+        client.rpush(JobKeys(prefix).runs, json.dumps(row))
+
+
+def record_run_end(client: redis.Redis, prefix: str, run: Run, ended_at: str, reason: str) -> None:
+    """A worker of ``run`` leaves: the run's end row (a later worker's row replaces it when read: the run
+    ended when its last worker left, for the reason that one closed)."""
+    row = {"id": run.number, "ended_at": ended_at, "finish_reason": reason}
+    client.rpush(JobKeys(prefix).runs, json.dumps(row))
 
 
 def reconciled(client: redis.Redis, prefix: str, run: Run) -> None:

@@ -70,8 +70,8 @@ def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
     outcomes, active_at = client.hmget(keys.progress, "outcomes", "active_at")
     progress = {"outcomes": int(outcomes or 0),  # recorded by the workers; the last activity the no-progress rule saw
                 "last_activity_age": round((now_ms - int(active_at)) / 1000, 3) if active_at else None}
-    return {"format": 1, "job": prefix, "finished": finished, "workers": workers, "waiting": waiting,
-            "taken_back": job, "progress": progress, "targets": targets, "lanes": lanes}
+    return {"format": 1, "job": prefix, "name": keys.job_name, "finished": finished, "workers": workers,
+            "waiting": waiting, "taken_back": job, "progress": progress, "targets": targets, "lanes": lanes}
 
 
 def _spec(raw: Any) -> dict[str, Any]:
@@ -83,7 +83,8 @@ def _spec(raw: Any) -> dict[str, Any]:
 
 
 def render_status(document: dict[str, Any]) -> str:
-    lines = [f"job {document['job']}: {'finished' if document['finished'] else 'running'}"]
+    name = document.get("name") or JobKeys(document["job"]).job_name
+    lines = [f"job {name!r} (keys {document['job']}): {'finished' if document['finished'] else 'running'}"]
     for w in document["workers"]:
         state = "alive" if w["alive"] else "stale (its ids are taken back at the next poll)"
         lines.append(f"  worker {w['worker']}: heartbeat {w['heartbeat_age']:.1f} s ago, {state}")

@@ -42,7 +42,7 @@ from idcrawl.distributed.frontier import RedisFrontier, StateLost, TargetConflic
 from idcrawl.distributed.gate import FleetGate, FleetRetries
 from idcrawl.distributed.job import RedisJob
 from idcrawl.distributed.pagerecords import FleetPageRecords, is_due_lane
-from idcrawl.distributed.runs import refused
+from idcrawl.distributed.runs import record_run_end, record_run_start, refused
 from idcrawl.distributed.sentinel import primary_address, primary_id
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
@@ -185,7 +185,8 @@ class RedisWorker:
         if runtime.targets and runtime.wave == 1:  # a later wave's worker has the targets it joined too
             self._check_targets(runtime.targets, spider_name)
         # the fleet's run this worker belongs to: its resume plans and the URL queue follow it (distributed.runs)
-        self.frontier.join_run(self._wave())
+        run = self.frontier.join_run(self._wave())
+        record_run_start(self.client, self.job.prefix, run, runtime.clock.stamp(), [t.name for t in runtime.targets])
         not_due: dict[str, str] = {}  # resume=due: target -> when its tail falls due (this worker's plan)
         resumed = self._register(runtime.targets, spider_name, not_due)
         self._note_resumes(runtime.targets, resumed, not_due)
@@ -518,6 +519,8 @@ class RedisWorker:
             if self.urls is not None:  # taken, not answered: ready again for the fleet
                 self._inc(f"{PREFIX}/urls_given_back", self.urls.give_back())
             self._taken = self.job.leave(self.worker)
+            if self.frontier.run is not None:
+                record_run_end(self.client, self.job.prefix, self.frontier.run, self.runtime.clock.stamp(), reason)
         except RedisError as exc:
             if not is_oom(exc):  # out of memory: the stop's line said so already
                 logger.warning("idcrawl: could not leave the Redis job cleanly (%s): the other workers take back "

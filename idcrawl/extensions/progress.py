@@ -16,6 +16,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.extensions.logstats import LogStats
 from scrapy.utils.asyncio import call_later
 
 from idcrawl.config import config_of
@@ -30,18 +31,21 @@ from idcrawl.core.talk import (
     summary_lines,
 )
 from idcrawl.runtime import STATS_PREFIX, IdRuntime, runtime_of
+from idcrawl.settings_profiles import log_profile
 
 if TYPE_CHECKING:
+    from typing import Self
+
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
-__all__ = ["IdProgress", "shown_lanes", "snapshot"]
+__all__ = ["IdLogStats", "IdProgress", "shown_lanes", "snapshot"]
 
 logger = logging.getLogger(__name__)
 
 
 #: the lane counters the runtime also keeps as job totals (``idcrawl/<name>`` stats)
-_TOTALS = ("found", "missing", "failed", "disallowed", "past_cut", "overshoot")
+_TOTALS = ("found", "missing", "failed", "disallowed", "past_cut", "overshoot", "emitted")
 _counts, _reason = attrgetter("counts"), attrgetter("reason")
 
 
@@ -75,7 +79,7 @@ def snapshot(runtime: IdRuntime, shown: Mapping[str, Sequence[str]], *, full: bo
             infos.append(LaneInfo(
                 key, direction, lane.start, lane.step, lane.stop, 0 if direction == "holes" else lane.margin,
                 lane.first_undecided, lane.reason, lane.cut_at, lane.last_found, counts.found, counts.missing,
-                counts.failed, counts.disallowed, counts.past_cut, counts.overshoot,
+                counts.failed, counts.disallowed, counts.past_cut, counts.overshoot, counts.emitted,
             ))
         targets.append(TargetInfo(name, frontier.targets[name].url, tuple(infos), notes.get(name)))
     if not rest.targets:
@@ -128,6 +132,7 @@ class IdProgress:
     def from_crawler(cls, crawler: Crawler) -> IdProgress:
         config = config_of(crawler)
         ext = cls(crawler, max(0.0, config.progress_interval), config.progress_first, config.progress_targets)
+        log_profile(crawler.settings)  # the settings profile and what it comes to: one line when the crawl starts
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
@@ -186,3 +191,24 @@ class IdProgress:
                                   state=runtime.describe_state(), rest=rest, scope=runtime.counts_scope,
                                   known=runtime.frontier.skipped_found):
             logger.info("%s", line, extra={"spider": spider})
+
+
+class IdLogStats(LogStats):
+    """Scrapy's LogStats without its "Crawled N pages" line in an id crawl, where idcrawl's progress
+    lines say more (its final ``responses_per_minute`` / ``items_per_minute`` stats are kept); any other
+    spider's crawl logs it as Scrapy does. The add-on puts it in LogStats's place while
+    ``IDCRAWL_PROGRESS_INTERVAL`` is above 0, unless the project lists either (docs/addon.md)."""
+
+    crawler: Crawler | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        ext = super().from_crawler(crawler)
+        ext.crawler = crawler
+        return ext
+
+    def log(self, spider: Spider) -> None:
+        if self.crawler is not None and runtime_of(self.crawler) is not None:
+            self.calculate_stats()  # the rates stay up to date; idcrawl's progress line tells them
+            return
+        super().log(spider)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from idcrawl import default_settings
-from idcrawl.components import setdefault_component
+from idcrawl.components import NamedAddon, setdefault_component
 from idcrawl.config import setting
 from idcrawl.core.inputs import TargetError
 from idcrawl.core.jobfile import JobFile, read_job_profile
@@ -35,6 +35,9 @@ __all__ = [
     "apply_profile",
     "known_profiles",
     "load_profile",
+    "log_profile",
+    "profile_conflicts",
+    "profile_line",
     "profile_sources",
     "read_at_spider_creation",
 ]
@@ -176,7 +179,93 @@ def apply_job_profile(settings: BaseSettings, job: JobFile | str | None) -> str 
     return name
 
 
-class JobProfile:
+#: Who sets a setting at each priority, for the start line and the warnings.
+_SOURCES = {0: "Scrapy's or idcrawl's defaults", 10: "the command", 15: "an add-on", 20: "the project's settings",
+            30: "the spider", PROFILE_PRIORITY: "the profile", 40: "the command line"}
+
+
+def _source(settings: BaseSettings, name: str) -> str:
+    priority = settings.getpriority(name) or 0
+    return _SOURCES.get(priority, f"priority {priority}")
+
+
+def _number(value: object) -> str:
+    return f"{float(value):g}" if isinstance(value, int | float | str) and str(value).strip() else repr(value)
+
+
+def profile_line(settings: BaseSettings) -> str:
+    """The start line: the profile in force and what it comes to, read from the crawl's final settings."""
+    name = setting(settings, "IDCRAWL_PROFILE") or None
+    factor = float(setting(settings, "IDCRAWL_POLITENESS_FACTOR") or 0)
+    per_host = f"{settings.getint('CONCURRENT_REQUESTS_PER_DOMAIN')} per host"
+    if factor > 0:
+        per_host = "1 per host (politeness)"
+        low, high = setting(settings, "IDCRAWL_POLITENESS_MIN_DELAY"), setting(settings, "IDCRAWL_POLITENESS_MAX_DELAY")
+        politeness = f"politeness on ({factor:g}x the last fetch, {low:g} to {high:g} s apart)"
+    else:
+        politeness = "politeness off"
+    said = f"settings profile {name!r}" if name else "no settings profile"
+    line = (f"idcrawl: {said}: CONCURRENT_REQUESTS={settings.getint('CONCURRENT_REQUESTS')}, {per_host}, "
+            f"DOWNLOAD_DELAY={_number(settings.get('DOWNLOAD_DELAY'))} s"
+            f"{', AutoThrottle on' if settings.getbool('AUTOTHROTTLE_ENABLED') else ''}, {politeness}, "
+            f"robots.txt {'obeyed' if settings.getbool('ROBOTSTXT_OBEY') else 'ignored'}")
+    if name:
+        try:
+            values = load_profile(str(name), settings)
+        except BadInputError:
+            return line
+        over = sorted(key for key, value in values.items() if not isinstance(value, dict)
+                      and (settings.getpriority(key) or 0) > PROFILE_PRIORITY and settings.get(key) != value)
+        if over:
+            line += f"; -s overrides the profile's {', '.join(over)}"
+    return line
+
+
+#: What a profile with politeness off promises (hosts asked as fast as their concurrency allows), and the
+#: settings it leaves alone that break it: name, whether the value breaks it, what the value does instead.
+_UNPOLITE_BREAKERS: tuple[tuple[str, Any, str], ...] = (
+    ("DOWNLOAD_DELAY", lambda v: float(v or 0) > 0, "keeps that many seconds between two requests to a host"),
+    ("AUTOTHROTTLE_ENABLED", lambda v: str(v).lower() in ("1", "true"), "slows each host down to its latency"),
+)
+
+
+def profile_conflicts(settings: BaseSettings) -> list[str]:
+    """One line for each setting the profile in force leaves alone that keeps it from doing what it says
+    (``DOWNLOAD_DELAY = 1`` of a ``scrapy startproject`` project's settings under a profile with
+    politeness off, say); empty without a profile or a conflict."""
+    name = setting(settings, "IDCRAWL_PROFILE") or None
+    if not name:
+        return []
+    try:
+        values = load_profile(str(name), settings)
+    except BadInputError:
+        return []
+    lines = []
+    if float(values.get("IDCRAWL_POLITENESS_FACTOR", 1) or 0) == 0:
+        for key, breaks, does in _UNPOLITE_BREAKERS:
+            value = settings.get(key)
+            if key in values or (settings.getpriority(key) or 0) <= SETTINGS_PRIORITIES["default"]:
+                continue
+            try:
+                broken = breaks(value)
+            except (TypeError, ValueError):
+                continue
+            if broken:
+                lines.append(
+                    f"idcrawl: profile {name!r} turns politeness off, but {key}={value!r} from "
+                    f"{_source(settings, key)} {does}: remove it there, or run with -s {key}=... to choose"
+                )
+    return lines
+
+
+def log_profile(settings: BaseSettings) -> None:
+    """The start line (:func:`profile_line`) at INFO and a WARNING per :func:`profile_conflicts` line."""
+    logger.info("%s", profile_line(settings))
+    for line in profile_conflicts(settings):
+        logger.warning("%s", line)
+
+
+class JobProfile(NamedAddon):
     """Add-on that applies a job file's ``profile`` key (the idseq spider registers it), and adds the
     crawl-scope middleware (``idcrawl.spidermiddlewares.scope.IdScopeMiddleware``) when the job file has
     crawl scope (page targets, crawl profiles): a plain id crawl's middleware chain stays as it was.

@@ -11,6 +11,7 @@ import importlib.util
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.misc import load_object
 
+from idcrawl.components import NamedAddon
 from idcrawl.config import setting
 from idcrawl.errors import BadInputError
 
@@ -46,7 +47,7 @@ def enable_spidermon(settings: BaseSettings) -> None:
         settings.add_to_list("SPIDERMON_SPIDER_CLOSE_MONITORS", SUITE)
 
 
-class Monitoring:
+class Monitoring(NamedAddon):
     """Scrapy add-on: with ``IDCRAWL_SPIDERMON`` true, :func:`enable_spidermon`."""
 
     #: After idcrawl's add-on (0) and the profile add-ons (below 0), which may set the switch.

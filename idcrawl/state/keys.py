@@ -55,6 +55,13 @@ class JobKeys:
     job_limits = _Key("limits:job")  # hash: the fleet's job limit counts (LIMITS)
     owner = _Key("owner")  # string: the single-process crawl holding the job (idcrawl.state.lock)
 
+    @property
+    def job_name(self) -> str:
+        """The job's name: ``myjob`` of ``idcrawl:{myjob}:`` (the prefix itself if it has no hash tag)."""
+        _, brace, rest = self.prefix.partition("{")
+        name, closed, _ = rest.partition("}")
+        return name if brace and closed else self.prefix
+
     def lane(self, lane: str, sub: str = "") -> str:
         """``P L:<lane>`` (hash: cursor, margin, cut, totals), or its ``P L:<lane>:<sub>`` (``bits``,
         ``dec``, ``pay``, ``own``, ``free``, ``ids``, ``back``)."""

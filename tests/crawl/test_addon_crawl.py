@@ -79,3 +79,36 @@ def test_a_fresh_project_without_the_addon_still_runs_idseq_spiders(make_site, t
     ]
     assert "idcrawl.scheduler.IdScheduler" in result.stderr  # forced by the spider: Scrapy's would dispense nothing
     assert "idcrawl.addon.IdCrawl" not in result.stderr
+
+
+def test_a_profile_in_a_startproject_project_says_what_it_comes_to(make_site, tmp_path: Path) -> None:
+    """startproject writes CONCURRENT_REQUESTS_PER_DOMAIN = 1 and DOWNLOAD_DELAY = 1: under fast they gave way
+    silently or not at all; now the start line says what the crawl runs with, and a setting of the project
+    that undoes the profile is a WARNING. The add-ons have names, LogStats's line gives way to progress lines,
+    a refusal is idcrawl's line."""
+    site = make_site(GapModel(100, 140, {110}))
+    project, env = startproject(tmp_path, addon=True)
+    base = [sys.executable, "-m", "scrapy", "crawl", "notices", "-a", f"url={site.url()}", "-a", "start=100",
+            "-a", "margin=3", "-O", "items.jsonl", "-s", "TELNETCONSOLE_ENABLED=False", "-s", "IDCRAWL_PROFILE=fast",
+            "-s", "LOGSTATS_INTERVAL=0.2", "-s", "IDCRAWL_PROGRESS_FIRST=0.2"]
+    result = subprocess.run(base, cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ("INFO: idcrawl: settings profile 'fast': CONCURRENT_REQUESTS=32, 32 per host, DOWNLOAD_DELAY=0 s, "
+            "politeness off, robots.txt obeyed") in result.stderr
+    assert "WARNING: idcrawl: profile" not in result.stderr
+    assert " object at 0x" not in result.stderr  # "Enabled addons" by name
+    assert "Crawled " not in result.stderr  # no LogStats line beside the progress lines
+    items = read_items(project / "items.jsonl")
+    summary = next(line for line in result.stderr.splitlines() if "INFO: summary: " in line)
+    assert f"; {len(items)} emitted)" in summary
+    with (project / "shop" / "settings.py").open("a") as fh:
+        fh.write("AUTOTHROTTLE_ENABLED = True\n")
+    warned = subprocess.run([*base, "-a", "margin=-1"], cwd=project, env=env, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert warned.returncode != 0
+    assert "[idcrawl] ERROR: notices: bad input: margin='-1': must be an integer >= 0" in warned.stderr
+    assert "[asyncio] ERROR" not in warned.stderr
+    throttled = subprocess.run(base, cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert throttled.returncode == 0, throttled.stderr[-3000:]
+    assert ("WARNING: idcrawl: profile 'fast' turns politeness off, but AUTOTHROTTLE_ENABLED=True from the "
+            "project's settings slows each host down") in throttled.stderr

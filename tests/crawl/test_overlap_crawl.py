@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -56,6 +57,16 @@ def test_overlapping_targets_fetch_each_url_once(make_site, tmp_path: Path, conc
     assert deduplicated >= len(shared)
     assert set(requested) >= set(range(996, 1184))
     assert len(requested) <= len(range(996, 1184)) + 2 * 128  # plus at most a window past each cut
+    # the summary tells found (each target's walks, the shared ids in both) from emitted (the items)
+    messages = [line.split("] INFO: ", 1)[1] for line in result.stderr.splitlines() if "] INFO: summary" in line]
+    summary = {message.split(":", 1)[0]: message for message in messages}
+    assert f"(found {len(truth_a) + len(truth_b):,}, " in summary["summary"]
+    assert f"; {len(result.items):,} emitted)" in summary["summary"]
+    assert result.stats["idcrawl/found"] == len(truth_a) + len(truth_b) > len(result.items)
+    emitted = {name: int(re.search(r", ([\d,]+) emitted, ", summary[f"summary {name}"]).group(1))  # type: ignore[union-attr]
+               for name in ("a", "b")}
+    assert sum(emitted.values()) == len(result.items) == result.stats["idcrawl/emitted"]
+    assert emitted == dict(Counter(item["target"] for item in result.items))
 
 
 def test_a_shared_ids_items_name_the_target_that_emits_them_whichever_lane_fetched_it(

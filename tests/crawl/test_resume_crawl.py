@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import signal
 import subprocess
 import time
@@ -78,6 +79,11 @@ def test_killed_with_sigkill_at_any_moment_a_resumed_run_loses_nothing(make_site
     assert sorted({i["id"] for i in first + second.items}) == truth, f"killed after {fetched_first} requests"
     twice = len(site.ids()) - len(set(site.ids()))
     assert twice <= 20 + 16 + 8, "refetched more than a batch plus the requests in flight"
+    # the summary's counts are the stats' (found 162 against idcrawl/found 161 before), its emitted the items
+    header = next(line for line in second.stderr.splitlines() if "INFO: summary: " in line)
+    found, emitted = re.search(r"\(found ([\d,]+), .*; ([\d,]+) emitted\)", header).groups()  # type: ignore[union-attr]
+    assert int(found.replace(",", "")) == second.stats.get("idcrawl/found", 0), (header, {k: v for k, v in second.stats.items() if k.startswith("idcrawl/") and "/lanes/" not in k})
+    assert int(emitted.replace(",", "")) == second.stats.get("idcrawl/emitted", 0) == len(second.items), header
 
 
 

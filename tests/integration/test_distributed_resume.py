@@ -377,7 +377,7 @@ def test_a_worker_started_with_other_resume_arguments_is_refused_with_one_line(
     errors = [line for line in refused.stderr.splitlines() if "ERROR" in line]
     assert len(errors) == 1, refused.stderr[-2000:]
     assert errors[0].endswith(
-        "[asyncio] ERROR: idseq: bad input: target 'reg': resume=all, holes=failed differs from the resume the "
+        "[idcrawl] ERROR: idseq: bad input: target 'reg': resume=all, holes=failed differs from the resume the "
         "job's workers are running (resume=holes, holes=failed) in Redis job 'idcrawl:{clash}:': start this "
         "worker with the same arguments, or once that resume has finished"
     )

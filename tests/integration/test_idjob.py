@@ -60,6 +60,11 @@ def test_idplan_and_idjob_status_read_a_distributed_job(make_site, redis_server,
     assert job["workers"] == []  # the worker left when it closed
     text = scrapy(tmp_path, "idjob", "status", settings=redis_settings(redis_server, "plan"))
     assert "reg:asc: cut at 107 (margin)" in text.stdout
+    assert text.stdout.splitlines()[1] == "job 'plan' (keys idcrawl:{plan}:): finished"  # its name, then its keys
+    assert job["name"] == "plan"
+    plan_text = scrapy(tmp_path, "idplan", settings=redis_settings(redis_server, "plan"))
+    assert plan_text.returncode == 0, plan_text.stderr
+    assert "last run: none recorded" not in plan_text.stdout and "last run: #1 " in plan_text.stdout, plan_text.stdout
 
 
 def test_idjob_push_validates_then_feeds_and_clean_deletes_the_job(redis_server, tmp_path: Path) -> None:

@@ -143,10 +143,11 @@ class Run:
     stderr: str
 
 
-def scrapy(cwd: Path, *args: str, project: bool = True, timeout: float = 60) -> Run:
-    """``python -m scrapy ARGS`` in ``cwd``, with this project's settings (or outside any project)."""
+def scrapy(cwd: Path, *args: str, project: bool = True, timeout: float = 60, columns: int = 120) -> Run:
+    """``python -m scrapy ARGS`` in ``cwd``, with this project's settings (or outside any project); its
+    stdout a pipe, ``COLUMNS`` set to ``columns``."""
     env = {key: value for key, value in os.environ.items() if key != "SCRAPY_SETTINGS_MODULE"}
-    env["COLUMNS"] = "120"
+    env["COLUMNS"] = str(columns)
     if project:
         env["SCRAPY_SETTINGS_MODULE"] = "idcrawl.settings"
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))

@@ -18,12 +18,14 @@ from idcrawl.addon import (
     DUPEFILTER,
     EXTENSIONS,
     FEED_STORAGE,
+    ID_LOGSTATS,
     ID_METAREFRESH,
     ID_ROBOTS,
     ID_SPIDERSTATE,
     POLITE,
     REDIRECTS_MIDDLEWARE,
     SCHEDULER,
+    SCRAPY_LOGSTATS,
     SCRAPY_METAREFRESH,
     SCRAPY_ROBOTS,
     SCRAPY_SPIDERSTATE,
@@ -73,7 +75,8 @@ def test_the_addon_wires_every_piece_at_addon_priority() -> None:
                            SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580, REDIRECTS_MIDDLEWARE: 40}
     assert components(settings, "SPIDER_MIDDLEWARES") == {SOFT404_MIDDLEWARE: 1100}
     assert settings["SPIDER_MIDDLEWARES"].getpriority(SOFT404_MIDDLEWARE) == 15
-    assert components(settings, "EXTENSIONS") == {**EXTENSIONS, SCRAPY_SPIDERSTATE: None, ID_SPIDERSTATE: 0}
+    assert components(settings, "EXTENSIONS") == {**EXTENSIONS, SCRAPY_SPIDERSTATE: None, ID_SPIDERSTATE: 0,
+                                                  SCRAPY_LOGSTATS: None, ID_LOGSTATS: 0}
     assert {settings["EXTENSIONS"].getpriority(k) for k in EXTENSIONS} == {15}
     assert components(settings, "ITEM_PIPELINES") == {CONTENT_PIPELINE: 100}
     assert components(settings, "FEED_STORAGES") == {"": FEED_STORAGE, "file": FEED_STORAGE}
@@ -121,7 +124,7 @@ def test_a_component_dict_from_the_command_line_still_gets_the_other_pieces() ->
     settings = wired({"EXTENSIONS": json.dumps({"tests.support.statsdump.StatsDump": 0})}, priority="cmdline")
     extensions = components(settings, "EXTENSIONS")
     assert extensions == {"tests.support.statsdump.StatsDump": 0, **EXTENSIONS, SCRAPY_SPIDERSTATE: None,
-                          ID_SPIDERSTATE: 0}
+                          ID_SPIDERSTATE: 0, SCRAPY_LOGSTATS: None, ID_LOGSTATS: 0}
     assert settings["EXTENSIONS"].getpriority("tests.support.statsdump.StatsDump") == 40
 
 
@@ -238,3 +241,44 @@ def test_the_idseq_spiders_needs_give_a_fleet_worker_the_id_scheduler_too() -> N
     assert crawler.settings["SCHEDULER"] == "idcrawl.scheduler.IdScheduler"
     assert crawler.settings["IDCRAWL_WORKER_CLASS"] == "idcrawl.distributed.worker.RedisWorker"
     assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")[ATTEMPTS_MIDDLEWARE] == 549
+
+
+def test_progress_lines_replace_scrapys_logstats_line_which_stays_available() -> None:
+    """LogStats's "Crawled N pages" line beside idcrawl's progress lines said the same twice: the add-on puts
+    IdLogStats in its place; a project that lists LogStats, or turns progress off, keeps Scrapy's."""
+    extensions = components(wired(), "EXTENSIONS")
+    assert (extensions[SCRAPY_LOGSTATS], extensions[ID_LOGSTATS]) == (None, 0)
+    for project in ({"EXTENSIONS": {SCRAPY_LOGSTATS: 0}}, {"EXTENSIONS": {IdProgress: None}},
+                    {"IDCRAWL_PROGRESS_INTERVAL": 0}):
+        extensions = components(wired(project), "EXTENSIONS")
+        assert ID_LOGSTATS not in extensions, project
+        assert SCRAPY_LOGSTATS not in extensions or extensions[SCRAPY_LOGSTATS] is not None, project
+
+
+def test_idlogstats_is_quiet_in_an_id_crawl_and_keeps_its_final_stats(caplog: pytest.LogCaptureFixture) -> None:
+    from idcrawl.extensions.progress import IdLogStats
+
+    plain = IdLogStats.from_crawler(get_crawler(Spider, {"LOGSTATS_INTERVAL": 60.0}))
+    plain.pagesprev = plain.itemsprev = 0  # as spider_opened sets them
+    with caplog.at_level("INFO"):
+        plain.log(Spider("x"))
+    assert "Crawled 0 pages" in caplog.text  # no id runtime: Scrapy's line
+    caplog.clear()
+    crawler = get_crawler(IdSeqSpider, {"LOGSTATS_INTERVAL": 60.0})
+    crawler.spider = IdSeqSpider.from_crawler(crawler, url="http://127.0.0.1:9/{id}", start="1")
+    quiet = IdLogStats.from_crawler(crawler)
+    quiet.pagesprev = quiet.itemsprev = 0
+    with caplog.at_level("INFO"):
+        quiet.log(crawler.spider)
+    assert "Crawled" not in caplog.text and quiet.pages == 0  # its rates still counted
+
+
+def test_idcrawls_addons_have_readable_names_in_enabled_addons() -> None:
+    from idcrawl.distributed.addon import Distributed
+    from idcrawl.settings_profiles import JobProfile
+    from idcrawl.spidermon.addon import Monitoring
+
+    crawler = get_crawler(Spider)
+    shown = repr([IdCrawl(crawler), IdSeqNeeds(), Distributed(), JobProfile(crawler), Monitoring()])
+    assert shown == ("[idcrawl.addon.IdCrawl, idcrawl.addon.IdSeqNeeds, idcrawl.distributed.addon.Distributed, "
+                     "idcrawl.settings_profiles.JobProfile, idcrawl.spidermon.addon.Monitoring]")

@@ -92,6 +92,15 @@ def test_a_bad_input_error_becomes_its_message() -> None:
     )
 
 
+def test_a_refusal_is_shown_under_idcrawls_logger() -> None:
+    """Not as ``[asyncio] ERROR`` (asyncio's report of a task's exception) but as idcrawl's line."""
+    record = record_of(raised(BadInputError("idseq: bad input: margin='-1': must be an integer >= 0")))
+    assert errors._FILTER.filter(record)
+    assert record.name == errors.REFUSAL_LOGGER == "idcrawl"
+    other = record_of(raised(ValueError("other")))
+    assert errors._FILTER.filter(other) and other.name == "asyncio"
+
+
 def test_an_error_raised_while_handling_one_becomes_its_message() -> None:
     """The crawler's clean-up after a refusal while the engine opens: "Engine slot not assigned"."""
     try:

@@ -235,3 +235,52 @@ def test_the_fast_profile_is_what_its_page_says() -> None:
     documented = {name.strip().strip("`"): tomllib.loads(f"v = {value.strip().strip('`')}")["v"]
                   for name, value in rows}
     assert documented == load_profile("fast")
+
+
+# -- the start line and the warning (idcrawl.settings_profiles.profile_line / profile_conflicts) ------------
+
+#: what ``scrapy startproject`` writes into a project's settings.py
+STARTPROJECT = {"ROBOTSTXT_OBEY": True, "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "DOWNLOAD_DELAY": 1}
+
+
+def profiled(profile: str | None, project: dict[str, object], cmdline: dict[str, object] | None = None) -> Settings:
+    from idcrawl.addon import IdCrawl
+
+    settings = Settings()
+    settings.setdict(project, priority="project")
+    if profile:
+        settings.set("IDCRAWL_PROFILE", profile, priority="cmdline")
+    settings.setdict(cmdline or {}, priority="cmdline")
+    IdCrawl().update_settings(settings)
+    return settings
+
+
+def test_the_start_line_says_the_profile_and_what_it_comes_to() -> None:
+    from idcrawl.settings_profiles import profile_conflicts, profile_line
+
+    fast = profiled("fast", STARTPROJECT)
+    assert profile_line(fast) == ("idcrawl: settings profile 'fast': CONCURRENT_REQUESTS=32, 32 per host, "
+                                  "DOWNLOAD_DELAY=0 s, politeness off, robots.txt obeyed")
+    assert profile_conflicts(fast) == []  # fast sets the delay itself: startproject's 1 s does not hold it back
+    none = profiled(None, STARTPROJECT)
+    assert profile_line(none) == ("idcrawl: no settings profile: CONCURRENT_REQUESTS=16, 1 per host (politeness), "
+                                  "DOWNLOAD_DELAY=1 s, politeness on (5x the last fetch, 1 to 30 s apart), "
+                                  "robots.txt obeyed")
+    polite = profiled("polite", STARTPROJECT, {"CONCURRENT_REQUESTS": 4})
+    assert profile_line(polite).endswith("politeness on (5x the last fetch, 3 to 30 s apart), robots.txt obeyed; "
+                                         "-s overrides the profile's CONCURRENT_REQUESTS")
+
+
+def test_a_warning_when_the_projects_settings_keep_a_profile_from_doing_what_it_says() -> None:
+    from idcrawl.settings_profiles import profile_conflicts
+
+    settings = profiled("fast", {**STARTPROJECT, "AUTOTHROTTLE_ENABLED": True, "DOWNLOAD_DELAY": 2})
+    lines = profile_conflicts(settings)
+    assert lines == [
+        "idcrawl: profile 'fast' turns politeness off, but AUTOTHROTTLE_ENABLED=True from the project's settings "
+        "slows each host down to its latency: remove it there, or run with -s AUTOTHROTTLE_ENABLED=... to choose",
+    ]  # DOWNLOAD_DELAY: fast sets it, above the project's
+    spider = profiled("fast", {}, {})
+    spider.set("DOWNLOAD_DELAY", 2, priority="cmdline")  # -s beats the profile: said on the start line, no warning
+    assert profile_conflicts(spider) == []
+    assert profile_conflicts(profiled("polite", {"AUTOTHROTTLE_ENABLED": True})) == []  # it promises no speed

@@ -176,14 +176,35 @@ def test_progress_rate_is_over_the_time_since_the_last_line() -> None:
 def test_summary_per_target_has_outcomes_rate_stops_and_waste() -> None:
     lines = summary_lines([gazette()], seconds=7.42, reason="finished", state="state /tmp/x.sqlite")
     assert lines[0] == (
-        "summary: finished after 7.4 s: 1 target, 63 ids done (found 45, missing 18, failed 0), 8.5 ids/s; "
-        "5 requests past cuts, 1 of them found, not emitted; state /tmp/x.sqlite"
+        "summary: finished after 7.4 s: 1 target, 63 ids done (found 45, missing 18, failed 0; 0 emitted), "
+        "8.5 ids/s; 5 requests past cuts, 1 of them found, not emitted; state /tmp/x.sqlite"
     )
     assert lines[1] == (
-        "summary gazette: found 45, missing 18, failed 0, 8.5 ids/s; "
+        "summary gazette: found 45, missing 18, failed 0, 0 emitted, 8.5 ids/s; "
         "asc cut at 1183 after 4 misses (last found 1179); desc cut at 1121 after 4 misses (last found 1125); "
         "5 requests past cuts, 1 of them found, not emitted"
     )
+
+
+def test_overlapping_targets_tell_found_from_emitted() -> None:
+    """getting-started's demo job: two targets on one template, each walk finds the shared ids, each id's
+    items go to one target; the header's emitted is what the feed holds."""
+    middle = TargetInfo("middle", URL, (asc(found=300, emitted=220), asc(key="middle:desc", found=100, emitted=80)))
+    newest = TargetInfo("newest", URL, (asc(key="newest:desc", found=400, emitted=100),))
+    lines = summary_lines([middle, newest], seconds=1.0, reason="finished", state="state off")
+    assert "(found 800, missing 0, failed 0; 400 emitted)" in lines[0]
+    assert lines[1].startswith("summary middle: found 400, missing 0, failed 0, 300 emitted, ")
+    assert lines[2].startswith("summary newest: found 400, missing 0, failed 0, 100 emitted, ")
+
+
+def test_the_found_ids_known_from_earlier_runs_are_found_and_not_emitted() -> None:
+    """A resumed run's lanes count the found ids of earlier runs they passed (as the ``idcrawl/found`` stat
+    does: tests/crawl/test_resume_crawl.py); they are not emitted again."""
+    target = TargetInfo("g", URL, (asc(found=162, emitted=161),))
+    [header, line] = summary_lines([target], seconds=1.0, reason="finished", state="state off", known=1)
+    assert "(found 162, missing 0, failed 0; 161 emitted)" in header
+    assert "1 found id known from earlier runs" in header
+    assert line.startswith("summary g: found 162, missing 0, failed 0, 161 emitted, ")
 
 
 def test_disallowed_ids_show_only_when_there_are_some() -> None:
@@ -219,7 +240,7 @@ def test_targets_past_the_shown_ones_are_one_line_of_sums() -> None:
     assert len(summary) == 3
     assert summary[0].startswith("summary: finished after 10.0 s: 4,981 targets, 15,003 ids done")
     assert summary[2] == (
-        "summary and 4,980 more targets (4,981 lanes): found 9,960, missing 4,980, failed 0; "
+        "summary and 4,980 more targets (4,981 lanes): found 9,960, missing 4,980, failed 0, 0 emitted; "
         "lanes: 4,980 cut, 1 running; 4,980 requests past cuts"
     )
 

@@ -28,8 +28,8 @@ def test_the_plugin_is_loaded_once_through_its_entry_point(pytestconfig: pytest.
     assert pytestconfig.pluginmanager.get_plugin("idcrawl") is idcrawl.testing  # the pytest11 entry point's name
 
 
-def test_the_plugin_has_no_hooks_and_imports_nothing_until_its_fixture_is_used() -> None:
-    assert [name for name in vars(idcrawl.testing) if name.startswith("pytest_")] == []
+def test_the_plugin_has_one_hook_and_imports_nothing_until_its_fixture_is_used() -> None:
+    assert [name for name in vars(idcrawl.testing) if name.startswith("pytest_")] == ["pytest_configure"]
     heavy = ("scrapy", "vcr", "requests", "scrapy_mock", "idcrawl.recorded")
     proc = subprocess.run(
         [sys.executable, "-c", f"import sys, idcrawl.testing; print([m for m in {heavy!r} if m in sys.modules])"],
