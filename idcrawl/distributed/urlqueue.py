@@ -250,6 +250,8 @@ class RedisUrlQueue:
         verdict, entry = self._offer_call(url, owner, self.scope.seeds[owner].crawl_profiles, SEED, "seed", now)
         if verdict == "same":
             return None
+        if sum(1 for _, hops in claims_of(entry) if hops == SEED) > 1:  # two targets' hop-0 page: the rank decides
+            entry = self._rank(url, entry, now, {})
         if entry.links is not None:  # harvested before: the new seed walks its stored links (no refetch)
             self._walk(entry, owner, now, {})
         return entry
@@ -357,6 +359,14 @@ class RedisUrlQueue:
             return
         if verdict != "claimed":
             return
+        entry = self._rank(link, entry, now, new)
+        if entry.links is not None:
+            work.append((link, seed, hops, entry.links))
+
+    def _rank(self, link: str, entry: QueuedUrl, now: float, new: dict[str, QueuedUrl]) -> QueuedUrl:
+        """The owner of ``link`` ranked among the claims read (:func:`~idcrawl.core.urlqueue.own`) and
+        written if it changed, a compare-and-set on those claims (``URL_OFFER`` 'own'); ``new`` gets it
+        if it changed owner and is not harvested. The entry as written."""
         for _ in range(TRIES):
             owned = own(entry, claims_of(entry), self.scope)
             if owned.record == entry.record and owned.paths == entry.paths:
@@ -380,8 +390,7 @@ class RedisUrlQueue:
             break
         else:
             raise RuntimeError(f"idcrawl: the claims on {link} kept changing ({TRIES} offers in a row)")
-        if entry.links is not None:
-            work.append((link, seed, hops, entry.links))
+        return entry
 
     def failed(self, url: str, result: Harvest, now: float) -> QueuedUrl | None:
         self.taken.discard(url)

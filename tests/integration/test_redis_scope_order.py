@@ -62,3 +62,21 @@ def test_a_fleet_fetches_the_reference_walk_with_its_owners_and_hops_in_every_or
                 assert entry is not None, where
                 got[page] = (entry.record.owner, (entry.record.hops.hops, entry.record.hops.offsite))
             assert got == truth, where
+
+
+def test_two_targets_on_one_hop0_page_get_the_reference_owner_whichever_seeds_first(redis_server: Any) -> None:
+    # two targets whose hop-0 page is the same URL: the owner is the rank's (the smallest name on a tie),
+    # not the target seeded last, in the fleet as in one process
+    client = redis.Redis.from_url(redis_server.url)
+    for n in range(12):
+        base = generate(n)
+        first, second = sorted(base.seeds)[:2]
+        case = Case(base.links, {**base.seeds, second: base.seeds[first]}, base.profiles)
+        truth = scope_walk_truth(case.links, case.seeds, case.admits)
+        for order in range(4):
+            fetched, queue = fleet(client, f"h0:{{{n}-{order}}}:", case, 1000 + n * 4 + order)
+            where = f"graph {n}, order {order}"
+            assert sorted(fetched) == sorted(truth), where
+            entry = queue.get(case.seeds[first])
+            assert entry is not None, where
+            assert entry.record.owner == truth[case.seeds[first]][0], where

@@ -61,7 +61,10 @@ if mode == 'seed' or mode == 'fetched' then
   -- a page target's page, or a found id page: its target's hop-0 page (the specific seed wins: case 1);
   -- counters kept; a found id page is taken by this worker (harvested next)
   if R.owner == owner and R.paths == '0:0' then return reply('same') end
-  local claims = add_claim(claims_of(R), owner, 0, 0) or claims_of(R)
+  local added = add_claim(claims_of(R), owner, 0, 0)
+  -- seeded before, another target's hop-0 page too: that target ranked first (the caller ranks)
+  if not added and mode == 'seed' then return reply('same') end
+  local claims = added or claims_of(R)
   if mode == 'fetched' then
     redis.call('HDEL', U, 'links')
     update(P, url, R, {owner = owner, col = col, cps = cps, hops = '0', off = '0', paths = '0:0', st = 't', w = me,
