@@ -7,6 +7,7 @@ import json
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from idcrawl.core.exits import exit_status
 from idcrawl.demo.site import Reply
+from idcrawl.state.keys import JobKeys
 from tests.conftest import GapModel
 from tests.support.crawl import CrawlResult, crawl_command, read_items, run_crawl
 from tests.support.reference import target_truth
@@ -37,6 +39,40 @@ class FlakyModel(GapModel):
             return Reply(503, b"busy")
         reply = super().reply(id_, host, nth)
         return Reply(reply.status, reply.body, reply.headers, (id_ * 7919 % 7) / 1000)
+
+
+class HeldModel(FlakyModel):
+    """:class:`FlakyModel` whose pages answer only once :attr:`opened` is set (set at first)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.opened = threading.Event()
+        self.opened.set()
+
+    def reply(self, id_: int, host: str, nth: int) -> Reply:
+        self.opened.wait(120)
+        return super().reply(id_, host, nth)
+
+
+def open_when_registered(redis_server: Any, job: str, workers: int, *models: HeldModel) -> threading.Thread:
+    """Hold the sites' pages until ``workers`` workers of ``job`` are registered (a worker that starts
+    late under load would otherwise find the job done); opened after 120 s whatever happens."""
+    import redis
+
+    for model in models:
+        model.opened.clear()
+
+    def watch() -> None:
+        client = redis.Redis.from_url(redis_server.url)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and client.zcard(JobKeys(f"idcrawl:{{{job}}}:").workers) < workers:
+            time.sleep(0.05)  # a poll of a condition, not a wait for time to pass
+        for model in models:
+            model.opened.set()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
 
 
 def job_file(path: Path, site_a, site_b) -> Path:
@@ -110,7 +146,8 @@ def truth() -> set[tuple[str, int]]:
 def test_three_workers_produce_the_single_process_result_fetching_each_id_once(
     make_site, redis_server, tmp_path: Path
 ) -> None:
-    site_a, site_b = make_site(FlakyModel(1900, 2100, GAPS_A)), make_site(FlakyModel(400, 600, GAPS_B))
+    model_a, model_b = HeldModel(1900, 2100, GAPS_A), HeldModel(400, 600, GAPS_B)
+    site_a, site_b = make_site(model_a), make_site(model_b)
     job = job_file(tmp_path / "job.toml", site_a, site_b)
     (tmp_path / "single").mkdir()
     single = run_crawl(tmp_path / "single", {"job": job})
@@ -121,6 +158,7 @@ def test_three_workers_produce_the_single_process_result_fetching_each_id_once(
         site.log.clear()
         site._counts.clear()
 
+    open_when_registered(redis_server, "acc", 3, model_a, model_b)
     results = run_fleet(tmp_path, {"job": job}, worker_settings(redis_server))
     for result in results:
         assert result.stats["finish_reason"] == "finished"
