@@ -85,6 +85,8 @@ class StateRecorder:
         self._recovered = recovered or {}
         self._several_items = False  # some found id had more than one item: feed tails cannot be read back
         self._committed: dict[str, LaneRecord] = {}  # lane key -> its record as last committed
+        #: lane key -> the lane and what its record was built from at the last commit (:meth:`_changed_records`)
+        self._seen: dict[str, tuple[Any, tuple[Any, ...]]] = {}
         self.pages = pages
         self._page_records: dict[tuple[str, int], Schedule | None] = {}  # changed page records, not committed yet
         self.clock = clock if clock is not None else Clock()
@@ -287,17 +289,37 @@ class StateRecorder:
     ) -> None:
         """One transaction; only the lane records that changed since the last commit are written
         (a job of 100,000 targets would otherwise rewrite every lane's record every few seconds)."""
-        records = self._lane_records()
-        changed: dict[str, dict[str, LaneRecord]] = {}
-        for target, by_key in records.items():
-            for key, record in by_key.items():
-                if self._committed.get(key) != record:
-                    changed.setdefault(target, {})[key] = record
+        changed, seen = self._changed_records()
         if not self._write(lambda: self.store.commit(params, outcomes, changed, feeds=feeds, pages=pages,
                                                      tails=tails)):
             return
         for by_key in changed.values():
             self._committed.update(by_key)
+        self._seen.update(seen)
+
+    def _changed_records(self) -> tuple[dict[str, dict[str, LaneRecord]], dict[str, tuple[Any, tuple[Any, ...]]]]:
+        """The lane records that differ from the committed ones, by target, and what each lane looked like
+        (a lane that did not move since the last commit is passed over without building its record)."""
+        pins = self._pins()
+        changed: dict[str, dict[str, LaneRecord]] = {}
+        seen: dict[str, tuple[Any, tuple[Any, ...]]] = {}
+        before = self._seen
+        frontier = self.frontier
+        direction, lane_target = frontier.lane_direction, frontier.lane_target
+        for key, lane in frontier.lanes.items():
+            if direction[key] == "holes":  # list lanes (holes, due pages): no durable record
+                continue
+            pin = pins.get(key)
+            # everything _record reads that may change (origins and stored last found ids do not)
+            looks = (lane.first_undecided, lane.next_id, lane.cut_at, lane.last_found, lane.reason, lane.stop, pin)
+            last = before.get(key)
+            if last is not None and last[0] is lane and last[1] == looks:
+                continue
+            seen[key] = (lane, looks)
+            record = self._record(key, lane, pin)
+            if self._committed.get(key) != record:
+                changed.setdefault(lane_target[key].name, {})[key] = record
+        return changed, seen
 
     def _write(self, write: Callable[[], object], *, always: bool = False) -> bool:
         """One write of the store, unless a write of this crawl failed (``always``: even then); a failed
@@ -347,8 +369,8 @@ class StateRecorder:
             offsets = dict.fromkeys(offsets, -1)
         return FeedMarks(self._run_id, offsets)
 
-    def _lane_records(self) -> dict[str, dict[str, LaneRecord]]:
-        """Each lane's durable record, pinned before its earliest found id not yet committed."""
+    def _pins(self) -> dict[str, int]:
+        """Lane -> its earliest found id not yet committed (its record is pinned before it)."""
         pins: dict[str, int] = {}
         uncommitted = [(id_, lane_key) for (_t, id_), lane_key in self._unwritten.pending()]
         uncommitted += [(id_, lane_key) for (_t, id_), lane_key in self._written.items()]
@@ -356,13 +378,7 @@ class StateRecorder:
             step = self.frontier.lanes[lane_key].step
             if lane_key not in pins or (id_ - pins[lane_key]) * step < 0:
                 pins[lane_key] = id_
-        records: dict[str, dict[str, LaneRecord]] = defaultdict(dict)
-        for key, lane in self.frontier.lanes.items():
-            if self.frontier.lane_direction[key] == "holes":  # list lanes (holes, due pages): no durable record
-                continue
-            target = self.frontier.lane_target[key].name
-            records[target][key] = self._record(key, lane, pins.get(key))
-        return records
+        return pins
 
     def _record(self, key: str, lane: Lane[Any], pin: int | None) -> LaneRecord:
         origin = self.origins.get(key, lane.start)
