@@ -7,6 +7,8 @@ docs/architecture.md ("The durability rules") says why and in which order.
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -33,6 +35,10 @@ if TYPE_CHECKING:
     from idcrawl.core.frontier import Frontier
 
 __all__ = ["StateRecorder"]
+
+
+#: a :class:`LaneRecord`'s fields' values, in their order (what its ``==`` compares)
+_record_values = operator.attrgetter(*(f.name for f in dataclasses.fields(LaneRecord)))
 
 
 class StateRecorder:
@@ -85,8 +91,6 @@ class StateRecorder:
         self._recovered = recovered or {}
         self._several_items = False  # some found id had more than one item: feed tails cannot be read back
         self._committed: dict[str, LaneRecord] = {}  # lane key -> its record as last committed
-        #: lane key -> the lane and what its record was built from at the last commit (:meth:`_changed_records`)
-        self._seen: dict[str, tuple[Any, tuple[Any, ...]]] = {}
         self.pages = pages
         self._page_records: dict[tuple[str, int], Schedule | None] = {}  # changed page records, not committed yet
         self.clock = clock if clock is not None else Clock()
@@ -289,37 +293,30 @@ class StateRecorder:
     ) -> None:
         """One transaction; only the lane records that changed since the last commit are written
         (a job of 100,000 targets would otherwise rewrite every lane's record every few seconds)."""
-        changed, seen = self._changed_records()
+        changed = self._changed_records()
         if not self._write(lambda: self.store.commit(params, outcomes, changed, feeds=feeds, pages=pages,
                                                      tails=tails)):
             return
         for by_key in changed.values():
             self._committed.update(by_key)
-        self._seen.update(seen)
 
-    def _changed_records(self) -> tuple[dict[str, dict[str, LaneRecord]], dict[str, tuple[Any, tuple[Any, ...]]]]:
-        """The lane records that differ from the committed ones, by target, and what each lane looked like
-        (a lane that did not move since the last commit is passed over without building its record)."""
+    def _changed_records(self) -> dict[str, dict[str, LaneRecord]]:
+        """The lane records that differ from the committed ones, by target (a lane's record is compared
+        as its fields' values: no record is built for a lane that did not move since the last commit)."""
         pins = self._pins()
         changed: dict[str, dict[str, LaneRecord]] = {}
-        seen: dict[str, tuple[Any, tuple[Any, ...]]] = {}
-        before = self._seen
+        committed = self._committed
         frontier = self.frontier
         direction, lane_target = frontier.lane_direction, frontier.lane_target
         for key, lane in frontier.lanes.items():
             if direction[key] == "holes":  # list lanes (holes, due pages): no durable record
                 continue
-            pin = pins.get(key)
-            # everything _record reads that may change (origins and stored last found ids do not)
-            looks = (lane.first_undecided, lane.next_id, lane.cut_at, lane.last_found, lane.reason, lane.stop, pin)
-            last = before.get(key)
-            if last is not None and last[0] is lane and last[1] == looks:
+            values = self._record_values(key, lane, pins.get(key))
+            last = committed.get(key)
+            if last is not None and _record_values(last) == values:
                 continue
-            seen[key] = (lane, looks)
-            record = self._record(key, lane, pin)
-            if self._committed.get(key) != record:
-                changed.setdefault(lane_target[key].name, {})[key] = record
-        return changed, seen
+            changed.setdefault(lane_target[key].name, {})[key] = LaneRecord(*values)
+        return changed
 
     def _write(self, write: Callable[[], object], *, always: bool = False) -> bool:
         """One write of the store, unless a write of this crawl failed (``always``: even then); a failed
@@ -380,13 +377,14 @@ class StateRecorder:
                 pins[lane_key] = id_
         return pins
 
-    def _record(self, key: str, lane: Lane[Any], pin: int | None) -> LaneRecord:
+    def _record_values(self, key: str, lane: Lane[Any], pin: int | None) -> tuple[Any, ...]:
+        """The fields of the lane's :class:`LaneRecord`, in their order."""
         origin = self.origins.get(key, lane.start)
         cursor = lane.first_undecided if lane.cut_at is None else lane.cut_at + lane.step
         if pin is not None and (pin - cursor) * lane.step < 0:
-            return LaneRecord(key, origin, lane.step, lane.stop, pin, None, None, None)
+            return (key, origin, lane.step, lane.stop, pin, None, None, None)
         reason = lane.reason if lane.settled else None
         # a continued lane that found nothing yet keeps its stored last found id (a later resume restarts
         # just after it, not from the lane's first start)
         last = lane.last_found if lane.last_found is not None else self.last_found.get(key)
-        return LaneRecord(key, origin, lane.step, lane.stop, cursor, last, lane.cut_at, reason)
+        return (key, origin, lane.step, lane.stop, cursor, last, lane.cut_at, reason)
