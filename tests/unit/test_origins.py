@@ -53,7 +53,7 @@ def test_templates_of_one_origin_have_its_host_and_others_their_own() -> None:
 
 def test_targets_sharing_options_still_refuse_their_own_bad_keys() -> None:
     parse_target({"url": "http://a/{id}", "start": 1, "margin": 0, "max": 9})
-    with pytest.raises(TargetError, match="margin.*needs max"):
+    with pytest.raises(TargetError, match=r"margin.*needs max"):
         parse_target({"url": "http://b/{id}", "start": 1, "margin": 0})
-    with pytest.raises(TargetError, match="start.*above max"):
+    with pytest.raises(TargetError, match=r"start.*above max"):
         parse_target({"url": "http://c/{id}", "start": 10, "margin": 0, "max": 9})
