@@ -6,12 +6,14 @@ request fails at once, so the crawl costs what the targets cost), runs
 ``scrapy crawl idseq -a job=FILE -s CLOSESPIDER_TIMEOUT=5 -s IDCRAWL_MAX_TARGETS=0``
 in a fresh work directory and prints one line per N:
 
-    targets  file MB  open s  stop s  close s  peak MB  finish_reason
+    targets  file MB  open s  stop s  close s  peak MB  open peak MB  open cpu s  cpu s  finish_reason
 
 ``open s``: from the command to "Spider opened"; ``stop s``: from "Spider opened" to
 "Closing spider" (the timeout asked for 5 s); ``close s``: from "Closing spider" to
 "Spider closed"; ``peak MB``: the crawl process's maximum RSS; ``cpu s``: the crawl process's user +
-system time, start to end (what other load on the machine moves least). Log timestamps have a
+system time, start to end (what other load on the machine moves least); ``open cpu s``: its CPU time
+when the log says "Spider opened" (start-up and the open: read job file, lanes, first commit), and
+``open peak MB`` its peak RSS by then. Log timestamps have a
 resolution of one second. ``--base PATH`` runs each N with another checkout too (``tree`` column:
 ``base`` or ``this``), one after the other: before/after a change in the same run. Figures, not
 pass/fail thresholds (the tests assert the finish reason, tests/crawl/test_input_errors.py).
@@ -55,6 +57,7 @@ def run(count: int, workdir: Path, tree: Path = REPO) -> str:
     log = workdir / f"log-{count}.txt"
     with log.open("w") as err:
         proc = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        open_cpu, open_peak = _when_opened(proc, log)
         _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS and CPU time
     proc.returncode = os.waitstatus_to_exitcode(status)
     stderr = log.read_text()
@@ -73,7 +76,27 @@ def run(count: int, workdir: Path, tree: Path = REPO) -> str:
     assert opened is not None and closing is not None and closed is not None
     peak = f"{peak_kb / 1024:7.0f}"
     return (f"{count:>8}  {job.stat().st_size / 1e6:7.1f}  {opened - started:6.0f}  {closing - opened:6.0f}  "
-            f"{closed - closing:7.0f}  {peak}  {cpu:5.1f}  {reason[1] if reason else '?'}")
+            f"{closed - closing:7.0f}  {peak}  {open_peak:12.0f}  {open_cpu:10.1f}  {cpu:5.1f}  "
+            f"{reason[1] if reason else '?'}")
+
+
+def _when_opened(proc: subprocess.Popen[str], log: Path) -> tuple[float, float]:
+    """The crawl process's user + system CPU seconds and its peak RSS (MB) so far when its log says
+    "Spider opened" (read from /proc every 50 ms: start-up and the open); NaN when it never does."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    while proc.poll() is None:
+        try:
+            stat = Path(f"/proc/{proc.pid}/stat").read_text()
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+        except OSError:
+            break
+        if "[scrapy.core.engine] INFO: Spider opened" in log.read_text(errors="replace"):
+            fields = stat.rsplit(")", 1)[1].split()
+            hwm = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+            return ((int(fields[11]) + int(fields[12])) / ticks,  # utime, stime (fields 14 and 15)
+                    int(hwm[1]) / 1024 if hwm else float("nan"))
+        time.sleep(0.05)
+    return float("nan"), float("nan")
 
 
 def main() -> None:
@@ -81,7 +104,8 @@ def main() -> None:
     parser.add_argument("counts", nargs="*", type=int, default=[5_000, 20_000])
     parser.add_argument("--base", type=Path, help="another checkout, run before this one for each N")
     args = parser.parse_args()
-    print(f"{'tree  ' if args.base else ''}targets  file MB  open s  stop s  close s  peak MB  cpu s  finish_reason")
+    print(f"{'tree  ' if args.base else ''}targets  file MB  open s  stop s  close s  peak MB  open peak MB  "
+          "open cpu s  cpu s  finish_reason")
     with tempfile.TemporaryDirectory() as tmp:
         for count in sorted(args.counts):
             if args.base is not None:

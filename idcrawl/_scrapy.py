@@ -61,6 +61,7 @@ __all__ = [
     "slot_has_room",
     "slot_jitter",
     "slot_key",
+    "slot_ready_at",
     "slot_wait",
     "slots_sequential",
     "spider_closing",
@@ -276,10 +277,17 @@ def slot_has_room(crawler: Crawler | Any, key: str, entering: int = 0) -> bool:
 def slot_wait(crawler: Crawler | Any, key: str) -> float:
     """Seconds until slot ``key``'s delay since its last request has run (its shortest draw, jitter
     included); 0 or less: a request would leave at once. 0 for a slot not made yet."""
+    ready = slot_ready_at(crawler, key)
+    return 0.0 if ready is None else ready - SLOT_CLOCK()
+
+
+def slot_ready_at(crawler: Crawler | Any, key: str) -> float | None:
+    """When (:data:`SLOT_CLOCK`) slot ``key``'s delay since its last request has run (its shortest draw,
+    jitter included): the same number until the slot sends again. None: no delay or no request yet."""
     slot = crawler.engine.downloader.slots.get(key)
     if slot is None or not slot.delay or not slot.lastseen:
-        return 0.0
-    return float(slot.lastseen + slot.delay * (1.0 - slot_jitter(slot)) - SLOT_CLOCK())
+        return None
+    return float(slot.lastseen + slot.delay * (1.0 - slot_jitter(slot)))
 
 
 def downloader_crowded(crawler: Crawler | Any) -> bool:

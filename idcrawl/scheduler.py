@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from scrapy import Request, signals
 from scrapy.core.scheduler import Scheduler
 
-from idcrawl._scrapy import downloader_crowded, slot_has_room, slot_key, slot_wait, stats_incrementer
+from idcrawl._scrapy import (
+    SLOT_CLOCK,
+    downloader_crowded,
+    slot_has_room,
+    slot_key,
+    slot_ready_at,
+    stats_incrementer,
+)
 from idcrawl.core.delays import DelayQueue
 from idcrawl.core.scope import host_of
 from idcrawl.extensions.limits import IdLimits
@@ -73,6 +80,9 @@ class IdScheduler(Scheduler):
         self._slots: HostSlots = host_slots(self.crawler)
         # lane requests handed to the engine that have not reached their slot yet
         self._entering: dict[str, weakref.WeakSet[Request]] = {}
+        #: slot -> the end of its delay (SLOT_CLOCK) a wake-up is armed for, and when (monotonic): one
+        #: wake-up per gap, not one per refusal
+        self._armed: dict[str, tuple[float, float]] = {}
         self._delayed: DelayQueue[Request] = DelayQueue()
         self._outlinks_first = False
         assert self.stats is not None
@@ -246,11 +256,20 @@ class IdScheduler(Scheduler):
         # a request handed out now waits out the slot's delay in its queue (to the millisecond), counted
         # against CONCURRENT_REQUESTS the while: once the downloader is half full, a host in its gap would
         # hold back the others, so its request is handed out when the gap has run (a wake-up is armed)
-        wait = slot_wait(self.crawler, key)
+        ready_at = slot_ready_at(self.crawler, key)
+        wait = 0.0 if ready_at is None else ready_at - SLOT_CLOCK()
         if wait > 0 and downloader_crowded(self.crawler):
-            if runtime is not None:
-                runtime.wake_in(wait)
+            armed = self._armed.get(key)
+            now = time.monotonic()
+            # asked again before the gap ends: its wake-up is armed already (armed again from 2 ms before
+            # it is due: wake_at rounds to the millisecond, so the timer may fire a little early)
+            if runtime is not None and (armed is None or armed[0] != ready_at or now >= armed[1] - 0.002):
+                assert ready_at is not None
+                self._armed[key] = (ready_at, now + wait)
+                runtime.wake_at(now + wait)
             return False
+        if ready_at is not None and wait <= 0:
+            self._armed.pop(key, None)
         limiter = runtime.limiter if runtime is not None else None
         # the job limits: may the slot take one more request (LT per iteration, stop rules)?
         if limiter is not None and not limiter.admit(key):

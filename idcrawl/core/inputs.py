@@ -3,12 +3,14 @@ with one line naming the field and the value when it is bad (:class:`TargetError
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from idcrawl.core.lanes import MAX_ID
 from idcrawl.core.safetext import name_problem, safe
+from idcrawl.core.templates import url_origin
 
 __all__ = [
     "MISSING",
@@ -119,23 +121,37 @@ def as_choice(field: str, value: Any, choices: tuple[str, ...], *, hidden: froze
 
 def check_url(field: str, value: Any, url: str) -> None:
     """``url`` (``value`` as given) must be an http(s) URL with a host that can be requested."""
+    origin = url_origin(url)
+    problem = _origin_problem(origin) if origin is not None else _url_problem(url)
+    if problem is not None:
+        raise TargetError(field, value, problem)
+
+
+@functools.lru_cache(maxsize=4096)
+def _origin_problem(origin: str) -> str | None:
+    """:func:`_url_problem` of a URL's origin (the same for every URL of the origin: checked once)."""
+    return _url_problem(origin)
+
+
+def _url_problem(url: str) -> str | None:
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port out of 0..65535 or not a number
     except ValueError as exc:
-        raise TargetError(field, value, f"is not a valid URL ({exc})") from None
+        return f"is not a valid URL ({exc})"
     if parts.scheme not in ("http", "https"):
-        raise TargetError(field, value, "must be an http or https URL")
+        return "must be an http or https URL"
     hostname = parts.hostname
     if not hostname:
-        raise TargetError(field, value, "has no host")
+        return "has no host"
     # every whitespace character but " " is unprintable (true over all of Unicode): no loop per character
     if " " in parts.netloc or not parts.netloc.isprintable():
-        raise TargetError(field, value, "has spaces or control characters in its host")
+        return "has spaces or control characters in its host"
     host = hostname.rstrip(".")
     labels = host.split(".")
     if not host.startswith("[") and (len(host) > 253 or "" in labels or max(map(len, labels)) > 63):
-        raise TargetError(field, value, f"has an invalid host name {hostname!r} (labels of 1 to 63 characters)")
+        return f"has an invalid host name {hostname!r} (labels of 1 to 63 characters)"
+    return None
 
 
 def as_bool(field: str, value: Any) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,8 +183,9 @@ def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max
     pages = set(page_indexes)
     id_indexes = [i for i in range(len(raws)) if i not in pages]
     id_raws = [raws[i] for i in id_indexes]
+    raws.clear()  # each table is let go once parsed (a big job's raw tables are most of its peak memory)
     targets = (
-        parse_targets(id_raws, {**(defaults or {}), **file_defaults}, where=f"{where}: ", job=True,
+        parse_targets(_let_go(id_raws), {**(defaults or {}), **file_defaults}, where=f"{where}: ", job=True,
                       indexes=id_indexes)
         if id_raws else []
     )
@@ -218,6 +219,13 @@ def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max
                                   f"unknown crawl profile {name!r} (known: {known})",
                                   where=f"{where}: targets[{index}]")
     return JobFile(str(path), targets, profile, page_targets, collections, crawl_profiles)
+
+
+def _let_go(tables: list[Any]) -> Iterator[Any]:
+    """The items of ``tables``, each dropped from the list as it is handed out."""
+    for index, table in enumerate(tables):
+        tables[index] = None
+        yield table
 
 
 def _tables(value: Any, key: str, where: str) -> list[Mapping[str, Any]]:

@@ -5,6 +5,7 @@ Which lane emits a found id (:func:`emitting_rank`) and what is held in memory: 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Hashable
 from dataclasses import dataclass, fields
 from typing import Any, Generic, TypeVar
@@ -25,6 +26,7 @@ _WALK_FIELDS = frozenset(
 )
 #: The fields of :func:`space_key`, in the order of :class:`Target`'s fields (not ``host``: derived, not compared).
 _SPACE_FIELDS = tuple(f.name for f in fields(Target) if f.name not in _WALK_FIELDS and f.compare)
+_space_values = operator.attrgetter(*_SPACE_FIELDS)
 
 
 def space_key(target: Target) -> tuple[Hashable, ...]:
@@ -35,7 +37,12 @@ def space_key(target: Target) -> tuple[Hashable, ...]:
     only, in the order of :data:`_SPACE_FIELDS` (a frontier keeps one per target: about 150 bytes,
     not 750 with the fields' names); :func:`space_fields` pairs them with their names.
     """
-    return tuple(_hashable(getattr(target, name)) for name in _SPACE_FIELDS)
+    values: tuple[Hashable, ...] = _space_values(target)
+    try:
+        hash(values)
+    except TypeError:  # a field of a value that does not hash: its repr stands for it
+        return tuple(_hashable(value) for value in values)
+    return values
 
 
 def space_fields(target: Target) -> tuple[tuple[str, Hashable], ...]:

@@ -9,7 +9,7 @@ import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from idcrawl.core.inputs import (
@@ -65,6 +65,7 @@ _FORMATTER = string.Formatter()
 #: job file mostly share them (one object for 100,000 targets, not one each; they are frozen).
 _RULES: dict[str, OutcomeRule] = {}
 _POLICIES: dict[str, Policy] = {}
+_OPTIONS: dict[str, _Options] = {}
 #: At most this many of each are kept (a job whose every target has its own rule parses each once anyway).
 _MEMO_SIZE = 4096
 
@@ -196,6 +197,10 @@ def _template(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise TargetError("url", value, "must be a URL template containing {id}")
     url = value.strip()
+    if url.count("{") == 1 and url.count("}") == 1 and "{id}" in url:  # a plain {id}, the usual case
+        sample = url.format(id=12345)
+        check_url("url", value, sample)
+        return url
     try:
         parsed = [(f, spec, conversion) for _, f, spec, conversion in _FORMATTER.parse(url) if f is not None]
     except ValueError as exc:
@@ -283,6 +288,9 @@ def _similarity(value: Any) -> float:
 
 _RULE_KEYS = ("missing_statuses", "soft404_regex", "soft404_css", "soft404_xpath", "found_css", "found_xpath",
               "soft404_max_bytes")
+#: Every key whose value the options of :class:`_Options` are parsed from.
+_OPTION_KEYS = ("direction", "margin", "window", "rate", "attempts", "cooldown", "backoff", "resume", "holes",
+                *_RULE_KEYS, *RECRAWL_KEYS, "follow_redirects", "soft404_similarity")
 
 
 def _memo(memo: dict[str, Any], key: str, parse: Callable[[], Any]) -> Any:
@@ -351,11 +359,17 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
         raise TargetError("url", MISSING, "is required (a URL template containing {id})")
     url = _template(raw["url"])
 
-    dvalue = merged["direction"]
-    try:
-        direction = Direction(str(dvalue).strip().lower())
-    except ValueError:
-        raise TargetError("direction", dvalue, "must be one of asc, desc, both") from None
+    # the options below depend on these values only: parsed once per distinct set (a job's targets share them)
+    options_key = repr([merged.get(key) for key in _OPTION_KEYS])
+    options: _Options | None = _OPTIONS.get(options_key)
+    if options is not None:
+        direction = options.direction
+    else:
+        dvalue = merged["direction"]
+        try:
+            direction = Direction(str(dvalue).strip().lower())
+        except ValueError:
+            raise TargetError("direction", dvalue, "must be one of asc, desc, both") from None
 
     lo = as_id("min", merged["min"]) if merged.get("min") not in (None, "") else None
     hi = as_id("max", merged["max"]) if merged.get("max") not in (None, "") else None
@@ -375,26 +389,16 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
     if hi is not None and start > hi:
         raise TargetError("start", merged["start"], f"is above max ({hi})")
 
-    margin = as_int("margin", merged["margin"], minimum=0)
+    margin = options.margin if options is not None else as_int("margin", merged["margin"], minimum=0)
     if margin == 0:
         if direction in (Direction.ASC, Direction.BOTH) and hi is None:
             raise TargetError("margin", merged["margin"], "0 (no cut) needs max: the asc lane would never end")
         if direction in (Direction.DESC, Direction.BOTH) and lo is None:
             raise TargetError("margin", merged["margin"], "0 (no cut) needs min: the desc lane would never end")
-    window = as_int("window", merged["window"], minimum=1)
-    rate_asc, rate_desc = _rate(merged["rate"], direction)
-    attempts = as_int("attempts", merged["attempts"], minimum=1)
-    cooldown = as_float("cooldown", merged["cooldown"])
-    backoff = as_float("backoff", merged["backoff"], minimum=1.0)
-    resume = as_choice("resume", merged["resume"], RESUME_MODES, hidden=DEPRECATED_WORDS)
-    holes = as_choice("holes", merged["holes"], HOLES_MODES)
-    rule = _outcome_rule(merged)
+    if options is None:
+        parsed = _parse_options(merged, direction, margin)
+        options = _memo(_OPTIONS, options_key, lambda: parsed)
     probe = _probe(merged.get("soft404_probe"), url)
-    recrawl = {key: value for key, value in merged.items() if key in RECRAWL_KEYS and value not in (None, "")}
-    policy: Policy = _memo(_POLICIES, repr(sorted(recrawl.items())), lambda: parse_policy(recrawl))
-    follow_redirects = as_choice("follow_redirects", merged["follow_redirects"], REDIRECT_MODES)
-    raw_similarity = merged["soft404_similarity"]
-    similarity = _similarity(DEFAULTS["soft404_similarity"] if raw_similarity in (None, "") else raw_similarity)
 
     name_value = merged.get("name")
     if name_value in (None, ""):
@@ -408,24 +412,62 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
         start=start,
         direction=direction,
         margin=margin,
-        window=window,
-        rate_asc=rate_asc,
-        rate_desc=rate_desc,
+        window=options.window,
+        rate_asc=options.rate_asc,
+        rate_desc=options.rate_desc,
         min=lo,
         max=hi,
-        attempts=attempts,
-        cooldown=cooldown,
-        backoff=backoff,
-        resume=resume,
-        holes=holes,
-        rule=rule,
+        attempts=options.attempts,
+        cooldown=options.cooldown,
+        backoff=options.backoff,
+        resume=options.resume,
+        holes=options.holes,
+        rule=options.rule,
         soft404_probe=probe,
-        soft404_similarity=similarity,
+        soft404_similarity=options.similarity,
         crawl_profiles=as_names("crawl_profiles", raw["crawl_profiles"]) if "crawl_profiles" in raw else (),
         enabled=as_bool("enabled", raw["enabled"]) if "enabled" in raw else True,
-        policy=policy,
-        follow_redirects=follow_redirects,
+        policy=options.policy,
+        follow_redirects=options.follow_redirects,
     )
+
+
+class _Options(NamedTuple):
+    """A target's options parsed from the values of :data:`_OPTION_KEYS` (shared by equal values)."""
+
+    direction: Direction
+    margin: int
+    window: int
+    rate_asc: int
+    rate_desc: int
+    attempts: int
+    cooldown: float
+    backoff: float
+    resume: str
+    holes: str
+    rule: OutcomeRule
+    policy: Policy
+    follow_redirects: str
+    similarity: float
+
+
+def _parse_options(merged: Mapping[str, Any], direction: Direction, margin: int) -> _Options:
+    """The options after ``margin``, in the order (and with the error lines) of their keys' checks."""
+    window = as_int("window", merged["window"], minimum=1)
+    rate_asc, rate_desc = _rate(merged["rate"], direction)
+    attempts = as_int("attempts", merged["attempts"], minimum=1)
+    cooldown = as_float("cooldown", merged["cooldown"])
+    backoff = as_float("backoff", merged["backoff"], minimum=1.0)
+    resume = as_choice("resume", merged["resume"], RESUME_MODES, hidden=DEPRECATED_WORDS)
+    holes = as_choice("holes", merged["holes"], HOLES_MODES)
+    rule = _outcome_rule(merged)
+    recrawl = {key: value for key, value in merged.items() if key in RECRAWL_KEYS and value not in (None, "")}
+    policy: Policy = _memo(_POLICIES, repr(sorted(recrawl.items())), lambda: parse_policy(recrawl))
+    follow_redirects = as_choice("follow_redirects", merged["follow_redirects"], REDIRECT_MODES)
+    raw_similarity = merged["soft404_similarity"]
+    similarity = _similarity(DEFAULTS["soft404_similarity"] if raw_similarity in (None, "") else raw_similarity)
+    return _Options(direction, margin, window, rate_asc, rate_desc, attempts, cooldown, backoff, resume, holes, rule,
+                    policy, follow_redirects, similarity)
 
 
 def parse_page_target(raw: Mapping[str, Any]) -> PageTarget:

@@ -16,6 +16,7 @@ __all__ = [
     "template_digits",
     "template_ends",
     "template_host",
+    "url_origin",
     "url_template",
 ]
 
@@ -34,6 +35,8 @@ def url_template(url: str) -> tuple[str, int] | None:
     return before + "{id}" + after, int(match.group())
 
 
+#: a letters-only scheme, ``://`` and the host part, followed by a ``/``, ``?`` or ``#``
+_ORIGIN = re.compile(r"[A-Za-z]+://[^/?#]*(?=[/?#])")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -67,9 +70,36 @@ def id_in_template(template: str, url: str) -> int | None:
     return id_ if template.format(id=id_) == url else None
 
 
-@functools.lru_cache(maxsize=4096)
 def template_host(template: str, id_: int) -> str:
-    """The host name of a template's URL for ``id_`` (asked once per lane request: parsed once)."""
+    """The host name of a template's URL for ``id_`` (asked once per lane request: parsed once).
+
+    When the template's fields come after its host (``http://host/...{id}``, the usual case) the
+    host is the same for every id: parsed once per origin (:func:`url_origin`), not once per template.
+    """
+    origin = url_origin(template)
+    if origin is not None and "{" not in origin and "}" not in origin:
+        return _origin_hostname(origin)
+    return _any_template_host(template, id_)
+
+
+def url_origin(url: str) -> str | None:
+    """``scheme://host[:port]``, the start of ``url`` that decides its scheme, host and port, when it can be
+    cut without a parse (a letters-only scheme, printable ASCII without spaces, a ``/``, ``?`` or ``#`` after
+    the host); None otherwise. ``urlsplit`` gives it the same scheme, netloc, host and port as ``url``."""
+    match = _ORIGIN.match(url)
+    if match is None:
+        return None
+    origin = match.group()
+    return origin if origin.isascii() and origin.isprintable() and " " not in origin else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _origin_hostname(origin: str) -> str:
+    return urlsplit(origin).hostname or ""
+
+
+@functools.lru_cache(maxsize=4096)
+def _any_template_host(template: str, id_: int) -> str:
     return urlsplit(template.format(id=id_)).hostname or ""
 
 

@@ -7,6 +7,8 @@ docs/architecture.md ("The durability rules") says why and in which order.
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -33,6 +35,10 @@ if TYPE_CHECKING:
     from idcrawl.core.frontier import Frontier
 
 __all__ = ["StateRecorder"]
+
+
+#: a :class:`LaneRecord`'s fields' values, in their order (what its ``==`` compares)
+_record_values = operator.attrgetter(*(f.name for f in dataclasses.fields(LaneRecord)))
 
 
 class StateRecorder:
@@ -287,17 +293,30 @@ class StateRecorder:
     ) -> None:
         """One transaction; only the lane records that changed since the last commit are written
         (a job of 100,000 targets would otherwise rewrite every lane's record every few seconds)."""
-        records = self._lane_records()
-        changed: dict[str, dict[str, LaneRecord]] = {}
-        for target, by_key in records.items():
-            for key, record in by_key.items():
-                if self._committed.get(key) != record:
-                    changed.setdefault(target, {})[key] = record
+        changed = self._changed_records()
         if not self._write(lambda: self.store.commit(params, outcomes, changed, feeds=feeds, pages=pages,
                                                      tails=tails)):
             return
         for by_key in changed.values():
             self._committed.update(by_key)
+
+    def _changed_records(self) -> dict[str, dict[str, LaneRecord]]:
+        """The lane records that differ from the committed ones, by target (a lane's record is compared
+        as its fields' values: no record is built for a lane that did not move since the last commit)."""
+        pins = self._pins()
+        changed: dict[str, dict[str, LaneRecord]] = {}
+        committed = self._committed
+        frontier = self.frontier
+        direction, lane_target = frontier.lane_direction, frontier.lane_target
+        for key, lane in frontier.lanes.items():
+            if direction[key] == "holes":  # list lanes (holes, due pages): no durable record
+                continue
+            values = self._record_values(key, lane, pins.get(key))
+            last = committed.get(key)
+            if last is not None and _record_values(last) == values:
+                continue
+            changed.setdefault(lane_target[key].name, {})[key] = LaneRecord(*values)
+        return changed
 
     def _write(self, write: Callable[[], object], *, always: bool = False) -> bool:
         """One write of the store, unless a write of this crawl failed (``always``: even then); a failed
@@ -347,8 +366,8 @@ class StateRecorder:
             offsets = dict.fromkeys(offsets, -1)
         return FeedMarks(self._run_id, offsets)
 
-    def _lane_records(self) -> dict[str, dict[str, LaneRecord]]:
-        """Each lane's durable record, pinned before its earliest found id not yet committed."""
+    def _pins(self) -> dict[str, int]:
+        """Lane -> its earliest found id not yet committed (its record is pinned before it)."""
         pins: dict[str, int] = {}
         uncommitted = [(id_, lane_key) for (_t, id_), lane_key in self._unwritten.pending()]
         uncommitted += [(id_, lane_key) for (_t, id_), lane_key in self._written.items()]
@@ -356,21 +375,16 @@ class StateRecorder:
             step = self.frontier.lanes[lane_key].step
             if lane_key not in pins or (id_ - pins[lane_key]) * step < 0:
                 pins[lane_key] = id_
-        records: dict[str, dict[str, LaneRecord]] = defaultdict(dict)
-        for key, lane in self.frontier.lanes.items():
-            if self.frontier.lane_direction[key] == "holes":  # list lanes (holes, due pages): no durable record
-                continue
-            target = self.frontier.lane_target[key].name
-            records[target][key] = self._record(key, lane, pins.get(key))
-        return records
+        return pins
 
-    def _record(self, key: str, lane: Lane[Any], pin: int | None) -> LaneRecord:
+    def _record_values(self, key: str, lane: Lane[Any], pin: int | None) -> tuple[Any, ...]:
+        """The fields of the lane's :class:`LaneRecord`, in their order."""
         origin = self.origins.get(key, lane.start)
         cursor = lane.first_undecided if lane.cut_at is None else lane.cut_at + lane.step
         if pin is not None and (pin - cursor) * lane.step < 0:
-            return LaneRecord(key, origin, lane.step, lane.stop, pin, None, None, None)
+            return (key, origin, lane.step, lane.stop, pin, None, None, None)
         reason = lane.reason if lane.settled else None
         # a continued lane that found nothing yet keeps its stored last found id (a later resume restarts
         # just after it, not from the lane's first start)
         last = lane.last_found if lane.last_found is not None else self.last_found.get(key)
-        return LaneRecord(key, origin, lane.step, lane.stop, cursor, last, lane.cut_at, reason)
+        return (key, origin, lane.step, lane.stop, cursor, last, lane.cut_at, reason)
