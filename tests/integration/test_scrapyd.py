@@ -20,7 +20,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from idcrawl.state import SqliteStateStore
 from idcrawl.state.location import STATE_FILENAME
 from tests.conftest import GapModel
 from tests.support.reference import target_truth
+from tests.support.scrapyd import running, write_conf
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = "idcrawl"
@@ -110,45 +110,17 @@ def scrapyd(tmp_path: Path) -> Iterator[Scrapyd]:
     root = tmp_path / "scrapyd"
     root.mkdir()
     port = free_port()
-    # scrapyd and the job processes it starts (cwd = root) both read ./scrapyd.conf
-    (root / "scrapyd.conf").write_text(
-        "[scrapyd]\n"
-        "bind_address = 127.0.0.1\n"
-        f"http_port = {port}\n"
-        f"eggs_dir = {root / 'eggs'}\n"
-        f"logs_dir = {root / 'logs'}\n"
-        f"items_dir = {root / 'items'}\n"
-        f"jobs_dir = {root / 'jobs'}\n"
-        f"dbs_dir = {root / 'dbs'}\n"
-        "jobs_to_keep = 5\n"
-        "poll_interval = 0.2\n"
-        "max_proc = 2\n"
-    )
-    with (root / "scrapyd.out").open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "scrapyd"], cwd=root, env=clean_env(), stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True,  # its job processes too: one killpg stops everything
-        )
-    daemon = Scrapyd(root, port, proc)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                daemon.call("daemonstatus.json")
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"scrapyd did not start:\n{daemon.daemon_log()}")
-                time.sleep(0.1)
-        yield daemon
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
+    write_conf(root, port, "jobs_to_keep = 5")
+
+    def status() -> Any:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/daemonstatus.json", timeout=30) as answer:
+            return answer.read()
+
+    def log() -> str:
+        return (root / "scrapyd.out").read_text(errors="replace")[-4000:]
+
+    with running([sys.executable, "-m", "scrapyd"], root, clean_env(), status, log) as proc:
+        yield Scrapyd(root, port, proc)
 
 
 def packaged_profiles(project: Path) -> Path:

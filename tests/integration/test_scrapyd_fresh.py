@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import configparser
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -35,6 +33,7 @@ from tests.conftest import GapModel
 from tests.integration.test_scrapyd import COPY_IGNORE, clean_env, free_port
 from tests.support.redis_server import in_ci
 from tests.support.reference import target_truth
+from tests.support.scrapyd import running, write_conf
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOYMENT_PAGE = REPO / "docs" / "deployment.md"
@@ -142,35 +141,11 @@ def daemon(fresh_env: FreshEnv, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """The fresh venv's scrapyd on a free 127.0.0.1 port, every directory in a temp folder."""
     root = tmp_path_factory.mktemp("scrapyd")
     port = free_port()
-    (root / "scrapyd.conf").write_text(
-        "[scrapyd]\nbind_address = 127.0.0.1\n"
-        f"http_port = {port}\neggs_dir = {root / 'eggs'}\nlogs_dir = {root / 'logs'}\n"
-        f"items_dir = {root / 'items'}\njobs_dir = {root / 'jobs'}\ndbs_dir = {root / 'dbs'}\n"
-        "poll_interval = 0.2\nmax_proc = 2\n"
-    )
-    with (root / "scrapyd.out").open("wb") as out:
-        proc = subprocess.Popen([fresh_env.bin("scrapyd")], cwd=root, env=clean_env(), stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+    write_conf(root, port)
     daemon = Daemon(root, port)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                daemon.call("daemonstatus.json")
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"scrapyd did not start:\n{(root / 'scrapyd.out').read_text()[-3000:]}")
-                time.sleep(0.1)
+    with running([fresh_env.bin("scrapyd")], root, clean_env(), lambda: daemon.call("daemonstatus.json"),
+                 lambda: (root / "scrapyd.out").read_text(errors="replace")[-3000:]):
         yield daemon
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
 
 
 def point_at(project: Path, daemon: Daemon, name: str) -> None:
