@@ -63,12 +63,17 @@ def open_when_registered(redis_server: Any, job: str, workers: int, *models: Hel
         model.opened.clear()
 
     def watch() -> None:
-        client = redis.Redis.from_url(redis_server.url)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and client.zcard(JobKeys(f"idcrawl:{{{job}}}:").workers) < workers:
-            time.sleep(0.05)  # a poll of a condition, not a wait for time to pass
-        for model in models:
-            model.opened.set()
+        try:
+            # a cluster (tests/support/redis_cluster.py) needs its own client: the key may live on any node
+            cluster = redis_server.settings.get("IDCRAWL_REDIS_CLUSTER")
+            client = redis_server.client() if cluster else redis.Redis.from_url(redis_server.url)
+            key = JobKeys(f"idcrawl:{{{job}}}:").workers
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and client.zcard(key) < workers:
+                time.sleep(0.05)  # a poll of a condition, not a wait for time to pass
+        finally:  # whatever happens, the sites answer: a failure shows in the assertions, not as a hang
+            for model in models:
+                model.opened.set()
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
