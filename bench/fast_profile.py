@@ -64,6 +64,7 @@ def command(side: str, url: str, ids: int, args: argparse.Namespace, stats_file:
     else:
         cmd = ["scrapy", "crawl", "idseq", "-a", f"url={url}", "-a", "start=1", "-a", f"max={ids}", "-a", "margin=0"]
         settings["IDCRAWL_STATE_PATH"] = str(state_file)
+        settings["IDCRAWL_DISCARD_ITEMS"] = True  # as the plain side, no feed: the items are dropped on purpose
         if side == "fast":
             settings["IDCRAWL_PROFILE"] = args.profile_name
             for item in args.set:
