@@ -38,6 +38,7 @@ from idcrawl.state import SqliteStateStore
 from idcrawl.state.location import STATE_FILENAME
 from tests.conftest import GapModel
 from tests.support.reference import target_truth
+from tests.support.scrapyd import call as scrapyd_call
 from tests.support.scrapyd import running, write_conf
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,12 +75,7 @@ class Scrapyd:
         return f"http://127.0.0.1:{self.port}/"
 
     def call(self, endpoint: str, data: list[tuple[str, str]] | None = None, **query: str) -> dict[str, Any]:
-        url = self.url + endpoint + ("?" + urllib.parse.urlencode(query) if query else "")
-        body = urllib.parse.urlencode(data).encode() if data is not None else None
-        with urllib.request.urlopen(url, data=body, timeout=30) as response:
-            answer: dict[str, Any] = json.loads(response.read())
-        assert answer.get("status") == "ok", answer
-        return answer
+        return scrapyd_call(self.port, endpoint, data, **query)
 
     def daemon_log(self) -> str:
         path = self.root / "scrapyd.out"
@@ -112,14 +108,11 @@ def scrapyd(tmp_path: Path) -> Iterator[Scrapyd]:
     port = free_port()
     write_conf(root, port, "jobs_to_keep = 5")
 
-    def status() -> Any:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/daemonstatus.json", timeout=30) as answer:
-            return answer.read()
-
     def log() -> str:
         return (root / "scrapyd.out").read_text(errors="replace")[-4000:]
 
-    with running([sys.executable, "-m", "scrapyd"], root, clean_env(), status, log) as proc:
+    with running([sys.executable, "-m", "scrapyd"], root, clean_env(), lambda: scrapyd_call(port, "daemonstatus.json"),
+                 log) as proc:
         yield Scrapyd(root, port, proc)
 
 

@@ -20,8 +20,6 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +31,7 @@ from tests.conftest import GapModel
 from tests.integration.test_scrapyd import COPY_IGNORE, clean_env, free_port
 from tests.support.redis_server import in_ci
 from tests.support.reference import target_truth
+from tests.support.scrapyd import call as scrapyd_call
 from tests.support.scrapyd import running, write_conf
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,12 +105,7 @@ class Daemon:
         return f"http://127.0.0.1:{self.port}/"
 
     def call(self, endpoint: str, data: list[tuple[str, str]] | None = None, **query: str) -> dict[str, Any]:
-        url = self.url + endpoint + ("?" + urllib.parse.urlencode(query) if query else "")
-        body = urllib.parse.urlencode(data).encode() if data is not None else None
-        with urllib.request.urlopen(url, data=body, timeout=30) as response:
-            answer: dict[str, Any] = json.loads(response.read())
-        assert answer.get("status") == "ok", answer
-        return answer
+        return scrapyd_call(self.port, endpoint, data, **query)
 
     def log(self, project: str, spider: str, job: str) -> str:
         path = self.root / "logs" / project / spider / f"{job}.log"

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+
+def call(port: int, endpoint: str, data: list[tuple[str, str]] | None = None, **query: str) -> dict[str, Any]:
+    """One call of the scrapyd on ``port`` (a POST with ``data``), its JSON answer, which must say ok."""
+    url = f"http://127.0.0.1:{port}/{endpoint}" + ("?" + urllib.parse.urlencode(query) if query else "")
+    body = urllib.parse.urlencode(data).encode() if data is not None else None
+    with urllib.request.urlopen(url, data=body, timeout=30) as response:
+        answer: dict[str, Any] = json.loads(response.read())
+    assert answer.get("status") == "ok", answer
+    return answer
 
 
 def write_conf(root: Path, port: int, *extra: str) -> None:
