@@ -9,7 +9,9 @@ folders: ``warcio check`` (digests) and a full index pass; :func:`allow_broken` 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,12 +108,18 @@ def _index(path: Path) -> None:
 
 
 def check_warc(path: Path) -> list[str]:
-    """What is wrong with the WARC file at ``path`` (empty: nothing): every record parses, its block and
-    payload digests match (``warcio check``), and an index pass reads it to its end."""
+    """What is wrong with the WARC file at ``path`` (empty: nothing): its gzip members are whole, every record
+    parses, its block and payload digests match (``warcio check``), and an index pass reads it to its end."""
     from cdxj_indexer.main import CDXJIndexer
     from warcio.checker import Checker
 
     problems: list[str] = []
+    try:  # warcio reads a cut last gzip member as a short record without a word: read every member to its end
+        with gzip.open(path, "rb") as whole:
+            while whole.read(1 << 20):
+                pass
+    except (OSError, EOFError, zlib.error) as exc:
+        problems.append(f"{path}: not whole gzip members: {exc}")
 
     class _Args:
         inputs = [str(path)]
