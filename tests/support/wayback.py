@@ -127,7 +127,7 @@ class Wayback:
         end = time.monotonic() + deadline
         while time.monotonic() < end:
             try:
-                with urllib.request.urlopen(probe, timeout=5) as answer:  # noqa: S310 - loopback only
+                with urllib.request.urlopen(probe, timeout=5) as answer:
                     if answer.status == 200:
                         return True
             except (urllib.error.URLError, ConnectionError, OSError):
@@ -153,7 +153,7 @@ class Wayback:
     def get(self, path: str) -> Replayed:
         request = urllib.request.Request(f"{self.base}/{path}")
         try:
-            with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - loopback only
+            with urllib.request.urlopen(request, timeout=30) as answer:
                 return Replayed(answer.status, answer.headers, answer.read())
         except urllib.error.HTTPError as error:
             return Replayed(error.code, error.headers, error.read())
