@@ -60,6 +60,8 @@ class Command(ScrapyCommand):
             raise UsageError("name the WARC files or their folder", print_help=False)
         if not opts.output:
             raise UsageError("-o FILE.wacz is required", print_help=False)
+        if opts.job:
+            raise UsageError("--job: idwacz lists the found pages of every target of the state", print_help=False)
         if not apply_command_profile(self, "idwacz"):
             return
         path = resolve_state(self.settings, opts)
