@@ -42,7 +42,7 @@ class Command(ScrapyCommand):
 
     def long_desc(self) -> str:
         return (
-            "Pack the *.warc.gz files named (or in the folders named, such as IDCRAWL_WARC_DIR) into one WACZ "
+            "Pack the *.warc.gz files named (or in the folders named, such as the crawl's WARC folder) into one WACZ "
             "file with py-wacz. Its pages.jsonl lists the found pages of the state file (found ids, crawl-scope "
             "pages harvested), each at its first capture in the files; found pages with no capture are counted "
             "on stderr. The state file is only read."
