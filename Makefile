@@ -16,6 +16,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 FLOOR_VENV ?= .venv-floor
 FLOOR_BIN := $(FLOOR_VENV)/bin
+# pywb for the replay tests (tests/support/wayback.py): a venv of its own, as pywb 2.10 pins redis==2.10.6 and
+# werkzeug, which the project's redis>=5 excludes (requirements-pywb.txt). `make test` makes it first.
+PYWB_VENV ?= .venv-pywb
 FLOOR_SCRAPY := $(shell sed -n 's/^scrapy==\([0-9.]*\).*/\1/p' constraints-floor.txt)
 ifeq ($(FLOOR_SCRAPY),)
 $(error constraints-floor.txt has no scrapy==X.Y.Z line)
@@ -80,6 +83,12 @@ $(FLOOR_VENV)/.installed: pyproject.toml constraints-floor.txt
 	$(FLOOR_BIN)/python -m pip install --quiet -e ".[test]" -c constraints-floor.txt
 	touch $@
 
+$(PYWB_VENV)/.installed: requirements-pywb.txt
+	$(PYTHON) -m venv $(PYWB_VENV)
+	$(PYWB_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PYWB_VENV)/bin/python -m pip install --quiet -r requirements-pywb.txt
+	touch $@
+
 # NEWEST_PYTHON and NEWEST_VENV come from test-newest below
 $(NEWEST_VENV)/.installed: pyproject.toml
 	$(NEWEST_PYTHON) -m venv $(NEWEST_VENV)
@@ -98,7 +107,7 @@ lint: $(VENV)/.installed
 docs: $(VENV)/.installed
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
-test: lint docs $(FLOOR_VENV)/.installed
+test: lint docs $(FLOOR_VENV)/.installed $(PYWB_VENV)/.installed
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 	$(MAKE) test-floor
 	$(MAKE) test-newest
@@ -127,4 +136,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/dedup.py
 
 clean:
-	rm -rf $(VENV) $(FLOOR_VENV) .venv-py3.* demo-output build docs/_build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FLOOR_VENV) $(PYWB_VENV) .venv-py3.* demo-output build docs/_build *.egg-info .pytest_cache .mypy_cache .ruff_cache

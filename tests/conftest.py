@@ -1,9 +1,10 @@
-"""Shared by the three tiers: the tier markers, the demo site and redis-server fixtures.
+"""Shared by the three tiers: the tier markers, the demo site and redis-server fixtures, the WARC check.
 
 The tiers (docs/development.md, "Tests"): ``tests/unit`` starts no server and no crawl (``make test-fast``), ``tests/crawl``
 starts real ``scrapy`` processes against local sites, ``tests/integration`` needs other programs
 (redis-server, scrapyd, package builds). Each test gets its folder's marker, so ``pytest -m unit``
-runs what ``pytest tests/unit`` runs.
+runs what ``pytest tests/unit`` runs. As a session (each xdist worker's) ends, every ``*.warc.gz`` written
+under its temp folders passes ``warcio check`` and an index pass (tests/support/warcs.py), or the session fails.
 """
 
 from __future__ import annotations
@@ -40,6 +41,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             f"{', '.join(sorted(outside))}: a test module must be in one tier folder "
             f"(tests/unit, tests/crawl or tests/integration; docs/development.md, \"Tests\")"
         )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _every_warc_file_the_suite_wrote_is_valid(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """At the session's end: ``warcio check`` and a CDXJ index pass over each ``*.warc.gz`` under the
+    session's temp folders (every tmp_path), less the files a test cut on purpose (``allow_broken``)."""
+    yield
+    base = tmp_path_factory.getbasetemp()
+    files = sorted(path for path in base.rglob("*.warc.gz") if path.is_file())
+    if not files:
+        return
+    from tests.support.warcs import check_warc, exempt
+
+    problems = [problem for path in files if not exempt(path) for problem in check_warc(path)]
+    if problems:
+        pytest.fail(f"{len(problems)} of the {len(files)} WARC files this session wrote are not valid:\n"
+                    + "\n".join(problems), pytrace=False)
 
 
 class GapModel(DemoModel):
