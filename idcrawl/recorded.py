@@ -21,6 +21,7 @@ from scrapy.utils.spider import iterate_spider_output
 from idcrawl._scrapy import downloader_middlewares, offline_crawler
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
+from idcrawl.core.safetext import safe
 from idcrawl.core.templates import id_in_template, url_template
 from idcrawl.recording import RecordingEngine, cassette_response, missing_answer, skipped, wire_request
 from idcrawl.runtime import start_runtime
@@ -32,13 +33,17 @@ if TYPE_CHECKING:
     from idcrawl.core.targets import Target
     from idcrawl.spiders.idseq import IdSeqSpider
 
-__all__ = ["RecordedCrawl", "RecordedPage", "page_arguments"]
+__all__ = ["FetchFailed", "RecordedCrawl", "RecordedPage", "page_arguments"]
 
 #: What a recorded crawl sets whatever the project says: one process, no state file read or written.
 FORCED_SETTINGS: dict[str, Any] = {
     "IDCRAWL_STATE": False,
     "IDCRAWL_WORKER_CLASS": "idcrawl.local.worker.LocalWorker",
 }
+class FetchFailed(OSError):
+    """A page the recording engine could not download (refused, timed out, ...): one line, the URL and why."""
+
+
 @dataclass
 class RecordedPage:
     """One id's recorded page and what the spider made of it."""
@@ -224,8 +229,9 @@ class RecordedCrawl:
             try:
                 return self._engine.download(request)
             except Exception as exc:
-                exc.add_note(f"idcrawl: fetching {request.url} for a recorded page")
-                raise
+                if type(exc).__name__ == "CannotOverwriteExistingCassetteException":
+                    raise  # vcrpy's, as a replay raises it
+                raise FetchFailed(f"{safe(request.url)}: {exc}") from exc
         while True:
             result = self._replay(request)
             if not isinstance(result, Request):

@@ -141,7 +141,7 @@ class CassetteMiddleware:
 class RecordingAddon:
     """Turns a project's settings into a recording engine's: the cassette middleware next to the
     handler, Scrapy's scheduler, no idcrawl component (:data:`OFFLINE_SKIPPED`), no spider middleware,
-    extension (but stats), pipeline or feed: the engine only downloads. Runs after every other add-on."""
+    extension (but stats), pipeline, feed or dupefilter file: the engine only downloads. Runs after every other add-on."""
 
     def update_settings(self, settings: Settings) -> None:
         middlewares = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
@@ -149,7 +149,7 @@ class RecordingAddon:
         kept[f"{CassetteMiddleware.__module__}.{CassetteMiddleware.__qualname__}"] = CASSETTE_ORDER
         forced = {
             "DOWNLOADER_MIDDLEWARES_BASE": {}, "DOWNLOADER_MIDDLEWARES": kept,
-            "SCHEDULER": "scrapy.core.scheduler.Scheduler",
+            "SCHEDULER": "scrapy.core.scheduler.Scheduler", "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
             "SPIDER_MIDDLEWARES_BASE": {}, "SPIDER_MIDDLEWARES": {},
             "EXTENSIONS_BASE": {"scrapy.extensions.corestats.CoreStats": 0}, "EXTENSIONS": {},
             "ITEM_PIPELINES": {}, "FEEDS": {}, "JOBDIR": None, "TELNETCONSOLE_ENABLED": False,
