@@ -101,7 +101,9 @@ def missing_answer(cassette: Any, request: Request) -> Exception:
     """vcrpy's error for a request the cassette has no answer to and may not record."""
     from vcr.errors import CannotOverwriteExistingCassetteException
 
-    return CannotOverwriteExistingCassetteException(cassette=cassette, failed_request=wire_request(request))
+    error: Exception = CannotOverwriteExistingCassetteException(cassette=cassette,
+                                                                failed_request=wire_request(request))
+    return error
 
 
 class CassetteMiddleware:
@@ -141,7 +143,8 @@ class CassetteMiddleware:
 class RecordingAddon:
     """Turns a project's settings into a recording engine's: the cassette middleware next to the
     handler, Scrapy's scheduler, no idcrawl component (:data:`OFFLINE_SKIPPED`), no spider middleware,
-    extension (but stats), pipeline, feed or dupefilter file: the engine only downloads. Runs after every other add-on."""
+    extension (but stats), pipeline, feed or dupefilter file: the engine only downloads. Runs after every
+    other add-on."""
 
     def update_settings(self, settings: Settings) -> None:
         middlewares = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
@@ -187,8 +190,9 @@ class _LoopThread:
                                 settings["ASYNCIO_EVENT_LOOP"])
             from twisted.internet import reactor
 
-            reactor.callWhenRunning(ready.set)  # type: ignore[attr-defined]
-            reactor.run(installSignalHandlers=False)  # type: ignore[attr-defined]
+            running: Any = reactor
+            running.callWhenRunning(ready.set)
+            running.run(installSignalHandlers=False)
         except BaseException as exc:  # a reactor that ran and stopped cannot run again
             failed.append(exc)
             ready.set()
@@ -212,10 +216,11 @@ class _LoopThread:
         from twisted.internet import reactor, threads
         from twisted.python import threadable
 
-        if threadable.isInIOThread():
+        if threadable.isInIOThread():  # type: ignore[no-untyped-call]
             raise RuntimeError("idcrawl: recording pages from the reactor's own thread (a test run by "
                                "pytest-twisted?): record them from a plain test")
-        result: T = threads.blockingCallFromThread(reactor, lambda: deferred_from_coro(make()))
+        start: Callable[[], Any] = lambda: deferred_from_coro(make())  # noqa: E731
+        result: T = threads.blockingCallFromThread(reactor, start)
         return result
 
 
@@ -226,7 +231,8 @@ def _running_reactor() -> Any:
         return None
     from twisted.internet import reactor
 
-    return reactor if reactor.running else None  # type: ignore[attr-defined]
+    installed: Any = reactor
+    return installed if installed.running else None
 
 
 _LOOPS: dict[bool, _LoopThread] = {}
