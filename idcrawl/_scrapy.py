@@ -53,6 +53,7 @@ __all__ = [
     "new_slot_concurrency",
     "new_slot_delay",
     "offline_crawler",
+    "open_download_engine",
     "repair_jobdir",
     "robots_parser",
     "sequential_host",
@@ -144,6 +145,21 @@ def offline_crawler(spidercls: type[Any], settings: dict[str, Any]) -> Crawler:
     from scrapy.utils.test import get_crawler
 
     return get_crawler(spidercls, settings)
+
+
+async def open_download_engine(spidercls: type[Any], settings: Any, spider: Any) -> Crawler:
+    """A crawler of ``spidercls`` with ``settings`` whose engine runs with ``spider`` open and takes
+    requests through ``engine.download_async()`` only (no start requests, never closed when idle), as
+    ``scrapy shell`` opens its; run on the crawler's event loop (``idcrawl.recording``)."""
+    from scrapy.crawler import Crawler
+
+    crawler = Crawler(spidercls, settings)
+    crawler._apply_settings()
+    crawler.spider = spider
+    engine = crawler.engine = crawler._create_engine()
+    _schedule_coro(engine.start_async(_start_request_processing=False))
+    await engine.open_spider_async(close_if_idle=False)
+    return crawler
 
 
 def downloader_middlewares(crawler: Crawler) -> list[Any]:

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy import Request
-from scrapy.http import Headers
-from scrapy.responsetypes import responsetypes
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.spider import iterate_spider_output
@@ -23,40 +21,27 @@ from scrapy.utils.spider import iterate_spider_output
 from idcrawl._scrapy import downloader_middlewares, offline_crawler
 from idcrawl.core.frontier import Dispatch
 from idcrawl.core.lanes import Outcome
+from idcrawl.core.safetext import safe
 from idcrawl.core.templates import id_in_template, url_template
+from idcrawl.recording import RecordingEngine, cassette_response, missing_answer, skipped, wire_request
 from idcrawl.runtime import start_runtime
 from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
 
 if TYPE_CHECKING:
-    import requests
     from scrapy.http import Response
 
     from idcrawl.core.targets import Target
     from idcrawl.spiders.idseq import IdSeqSpider
 
-__all__ = ["RecordedCrawl", "RecordedPage", "page_arguments"]
+__all__ = ["FetchFailed", "RecordedCrawl", "RecordedPage", "page_arguments"]
 
 #: What a recorded crawl sets whatever the project says: one process, no state file read or written.
 FORCED_SETTINGS: dict[str, Any] = {
     "IDCRAWL_STATE": False,
     "IDCRAWL_WORKER_CLASS": "idcrawl.local.worker.LocalWorker",
 }
-#: A header that describes the wire, not the body handed on (``http.client`` has already de-chunked it).
-_WIRE_HEADERS = frozenset({b"transfer-encoding"})
-#: Downloader middlewares a recorded crawl leaves out (and their subclasses): robots.txt is fetched through
-#: the engine, which a recorded crawl has not; a page is judged on one attempt (no retries) and redirects
-#: are followed by ``requests``; the HTTP cache and the fleet's politeness keep state of their own.
-OFFLINE_SKIPPED = frozenset({
-    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
-    "scrapy.downloadermiddlewares.retry.RetryMiddleware",
-    "scrapy.downloadermiddlewares.redirect.BaseRedirectMiddleware",
-    "scrapy.downloadermiddlewares.httpcache.HttpCacheMiddleware",
-    "idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddleware",
-    "idcrawl.downloadermiddlewares.redirects.IdRedirectsMiddleware",
-    "idcrawl.distributed.politeness.FleetPoliteness",
-})
-#: ``requests`` gives up on a site that does not answer (only when recording: a cassette answers at once).
-FETCH_TIMEOUT = 60.0
+class FetchFailed(OSError):
+    """A page the recording engine could not download (refused, timed out, ...): one line, the URL and why."""
 
 
 @dataclass
@@ -105,10 +90,14 @@ def page_arguments(url: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 class RecordedCrawl:
     """``spidercls`` made as ``scrapy crawl`` makes it with ``arguments`` (its ``-a`` arguments: ``url``,
-    ``start``, ``soft404_regex``, ... or ``job``), its callbacks run on fetched pages.
+    ``start``, ``soft404_regex``, ... or ``job``), its callbacks run on recorded pages.
 
-    ``settings`` go over the project's (``IDCRAWL_MISSING_STATUSES``, ...);
-    ``session``: the ``requests`` session to fetch with (a new one by default).
+    ``settings`` go over the project's (``IDCRAWL_MISSING_STATUSES``, ...). ``cassette``: a vcrpy cassette
+    (``vcr.VCR(...).use_cassette(path)``'s). While it may be written (vcrpy's record modes: ``once`` with no
+    file yet, ``new_episodes``, ``all``), pages are fetched by a real Scrapy engine (:mod:`idcrawl.recording`)
+    and what its download handler received is recorded; once it is written (``once``, ``none``), pages are
+    answered from it through the crawl's downloader middlewares, without an engine. None: fetched by
+    the engine, nothing recorded.
     """
 
     def __init__(
@@ -116,12 +105,11 @@ class RecordedCrawl:
         spidercls: type[IdSeqSpider],
         *,
         settings: Mapping[str, Any] | None = None,
-        session: requests.Session | None = None,
+        cassette: Any = None,
         **arguments: Any,
     ) -> None:
-        import requests
-
-        crawler = offline_crawler(spidercls, {**project_settings(), **(settings or {}), **FORCED_SETTINGS})
+        self.overrides = {**(settings or {}), **FORCED_SETTINGS}
+        crawler = offline_crawler(spidercls, {**project_settings(), **self.overrides})
         spider = spidercls.from_crawler(crawler, **{key: str(value) for key, value in arguments.items()})
         crawler.spider = spider
         # the spider finds its probe middleware through the engine, which a crawl outside the engine lacks
@@ -129,14 +117,26 @@ class RecordedCrawl:
         runtime = start_runtime(crawler)
         assert runtime is not None  # from_crawler made it
         self.crawler, self.spider, self.runtime = crawler, spider, runtime
-        self.session = session if session is not None else requests.Session()
+        self.cassette = cassette
+        self._engine: RecordingEngine | None = None
         self._probed = False
         self._middlewares: list[Any] | None = None
 
+    @property
+    def recording(self) -> bool:
+        """Whether pages are fetched by a Scrapy engine (and recorded), rather than answered by the cassette."""
+        return self.cassette is None or not self.cassette.write_protected
+
     def close(self) -> None:
         """Let the crawler go: the runtime registry keeps a crawler until its engine stops, which never starts
-        here. Only the runtime is told: Scrapy's extensions (MemoryUsage, ...) never saw the engine start."""
-        self.runtime.release()
+        here. Only the runtime is told: Scrapy's extensions (MemoryUsage, ...) never saw the engine start.
+        A recording engine is closed."""
+        engine, self._engine = self._engine, None
+        try:
+            if engine is not None:
+                engine.close()
+        finally:
+            self.runtime.release()
 
     def __enter__(self) -> RecordedCrawl:
         return self
@@ -210,65 +210,64 @@ class RecordedCrawl:
                 current = next((out for out in outputs if isinstance(out, Request)), None)  # a retry of the probe
 
     def middlewares(self) -> list[Any]:
-        """The crawl's downloader middlewares a recorded crawl runs, in the crawl's order (those of
-        :data:`OFFLINE_SKIPPED` left out): the project's ``USER_AGENT``, ``DEFAULT_REQUEST_HEADERS``,
-        cookies, compression and its own middlewares shape the request and the response as in a crawl."""
+        """The crawl's downloader middlewares a replay runs, in the crawl's order (those of
+        :data:`idcrawl.recording.OFFLINE_SKIPPED` left out, as the recording engine leaves them out): the
+        project's ``USER_AGENT``, ``DEFAULT_REQUEST_HEADERS``, cookies, compression, Scrapy's redirect and
+        retry middlewares and its own shape the request and the response as in a crawl."""
         if self._middlewares is None:
-            self._middlewares = [mw for mw in downloader_middlewares(self.crawler) if not _skipped(mw)]
+            self._middlewares = [mw for mw in downloader_middlewares(self.crawler) if not skipped(mw)]
         return self._middlewares
 
     def fetch_response(self, request: Request) -> Response:
-        """``request`` through the crawl's downloader middlewares (:meth:`middlewares`), sent with ``requests``
-        as they left it (no header of ``requests``'s own), its answer back through them as Scrapy's
-        response: the request a cassette holds is the one the spider sends."""
+        """``request`` downloaded as a crawl downloads it: while recording, by the recording engine (its
+        download handler, the cassette written from what it received); else through :meth:`middlewares`,
+        the cassette answering in the download handler's place. A request a middleware returns (a
+        redirect, a retry) is downloaded in its turn, as ``engine.download_async()`` does."""
+        if self.recording:
+            if self._engine is None:
+                self._engine = RecordingEngine(self.spider, self.overrides, self.cassette)
+            try:
+                return self._engine.download(request)
+            except Exception as exc:
+                if type(exc).__name__ == "CannotOverwriteExistingCassetteException":
+                    raise  # vcrpy's, as a replay raises it
+                raise FetchFailed(f"{safe(request.url)}: {exc}") from exc
+        while True:
+            result = self._replay(request)
+            if not isinstance(result, Request):
+                return result
+            request = result
+
+    def _replay(self, request: Request) -> Response | Request:
         middlewares = self.middlewares()
-        for index, middleware in enumerate(middlewares):
+        for middleware in middlewares:
             method = getattr(middleware, "process_request", None)
             result = _call(method, request=request) if method is not None else None
-            if isinstance(result, Request):  # a middleware replaced it: the crawl would schedule that one
-                return self.fetch_response(result)
-            if result is not None:  # a middleware answered: the later ones never see the request
-                return self._through_responses(middlewares[:index + 1], request, result)
-        return self._through_responses(middlewares, request, self._send(request))
+            if isinstance(result, Request):  # a middleware replaced it: the crawl would download that one
+                return result
+            if result is not None:  # a middleware answered: every process_response sees it, as in Scrapy
+                return self._through_responses(middlewares, request, result)
+        return self._through_responses(middlewares, request, self._answer(request))
 
-    def _through_responses(self, middlewares: list[Any], request: Request, response: Response) -> Response:
+    def _through_responses(self, middlewares: list[Any], request: Request, response: Response) -> Response | Request:
         for middleware in reversed(middlewares):
             method = getattr(middleware, "process_response", None)
             if method is None:
                 continue
             result = _call(method, request=request, response=response)
-            if isinstance(result, Request):  # no retry or redirect middleware runs here: only a project's
-                return self.fetch_response(result)
+            if isinstance(result, Request):  # a redirect or a retry
+                return result
             response = result
         return response
 
-    def _send(self, request: Request) -> Response:
-        headers: dict[str, Any] = {key: None for key in self.session.headers}  # None: none of requests's own
-        headers.update({key.decode("latin-1"): b", ".join(values).decode("latin-1")
-                        for key, values in request.headers.items()})
-        self.session.cookies.clear()  # cookies are the crawl's (its cookies middleware), not the session's
-        try:
-            reply = self.session.request(
-                request.method, request.url, headers=headers, data=request.body or None,
-                allow_redirects=True, timeout=FETCH_TIMEOUT, stream=True,
-            )
-            body = reply.raw.read(decode_content=False)  # as sent: the compression middleware decodes it
-        except Exception as exc:
-            exc.add_note(f"idcrawl: fetching {request.url} for a recorded page (no cassette recorded it? "
-                         "record it outside CI: docs/testing.md)")
-            raise
-        return self._response(request, reply, body)
-
-    @staticmethod
-    def _response(request: Request, reply: requests.Response, body: bytes) -> Response:
-        raw = Headers()
-        for key, value in _header_pairs(reply):
-            if key.lower().encode("latin-1") not in _WIRE_HEADERS:
-                raw.appendlist(key, value)
-        if reply.url != request.url:  # redirected: Scrapy's response is the last request's, meta carried over
-            request = request.replace(url=reply.url)
-        cls = responsetypes.from_args(headers=raw, url=reply.url, body=body)
-        return cls(url=reply.url, status=reply.status_code, headers=raw, body=body, request=request)
+    def _answer(self, request: Request) -> Response:
+        """The cassette's next unplayed answer to ``request``, as the download handler gave it when recording."""
+        wire = wire_request(request)
+        if not self.cassette.can_play_response_for(wire):
+            error = missing_answer(self.cassette, request)
+            error.add_note(f"idcrawl: no recorded answer to {request.url} (record it outside CI: docs/testing.md)")
+            raise error
+        return cassette_response(request, self.cassette.play_response(wire))
 
     @staticmethod
     def _reaches_callback(response: Response) -> bool:
@@ -276,10 +275,6 @@ class RecordedCrawl:
         meta = response.meta
         return (200 <= response.status < 300 or bool(meta.get("handle_httpstatus_all"))
                 or response.status in meta.get("handle_httpstatus_list", ()))
-
-
-def _skipped(middleware: Any) -> bool:
-    return any(f"{cls.__module__}.{cls.__qualname__}" in OFFLINE_SKIPPED for cls in type(middleware).__mro__)
 
 
 def _call(method: Any, **kwargs: Any) -> Any:
@@ -292,16 +287,3 @@ def _call(method: Any, **kwargs: Any) -> Any:
 
 async def _awaited(awaitable: Any) -> Any:
     return await awaitable
-
-
-def _header_pairs(reply: requests.Response) -> Iterator[tuple[str, str]]:
-    """The reply's headers, a repeated one (``Set-Cookie``) as several pairs when the raw reply keeps them."""
-    raw: Any = getattr(getattr(reply, "raw", None), "headers", None)
-    getlist = getattr(raw, "getlist", None)
-    if getlist is None:
-        yield from reply.headers.items()
-        return
-    for key in dict.fromkeys(raw.keys()):
-        for value in getlist(key):
-            yield key, value
-

@@ -82,6 +82,6 @@ def recorded_crawl(request: pytest.FixtureRequest) -> Iterator[Callable[..., Rec
         def make(spidercls: type[Any], **arguments: Any) -> RecordedCrawl:
             if not opened:  # opened on first use (a test that fetches nothing writes no cassette), saved last
                 opened.append(stack.enter_context(settings.use_cassette(str(path))))
-            return stack.enter_context(RecordedCrawl(spidercls, **arguments))
+            return stack.enter_context(RecordedCrawl(spidercls, cassette=opened[0], **arguments))
 
         yield make

@@ -18,8 +18,9 @@ from idcrawl.core.lanes import BOUND
 from idcrawl.core.safetext import safe
 
 __all__ = [
-    "CAPTION_BAND", "CATEGORIES", "COLOURS", "MODES", "OUTSIDE", "Axis", "coverage_svg", "gap_sections",
-    "hole_marks", "html_document", "lane_segments", "outside_spans", "svg_document",
+    "CAPTION_BAND", "CATEGORIES", "COLOURS", "COVERAGE_FORMAT", "MODES", "OUTSIDE", "Axis", "coverage_document",
+    "coverage_rows", "coverage_svg", "gap_sections", "hole_marks", "html_document", "lane_fields", "lane_segments",
+    "outside_spans", "svg_document",
 ]
 
 SVG_NS = "http://www.w3.org/2000/svg"
@@ -287,6 +288,48 @@ def _lane_caption(lane: LaneView) -> str:
     if record.reason is not None:
         parts.append(f"cut: {record.reason}" + (f" at {record.cut_at}" if record.cut_at is not None else ""))
     return " · ".join(parts)
+
+
+#: ``idcoverage --format json``'s ``format`` field
+COVERAGE_FORMAT = "idcrawl-coverage/1"
+
+
+def lane_fields(lane: LaneView) -> dict[str, Any]:
+    """What a lane's caption says, as values: ``idcoverage --format json``'s lanes (docs/coverage.md)."""
+    record, plan = lane.record, lane.plan
+    return {
+        "lane": lane.key, "direction": lane.direction, "start": record.start,
+        "crawled": None if plan.span is None else list(plan.span), "content": len(plan.content),
+        **{kind.value: len(lane.holes(kind)) for kind in HOLE_KINDS},
+        "bound": None if plan.bound is None else list(plan.bound),
+        "cut": record.reason, "cut_at": record.cut_at,
+    }
+
+
+def coverage_rows(views: Sequence[TargetView]) -> list[list[str]]:
+    """``idcoverage --format table|tsv``: a header, then one row per lane, the map's caption as columns."""
+    rows = [["target", "lane", "walk", "crawled", "content", *(kind.value for kind in HOLE_KINDS), "bound", "cut"]]
+    for view in views:
+        for lane in view.lanes:
+            fields = lane_fields(lane)
+            crawled, bound = fields["crawled"], fields["bound"]
+            cut = "-" if fields["cut"] is None else str(fields["cut"]) + (
+                "" if fields["cut_at"] is None else f" at {fields['cut_at']}")
+            rows.append([
+                safe(view.name), safe(lane.key), _walk(lane),
+                "nothing yet" if crawled is None else f"{crawled[0]}->{crawled[1]}",
+                str(fields["content"]), *(str(fields[kind.value]) for kind in HOLE_KINDS),
+                "finished" if bound is None else f"{bound[0]}->{'unbounded' if bound[1] is None else bound[1]}",
+                safe(cut),
+            ])
+    return [[" ".join(cell.split()) for cell in row] for row in rows]
+
+
+def coverage_document(views: Sequence[TargetView], *, state: str) -> dict[str, Any]:
+    """``idcoverage --format json``: the lanes of each target (shape in docs/coverage.md)."""
+    return {"format": COVERAGE_FORMAT, "state": state,
+            "targets": [{"name": view.name, "in_state": view.in_state,
+                         "lanes": [lane_fields(lane) for lane in view.lanes]} for view in views]}
 
 
 def _lane_row(lane: LaneView, axis: Axis, y: float, mode: str) -> Any:

@@ -156,6 +156,13 @@ def due_table(rows: Sequence[DueRow]) -> Table:
     return table
 
 
+def due_tsv(rows: Sequence[DueRow], *, at: float) -> list[list[str]]:
+    """``iddue --format tsv``: the table's columns, then ``at``, the time asked about (``--at``), in each
+    row, as the table's first line says it (a column, so each line stands alone for ``awk`` or ``cut``)."""
+    header, *lines = table_rows(due_table(rows))
+    return [[*header, "at"], *([*line, stamp(at)] for line in lines)]
+
+
 def due_document(rows: Sequence[DueRow], *, at: float, state: str) -> dict[str, Any]:
     """The rows as a JSON-ready dict (shape in docs/recrawl.md)."""
     targets = []
@@ -211,7 +218,7 @@ class Command(ScrapyCommand):
             return
         say_reading("iddue", path, json=form != "table")
         if form == "tsv":
-            print_tsv(table_rows(due_table(rows)))
+            print_tsv(due_tsv(rows, at=at))
         elif form == "json":
             sys.stdout.write(json.dumps(due_document(rows, at=at, state=str(path)), indent=2) + "\n")
         else:

@@ -54,9 +54,32 @@ def test_tsv_is_a_header_and_one_row_a_line(known: Path, tmp_path: Path) -> None
     assert ["reg", "", "margin advice", IDPLAN_CELLS[2].removeprefix("margin advice: ")] in rows
     due_rows = [line.split("\t") for line in due.stdout.splitlines()]
     assert due_rows[0] == ["target", "tail walk", "learned duration", "last crawled", "due after", "at that time",
-                           "pages due"]
-    assert {len(row) for row in due_rows} == {7} and [row[0] for row in due_rows[1:]] == ["reg", "seed"]
+                           "pages due", "at"]
+    assert {len(row) for row in due_rows} == {8} and [row[0] for row in due_rows[1:]] == ["reg", "seed"]
     assert due_rows[1][1] == IDDUE_CELLS[0]
+    assert {row[-1] for row in due_rows[1:]} == {"2026-11-27T00:00:00.000Z"}  # the table's "at TIME" line, per row
+
+
+def test_idcoverage_prints_its_lanes_as_idplan_prints_its_plan(known: Path, tmp_path: Path) -> None:
+    table = scrapy(tmp_path, "idcoverage", "--state", str(known), columns=40)
+    tsv = scrapy(tmp_path, "idcoverage", "--state", str(known), "--format", "tsv", columns=40)
+    as_json = scrapy(tmp_path, "idcoverage", "--state", str(known), "--format", "json")
+    assert table.returncode == tsv.returncode == as_json.returncode == 0, table.stderr + tsv.stderr + as_json.stderr
+    assert tsv.stderr.startswith("idcoverage: reading state file")  # stdout is the rows alone
+    rows = [line.split("\t") for line in tsv.stdout.splitlines()]
+    assert rows[0] == ["target", "lane", "walk", "crawled", "content", "missing", "failed", "disallowed", "bound", "cut"]
+    assert {len(row) for row in rows} == {10}
+    reg = next(row for row in rows if row[1] == "reg:asc")
+    assert reg[:5] == ["reg", "reg:asc", "asc from 100", "100->120", "20"]
+    line = next(line for line in table.stdout.splitlines() if "reg:asc" in line)
+    assert all(cell in line for cell in reg), line  # the tsv row, on one line of the table
+    assert max(map(len, table.stdout.splitlines())) > 40  # full lines in a pipe, not folded at COLUMNS
+    document = json.loads(as_json.stdout)
+    assert document["format"] == "idcrawl-coverage/1"
+    lane = next(lane for target in document["targets"] for lane in target["lanes"] if lane["lane"] == "reg:asc")
+    assert (lane["start"], lane["crawled"], lane["content"]) == (100, [100, 120], 20)
+    both = scrapy(tmp_path, "idcoverage", "--state", str(known), "-o", str(tmp_path / "map.svg"), "--format", "tsv")
+    assert both.returncode != 0 and "give one" in both.stderr
 
 
 def test_format_json_is_json_and_json_with_another_format_is_refused(known: Path, tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import vcr
+import yaml
+from scrapy import Request
 
 from idcrawl.core.lanes import Outcome
 from idcrawl.demo.site import IdSite, Reply
@@ -42,15 +44,15 @@ def targets(site: IdSite) -> dict[str, dict[str, Any]]:
     }
 
 
-def judged(arguments: dict[str, Any]) -> dict[int, tuple[Outcome, int, list[dict[str, Any]], list[bytes]]]:
-    """id -> (outcome, status, items without fetched_at, Set-Cookie headers) of every id of IDS, through the
-    cassette in use."""
-    crawl = RecordedCrawl(DemoSpider, **arguments)
+def judged(arguments: dict[str, Any], cassette: Any) -> dict[int, tuple[Outcome, int, list[dict[str, Any]], list[bytes]]]:
+    """id -> (outcome, status, items without fetched_at, Set-Cookie headers) of every id of IDS, through
+    ``cassette``."""
     pages = {}
-    for id_ in IDS:
-        page = crawl.fetch(id_)
-        items = [{key: value for key, value in item.items() if key != "fetched_at"} for item in page.items]
-        pages[id_] = (page.outcome, page.response.status, items, page.response.headers.getlist("Set-Cookie"))
+    with RecordedCrawl(DemoSpider, cassette=cassette, **arguments) as crawl:
+        for id_ in IDS:
+            page = crawl.fetch(id_)
+            items = [{key: value for key, value in item.items() if key != "fetched_at"} for item in page.items]
+            pages[id_] = (page.outcome, page.response.status, items, page.response.headers.getlist("Set-Cookie"))
     return pages
 
 
@@ -60,8 +62,8 @@ def test_a_recorded_cassette_replays_with_the_site_stopped_the_same_items_and_ou
     try:
         recorded = {}
         for name, arguments in targets(site).items():
-            with vcr.VCR(record_mode="once").use_cassette(str(cassettes / f"{name}.yaml")):
-                recorded[name] = judged(arguments)
+            with vcr.VCR(record_mode="once").use_cassette(str(cassettes / f"{name}.yaml")) as cassette:
+                recorded[name] = judged(arguments, cassette)
         crawled = run_crawl(tmp_path, {**targets(site)["regex"], "attempts": 1, "margin": 5}, spider="demo")
         requests_while_recording = len(site.log)
     finally:
@@ -69,8 +71,8 @@ def test_a_recorded_cassette_replays_with_the_site_stopped_the_same_items_and_ou
     arguments = targets(site)  # the same URLs, nothing listening at them now
     replayed = {}
     for name in recorded:
-        with vcr.VCR(record_mode="none").use_cassette(str(cassettes / f"{name}.yaml")):
-            replayed[name] = judged(arguments[name])
+        with vcr.VCR(record_mode="none").use_cassette(str(cassettes / f"{name}.yaml")) as cassette:
+            replayed[name] = judged(arguments[name], cassette)
     assert replayed == recorded
     assert requests_while_recording == 3 * len(IDS) + 1 + crawled.stats["downloader/request_count"]
 
@@ -93,3 +95,46 @@ def test_a_recorded_cassette_replays_with_the_site_stopped_the_same_items_and_ou
                           for item in crawled.items), key=lambda item: item["id"])
     recorded_items = [item for id_ in sorted(regex) for item in regex[id_][2]]
     assert crawl_items == recorded_items
+
+
+class MovedModel(GapModel):
+    """Id 7 moved to id 8 (a 301); id 9 answers 503 once, then its page."""
+
+    def reply(self, id_: int, host: str, nth: int) -> Reply:
+        if id_ == 7:
+            return Reply(301, b"", (("Location", "/notice/8"),))
+        if id_ == 9 and nth == 1:
+            return Reply(503, b"busy")
+        return super().reply(id_, host, nth)
+
+
+def test_a_redirect_and_a_retry_are_recorded_and_replayed_as_scrapy_follows_them(tmp_path: Path) -> None:
+    site = IdSite(MovedModel(1, 10, set())).start()
+    url, path = site.url(), tmp_path / "moved.yaml"
+
+    def pages(cassette: Any) -> tuple[Any, ...]:
+        with RecordedCrawl(DemoSpider, url=url, start=1, cassette=cassette) as crawl:
+            moved = crawl.fetch(7)
+            # no dont_retry (id pages carry it: idcrawl's attempts retry them in a crawl): Scrapy's RetryMiddleware
+            retried = crawl.fetch_response(Request(url.format(id=9)))
+            return (moved.outcome, moved.response.url, moved.response.meta["redirect_urls"], moved.item["title"],
+                    retried.status, retried.meta.get("retry_times"), retried.css("h1::text").get())
+
+    try:
+        with vcr.VCR(record_mode="once").use_cassette(str(path)) as cassette:
+            recorded = pages(cassette)
+        fetched = [(logged.path, logged.status) for logged in site.log]
+    finally:
+        site.stop()
+    with vcr.VCR(record_mode="none").use_cassette(str(path)) as cassette:  # the site is gone: the cassette answers
+        replayed = pages(cassette)
+        assert cassette.all_played
+    page = url.format(id="{}")
+    assert recorded == replayed == (Outcome.FOUND, page.format(8), [page.format(7)], "Procurement notice 8",
+                                    200, 1, "Procurement notice 9")
+    wire = [("/notice/7", 301), ("/notice/8", 200), ("/notice/9", 503), ("/notice/9", 200)]
+    assert fetched == wire  # what Scrapy's engine asked for, redirect and retry included
+    interactions = yaml.safe_load(path.read_text())["interactions"]
+    assert [(i["request"]["uri"].replace(page.format(""), "/notice/"), i["response"]["status"]["code"])
+            for i in interactions] == wire
+    assert all("python-requests" not in str(i["request"]["headers"]) for i in interactions)

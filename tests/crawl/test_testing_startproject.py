@@ -1,6 +1,7 @@
 """idcrawl's pytest plugin in a fresh ``scrapy startproject`` project: plain ``pytest`` finds the project's
 package, the cassette holds the request the spider sends (the project's ``USER_AGENT``, default headers,
-cookies), and no test's teardown logs an error."""
+cookies) and what the project's download handler received, a redirect as Scrapy followed it, and no
+test's teardown logs an error."""
 
 from __future__ import annotations
 
@@ -20,6 +21,19 @@ SETTINGS = f'''
 USER_AGENT = "{USER_AGENT}"
 DEFAULT_REQUEST_HEADERS = {{"Accept": "text/html", "Accept-Language": "de"}}
 ADDONS = {{"idcrawl.addon.IdCrawl": 0}}
+DOWNLOAD_HANDLERS = {{"http": "mysite.handlers.TaggingHandler"}}
+'''
+HANDLER = '''\
+from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+
+
+class TaggingHandler(HTTP11DownloadHandler):
+    """Scrapy's HTTP/1.1 handler, its responses tagged: a cassette written from them says who fetched."""
+
+    async def download_request(self, request):
+        response = await super().download_request(request)
+        response.headers["X-Handled-By"] = "mysite"
+        return response
 '''
 SPIDER = '''\
 from idcrawl.spiders.idseq import IdSeqSpider
@@ -40,14 +54,19 @@ def test_notices(recorded_crawl):
     crawl = recorded_crawl(NoticesSpider, url="{url}", start=1)
     assert crawl.fetch(1).item["title"]
     assert crawl.outcome(2) == "missing"
-    assert crawl.fetch(3).item["title"]
+    redirected = crawl.fetch(3)
+    assert redirected.item["title"] == "Procurement notice 4"
+    assert [url.rsplit("/", 1)[1] for url in redirected.response.meta["redirect_urls"]] == ["3"]
+    assert redirected.response.url.endswith("/notice/4")
 '''
 
 
 class CookieModel(GapModel):
-    """Every page sets a session cookie, as many sites do."""
+    """Every page sets a session cookie, as many sites do; id 3 moved to id 4 (a 302)."""
 
     def reply(self, id_: int, host: str, nth: int) -> Reply:
+        if id_ == 3:
+            return Reply(302, b"", (("Location", "/notice/4"),))
         reply = super().reply(id_, host, nth)
         return replace(reply, headers=(*reply.headers, ("Set-Cookie", "session=s1; Path=/")))
 
@@ -58,6 +77,7 @@ def startproject(tmp_path: Path, url: str) -> tuple[Path, dict[str, str]]:
                    check=True, capture_output=True)
     project = tmp_path / "mysite"
     (project / "mysite" / "spiders" / "notices.py").write_text(SPIDER)
+    (project / "mysite" / "handlers.py").write_text(HANDLER)
     with (project / "mysite" / "settings.py").open("a") as fh:
         fh.write(SETTINGS)
     (project / "tests").mkdir()
@@ -73,7 +93,7 @@ def plain_pytest(project: Path, env: dict[str, str]) -> subprocess.CompletedProc
 
 
 def test_plain_pytest_records_the_request_the_spider_sends(make_site, tmp_path: Path) -> None:
-    site = make_site(CookieModel(1, 3, {2}))
+    site = make_site(CookieModel(1, 4, {2}))
     project, env = startproject(tmp_path, site.url())
     recorded = plain_pytest(project, env)
     assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-3000:]
@@ -82,7 +102,11 @@ def test_plain_pytest_records_the_request_the_spider_sends(make_site, tmp_path: 
     cassette = project / "tests" / "fixtures" / "cassettes" / "test_notices" / "test_notices.yaml"
     interactions = yaml.safe_load(cassette.read_text())["interactions"]
     pages = [i["request"] for i in interactions if "/notice/" in i["request"]["uri"]]
-    assert [p["uri"].rsplit("/", 1)[1] for p in pages] == ["1", "2", "3"]
+    assert [p["uri"].rsplit("/", 1)[1] for p in pages] == ["1", "2", "3", "4"]  # 3 redirected to 4, by Scrapy
+    answers = [i["response"] for i in interactions if "/notice/" in i["request"]["uri"]]
+    assert [answer["status"]["code"] for answer in answers] == [200, 404, 302, 200]
+    for answer in answers:  # each as the project's download handler gave it (requests's would say nothing)
+        assert {key.lower(): value for key, value in answer["headers"].items()}["x-handled-by"] == ["mysite"]
     for page in pages:
         headers = {key.lower(): value for key, value in page["headers"].items()}
         assert headers["user-agent"] == [USER_AGENT]  # the project's, not python-requests/...

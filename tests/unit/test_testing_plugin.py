@@ -138,3 +138,29 @@ def test_a_job_files_targets_are_chosen_by_name(tmp_path: Path) -> None:
         assert crawl.request(3, "b").url == "http://b.test/3"
         with pytest.raises(ValueError, match="this crawl has 2 targets"):
             crawl.request(3)
+
+
+def test_a_recording_engine_keeps_the_crawls_downloader_middlewares_and_writes_next_to_the_handler() -> None:
+    from scrapy.utils.conf import build_component_list
+    from scrapy.utils.misc import load_object
+    from scrapy.utils.test import get_crawler
+
+    from idcrawl.recording import CassetteMiddleware, skipped
+    from idcrawl.spiders.demo import DemoSpider
+
+    addons = {"ADDONS": {"idcrawl.addon.IdCrawl": 0, "idcrawl.recording.RecordingAddon": 10**6}}
+    crawler = get_crawler(DemoSpider, addons)
+    crawl = get_crawler(DemoSpider, {"ADDONS": {"idcrawl.addon.IdCrawl": 0}})
+    recording = [load_object(path) for path in build_component_list(crawler.settings.getwithbase("DOWNLOADER_MIDDLEWARES"))]
+    crawling = [load_object(path) for path in build_component_list(crawl.settings.getwithbase("DOWNLOADER_MIDDLEWARES"))]
+    assert recording[-1] is CassetteMiddleware  # after every other one: what the download handler received
+    assert recording[:-1] == [cls for cls in crawling if not skipped(cls)]  # the crawl's own, in its order
+    names = {f"{cls.__module__}.{cls.__name__}" for cls in recording}
+    assert {"scrapy.downloadermiddlewares.redirect.RedirectMiddleware",
+            "scrapy.downloadermiddlewares.retry.RetryMiddleware",
+            "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware",
+            "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"} <= names
+    assert not any(name.startswith("idcrawl.") for name in names - {"idcrawl.recording.CassetteMiddleware"}
+                   if "metarefresh" not in name)  # idcrawl's state-keeping ones are left out
+    assert crawler.settings["SCHEDULER"] == "scrapy.core.scheduler.Scheduler"
+    assert crawler.settings["DUPEFILTER_CLASS"] == "scrapy.dupefilters.BaseDupeFilter"
