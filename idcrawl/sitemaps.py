@@ -96,7 +96,8 @@ def seed_urls(queue: UrlQueue, scope: JobScope, owner: str, urls: Iterable[Sitem
     """Queue ``urls`` (a sitemap's entries) as hop-0 pages of ``owner``, the highest priority first:
     each one in the scope (hops aside) of one of its crawl profiles (of ``profiles``; None: any) that
     no other target holds and that no id target's lanes fetch (``skip``). A URL of ``owner`` harvested
-    before its ``lastmod`` is queued again now (sitemaps as evidence: ``UrlQueue.due_now``)."""
+    before its ``lastmod`` is queued again now (sitemaps as evidence: ``UrlQueue.due_now``). Each URL
+    keeps the entry's ``priority`` (its yield group's draw takes the highest first)."""
     done = Seeded()
     for entry in by_priority(urls):
         url = canonical(entry.loc)
@@ -117,7 +118,7 @@ def seed_urls(queue: UrlQueue, scope: JobScope, owner: str, urls: Iterable[Sitem
             if again is not None:
                 done.due.append(again)
             continue
-        new = queue.seed(owner, url, now)
+        new = queue.seed(owner, url, now, priority=entry.priority)
         if new is not None and new.state is not QueueState.HARVESTED:
             done.queued.append(new)
     return done

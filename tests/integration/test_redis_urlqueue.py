@@ -282,3 +282,21 @@ def test_the_job_state_store_reads_the_fleets_queue_in_url_order_batch_by_batch(
                                   UrlCount("front", "p", "news", 1, QueueState.HARVESTED, 300),
                                   UrlCount("front", "p", "news", 1, QueueState.QUEUED, len(links) - 300)]
     assert JobStateStore(client, "idcrawl:{other}:", read_only=True).load_urls() == []
+
+
+def test_the_fleet_takes_the_highest_sitemap_priority_of_a_group_first_and_keeps_it(redis_server) -> None:
+    client = redis.Redis.from_url(redis_server.url)
+    scope = JobScope({"front": Seed("front", FRONT, ("p",))}, {"p": CrawlProfile("p", 0)}, {}, ("front",))
+    one, two = (RedisUrlQueue(client, "t:{pri}:", name, lease_ms=60_000, rng=random.Random(7)) for name in ("w1", "w2"))
+    one.start(scope, 0.0)
+    two.start(scope, 0.0)
+    priorities = [0.1, 0.9, 0.3, 0.7, 0.0, 1.0, 0.2, 0.8, 0.4, 0.6]
+    for i, priority in enumerate(priorities):
+        (one if i % 2 else two).seed("front", f"http://a.test/{i}", 0.0, priority=priority)
+    one.seed("front", "http://a.test/link", 0.0)  # no priority: 0.5
+    two.seed("front", "http://a.test/4", 0.0, priority=0.95)  # listed again: kept for the fleet
+    assert two.get("http://a.test/4").record.priority == 0.95  # type: ignore[union-attr]
+    taken = []
+    while (record := (one, two)[len(taken) % 2].take(lambda _: True, 0.0)) is not None:
+        taken.append(record.priority)
+    assert taken == [1.0, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]

@@ -175,6 +175,21 @@ def test_sitemap_urls_in_scope_are_queued_as_hop_0_pages_highest_priority_first(
     assert queue.get("http://a.test/id/3") is None  # an id target's lanes fetch it
 
 
+def test_within_a_yield_group_the_highest_sitemap_priority_is_taken_first_and_a_relisting_updates_it() -> None:
+    queue = MemoryUrlQueue()
+    job = scope()
+    queue.start(job, 0.0)
+    priorities = [0.1, 0.9, 0.3, 0.7, 0.0, 1.0, 0.2, 0.8, 0.4, 0.6]
+    seed_urls(queue, job, "s", [SitemapUrl(f"http://a.test/{i}", None, p) for i, p in enumerate(priorities)],
+              0.0, None)
+    queue.seed("s", "http://a.test/link", 0.0)  # listed in no sitemap: 0.5, the protocol's default
+    seed_urls(queue, job, "s", [SitemapUrl("http://a.test/4", None, 0.95)], 0.0, None)  # listed again: kept
+    taken = []
+    while (record := queue.take(lambda host: True, 1.0)) is not None:
+        taken.append(record.priority)
+    assert taken == [1.0, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
+
+
 def test_a_harvested_page_with_a_newer_lastmod_is_queued_again_now_and_an_older_one_not() -> None:
     queue = MemoryUrlQueue()
     job = scope()
