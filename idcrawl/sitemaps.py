@@ -24,6 +24,7 @@ from idcrawl.core.safetext import safe
 from idcrawl.core.scope import SEED, JobScope, canonical
 from idcrawl.core.sitemaps import SitemapSpec, SitemapUrl, by_priority, lastmod_is_news, site_sitemaps, sitemap_url
 from idcrawl.core.urlqueue import QueuedUrl, QueueState, UrlQueue
+from idcrawl.downloadermiddlewares.robotstxt import SHARED_ROBOTS_KEY
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -160,8 +161,10 @@ class SitemapReader:
                 robots.setdefault(url, {})[target] = profiles
             for url, profiles in want.urls.items():
                 named.setdefault(url, {})[target] = profiles
+        # robots.txt: the robots.txt middleware's one fetch of it answers (ROBOTSTXT_OBEY; else fetched here)
         requests = [Request(url, callback=self._robots, errback=self._robots_failed, dont_filter=True,
-                            meta={SITEMAP_KEY: {"targets": targets}}) for url, targets in robots.items()]
+                            meta={SITEMAP_KEY: {"targets": targets}, SHARED_ROBOTS_KEY: True})
+                    for url, targets in robots.items()]
         requests.extend(r for url, targets in named.items() if (r := self._sitemap_request(url, targets)))
         return requests
 
