@@ -300,3 +300,20 @@ def test_the_fleet_takes_the_highest_sitemap_priority_of_a_group_first_and_keeps
     while (record := (one, two)[len(taken) % 2].take(lambda _: True, 0.0)) is not None:
         taken.append(record.priority)
     assert taken == [1.0, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
+
+
+def test_one_worker_of_each_fleet_run_claims_the_sitemaps(redis_server) -> None:
+    client = redis.Redis.from_url(redis_server.url)
+    prefix = "t:{maps}:"
+    scope = one_seed(1)
+    one, two = (RedisUrlQueue(client, prefix, name, lease_ms=60_000) for name in ("w1", "w2"))
+    one.start(scope, 0.0)
+    two.start(scope, 0.0)
+    assert one.run is not None and two.run is not None and one.run.number == two.run.number
+    assert [one.claim_sitemaps(), two.claim_sitemaps(), one.claim_sitemaps()] == [True, False, False]
+    client.zrem(prefix + "workers", "w1", "w2")  # the run is over
+    three = RedisUrlQueue(client, prefix, "w3", lease_ms=60_000, run=next_run(client, prefix, "w3", 60_000))
+    three.start(scope, 0.0)
+    assert three.claim_sitemaps()  # the next run: read again, once
+    assert 0 < client.ttl(f"{prefix}usitemaps:{three.run.number}") <= 7 * 86400  # type: ignore[union-attr]
+    assert MemoryUrlQueue().claim_sitemaps()  # one process: always its own
