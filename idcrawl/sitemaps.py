@@ -74,7 +74,7 @@ def wanted_sitemaps(scope: JobScope) -> dict[str, Wanted]:
                 continue
             want = wanted.setdefault(name, Wanted())
             if spec.site:
-                robots, _ = site_sitemaps(seed.url)
+                robots, _ = site_sitemaps(canonical(seed.url))  # http://h:80/ and http://h/: one site
                 _merge(want.site, robots, profiles)
             for url in spec.urls:
                 _merge(want.urls, url, profiles)
@@ -169,6 +169,7 @@ class SitemapReader:
         return requests
 
     def _sitemap_request(self, url: str, targets: dict[str, list[str] | None]) -> Request | None:
+        url = canonical(url)  # http://h:80/s.xml is http://h/s.xml: one site, one robots.txt, one fetch
         if url in self._requested:
             return None
         site = urlsplit(url).netloc
