@@ -58,15 +58,20 @@ class IdRobotsTxtMiddleware(RobotsTxtMiddleware):
         if self.maxsize:
             crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
 
-    async def process_request(self, request: Request, spider: Any = None) -> Response | None:
+    # a downloader middleware may answer a request with a response (Scrapy's documented contract); the
+    # parent's annotation says None only
+    async def process_request(  # type: ignore[override]
+        self, request: Request, spider: Any = None,
+    ) -> Response | None:
         if request.meta.get(SHARED_ROBOTS_KEY):
             return await self._shared(request)
         if self.maxsize and _is_robots_request(request):
             request.meta[_RECEIVED_KEY] = 0
             request.meta["download_maxsize"] = 0  # the cap stops it, whatever its Content-Length says
             request.meta["download_warnsize"] = 0
-            return
+            return None
         await super().process_request(request)
+        return None
 
     def _bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
         received = request.meta.get(_RECEIVED_KEY)

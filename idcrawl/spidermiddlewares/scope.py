@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Iterator
 
     from scrapy import Request
-
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from twisted.python.failure import Failure
