@@ -6,7 +6,9 @@
 
 - **baseline**: ``MemoryUrlQueue.seed`` of the N URLs (canonical), what any way of queuing them costs;
 - **read**: ``gunzip`` (``max_size`` = 1 GiB) + Scrapy's ``Sitemap`` + ``sitemap_url`` per entry;
-- **order**: ``by_priority``; **seed**: ``idcrawl.sitemaps.seed_urls`` (scope check, canonical URLs, seed).
+- **order**: ``by_priority``; **seed**: ``idcrawl.sitemaps.seed_urls`` (scope check, canonical URLs, seed);
+- **take**: ``MemoryUrlQueue.take`` of every URL queued, all of one priority (as before priorities were
+  kept) and with the sitemap's ten priorities (the draw within the group takes the highest first).
 
 Figures and ratios to the baseline, not thresholds; results in docs/benchmarks.md ("Sitemaps").
 """
@@ -73,11 +75,30 @@ def main() -> None:
         queue.start(scope, 0.0)
         seed_urls(queue, scope, "s", parsed, 0.0, None)
 
+    def take(priorities: bool) -> Callable[[], None]:
+        def run() -> None:
+            queue = MemoryUrlQueue()
+            queue.start(scope, 0.0)
+            for url, entry in zip(urls, parsed, strict=True):
+                queue.seed("s", url, 0.0, priority=entry.priority if priorities else None)
+            start = time.perf_counter()
+            while queue.take(lambda host: True, 0.0) is not None:
+                pass
+            timed.append(time.perf_counter() - start)
+        return run
+
+    timed: list[float] = []
+    best(args.repeat, take(False))
+    one, timed = min(timed), []
+    best(args.repeat, take(True))
+    ten = min(timed)
     base = best(args.repeat, baseline)
     rows = [("baseline: queue.seed of the URLs", base),
             ("read: gunzip + Sitemap + sitemap_url", best(args.repeat, read)),
             ("order: by_priority", best(args.repeat, lambda: by_priority(parsed))),
-            ("seed: seed_urls (order, scope, seed)", best(args.repeat, seed))]
+            ("seed: seed_urls (order, scope, seed)", best(args.repeat, seed)),
+            ("take: every URL, one priority", one),
+            ("take: every URL, ten priorities", ten)]
     print(f"{n:,} URLs, sitemap {len(body) / 1e6:.1f} MB ({len(packed) / 1e6:.2f} MB gzip), best of {args.repeat}")
     print(f"{'step':40} {'seconds':>8} {'us/URL':>7} {'x baseline':>10}")
     for name, seconds in rows:

@@ -97,6 +97,35 @@ def test_the_ids_a_sitemap_lists_tell_a_tail_whether_it_has_news() -> None:
     assert tail_news([5], None) == (TailNews.UNKNOWN, 5)
 
 
+def test_a_newer_lastmod_makes_a_found_id_page_due_now_not_below_the_floor() -> None:
+    from idcrawl.core.recrawl import DAY, Kind, Policy, Schedule
+    from idcrawl.core.sitemaps import due_by_sitemap
+
+    policy = Policy(min_duration=3600.0)
+    page = Schedule(Kind.PAGE, "t/7", last_crawled=1000.0, update_duration=10 * DAY)
+    moved = due_by_sitemap(page, 5000.0, 2 * DAY, policy)
+    assert moved is not None and moved.due_at() == 2 * DAY and moved.last_crawled == 1000.0
+    assert moved.update_duration == 2 * DAY - 1000.0
+    assert due_by_sitemap(page, 900.0, 2 * DAY, policy) is None  # changed before its last visit
+    assert due_by_sitemap(page, 3 * DAY, 2 * DAY, policy) is None  # a lastmod in the future: no evidence
+    assert due_by_sitemap(page, None, 2 * DAY, policy) is None
+    soon = due_by_sitemap(page, 1500.0, 2000.0, policy)  # not before the floor after its last visit
+    assert soon is not None and soon.due_at() == 1000.0 + 3600.0
+    assert due_by_sitemap(Schedule(Kind.PAGE, "t/8", 1000.0, 600.0), 1500.0, 2000.0, policy) is None  # due
+
+
+def test_ids_listed_above_last_found_make_a_tail_due_now_and_none_above_leave_it() -> None:
+    from idcrawl.core.recrawl import DAY, Kind, Policy, Schedule
+    from idcrawl.core.sitemaps import tail_due_by_sitemap
+
+    tail = Schedule(Kind.TAIL, "t", last_crawled=0.0, update_duration=4 * DAY, last_found=120)
+    moved = tail_due_by_sitemap(tail, [118, 121, 119], DAY, Policy())
+    assert moved is not None and moved.due_at() == DAY and moved.last_found == 120
+    assert tail_due_by_sitemap(tail, [118, 120], DAY, Policy()) is None
+    assert tail_due_by_sitemap(tail, [], DAY, Policy()) is None
+    assert tail_due_by_sitemap(Schedule(Kind.TAIL, "t", 0.0, DAY, last_found=None), [5], DAY, Policy()) is None
+
+
 def test_the_sitemaps_key_is_true_false_or_urls_and_anything_else_one_line() -> None:
     assert parse_sitemaps(True) == SitemapSpec(site=True)
     assert parse_sitemaps(False) is None
