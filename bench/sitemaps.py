@@ -6,9 +6,12 @@
 
 - **baseline**: ``MemoryUrlQueue.seed`` of the N URLs (canonical), what any way of queuing them costs;
 - **read**: ``gunzip`` (``max_size`` = 1 GiB) + Scrapy's ``Sitemap`` + ``sitemap_url`` per entry;
-- **order**: ``by_priority``; **seed**: ``idcrawl.sitemaps.seed_urls`` (scope check, canonical URLs, seed).
+- **order**: ``by_priority``; **seed**: ``idcrawl.sitemaps.seed_urls`` (scope check, canonical URLs, seed);
+- **take**: ``MemoryUrlQueue.take`` of every URL queued, all of one priority (as before priorities were
+  kept) and with the sitemap's ten priorities (the draw within the group takes the highest first).
 
-Figures and ratios to the baseline, not thresholds; results in docs/benchmarks.md ("Sitemaps").
+Seconds are this process's CPU time (``time.process_time``: a loaded shared machine inflates wall time
+unevenly). Figures and ratios to the baseline, not thresholds; results in docs/benchmarks.md ("Sitemaps").
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ FREQS = ("hourly", "daily", "weekly")
 def best(repeat: int, run: Callable[[], object]) -> float:
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.process_time()
         run()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return min(times)
 
 
@@ -73,11 +76,32 @@ def main() -> None:
         queue.start(scope, 0.0)
         seed_urls(queue, scope, "s", parsed, 0.0, None)
 
+    def take(priorities: bool) -> Callable[[], None]:
+        def run() -> None:
+            queue = MemoryUrlQueue()
+            queue.start(scope, 0.0)
+            for url, entry in zip(urls, parsed, strict=True):
+                queue.seed("s", url, 0.0, priority=entry.priority if priorities else None)
+            start = time.process_time()
+            while queue.take(lambda host: True, 0.0) is not None:
+                pass
+            timed.append(time.process_time() - start)
+        return run
+
+    timed: list[float] = []
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(args.repeat):  # interleaved: the two see the same load
+        for priorities in (False, True):
+            take(priorities)()
+            times[priorities].append(timed.pop())
+    one, ten = min(times[False]), min(times[True])
     base = best(args.repeat, baseline)
     rows = [("baseline: queue.seed of the URLs", base),
             ("read: gunzip + Sitemap + sitemap_url", best(args.repeat, read)),
             ("order: by_priority", best(args.repeat, lambda: by_priority(parsed))),
-            ("seed: seed_urls (order, scope, seed)", best(args.repeat, seed))]
+            ("seed: seed_urls (order, scope, seed)", best(args.repeat, seed)),
+            ("take: every URL, one priority", one),
+            ("take: every URL, ten priorities", ten)]
     print(f"{n:,} URLs, sitemap {len(body) / 1e6:.1f} MB ({len(packed) / 1e6:.2f} MB gzip), best of {args.repeat}")
     print(f"{'step':40} {'seconds':>8} {'us/URL':>7} {'x baseline':>10}")
     for name, seconds in rows:

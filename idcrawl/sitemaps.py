@@ -24,6 +24,7 @@ from idcrawl.core.safetext import safe
 from idcrawl.core.scope import SEED, JobScope, canonical
 from idcrawl.core.sitemaps import SitemapSpec, SitemapUrl, by_priority, lastmod_is_news, site_sitemaps, sitemap_url
 from idcrawl.core.urlqueue import QueuedUrl, QueueState, UrlQueue
+from idcrawl.downloadermiddlewares.robotstxt import SHARED_ROBOTS_KEY
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -73,7 +74,7 @@ def wanted_sitemaps(scope: JobScope) -> dict[str, Wanted]:
                 continue
             want = wanted.setdefault(name, Wanted())
             if spec.site:
-                robots, _ = site_sitemaps(seed.url)
+                robots, _ = site_sitemaps(canonical(seed.url))  # http://h:80/ and http://h/: one site
                 _merge(want.site, robots, profiles)
             for url in spec.urls:
                 _merge(want.urls, url, profiles)
@@ -96,7 +97,8 @@ def seed_urls(queue: UrlQueue, scope: JobScope, owner: str, urls: Iterable[Sitem
     """Queue ``urls`` (a sitemap's entries) as hop-0 pages of ``owner``, the highest priority first:
     each one in the scope (hops aside) of one of its crawl profiles (of ``profiles``; None: any) that
     no other target holds and that no id target's lanes fetch (``skip``). A URL of ``owner`` harvested
-    before its ``lastmod`` is queued again now (sitemaps as evidence: ``UrlQueue.due_now``)."""
+    before its ``lastmod`` is queued again now (sitemaps as evidence: ``UrlQueue.due_now``). Each URL
+    keeps the entry's ``priority`` (its yield group's draw takes the highest first)."""
     done = Seeded()
     for entry in by_priority(urls):
         url = canonical(entry.loc)
@@ -117,7 +119,7 @@ def seed_urls(queue: UrlQueue, scope: JobScope, owner: str, urls: Iterable[Sitem
             if again is not None:
                 done.due.append(again)
             continue
-        new = queue.seed(owner, url, now)
+        new = queue.seed(owner, url, now, priority=entry.priority)
         if new is not None and new.state is not QueueState.HARVESTED:
             done.queued.append(new)
     return done
@@ -159,12 +161,15 @@ class SitemapReader:
                 robots.setdefault(url, {})[target] = profiles
             for url, profiles in want.urls.items():
                 named.setdefault(url, {})[target] = profiles
+        # robots.txt: the robots.txt middleware's one fetch of it answers (ROBOTSTXT_OBEY; else fetched here)
         requests = [Request(url, callback=self._robots, errback=self._robots_failed, dont_filter=True,
-                            meta={SITEMAP_KEY: {"targets": targets}}) for url, targets in robots.items()]
+                            meta={SITEMAP_KEY: {"targets": targets}, SHARED_ROBOTS_KEY: True})
+                    for url, targets in robots.items()]
         requests.extend(r for url, targets in named.items() if (r := self._sitemap_request(url, targets)))
         return requests
 
     def _sitemap_request(self, url: str, targets: dict[str, list[str] | None]) -> Request | None:
+        url = canonical(url)  # http://h:80/s.xml is http://h/s.xml: one site, one robots.txt, one fetch
         if url in self._requested:
             return None
         site = urlsplit(url).netloc

@@ -24,7 +24,7 @@ from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url
 
-from idcrawl.core.sitemaps import SitemapSpec
+from idcrawl.core.sitemaps import DEFAULT_PRIORITY, SitemapSpec
 
 if TYPE_CHECKING:
     import tldextract
@@ -594,7 +594,8 @@ class UrlRecord:
     ``owner``: the target (seed) it belongs to; ``collection`` and ``crawl_profiles``: those it was
     queued in; ``hops``; ``next_harvest``/``last_harvest`` (seconds on the job's clock, None: not
     yet); ``not_found``, ``errors``: consecutive not-found answers and errors; ``cycles``: how many
-    times it was harvested.
+    times it was harvested; ``priority``: its sitemap ``<priority>`` (0.5, the protocol's default, for a
+    URL no sitemap lists): within its yield group the highest is taken first (docs/scope.md "Sitemaps").
     """
 
     url: str
@@ -607,6 +608,7 @@ class UrlRecord:
     not_found: int = 0
     errors: int = 0
     cycles: int = 0
+    priority: float = DEFAULT_PRIORITY
 
 
 class Harvest(StrEnum):

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from idcrawl.core.inputs import TargetError, check_url
+from idcrawl.core.recrawl import Policy, Schedule
 
 __all__ = [
     "CHANGEFREQ_SECONDS",
@@ -26,6 +27,7 @@ __all__ = [
     "SitemapUrl",
     "TailNews",
     "by_priority",
+    "due_by_sitemap",
     "first_interval",
     "lastmod_is_news",
     "parse_lastmod",
@@ -33,6 +35,7 @@ __all__ = [
     "parse_sitemaps",
     "site_sitemaps",
     "sitemap_url",
+    "tail_due_by_sitemap",
     "tail_news",
 ]
 
@@ -171,3 +174,26 @@ def tail_news(listed: Iterable[int], last_found: int | None) -> tuple[TailNews, 
     if top is None or last_found is None:
         return TailNews.UNKNOWN, top
     return (TailNews.NEWS if top > last_found else TailNews.NONE), top
+
+
+def _due_now(schedule: Schedule, now: float, policy: Policy) -> Schedule | None:
+    """``schedule`` due at ``now`` (not before its policy's floor after its last visit): its duration
+    cut to the time since that visit, its last visit kept; None: due by then already."""
+    duration = max(policy.min_duration, now - schedule.last_crawled)
+    return replace(schedule, update_duration=duration) if duration < schedule.update_duration else None
+
+
+def due_by_sitemap(schedule: Schedule, lastmod: float | None, now: float, policy: Policy) -> Schedule | None:
+    """A found id page's record (``resume=due``) moved by its sitemap entry: a ``lastmod`` newer than
+    its last visit (:func:`lastmod_is_news`) makes it due now, its interval cut to the time since
+    that visit (the page changed within it: the next visit's rule starts from there). None: no
+    evidence, or due already."""
+    return _due_now(schedule, now, policy) if lastmod_is_news(lastmod, schedule.last_crawled, now) else None
+
+
+def tail_due_by_sitemap(schedule: Schedule, listed: Iterable[int], now: float, policy: Policy) -> Schedule | None:
+    """A tail's record moved by the ids a sitemap lists: ids above its last found id are news
+    (:func:`tail_news`), so it is probed now, its interval cut as :func:`due_by_sitemap` cuts a page's.
+    None: no news (none listed above, or nothing listed), or due already."""
+    news, _ = tail_news(listed, schedule.last_found)
+    return _due_now(schedule, now, policy) if news is TailNews.NEWS else None

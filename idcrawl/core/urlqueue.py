@@ -34,6 +34,7 @@ from idcrawl.core.scope import (
     revisit_of,
     scope_marks,
 )
+from idcrawl.core.sitemaps import DEFAULT_PRIORITY
 
 __all__ = [
     "Group",
@@ -159,10 +160,11 @@ class UrlQueue(Protocol):
         """A run starts with the job file's ``scope``: every stored URL is checked against it."""
         ...
 
-    def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
+    def seed(self, owner: str, url: str, now: float, *, priority: float | None = None) -> QueuedUrl | None:
         """Queue ``url`` (canonical) as a hop-0 page of the target ``owner`` (a page target's page),
         ready now, or postponed when ``owner`` is deactivated. None: it already is ``owner``'s hop-0
-        page (queued, postponed or harvested: a page is not fetched twice)."""
+        page (queued, postponed or harvested: a page is not fetched twice). ``priority``: a sitemap's
+        ``<priority>`` of it, kept in its record (also when it was queued before; None: as it is)."""
         ...
 
     def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None,
@@ -180,6 +182,8 @@ class UrlQueue(Protocol):
         """Evidence that the harvested ``url`` changed since its last harvest (a sitemap's ``lastmod``,
         :mod:`idcrawl.sitemaps`): it is queued again now (postponed if deactivated), whatever its next
         harvest time. None: not in the queue, or not harvested (queued or taken already)."""
+        ...
+
     def redirected(self, url: str, target: str, now: float, *, hop: bool = True) -> QueuedUrl | None:
         """``url`` (taken) answered with a redirect to ``target`` (canonical): a redirect is a link.
         ``url`` is harvested with ``target`` as its one link, offered at ``url``'s counters
@@ -200,8 +204,9 @@ class UrlQueue(Protocol):
 
     def take(self, room: Callable[[str], bool], now: float) -> UrlRecord | None:
         """The next URL to fetch: of the next host (round robin) with URLs ready that ``room(host)``
-        admits, the one the yield model chooses among them; marked taken. None: nothing ready on a
-        host with room. Harvested URLs whose revisit is due at ``now`` are queued first."""
+        admits, the group the yield model chooses among them, and in that group one of the highest
+        ``priority`` (:attr:`UrlRecord.priority`), drawn uniformly; marked taken. None: nothing ready
+        on a host with room. Harvested URLs whose revisit is due at ``now`` are queued first."""
         ...
 
     def ready(self) -> int:
@@ -218,6 +223,12 @@ class UrlQueue(Protocol):
 
     def next_harvest(self) -> float | None:
         """The earliest next harvest of the harvested URLs waiting for a revisit (watch mode wakes for it)."""
+        ...
+
+    def claim_sitemaps(self) -> bool:
+        """Whether this process reads the job's sitemaps for the run (or watch wave) that started the
+        queue: one process, always; a fleet, only the worker that asks first (the URLs it seeds are the
+        fleet's). Asked once per run."""
         ...
 
 
@@ -483,9 +494,11 @@ class MemoryUrlQueue:
         self._skip = skip
         self.postpone_for = postpone_for
         self._entries: dict[str, QueuedUrl] = {entry.url: entry for entry in entries}
-        #: ready URLs by host, then by yield group (lists: a uniform draw, then a swap-remove)
-        self._ready: dict[str, dict[Group, list[str]]] = {}
-        self._where: dict[str, int] = {}  # a ready URL's index in its group's list
+        #: ready URLs by host, then by yield group, then by priority (lists: a uniform draw among the
+        #: group's highest priority, then a swap-remove); ``_sizes``: the ready URLs of each group
+        self._ready: dict[str, dict[Group, dict[float, list[str]]]] = {}
+        self._sizes: dict[str, dict[Group, int]] = {}
+        self._where: dict[str, int] = {}  # a ready URL's index in its list
         self._hosts: deque[str] = deque()  # hosts with ready URLs, round robin
         self._changed: set[str] = set()
         self._deleted: set[str] = set()
@@ -502,10 +515,14 @@ class MemoryUrlQueue:
         groups = self._ready.get(host)
         if groups is None:
             groups = self._ready[host] = {}
+            self._sizes[host] = {}
             self._hosts.append(host)
-        urls = groups.setdefault(group_of(record), [])
+        group = group_of(record)
+        urls = groups.setdefault(group, {}).setdefault(record.priority, [])
         self._where[record.url] = len(urls)
         urls.append(record.url)
+        sizes = self._sizes[host]
+        sizes[group] = sizes.get(group, 0) + 1
 
     def _pull(self, record: UrlRecord) -> None:
         """Take a ready URL out of its host's lists (swap-remove)."""
@@ -515,16 +532,23 @@ class MemoryUrlQueue:
         host = host_of(record.url)
         groups = self._ready[host]
         group = group_of(record)
-        urls = groups[group]
+        buckets = groups[group]
+        urls = buckets[record.priority]
         last = urls.pop()
         if index < len(urls):
             urls[index] = last
             self._where[last] = index
+        sizes = self._sizes[host]
+        sizes[group] -= 1
         if not urls:
-            del groups[group]
-            if not groups:
-                del self._ready[host]
-                self._hosts.remove(host)
+            del buckets[record.priority]
+            if not buckets:
+                del groups[group]
+                del sizes[group]
+                if not groups:
+                    del self._ready[host]
+                    del self._sizes[host]
+                    self._hosts.remove(host)
 
     def _put(self, entry: QueuedUrl) -> None:
         """Store ``entry``, keeping the ready lists in step with its state and group."""
@@ -605,13 +629,17 @@ class MemoryUrlQueue:
                     lambda page, hops, link, work: self._offer(
                         page, seed, hops, link, now, new, _SeedWork(work, seed)))
 
-    def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
+    def seed(self, owner: str, url: str, now: float, *, priority: float | None = None) -> QueuedUrl | None:
         entry = self._entries.get(url)
+        if entry is not None and priority is not None and entry.record.priority != priority:
+            entry = replace(entry, record=replace(entry.record, priority=priority))
+            self._put(entry)
         if entry is not None and (owner, SEED) in claims_of(entry):
             return None
         names = self.scope.seeds[owner].crawl_profiles
         if entry is None:
-            record = UrlRecord(url, owner, *self.scope.filed(names), SEED)
+            record = UrlRecord(url, owner, *self.scope.filed(names), SEED,
+                               priority=DEFAULT_PRIORITY if priority is None else priority)
             new = self._queue(QueuedUrl(record, QueueState.QUEUED, (SEED,), None, ((owner, SEED),)), now)
             self._put(new)
             return new
@@ -813,9 +841,9 @@ class MemoryUrlQueue:
             if not room(host):
                 continue
             groups = self._ready[host]
-            group = next(iter(groups)) if len(groups) == 1 else choose_group(
-                {g: len(urls) for g, urls in groups.items()}, self.scope, self.rng)
-            urls = groups[group]
+            group = next(iter(groups)) if len(groups) == 1 else choose_group(self._sizes[host], self.scope, self.rng)
+            buckets = groups[group]
+            urls = buckets[max(buckets)] if len(buckets) > 1 else next(iter(buckets.values()))
             entry = self._entries[urls[self.rng.randrange(len(urls))] if len(urls) > 1 else urls[0]]
             self._put(replace(entry, state=QueueState.TAKEN))
             return entry.record
@@ -823,6 +851,9 @@ class MemoryUrlQueue:
 
     def ready(self) -> int:
         return len(self._where)
+
+    def claim_sitemaps(self) -> bool:
+        return True
 
     def get(self, url: str) -> QueuedUrl | None:
         return self._entries.get(url)

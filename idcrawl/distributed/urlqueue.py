@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from idcrawl.core.scope import SEED, Harvest, Hops, JobScope, UrlRecord, Verdict, host_of, scope_marks
+from idcrawl.core.sitemaps import DEFAULT_PRIORITY
 from idcrawl.core.urlqueue import (
     Claim,
     Group,
@@ -80,11 +81,12 @@ def claims_text(claims: Sequence[Claim]) -> str:
 
 def entry_of(url: str, row: Sequence[Any]) -> QueuedUrl:
     """An entry from a script's row (``urls_common.lua``: owner, col, cps, hops, off, paths, host,
-    st, w, next, last, nf, err, cyc, claims, links, has links)."""
-    (owner, col, cps, hops, off, paths, _host, st, _w, nxt, last, nf, err, cyc, claims, links,
+    st, w, next, last, nf, err, cyc, claims, pri, links, has links)."""
+    (owner, col, cps, hops, off, paths, _host, st, _w, nxt, last, nf, err, cyc, claims, pri, links,
      has) = (reply_text(v) for v in row)
     record = UrlRecord(url, owner, col or None, tuple(name for name in cps.split("\n") if name),
-                       Hops(int(hops), int(off)), _float(nxt), _float(last), int(nf), int(err), int(cyc))
+                       Hops(int(hops), int(off)), _float(nxt), _float(last), int(nf), int(err), int(cyc),
+                       float(pri) if pri else DEFAULT_PRIORITY)
     path_list = tuple(Hops(int(h), int(o)) for h, _, o in (p.partition(":") for p in paths.split(",") if p))
     claim_list = tuple(sorted((str(seed), Hops(int(h), int(o))) for seed, h, o in json.loads(claims))) if claims else ()
     return QueuedUrl(record, _STATES[st], path_list or (SEED,),
@@ -245,9 +247,12 @@ class RedisUrlQueue:
             "p" if postponed else "q", "" if nxt is None else repr(nxt), self.worker, self._spec, ""])
         return reply_text(verdict), entry_of(url, row)
 
-    def seed(self, owner: str, url: str, now: float) -> QueuedUrl | None:
+    def seed(self, owner: str, url: str, now: float, *, priority: float | None = None) -> QueuedUrl | None:
         self.status.at = float("-inf")
         verdict, entry = self._offer_call(url, owner, self.scope.seeds[owner].crawl_profiles, SEED, "seed", now)
+        if priority is not None and entry.record.priority != priority:  # kept, whoever queued it
+            self._put(keys=[self.keys.url(url)], args=[url, "pri", repr(priority)])
+            entry = replace(entry, record=replace(entry.record, priority=priority))
         if verdict == "same":
             return None
         if sum(1 for _, hops in claims_of(entry) if hops == SEED) > 1:  # two targets' hop-0 page: the rank decides
@@ -441,6 +446,13 @@ class RedisUrlQueue:
                     return entry_of(url, row).record
         return None
 
+    def claim_sitemaps(self) -> bool:
+        """The first worker of the fleet's run to ask reads the sitemaps (``SET NX`` on ``P usitemaps:<run>``,
+        kept ``SITEMAP_CLAIM_TTL`` seconds); the others take the URLs it seeds from the shared queue."""
+        assert self.run is not None  # started
+        return bool(self.client.set(self.keys.sitemap_claim(self.run.number), self.worker, nx=True,
+                                    ex=SITEMAP_CLAIM_TTL))
+
     def next_harvest(self) -> float | None:
         """The earliest next harvest time of the fleet's harvested URLs waiting for a revisit (``P uwait``):
         a watching worker's wake-up (:meth:`idcrawl.core.urlqueue.MemoryUrlQueue.next_harvest`), the same for
@@ -479,7 +491,9 @@ class RedisUrlQueue:
 
 #: The fields of a URL's entry in a script's row order (``urls_common.lua``), then its links.
 _ROW = ("owner", "col", "cps", "hops", "off", "paths", "host", "st", "w", "next", "last", "nf", "err", "cyc", "claims",
-        "links")
+        "pri", "links")
+#: Seconds a run's sitemap claim is kept (runs are numbered anew: an old claim only has to outlive its run's start).
+SITEMAP_CLAIM_TTL = 7 * 86400
 #: URLs read in one round trip (:func:`read_entries`).
 BATCH = 500
 

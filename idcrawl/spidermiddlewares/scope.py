@@ -28,6 +28,7 @@ from idcrawl.sitemaps import SITEMAP_STATS, SitemapReader, seed_urls, wanted_sit
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Iterator
 
+    from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from twisted.python.failure import Failure
@@ -79,7 +80,7 @@ class IdScopeMiddleware:
         new queue, reconciled by the worker that starts the wave's run. The sitemaps are read again."""
         self._count_reconciled(self.runtime.start_url_queue())
         engine = self.crawler.engine
-        for request in self.sitemaps.start_requests() if self.sitemaps is not None and engine is not None else ():
+        for request in self._sitemap_requests() if engine is not None else ():
             engine.crawl(request)
 
     def _count_reconciled(self, reconciled: Reconciled) -> None:
@@ -101,10 +102,20 @@ class IdScopeMiddleware:
             if entry is not None:
                 self._count(entry.record, entry.state.value)
         self._wake()
-        for request in self.sitemaps.start_requests() if self.sitemaps is not None else ():
+        for request in self._sitemap_requests():
             yield request
         async for request_or_item in start:
             yield request_or_item
+
+    def _sitemap_requests(self) -> list[Request]:
+        """The run's first sitemap requests, if this process reads them (a fleet: one worker per run,
+        ``UrlQueue.claim_sitemaps``; the others count ``idcrawl/sitemaps/read_elsewhere``)."""
+        if self.sitemaps is None:
+            return []
+        if not self.queue.claim_sitemaps():
+            self.stats.set_value(f"{SITEMAP_STATS}/read_elsewhere", 1)
+            return []
+        return self.sitemaps.start_requests()
 
     def _sitemap_urls(self, owner: str, profiles: list[str] | None, urls: list[SitemapUrl]) -> None:
         """A sitemap's entries for ``owner``: queued as its hop-0 pages in its scope, and its harvested pages

@@ -21,6 +21,7 @@ from idcrawl.core.lanes import MAX_ID, Outcome
 from idcrawl.core.ranges import LaneRecord
 from idcrawl.core.recrawl import Kind, Schedule
 from idcrawl.core.scope import Hops, UrlRecord
+from idcrawl.core.sitemaps import DEFAULT_PRIORITY
 from idcrawl.core.urlqueue import QueuedUrl, QueueState
 from idcrawl.state.base import RunRecord, StateError
 
@@ -300,7 +301,8 @@ def scope_marks(text: Any, where: str) -> dict[str, str]:
 def url_entry(row: Sequence[Any], where: str) -> QueuedUrl:
     """A row of the URL queue of crawl scope (the ``urls`` table's columns, in order)."""
     (url, owner, collection, names, hops, offsite, state, next_harvest, last_harvest,
-     not_found, errors, cycles, paths, links) = row
+     not_found, errors, cycles, paths, links, *more) = row
+    priority = more[0] if more else None
     if not isinstance(url, str):
         raise DamagedState(where, None, f"a URL {_short(url)} is not text")
     what = f"URL {url!r}"
@@ -317,6 +319,7 @@ def url_entry(row: Sequence[Any], where: str) -> QueuedUrl:
     for name, value in (("next_harvest", next_harvest), ("last_harvest", last_harvest)):
         check(name, value, value is None or _is_number(value))
     check("state", state, state in _QUEUE_STATES)
+    check("priority", priority, priority is None or (_is_number(priority) and 0 <= priority <= 1))
     profiles = _json(names, where, owner, f"{what}: crawl_profiles")
     check("crawl_profiles", profiles, isinstance(profiles, list) and all(isinstance(n, str) for n in profiles))
     pairs = _json(paths, where, owner, f"{what}: paths")
@@ -326,7 +329,7 @@ def url_entry(row: Sequence[Any], where: str) -> QueuedUrl:
     found = None if links is None else _json(links, where, owner, f"{what}: links")
     check("links", found, found is None or (isinstance(found, list) and all(isinstance(u, str) for u in found)))
     record = UrlRecord(url, owner, collection, tuple(profiles), Hops(hops, offsite), next_harvest, last_harvest,
-                       not_found, errors, cycles)
+                       not_found, errors, cycles, DEFAULT_PRIORITY if priority is None else float(priority))
     paths = tuple(Hops(p[0], p[1]) for p in pairs if len(p) == 2)
     others = tuple((p[2], Hops(p[0], p[1])) for p in pairs if len(p) == 3)  # other seeds' claims
     claims = tuple(sorted((*((owner, hops) for hops in paths), *others))) if others else ()

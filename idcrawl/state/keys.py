@@ -124,6 +124,10 @@ class JobKeys:
         """A ``SCAN`` pattern matching every ``P U:<url>`` key."""
         return glob(self.url("")) + "*"
 
+    def sitemap_claim(self, run: int) -> str:
+        """``P usitemaps:<run>`` (string, expires): the worker that reads the sitemaps for the fleet's run."""
+        return f"{self.prefix}usitemaps:{run}"
+
     def url_counts(self, host: str) -> str:
         """``P uqc:<host>`` (hash): yield group -> ready URLs of the host."""
         return f"{self.prefix}uqc:{host}"

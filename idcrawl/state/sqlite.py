@@ -46,7 +46,8 @@ CREATE TABLE runs (
 #: Columns added after schema version 1 shipped, each with how an older file gets it. An older
 #: idcrawl ignores them; a file without them is read as it is (``runs()``: ``targets`` None)
 #: and gets them when opened for writing.
-_ADDED_COLUMNS = {("runs", "targets"): "ALTER TABLE runs ADD COLUMN targets TEXT"}
+_ADDED_COLUMNS = {("runs", "targets"): "ALTER TABLE runs ADD COLUMN targets TEXT",
+                  ("urls", "priority"): "ALTER TABLE urls ADD COLUMN priority REAL"}
 #: A table added after schema version 1 (additive: created in older files opened for writing).
 _FEEDS = (
     "CREATE TABLE IF NOT EXISTS feeds ("
@@ -95,10 +96,10 @@ _URLS = (
     "url TEXT PRIMARY KEY, owner TEXT NOT NULL, collection TEXT, crawl_profiles TEXT NOT NULL, "
     "hops INTEGER NOT NULL, offsite_hops INTEGER NOT NULL, state TEXT NOT NULL, next_harvest REAL, "
     "last_harvest REAL, not_found INTEGER NOT NULL, errors INTEGER NOT NULL, cycles INTEGER NOT NULL, "
-    "paths TEXT NOT NULL, links TEXT)"
+    "paths TEXT NOT NULL, links TEXT, priority REAL)"
 )
 _URL_COLUMNS = ("url, owner, collection, crawl_profiles, hops, offsite_hops, state, next_harvest, last_harvest, "
-                "not_found, errors, cycles, paths, links")
+                "not_found, errors, cycles, paths, links, priority")
 _URL_UPSERT = (f"INSERT OR REPLACE INTO urls ({_URL_COLUMNS}) "  # noqa: S608 - the columns above, not input
                f"VALUES ({', '.join('?' * len(_URL_COLUMNS.split(',')))})")
 
@@ -113,7 +114,7 @@ def _url_row(entry: QueuedUrl) -> tuple[Any, ...]:
             entry.state.value, r.next_harvest, r.last_harvest, r.not_found, r.errors, r.cycles,
             json.dumps([[p.hops, p.offsite] for p in entry.paths]  # the owner's, then the other seeds' claims
                        + [[p.hops, p.offsite, seed] for seed, p in entry.claims if seed != r.owner]),
-            None if entry.links is None else json.dumps(entry.links))
+            None if entry.links is None else json.dumps(entry.links), r.priority)
 
 
 class SqliteStateStore(StateStore):
@@ -192,7 +193,8 @@ class SqliteStateStore(StateStore):
 
     def _add_columns(self) -> None:
         """Give a file written by an older idcrawl the columns added since (nothing is rewritten)."""
-        missing = [sql for (table, column), sql in _ADDED_COLUMNS.items() if column not in self._columns(table)]
+        missing = [sql for (table, column), sql in _ADDED_COLUMNS.items()
+                   if (have := self._columns(table)) and column not in have]  # a table not there yet: made whole
         if missing:
             with self._transaction() as db:
                 for sql in missing:
@@ -298,7 +300,8 @@ class SqliteStateStore(StateStore):
         return FeedMarks(marks[0][0], {path: offset for _, path, offset in marks})
 
     def load_urls(self) -> list[QueuedUrl]:
-        rows = self._additive_rows(f"SELECT {_URL_COLUMNS} FROM urls ORDER BY url")  # noqa: S608
+        columns = _URL_COLUMNS if "priority" in self._columns("urls") else _URL_COLUMNS.replace("priority", "NULL")
+        rows = self._additive_rows(f"SELECT {columns} FROM urls ORDER BY url")  # noqa: S608
         with decode.reading(self._source):
             return [decode.url_entry(row, "table urls") for row in rows]
 

@@ -104,6 +104,19 @@ def test_a_sitemap_index_and_a_gzip_sitemap_from_robots_are_hop_0_pages_in_scope
     assert result.stats["idcrawl/crawl_profiles/site/queued"] == 5
 
 
+@pytest.mark.parametrize("obey", [True, False])
+def test_robots_txt_is_fetched_once_per_site_the_sitemaps_read_from_the_robots_middleware_s_fetch(
+    site: SitemapSite, tmp_path: Path, obey: bool,
+) -> None:
+    result = run_crawl(tmp_path, {"job": job(tmp_path, site, max_hops=0, on="target")},
+                       {"CONCURRENT_REQUESTS": 4, "ROBOTSTXT_OBEY": obey})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert Counter(site.fetched())["/robots.txt"] == 1  # the server's log
+    assert pages(site) == Counter(dict.fromkeys(["/", "/a", "/b", "/c", "/d", "/item/1", "/item/2"], 1))
+    assert result.stats.get("idcrawl/robotstxt/shared") == (1 if obey else None)
+    assert result.stats.get("robotstxt/request_count") == (1 if obey else None)
+
+
 def test_links_of_sitemap_pages_are_followed_to_max_hops(site: SitemapSite, tmp_path: Path) -> None:
     result = run_crawl(tmp_path, {"job": job(tmp_path, site, max_hops=1, on="target")})
     assert result.returncode == 0, result.stderr[-3000:]

@@ -1,8 +1,9 @@
 """Sitemaps as seeds and as evidence in a distributed job: two real ``scrapy crawl`` workers, one
 redis-server, the sitemap test site (tests/support/sitemap_site.py).
 
-Both workers read the sitemaps; the fleet's one URL queue fetches each listed page once, and a page
-whose ``lastmod`` is newer than its harvest once more in the next run, not once per worker.
+One worker of each run reads the sitemaps (robots.txt, each sitemap file fetched once for the fleet);
+the fleet's one URL queue fetches each listed page once, and a page whose ``lastmod`` is newer than its
+harvest once more in the next run, not once per worker.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ def test_two_workers_fetch_each_sitemap_page_once_and_a_newer_lastmod_once_more(
         results = run_fleet(tmp_path, "r1", path, redis_server, "2026-11-10T00:00:00Z")
         assert pages(site) == Counter(dict.fromkeys(["/", "/a", "/b", "/c", "/d", "/item/1", "/item/2"], 1))
         assert sum(r.stats.get("idcrawl/sitemaps/seeded", 0) for r in results) == 4  # the fleet's queue: once
+        files = Counter(p for p in site.fetched() if p.startswith("/sitemap"))
+        assert files == Counter(["/sitemap_index.xml", "/sitemaps/news.xml", "/sitemaps/pages.xml.gz"])  # one reader
+        assert sorted(r.stats.get("idcrawl/sitemaps/read_elsewhere", 0) for r in results) == [0, 1]
         items = sorted(item["url"] for r in results for item in r.items if "hops" in item)
         assert items == sorted(site.url(p) for p in ("/", "/a", "/b", "/c", "/d"))
 
@@ -49,5 +53,6 @@ def test_two_workers_fetch_each_sitemap_page_once_and_a_newer_lastmod_once_more(
         counts = pages(site)
         assert counts["/a"] == 2 and counts["/b"] == 1 and counts["/c"] == 1, counts
         assert sum(r.stats.get("idcrawl/sitemaps/due", 0) for r in results) == 1
+        assert sorted(r.stats.get("idcrawl/sitemaps/read_elsewhere", 0) for r in results) == [0, 1]  # run 2: once
     finally:
         site.stop()

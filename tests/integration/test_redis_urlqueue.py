@@ -282,3 +282,38 @@ def test_the_job_state_store_reads_the_fleets_queue_in_url_order_batch_by_batch(
                                   UrlCount("front", "p", "news", 1, QueueState.HARVESTED, 300),
                                   UrlCount("front", "p", "news", 1, QueueState.QUEUED, len(links) - 300)]
     assert JobStateStore(client, "idcrawl:{other}:", read_only=True).load_urls() == []
+
+
+def test_the_fleet_takes_the_highest_sitemap_priority_of_a_group_first_and_keeps_it(redis_server) -> None:
+    client = redis.Redis.from_url(redis_server.url)
+    scope = JobScope({"front": Seed("front", FRONT, ("p",))}, {"p": CrawlProfile("p", 0)}, {}, ("front",))
+    one, two = (RedisUrlQueue(client, "t:{pri}:", name, lease_ms=60_000, rng=random.Random(7)) for name in ("w1", "w2"))
+    one.start(scope, 0.0)
+    two.start(scope, 0.0)
+    priorities = [0.1, 0.9, 0.3, 0.7, 0.0, 1.0, 0.2, 0.8, 0.4, 0.6]
+    for i, priority in enumerate(priorities):
+        (one if i % 2 else two).seed("front", f"http://a.test/{i}", 0.0, priority=priority)
+    one.seed("front", "http://a.test/link", 0.0)  # no priority: 0.5
+    two.seed("front", "http://a.test/4", 0.0, priority=0.95)  # listed again: kept for the fleet
+    assert two.get("http://a.test/4").record.priority == 0.95  # type: ignore[union-attr]
+    taken = []
+    while (record := (one, two)[len(taken) % 2].take(lambda _: True, 0.0)) is not None:
+        taken.append(record.priority)
+    assert taken == [1.0, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
+
+
+def test_one_worker_of_each_fleet_run_claims_the_sitemaps(redis_server) -> None:
+    client = redis.Redis.from_url(redis_server.url)
+    prefix = "t:{maps}:"
+    scope = one_seed(1)
+    one, two = (RedisUrlQueue(client, prefix, name, lease_ms=60_000) for name in ("w1", "w2"))
+    one.start(scope, 0.0)
+    two.start(scope, 0.0)
+    assert one.run is not None and two.run is not None and one.run.number == two.run.number
+    assert [one.claim_sitemaps(), two.claim_sitemaps(), one.claim_sitemaps()] == [True, False, False]
+    client.zrem(prefix + "workers", "w1", "w2")  # the run is over
+    three = RedisUrlQueue(client, prefix, "w3", lease_ms=60_000, run=next_run(client, prefix, "w3", 60_000))
+    three.start(scope, 0.0)
+    assert three.claim_sitemaps()  # the next run: read again, once
+    assert 0 < client.ttl(f"{prefix}usitemaps:{three.run.number}") <= 7 * 86400  # type: ignore[union-attr]
+    assert MemoryUrlQueue().claim_sitemaps()  # one process: always its own

@@ -39,9 +39,10 @@ def gzipped(body: bytes) -> bytes:
 
 
 class SitemapSite:
-    """Pages of ``graph`` (path -> the paths it links to) as HTML, and files :meth:`put` there."""
+    """Pages of ``graph`` (path -> the paths it links to) as HTML, and files :meth:`put` there; on ``port``
+    (0: a free one; binding 80 needs root, :class:`OSError` when it cannot)."""
 
-    def __init__(self, graph: Mapping[str, Sequence[str]]) -> None:
+    def __init__(self, graph: Mapping[str, Sequence[str]], port: int = 0) -> None:
         self.files: dict[str, tuple[int, str, bytes]] = {}
         self.later: dict[str, list[tuple[int, str, bytes]]] = {}
         self.log: list[str] = []
@@ -68,7 +69,7 @@ class SitemapSite:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.port = self.server.server_address[1]
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

@@ -97,6 +97,35 @@ def test_the_ids_a_sitemap_lists_tell_a_tail_whether_it_has_news() -> None:
     assert tail_news([5], None) == (TailNews.UNKNOWN, 5)
 
 
+def test_a_newer_lastmod_makes_a_found_id_page_due_now_not_below_the_floor() -> None:
+    from idcrawl.core.recrawl import DAY, Kind, Policy, Schedule
+    from idcrawl.core.sitemaps import due_by_sitemap
+
+    policy = Policy(min_duration=3600.0)
+    page = Schedule(Kind.PAGE, "t/7", last_crawled=1000.0, update_duration=10 * DAY)
+    moved = due_by_sitemap(page, 5000.0, 2 * DAY, policy)
+    assert moved is not None and moved.due_at() == 2 * DAY and moved.last_crawled == 1000.0
+    assert moved.update_duration == 2 * DAY - 1000.0
+    assert due_by_sitemap(page, 900.0, 2 * DAY, policy) is None  # changed before its last visit
+    assert due_by_sitemap(page, 3 * DAY, 2 * DAY, policy) is None  # a lastmod in the future: no evidence
+    assert due_by_sitemap(page, None, 2 * DAY, policy) is None
+    soon = due_by_sitemap(page, 1500.0, 2000.0, policy)  # not before the floor after its last visit
+    assert soon is not None and soon.due_at() == 1000.0 + 3600.0
+    assert due_by_sitemap(Schedule(Kind.PAGE, "t/8", 1000.0, 600.0), 1500.0, 2000.0, policy) is None  # due
+
+
+def test_ids_listed_above_last_found_make_a_tail_due_now_and_none_above_leave_it() -> None:
+    from idcrawl.core.recrawl import DAY, Kind, Policy, Schedule
+    from idcrawl.core.sitemaps import tail_due_by_sitemap
+
+    tail = Schedule(Kind.TAIL, "t", last_crawled=0.0, update_duration=4 * DAY, last_found=120)
+    moved = tail_due_by_sitemap(tail, [118, 121, 119], DAY, Policy())
+    assert moved is not None and moved.due_at() == DAY and moved.last_found == 120
+    assert tail_due_by_sitemap(tail, [118, 120], DAY, Policy()) is None
+    assert tail_due_by_sitemap(tail, [], DAY, Policy()) is None
+    assert tail_due_by_sitemap(Schedule(Kind.TAIL, "t", 0.0, DAY, last_found=None), [5], DAY, Policy()) is None
+
+
 def test_the_sitemaps_key_is_true_false_or_urls_and_anything_else_one_line() -> None:
     assert parse_sitemaps(True) == SitemapSpec(site=True)
     assert parse_sitemaps(False) is None
@@ -173,6 +202,21 @@ def test_sitemap_urls_in_scope_are_queued_as_hop_0_pages_highest_priority_first(
     assert done.out_of_scope == 1 and done.due == []
     assert queue.get("http://a.test/taken").record.owner == "o"  # another target's URL stays its own
     assert queue.get("http://a.test/id/3") is None  # an id target's lanes fetch it
+
+
+def test_within_a_yield_group_the_highest_sitemap_priority_is_taken_first_and_a_relisting_updates_it() -> None:
+    queue = MemoryUrlQueue()
+    job = scope()
+    queue.start(job, 0.0)
+    priorities = [0.1, 0.9, 0.3, 0.7, 0.0, 1.0, 0.2, 0.8, 0.4, 0.6]
+    seed_urls(queue, job, "s", [SitemapUrl(f"http://a.test/{i}", None, p) for i, p in enumerate(priorities)],
+              0.0, None)
+    queue.seed("s", "http://a.test/link", 0.0)  # listed in no sitemap: 0.5, the protocol's default
+    seed_urls(queue, job, "s", [SitemapUrl("http://a.test/4", None, 0.95)], 0.0, None)  # listed again: kept
+    taken = []
+    while (record := queue.take(lambda host: True, 1.0)) is not None:
+        taken.append(record.priority)
+    assert taken == [1.0, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
 
 
 def test_a_harvested_page_with_a_newer_lastmod_is_queued_again_now_and_an_older_one_not() -> None:

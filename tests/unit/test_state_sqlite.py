@@ -268,3 +268,29 @@ def test_the_next_page_due_comes_from_an_index_and_equals_a_walk_over_every_reco
                 on_schedule = [s.due_at() for s in pages.get(name, {}).values() if s.gone < limit]
                 assert expected == min((at for at in on_schedule if at >= now), default=None)
     store.close()
+
+
+def test_a_urls_priority_round_trips_and_a_urls_table_from_before_it_reads_as_one_half(tmp_path: Path) -> None:
+    from idcrawl.core.scope import UrlRecord
+    from idcrawl.core.urlqueue import QueuedUrl, QueueState
+
+    path = tmp_path / "state.sqlite"
+    store = SqliteStateStore(path)
+    x = QueuedUrl(UrlRecord("http://a.test/x", "s", None, ("p",), priority=0.9), QueueState.QUEUED)
+    y = QueuedUrl(UrlRecord("http://a.test/y", "s", None, ("p",)), QueueState.QUEUED)
+    store.commit_urls([x, y], [])
+    store.close()
+    store = SqliteStateStore(path)
+    assert [e.record.priority for e in store.load_urls()] == [0.9, 0.5]
+    store.close()
+    db = sqlite3.connect(path)  # a urls table written before priorities were kept
+    db.execute("ALTER TABLE urls DROP COLUMN priority")
+    db.commit()
+    db.close()
+    reader = SqliteStateStore(path, read_only=True)
+    assert [e.record.priority for e in reader.load_urls()] == [0.5, 0.5]
+    reader.close()
+    store = SqliteStateStore(path)  # opened for writing: the column is added
+    store.commit_urls([x], [])
+    assert [e.record.priority for e in store.load_urls()] == [0.9, 0.5]
+    store.close()

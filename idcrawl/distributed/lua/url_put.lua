@@ -2,6 +2,7 @@
 -- 'back' (a worker gives back a URL it took and will not fetch: ready again for the fleet), or
 -- 'done' (a found page's links are offered: its worker holds it no more, URL_HARVEST), or
 -- 'claim' (a worker follows a redirect to a URL just queued: taken by that worker, if still ready), or
+-- 'pri' (a sitemap lists the URL with a priority: ARGV[3] is that priority, kept in any state), or
 -- 'set' (a run's start reconciled a stored URL with the job file: new owner, collection, crawl
 -- profiles, hops, state and next harvest time; 'gone' deletes it).
 -- KEYS: P U:<url>.
@@ -20,6 +21,11 @@ if what == 'done' then
 end
 local R = record_of(U)
 if not R then return 0 end
+if what == 'pri' then
+  if tonumber(R.pri) == tonumber(seen) then return 0 end
+  update(P, url, R, {pri = seen})
+  return 1
+end
 if what == 'claim' then
   if R.st ~= 'q' then return 0 end
   update(P, url, R, {st = 't', w = seen})

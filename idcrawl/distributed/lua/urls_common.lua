@@ -9,8 +9,10 @@
 --                              next, last (seconds on the job's clock, '' = none), nf, err, cyc
 --                              (counters), claims (JSON [[seed, hops, off], ...]: every seed's paths
 --                              no other path of that seed beats, the owner's included; '' or absent:
---                              the owner's paths only), links ("\n"-joined; absent: not fetched)
---   P uq:<host>/<group>  zset  ready URLs of a host and yield group (<collection>/<crawl profile>)
+--                              the owner's paths only), pri (its sitemap priority; '' or absent:
+--                              0.5), links ("\n"-joined; absent: not fetched)
+--   P uq:<host>/<group>  zset  ready URLs of a host and yield group (<collection>/<crawl profile>),
+--                              scored by minus their priority (URL_TAKE draws among the lowest score)
 --   P uqc:<host>         hash  group -> its ready URLs (the yields' draw needs only these counts)
 --   P uhosts             hash  host -> its ready URLs (0: field gone)
 --   P utaken             hash  url -> the worker that took it (held under the fleet's lease)
@@ -25,7 +27,7 @@ local function group_of(col, cps)
 end
 
 local FIELDS = {'owner', 'col', 'cps', 'hops', 'off', 'paths', 'host', 'st', 'w', 'next', 'last', 'nf', 'err',
-  'cyc', 'claims'}
+  'cyc', 'claims', 'pri'}
 
 -- the entry of URL key U as a table of its fields, or nil
 local function record_of(U)
@@ -52,7 +54,7 @@ end
 local function place(P, url, R)
   if R.st == 'q' then
     local grp = group_of(R.col, R.cps)
-    if redis.call('ZADD', P .. 'uq:' .. R.host .. '/' .. grp, tonumber(R.hops), url) == 1 then
+    if redis.call('ZADD', P .. 'uq:' .. R.host .. '/' .. grp, -(tonumber(R.pri) or 0.5), url) == 1 then
       redis.call('HINCRBY', P .. 'uqc:' .. R.host, grp, 1)
       redis.call('HINCRBY', P .. 'uhosts', R.host, 1)
     end
