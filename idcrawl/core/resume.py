@@ -19,7 +19,7 @@ from idcrawl.core.targets import BOUND_MODES, RESET_MODES, RESUME_MODES, Target
 from idcrawl.core.watch import NO_COALESCING, Coalescing
 
 __all__ = [
-    "IDENTITY_KEYS", "RESUME_MODES", "LatePass", "due_first", "identity", "late_ids", "late_pass",
+    "IDENTITY_KEYS", "RESUME_MODES", "LatePass", "due_first", "identity", "late_due", "late_ids", "late_pass",
     "resume_specs", "tail_bound", "tail_due", "tail_specs",
 ]
 
@@ -70,14 +70,21 @@ def late_ids(missing: BitMap64, found: BitMap64, below: int | None, cap: int) ->
     return order, order[-1]
 
 
+def late_due(target: Target, schedule: Schedule | None, now: float) -> bool:
+    """Is a re-probe of ``target``'s late ids due at ``now``? With ``resume=due`` and ``late_every`` (> 0),
+    for a tail walked to its margin once (a schedule with a last found id: the ids below it were passed),
+    when ``now - late_at > late_every`` (strictly, as :func:`tail_due`) or it was never re-probed."""
+    every = target.policy.late_every
+    if target.resume != "due" or every <= 0 or schedule is None or schedule.last_found is None:
+        return False
+    return schedule.late_at is None or now - schedule.late_at > every
+
+
 def late_pass(target: Target, schedule: Schedule | None, outcomes: Mapping[Outcome, BitMap64],
               now: float) -> LatePass | None:
     """``resume=due``: the re-probe of ``target``'s late ids due at ``now`` (``late_every`` of its policy
     since the last one), or None (off, not due, no tail walked yet, no late id)."""
-    every = target.policy.late_every
-    if target.resume != "due" or every <= 0 or schedule is None or schedule.last_found is None:
-        return None
-    if schedule.late_at is not None and not now - schedule.late_at > every:
+    if schedule is None or not late_due(target, schedule, now):
         return None
     found = outcomes.get(Outcome.FOUND, BitMap64())
     ids, below = late_ids(outcomes.get(Outcome.MISSING, BitMap64()), found, schedule.late_below,
