@@ -8,7 +8,7 @@ from pathlib import Path
 from idcrawl.core.clock import format_time, parse_time
 from idcrawl.core.recrawl import DAY
 from tests.conftest import GapModel
-from tests.crawl.test_recrawl_crawl import tails_of
+from tests.crawl.test_recrawl_crawl import state_of, tails_of
 from tests.support.crawl import CrawlResult, run_crawl
 from tests.support.reference import late_passes_truth
 
@@ -46,6 +46,11 @@ def test_resume_due_re_probes_late_ids_on_their_interval_with_a_cap(make_site, t
     assert first.ids == [1007, 1013]
     assert first.stats["idcrawl/late/planned"] == 3 and first.stats["idcrawl/late/found"] == 2
     assert tails_of(tmp_path)["reg"].late_at == T0 + HOUR
+    store = state_of(tmp_path)
+    try:  # found late: a found page now, revisited by the rule
+        assert {1007, 1013} <= set(store.load_pages("reg"))
+    finally:
+        store.close()
     # within the interval: nothing reaches the site
     crawl(tmp_path, site, T0 + 7 * HOUR, **keys)
     assert asked(site) == []
