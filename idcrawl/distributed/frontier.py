@@ -297,10 +297,10 @@ class RedisFrontier(Generic[P]):
                                  walk_tail=walk_tail, due_pages=due_pages, late=late)
             own = {spec.key for spec in lane_specs(target)}
             reopen = [(spec.key, spec.start) for spec in specs if spec.ids is None and spec.key in own]
-            listed = [spec for spec in specs if spec.ids is not None]
+            lists = [spec for spec in specs if spec.ids is not None]
             late_key = f"{target.name}:late"
-            holes = next((spec for spec in listed if spec.key != late_key), None)
-            more = [(spec.key, spec.ids or ()) for spec in listed if spec.key == late_key]
+            holes = next((spec for spec in lists if spec.key != late_key), None)
+            more = [(spec.key, spec.ids or ()) for spec in lists if spec.key == late_key]
         args = f"resume={target.resume}" + (f", holes={target.holes}" if target.resume in ("holes", "all") else "")
         if wave is not None:
             args += f", wave={wave}"

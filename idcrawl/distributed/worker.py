@@ -181,7 +181,7 @@ class RedisWorker:
         self.frontier.page_records = self.page_records  # a visited page's record goes with its outcome
         self._due_ids: dict[str, list[int]] = {}  # resume=due: target -> its due pages, as this worker planned them
         self._due_planned = 0  # the due pages of the plans this worker registered for the fleet
-        self._late: dict[str, LatePass] = {}  # resume=due: target -> its re-probe of late ids, as this worker planned it
+        self._late: dict[str, LatePass] = {}  # resume=due: target -> its re-probe of late ids, as planned here
         self._late_found = 0  # late ids this worker found
         self._refuse_resets(runtime.targets, spider_name)
         if runtime.targets and runtime.wave == 1:  # a later wave's worker has the targets it joined too
