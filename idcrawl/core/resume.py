@@ -57,16 +57,13 @@ def late_ids(missing: BitMap64, found: BitMap64, below: int | None, cap: int) ->
         return [], below
     top = found.max()
     late = missing - found
-    late = late[: late.rank(top - 1)] if top > 0 else BitMap64()  # the ids < top
-    if not late:
+    count = late.rank(top - 1) if top > 0 else 0  # the late ids are late[0:count], the ids < top
+    if not count:
         return [], None
-    start = len(late) if below is None else late.rank(below - 1) if below > 0 else 0  # ids < below: late[:start]
+    start = count if below is None else min(late.rank(below - 1), count) if below > 0 else 0  # late[:start] < below
     order = [late[i] for i in range(start - 1, max(start - 1 - cap, -1), -1)]
     if len(order) < cap:  # the bottom reached: go on from the top, down to where this re-probe began
-        for i in range(len(late) - 1, start - 1, -1):
-            if len(order) >= cap:
-                break
-            order.append(late[i])
+        order += [late[i] for i in range(count - 1, max(start - 1, count - 1 - (cap - len(order))), -1)]
     return order, order[-1]
 
 
