@@ -376,6 +376,12 @@ IDCRAWL_NOW = None
 #: unconditional refetch, like Nutch's db.fetch.interval.max): a duration (90d, 12h) or seconds; 0 = never.
 IDCRAWL_RECRAWL_REFETCH_AFTER = 90 * 86_400.0
 
+#: Late ids (ids below a tail's last found id that were missing when it passed them): resume=due re-probes
+#: them every IDCRAWL_LATE_EVERY (a duration such as 1d, or seconds; 0 = never), at most IDCRAWL_LATE_MAX
+#: of them per re-probe, newest first (defaults of the target keys late_every, late_max).
+IDCRAWL_LATE_EVERY = 0.0
+IDCRAWL_LATE_MAX = 1000
+
 # -- Watch mode (idcrawl.extensions.watch.IdWatch) --------------------------------------------------
 #: Keep one crawl running (also ``-a watch=true``): resume=due waves, each started when the earliest
 #: schedule the last one wrote falls due. Single process only; needs the state (IDCRAWL_STATE).

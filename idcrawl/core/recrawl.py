@@ -81,6 +81,10 @@ class Policy:
     signature_drop: tuple[str, ...] = ()
     #: ``Last-Modified`` also sets the next duration (Nutch's ``sync_delta``), not only the validator
     sync: bool = False
+    #: late ids (ids below the tail's last found id that were missing): seconds between two re-probes
+    #: of them (``late_every``; 0 = never, the default) and the most ids one re-probe takes (``late_max``)
+    late_every: float = 0.0
+    late_max: int = 1000
 
     def clamp(self, duration: float) -> float:
         return min(self.max_duration, max(self.min_duration, duration))
@@ -99,6 +103,8 @@ RECRAWL_KEYS: Final[Mapping[str, str]] = {
     "signature": "signature",
     "signature_drop": "signature_drop",
     "last_modified": "sync",
+    "late_every": "late_every",
+    "late_max": "late_max",
 }
 #: The values of ``signature``.
 SIGNATURES: Final = ("body", "text")
@@ -163,7 +169,9 @@ def parse_policy(raw: Mapping[str, Any], defaults: Policy = DEFAULT_POLICY) -> P
             if not isinstance(value, str) or value.strip().lower() not in _LAST_MODIFIED:
                 raise TargetError(key, value, f"must be one of {', '.join(_LAST_MODIFIED)}")
             fields[name] = value.strip().lower() == "sync"
-        elif name == "gone_limit":
+        elif name == "late_every":
+            fields[name] = 0.0 if _is_zero(value) else parse_duration(key, value)
+        elif name in ("gone_limit", "late_max"):
             text = str(value).strip() if not isinstance(value, bool) else ""
             if not text.isdigit() or int(text) < 1:
                 raise TargetError(key, value, "must be an integer >= 1")
@@ -176,6 +184,13 @@ def parse_policy(raw: Mapping[str, Any], defaults: Policy = DEFAULT_POLICY) -> P
         raise TargetError(key, raw.get(key, getattr(policy, RECRAWL_KEYS[key])),
                           f"makes recrawl_min ({policy.min_duration:g}s) above recrawl_max ({policy.max_duration:g}s)")
     return policy
+
+
+def _is_zero(value: Any) -> bool:
+    """0 (off) as a number or a text (``0``, ``0s``, ``0d``)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value == 0
+    return isinstance(value, str) and value.strip().lower() in ("0", "0s", "0m", "0h", "0d")
 
 
 def _patterns(key: str, value: Any) -> tuple[str, ...]:
@@ -286,6 +301,10 @@ class Schedule:
     modified: float | None = None
     #: page: when a body was last read (a 200), for the forced refetch; None: a record of before 0.2
     body_at: float | None = None
+    #: tail: when the last re-probe of its late ids was planned (None: never) and the id it stopped at
+    #: (the next one goes on below it; None: from the top); :mod:`idcrawl.core.resume`
+    late_at: float | None = None
+    late_below: int | None = None
 
     def due_at(self) -> float:
         """The moment after which the thing is due (due when now is strictly later)."""

@@ -6,6 +6,7 @@ What each ``resume`` word walks: docs/resume.md and docs/architecture.md, "Modul
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyroaring import BitMap64
@@ -18,7 +19,8 @@ from idcrawl.core.targets import BOUND_MODES, RESET_MODES, RESUME_MODES, Target
 from idcrawl.core.watch import NO_COALESCING, Coalescing
 
 __all__ = [
-    "IDENTITY_KEYS", "RESUME_MODES", "due_first", "identity", "resume_specs", "tail_bound", "tail_due", "tail_specs",
+    "IDENTITY_KEYS", "RESUME_MODES", "LatePass", "due_first", "identity", "late_due", "late_ids", "late_pass",
+    "resume_specs", "tail_bound", "tail_due", "tail_specs",
 ]
 
 #: The target parameters that define which ids a crawl covers: a resumed run
@@ -35,6 +37,58 @@ def tail_due(schedule: Schedule | None, now: float, coalescing: Coalescing = NO_
     or when it has no schedule yet (no run walked it to its margin: an older state, or a stopped run).
     ``coalescing``: a watch wave's window (due within it is due)."""
     return schedule is None or coalescing.due(schedule, now)
+
+
+@dataclass(frozen=True, slots=True)
+class LatePass:
+    """One re-probe of a target's late ids: the ids, newest first, and the tail schedule to store once it
+    is planned (``late_at`` = the plan's time, ``late_below`` = where the next one goes on)."""
+
+    ids: tuple[int, ...]
+    schedule: Schedule
+
+
+def late_ids(missing: BitMap64, found: BitMap64, below: int | None, cap: int) -> tuple[list[int], int | None]:
+    """The late ids one re-probe takes: the ids missing (and not found since) below the highest found id,
+    newest first from just below ``below`` (None: from the top), going on from the top when the bottom
+    is reached, at most ``cap`` of them; and the last one taken (the next re-probe goes on below it).
+    A rotation: every late id is re-probed once in ``ceil(late ids / cap)`` re-probes."""
+    if not found or cap <= 0:
+        return [], below
+    top = found.max()
+    late = missing - found
+    count = late.rank(top - 1) if top > 0 else 0  # the late ids are late[0:count], the ids < top
+    if not count:
+        return [], None
+    start = count if below is None else min(late.rank(below - 1), count) if below > 0 else 0  # late[:start] < below
+    order = [late[i] for i in range(start - 1, max(start - 1 - cap, -1), -1)]
+    if len(order) < cap:  # the bottom reached: go on from the top, down to where this re-probe began
+        order += [late[i] for i in range(count - 1, max(start - 1, count - 1 - (cap - len(order))), -1)]
+    return order, order[-1]
+
+
+def late_due(target: Target, schedule: Schedule | None, now: float) -> bool:
+    """Is a re-probe of ``target``'s late ids due at ``now``? With ``resume=due`` and ``late_every`` (> 0),
+    for a tail walked to its margin once (a schedule with a last found id: the ids below it were passed),
+    when ``now - late_at > late_every`` (strictly, as :func:`tail_due`) or it was never re-probed."""
+    every = target.policy.late_every
+    if target.resume != "due" or every <= 0 or schedule is None or schedule.last_found is None:
+        return False
+    return schedule.late_at is None or now - schedule.late_at > every
+
+
+def late_pass(target: Target, schedule: Schedule | None, outcomes: Mapping[Outcome, BitMap64],
+              now: float) -> LatePass | None:
+    """``resume=due``: the re-probe of ``target``'s late ids due at ``now`` (``late_every`` of its policy
+    since the last one), or None (off, not due, no tail walked yet, no late id)."""
+    if schedule is None or not late_due(target, schedule, now):
+        return None
+    found = outcomes.get(Outcome.FOUND, BitMap64())
+    ids, below = late_ids(outcomes.get(Outcome.MISSING, BitMap64()), found, schedule.late_below,
+                          target.policy.late_max)
+    if not ids:
+        return None
+    return LatePass(tuple(ids), replace(schedule, late_at=now, late_below=below))
 
 
 def due_first(targets: Sequence[Target], tails: Mapping[str, Schedule], now: float) -> list[Target]:
@@ -57,17 +111,21 @@ def resume_specs(
     *,
     walk_tail: bool = True,
     due_pages: Sequence[int] = (),
+    late: Sequence[int] = (),
 ) -> list[LaneSpec]:
     """The lanes to walk when resuming ``target`` with ``mode``.
 
     ``due`` only: ``walk_tail`` False leaves out the tail (not due: :func:`tail_due`); ``due_pages``,
     found ids due for a revisit in fetch order (most overdue first: :func:`idcrawl.core.recrawl.due_order`),
-    become a list lane ``<target>:due`` after the tail (the hook of the page revisits).
+    become a list lane ``<target>:due`` after the tail (the hook of the page revisits); ``late``, the
+    ids of a re-probe of late ids (:func:`late_pass`), a list lane ``<target>:late`` after them.
     """
     if mode == "due":
         walks = tail_specs(target, lanes) if walk_tail else []
         if due_pages:
             walks.append(_list_lane(target, "due", due_pages, refetch_found=True))  # found ids, which the tail skips
+        if late:
+            walks.append(_list_lane(target, "late", late))
         return walks
     if mode in RESET_MODES or not lanes:
         return lane_specs(target)

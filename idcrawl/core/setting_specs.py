@@ -428,6 +428,9 @@ class IdConfig:
              optional=True), None)
     # adaptive recrawl of found pages (idcrawl.core.recrawl)
     recrawl_refetch_after: float = _setting(_recrawl_duration(), 90 * 86_400.0)
+    # late ids below a tail's last found id, re-probed by resume=due (defaults of late_every, late_max)
+    late_every: float = _setting(_recrawl_duration(), 0.0)
+    late_max: int = _setting(_int(1), 1000)
     # watch mode (idcrawl.core.watch)
     watch: bool = _setting(_bool(), False)
     watch_speed: float = _setting(_float(above=True, note=" (clock seconds per real second)"), 1.0)
@@ -438,7 +441,8 @@ class IdConfig:
 
     def target_defaults(self) -> dict[str, Any]:
         """The defaults of the per-target keys a job file or ``-a`` leaves out (``parse_targets``)."""
-        return {"margin": self.margin, "window": self.window, "missing_statuses": self.missing_statuses}
+        return {"margin": self.margin, "window": self.window, "missing_statuses": self.missing_statuses,
+                "late_every": self.late_every, "late_max": self.late_max}
 
 
 def setting_name(attribute: str) -> str:

@@ -278,24 +278,29 @@ class RedisFrontier(Generic[P]):
         return self.run
 
     def resume(self, target: Target, *, walk_tail: bool = True, due_pages: Sequence[int] = (),
-               wave: int | None = None) -> str | None:
+               wave: int | None = None, late: Sequence[int] = ()) -> str | None:
         """Resume ``target`` for the whole job as one process resumes the same state
         (:func:`idcrawl.core.resume.resume_specs`): the first worker registers the plan, the others join it
         (:class:`TargetConflict`: other resume arguments). ``walk_tail``: the planner found the tail due;
-        ``due_pages``: the found ids due for a revisit; ``wave``: a watching fleet's later wave (ms).
+        ``due_pages``: the found ids due for a revisit; ``wave``: a watching fleet's later wave (ms);
+        ``late``: the late ids to re-probe (a ``<target>:late`` list lane).
         Returns ``created``, ``joined``, or None (nothing crawled yet). docs/architecture.md, "Resumes in a fleet"."""
         from idcrawl.distributed.state import JobStateStore
 
         state = JobStateStore(self.job.client, self.job.prefix, read_only=True).load(target.name)
         reopen: list[tuple[str, int]] = []
         holes = None
+        more: list[tuple[str, Sequence[int]]] = []
         fresh = state is None or all(record.cursor == record.start for record in state.lanes.values())
         if state is not None and not fresh:  # else nothing crawled yet: the lanes start fresh (the fleet's plan)
             specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
-                                 walk_tail=walk_tail, due_pages=due_pages)
+                                 walk_tail=walk_tail, due_pages=due_pages, late=late)
             own = {spec.key for spec in lane_specs(target)}
             reopen = [(spec.key, spec.start) for spec in specs if spec.ids is None and spec.key in own]
-            holes = next((spec for spec in specs if spec.ids is not None), None)
+            lists = [spec for spec in specs if spec.ids is not None]
+            late_key = f"{target.name}:late"
+            holes = next((spec for spec in lists if spec.key != late_key), None)
+            more = [(spec.key, spec.ids or ()) for spec in lists if spec.key == late_key]
         args = f"resume={target.resume}" + (f", holes={target.holes}" if target.resume in ("holes", "all") else "")
         if wave is not None:
             args += f", wave={wave}"
@@ -303,7 +308,7 @@ class RedisFrontier(Generic[P]):
         reply = self.job.resume(
             self.worker, target.name, args, holes.key if holes is not None else f"{target.name}:holes",
             (target.window, neutral, target.rate_asc, self.join_run(wave).number),
-            reopen, holes.ids if holes is not None and holes.ids else (),
+            reopen, holes.ids if holes is not None and holes.ids else (), more,
         )
         verdict = reply.verdict
         if verdict == "conflict" and target.resume == "auto":

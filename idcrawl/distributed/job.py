@@ -202,15 +202,19 @@ class RedisJob:
     def resume(
         self, worker: str, target: str, args: str, base: str, lane_args: Sequence[Any],
         reopen: Sequence[tuple[str, int]], ids: Sequence[int],
+        more: Sequence[tuple[str, Sequence[int]]] = (),
     ) -> ResumeReply:
         """Register a resume of ``target`` (reopened cut lanes, hole ids) or join the one in progress.
         ``lane_args``: window, neutral, weight of the list lane, and the worker's run of the fleet
-        (:func:`idcrawl.distributed.runs.join_run`): a plan of that run is joined."""
+        (:func:`idcrawl.distributed.runs.join_run`): a plan of that run is joined. ``more``: more list
+        lanes after ``base``'s (name, ids): the late ids of a due resume."""
         keys = [self.keys.resume(target), self.keys.unsettled, self.keys.workers, self.keys.target_lanes(target)]
         argv: list[Any] = [worker, args, base, target, *lane_args, len(reopen)]
         for lane, restart in reopen:
             argv += [lane, restart]
-        argv += list(ids)
+        argv += [len(more), len(ids), *ids]
+        for name, listed in more:
+            argv += [name, len(listed), *listed]
         return ResumeReply.parse(self._resume(keys=keys, args=argv))
 
     def status(self, worker: str, lease_ms: int, lanes: Sequence[str], max_held: int = 0,

@@ -7,6 +7,7 @@ A tail's schedule moves once per walk of its ascending lane, whichever worker se
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from idcrawl.core.lanes import MARGIN
@@ -18,7 +19,7 @@ from idcrawl.state.keys import JobKeys
 if TYPE_CHECKING:
     from idcrawl.core.targets import Target
 
-__all__ = ["applied_walk", "settle_tail"]
+__all__ = ["applied_walk", "plan_late", "settle_tail"]
 
 
 
@@ -58,3 +59,25 @@ def applied_walk(client: Any, prefix: str, target: str) -> int | None:
     """The number of the last walk of ``target``'s tail whose rule was applied (None: none)."""
     raw = client.hget(JobKeys(prefix).tailwalk, target)
     return int(reply_text(raw)) if raw is not None else None
+
+
+def plan_late(client: Any, prefix: str, target: str, planned: Schedule) -> None:
+    """Keep a re-probe of ``target``'s late ids the fleet registered (``late_at``, ``late_below`` of
+    ``planned``: :func:`idcrawl.core.resume.late_pass`) in its tail's schedule as the job holds it now
+    (a walk applied meanwhile kept), one ``WATCH``/``MULTI`` transaction as :func:`settle_tail`."""
+    import redis
+
+    tails = JobKeys(prefix).tails
+    with client.pipeline(transaction=True) as pipe:
+        while True:
+            try:
+                pipe.watch(tails)
+                raw = pipe.hget(tails, target)
+                stored = decode.tail_record(raw, f"key {tails!r}", target) if raw is not None else planned
+                schedule = replace(stored, late_at=planned.late_at, late_below=planned.late_below)
+                pipe.multi()
+                pipe.hset(tails, target, json.dumps(record_of(schedule)))
+                pipe.execute()
+                return
+            except redis.WatchError:
+                continue

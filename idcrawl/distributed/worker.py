@@ -24,7 +24,7 @@ from idcrawl.core.inputs import TargetError
 from idcrawl.core.lanes import MARGIN, Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule
-from idcrawl.core.resume import due_first, tail_due
+from idcrawl.core.resume import LatePass, due_first, late_due, late_pass, tail_due
 from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.core.targets import RESET_MODES, Target, parse_target
 from idcrawl.core.watch import NO_COALESCING, watch_targets, wave_key
@@ -181,6 +181,8 @@ class RedisWorker:
         self.frontier.page_records = self.page_records  # a visited page's record goes with its outcome
         self._due_ids: dict[str, list[int]] = {}  # resume=due: target -> its due pages, as this worker planned them
         self._due_planned = 0  # the due pages of the plans this worker registered for the fleet
+        self._late: dict[str, LatePass] = {}  # resume=due: target -> its re-probe of late ids, as planned here
+        self._late_found = 0  # late ids this worker found
         self._refuse_resets(runtime.targets, spider_name)
         if runtime.targets and runtime.wave == 1:  # a later wave's worker has the targets it joined too
             self._check_targets(runtime.targets, spider_name)
@@ -237,8 +239,12 @@ class RedisWorker:
             for target in self._planned(targets):
                 self.frontier.add_target(target)
                 walk_tail = self._walk_tail(target, spider_name, not_due)
+                passed = self._late.get(target.name)
                 resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave(),
-                                                            due_pages=self._due_ids.get(target.name, ()))
+                                                            due_pages=self._due_ids.get(target.name, ()),
+                                                            late=passed.ids if passed is not None else ())
+                if resumed[target.name] == "created" and passed is not None:
+                    self._plan_late(target, passed)
         except (TargetConflict, StateError) as exc:  # StateError: the job's stored state is damaged
             if self.frontier.run is not None:  # refused: not a worker of the run, nothing saved changed
                 refused(self.client, self.job.prefix, self.worker, self.frontier.run)
@@ -387,10 +393,35 @@ class RedisWorker:
         schedule = self._tails.get(target.name)
         walk = tail_due(schedule, self.runtime.clock.now(), self.runtime.coalescing)
         pages = self._due_ids[target.name] = self.due_pages(target)
+        late = self.late_ids(target, schedule)
         if not walk and schedule is not None:
             not_due[target.name] = f"tail not due until {format_time(schedule.due_at())}, " + (
-                f"{len(pages)} found pages due" if pages else "nothing to fetch")
+                f"{len(pages)} found pages due" if pages else "nothing to fetch") + (
+                f", {len(late.ids):,} late ids to re-probe" if late is not None else "")
         return walk
+
+    def late_ids(self, target: Target, schedule: Schedule | None) -> LatePass | None:
+        """``resume=due``: the re-probe of ``target``'s late ids due now (:func:`idcrawl.core.resume.late_pass`,
+        the single process's rule, on the job's outcomes); the first worker's is the fleet's plan (a
+        ``<target>:late`` list lane) and it stores the re-probe in the tail's schedule (:meth:`_plan_late`)."""
+        now = self.runtime.clock.now()
+        if not late_due(target, schedule, now):  # read the outcomes only when one is due
+            return None
+        from idcrawl.distributed.state import JobStateStore
+
+        state = JobStateStore(self.client, self.job.prefix, read_only=True).load(target.name)
+        passed = late_pass(target, schedule, state.outcomes if state is not None else {}, now)
+        if passed is not None:
+            self._late[target.name] = passed
+        return passed
+
+    def _plan_late(self, target: Target, passed: LatePass) -> None:
+        """This worker registered the fleet's re-probe of ``target``'s late ids: counted, and kept in the
+        tail's schedule (:func:`idcrawl.distributed.tails.plan_late`), so the next one waits ``late_every``."""
+        from idcrawl.distributed.tails import plan_late
+
+        plan_late(self.client, self.job.prefix, target.name, passed.schedule)
+        self.stats.inc_value(f"{STATS_PREFIX}/late/planned", len(passed.ids))
 
     def due_pages(self, target: Target) -> list[int]:
         """``resume=due``: the found ids of ``target`` due for a revisit at the clock's now, most overdue
@@ -569,6 +600,9 @@ class RedisWorker:
         """Expect the items of released outputs; they are acknowledged once written."""
         lane_target = self.frontier.lane_target
         target = lane_target[lane_key].name if lane_key in lane_target else lane_key.rpartition(":")[0]
+        if lane_key.rpartition(":")[2].rstrip("0123456789") == "late" and outputs:  # a late id found
+            self._late_found += 1
+            self.stats.set_value(f"{STATS_PREFIX}/late/found", self._late_found)
         self.acks.expect(target, id_, outputs, f"{lane_key}|{self.frontier.redis_id(lane_key, id_)}")
 
     def describe_state(self) -> str:

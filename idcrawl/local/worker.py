@@ -16,7 +16,7 @@ from idcrawl.core.frontier import Frontier, lane_specs
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule
-from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, resume_specs, tail_due
+from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, late_pass, resume_specs, tail_due
 from idcrawl.core.talk import NONE_DEPRECATED, forgotten_text, resume_text
 from idcrawl.core.targets import RESET_MODES, Target
 from idcrawl.core.urlqueue import MemoryUrlQueue
@@ -121,6 +121,10 @@ class LocalWorker:
         self._recovered_count = 0  # found ids read back from the last run's feed tails
         self._foreign_lines = 0  # lines of those tails that are not this job's (skipped)
         self._due_pages = 0  # page ids due (resume=due)
+        #: resume=due: the tail schedules of the re-probes of late ids planned (stored at the run's end), their ids
+        self._late: dict[str, Schedule] = {}
+        self._late_ids: dict[str, frozenset[int]] = {}
+        self._late_found = 0
         store = None
         name = getattr(crawler.spidercls, "name", "idseq")
         if config.state:
@@ -196,6 +200,7 @@ class LocalWorker:
                 pages=self.pages,
                 tails=self._tails,
             )
+            self.recorder.late = self._late
             # watch mode: the wave's last commit tells when its earliest found page falls due
             self.recorder.watch = config.watch
 
@@ -236,15 +241,22 @@ class LocalWorker:
             else:
                 state.outcomes[Outcome.FOUND] = recovered
         walk_tail = True
+        late: tuple[int, ...] = ()
         if target.resume == "due":
             schedule = self._tails.get(target.name)
             walk_tail = tail_due(schedule, self.runtime.clock.now(), self.runtime.coalescing)
+            passed = late_pass(target, schedule, state.outcomes, self.runtime.clock.now())
+            if passed is not None:
+                late = passed.ids
+                self._late[target.name] = passed.schedule
+                self._late_ids[target.name] = frozenset(late)
             if not walk_tail and schedule is not None:
                 self.resume_notes[target.name] = (
-                    f"resume=due: tail not due until {format_time(schedule.due_at())}, nothing to fetch"
+                    f"resume=due: tail not due until {format_time(schedule.due_at())}, "
+                    + (f"{len(late):,} late ids to re-probe" if late else "nothing to fetch")
                 )
         specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
-                             walk_tail=walk_tail, due_pages=self.due_pages(target, state))
+                             walk_tail=walk_tail, due_pages=self.due_pages(target, state), late=late)
         origins.update({key: record.start for key, record in state.lanes.items()})
         known = cast("Container[int] | None", state.outcomes.get(Outcome.FOUND))  # a roaring bitmap
         if isinstance(known, BitMap64) and known:
@@ -307,6 +319,8 @@ class LocalWorker:
             self.runtime.stats.set_value(f"{STATS_PREFIX}/resume/foreign_feed_lines", self._foreign_lines)
         if self._due_pages:
             self.runtime.stats.set_value(f"{STATS_PREFIX}/pages/due", self._due_pages)
+        if self._late_ids:
+            self.runtime.stats.set_value(f"{STATS_PREFIX}/late/planned", sum(map(len, self._late_ids.values())))
         if self.recorder is not None:
             self.recorder.open()
 
@@ -319,6 +333,9 @@ class LocalWorker:
         raise exc
 
     def decided(self, target: str, outcome: Outcome, id_: int) -> None:
+        if outcome is Outcome.FOUND and id_ in self._late_ids.get(target, ()):
+            self._late_found += 1
+            self.runtime.stats.set_value(f"{STATS_PREFIX}/late/found", self._late_found)
         if self.recorder is not None:
             self.recorder.outcome(target, outcome, id_)
 

@@ -98,6 +98,9 @@ class StateRecorder:
         self._tails: dict[str, Schedule] = tails if tails is not None else store.tail_schedules()
         #: target -> its tail's schedule as the last commit left it (watch mode plans the next wave with it)
         self.schedules: dict[str, Schedule] = dict(self._tails)
+        #: tail schedules whose re-probe of late ids this run planned (idcrawl.core.resume.late_pass):
+        #: stored with the tails at the last commit, the walked ones' rule applied to them
+        self.late: dict[str, Schedule] = {}
         self.found_max = dict(found_max or {})  # target -> the highest id found, stored or in this run
         self.last_found = last_found or {}
         #: watch mode: :meth:`close` reads :attr:`next_page_at` after the last commit, the store still open
@@ -347,12 +350,13 @@ class StateRecorder:
         at its bound is no visit: its tail's schedule stays as it was (still due). ``resume=reset``
         starts the schedule over, as it does the target's state."""
         now = self.clock.now()
-        walked: dict[str, Schedule] = {}
+        walked: dict[str, Schedule] = dict(self.late)  # a re-probe of late ids planned, the tail walked or not
         for key, lane in self.frontier.lanes.items():
             if self.frontier.lane_direction[key] != "asc" or not lane.settled or lane.reason != MARGIN:
                 continue
             target = self.frontier.lane_target[key]
-            previous = None if target.resume in RESET_MODES else self._tails.get(target.name)
+            previous = None if target.resume in RESET_MODES else self.late.get(target.name,
+                                                                             self._tails.get(target.name))
             walked[target.name] = tail_after_run(previous, target.name, self.found_max.get(target.name), now,
                                                  target.policy)
         return walked

@@ -482,3 +482,33 @@ def scope_walk_truth(
         owner = scope_owner_truth(page, {name: seeds[name] for name in by_seed}, hop0)
         truth[page] = (owner, min(by_seed[owner]))
     return truth
+
+
+def late_passes_truth(
+    missing: Sequence[int], found: set[int], cap: int, exists: Callable[[int], bool], times: int
+) -> list[list[int]]:
+    """The ids of ``times`` re-probes of late ids in a row (ids that exist by then are found by the
+    first re-probe that takes them): each takes the late ids (missing, below the highest found id) in
+    descending order, going on from just below the last id the one before took and, at the bottom,
+    from the top again, never one id twice, at most ``cap``."""
+    found, missing_now = set(found), set(missing)
+    passes: list[list[int]] = []
+    below: int | None = None
+    for _ in range(times):
+        top = max(found)
+        late = sorted((i for i in missing_now if i < top), reverse=True)
+        if not late:
+            passes.append([])
+            below = None
+            continue
+        under = [i for i in late if below is None or i < below]
+        over = [i for i in late if below is not None and i >= below]
+        taken = (under + over)[:cap]
+        passes.append(taken)
+        below = taken[-1]
+        for id_ in taken:
+            if exists(id_):
+                found.add(id_)
+                missing_now.discard(id_)
+    return passes
+

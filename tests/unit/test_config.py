@@ -140,7 +140,8 @@ def test_the_config_is_typed_and_frozen() -> None:
     assert config.redis_prefix == "idcrawl"
     assert config.fail_exit_code == 3
     assert config.margin == 10  # unset: the default
-    assert config.target_defaults() == {"margin": 10, "window": 64, "missing_statuses": (404, 451)}
+    assert config.target_defaults() == {"margin": 10, "window": 64, "missing_statuses": (404, 451),
+                                        "late_every": 0.0, "late_max": 1000}
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.window = 3  # type: ignore[misc]
 

@@ -367,7 +367,7 @@ def test_target_keys_are_the_documented_set() -> None:
             "soft404_xpath", "found_css", "found_xpath", "soft404_max_bytes", "soft404_probe", "soft404_similarity",
             "resume", "holes", "recrawl_inc_rate", "recrawl_dec_rate", "recrawl_min", "recrawl_max",
             "recrawl_initial", "recrawl_gone", "follow_redirects", "signature", "signature_drop",
-            "last_modified"} == TARGET_KEYS
+            "last_modified", "late_every", "late_max"} == TARGET_KEYS
 
 
 def test_host_of_a_target() -> None:

@@ -7,12 +7,14 @@
 -- the worker's plan becomes the job's: the cut lanes it names go on from
 -- their restart id (bound, all, due; each reopening counts one more walk in the lane's walk
 -- field), and the hole ids become a new list lane <base> (first resume) or <base><n> (the
--- n-th), walked by position 0..#ids-1 with no margin. A due resume whose tails are not due
+-- n-th), walked by position 0..#ids-1 with no margin; so do the ids of each more list lane
+-- (<target>:late<n>, the late ids of a due resume). A due resume whose tails are not due
 -- names no lane: it registers the plan "nothing to fetch", which later workers join.
 -- KEYS: P R:<target>, P unsettled, P workers, P tl:<target>.
 -- ARGV: worker, args (the resume's arguments, compared as text), base (lane name of the
 --   holes), target, window, neutral, weight, run (the worker's run of the fleet, RUN's n),
---   n (reopened lanes), then n pairs (lane, restart id), then the hole ids in order.
+--   n (reopened lanes), then n pairs (lane, restart id), then m (more list lanes), the count of the hole
+--   ids and the hole ids in order, then m times: a list lane's name, its count, its ids (late ids).
 -- A registered resume adds the target to P resumed; a new list lane or reopened lane also
 -- bumps P tver, so that workers already running join them (RedisFrontier.join_list_lanes).
 -- Returns {'created' | 'joined', lane...} (the resume's lanes: reopened ones, then the list
@@ -74,26 +76,26 @@ end
 -- Holes of overlapping targets (one id space): an id that the list lane of another target's
 -- resume in progress refetches is not fetched again. Its outcome goes into this target's lane
 -- at once if that lane decided it, or when it does (the other lane's :back hash, record.lua).
-local holes = {}
-for j = i, #ARGV do holes[#holes + 1] = ARGV[j] end
 local first = redis.call('LINDEX', tl, 0)
 local space = first and redis.call('HGET', P .. 'L:' .. first, 'space')
-if space and #holes > 0 then
-  local taken = {}  -- id -> {list lane key, position}
-  for _, t in ipairs(redis.call('SMEMBERS', space .. ':targets')) do
-    if t ~= target then
-      for _, l in ipairs(redis.call('SMEMBERS', P .. 'R:' .. t .. ':lanes')) do
-        local L2 = P .. 'L:' .. l
-        if redis.call('SISMEMBER', unsettled, l) == 1 and redis.call('HEXISTS', L2, 'ids') == 1 then
-          for pos, id in ipairs(redis.call('LRANGE', L2 .. ':ids', 0, -1)) do taken[id] = {L2, pos - 1} end
+local taken, own = nil, nil
+local function shared(holes)
+  if taken == nil then
+    taken, own = {}, {}  -- id -> {list lane key, position}; this target's walking lanes: {bits key, start, step}
+    for _, t in ipairs(redis.call('SMEMBERS', space .. ':targets')) do
+      if t ~= target then
+        for _, l in ipairs(redis.call('SMEMBERS', P .. 'R:' .. t .. ':lanes')) do
+          local L2 = P .. 'L:' .. l
+          if redis.call('SISMEMBER', unsettled, l) == 1 and redis.call('HEXISTS', L2, 'ids') == 1 then
+            for pos, id in ipairs(redis.call('LRANGE', L2 .. ':ids', 0, -1)) do taken[id] = {L2, pos - 1} end
+          end
         end
       end
     end
-  end
-  local own = {}  -- this target's walking lanes: {bits key, start, step}
-  for _, l in ipairs(redis.call('LRANGE', tl, 0, -1)) do
-    local f = redis.call('HMGET', P .. 'L:' .. l, 'start', 'step', 'ids')
-    if f[1] and not f[3] then own[#own + 1] = {P .. 'L:' .. l .. ':bits', tonumber(f[1]), tonumber(f[2])} end
+    for _, l in ipairs(redis.call('LRANGE', tl, 0, -1)) do
+      local f = redis.call('HMGET', P .. 'L:' .. l, 'start', 'step', 'ids')
+      if f[1] and not f[3] then own[#own + 1] = {P .. 'L:' .. l .. ':bits', tonumber(f[1]), tonumber(f[2])} end
+    end
   end
   local keep = {}
   for _, id in ipairs(holes) do
@@ -123,12 +125,14 @@ if space and #holes > 0 then
       end
     end
   end
-  holes = keep
+  return keep
 end
-local count = #holes
-if count > 0 then
-  local lane = base
-  if gen > 1 then lane = base .. s(gen) end
+local function list_lane(name, holes)
+  if space and #holes > 0 then holes = shared(holes) end
+  local count = #holes
+  if count == 0 then return end
+  local lane = name
+  if gen > 1 then lane = name .. s(gen) end
   local L = P .. 'L:' .. lane
   redis.call('DEL', L, L .. ':ids', L .. ':own', L .. ':free', L .. ':dec', L .. ':pay', L .. ':bits', L .. ':back')
   redis.call('HSET', L, 'start', '0', 'step', '1', 'stop', s(count - 1), 'margin', '0', 'window', window,
@@ -140,6 +144,20 @@ if count > 0 then
   redis.call('RPUSH', tl, lane)
   redis.call('SADD', unsettled, lane)
   add(lane)
+end
+-- the list lanes: base's ids first (holes, or due pages), then m more lanes (name, count, ids) (late ids)
+local m = tonumber(ARGV[i])
+local count = tonumber(ARGV[i + 1])
+local holes = {}
+for j = i + 2, i + 1 + count do holes[#holes + 1] = ARGV[j] end
+list_lane(base, holes)
+i = i + 2 + count
+for _ = 1, m do
+  local name, c = ARGV[i], tonumber(ARGV[i + 1])
+  local ids = {}
+  for j = i + 2, i + 1 + c do ids[#ids + 1] = ARGV[j] end
+  list_lane(name, ids)
+  i = i + 2 + c
 end
 redis.call('SADD', P .. 'resumed', target)  -- release_worker stamps its at when a worker of it leaves
 if #out > 1 then redis.call('INCR', P .. 'tver') end  -- workers already running join the new lanes
