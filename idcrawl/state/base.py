@@ -14,11 +14,12 @@ from typing import Any
 from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
+from idcrawl.core.pagebook import PageBook
 from idcrawl.core.ranges import LaneRecord
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.urlqueue import QueuedUrl
 
-__all__ = ["FeedMarks", "RunRecord", "StateError", "StateStore", "TargetState"]
+__all__ = ["FeedMarks", "RunRecord", "StateError", "StateStore", "TargetState", "due_page_ids"]
 
 
 class StateError(Exception):
@@ -107,6 +108,16 @@ class StateStore(ABC):
         """The page schedule records of target ``name`` (id -> record; recrawl of found pages)."""
         return {}
 
+    def due_page_records(self, name: str, until: float) -> dict[int, Schedule]:
+        """The page records of target ``name`` whose due time (``due_at()``) is not after ``until``: what
+        a ``resume=due`` run (a watch wave) may fetch. This default reads every record (O(pages)); a
+        store may answer from an index of due times (O(log pages + due))."""
+        return {id_: schedule for id_, schedule in self.load_pages(name).items() if schedule.due_at() <= until}
+
+    def page_ids(self, name: str) -> BitMap64:
+        """The ids of target ``name`` that have a page record (ids only; this default reads the records)."""
+        return BitMap64(self.load_pages(name))
+
     def next_page_due(self, name: str, now: float, gone_limit: int) -> float | None:
         """The earliest ``due_at()`` not before ``now`` of target ``name``'s found pages on the
         schedule (fewer than ``gone_limit`` gone revisits in a row); None: none (watch mode's wake-up).
@@ -156,3 +167,13 @@ class StateStore(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+def due_page_ids(store: StateStore, book: PageBook, target: str, found: BitMap64) -> list[int]:
+    """The found ids of ``target`` due at the book's now, most overdue first (:meth:`PageBook.due_ids`),
+    with only the records due by then (plus a watch wave's widest coalescing window) read into ``book``
+    (:meth:`StateStore.due_page_records`: from an index of due times where the store has one); the
+    found ids without a record (due first) are ``found`` less the store's :meth:`~StateStore.page_ids`."""
+    now = book.now()
+    book.load(target, store.due_page_records(target, now + book.coalescing.widest))
+    return book.due_ids(target, now, found=BitMap64(found) - store.page_ids(target))

@@ -202,6 +202,8 @@ class RedisStateStore(StateStore):
         (the due ones among them: :func:`idcrawl.core.recrawl.due`), O(log pages + due)."""
         import redis
 
+        if not self.index_pages(name):  # a read-only store of a job without the index: every record
+            return super().due_page_records(name, now)
         try:
             ids = [int(i) for i in self.client.zrangebyscore(self.keys.page_due(name), "-inf", now)]
         except redis.RedisError as exc:
@@ -212,6 +214,8 @@ class RedisStateStore(StateStore):
         """From the index: the ids of ``name`` that have a page record (ids only, no record read)."""
         import redis
 
+        if not self.index_pages(name):
+            return super().page_ids(name)
         try:
             return BitMap64(int(i) for i in self.client.zrange(self.keys.page_due(name), 0, -1))
         except redis.RedisError as exc:

@@ -64,6 +64,7 @@ _PAGES = (
 #: wake-up (:meth:`SqliteStateStore.next_page_due`) reads the earliest without a scan of the pages.
 _PAGE_DUE = "(json_extract(record, '$.last_crawled') + json_extract(record, '$.update_duration'))"
 _PAGES_DUE_INDEX = f"CREATE INDEX IF NOT EXISTS pages_due ON pages (target, {_PAGE_DUE})"
+_DUE_PAGES = (f"SELECT id, record FROM pages WHERE target = ? AND {_PAGE_DUE} <= ?")  # noqa: S608 - constants
 _NEXT_PAGE_DUE = (f"SELECT {_PAGE_DUE} FROM pages WHERE target = ? AND {_PAGE_DUE} >= ? "  # noqa: S608 - constants
                   f"AND json_extract(record, '$.gone') < ? ORDER BY {_PAGE_DUE} LIMIT 1")
 
@@ -307,6 +308,17 @@ class SqliteStateStore(StateStore):
         with decode.reading(self._source):
             return dict(decode.page_record(record, "table pages", name, _row_id(row) if isinstance(row, int) else row)
                         for row, record in rows)
+
+    def due_page_records(self, name: str, until: float) -> dict[int, Schedule]:
+        """From the ``pages_due`` index: O(log pages + due), the records not due by ``until`` unread."""
+        rows = self._additive_rows(_DUE_PAGES, (name, until))
+        with decode.reading(self._source):
+            return dict(decode.page_record(record, "table pages", name, _row_id(row) if isinstance(row, int) else row)
+                        for row, record in rows)
+
+    def page_ids(self, name: str) -> BitMap64:
+        """From the primary key (ids only: no record read or decoded)."""
+        return BitMap64(_row_id(row) for row, in self._additive_rows("SELECT id FROM pages WHERE target = ?", (name,)))
 
     def next_page_due(self, name: str, now: float, gone_limit: int) -> float | None:
         """From the ``pages_due`` index: O(log pages), plus the records off the schedule it steps over."""
