@@ -308,7 +308,11 @@ class LocalWorker:
         if self._due_pages:
             self.runtime.stats.set_value(f"{STATS_PREFIX}/pages/due", self._due_pages)
         if self.recorder is not None:
+            if self.runtime.watch_run is not None:  # watch mode's later wave: one run row per session
+                self.recorder.continue_run(self.runtime.watch_run)
             self.recorder.open()
+            if self.runtime.watching:
+                self.runtime.watch_run = self.recorder.run_id
 
     def unavailable(self, exc: Exception) -> None:  # pragma: no cover - errors is empty
         raise exc
@@ -378,7 +382,8 @@ class LocalWorker:
     def close(self, reason: str) -> None:
         """The last commit of the state, with the run's totals."""
         if self.recorder is not None:
-            self.recorder.close(reason, self.runtime.job_counts())
+            watch = self.runtime.watch_counters()
+            self.recorder.close(reason, self.runtime.job_counts(per_wave=watch is None), watch)
             self.runtime.stats.set_value(f"{STATS_PREFIX}/state/commits", self.recorder.commits)
 
     # -- the components' parts ---------------------------------------------------------------

@@ -19,7 +19,7 @@ from idcrawl.core.ranges import LaneRecord
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.urlqueue import QueuedUrl
 
-__all__ = ["FeedMarks", "RunRecord", "StateError", "StateStore", "TargetState", "due_page_ids"]
+__all__ = ["WATCH_COUNTERS", "FeedMarks", "RunRecord", "StateError", "StateStore", "TargetState", "due_page_ids"]
 
 
 class StateError(Exception):
@@ -57,10 +57,17 @@ class RunRecord:
     counts: dict[str, int]
     #: Names of the targets the run crawled; None: not recorded (a state written before idcrawl recorded them).
     targets: list[str] | None = None
+    #: A watch session's counters (:data:`WATCH_COUNTERS`: waves, fetches, news), the row being the whole
+    #: session's; None: a run without watch mode (or written before idcrawl kept one row per session).
+    watch: dict[str, int] | None = None
 
     def took_part(self, name: str) -> bool | None:
         """Whether target ``name`` was crawled in this run; None if the run did not record its targets."""
         return None if self.targets is None else name in self.targets
+
+
+#: A watch session's counters in its run row: waves started, responses downloaded, items emitted (news).
+WATCH_COUNTERS = ("waves", "fetches", "news")
 
 
 @dataclass(slots=True)
@@ -160,7 +167,10 @@ class StateStore(ABC):
         """Record a run's start and the names of the targets it crawls."""
 
     @abstractmethod
-    def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int]) -> None: ...
+    def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int],
+                watch: Mapping[str, int] | None = None) -> None:
+        """Record a run's end (a watch session's: at the end of each wave, with its ``watch`` counters,
+        :data:`WATCH_COUNTERS`; the same row again at the next wave's end)."""
 
     @abstractmethod
     def runs(self) -> list[RunRecord]: ...

@@ -40,13 +40,14 @@ CREATE TABLE outcomes (
 CREATE TABLE lanes (target TEXT NOT NULL, key TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (target, key));
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL, ended_at TEXT,
-    finish_reason TEXT, counts TEXT NOT NULL DEFAULT '{}', targets TEXT
+    finish_reason TEXT, counts TEXT NOT NULL DEFAULT '{}', targets TEXT, watch TEXT
 );
 """
 #: Columns added after schema version 1 shipped, each with how an older file gets it. An older
 #: idcrawl ignores them; a file without them is read as it is (``runs()``: ``targets`` None)
 #: and gets them when opened for writing.
-_ADDED_COLUMNS = {("runs", "targets"): "ALTER TABLE runs ADD COLUMN targets TEXT"}
+_ADDED_COLUMNS = {("runs", "targets"): "ALTER TABLE runs ADD COLUMN targets TEXT",
+                  ("runs", "watch"): "ALTER TABLE runs ADD COLUMN watch TEXT"}
 #: A table added after schema version 1 (additive: created in older files opened for writing).
 _FEEDS = (
     "CREATE TABLE IF NOT EXISTS feeds ("
@@ -334,10 +335,10 @@ class SqliteStateStore(StateStore):
             return {name: decode.tail_record(record, "table tails", name) for name, record in rows}
 
     def runs(self) -> list[RunRecord]:
-        query = "SELECT id, started_at, ended_at, finish_reason, counts, targets FROM runs ORDER BY id"
-        if "targets" not in self._columns("runs"):  # an older file, opened read-only: not recorded
-            query = "SELECT id, started_at, ended_at, finish_reason, counts, NULL FROM runs ORDER BY id"
-        names = ("id", "started_at", "ended_at", "finish_reason", "counts", "targets")
+        columns = self._columns("runs")  # an older file, opened read-only, lacks the added ones: not recorded
+        added = ", ".join(name if name in columns else "NULL" for name in ("targets", "watch"))
+        query = f"SELECT id, started_at, ended_at, finish_reason, counts, {added} FROM runs ORDER BY id"  # noqa: S608
+        names = ("id", "started_at", "ended_at", "finish_reason", "counts", "targets", "watch")
         with decode.reading(self._source):
             return [decode.run_record(dict(zip(names, row, strict=True)), "table runs") for row in self._rows(query)]
 
@@ -442,12 +443,14 @@ class SqliteStateStore(StateStore):
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
-    def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int]) -> None:
+    def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int],
+                watch: Mapping[str, int] | None = None) -> None:
         try:
             with self._transaction() as db:
                 db.execute(
-                    "UPDATE runs SET ended_at = ?, finish_reason = ?, counts = ? WHERE id = ?",
-                    (ended_at, finish_reason, json.dumps(dict(counts), sort_keys=True), run_id),
+                    "UPDATE runs SET ended_at = ?, finish_reason = ?, counts = ?, watch = ? WHERE id = ?",
+                    (ended_at, finish_reason, json.dumps(dict(counts), sort_keys=True),
+                     None if watch is None else json.dumps(dict(watch), sort_keys=True), run_id),
                 )
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
