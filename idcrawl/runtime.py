@@ -598,13 +598,13 @@ class IdRuntime:
 
     def watch_counters(self) -> dict[str, int] | None:
         """Watch mode: the session's counters for its run row (``WATCH_COUNTERS``): waves started so
-        far, responses downloaded (``downloader/response_count``), items emitted (``idcrawl/emitted``:
-        new ids and changed pages); None without watch mode."""
+        far, responses downloaded (``downloader/response_count``), pages with news (``idcrawl/pages/new``
+        and ``.../changed``: new ids and changed pages, each an item); None without watch mode."""
         if not self.watching:
             return None
         stats = self.stats.get_stats()
-        return {"waves": self.wave, "fetches": int(stats.get("downloader/response_count", 0)),
-                "news": int(stats.get(f"{STATS_PREFIX}/emitted", 0))}
+        news = sum(int(stats.get(f"{STATS_PREFIX}/pages/{event}", 0)) for event in ("new", "changed"))
+        return {"waves": self.wave, "fetches": int(stats.get("downloader/response_count", 0)), "news": news}
 
     def watch_deltas(self) -> dict[str, int] | None:
         """Watch mode in a fleet: this worker's fetches and news since it last added them to the session's

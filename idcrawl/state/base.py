@@ -66,7 +66,7 @@ class RunRecord:
         return None if self.targets is None else name in self.targets
 
 
-#: A watch session's counters in its run row: waves started, responses downloaded, items emitted (news).
+#: A watch session's counters in its run row: waves started, responses downloaded, pages new or changed (news).
 WATCH_COUNTERS = ("waves", "fetches", "news")
 
 
