@@ -115,6 +115,8 @@ class CrawlProfile:
     (:func:`in_scope`). ``collection`` None: the profile belongs to no collection (never
     deactivated through one, yield 0 between collections). ``revisit``: seconds from a URL's last
     harvest to its next (the seed's frequency; None: harvested once, :func:`revisit_of`).
+    ``signature`` / ``signature_drop``: what its pages' items' ``checksum`` hashes, as an id target's
+    keys say (``body`` or ``text``; patterns dropped first: :func:`idcrawl.core.recrawl.signature_of`).
     """
 
     name: str
@@ -136,6 +138,9 @@ class CrawlProfile:
     offsite: OffSite = field(default_factory=lambda: OffSite.HOST)
     canonicalise: Canonicalise = field(default_factory=lambda: Canonicalise())
     traps: Traps = field(default_factory=lambda: Traps())
+    # -- signatures per crawl profile (issue 31)
+    signature: str = "body"
+    signature_drop: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,6 +386,15 @@ class JobScope:
     def __bool__(self) -> bool:
         """True when some target has a crawl profile or is a page target (a plain id crawl has no scope)."""
         return bool(self.pages) or any(seed.crawl_profiles for seed in self.seeds.values())
+
+    def signature_of(self, profiles: Iterable[str]) -> tuple[str, tuple[str, ...]]:
+        """The signature keys (``signature``, ``signature_drop``) of a page harvested for ``profiles`` (its
+        crawl profiles, in their order): the first of them that sets any; the SHA-1 of the body if none."""
+        for name in profiles:
+            profile = self.crawl_profiles.get(name)
+            if profile is not None and (profile.signature != "body" or profile.signature_drop):
+                return profile.signature, profile.signature_drop
+        return "body", ()
 
     def scoped(self, owner: str, url: str, hops: Hops) -> tuple[str, ...]:
         """The crawl profiles of the seed ``owner`` that ``url`` with ``hops`` is in scope of
