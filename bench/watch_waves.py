@@ -10,7 +10,8 @@ wave's time), two parts:
 
 - **a day of waves**: the watch's rule alone (wake at the earliest due time plus a tick, take what
   :class:`idcrawl.core.watch.Coalescing` takes, visit at the wave's time, apply the recrawl rule), on a
-  heap of due times: waves, fetches and commits (one per wave: the wave's run) per simulated day;
+  heap of due times: waves, fetches and commits (one per wave, updating the session's one run row)
+  per simulated day;
 - **CPU per wave**: the first ``--measure`` waves of the same pages through the real code of one
   process (a :class:`PageBook` on a SQLite state: ``due_page_ids`` from the ``pages_due`` index, and before
   it ``load_pages`` of every record, ``due_ids``, the visits, the wave's commit and the wake-up's
