@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     import redis
 
 __all__ = [
-    "Run", "await_reconciled", "join_run", "reconciled", "record_run_end", "record_run_start", "refused", "watch_session",
+    "Run", "await_reconciled", "join_run", "reconciled", "record_run_end", "record_run_start", "refused",
+    "watch_session",
 ]
 
 #: seconds between two reads of ``P run`` while a joining worker waits for the run's reconcile

@@ -387,7 +387,8 @@ class RedisStateStore(StateStore):
         import redis
 
         self._writable()
-        row: dict[str, Any] = {"id": run_id, "ended_at": ended_at, "finish_reason": finish_reason, "counts": dict(counts)}
+        row: dict[str, Any] = {"id": run_id, "ended_at": ended_at, "finish_reason": finish_reason,
+                               "counts": dict(counts)}
         if watch is not None:
             row["watch"] = dict(watch)
         try:
