@@ -67,7 +67,7 @@ def record_run_start(client: redis.Redis, prefix: str, run: Run, started_at: str
         client.hincrby(keys.watch, "waves", 1)
         return
     row = {"id": run.number, "started_at": started_at, "targets": sorted(targets)}
-    with client.pipeline(transaction=True) as pipe:
+    with client.pipeline(transaction=False) as pipe:
         if watching:
             pipe.delete(keys.watch)
             pipe.hset(keys.watch, mapping={"session": run.number, "waves": 1, "fetches": 0, "news": 0})
@@ -83,8 +83,8 @@ def record_run_end(client: redis.Redis, prefix: str, run: Run, ended_at: str, re
     row: its id, the end and the counters (read back, each row's counters the largest yet: they only grow)."""
     keys = JobKeys(prefix)
     row: dict[str, object] = {"id": run.number, "ended_at": ended_at, "finish_reason": reason}
-    if watch is not None:
-        with client.pipeline(transaction=True) as pipe:
+    if watch is not None:  # (no transaction, as a cluster has it: another worker's counts only add to these)
+        with client.pipeline(transaction=False) as pipe:
             for name in ("fetches", "news"):
                 pipe.hincrby(keys.watch, name, watch.get(name, 0))
             pipe.hgetall(keys.watch)
