@@ -479,13 +479,14 @@ class JobScope:
 
 
 #: Crawl profile fields that do not change what a walk admits (left out of :func:`scope_marks`).
-_NOT_SCOPE = frozenset({"yield_probability", "revisit"})
+_NOT_SCOPE = frozenset({"yield_probability", "revisit", "signature", "signature_drop"})
 
 
 def scope_marks(scope: JobScope) -> dict[str, str]:
     """Per seed, a fingerprint of what its walk admits: its URL, and each of its crawl profiles' fields
-    but the yield probability and the revisit (a field added later counts by itself). A seed whose mark
-    differs from the last run's walks its stored links again (docs/scope.md, "Scope changes")."""
+    but the yield probability, the revisit and the signature keys (a field added later counts by
+    itself). A seed whose mark differs from the last run's walks its stored links again (docs/scope.md,
+    "Scope changes")."""
     marks = {}
     for name, seed in scope.seeds.items():
         parts = [seed.url]
