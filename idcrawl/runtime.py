@@ -154,6 +154,9 @@ class IdRuntime:
         #: watch mode: the wave this runtime's worker plans (1: the run itself)
         self.wave = 1
         self._counts_before: dict[str, int] = {}  # watch mode: the job totals when this wave began
+        #: watch mode: the session's run row (the first wave began it; None before, or without a state)
+        self.watch_run: int | None = None
+        self._watch_said: dict[str, int] = {}  # watch mode: the counters a fleet worker added to the session's
         self._stats_inc: Callable[..., None] | None = None  # _scrapy.stats_incrementer, on first use
         #: one process per state (idcrawl.state.lock): held from the first worker until the engine stops
         self.locks = Locks()
@@ -587,6 +590,31 @@ class IdRuntime:
             logger.info("idcrawl: %d found ids held at close were not emitted (reason %s)", held, reason)
             self.inc_stat(f"{STATS_PREFIX}/held_at_close", held)
         worker.close(reason)
+
+    @property
+    def watching(self) -> bool:
+        """Watch mode (``IDCRAWL_WATCH``): one run row per session, with its counters (:meth:`watch_counters`)."""
+        return config_of(self.crawler).watch
+
+    def watch_counters(self) -> dict[str, int] | None:
+        """Watch mode: the session's counters for its run row (``WATCH_COUNTERS``): waves started so
+        far, responses downloaded (``downloader/response_count``), pages with news (``idcrawl/pages/new``
+        and ``.../changed``: new ids and changed pages, each an item); None without watch mode."""
+        if not self.watching:
+            return None
+        stats = self.stats.get_stats()
+        news = sum(int(stats.get(f"{STATS_PREFIX}/pages/{event}", 0)) for event in ("new", "changed"))
+        return {"waves": self.wave, "fetches": int(stats.get("downloader/response_count", 0)), "news": news}
+
+    def watch_deltas(self) -> dict[str, int] | None:
+        """Watch mode in a fleet: this worker's fetches and news since it last added them to the session's
+        counters (:func:`idcrawl.distributed.runs.record_run_end`); None without watch mode."""
+        counters = self.watch_counters()
+        if counters is None:
+            return None
+        deltas = {name: counters[name] - self._watch_said.get(name, 0) for name in ("fetches", "news")}
+        self._watch_said = counters
+        return deltas
 
     def job_counts(self, *, per_wave: bool = True) -> dict[str, int]:
         """The job totals of this run (``idcrawl/<name>`` stats), for the run's record; in watch mode

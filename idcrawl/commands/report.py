@@ -41,8 +41,10 @@ __all__ = [
     "plan_document",
     "plan_rows",
     "render_plan",
+    "run_line",
     "summarize",
     "target_view",
+    "watch_text",
     "write_json",
 ]
 
@@ -297,14 +299,22 @@ def _cut_text(lane: LaneView) -> str:
 UNKNOWN_TARGETS = "the state's last run; this older state file does not record which targets a run crawled"
 
 
-def _run_line(run: RunRecord | None) -> str:
+def run_line(run: RunRecord | None) -> str:
     if run is None:
         return "none recorded for this target"
     if run.ended_at is None:
         line = f"#{run.id} started {run.started_at}, no end recorded (running, or killed)"
     else:
         line = f"#{run.id} {run.started_at} -> {run.ended_at}, {run.finish_reason}"
+    if run.watch is not None:
+        line += f"; {watch_text(run.watch)}"
     return line if run.targets is not None else f"{line} ({UNKNOWN_TARGETS})"
+
+
+def watch_text(watch: dict[str, int]) -> str:
+    """A watch session's counters (its run row): ``watch session: 3 waves, 120 fetches, 7 with news``."""
+    return (f"watch session: {watch.get('waves', 0)} waves, {watch.get('fetches', 0)} fetches, "
+            f"{watch.get('news', 0)} with news")
 
 
 def tail_text(tail: Schedule | None) -> str:
@@ -389,7 +399,7 @@ def target_heading(view: TargetView) -> Text:
     if url:
         heading.append(f"  {safe(url)}", style="")
     if view.in_state:
-        heading.append(f"\nlast run: {safe(_run_line(view.last_run))}", style="")
+        heading.append(f"\nlast run: {safe(run_line(view.last_run))}", style="")
         if any(lane.direction == "asc" for lane in view.lanes):
             heading.append(f"\ntail: {tail_text(view.tail)}", style="")
         heading.append(f"\nmargin advice: {advice_text(view.advice)}", style="")
@@ -412,7 +422,7 @@ def plan_rows(views: Sequence[TargetView], keep: int = 3) -> list[list[str]]:
         if not view.in_state:
             rows.append([name, "", "last run", "never crawled: no state recorded for this target"])
             continue
-        rows.append([name, "", "last run", safe(_run_line(view.last_run))])
+        rows.append([name, "", "last run", safe(run_line(view.last_run))])
         if any(lane.direction == "asc" for lane in view.lanes):
             rows.append([name, "", "tail", tail_text(view.tail)])
         rows.append([name, "", "margin advice", advice_text(view.advice)])
@@ -498,7 +508,7 @@ def _run_json(run: RunRecord | None) -> dict[str, Any] | None:
         return None
     return {
         "id": run.id, "started_at": run.started_at, "ended_at": run.ended_at, "finish_reason": run.finish_reason,
-        "targets": run.targets,
+        "targets": run.targets, "watch": run.watch,
     }
 
 

@@ -24,7 +24,7 @@ from idcrawl.core.inputs import (
     check_url,
     refuse_unknown,
 )
-from idcrawl.core.recrawl import parse_duration
+from idcrawl.core.recrawl import parse_duration, parse_policy
 from idcrawl.core.scope import (
     SCHEMES,
     Canonicalise,
@@ -136,7 +136,8 @@ COLLECTION_KEYS = frozenset({"name", "yield_probability", "enabled"})
 #: The keys of a ``[[crawl_profiles]]`` table.
 CRAWL_PROFILE_KEYS = frozenset({"name", "collection", "max_hops", "max_offsite_hops", "scope", "url_prefixes",
                                 "include", "exclude", "schemes", "yield_probability", "enabled", "revisit",
-                                "sitemaps", "redirect_hops", "offsite", "canonicalise", "traps"})
+                                "sitemaps", "redirect_hops", "offsite", "canonicalise", "traps", "signature",
+                                "signature_drop"})
 #: The keys of a crawl profile's ``canonicalise`` and ``traps`` tables.
 CANONICALISE_KEYS = frozenset({"drop_query", "strip_www"})
 TRAPS_KEYS = frozenset({"max_path_segments", "max_segment_repeats", "max_url_length"})
@@ -347,8 +348,11 @@ def _crawl_profile(raw: Mapping[str, Any], collections: Mapping[str, Collection]
         ):
             raise TargetError("schemes", value, f"must be a non-empty list of {', '.join(SCHEMES)}")
         schemes = tuple(dict.fromkeys(item.strip().lower() for item in items))
+    signature = parse_policy({key: raw[key] for key in ("signature", "signature_drop") if key in raw})
     return CrawlProfile(
         name=name,
+        signature=signature.signature,
+        signature_drop=signature.signature_drop,
         max_hops=max_hops,
         collection=collection,
         max_offsite_hops=max_offsite,

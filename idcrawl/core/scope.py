@@ -115,6 +115,8 @@ class CrawlProfile:
     (:func:`in_scope`). ``collection`` None: the profile belongs to no collection (never
     deactivated through one, yield 0 between collections). ``revisit``: seconds from a URL's last
     harvest to its next (the seed's frequency; None: harvested once, :func:`revisit_of`).
+    ``signature`` / ``signature_drop``: what its pages' items' ``checksum`` hashes, as an id target's
+    keys say (``body`` or ``text``; patterns dropped first: :func:`idcrawl.core.recrawl.signature_of`).
     """
 
     name: str
@@ -136,6 +138,9 @@ class CrawlProfile:
     offsite: OffSite = field(default_factory=lambda: OffSite.HOST)
     canonicalise: Canonicalise = field(default_factory=lambda: Canonicalise())
     traps: Traps = field(default_factory=lambda: Traps())
+    # -- signatures per crawl profile (issue 31)
+    signature: str = "body"
+    signature_drop: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,6 +387,15 @@ class JobScope:
         """True when some target has a crawl profile or is a page target (a plain id crawl has no scope)."""
         return bool(self.pages) or any(seed.crawl_profiles for seed in self.seeds.values())
 
+    def signature_of(self, profiles: Iterable[str]) -> tuple[str, tuple[str, ...]]:
+        """The signature keys (``signature``, ``signature_drop``) of a page harvested for ``profiles`` (its
+        crawl profiles, in their order): the first of them that sets any; the SHA-1 of the body if none."""
+        for name in profiles:
+            profile = self.crawl_profiles.get(name)
+            if profile is not None and (profile.signature != "body" or profile.signature_drop):
+                return profile.signature, profile.signature_drop
+        return "body", ()
+
     def scoped(self, owner: str, url: str, hops: Hops) -> tuple[str, ...]:
         """The crawl profiles of the seed ``owner`` that ``url`` with ``hops`` is in scope of
         (enabled or not), in the seed's order; a deleted crawl profile contributes nothing."""
@@ -465,13 +479,14 @@ class JobScope:
 
 
 #: Crawl profile fields that do not change what a walk admits (left out of :func:`scope_marks`).
-_NOT_SCOPE = frozenset({"yield_probability", "revisit"})
+_NOT_SCOPE = frozenset({"yield_probability", "revisit", "signature", "signature_drop"})
 
 
 def scope_marks(scope: JobScope) -> dict[str, str]:
     """Per seed, a fingerprint of what its walk admits: its URL, and each of its crawl profiles' fields
-    but the yield probability and the revisit (a field added later counts by itself). A seed whose mark
-    differs from the last run's walks its stored links again (docs/scope.md, "Scope changes")."""
+    but the yield probability, the revisit and the signature keys (a field added later counts by
+    itself). A seed whose mark differs from the last run's walks its stored links again (docs/scope.md,
+    "Scope changes")."""
     marks = {}
     for name, seed in scope.seeds.items():
         parts = [seed.url]

@@ -20,7 +20,10 @@ from idcrawl.state.redis import redis_now_ms
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["Run", "await_reconciled", "join_run", "reconciled", "record_run_end", "record_run_start", "refused"]
+__all__ = [
+    "Run", "await_reconciled", "join_run", "reconciled", "record_run_end", "record_run_start", "refused",
+    "watch_session",
+]
 
 #: seconds between two reads of ``P run`` while a joining worker waits for the run's reconcile
 WAIT_POLL = 0.02
@@ -49,19 +52,54 @@ def join_run(client: redis.Redis, prefix: str, worker: str, *, lease_ms: int, wa
     return Run(reply.number, reply.new, reply.before)
 
 
-def record_run_start(client: redis.Redis, prefix: str, run: Run, started_at: str, targets: list[str]) -> None:
+def record_run_start(client: redis.Redis, prefix: str, run: Run, started_at: str, targets: list[str], *,
+                     watching: bool = False, later_wave: bool = False) -> None:
     """The job's runs list (``P runs``, read by ``scrapy idplan`` as a single process's runs) gets the fleet's
-    run when the worker that started it joins: its number, start time and targets."""
-    if run.new:
-        row = {"id": run.number, "started_at": started_at, "targets": sorted(targets)}
-        client.rpush(JobKeys(prefix).runs, json.dumps(row))
+    run when the worker that started it joins: its number, start time and targets.
+
+    A watching fleet (``watching``) has one row per watch session, not one per wave: the run that starts a
+    session (a worker's first wave, ``later_wave`` False) begins its row and its counters (``P watch``:
+    the session's row id, waves, fetches, news); a later wave's run only counts a wave."""
+    keys = JobKeys(prefix)
+    if not run.new:
+        return
+    if watching and later_wave and client.hexists(keys.watch, "session"):
+        client.hincrby(keys.watch, "waves", 1)
+        return
+    row = {"id": run.number, "started_at": started_at, "targets": sorted(targets)}
+    with client.pipeline(transaction=False) as pipe:
+        if watching:
+            pipe.delete(keys.watch)
+            pipe.hset(keys.watch, mapping={"session": run.number, "waves": 1, "fetches": 0, "news": 0})
+        pipe.rpush(keys.runs, json.dumps(row))
+        pipe.execute()
 
 
-def record_run_end(client: redis.Redis, prefix: str, run: Run, ended_at: str, reason: str) -> None:
+def record_run_end(client: redis.Redis, prefix: str, run: Run, ended_at: str, reason: str,
+                   watch: dict[str, int] | None = None) -> None:
     """A worker of ``run`` leaves: the run's end row (a later worker's row replaces it when read: the run
-    ended when its last worker left, for the reason that one closed)."""
-    row = {"id": run.number, "ended_at": ended_at, "finish_reason": reason}
-    client.rpush(JobKeys(prefix).runs, json.dumps(row))
+    ended when its last worker left, for the reason that one closed). A watching worker (``watch``: its
+    fetches and news since it last said) adds them to the session's counters and writes the session's
+    row: its id, the end and the counters (read back, each row's counters the largest yet: they only grow)."""
+    keys = JobKeys(prefix)
+    row: dict[str, object] = {"id": run.number, "ended_at": ended_at, "finish_reason": reason}
+    if watch is not None:  # (no transaction, as a cluster has it: another worker's counts only add to these)
+        with client.pipeline(transaction=False) as pipe:
+            for name in ("fetches", "news"):
+                pipe.hincrby(keys.watch, name, watch.get(name, 0))
+            pipe.hgetall(keys.watch)
+            session = {reply_text(k): int(v) for k, v in pipe.execute()[-1].items()}
+        if "session" in session:
+            row["id"] = session.pop("session")
+            row["watch"] = {name: session.get(name, 0) for name in ("waves", "fetches", "news")}
+    client.rpush(keys.runs, json.dumps(row))
+
+
+def watch_session(client: redis.Redis, prefix: str) -> dict[str, int] | None:
+    """A watching fleet's last session (``P watch``): its run row id (``session``), waves, fetches and news;
+    None: no watch session was recorded."""
+    raw = client.hgetall(JobKeys(prefix).watch)
+    return {reply_text(k): int(v) for k, v in raw.items()} if raw else None
 
 
 def reconciled(client: redis.Redis, prefix: str, run: Run) -> None:

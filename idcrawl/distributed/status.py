@@ -11,6 +11,7 @@ from typing import Any
 
 from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.distributed.connection import reply_text
+from idcrawl.distributed.runs import watch_session
 from idcrawl.state.keys import JobKeys
 from idcrawl.state.redis import redis_now_ms
 
@@ -71,7 +72,8 @@ def job_status(client: Any, prefix: str, lease: float) -> dict[str, Any]:
     progress = {"outcomes": int(outcomes or 0),  # recorded by the workers; the last activity the no-progress rule saw
                 "last_activity_age": round((now_ms - int(active_at)) / 1000, 3) if active_at else None}
     return {"format": 1, "job": prefix, "name": keys.job_name, "finished": finished, "workers": workers,
-            "waiting": waiting, "taken_back": job, "progress": progress, "targets": targets, "lanes": lanes}
+            "waiting": waiting, "taken_back": job, "progress": progress, "targets": targets, "lanes": lanes,
+            "watch": watch_session(client, prefix)}
 
 
 def _spec(raw: Any) -> dict[str, Any]:
@@ -97,6 +99,10 @@ def render_status(document: dict[str, Any]) -> str:
         age = progress.get("last_activity_age")
         lines.append(f"  progress: {progress['outcomes']} outcomes recorded"
                      + (f", last activity {age:.1f} s ago" if age is not None else ""))
+    watch = document.get("watch")
+    if watch:
+        lines.append(f"  watch session: run #{watch.get('session')}, {watch.get('waves', 0)} waves, "
+                     f"{watch.get('fetches', 0)} fetches, {watch.get('news', 0)} with news")
     for t in document.get("targets", []):
         bounds = "".join(f", {key} {t[key]}" for key in ("min", "max") if t.get(key) is not None)
         lines.append(f"  target {safe(t['name'])}: {safe(t['url'])} from {t['start']} {t['direction']}{bounds}, "

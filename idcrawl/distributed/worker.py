@@ -188,7 +188,8 @@ class RedisWorker:
             self._check_targets(runtime.targets, spider_name)
         # the fleet's run this worker belongs to: its resume plans and the URL queue follow it (distributed.runs)
         run = self.frontier.join_run(self._wave())
-        record_run_start(self.client, self.job.prefix, run, runtime.clock.stamp(), [t.name for t in runtime.targets])
+        record_run_start(self.client, self.job.prefix, run, runtime.clock.stamp(), [t.name for t in runtime.targets],
+                         watching=runtime.watching, later_wave=runtime.wave > 1)
         not_due: dict[str, str] = {}  # resume=due: target -> when its tail falls due (this worker's plan)
         resumed = self._register(runtime.targets, spider_name, not_due)
         self._note_resumes(runtime.targets, resumed, not_due)
@@ -551,7 +552,8 @@ class RedisWorker:
                 self._inc(f"{PREFIX}/urls_given_back", self.urls.give_back())
             self._taken = self.job.leave(self.worker)
             if self.frontier.run is not None:
-                record_run_end(self.client, self.job.prefix, self.frontier.run, self.runtime.clock.stamp(), reason)
+                record_run_end(self.client, self.job.prefix, self.frontier.run, self.runtime.clock.stamp(), reason,
+                               self.runtime.watch_deltas())
         except RedisError as exc:
             if not is_oom(exc):  # out of memory: the stop's line said so already
                 logger.warning("idcrawl: could not leave the Redis job cleanly (%s): the other workers take back "

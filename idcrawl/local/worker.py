@@ -23,7 +23,7 @@ from idcrawl.core.urlqueue import MemoryUrlQueue
 from idcrawl.errors import BadInputError
 from idcrawl.feeds import OwnLine, ReadBack, overwritten_feeds, recover_feed_tails
 from idcrawl.runtime import STATS_PREFIX, IdRuntime
-from idcrawl.state.base import StateError, StateStore, TargetState
+from idcrawl.state.base import StateError, StateStore, TargetState, due_page_ids
 from idcrawl.state.location import state_path
 from idcrawl.state.lock import FileLock, RedisOwner, lock_path
 from idcrawl.state.recorder import StateRecorder
@@ -280,11 +280,11 @@ class LocalWorker:
     def due_pages(self, target: Target, state: TargetState) -> list[int]:
         """``resume=due``: the found ids of ``target`` due for a revisit at the clock's now, most overdue
         first (:func:`idcrawl.core.recrawl.due_order`); walked after its tail, as conditional requests.
-        Only a due run loads the page records: other runs never fetch a found id again."""
+        Only a due run loads page records, and only those due by now (plus a watch wave's widest
+        coalescing window), from the store's index of due times: a wave does not read every record."""
         if target.resume != "due" or self._store is None or self.pages is None:
             return []
-        self.pages.load(target.name, self._store.load_pages(target.name))
-        due = self.pages.due_ids(target.name, found=state.outcomes.get(Outcome.FOUND, ()))
+        due = due_page_ids(self._store, self.pages, target.name, BitMap64(state.outcomes.get(Outcome.FOUND, ())))
         self._due_pages += len(due)
         return due
 
@@ -322,7 +322,11 @@ class LocalWorker:
         if self._late_ids:
             self.runtime.stats.set_value(f"{STATS_PREFIX}/late/planned", sum(map(len, self._late_ids.values())))
         if self.recorder is not None:
+            if self.runtime.watch_run is not None:  # watch mode's later wave: one run row per session
+                self.recorder.continue_run(self.runtime.watch_run)
             self.recorder.open()
+            if self.runtime.watching:
+                self.runtime.watch_run = self.recorder.run_id
 
     def unavailable(self, exc: Exception) -> None:  # pragma: no cover - errors is empty
         raise exc
@@ -395,7 +399,8 @@ class LocalWorker:
     def close(self, reason: str) -> None:
         """The last commit of the state, with the run's totals."""
         if self.recorder is not None:
-            self.recorder.close(reason, self.runtime.job_counts())
+            watch = self.runtime.watch_counters()
+            self.recorder.close(reason, self.runtime.job_counts(per_wave=watch is None), watch)
             self.runtime.stats.set_value(f"{STATS_PREFIX}/state/commits", self.recorder.commits)
 
     # -- the components' parts ---------------------------------------------------------------

@@ -10,7 +10,6 @@ the soft-404 probe is :mod:`idcrawl.spidermiddlewares.soft404`.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import replace
 from functools import cached_property
@@ -28,7 +27,7 @@ from idcrawl.core.inputs import TargetError
 from idcrawl.core.jobfile import JobFile, read_job
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageEvent, PageVisit
-from idcrawl.core.recrawl import Fetch
+from idcrawl.core.recrawl import DEFAULT_POLICY, Fetch
 from idcrawl.core.recrawl import Outcome as PageOutcome
 from idcrawl.core.targets import TARGET_KEYS, Target, parse_run_options, parse_targets
 from idcrawl.core.watch import parse_watch, watch_targets
@@ -335,11 +334,20 @@ class IdSeqSpider(Spider):
             "offsite_hops": info.get("offsite_hops"),
             "crawl_profiles": info.get("crawl_profiles"),
             "fetched_at": self.runtime.clock.stamp(),
-            "checksum": _checksum(response),
+            "checksum": self.outlink_signature(response),
         }
         if response.url != url:
             item["final_url"] = response.url  # a redirect was followed (docs/scope.md, "Redirects")
         return iterate_spider_output(self.parse_outlink(response, item))
+
+    def outlink_signature(self, response: Response) -> str:
+        """A crawl-scope page's item ``checksum``: by the ``signature`` and ``signature_drop`` keys of its
+        crawl profiles (the first that sets any), the SHA-1 of the body or of its visible text, as
+        :meth:`page_signature` for an id target's page. Override to compute your own."""
+        from idcrawl.spidermiddlewares.scope import SCOPE_KEY
+
+        signature, drop = self.runtime.scope.signature_of(response.meta[SCOPE_KEY].get("crawl_profiles") or ())
+        return change_signature(response, replace(DEFAULT_POLICY, signature=signature, signature_drop=drop))
 
     def outlink_failure(self, failure: Failure) -> None:
         """An outlink that failed (an error, or a non-2xx status): nothing to follow; the scope
@@ -459,11 +467,6 @@ class IdSeqSpider(Spider):
 
     def _spider_closed(self, reason: str) -> None:
         self.runtime.close(reason)
-
-
-def _checksum(response: Response) -> str:
-    """A crawl-scope page's checksum: the item's ``checksum`` (SHA-1 of the body)."""
-    return hashlib.sha1(response.body).hexdigest()  # noqa: S324 - a fingerprint, not security
 
 
 def _header(response: Response, name: bytes) -> str | None:

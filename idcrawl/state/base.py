@@ -14,11 +14,12 @@ from typing import Any
 from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
+from idcrawl.core.pagebook import PageBook
 from idcrawl.core.ranges import LaneRecord
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.urlqueue import QueuedUrl
 
-__all__ = ["FeedMarks", "RunRecord", "StateError", "StateStore", "TargetState"]
+__all__ = ["WATCH_COUNTERS", "FeedMarks", "RunRecord", "StateError", "StateStore", "TargetState", "due_page_ids"]
 
 
 class StateError(Exception):
@@ -56,10 +57,17 @@ class RunRecord:
     counts: dict[str, int]
     #: Names of the targets the run crawled; None: not recorded (a state written before idcrawl recorded them).
     targets: list[str] | None = None
+    #: A watch session's counters (:data:`WATCH_COUNTERS`: waves, fetches, news), the row being the whole
+    #: session's; None: a run without watch mode (or written before idcrawl kept one row per session).
+    watch: dict[str, int] | None = None
 
     def took_part(self, name: str) -> bool | None:
         """Whether target ``name`` was crawled in this run; None if the run did not record its targets."""
         return None if self.targets is None else name in self.targets
+
+
+#: A watch session's counters in its run row: waves started, responses downloaded, pages new or changed (news).
+WATCH_COUNTERS = ("waves", "fetches", "news")
 
 
 @dataclass(slots=True)
@@ -107,6 +115,16 @@ class StateStore(ABC):
         """The page schedule records of target ``name`` (id -> record; recrawl of found pages)."""
         return {}
 
+    def due_page_records(self, name: str, until: float) -> dict[int, Schedule]:
+        """The page records of target ``name`` whose due time (``due_at()``) is not after ``until``: what
+        a ``resume=due`` run (a watch wave) may fetch. This default reads every record (O(pages)); a
+        store may answer from an index of due times (O(log pages + due))."""
+        return {id_: schedule for id_, schedule in self.load_pages(name).items() if schedule.due_at() <= until}
+
+    def page_ids(self, name: str) -> BitMap64:
+        """The ids of target ``name`` that have a page record (ids only; this default reads the records)."""
+        return BitMap64(self.load_pages(name))
+
     def next_page_due(self, name: str, now: float, gone_limit: int) -> float | None:
         """The earliest ``due_at()`` not before ``now`` of target ``name``'s found pages on the
         schedule (fewer than ``gone_limit`` gone revisits in a row); None: none (watch mode's wake-up).
@@ -149,10 +167,23 @@ class StateStore(ABC):
         """Record a run's start and the names of the targets it crawls."""
 
     @abstractmethod
-    def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int]) -> None: ...
+    def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int],
+                watch: Mapping[str, int] | None = None) -> None:
+        """Record a run's end (a watch session's: at the end of each wave, with its ``watch`` counters,
+        :data:`WATCH_COUNTERS`; the same row again at the next wave's end)."""
 
     @abstractmethod
     def runs(self) -> list[RunRecord]: ...
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+def due_page_ids(store: StateStore, book: PageBook, target: str, found: BitMap64) -> list[int]:
+    """The found ids of ``target`` due at the book's now, most overdue first (:meth:`PageBook.due_ids`),
+    with only the records due by then (plus a watch wave's widest coalescing window) read into ``book``
+    (:meth:`StateStore.due_page_records`: from an index of due times where the store has one); the
+    found ids without a record (due first) are ``found`` less the store's :meth:`~StateStore.page_ids`."""
+    now = book.now()
+    book.load(target, store.due_page_records(target, now + book.coalescing.widest))
+    return book.due_ids(target, now, found=BitMap64(found) - store.page_ids(target))

@@ -247,7 +247,8 @@ def tail_record(text: Any, where: str, target: str) -> Schedule:
 
 
 def run_record(values: Mapping[str, Any], where: str) -> RunRecord:
-    """A run's row: id, started_at, ended_at, finish_reason, counts (JSON or object), targets (JSON, object or None)."""
+    """A run's row: id, started_at, ended_at, finish_reason, counts (JSON or object), targets (JSON, object or
+    None), watch (a watch session's counters: JSON, object or None)."""
     run_id = values.get("id")
     if not isinstance(run_id, int) or isinstance(run_id, bool):
         raise DamagedState(where, None, f"a run's id {_short(run_id)} is not a number")
@@ -266,7 +267,14 @@ def run_record(values: Mapping[str, Any], where: str) -> RunRecord:
         names = _json(names, where, None, f"{what}: targets")
     if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
         raise DamagedState(where, None, f"{what}: targets is not a list of names: {_short(names)}")
-    return RunRecord(run_id, values["started_at"], values.get("ended_at"), values.get("finish_reason"), counts, names)
+    watch = values.get("watch")
+    if isinstance(watch, (str, bytes)):
+        watch = _json(watch, where, None, f"{what}: watch")
+    if watch is not None and not (isinstance(watch, dict) and all(isinstance(k, str) and _is_number(v)
+                                                                 for k, v in watch.items())):
+        raise DamagedState(where, None, f"{what}: watch is not an object of numbers: {_short(watch)}")
+    return RunRecord(run_id, values["started_at"], values.get("ended_at"), values.get("finish_reason"), counts, names,
+                     watch)
 
 
 def feed_mark(run: Any, path: Any, offset: Any, where: str) -> tuple[int, str, int]:

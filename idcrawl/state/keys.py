@@ -46,6 +46,7 @@ class JobKeys:
     delayed = _Key("delayed")  # zset: shared retries by due time (ms)
     feed = _Key("feed")  # list: targets pushed to the fleet (JSON)
     run = _Key("run")  # hash: the fleet's run (idcrawl.distributed.runs)
+    watch = _Key("watch")  # hash: a watching fleet's session: its run row and counters (idcrawl.distributed.runs)
     resumed = _Key("resumed")  # set: targets with a resume
     tails = _Key("tails")  # hash: target -> its tail's recrawl schedule (JSON)
     tailwalk = _Key("tailwalk")  # hash: target -> the walk its tail's schedule was last moved for

@@ -111,7 +111,8 @@ class StateRecorder:
     # -- lifecycle ---------------------------------------------------------------
 
     def open(self) -> None:
-        self._run_id = self.store.begin_run(self.clock.stamp(), list(self._params))
+        if self._run_id is None:  # else a watch session's later wave: the session's row goes on
+            self._run_id = self.store.begin_run(self.clock.stamp(), list(self._params))
         recovered = {target: {Outcome.FOUND: ids} for target, ids in self._recovered.items() if ids}
         self._commit(self._params, recovered)
         self._opened = True  # from now on a failed write closes the crawl (before: the crawl does not start)
@@ -132,16 +133,27 @@ class StateRecorder:
         if marks is not None and marks.offsets and not self._store_closed:
             self._write(lambda: self.store.commit({}, {}, {}, feeds=marks))
 
-    def close(self, reason: str, counts: dict[str, int]) -> None:
-        """Last commit and the run's record. The store stays open for found ids
-        that only become durable when the feed exporter has closed."""
+    @property
+    def run_id(self) -> int | None:
+        """The run's row (:meth:`open` began it; None before)."""
+        return self._run_id
+
+    def continue_run(self, run_id: int) -> None:
+        """Watch mode, before :meth:`open` of a later wave: the wave goes on in the session's run row
+        (``run_id``, begun by the first wave) instead of a row of its own."""
+        self._run_id = run_id
+
+    def close(self, reason: str, counts: dict[str, int], watch: dict[str, int] | None = None) -> None:
+        """Last commit and the run's record (``watch``: a watch session's counters, its row updated at
+        each wave's end). The store stays open for found ids that only become durable when the feed
+        exporter has closed."""
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         self.checkpoint(tails=True)
         if self._run_id is not None and not self._store_closed:  # closed: abandoned to another process
             run_id = self._run_id
             # the run's record holds no outcome: written even after a failed write (its reason says it)
-            self._write(lambda: self.store.end_run(run_id, self.clock.stamp(), reason, counts), always=True)
+            self._write(lambda: self.store.end_run(run_id, self.clock.stamp(), reason, counts, watch), always=True)
         if self.watch:
             self.next_page_at = self._next_page_due(self.clock.now())
         self._ended = True

@@ -202,6 +202,8 @@ class RedisStateStore(StateStore):
         (the due ones among them: :func:`idcrawl.core.recrawl.due`), O(log pages + due)."""
         import redis
 
+        if not self.index_pages(name):  # a read-only store of a job without the index: every record
+            return super().due_page_records(name, now)
         try:
             ids = [int(i) for i in self.client.zrangebyscore(self.keys.page_due(name), "-inf", now)]
         except redis.RedisError as exc:
@@ -212,6 +214,8 @@ class RedisStateStore(StateStore):
         """From the index: the ids of ``name`` that have a page record (ids only, no record read)."""
         import redis
 
+        if not self.index_pages(name):
+            return super().page_ids(name)
         try:
             return BitMap64(int(i) for i in self.client.zrange(self.keys.page_due(name), 0, -1))
         except redis.RedisError as exc:
@@ -280,7 +284,13 @@ class RedisStateStore(StateStore):
                 run_id = row.get("id")
                 if not isinstance(run_id, int) or isinstance(run_id, bool):
                     raise decode.DamagedState(where, None, f"a run's id {run_id!r} is not a number")
-                by_id.setdefault(run_id, {}).update(row)
+                merged = by_id.setdefault(run_id, {})
+                if isinstance(merged.get("watch"), dict) and isinstance(row.get("watch"), dict):
+                    # a watching fleet's session row: each worker's counters as it read them, the largest last
+                    before = merged["watch"]
+                    row["watch"] = {k: max(v, before[k]) if _is_count(v) and _is_count(before.get(k)) else v
+                                    for k, v in row["watch"].items()}
+                merged.update(row)
             return [decode.run_record(r, where) for _, r in sorted(by_id.items())]
 
     # -- writes ---------------------------------------------------------------------
@@ -372,14 +382,17 @@ class RedisStateStore(StateStore):
             raise self.state_error(exc) from None
         return run_id
 
-    def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int]) -> None:
+    def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int],
+                watch: Mapping[str, int] | None = None) -> None:
         import redis
 
         self._writable()
+        row: dict[str, Any] = {"id": run_id, "ended_at": ended_at, "finish_reason": finish_reason,
+                               "counts": dict(counts)}
+        if watch is not None:
+            row["watch"] = dict(watch)
         try:
-            self.client.rpush(self.keys.runs, json.dumps(
-                {"id": run_id, "ended_at": ended_at, "finish_reason": finish_reason, "counts": dict(counts)}
-            ))
+            self.client.rpush(self.keys.runs, json.dumps(row))
         except redis.RedisError as exc:
             raise self.state_error(exc) from None
 
@@ -389,3 +402,7 @@ class RedisStateStore(StateStore):
     def _writable(self) -> None:
         if self.read_only:
             raise StateError(f"Redis state {self.prefix!r}: opened read-only")
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -40,14 +40,15 @@ CREATE TABLE outcomes (
 CREATE TABLE lanes (target TEXT NOT NULL, key TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (target, key));
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL, ended_at TEXT,
-    finish_reason TEXT, counts TEXT NOT NULL DEFAULT '{}', targets TEXT
+    finish_reason TEXT, counts TEXT NOT NULL DEFAULT '{}', targets TEXT, watch TEXT
 );
 """
 #: Columns added after schema version 1 shipped, each with how an older file gets it. An older
 #: idcrawl ignores them; a file without them is read as it is (``runs()``: ``targets`` None)
 #: and gets them when opened for writing.
 _ADDED_COLUMNS = {("runs", "targets"): "ALTER TABLE runs ADD COLUMN targets TEXT",
-                  ("urls", "priority"): "ALTER TABLE urls ADD COLUMN priority REAL"}
+                  ("urls", "priority"): "ALTER TABLE urls ADD COLUMN priority REAL",
+                  ("runs", "watch"): "ALTER TABLE runs ADD COLUMN watch TEXT"}
 #: A table added after schema version 1 (additive: created in older files opened for writing).
 _FEEDS = (
     "CREATE TABLE IF NOT EXISTS feeds ("
@@ -65,6 +66,7 @@ _PAGES = (
 #: wake-up (:meth:`SqliteStateStore.next_page_due`) reads the earliest without a scan of the pages.
 _PAGE_DUE = "(json_extract(record, '$.last_crawled') + json_extract(record, '$.update_duration'))"
 _PAGES_DUE_INDEX = f"CREATE INDEX IF NOT EXISTS pages_due ON pages (target, {_PAGE_DUE})"
+_DUE_PAGES = (f"SELECT id, record FROM pages WHERE target = ? AND {_PAGE_DUE} <= ?")  # noqa: S608 - constants
 _NEXT_PAGE_DUE = (f"SELECT {_PAGE_DUE} FROM pages WHERE target = ? AND {_PAGE_DUE} >= ? "  # noqa: S608 - constants
                   f"AND json_extract(record, '$.gone') < ? ORDER BY {_PAGE_DUE} LIMIT 1")
 
@@ -311,6 +313,17 @@ class SqliteStateStore(StateStore):
             return dict(decode.page_record(record, "table pages", name, _row_id(row) if isinstance(row, int) else row)
                         for row, record in rows)
 
+    def due_page_records(self, name: str, until: float) -> dict[int, Schedule]:
+        """From the ``pages_due`` index: O(log pages + due), the records not due by ``until`` unread."""
+        rows = self._additive_rows(_DUE_PAGES, (name, until))
+        with decode.reading(self._source):
+            return dict(decode.page_record(record, "table pages", name, _row_id(row) if isinstance(row, int) else row)
+                        for row, record in rows)
+
+    def page_ids(self, name: str) -> BitMap64:
+        """From the primary key (ids only: no record read or decoded)."""
+        return BitMap64(_row_id(row) for row, in self._additive_rows("SELECT id FROM pages WHERE target = ?", (name,)))
+
     def next_page_due(self, name: str, now: float, gone_limit: int) -> float | None:
         """From the ``pages_due`` index: O(log pages), plus the records off the schedule it steps over."""
         rows = self._additive_rows(_NEXT_PAGE_DUE, (name, now, gone_limit))
@@ -325,10 +338,10 @@ class SqliteStateStore(StateStore):
             return {name: decode.tail_record(record, "table tails", name) for name, record in rows}
 
     def runs(self) -> list[RunRecord]:
-        query = "SELECT id, started_at, ended_at, finish_reason, counts, targets FROM runs ORDER BY id"
-        if "targets" not in self._columns("runs"):  # an older file, opened read-only: not recorded
-            query = "SELECT id, started_at, ended_at, finish_reason, counts, NULL FROM runs ORDER BY id"
-        names = ("id", "started_at", "ended_at", "finish_reason", "counts", "targets")
+        columns = self._columns("runs")  # an older file, opened read-only, lacks the added ones: not recorded
+        added = ", ".join(name if name in columns else "NULL" for name in ("targets", "watch"))
+        query = f"SELECT id, started_at, ended_at, finish_reason, counts, {added} FROM runs ORDER BY id"  # noqa: S608
+        names = ("id", "started_at", "ended_at", "finish_reason", "counts", "targets", "watch")
         with decode.reading(self._source):
             return [decode.run_record(dict(zip(names, row, strict=True)), "table runs") for row in self._rows(query)]
 
@@ -433,12 +446,14 @@ class SqliteStateStore(StateStore):
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None
 
-    def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int]) -> None:
+    def end_run(self, run_id: int, ended_at: str, finish_reason: str, counts: Mapping[str, int],
+                watch: Mapping[str, int] | None = None) -> None:
         try:
             with self._transaction() as db:
                 db.execute(
-                    "UPDATE runs SET ended_at = ?, finish_reason = ?, counts = ? WHERE id = ?",
-                    (ended_at, finish_reason, json.dumps(dict(counts), sort_keys=True), run_id),
+                    "UPDATE runs SET ended_at = ?, finish_reason = ?, counts = ?, watch = ? WHERE id = ?",
+                    (ended_at, finish_reason, json.dumps(dict(counts), sort_keys=True),
+                     None if watch is None else json.dumps(dict(watch), sort_keys=True), run_id),
                 )
         except sqlite3.Error as exc:
             raise StateError(f"state file {str(self.path)!r}: {self._explain(exc)}") from None

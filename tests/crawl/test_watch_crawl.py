@@ -132,16 +132,23 @@ def test_a_watching_crawl_runs_two_waves_then_stops_cleanly_on_sigint_and_a_late
         *(("a", i) for i in range(1020, 1025)), *(("b", i) for i in range(1000, 1025))]
     assert {i["fetched_at"] for i in items if i["target"] == "b"} == {stamp(T0)}
     assert {i["fetched_at"] for i in items if i["target"] == "a"} == {stamp(second)}
-    # each wave is a run of the state; the schedules are those of the second wave's end
+    # the watch session is one run of the state (its row updated at each wave's end, with the wave
+    # counters); the schedules are those of the second wave's end
     store = state_of(tmp_path)
     try:
         runs = store.runs()
     finally:
         store.close()
-    assert [(r.started_at, r.finish_reason) for r in runs] == [
-        (stamp(T0 - DAY + 60), "finished"), (stamp(T0), "finished"), (stamp(second), "finished")]
-    # the second wave: a's 5 new ids and its 20 found pages revisited (found again, unchanged)
-    assert runs[2].counts["found"] == 25 and runs[1].counts["found"] == 25
+    assert [(r.started_at, r.ended_at, r.finish_reason) for r in runs] == [
+        (stamp(T0 - DAY + 60), stamp(T0 - DAY + 60), "finished"), (stamp(T0), stamp(second), "finished")]
+    assert runs[0].watch is None
+    # b's 25 ids and its margin in wave 1; a's tail (5 new ids, the margin) and its 20 found pages
+    # revisited (found again, unchanged) in wave 2: news are the 30 items; fetches, every response
+    # (robots.txt too)
+    assert stats["downloader/response_count"] >= len(requests["a"]) + len(requests["b"])
+    assert runs[1].watch == {"waves": 2, "fetches": stats["downloader/response_count"], "news": 30}
+    # the session's totals: wave 1's 25 found ids, wave 2's 25
+    assert runs[1].counts["found"] == 50
     tails = tails_of(tmp_path)
     assert (tails["a"].last_crawled, tails["a"].update_duration, tails["a"].last_found, tails["a"].revision) == (
         second, 0.8 * DAY, 1024, 1)

@@ -88,8 +88,9 @@ def test_a_page_due_between_tail_waves_wakes_a_wave_that_revisits_only_it_then_t
         records = store.load_pages("reg")
     finally:
         store.close()
-    assert [(r.started_at, r.finish_reason) for r in runs] == [
-        (stamp(T0 - DAY - 60), "finished"), (stamp(T0), "finished"), (stamp(page_wave), "finished")]
+    assert [(r.started_at, r.ended_at, r.finish_reason) for r in runs] == [  # one row for the watch session
+        (stamp(T0 - DAY - 60), stamp(T0 - DAY - 60), "finished"), (stamp(T0), stamp(page_wave), "finished")]
+    assert runs[1].watch == {"waves": 2, "fetches": stats["downloader/response_count"], "news": 0}
     assert (records[7].last_crawled, records[7].update_duration) == (page_wave, DAY)
     assert {i: r.last_crawled for i, r in records.items() if i != 7} == dict.fromkeys(set(range(1, 21)) - {7}, T0)
 

@@ -23,9 +23,12 @@ from idcrawl.core.clock import format_time, stamp
 from idcrawl.core.recrawl import DAY
 from idcrawl.core.watch import TICK
 from idcrawl.demo.site import Reply
+from idcrawl.distributed.runs import watch_session
+from idcrawl.distributed.state import JobStateStore
+from idcrawl.distributed.status import job_status, render_status
 from tests.conftest import GapModel
 from tests.integration.test_distributed_crawl import start_worker, worker_settings
-from tests.integration.test_distributed_due import HOSTS, MARGIN, T0, fleet, tails
+from tests.integration.test_distributed_due import HOSTS, MARGIN, T0, client_of, fleet, tails
 from tests.support.crawl import read_items
 
 pytest.importorskip("redis")
@@ -201,6 +204,19 @@ def test_a_watching_fleet_runs_two_waves_each_tail_once_and_stops_cleanly_on_sig
         SECOND, 0.8 * DAY, 1024)
     assert (schedules["b"].last_crawled, schedules["b"].update_duration, schedules["b"].last_found) == (
         T0, B_DURATION, 1024)
+
+    # one run row for the watch session (not one per wave), with the fleet's counters: both waves, every
+    # response of both workers, the 10 new items; idjob status shows the same counters
+    client = client_of(redis_server)
+    runs = JobStateStore(client, "idcrawl:{due}:", read_only=True).runs()
+    session = runs[-1]
+    assert [r.watch for r in runs[:-1]] == [None] * (len(runs) - 1)
+    assert session.started_at == stamp(T0) and session.finish_reason == "finished"  # its last wave's end
+    fetches = sum(watcher.stats["downloader/response_count"] for watcher in watchers)
+    assert session.watch == {"waves": 2, "fetches": fetches, "news": 10}
+    assert watch_session(client, "idcrawl:{due}:") == {"session": session.id, **session.watch}
+    assert f"watch session: run #{session.id}, 2 waves, {fetches} fetches, 10 with news" in render_status(
+        job_status(client, "idcrawl:{due}:", 5.0))
 
     # a later run (not watching) resumes: at b's due time only b's tail is walked, once across the fleet
     model.high = 1026

@@ -40,11 +40,15 @@ class LinkGraphSite:
 
     def __init__(self, graph: Mapping[str, Sequence[str]], robots: Mapping[str, str] | None = None,
                  delay: float = 0.0, gate: threading.Event | None = None, ungated: Collection[str] = (),
-                 delays: Mapping[str, float] | None = None) -> None:
+                 delays: Mapping[str, float] | None = None, clock: bool = False) -> None:
         """``delay``: seconds each page takes to answer (so that a crawl can be stopped mid-way);
         ``delays``: seconds more for some pages (``http://HOST/PATH``: a response order to try);
         ``gate``: while it is clear, pages (but the ``ungated`` ones and robots.txt) are
-        answered only once it is set (logged at once: a crawl held mid-way, without timing)."""
+        answered only once it is set (logged at once: a crawl held mid-way, without timing);
+        ``clock``: each page says how many pages were served before it (``<p>served N</p>``), so its
+        body changes at every fetch, as a page with a clock or a token in it."""
+        self.clock = clock
+        self.served = 0
         self.graph = {k: list(v) for k, v in graph.items()}
         self.delay = delay
         self.delays = dict(delays or {})
@@ -72,6 +76,10 @@ class LinkGraphSite:
                     self._reply(404, b"<html><body>no such page</body></html>", "text/html")
                     return
                 links = "".join(f'<a href="{site.url(link)}">{link}</a>\n' for link in site.graph[page])
+                if site.clock:
+                    with site._lock:
+                        site.served += 1
+                        links += f"<p>served {site.served}</p>\n"
                 self._reply(200, f"<html><body><h1>{page}</h1>\n{links}</body></html>".encode(), "text/html")
 
             def _reply(self, status: int, body: bytes, kind: str) -> None:

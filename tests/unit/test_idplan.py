@@ -129,12 +129,12 @@ def test_the_last_run_and_the_document_header(known: Path) -> None:
     assert reg["in_state"] is True and seed["in_state"] is True
     assert reg["last_run"] == {
         "id": 2, "started_at": "2026-11-26T11:00:00.000Z", "ended_at": "2026-11-26T11:02:00.000Z",
-        "finish_reason": "finished", "targets": ["reg"],
+        "finish_reason": "finished", "targets": ["reg"], "watch": None,
     }
     # run #2 did not crawl seed: its last run is #1, not the state's last run
     assert seed["last_run"] == {
         "id": 1, "started_at": "2026-11-26T10:00:00.000Z", "ended_at": "2026-11-26T10:05:00.000Z",
-        "finish_reason": "shutdown", "targets": ["reg", "seed"],
+        "finish_reason": "shutdown", "targets": ["reg", "seed"], "watch": None,
     }
     json.dumps(document)  # JSON-ready as it is
 
