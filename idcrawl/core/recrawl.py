@@ -38,6 +38,7 @@ __all__ = [
     "Visit",
     "advised_margin",
     "body_due",
+    "capture_fields",
     "due",
     "due_order",
     "duration_text",
@@ -286,6 +287,11 @@ class Schedule:
     modified: float | None = None
     #: page: when a body was last read (a 200), for the forced refetch; None: a record of before 0.2
     body_at: float | None = None
+    #: page: the stored WARC capture of its body (a response record): its URI, WARC-Date and payload
+    #: digest, which a revisit record refers to; None: no WARC output, or none written yet
+    capture_uri: str | None = None
+    capture_date: str | None = None
+    capture_digest: str | None = None
 
     def due_at(self) -> float:
         """The moment after which the thing is due (due when now is strictly later)."""
@@ -335,12 +341,13 @@ def page_schedule(
     last_modified: str | None = None,
     status: int = 200,
     policy: Policy = DEFAULT_POLICY,
+    capture: tuple[str, str, str] | None = None,
 ) -> Schedule:
-    """A page first found at ``now``."""
+    """A page first found at ``now`` (``capture``: its WARC capture, :attr:`Fetch.capture`)."""
     return Schedule(
         Kind.PAGE, key, now, policy.clamp(policy.initial_duration),
         checksum=checksum, etag=etag, last_modified=last_modified, last_status=status,
-        modified=http_time(last_modified, now), body_at=now,
+        modified=http_time(last_modified, now), body_at=now, **capture_fields(capture),
     )
 
 
@@ -409,6 +416,16 @@ class Fetch:
     checksum: str | None = None
     etag: str | None = None
     last_modified: str | None = None
+    #: a 200 written as a full WARC response record: ``(uri, WARC-Date, payload digest)``; None: none
+    #: written (no WARC output, or a revisit record), the stored capture stays
+    capture: tuple[str, str, str] | None = None
+
+
+def capture_fields(capture: tuple[str, str, str] | None) -> dict[str, str]:
+    """A page record's capture fields from :attr:`Fetch.capture` (none when None: the stored ones stay)."""
+    if capture is None:
+        return {}
+    return {"capture_uri": capture[0], "capture_date": capture[1], "capture_digest": capture[2]}
 
 
 def visit_page(schedule: Schedule, fetch: Fetch, now: float, policy: Policy = DEFAULT_POLICY) -> Visit:
@@ -448,6 +465,7 @@ def visit_page(schedule: Schedule, fetch: Fetch, now: float, policy: Policy = DE
             revision=schedule.revision + news,
             modified=modified,
             body_at=now,
+            **capture_fields(fetch.capture),
         ),
         news, previous_checksum=schedule.checksum,
     )

@@ -216,6 +216,7 @@ _SCHEDULE_KINDS = {
     "checksum": ("str", "none"), "etag": ("str", "none"), "last_modified": ("str", "none"),
     "last_status": ("int", "none"), "gone": ("count",), "revision": ("count",),
     "modified": ("number", "none"), "body_at": ("number", "none"),
+    "capture_uri": ("str", "none"), "capture_date": ("str", "none"), "capture_digest": ("str", "none"),
 }
 
 
