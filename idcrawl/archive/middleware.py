@@ -87,6 +87,9 @@ class IdWarcMiddleware:
             "robots": "obey" if crawler.settings.getbool("ROBOTSTXT_OBEY") else "ignore",
         }
         self.files = WarcFiles(folder, self.job, info, config.warc_max_size)
+        #: a fleet commits a page record (its capture) with its outcome at once, not at a checkpoint
+        #: after the feeds' flush: a response that makes a new capture is on disk before its callback
+        self.sync_captures = config.distributed
         ARCHIVES[crawler] = self.files
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -182,6 +185,8 @@ class IdWarcMiddleware:
         record_id = main.rec_headers.get_header("WARC-Record-ID")
         self.files.write(self._request_record(request, uri, date, record_id), main)
         self._inc("request")
+        if self.sync_captures and refers is None and isinstance(request.meta.get(META_KEY), dict):
+            self.files.flush()  # an id page's new capture, which its page record names once recorded
 
     def _request_record(self, request: Request, uri: str, date: str, concurrent: str) -> Any:
         parts = urlsplit(request.url)

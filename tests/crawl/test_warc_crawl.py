@@ -116,7 +116,7 @@ def test_a_run_killed_mid_write_leaves_a_cut_record_the_next_run_repairs(make_si
     committed = pages(tmp_path)
     assert committed  # some were committed before the kill
 
-    second = crawl(site, tmp_path, T0, "run1.jsonl", overwrite=False)
+    second = crawl(site, tmp_path, T0, "run2.jsonl")
     assert "ended with a record cut short" in second.stderr
     assert not list(warc.glob("*.open"))
     repaired = warc / open_file.name.removesuffix(".open")
