@@ -164,10 +164,17 @@ class WarcFiles:
         return f"{self.job}-{self.stamp}-{self.host}-{os.getpid()}-{self.serial:05d}.warc.gz"
 
     def _start(self) -> WARCWriter:
-        self.serial += 1
-        name = self._name()
-        self.path = self.folder / (name + OPEN_SUFFIX)
-        file = open(self.path, "xb")  # noqa: SIM115 - held until the file is finished
+        while True:  # a name no other writer of this process took (watch waves: one writer each)
+            self.serial += 1
+            name = self._name()
+            self.path = self.folder / (name + OPEN_SUFFIX)
+            if (self.folder / name).exists():
+                continue
+            try:
+                file = open(self.path, "xb")  # noqa: SIM115 - held until the file is finished
+            except FileExistsError:
+                continue
+            break
         fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         self.file = file
         self.writer = WARCWriter(file, gzip=True, warc_version="WARC/1.1")
