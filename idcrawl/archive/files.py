@@ -9,6 +9,7 @@ whole record (each record is one gzip member), indexed and renamed by the next o
 from __future__ import annotations
 
 import fcntl
+import io
 import logging
 import os
 import socket
@@ -29,6 +30,9 @@ logger = logging.getLogger(__name__)
 #: The suffix of a file still being written (Heritrix's convention).
 OPEN_SUFFIX = ".open"
 _CHUNK = 1 << 20
+#: gzip's own default level: warcio's writer compresses at 9, which costs about twice the CPU for a
+#: few percent of size on HTML (bench/warc.py)
+GZIP_LEVEL = 6
 
 #: The WARC files of each crawl writing some (crawler -> files; the middleware registers them, the
 #: feeds' flush before a commit flushes them: :func:`idcrawl.feeds.flush_feeds`).
@@ -177,12 +181,20 @@ class WarcFiles:
             break
         fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         self.file = file
-        self.writer = WARCWriter(file, gzip=True, warc_version="WARC/1.1")
-        self.writer.write_record(self.writer.create_warcinfo_record(name, self.info))
+        self.writer = WARCWriter(io.BytesIO(), gzip=False, warc_version="WARC/1.1")  # builds the records
+        self._append(self.writer.create_warcinfo_record(name, self.info))
         return self.writer
 
+    def _append(self, record: Any) -> None:
+        """One record as one gzip member (what a reader, the repair and a CDXJ offset count on)."""
+        assert self.file is not None
+        plain = io.BytesIO()
+        WARCWriter(plain, gzip=False, warc_version="WARC/1.1").write_record(record)
+        packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
+        self.file.write(packer.compress(plain.getbuffer()) + packer.flush())
+
     def current(self) -> WARCWriter:
-        """The writer of the file being written (a new file first if none is)."""
+        """What builds the records of the file being written (a new file first if none is)."""
         return self.writer if self.writer is not None else self._start()
 
     @property
@@ -192,11 +204,11 @@ class WarcFiles:
 
     def write(self, *records: Any) -> None:
         """Write records to the current file (one gzip member each); rotate past ``max_size``."""
-        writer = self.current()
+        self.current()
         assert self.file is not None
         before = self.file.tell()
         for record in records:
-            writer.write_record(record)
+            self._append(record)
         self.bytes += self.file.tell() - before
         self.unsynced = True
         if self.max_size and self.file.tell() >= self.max_size:
