@@ -32,7 +32,6 @@ from idcrawl.demo.site import IdSite  # noqa: E402
 from tests.crawl.test_recrawl_pages_crawl import DAY, T0, ChangingModel, at  # noqa: E402
 from tests.support.crawl import run_crawl  # noqa: E402
 
-
 WORDS = [f"{a}{b}{c}" for a in "bcdfglmnprst" for b in "aeiou" for c in ("", "n", "r", "st", "l")]
 
 

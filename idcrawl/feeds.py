@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from idcrawl._scrapy import FeedSlotView
 
 __all__ = [
-    "OwnLine", "ReadBack", "UnwrittenItems", "end_cut_lines", "feed_marks", "flush_archive", "flush_feeds", "item_fields",
-    "item_key", "overwritten_feeds", "page_key", "recover_feed_tails",
+    "OwnLine", "ReadBack", "UnwrittenItems", "end_cut_lines", "feed_marks", "flush_archive", "flush_feeds",
+    "item_fields", "item_key", "overwritten_feeds", "page_key", "recover_feed_tails",
 ]
 
 logger = logging.getLogger(__name__)

@@ -60,7 +60,7 @@ def warc_date(moment: datetime | None = None) -> str:
 
 
 def _header_lines(headers: Any) -> list[tuple[str, str]]:
-    lines = []
+    lines: list[tuple[str, str]] = []
     for name, values in headers.items():
         key = name.decode("latin-1")
         if key.lower() == "transfer-encoding":  # the body is stored de-chunked: say how it came

@@ -344,10 +344,12 @@ def page_schedule(
     capture: tuple[str, str, str] | None = None,
 ) -> Schedule:
     """A page first found at ``now`` (``capture``: its WARC capture, :attr:`Fetch.capture`)."""
+    uri, date, digest = capture_fields(None, capture)
     return Schedule(
         Kind.PAGE, key, now, policy.clamp(policy.initial_duration),
         checksum=checksum, etag=etag, last_modified=last_modified, last_status=status,
-        modified=http_time(last_modified, now), body_at=now, **capture_fields(capture),
+        modified=http_time(last_modified, now), body_at=now, capture_uri=uri, capture_date=date,
+        capture_digest=digest,
     )
 
 
@@ -421,11 +423,14 @@ class Fetch:
     capture: tuple[str, str, str] | None = None
 
 
-def capture_fields(capture: tuple[str, str, str] | None) -> dict[str, str]:
-    """A page record's capture fields from :attr:`Fetch.capture` (none when None: the stored ones stay)."""
-    if capture is None:
-        return {}
-    return {"capture_uri": capture[0], "capture_date": capture[1], "capture_digest": capture[2]}
+def capture_fields(schedule: Schedule | None, capture: tuple[str, str, str] | None) -> tuple[str | None, ...]:
+    """A page record's ``(capture_uri, capture_date, capture_digest)``: :attr:`Fetch.capture`'s, or
+    when None (no full response record written) the stored ones (``schedule``'s; none without)."""
+    if capture is not None:
+        return capture
+    if schedule is None:
+        return (None, None, None)
+    return (schedule.capture_uri, schedule.capture_date, schedule.capture_digest)
 
 
 def visit_page(schedule: Schedule, fetch: Fetch, now: float, policy: Policy = DEFAULT_POLICY) -> Visit:
@@ -450,6 +455,7 @@ def visit_page(schedule: Schedule, fetch: Fetch, now: float, policy: Policy = DE
             False, previous_checksum=schedule.checksum,
         )
     news = fetch.checksum != schedule.checksum
+    uri, date, digest = capture_fields(schedule, fetch.capture)
     modified = now if news else _latest(schedule.modified, http_time(fetch.last_modified, now))
     return Visit(
         replace(
@@ -465,7 +471,9 @@ def visit_page(schedule: Schedule, fetch: Fetch, now: float, policy: Policy = DE
             revision=schedule.revision + news,
             modified=modified,
             body_at=now,
-            **capture_fields(fetch.capture),
+            capture_uri=uri,
+            capture_date=date,
+            capture_digest=digest,
         ),
         news, previous_checksum=schedule.checksum,
     )
