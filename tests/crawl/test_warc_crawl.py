@@ -129,3 +129,14 @@ def test_a_run_killed_mid_write_leaves_a_cut_record_the_next_run_repairs(make_si
     for record in committed.values():
         assert (record.capture_uri, record.capture_date) in captures
     assert second.stats["idcrawl/warc/repaired"] == 1
+
+
+def test_a_job_files_warc_dir_turns_warc_output_on(make_site, tmp_path: Path) -> None:
+    site = make_site(ChangingModel())
+    job = tmp_path / "job.toml"
+    job.write_text(f'warc_dir = "arch"\n[[targets]]\nname = "reg"\nurl = "{site.url()}"\nstart = 1\nmargin = 5\n')
+    result = run_crawl(tmp_path, {"job": job}, {"IDCRAWL_NOW": at(T0)}, output="items.jsonl")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(result.items) == 100
+    [name] = [p.name for p in (tmp_path / "arch").glob("*.warc.gz")]
+    assert sum(r.type == "response" for r in read_warcs(tmp_path / "arch")) == result.stats["idcrawl/warc/response"]

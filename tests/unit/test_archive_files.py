@@ -90,3 +90,17 @@ def test_other_jobs_files_are_not_repaired(tmp_path: Path) -> None:
     (tmp_path / f"other-1-h-1-00001.warc.gz{OPEN_SUFFIX}").write_bytes(b"\x1f\x8b")
     assert repair_folder(tmp_path, "job") == []
     assert (tmp_path / f"other-1-h-1-00001.warc.gz{OPEN_SUFFIX}").exists()
+
+
+def test_a_job_files_warc_dir_must_be_a_path(tmp_path: Path) -> None:
+    import pytest
+
+    from idcrawl.core.inputs import TargetError
+    from idcrawl.core.jobfile import read_job
+
+    job = tmp_path / "job.toml"
+    job.write_text('warc_dir = "w"\n[[targets]]\nname = "a"\nurl = "http://a.test/{id}"\nstart = 1\n')
+    assert read_job(job).warc_dir == "w"
+    job.write_text('warc_dir = 3\n[[targets]]\nname = "a"\nurl = "http://a.test/{id}"\nstart = 1\n')
+    with pytest.raises(TargetError, match="warc_dir"):
+        read_job(job)
