@@ -167,7 +167,7 @@ class WarcFiles:
     def _name(self) -> str:
         return f"{self.job}-{self.stamp}-{self.host}-{os.getpid()}-{self.serial:05d}.warc.gz"
 
-    def _start(self) -> WARCWriter:
+    def _new_file(self) -> WARCWriter:
         while True:  # a name no other writer of this process took (watch waves: one writer each)
             self.serial += 1
             name = self._name()
@@ -195,7 +195,7 @@ class WarcFiles:
 
     def current(self) -> WARCWriter:
         """What builds the records of the file being written (a new file first if none is)."""
-        return self.writer if self.writer is not None else self._start()
+        return self.writer if self.writer is not None else self._new_file()
 
     @property
     def filename(self) -> str:
