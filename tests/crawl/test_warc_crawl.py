@@ -138,5 +138,5 @@ def test_a_job_files_warc_dir_turns_warc_output_on(make_site, tmp_path: Path) ->
     result = run_crawl(tmp_path, {"job": job}, {"IDCRAWL_NOW": at(T0)}, output="items.jsonl")
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(result.items) == 100
-    [name] = [p.name for p in (tmp_path / "arch").glob("*.warc.gz")]
+    assert len(list((tmp_path / "arch").glob("*.warc.gz"))) == 1
     assert sum(r.type == "response" for r in read_warcs(tmp_path / "arch")) == result.stats["idcrawl/warc/response"]

@@ -28,9 +28,9 @@ from idcrawl.addon import (
     SCRAPY_LOGSTATS,
     SCRAPY_METAREFRESH,
     SCRAPY_ROBOTS,
-    WARC_MIDDLEWARE,
     SCRAPY_SPIDERSTATE,
     SOFT404_MIDDLEWARE,
+    WARC_MIDDLEWARE,
     IdCrawl,
     IdSeqNeeds,
 )
