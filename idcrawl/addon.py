@@ -38,6 +38,8 @@ ATTEMPTS_MIDDLEWARE = "idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddlewa
 ATTEMPTS_ORDER = 549  # beside Scrapy's RetryMiddleware (550), which lane requests skip (dont_retry)
 REDIRECTS_MIDDLEWARE = "idcrawl.downloadermiddlewares.redirects.IdRedirectsMiddleware"
 REDIRECTS_ORDER = 40  # before robots.txt (100): a redirect to another host sends it nothing, not even for robots.txt
+WARC_MIDDLEWARE = "idcrawl.archive.middleware.IdWarcMiddleware"
+WARC_ORDER = 950  # next to the downloader (past HttpCompression 590, HttpCache 900): the body as received
 #: Bounds of an id crawl unless the project, the spider or -s set them (a profile sets its own): a body over
 #: DOWNLOAD_MAXSIZE is cancelled (the id fails), a response slower than DOWNLOAD_TIMEOUT fails its attempt.
 BOUNDS: dict[str, int] = {
@@ -93,6 +95,8 @@ def wire_needs(settings: BaseSettings, priority: int | str) -> None:
     soft-404 probe (without it ``soft404_probe`` learns nothing)."""
     setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", ATTEMPTS_MIDDLEWARE, ATTEMPTS_ORDER, priority=priority)
     setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", REDIRECTS_MIDDLEWARE, REDIRECTS_ORDER, priority=priority)
+    # off (NotConfigured) without IDCRAWL_WARC_DIR
+    setdefault_component(settings, "DOWNLOADER_MIDDLEWARES", WARC_MIDDLEWARE, WARC_ORDER, priority=priority)
     setdefault_component(settings, "SPIDER_MIDDLEWARES", SOFT404_MIDDLEWARE, SOFT404_ORDER, priority=priority)
     set_bounds(settings)
 

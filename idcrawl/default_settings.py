@@ -163,6 +163,13 @@ IDCRAWL_INCIDENT_LOG = None
 #: add "errors" to also log unhandled spider errors as incidents.
 IDCRAWL_INCIDENT_RULES = ["TTmax", "TDL", "TAC"]
 
+#: Write every fetch as WARC records (request, response or revisit) in this folder
+#: (idcrawl.archive); None: no WARC output. A job file's ``warc_dir`` key sets it too.
+IDCRAWL_WARC_DIR = None
+
+#: A WARC file is finished (renamed, indexed) once it reaches this many bytes; 0: one per run.
+IDCRAWL_WARC_MAX_SIZE = 1_000_000_000
+
 # -- Profiles (idcrawl.settings_profiles) ------------------------------------------------------
 
 #: Name of a settings profile in ``settings_profiles/`` (e.g. ``survey``) applied

@@ -23,6 +23,7 @@ from scrapy.extensions.feedexport import FileFeedStorage, StdoutFeedStorage
 from w3lib.url import file_uri_to_path
 
 from idcrawl._scrapy import feed_slots
+from idcrawl.archive.files import ARCHIVES
 from idcrawl.state.base import FeedMarks
 from idcrawl.storage import report_storage_error, storage_problem
 
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
     from idcrawl._scrapy import FeedSlotView
 
 __all__ = [
-    "OwnLine", "ReadBack", "UnwrittenItems", "end_cut_lines", "feed_marks", "flush_feeds", "item_fields",
-    "item_key", "overwritten_feeds", "page_key", "recover_feed_tails",
+    "OwnLine", "ReadBack", "UnwrittenItems", "end_cut_lines", "feed_marks", "flush_archive", "flush_feeds",
+    "item_fields", "item_key", "overwritten_feeds", "page_key", "recover_feed_tails",
 ]
 
 logger = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ def flush_feeds(crawler: Crawler) -> bool:
 
     A failed flush or fsync of a full or failing file system is reported (:func:`idcrawl.storage.report_storage_error`):
     the crawl closes, and nothing is committed found after it."""
+    flush_archive(crawler)  # the WARC records of what is committed now are on disk too (a failure closes the crawl)
     durable = True
     for slot in feed_slots(crawler):
         if isinstance(slot.storage, FileFeedStorage | StdoutFeedStorage):
@@ -102,6 +104,18 @@ def flush_feeds(crawler: Crawler) -> bool:
         else:
             durable = False
     return durable
+
+
+def flush_archive(crawler: Crawler) -> None:
+    """Flush and fsync the crawl's WARC file being written (``IDCRAWL_WARC_DIR``), if any: the records of
+    every response the spider has seen are on disk before the ids they found are committed."""
+    files = ARCHIVES.get(crawler)
+    if files is None:
+        return
+    try:
+        files.flush()
+    except OSError as exc:
+        report_storage_error(crawler, files.path or files.folder, storage_problem(exc) or str(exc))
 
 
 def feed_marks(crawler: Crawler) -> dict[str, int]:

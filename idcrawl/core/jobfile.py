@@ -114,6 +114,8 @@ class JobFile:
     page_targets: list[PageTarget] = field(default_factory=list)
     collections: dict[str, Collection] = field(default_factory=dict)
     crawl_profiles: dict[str, CrawlProfile] = field(default_factory=dict)
+    #: ``warc_dir = "PATH"``: the job's WARC output folder (``IDCRAWL_WARC_DIR``, which ``-s`` overrides)
+    warc_dir: str | None = None
 
     @property
     def has_scope(self) -> bool:
@@ -130,7 +132,7 @@ class JobFile:
 
 
 #: The top-level keys of a job file.
-JOB_KEYS = ("collections", "crawl_profiles", "defaults", "profile", "targets")
+JOB_KEYS = ("collections", "crawl_profiles", "defaults", "profile", "targets", "warc_dir")
 #: The keys of a ``[[collections]]`` table.
 COLLECTION_KEYS = frozenset({"name", "yield_probability", "enabled"})
 #: The keys of a ``[[crawl_profiles]]`` table.
@@ -160,6 +162,9 @@ def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max
         raise TargetError(unknown[0], data[unknown[0]], f"unknown top-level key (known: {', '.join(JOB_KEYS)})",
                           where=where)
     profile = _job_profile(data, where)
+    warc_dir = data.get("warc_dir")
+    if warc_dir is not None and not (isinstance(warc_dir, str) and warc_dir.strip()):
+        raise TargetError("warc_dir", warc_dir, "must be a folder path (a non-empty string)", where=where)
     file_defaults = data.get("defaults", {})
     if not isinstance(file_defaults, dict):
         raise TargetError("defaults", file_defaults, "must be a table", where=where)
@@ -219,7 +224,7 @@ def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max
                 raise TargetError("crawl_profiles", list(names),
                                   f"unknown crawl profile {name!r} (known: {known})",
                                   where=f"{where}: targets[{index}]")
-    return JobFile(str(path), targets, profile, page_targets, collections, crawl_profiles)
+    return JobFile(str(path), targets, profile, page_targets, collections, crawl_profiles, warc_dir)
 
 
 def _let_go(tables: list[Any]) -> Iterator[Any]:

@@ -184,7 +184,7 @@ class PageBook:
             if fetch.outcome is not Outcome.OK:
                 return PageVisit(PageEvent.NONE)
             new = page_schedule(page_key(target, id_), now, fetch.checksum, etag=fetch.etag,
-                                last_modified=fetch.last_modified, policy=policy)
+                                last_modified=fetch.last_modified, policy=policy, capture=fetch.capture)
             self._set(target, id_, new)
             self.awaiting.add((target, id_))
             return PageVisit(PageEvent.NEW, 1)

@@ -38,6 +38,7 @@ __all__ = [
     "Visit",
     "advised_margin",
     "body_due",
+    "capture_fields",
     "due",
     "due_order",
     "duration_text",
@@ -305,6 +306,11 @@ class Schedule:
     #: (the next one goes on below it; None: from the top); :mod:`idcrawl.core.resume`
     late_at: float | None = None
     late_below: int | None = None
+    #: page: the stored WARC capture of its body (a response record): its URI, WARC-Date and payload
+    #: digest, which a revisit record refers to; None: no WARC output, or none written yet
+    capture_uri: str | None = None
+    capture_date: str | None = None
+    capture_digest: str | None = None
 
     def due_at(self) -> float:
         """The moment after which the thing is due (due when now is strictly later)."""
@@ -354,12 +360,15 @@ def page_schedule(
     last_modified: str | None = None,
     status: int = 200,
     policy: Policy = DEFAULT_POLICY,
+    capture: tuple[str, str, str] | None = None,
 ) -> Schedule:
-    """A page first found at ``now``."""
+    """A page first found at ``now`` (``capture``: its WARC capture, :attr:`Fetch.capture`)."""
+    uri, date, digest = capture_fields(None, capture)
     return Schedule(
         Kind.PAGE, key, now, policy.clamp(policy.initial_duration),
         checksum=checksum, etag=etag, last_modified=last_modified, last_status=status,
-        modified=http_time(last_modified, now), body_at=now,
+        modified=http_time(last_modified, now), body_at=now, capture_uri=uri, capture_date=date,
+        capture_digest=digest,
     )
 
 
@@ -428,6 +437,19 @@ class Fetch:
     checksum: str | None = None
     etag: str | None = None
     last_modified: str | None = None
+    #: a 200 written as a full WARC response record: ``(uri, WARC-Date, payload digest)``; None: none
+    #: written (no WARC output, or a revisit record), the stored capture stays
+    capture: tuple[str, str, str] | None = None
+
+
+def capture_fields(schedule: Schedule | None, capture: tuple[str, str, str] | None) -> tuple[str | None, ...]:
+    """A page record's ``(capture_uri, capture_date, capture_digest)``: :attr:`Fetch.capture`'s, or
+    when None (no full response record written) the stored ones (``schedule``'s; none without)."""
+    if capture is not None:
+        return capture
+    if schedule is None:
+        return (None, None, None)
+    return (schedule.capture_uri, schedule.capture_date, schedule.capture_digest)
 
 
 def visit_page(schedule: Schedule, fetch: Fetch, now: float, policy: Policy = DEFAULT_POLICY) -> Visit:
@@ -452,6 +474,7 @@ def visit_page(schedule: Schedule, fetch: Fetch, now: float, policy: Policy = DE
             False, previous_checksum=schedule.checksum,
         )
     news = fetch.checksum != schedule.checksum
+    uri, date, digest = capture_fields(schedule, fetch.capture)
     modified = now if news else _latest(schedule.modified, http_time(fetch.last_modified, now))
     return Visit(
         replace(
@@ -467,6 +490,9 @@ def visit_page(schedule: Schedule, fetch: Fetch, now: float, policy: Policy = DE
             revision=schedule.revision + news,
             modified=modified,
             body_at=now,
+            capture_uri=uri,
+            capture_date=date,
+            capture_digest=digest,
         ),
         news, previous_checksum=schedule.checksum,
     )

@@ -369,6 +369,9 @@ class IdConfig:
     job_limit_tac: str | float | None = _setting(_limit(duration=True), 0)
     incident_log: str | None = _setting(_text("a file path (or unset for the default)"), None)
     incident_rules: tuple[str, ...] = _setting(_incident_rules(), ("TTmax", "TDL", "TAC"))
+    # WARC output (idcrawl.archive)
+    warc_dir: str | None = _setting(_text("a folder path (or unset: no WARC output)"), None)
+    warc_max_size: int = _setting(_int(0, note=" (bytes; 0 = one file per run)"), 1_000_000_000)
     # profiles
     profile: str | None = _setting(_text("the name of a settings profile (or unset)"), None)
     profiles_dir: str | None = _setting(_text("a folder path (or unset)"), None)

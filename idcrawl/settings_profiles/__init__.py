@@ -289,6 +289,9 @@ class JobProfile(NamedAddon):
         job = getattr(spider, "_job_file", None)
         if isinstance(job, JobFile) and job.has_scope:
             setdefault_component(settings, "SPIDER_MIDDLEWARES", SCOPE_MIDDLEWARE, SCOPE_ORDER, priority="spider")
+        if isinstance(job, JobFile) and job.warc_dir and (settings.getpriority("IDCRAWL_WARC_DIR") or 0) < \
+                SETTINGS_PRIORITIES["spider"]:
+            settings.set("IDCRAWL_WARC_DIR", job.warc_dir, priority="spider")  # -s IDCRAWL_WARC_DIR beats it
         if apply_job_profile(settings, job if isinstance(job, JobFile) else job_path):
             from idcrawl.validation import validate_settings
 

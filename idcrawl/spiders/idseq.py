@@ -20,6 +20,7 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.spider import iterate_spider_output
 
+from idcrawl.archive.middleware import CAPTURE_KEY
 from idcrawl.config import config_from, config_of
 from idcrawl.core.fingerprints import ITEM_SIGNATURE_KEY
 from idcrawl.core.frontier import Dispatch
@@ -377,7 +378,8 @@ class IdSeqSpider(Spider):
             visit = None
             if pages is not None:
                 fetch = Fetch(PageOutcome.OK, self._signature(response), etag=_header(response, b"ETag"),
-                              last_modified=_header(response, b"Last-Modified"))
+                              last_modified=_header(response, b"Last-Modified"),
+                              capture=response.meta.get(CAPTURE_KEY))
                 visit = pages.visit(info["target"], info["id"], fetch)
                 self._page_stat(visit.event)
             if visit is None or visit.emits:  # a new id or a changed page: an item

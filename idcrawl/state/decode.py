@@ -218,6 +218,7 @@ _SCHEDULE_KINDS = {
     "last_status": ("int", "none"), "gone": ("count",), "revision": ("count",),
     "modified": ("number", "none"), "body_at": ("number", "none"),
     "late_at": ("number", "none"), "late_below": ("id", "none"),
+    "capture_uri": ("str", "none"), "capture_date": ("str", "none"), "capture_digest": ("str", "none"),
 }
 
 

@@ -25,7 +25,7 @@ from idcrawl.core.ranges import LaneRecord
 from idcrawl.core.recrawl import Schedule, tail_after_run
 from idcrawl.core.resume import identity
 from idcrawl.core.targets import RESET_MODES
-from idcrawl.feeds import UnwrittenItems, end_cut_lines, feed_marks, flush_feeds, page_key
+from idcrawl.feeds import UnwrittenItems, end_cut_lines, feed_marks, flush_archive, flush_feeds, page_key
 from idcrawl.state.base import FeedMarks, StateError, StateStore
 from idcrawl.storage import REASON, report_storage_error, storage_failed
 
@@ -263,6 +263,8 @@ class StateRecorder:
             return
         if flush:
             self._durable_feeds = flush_feeds(self.crawler)
+        else:  # the feeds are closed; the WARC file may still be open
+            flush_archive(self.crawler)
         if storage_failed(self.crawler) is not None:  # a feed write failed: what it lost is never committed found
             return
         if self._durable_feeds:  # found pages whose items are on disk now: harvested, committed just below

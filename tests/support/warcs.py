@@ -2,8 +2,8 @@
 
 :func:`write_captures` writes request/response pairs and revisits (one ``.warc.gz`` per call, a ``.cdxj``
 beside it by cdxj-indexer), to check the replay harness and the WACZ packaging without a crawl.
-:func:`check_warc` is what tests/conftest.py runs over every ``*.warc.gz`` the suite wrote under its temp
-folders: ``warcio check`` (digests) and a full index pass; :func:`allow_broken` exempts a file a test cut on purpose.
+:func:`read_warcs` reads back what a crawl wrote (``IDCRAWL_WARC_DIR``). :func:`check_warc` is what
+tests/conftest.py runs over every ``*.warc.gz`` the suite wrote under its temp folders: ``warcio check`` (digests) and a full index pass; :func:`allow_broken` exempts a file a test cut on purpose.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Capture", "allow_broken", "check_warc", "exempt", "write_captures"]
+from warcio.archiveiterator import ArchiveIterator
+
+__all__ = ["Capture", "Record", "allow_broken", "check_warc", "exempt", "read_warcs", "write_captures"]
 
 NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
@@ -142,3 +144,33 @@ def check_warc(path: Path) -> list[str]:
     except Exception as exc:
         problems.append(f"{path}: indexing raised {type(exc).__name__}: {exc}")
     return problems
+
+
+@dataclass
+class Record:
+    """One WARC record's headers that the tests look at (and its HTTP status, for responses and revisits)."""
+
+    file: str
+    type: str
+    uri: str
+    date: str
+    headers: dict[str, str]
+    status: int | None
+    body: bytes
+
+
+def read_warcs(folder: Path, pattern: str = "*.warc.gz") -> list[Record]:
+    """Every record of the finished files in ``folder``, file by file in name order (a cut or bad file raises)."""
+    records = []
+    for path in sorted(folder.glob(pattern)):
+        with open(path, "rb") as file:
+            for record in ArchiveIterator(file, check_digests="raise"):
+                status = None
+                if record.http_headers is not None and record.rec_type in ("response", "revisit"):
+                    status = int(record.http_headers.get_statuscode())
+                records.append(Record(
+                    path.name, record.rec_type, record.rec_headers.get_header("WARC-Target-URI") or "",
+                    record.rec_headers.get_header("WARC-Date") or "", dict(record.rec_headers.headers),
+                    status, record.content_stream().read(),
+                ))
+    return records

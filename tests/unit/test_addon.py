@@ -30,6 +30,7 @@ from idcrawl.addon import (
     SCRAPY_ROBOTS,
     SCRAPY_SPIDERSTATE,
     SOFT404_MIDDLEWARE,
+    WARC_MIDDLEWARE,
     IdCrawl,
     IdSeqNeeds,
 )
@@ -72,7 +73,7 @@ def test_the_addon_wires_every_piece_at_addon_priority() -> None:
     assert settings["DUPEFILTER_CLASS"] == DUPEFILTER and settings.getpriority("DUPEFILTER_CLASS") == 15
     middlewares = components(settings, "DOWNLOADER_MIDDLEWARES")
     assert middlewares == {ATTEMPTS_MIDDLEWARE: 549, SCRAPY_ROBOTS: None, ID_ROBOTS: 100,
-                           SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580, REDIRECTS_MIDDLEWARE: 40}
+                           SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580, REDIRECTS_MIDDLEWARE: 40, WARC_MIDDLEWARE: 950}
     assert components(settings, "SPIDER_MIDDLEWARES") == {SOFT404_MIDDLEWARE: 1100}
     assert settings["SPIDER_MIDDLEWARES"].getpriority(SOFT404_MIDDLEWARE) == 15
     assert components(settings, "EXTENSIONS") == {**EXTENSIONS, SCRAPY_SPIDERSTATE: None, ID_SPIDERSTATE: 0,
@@ -103,11 +104,11 @@ def test_a_project_that_lists_either_robots_middleware_decides_for_both() -> Non
     keep_scrapys = wired({"DOWNLOADER_MIDDLEWARES": {SCRAPY_ROBOTS: 100}})
     assert components(keep_scrapys, "DOWNLOADER_MIDDLEWARES") == {
         SCRAPY_ROBOTS: 100, ATTEMPTS_MIDDLEWARE: 549, SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580,
-        REDIRECTS_MIDDLEWARE: 40}
+        REDIRECTS_MIDDLEWARE: 40, WARC_MIDDLEWARE: 950}
     no_ours = wired({"DOWNLOADER_MIDDLEWARES": {ID_ROBOTS: None}})
     assert components(no_ours, "DOWNLOADER_MIDDLEWARES") == {
         ID_ROBOTS: None, ATTEMPTS_MIDDLEWARE: 549, SCRAPY_METAREFRESH: None, ID_METAREFRESH: 580,
-        REDIRECTS_MIDDLEWARE: 40}
+        REDIRECTS_MIDDLEWARE: 40, WARC_MIDDLEWARE: 950}
 
 
 def test_a_project_that_lists_either_meta_refresh_middleware_decides_for_both() -> None:
@@ -138,7 +139,7 @@ def test_setdefault_component_keeps_a_higher_priority_entry() -> None:
 def test_the_idseq_spider_works_without_the_addon() -> None:
     settings = spider_wired(Settings())  # Scrapy's defaults: its own scheduler
     assert settings["SCHEDULER"] == SCHEDULER
-    assert components(settings, "DOWNLOADER_MIDDLEWARES") == {ATTEMPTS_MIDDLEWARE: 549, REDIRECTS_MIDDLEWARE: 40}
+    assert components(settings, "DOWNLOADER_MIDDLEWARES") == {ATTEMPTS_MIDDLEWARE: 549, REDIRECTS_MIDDLEWARE: 40, WARC_MIDDLEWARE: 950}
     assert components(settings, "SPIDER_MIDDLEWARES") == {SOFT404_MIDDLEWARE: 1100}
     assert "idcrawl.settings_profiles.JobProfile" in settings.getdict("ADDONS")
 
@@ -193,7 +194,7 @@ def test_the_idseq_spider_replaces_another_scheduler_but_keeps_a_subclass() -> N
 
 def test_the_idseq_spider_leaves_a_listed_attempts_middleware_alone() -> None:
     settings = spider_wired(Settings({"DOWNLOADER_MIDDLEWARES": {IdAttemptsMiddleware: None}}))
-    assert components(settings, "DOWNLOADER_MIDDLEWARES") == {IdAttemptsMiddleware: None, REDIRECTS_MIDDLEWARE: 40}
+    assert components(settings, "DOWNLOADER_MIDDLEWARES") == {IdAttemptsMiddleware: None, REDIRECTS_MIDDLEWARE: 40, WARC_MIDDLEWARE: 950}
 
 
 def test_the_idseq_spider_leaves_a_listed_soft404_middleware_alone() -> None:
