@@ -200,15 +200,28 @@ class JobCounts:
 
 @dataclass(frozen=True, slots=True)
 class StatusReply:
-    """``STATUS``: a row per lane asked, then the job's counts."""
+    """``STATUS``: a row per lane asked, the job's counts, then the lanes changed since the serial the
+    worker passed (lane -> its row; a lane gone has a row whose state is None; ``@<space base>``: a space
+    whose held payloads shrank, row None) and the serial the worker has now seen."""
 
     lanes: tuple[LaneStatus, ...]
     job: JobCounts
+    changed: tuple[tuple[str, LaneStatus | None], ...] = ()
+    serial: int = 0
 
     @classmethod
     def parse(cls, raw: Sequence[Any]) -> StatusReply:
-        *lanes, job = raw
-        return cls(tuple(LaneStatus.parse(row) for row in lanes), JobCounts.parse(job))
+        *lanes, job, changes = raw
+        serial, *flat = changes
+        changed: list[tuple[str, LaneStatus | None]] = []
+        for member, row in zip(flat[::2], flat[1::2], strict=True):
+            name = reply_text(member)
+            if name.startswith("@"):
+                changed.append((name, None))
+            else:
+                changed.append((name, LaneStatus.parse(row) if row else LaneStatus(None, 0, False)))
+        return cls(tuple(LaneStatus.parse(row) for row in lanes), JobCounts.parse(job), tuple(changed),
+                   int(float(reply_text(serial))))
 
 
 @dataclass(frozen=True, slots=True)
