@@ -15,7 +15,7 @@ from idcrawl.distributed.connection import reply_text
 
 __all__ = [
     "ClaimReply", "Deltas", "JobCounts", "LaneState", "LaneStatus", "PoliteReply", "RecordReply", "RegisterReply",
-    "Released", "ResumeReply", "RunReply", "StatusReply", "TargetsReply", "TouchedRow", "UrlStatusReply", "host_counts",
+    "Released", "ResumeReply", "RunReply", "StatusReply", "TargetsReply", "TouchedRow", "UrlDueReply", "UrlStatusReply",
 ]
 
 
@@ -299,23 +299,31 @@ class PoliteReply:
         return cls(int(raw[0]), int(raw[1]), int(raw[2]))
 
 
-def host_counts(raw: Sequence[Any]) -> dict[str, int]:
-    """A flat ``{host, count, ...}`` (``URL_DUE``, and the tail of ``URL_STATUS``)."""
-    return {reply_text(raw[i]): int(raw[i + 1]) for i in range(0, len(raw), 2)}
+@dataclass(frozen=True, slots=True)
+class UrlDueReply:
+    """``URL_DUE``: the ready URLs of every host, and at most the few hosts asked for with ready URLs, in
+    round-robin order from the worker's place."""
+
+    ready: int
+    hosts: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, raw: Sequence[Any]) -> UrlDueReply:
+        ready, *hosts = raw
+        return cls(int(ready or 0), tuple(reply_text(h) for h in hosts))
 
 
 @dataclass(frozen=True, slots=True)
 class UrlStatusReply:
-    """``URL_STATUS``: ready, taken by others, taken by this worker, postponed, given back, then hosts."""
+    """``URL_STATUS``: ready, taken by others, taken by this worker, postponed, given back."""
 
     ready: int
     taken_by_others: int
     taken_here: int
     postponed: int
     given_back: int
-    hosts: dict[str, int]
 
     @classmethod
     def parse(cls, raw: Sequence[Any]) -> UrlStatusReply:
-        ready, others, mine, postponed, back, *hosts = raw
-        return cls(int(ready), int(others), int(mine), int(postponed), int(back), host_counts(hosts))
+        ready, others, mine, postponed, back = raw
+        return cls(int(ready or 0), int(others), int(mine), int(postponed), int(back))
