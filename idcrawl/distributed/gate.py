@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 from scrapy.utils.asyncio import call_later
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
 
 from idcrawl.distributed.replies import PoliteReply
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX
+from idcrawl.state.keys import glob
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,8 +38,11 @@ PREFIX = f"{STATS_PREFIX}/redis"
 #: comes within this many seconds (its next request to a host, usually), else goes in a call of its own.
 RELEASE_WITHIN = 0.02
 #: The longest wait (s) before asking again for a place of a host found full again and again (the waits
-#: double from the script's estimate of when its oldest request is done).
+#: double from the script's estimate of when its oldest request is done), for a worker whose notifications
+#: of freed places do not come (its subscription lost): with them it waits until a place is given back.
 FULL_BACKOFF_MAX = 0.25
+#: Seconds a lost subscription to freed places is left before it is made anew.
+RESUBSCRIBE_AFTER = 5.0
 
 
 class FleetRetries:
@@ -142,6 +148,82 @@ class FleetGate:
         self.releases: list[tuple[str, str]] = []  # (slot, token): places given back with the next call
         self.full_streak: dict[str, int] = {}  # slot -> replies in a row that found its places all taken
         self._flush_armed = False
+        #: requests waiting for a place of a slot: woken by a notification that one was given back
+        self._sleepers: dict[str, list[Deferred[None]]] = {}
+        self._notes: Any = None  # the subscription to freed places (P busy:* channels), its thread
+        self._notes_thread: Any = None
+        self._notes_lost_at: float | None = None
+        #: notifications of freed places received (stat idcrawl/redis/host_freed_notes)
+        self.notes = 0
+
+    # -- notifications of freed places -------------------------------------------------------------------
+
+    def listen(self) -> None:
+        """Subscribe to the job's freed places (``POLITE`` publishes on ``P busy:<slot>`` when a place of a
+        slot someone waits for is given back), read in a thread of redis-py's own (``run_in_thread``)."""
+        if self._notes_thread is not None:
+            return
+        try:
+            notes = self.job.client.pubsub(ignore_subscribe_messages=True)
+            notes.psubscribe(**{glob(self.job.keys.busy("")) + "*": self._noted})
+            self._notes_thread = notes.run_in_thread(sleep_time=1.0, daemon=True,
+                                                     exception_handler=self._notes_failed)
+            self._notes = notes
+            self._notes_lost_at = None
+        except RedisError as exc:
+            logger.debug("idcrawl: no notifications of freed places (%s): asking again instead", exc)
+            self._notes_lost_at = time.monotonic()
+
+    def _noted(self, message: dict[str, Any]) -> None:  # the subscription's thread
+        channel = message.get("channel")
+        if isinstance(channel, bytes):
+            channel = channel.decode("utf-8", "replace")
+        if isinstance(channel, str):
+            reactor.callFromThread(self.freed, channel[len(self.job.keys.busy("")):])
+
+    def _notes_failed(self, exc: BaseException, pubsub: Any, thread: Any) -> None:  # the subscription's thread
+        thread.stop()
+        reactor.callFromThread(self._notes_gone, exc)
+
+    def _notes_gone(self, exc: BaseException) -> None:
+        logger.debug("idcrawl: notifications of freed places lost (%s): asking again until resubscribed", exc)
+        self._notes_thread = self._notes = None
+        self._notes_lost_at = time.monotonic()
+        for slot in list(self._sleepers):  # their wait counted on a notification: ask again now
+            self.freed(slot, counted=False)
+
+    def listening(self) -> bool:
+        """Do notifications of freed places come? (Made anew ``RESUBSCRIBE_AFTER`` s after they were lost.)"""
+        if self._notes_thread is None and self._notes_lost_at is not None:
+            if time.monotonic() - self._notes_lost_at >= RESUBSCRIBE_AFTER:
+                self.listen()
+        return self._notes_thread is not None
+
+    def freed(self, slot: str, *, counted: bool = True) -> None:
+        """A place of ``slot`` was given back (a notification): its waiting requests ask again now."""
+        if counted:
+            self.notes += 1
+            self.runtime.stats.inc_value(f"{PREFIX}/host_freed_notes")
+        self.full_until.pop(slot, None)
+        self.until.pop(slot, None)
+        for sleeper in self._sleepers.pop(slot, []):
+            if not sleeper.called:
+                sleeper.callback(None)
+        self.runtime.wake_engine()
+
+    def sleep(self, slot: str, wait: float) -> Deferred[None]:
+        """Fires after ``wait`` s, or sooner when a place of ``slot`` is given back (a notification)."""
+        sleeper: Deferred[None] = Deferred()
+        timer = reactor.callLater(wait, lambda: None if sleeper.called else sleeper.callback(None))
+        sleeper.addBoth(lambda result: (timer.cancel() if timer.active() else None, result)[1])
+        self._sleepers.setdefault(slot, []).append(sleeper)
+        return sleeper
+
+    def close(self) -> None:
+        """Stop the subscription's thread."""
+        thread, self._notes_thread = self._notes_thread, None
+        if thread is not None:
+            thread.stop()
 
     def fleet_gate(self, slot: str) -> bool:
         """Whether the slot may take a request as far as this worker knows (no round trip):
@@ -184,9 +266,13 @@ class FleetGate:
         wait = reply.wait_ms / 1000
         if reply.why == PoliteReply.FULL:
             stats.inc_value(f"{PREFIX}/host_full_waits")
-            # found full again and again (another worker keeps the places busy): ask less often
-            self.full_streak[slot] = streak = self.full_streak.get(slot, 0) + 1
-            wait = max(wait, min(FULL_BACKOFF_MAX, wait * 2 ** min(streak - 1, 8)))
+            if not self.listening():
+                # no notifications: found full again and again (another worker keeps the places busy), ask
+                # less often, from when the oldest request should be done
+                estimate = reply.estimate_ms / 1000
+                self.full_streak[slot] = streak = self.full_streak.get(slot, 0) + 1
+                wait = max(estimate, min(FULL_BACKOFF_MAX, estimate * 2 ** min(streak - 1, 8)))
+            # else until a place is given back (the notification), or frees itself (the reply's wait)
             self.full_until[slot] = now + wait
         self.until[slot] = now + wait
         return wait

@@ -293,10 +293,12 @@ class PoliteReply:
     wait_ms: int
     why: int
     flying: int
+    #: a full slot: ms until its oldest request should be done (a worker without notifications asks then)
+    estimate_ms: int = 0
 
     @classmethod
     def parse(cls, raw: Sequence[Any]) -> PoliteReply:
-        return cls(int(raw[0]), int(raw[1]), int(raw[2]))
+        return cls(int(raw[0]), int(raw[1]), int(raw[2]), int(raw[3]) if len(raw) > 3 else 0)
 
 
 @dataclass(frozen=True, slots=True)
