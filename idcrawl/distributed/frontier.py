@@ -570,13 +570,30 @@ class RedisFrontier(Generic[P]):
     def reopen_settled(self) -> int:
         """After a failover that may have lost writes: the lanes this worker saw settled are read again,
         and those the job holds unsettled (their last outcomes lost with the old primary) are walked
-        again; returns how many. One read per settled lane, once per failover."""
+        again; returns how many. One read per settled lane, once per failover. The unsettled lanes are
+        read again too, with the change serial first (the promoted server's may be behind this worker's)."""
+        self._resync()
         reopened = 0
         for key, lane in list(self.lanes.items()):
             if lane.settled and key not in self._closed_here:
                 self._refresh(key)
                 reopened += key in self._unsettled
         return reopened
+
+    def _resync(self) -> None:
+        """The change serial, then every unsettled lane, read again: the polls go on from there."""
+        keys = sorted(self._unsettled)
+        pipe = self.job.client.pipeline(transaction=False)
+        pipe.hget(self.job.keys.progress, "chg")
+        for key in keys:
+            pipe.hmget(self.job.keys.lane(key), *LaneState.FIELDS)
+        serial, *states = pipe.execute()
+        self._since = int(serial or 0)
+        for key, raw in zip(keys, states, strict=True):
+            state = LaneState.read(raw)
+            if state is not None:
+                self._sync(key, state)
+                self.unpark(key)  # a claim finds out whether it has room
 
     def give_back_unknown(self) -> int:
         """Give back the ids Redis says this worker holds but the worker does not know.
