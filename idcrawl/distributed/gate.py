@@ -287,6 +287,9 @@ class FleetGate:
         if self.full_until.pop(slot, None) is not None:  # a place is free: this worker's requests may ask
             self.until.pop(slot, None)
         self.releases.append((slot, token))
+        for sleeper in self._sleepers.pop(slot, []):  # they ask now, giving the place back first (releases)
+            if not sleeper.called:
+                sleeper.callback(None)
         if not self._flush_armed:
             self._flush_armed = True
             call_later(RELEASE_WITHIN, self.flush)
