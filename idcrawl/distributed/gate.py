@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 from scrapy.utils.asyncio import call_later
-from twisted.internet import reactor
-from twisted.internet.defer import Deferred
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred
 
 from idcrawl.distributed.replies import PoliteReply
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX
@@ -164,7 +164,8 @@ class FleetGate:
         if self._notes_thread is not None:
             return
         try:
-            notes = self.job.client.pubsub(ignore_subscribe_messages=True)
+            client: Any = self.job.client
+            notes = client.pubsub(ignore_subscribe_messages=True)
             notes.psubscribe(**{glob(self.job.keys.busy("")) + "*": self._noted})
             self._notes_thread = notes.run_in_thread(sleep_time=1.0, daemon=True,
                                                      exception_handler=self._notes_failed)
@@ -194,9 +195,9 @@ class FleetGate:
 
     def listening(self) -> bool:
         """Do notifications of freed places come? (Made anew ``RESUBSCRIBE_AFTER`` s after they were lost.)"""
-        if self._notes_thread is None and self._notes_lost_at is not None:
-            if time.monotonic() - self._notes_lost_at >= RESUBSCRIBE_AFTER:
-                self.listen()
+        lost_at = self._notes_lost_at
+        if self._notes_thread is None and lost_at is not None and time.monotonic() - lost_at >= RESUBSCRIBE_AFTER:
+            self.listen()
         return self._notes_thread is not None
 
     def freed(self, slot: str, *, counted: bool = True) -> None:
@@ -214,8 +215,18 @@ class FleetGate:
     def sleep(self, slot: str, wait: float) -> Deferred[None]:
         """Fires after ``wait`` s, or sooner when a place of ``slot`` is given back (a notification)."""
         sleeper: Deferred[None] = Deferred()
-        timer = reactor.callLater(wait, lambda: None if sleeper.called else sleeper.callback(None))
-        sleeper.addBoth(lambda result: (timer.cancel() if timer.active() else None, result)[1])
+
+        def fire() -> None:
+            if not sleeper.called:
+                sleeper.callback(None)
+
+        timer = call_later(wait, fire)
+
+        def woken(result: None) -> None:
+            timer.cancel()  # nothing if it fired
+            return result
+
+        sleeper.addCallback(woken)
         self._sleepers.setdefault(slot, []).append(sleeper)
         return sleeper
 

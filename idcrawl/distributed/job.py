@@ -223,7 +223,7 @@ class RedisJob:
         keys = [*self._reclaim_keys(), k.delayed, k.feed, k.tver, k.specs, k.run, k.progress, k.lchg]
         for lane in lanes:
             keys += self.lane_keys(lane, "free")
-        args = [worker, lease_ms, max_held, "1" if busy else "0", since, limit]
+        args: list[Any] = [worker, lease_ms, max_held, "1" if busy else "0", since, limit]
         return StatusReply.parse(self._status(keys=keys, args=args))
 
     def adopt(self, worker: str, n: int) -> tuple[Released, ...]:

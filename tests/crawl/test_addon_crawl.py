@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -97,7 +98,7 @@ def test_an_idseq_spider_without_the_addon_is_polite_by_default(make_site, tmp_p
     assert "idcrawl.addon.IdCrawl" not in result.stderr
     times = sorted(entry.at for entry in site.log if entry.id is not None)
     # Scrapy's RANDOMIZE_DOWNLOAD_DELAY draws each gap in 0.5x-1.5x of the slot's delay
-    assert len(times) == 3 and min(b - a for a, b in zip(times, times[1:], strict=False)) >= 0.3 * 0.5 * 0.9
+    assert len(times) == 3 and min(b - a for a, b in itertools.pairwise(times)) >= 0.3 * 0.5 * 0.9
 
 
 def test_a_profile_in_a_startproject_project_says_what_it_comes_to(make_site, tmp_path: Path) -> None:

@@ -313,14 +313,14 @@ def test_a_take_reads_a_few_hosts_however_many_have_ready_urls_and_visits_them_a
     queue.fetched(FRONT, [f"http://{h}/1" for h in hosts], 0.0)
     check_host_index(client, prefix)
     names: list[int] = []
-    due = queue._due  # noqa: SLF001 - the script's replies, as the take reads them
+    due = queue._due
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         reply = due(*args, **kwargs)
         names.append(len(reply) - 1)
         return reply
 
-    queue._due = counted  # type: ignore[method-assign]  # noqa: SLF001
+    queue._due = counted  # type: ignore[method-assign]
     taken = []
     for turn in range(600):
         record = queue.take(lambda host, turn=turn: int(host[1:4]) % 2 == turn % 2, 0.0)
