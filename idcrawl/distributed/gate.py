@@ -190,8 +190,11 @@ class FleetGate:
         logger.debug("idcrawl: notifications of freed places lost (%s): asking again until resubscribed", exc)
         self._notes_thread = self._notes = None
         self._notes_lost_at = time.monotonic()
-        for slot in list(self._sleepers):  # their wait counted on a notification: ask again now
-            self.freed(slot, counted=False)
+        for slot, sleepers in list(self._sleepers.items()):  # their wait counted on a notification: ask now
+            del self._sleepers[slot]
+            for sleeper in sleepers:
+                if not sleeper.called:
+                    sleeper.callback(None)
 
     def listening(self) -> bool:
         """Do notifications of freed places come? (Made anew ``RESUBSCRIBE_AFTER`` s after they were lost.)"""
@@ -200,17 +203,26 @@ class FleetGate:
             self.listen()
         return self._notes_thread is not None
 
-    def freed(self, slot: str, *, counted: bool = True) -> None:
-        """A place of ``slot`` was given back (a notification): its waiting requests ask again now."""
-        if counted:
-            self.notes += 1
-            self.runtime.stats.inc_value(f"{PREFIX}/host_freed_notes")
+    def freed(self, slot: str) -> None:
+        """A place of ``slot`` was given back (a notification): one of its waiting requests asks now."""
+        self.notes += 1
+        self.runtime.stats.inc_value(f"{PREFIX}/host_freed_notes")
         self.full_until.pop(slot, None)
         self.until.pop(slot, None)
-        for sleeper in self._sleepers.pop(slot, []):
+        self._wake_one(slot)
+        self.runtime.wake_engine()
+
+    def _wake_one(self, slot: str) -> None:
+        """One request waiting for a place of ``slot`` asks now (a place was freed: one, not every waiting
+        request, so that a freed place costs a call or two, not one per waiting request)."""
+        sleepers = self._sleepers.get(slot)
+        while sleepers:
+            sleeper = sleepers.pop(0)
             if not sleeper.called:
                 sleeper.callback(None)
-        self.runtime.wake_engine()
+                break
+        if not sleepers:
+            self._sleepers.pop(slot, None)
 
     def sleep(self, slot: str, wait: float) -> Deferred[None]:
         """Fires after ``wait`` s, or sooner when a place of ``slot`` is given back (a notification)."""
@@ -298,9 +310,7 @@ class FleetGate:
         if self.full_until.pop(slot, None) is not None:  # a place is free: this worker's requests may ask
             self.until.pop(slot, None)
         self.releases.append((slot, token))
-        for sleeper in self._sleepers.pop(slot, []):  # they ask now, giving the place back first (releases)
-            if not sleeper.called:
-                sleeper.callback(None)
+        self._wake_one(slot)  # it asks now, giving the place back first (releases)
         if not self._flush_armed:
             self._flush_armed = True
             call_later(RELEASE_WITHIN, self.flush)
