@@ -176,9 +176,13 @@ class FleetGate:
             self._notes_lost_at = time.monotonic()
 
     def _noted(self, message: dict[str, Any]) -> None:  # the subscription's thread
-        channel = message.get("channel")
+        channel, token = message.get("channel"), message.get("data")
         if isinstance(channel, bytes):
             channel = channel.decode("utf-8", "replace")
+        if isinstance(token, bytes):
+            token = token.decode("utf-8", "replace")
+        if isinstance(token, str) and token.startswith(f"{self.worker}#"):
+            return  # this worker's own give-back: its release() woke one of its requests already
         if isinstance(channel, str):
             reactor.callFromThread(self.freed, channel[len(self.job.keys.busy("")):])
 
