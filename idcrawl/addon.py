@@ -29,7 +29,7 @@ from idcrawl.validation import validate_settings
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-__all__ = ["BOUNDS", "POLITE", "IdCrawl", "IdSeqNeeds", "set_bounds", "wire_needs"]
+__all__ = ["BOUNDS", "POLITE", "POLITENESS", "IdCrawl", "IdSeqNeeds", "set_bounds", "wire_needs"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +60,12 @@ SCRAPY_METAREFRESH = "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddlewar
 ID_METAREFRESH = "idcrawl.downloadermiddlewares.metarefresh.IdMetaRefreshMiddleware"
 METAREFRESH_ORDER = 580  # Scrapy's own position for meta refresh
 PROGRESS = "idcrawl.extensions.progress.IdProgress"
+#: The politeness extension (the seed's per-host gaps, IDCRAWL_POLITENESS_*): an idseq spider has it with or
+#: without :class:`IdCrawl` (IdSeqNeeds).
+POLITENESS = "idcrawl.extensions.politeness.IdPoliteness"
 EXTENSIONS = {
     PROGRESS: 500,
-    "idcrawl.extensions.politeness.IdPoliteness": 100,
+    POLITENESS: 100,
     "idcrawl.extensions.limits.IdLimits": 200,
 }
 DUPEFILTER = "idcrawl.dupefilters.IdDupeFilter"
@@ -104,7 +107,8 @@ def wire_needs(settings: BaseSettings, priority: int | str) -> None:
 class IdSeqNeeds(NamedAddon):
     """Add-on the ``idseq`` spider lists for itself: what an id crawl cannot run without, so that a
     project without :class:`IdCrawl` keeps working. An ``IdScheduler`` (forced: another scheduler would
-    never dispense an id; a project's subclass is kept) and :func:`wire_needs`, at ``spider`` priority."""
+    never dispense an id; a project's subclass is kept), :func:`wire_needs` and the politeness extension
+    (polite by default, as with the add-on), unless listed, at ``spider`` priority."""
 
     #: Before the job's profile (-1) and idcrawl's add-on (0): as the spider's own wiring, first.
     priority = -10
@@ -124,6 +128,7 @@ class IdSeqNeeds(NamedAddon):
         if not (isinstance(scheduler, type) and IdScheduler in scheduler.__mro__):
             settings.set("SCHEDULER", SCHEDULER, priority="spider")
         wire_needs(settings, "spider")
+        setdefault_component(settings, "EXTENSIONS", POLITENESS, EXTENSIONS[POLITENESS], priority="spider")
 
 
 class IdCrawl(NamedAddon):

@@ -69,6 +69,9 @@ class PolitenessGate(Protocol):
     def release(self, slot: str, token: str) -> None:
         """Give back the place in flight of request ``token`` (its download ended)."""
 
+    def sleep(self, slot: str, wait: float) -> Deferred[None]:
+        """Fires after ``wait`` s, or sooner when the fleet frees a place of the slot."""
+
 
 class IdScheduler(Scheduler):
     runtime: IdRuntime | None = None

@@ -61,6 +61,11 @@ class JobStatus:
         return self.seen and not (self.unsettled or self.delayed or self.orphans or self.feed)
 
 
+#: Lanes whose keys a poll checks (in turn over the worker's unsettled lanes: a lost key is found within
+#: lanes / CHECKED_PER_POLL polls), and changed lanes a poll reads at most (more: the next poll goes on).
+CHECKED_PER_POLL = 4
+CHANGES_PER_POLL = 1000
+
 #: The largest id a distributed job holds: the job's Lua scripts keep ids as Lua numbers (doubles),
 #: exact up to 2**53. A single-process crawl goes to 2**64-1 (idcrawl.core.lanes.MAX_ID).
 MAX_DISTRIBUTED_ID = 2**53 - 1
@@ -158,6 +163,9 @@ class RedisFrontier(Generic[P]):
         self._not_listed: set[str] = set()  # lanes of targets not joined here, known not to be list lanes
         #: the fleet's run this worker belongs to (:meth:`join_run`; None: not asked yet)
         self.run: Run | None = None
+        #: the lane change serial this worker's mirrors are up to (STATUS; None: no lane read yet)
+        self._since: int | None = None
+        self._checked = 0  # where the next poll's lost-key checks start among the unsettled lanes
 
     # -- targets ---------------------------------------------------------------
 
@@ -200,10 +208,16 @@ class RedisFrontier(Generic[P]):
         self.targets[target.name] = target
         group = self._group_of(target)
         pipe = self.job.client.pipeline(transaction=False)
+        first = self._since is None
+        if first:  # the change serial before the lanes are read: every later change comes in a poll
+            pipe.hget(self.job.keys.progress, "chg")
         for spec in lanes:
             pipe.hmget(self.job.keys.lane(spec.key), *LaneState.FIELDS)
         pipe.sismember(self.job.keys.resumed, target.name)  # has a resume added lanes to it?
         *states, resumed = pipe.execute()
+        if first:
+            serial, *states = states
+            self._since = int(serial or 0)
         for spec, state in zip(lanes, states, strict=True):
             lane: Lane[P] = Lane(
                 spec.key, start=spec.start, step=spec.step, stop=spec.stop,
@@ -561,13 +575,30 @@ class RedisFrontier(Generic[P]):
     def reopen_settled(self) -> int:
         """After a failover that may have lost writes: the lanes this worker saw settled are read again,
         and those the job holds unsettled (their last outcomes lost with the old primary) are walked
-        again; returns how many. One read per settled lane, once per failover."""
+        again; returns how many. One read per settled lane, once per failover. The unsettled lanes are
+        read again too, with the change serial first (the promoted server's may be behind this worker's)."""
+        self._resync()
         reopened = 0
         for key, lane in list(self.lanes.items()):
             if lane.settled and key not in self._closed_here:
                 self._refresh(key)
                 reopened += key in self._unsettled
         return reopened
+
+    def _resync(self) -> None:
+        """The change serial, then every unsettled lane, read again: the polls go on from there."""
+        keys = sorted(self._unsettled)
+        pipe = self.job.client.pipeline(transaction=False)
+        pipe.hget(self.job.keys.progress, "chg")
+        for key in keys:
+            pipe.hmget(self.job.keys.lane(key), *LaneState.FIELDS)
+        serial, *states = pipe.execute()
+        self._since = int(serial or 0)
+        for key, raw in zip(keys, states, strict=True):
+            state = LaneState.read(raw)
+            if state is not None:
+                self._sync(key, state)
+                self.unpark(key)  # a claim finds out whether it has room
 
     def give_back_unknown(self) -> int:
         """Give back the ids Redis says this worker holds but the worker does not know.
@@ -658,13 +689,30 @@ class RedisFrontier(Generic[P]):
     # -- polling -------------------------------------------------------------------
 
     def poll(self, busy: bool = False) -> list[str]:
-        """Heartbeat, take back ids of stopped workers, refresh every lane, check the job's keys; returns
-        lanes that got room. ``busy``: this worker has work in flight (the job is active)."""
-        keys = sorted(self._unsettled)
-        reply = self.job.status(self.worker, self.lease_ms, keys, self.max_held, busy or bool(self.inflight))
+        """Heartbeat, take back ids of stopped workers, refresh the lanes changed since the last poll, check
+        the job's keys (and those of ``CHECKED_PER_POLL`` lanes in turn); returns lanes that got room.
+        ``busy``: this worker has work in flight (the job is active). Its cost does not grow with the lanes."""
+        unsettled = sorted(self._unsettled)
+        keys = unsettled
+        if len(unsettled) > CHECKED_PER_POLL:
+            at = self._checked % len(unsettled)
+            keys = (unsettled[at:] + unsettled[:at])[:CHECKED_PER_POLL]
+            self._checked = at + CHECKED_PER_POLL
+        reply = self.job.status(self.worker, self.lease_ms, keys, self.max_held, busy or bool(self.inflight),
+                                since=-1 if self._since is None else self._since, limit=CHANGES_PER_POLL)
         woken: list[str] = []
         self.vanished = set()
-        for key, row in zip(keys, reply.lanes, strict=True):
+        rows = list(zip(keys, reply.lanes, strict=True))
+        for member, change in reply.changed:
+            if change is None:  # a space's held payloads shrank: its lanes the cap parked here claim again
+                base = member[1:]
+                for key in [k for k in self._capped if base == f"{self.job.prefix}S:{self._space_of(k)}"]:
+                    if self.unpark(key):
+                        woken.append(key)
+            elif member in self._unsettled:
+                rows.append((member, change))
+        self._since = max(self._since or 0, reply.serial)
+        for key, row in rows:
             if row.state is None:
                 self.vanished.add(key)  # the job's state is gone (Redis restarted empty, or cleaned)
                 continue

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred
 
 from idcrawl.distributed.replies import PoliteReply
 from idcrawl.runtime import DUE_KEY, META_KEY, STATS_PREFIX
+from idcrawl.state.keys import glob
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,8 +38,11 @@ PREFIX = f"{STATS_PREFIX}/redis"
 #: comes within this many seconds (its next request to a host, usually), else goes in a call of its own.
 RELEASE_WITHIN = 0.02
 #: The longest wait (s) before asking again for a place of a host found full again and again (the waits
-#: double from the script's estimate of when its oldest request is done).
+#: double from the script's estimate of when its oldest request is done), for a worker whose notifications
+#: of freed places do not come (its subscription lost): with them it waits until a place is given back.
 FULL_BACKOFF_MAX = 0.25
+#: Seconds a lost subscription to freed places is left before it is made anew.
+RESUBSCRIBE_AFTER = 5.0
 
 
 class FleetRetries:
@@ -142,6 +148,109 @@ class FleetGate:
         self.releases: list[tuple[str, str]] = []  # (slot, token): places given back with the next call
         self.full_streak: dict[str, int] = {}  # slot -> replies in a row that found its places all taken
         self._flush_armed = False
+        #: requests waiting for a place of a slot: woken by a notification that one was given back
+        self._sleepers: dict[str, list[Deferred[None]]] = {}
+        self._notes: Any = None  # the subscription to freed places (P busy:* channels), its thread
+        self._notes_thread: Any = None
+        self._notes_lost_at: float | None = None
+        #: notifications of freed places received (stat idcrawl/redis/host_freed_notes)
+        self.notes = 0
+
+    # -- notifications of freed places -------------------------------------------------------------------
+
+    def listen(self) -> None:
+        """Subscribe to the job's freed places (``POLITE`` publishes on ``P busy:<slot>`` when a place of a
+        slot someone waits for is given back), read in a thread of redis-py's own (``run_in_thread``)."""
+        if self._notes_thread is not None:
+            return
+        try:
+            client: Any = self.job.client
+            notes = client.pubsub(ignore_subscribe_messages=True)
+            notes.psubscribe(**{glob(self.job.keys.busy("")) + "*": self._noted})
+            self._notes_thread = notes.run_in_thread(sleep_time=1.0, daemon=True,
+                                                     exception_handler=self._notes_failed)
+            self._notes = notes
+            self._notes_lost_at = None
+        except RedisError as exc:
+            logger.debug("idcrawl: no notifications of freed places (%s): asking again instead", exc)
+            self._notes_lost_at = time.monotonic()
+
+    def _noted(self, message: dict[str, Any]) -> None:  # the subscription's thread
+        channel, token = message.get("channel"), message.get("data")
+        if isinstance(channel, bytes):
+            channel = channel.decode("utf-8", "replace")
+        if isinstance(token, bytes):
+            token = token.decode("utf-8", "replace")
+        if isinstance(token, str) and token.startswith(f"{self.worker}#"):
+            return  # this worker's own give-back: its release() woke one of its requests already
+        if isinstance(channel, str):
+            reactor.callFromThread(self.freed, channel[len(self.job.keys.busy("")):])
+
+    def _notes_failed(self, exc: BaseException, pubsub: Any, thread: Any) -> None:  # the subscription's thread
+        thread.stop()
+        reactor.callFromThread(self._notes_gone, exc)
+
+    def _notes_gone(self, exc: BaseException) -> None:
+        logger.debug("idcrawl: notifications of freed places lost (%s): asking again until resubscribed", exc)
+        self._notes_thread = self._notes = None
+        self._notes_lost_at = time.monotonic()
+        for slot, sleepers in list(self._sleepers.items()):  # their wait counted on a notification: ask now
+            del self._sleepers[slot]
+            for sleeper in sleepers:
+                if not sleeper.called:
+                    sleeper.callback(None)
+
+    def listening(self) -> bool:
+        """Do notifications of freed places come? (Made anew ``RESUBSCRIBE_AFTER`` s after they were lost.)"""
+        lost_at = self._notes_lost_at
+        if self._notes_thread is None and lost_at is not None and time.monotonic() - lost_at >= RESUBSCRIBE_AFTER:
+            self.listen()
+        return self._notes_thread is not None
+
+    def freed(self, slot: str) -> None:
+        """A place of ``slot`` was given back (a notification): one of its waiting requests asks now."""
+        self.notes += 1
+        self.runtime.stats.inc_value(f"{PREFIX}/host_freed_notes")
+        self.full_until.pop(slot, None)
+        self.until.pop(slot, None)
+        self._wake_one(slot)
+        self.runtime.wake_engine()
+
+    def _wake_one(self, slot: str) -> None:
+        """One request waiting for a place of ``slot`` asks now (a place was freed: one, not every waiting
+        request, so that a freed place costs a call or two, not one per waiting request)."""
+        sleepers = self._sleepers.get(slot)
+        while sleepers:
+            sleeper = sleepers.pop(0)
+            if not sleeper.called:
+                sleeper.callback(None)
+                break
+        if not sleepers:
+            self._sleepers.pop(slot, None)
+
+    def sleep(self, slot: str, wait: float) -> Deferred[None]:
+        """Fires after ``wait`` s, or sooner when a place of ``slot`` is given back (a notification)."""
+        sleeper: Deferred[None] = Deferred()
+
+        def fire() -> None:
+            if not sleeper.called:
+                sleeper.callback(None)
+
+        timer = call_later(wait, fire)
+
+        def woken(result: None) -> None:
+            timer.cancel()  # nothing if it fired
+            return result
+
+        sleeper.addCallback(woken)
+        self._sleepers.setdefault(slot, []).append(sleeper)
+        return sleeper
+
+    def close(self) -> None:
+        """Stop the subscription's thread."""
+        thread, self._notes_thread = self._notes_thread, None
+        if thread is not None:
+            thread.stop()
 
     def fleet_gate(self, slot: str) -> bool:
         """Whether the slot may take a request as far as this worker knows (no round trip):
@@ -184,9 +293,13 @@ class FleetGate:
         wait = reply.wait_ms / 1000
         if reply.why == PoliteReply.FULL:
             stats.inc_value(f"{PREFIX}/host_full_waits")
-            # found full again and again (another worker keeps the places busy): ask less often
-            self.full_streak[slot] = streak = self.full_streak.get(slot, 0) + 1
-            wait = max(wait, min(FULL_BACKOFF_MAX, wait * 2 ** min(streak - 1, 8)))
+            if not self.listening():
+                # no notifications: found full again and again (another worker keeps the places busy), ask
+                # less often, from when the oldest request should be done
+                estimate = reply.estimate_ms / 1000
+                self.full_streak[slot] = streak = self.full_streak.get(slot, 0) + 1
+                wait = max(estimate, min(FULL_BACKOFF_MAX, estimate * 2 ** min(streak - 1, 8)))
+            # else until a place is given back (the notification), or frees itself (the reply's wait)
             self.full_until[slot] = now + wait
         self.until[slot] = now + wait
         return wait
@@ -201,6 +314,7 @@ class FleetGate:
         if self.full_until.pop(slot, None) is not None:  # a place is free: this worker's requests may ask
             self.until.pop(slot, None)
         self.releases.append((slot, token))
+        self._wake_one(slot)  # it asks now, giving the place back first (releases)
         if not self._flush_armed:
             self._flush_armed = True
             call_later(RELEASE_WITHIN, self.flush)

@@ -218,14 +218,17 @@ class RedisJob:
         return ResumeReply.parse(self._resume(keys=keys, args=argv))
 
     def status(self, worker: str, lease_ms: int, lanes: Sequence[str], max_held: int = 0,
-               busy: bool = False) -> StatusReply:
-        """Heartbeat, reclaim, then a row per lane and the job's counts (``max_held``: a lane the cap keeps
-        from new ids has no room, as in :meth:`claim`; ``busy``: this worker has ids or requests in flight)."""
+               busy: bool = False, since: int = 0, limit: int = 1000) -> StatusReply:
+        """Heartbeat, reclaim, then a row per lane of ``lanes`` (each checked for lost keys), the job's
+        counts, and the lanes changed after change serial ``since`` (at most ``limit``; :meth:`serial`)
+        (``max_held``: a lane the cap keeps from new ids has no room, as in :meth:`claim`; ``busy``: this
+        worker has ids or requests in flight)."""
         k = self.keys
-        keys = [*self._reclaim_keys(), k.delayed, k.feed, k.tver, k.specs, k.run, k.progress]
+        keys = [*self._reclaim_keys(), k.delayed, k.feed, k.tver, k.specs, k.run, k.progress, k.lchg]
         for lane in lanes:
             keys += self.lane_keys(lane, "free")
-        return StatusReply.parse(self._status(keys=keys, args=[worker, lease_ms, max_held, "1" if busy else "0"]))
+        args: list[Any] = [worker, lease_ms, max_held, "1" if busy else "0", since, limit]
+        return StatusReply.parse(self._status(keys=keys, args=args))
 
     def adopt(self, worker: str, n: int) -> tuple[Released, ...]:
         """Take up to ``n`` orphaned outputs."""
@@ -237,7 +240,7 @@ class RedisJob:
 
     def give_back(self, worker: str, lane: str, ids: Sequence[str | int]) -> int:
         """Ids the worker holds in Redis but never received go back to the lane's free list; returns how many."""
-        return int(self._commit(self._give_back, self.lane_keys(lane, "own", "free", "dec"), [worker, *ids]))
+        return int(self._commit(self._give_back, self.lane_keys(lane, "own", "free", "dec"), [worker, lane, *ids]))
 
     def delay(self, lane: str, id_: int | str, delay_ms: int, member: bytes) -> Any:
         """Put a retry (``member`` = ``lane\\tid\\n`` + request) in the shared delayed set."""

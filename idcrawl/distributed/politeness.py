@@ -13,8 +13,6 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet import reactor
-from twisted.internet.task import deferLater
 
 from idcrawl._scrapy import (
     before_download,
@@ -123,7 +121,7 @@ class FleetPoliteness:
             if wait <= 0:
                 break
             waited += wait
-            await maybe_deferred_to_future(deferLater(reactor, wait, lambda: None))
+            await maybe_deferred_to_future(gate.sleep(key, wait))  # sooner if a place is given back
         if waited and self.crawler.stats is not None:
             self.crawler.stats.inc_value(waits)
             self.crawler.stats.max_value(f"{STATS_PREFIX}/redis/politeness_max_wait", round(waited, 3))

@@ -15,7 +15,7 @@ from idcrawl.distributed.connection import reply_text
 
 __all__ = [
     "ClaimReply", "Deltas", "JobCounts", "LaneState", "LaneStatus", "PoliteReply", "RecordReply", "RegisterReply",
-    "Released", "ResumeReply", "RunReply", "StatusReply", "TargetsReply", "TouchedRow", "UrlStatusReply", "host_counts",
+    "Released", "ResumeReply", "RunReply", "StatusReply", "TargetsReply", "TouchedRow", "UrlDueReply", "UrlStatusReply",
 ]
 
 
@@ -200,15 +200,28 @@ class JobCounts:
 
 @dataclass(frozen=True, slots=True)
 class StatusReply:
-    """``STATUS``: a row per lane asked, then the job's counts."""
+    """``STATUS``: a row per lane asked, the job's counts, then the lanes changed since the serial the
+    worker passed (lane -> its row; a lane gone has a row whose state is None; ``@<space base>``: a space
+    whose held payloads shrank, row None) and the serial the worker has now seen."""
 
     lanes: tuple[LaneStatus, ...]
     job: JobCounts
+    changed: tuple[tuple[str, LaneStatus | None], ...] = ()
+    serial: int = 0
 
     @classmethod
     def parse(cls, raw: Sequence[Any]) -> StatusReply:
-        *lanes, job = raw
-        return cls(tuple(LaneStatus.parse(row) for row in lanes), JobCounts.parse(job))
+        *lanes, job, changes = raw
+        serial, *flat = changes
+        changed: list[tuple[str, LaneStatus | None]] = []
+        for member, row in zip(flat[::2], flat[1::2], strict=True):
+            name = reply_text(member)
+            if name.startswith("@"):
+                changed.append((name, None))
+            else:
+                changed.append((name, LaneStatus.parse(row) if row else LaneStatus(None, 0, False)))
+        return cls(tuple(LaneStatus.parse(row) for row in lanes), JobCounts.parse(job), tuple(changed),
+                   int(float(reply_text(serial))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,29 +293,39 @@ class PoliteReply:
     wait_ms: int
     why: int
     flying: int
+    #: a full slot: ms until its oldest request should be done (a worker without notifications asks then)
+    estimate_ms: int = 0
 
     @classmethod
     def parse(cls, raw: Sequence[Any]) -> PoliteReply:
-        return cls(int(raw[0]), int(raw[1]), int(raw[2]))
+        return cls(int(raw[0]), int(raw[1]), int(raw[2]), int(raw[3]) if len(raw) > 3 else 0)
 
 
-def host_counts(raw: Sequence[Any]) -> dict[str, int]:
-    """A flat ``{host, count, ...}`` (``URL_DUE``, and the tail of ``URL_STATUS``)."""
-    return {reply_text(raw[i]): int(raw[i + 1]) for i in range(0, len(raw), 2)}
+@dataclass(frozen=True, slots=True)
+class UrlDueReply:
+    """``URL_DUE``: the ready URLs of every host, and at most the few hosts asked for with ready URLs, in
+    round-robin order from the worker's place."""
+
+    ready: int
+    hosts: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, raw: Sequence[Any]) -> UrlDueReply:
+        ready, *hosts = raw
+        return cls(int(ready or 0), tuple(reply_text(h) for h in hosts))
 
 
 @dataclass(frozen=True, slots=True)
 class UrlStatusReply:
-    """``URL_STATUS``: ready, taken by others, taken by this worker, postponed, given back, then hosts."""
+    """``URL_STATUS``: ready, taken by others, taken by this worker, postponed, given back."""
 
     ready: int
     taken_by_others: int
     taken_here: int
     postponed: int
     given_back: int
-    hosts: dict[str, int]
 
     @classmethod
     def parse(cls, raw: Sequence[Any]) -> UrlStatusReply:
-        ready, others, mine, postponed, back, *hosts = raw
-        return cls(int(ready), int(others), int(mine), int(postponed), int(back), host_counts(hosts))
+        ready, others, mine, postponed, back = raw
+        return cls(int(ready or 0), int(others), int(mine), int(postponed), int(back))

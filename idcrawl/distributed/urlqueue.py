@@ -9,9 +9,8 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from idcrawl.core.scope import SEED, Harvest, Hops, JobScope, UrlRecord, Verdict, host_of, scope_marks
@@ -34,7 +33,7 @@ from idcrawl.core.urlqueue import (
 )
 from idcrawl.distributed import scripts
 from idcrawl.distributed.connection import reply_text, scan_job
-from idcrawl.distributed.replies import UrlStatusReply, host_counts
+from idcrawl.distributed.replies import UrlDueReply, UrlStatusReply
 from idcrawl.distributed.runs import Run, await_reconciled, join_run, reconciled
 from idcrawl.state.keys import JobKeys
 from idcrawl.state.redis import redis_now_ms
@@ -46,6 +45,10 @@ __all__ = ["QueueStatus", "RedisUrlQueue", "entry_of", "group_key", "read_entrie
 
 #: How often an offer is made again when the owner changed in between (the compare-and-set).
 TRIES = 8
+#: Hosts with ready URLs one ``URL_DUE`` names (from the worker's place in the round robin), and such calls
+#: one take makes at most before it gives up for now (the next take goes on from there).
+HOSTS_PER_CALL = 32
+CALLS_PER_TAKE = 4
 #: How long (s) :meth:`RedisUrlQueue.ready` trusts the fleet's counts it read (the scheduler asks often).
 READY_FRESH = 0.05
 
@@ -102,7 +105,6 @@ class QueueStatus:
     taken_here: int = 0
     postponed: int = 0
     given_back: int = 0  # URLs of stopped workers that this call made ready again
-    hosts: dict[str, int] = field(default_factory=dict)  # host -> ready URLs
     at: float = float("-inf")  # monotonic time of the call
 
 
@@ -135,7 +137,7 @@ class RedisUrlQueue:
         self._put = client.register_script(scripts.URL_PUT)
         self._status = client.register_script(scripts.URL_STATUS)
         self.status = QueueStatus()
-        self._hosts: deque[str] = deque()  # hosts with ready URLs as last read, round robin
+        self._after = ""  # the last host a take looked at: the round robin goes on after it
         #: URLs this worker took and has not answered (given back when it leaves)
         self.taken: set[str] = set()
         #: taken URLs of stopped workers that this worker's calls made ready again (its start's included)
@@ -411,39 +413,49 @@ class RedisUrlQueue:
         reply = self._status(keys=[self.keys.uhosts, self.keys.workers], args=[self.lease_ms, self.worker])
         counts = UrlStatusReply.parse(reply)
         self.status = QueueStatus(counts.ready, counts.taken_by_others, counts.taken_here, counts.postponed,
-                                  counts.given_back, counts.hosts, time.monotonic())
+                                  counts.given_back, time.monotonic())
         self.taken_over += counts.given_back
         return self.status
 
     def take(self, room: Callable[[str], bool], now: float) -> UrlRecord | None:
         """Of the next host (round robin) with ready URLs that ``room(host)`` admits, the URL the yield
-        model chooses; taken by this worker for the fleet. None: nothing ready on a host with room."""
-        # revisits due at now queued first
-        hosts = host_counts(self._due(keys=[self.keys.uhosts], args=[repr(now)]))
-        self._hosts = deque([h for h in self._hosts if h in hosts] + sorted(h for h in hosts if h not in self._hosts))
-        for _ in range(len(self._hosts)):
-            host = self._hosts[0]
-            self._hosts.rotate(-1)
-            if not room(host):
-                continue
-            for _ in range(TRIES):
-                counts = {reply_text(k): int(v) for k, v in self.client.hgetall(self.keys.url_counts(host)).items()}
-                if not counts:
-                    break
-                groups: dict[Group, int] = {}
-                for key, n in counts.items():
-                    collection, _, profile = key.partition("/")
-                    groups[(collection or None, profile)] = n
-                group = next(iter(groups)) if len(groups) == 1 else choose_group(groups, self.scope, self.rng)
-                draw = self.rng.random() if groups[group] > 1 else 0.0
-                reply = self._take(keys=[self.keys.uhosts, self.keys.workers],
-                                   args=[self.worker, host, group_key(group), repr(draw)])
-                if reply:
-                    url_raw, row = reply  # URL_TAKE: {url, entry row}
-                    url = reply_text(url_raw)
-                    self.taken.add(url)
-                    self.status.at = float("-inf")
-                    return entry_of(url, row).record
+        model chooses; taken by this worker for the fleet. None: nothing ready on a host with room among
+        the ``HOSTS_PER_CALL * CALLS_PER_TAKE`` hosts looked at (the next take goes on after them: the
+        cost of a take does not grow with the hosts)."""
+        for _ in range(CALLS_PER_TAKE):
+            # revisits due at now queued first; then a few hosts after this worker's place in the round robin
+            due = UrlDueReply.parse(self._due(keys=[self.keys.uhosts], args=[repr(now), self._after, HOSTS_PER_CALL]))
+            for host in due.hosts:
+                self._after = host
+                if not room(host):
+                    continue
+                record = self._take_from(host)
+                if record is not None:
+                    return record
+            if len(due.hosts) < HOSTS_PER_CALL:  # every host with ready URLs was looked at
+                break
+        return None
+
+    def _take_from(self, host: str) -> UrlRecord | None:
+        """A ready URL of ``host`` of the group the yield model draws (None: none left)."""
+        for _ in range(TRIES):
+            counts = {reply_text(k): int(v) for k, v in self.client.hgetall(self.keys.url_counts(host)).items()}
+            if not counts:
+                break
+            groups: dict[Group, int] = {}
+            for key, n in counts.items():
+                collection, _, profile = key.partition("/")
+                groups[(collection or None, profile)] = n
+            group = next(iter(groups)) if len(groups) == 1 else choose_group(groups, self.scope, self.rng)
+            draw = self.rng.random() if groups[group] > 1 else 0.0
+            reply = self._take(keys=[self.keys.uhosts, self.keys.workers],
+                               args=[self.worker, host, group_key(group), repr(draw)])
+            if reply:
+                url_raw, row = reply  # URL_TAKE: {url, entry row}
+                url = reply_text(url_raw)
+                self.taken.add(url)
+                self.status.at = float("-inf")
+                return entry_of(url, row).record
         return None
 
     def claim_sitemaps(self) -> bool:

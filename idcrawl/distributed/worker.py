@@ -507,6 +507,7 @@ class RedisWorker:
         if self._due_planned:
             self.stats.set_value(f"{STATS_PREFIX}/pages/due", self._due_planned)
         self._take_over()
+        self.gate.listen()  # freed places of full hosts are notified: a waiting request does not ask again
         self.poll()
         self._loop = create_looping_call(self.poll)
         self._loop.start(self.poll_interval, now=False)
@@ -570,6 +571,7 @@ class RedisWorker:
             self.stats.set_value(f"{PREFIX}/held_cap_waits", frontier.held_cap_waits)
         if self.job.unconfirmed:
             self.stats.set_value(f"{PREFIX}/wait_short", self.job.unconfirmed)
+        self.gate.close()
 
     # -- the runtime's calls that Redis did not answer ---------------------------------
 

@@ -38,7 +38,8 @@ class JobKeys:
     specs = _Key("specs")  # hash: target name -> its spec (JSON)
     tver = _Key("tver")  # int: bumped when a target is added
     tset = _Key("tset")  # set: the targets of the job's first worker
-    progress = _Key("progress")  # hash: outcomes recorded, the job's last activity
+    progress = _Key("progress")  # hash: outcomes recorded, the job's last activity, the lane change serial (chg)
+    lchg = _Key("lchg")  # zset: lane -> the serial of its last change (STATUS reads the changes, not every lane)
     unsettled = _Key("unsettled")  # set: lanes not settled yet
     workers = _Key("workers")  # zset: worker -> last heartbeat (ms)
     orphans = _Key("orphans")  # hash: released outputs taken from workers that stopped

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -79,6 +80,25 @@ def test_a_fresh_project_without_the_addon_still_runs_idseq_spiders(make_site, t
     ]
     assert "idcrawl.scheduler.IdScheduler" in result.stderr  # forced by the spider: Scrapy's would dispense nothing
     assert "idcrawl.addon.IdCrawl" not in result.stderr
+
+
+def test_an_idseq_spider_without_the_addon_is_polite_by_default(make_site, tmp_path: Path) -> None:
+    """Without the add-on the spider still lists the politeness extension: the seed's gaps (1 s at least,
+    IDCRAWL_POLITENESS_MIN_DELAY) between requests to the host."""
+    site = make_site(GapModel(100, 102, set()))
+    project, env = startproject(tmp_path, addon=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "notices", "-a", f"url={site.url()}", "-a", "start=100",
+         "-a", "max=102", "-a", "margin=1", "-O", "items.jsonl", "-s", "TELNETCONSOLE_ENABLED=False",
+         "-s", "LOG_LEVEL=INFO", "-s", "DOWNLOAD_DELAY=0", "-s", "IDCRAWL_POLITENESS_MIN_DELAY=0.3"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "idcrawl.extensions.politeness.IdPoliteness" in result.stderr  # "Enabled extensions"
+    assert "idcrawl.addon.IdCrawl" not in result.stderr
+    times = sorted(entry.at for entry in site.log if entry.id is not None)
+    # Scrapy's RANDOMIZE_DOWNLOAD_DELAY draws each gap in 0.5x-1.5x of the slot's delay
+    assert len(times) == 3 and min(b - a for a, b in itertools.pairwise(times)) >= 0.3 * 0.5 * 0.9
 
 
 def test_a_profile_in_a_startproject_project_says_what_it_comes_to(make_site, tmp_path: Path) -> None:

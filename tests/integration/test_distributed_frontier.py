@@ -542,7 +542,38 @@ def test_polite_holds_a_slots_places_in_flight_for_the_fleet(redis_server) -> No
     assert polite("go", "w2#4")[1] == PoliteReply.FULL
     reply = job.polite("go", "h", "w2#4", gap_ms=0, cap=2, life_ms=60_000, lease_ms=8000, releases=[("h", "w1#4")])
     assert (reply.wait_ms, reply.flying) == (0, 2)
-    assert sorted(k for k in client.hkeys(job.keys.busy("h")) if k != b"lat") == [b"w2#2", b"w2#4"]
+    assert sorted(k for k in client.hkeys(job.keys.busy("h")) if k not in (b"lat", b"wait")) == [b"w2#2", b"w2#4"]
+
+
+def test_polite_a_full_slot_waits_for_a_notification_or_the_earliest_place_that_frees_itself(redis_server) -> None:
+    """A request that finds a slot full is told to wait until a place frees itself (its life, its worker's
+    lease), not to ask again soon; the next place given back publishes on ``P busy:<slot>`` once."""
+    client = redis.Redis.from_url(redis_server.url)
+    job = RedisJob(client, "t:{notes}:")
+    now_ms = int(client.time()[0]) * 1000
+    client.zadd(job.keys.workers, {"w1": now_ms, "w2": now_ms})
+    notes = client.pubsub(ignore_subscribe_messages=True)
+    notes.psubscribe(job.keys.busy("") + "*")
+    assert notes.get_message(timeout=1) is None  # the subscription confirmed
+
+    def polite(op: str, token: str, life_ms: int = 60_000) -> PoliteReply:
+        return job.polite(op, "h", token, gap_ms=0, cap=1, life_ms=life_ms, lease_ms=8000)
+
+    assert polite("go", "w1#1").wait_ms == 0
+    done = polite("done", "w1#1")  # nobody waits: nothing published
+    assert done.flying == 0 and notes.get_message(timeout=0.2) is None
+    assert polite("go", "w1#2", life_ms=5_000).wait_ms == 0
+    full = polite("go", "w2#1")
+    assert full.why == PoliteReply.FULL
+    assert 4_000 <= full.wait_ms <= 5_001  # the place's life (5 s) ends before w1's lease (8 s) runs out
+    assert 2 <= full.estimate_ms <= 1000  # a worker without notifications asks again by the slot's latency
+    assert polite("go", "w2#2").why == PoliteReply.FULL
+    assert polite("done", "w1#2").flying == 0
+    message = notes.get_message(timeout=5)
+    assert message is not None and message["channel"] == job.keys.busy("h").encode()
+    assert polite("done", "w1#2").flying == 0 and notes.get_message(timeout=0.2) is None  # once
+    assert polite("go", "w2#1").wait_ms == 0
+    notes.close()
 
 
 def test_polite_gap_and_places_together(redis_server) -> None:

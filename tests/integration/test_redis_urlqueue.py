@@ -21,7 +21,7 @@ import pytest
 from idcrawl.core.scope import Collection, CrawlProfile, Harvest, Hops, JobScope, ScopeKind, Seed
 from idcrawl.core.urlqueue import MemoryUrlQueue, QueueState, UrlCount, count_urls
 from idcrawl.distributed.state import JobStateStore
-from idcrawl.distributed.urlqueue import BATCH, RedisUrlQueue
+from idcrawl.distributed.urlqueue import BATCH, HOSTS_PER_CALL, RedisUrlQueue
 from tests.integration.test_distributed_runs import next_run
 from tests.support.reference import scope_truth
 
@@ -70,6 +70,19 @@ def memory_walk(graph: dict[str, list[str]], scope: JobScope, rng: random.Random
     return {url: queue.get(url).record.hops for url in fetched}  # type: ignore[union-attr]
 
 
+def check_host_index(client: Any, prefix: str) -> None:
+    """The running host index and ready count (``P uhostz``, ``P uready``) equal a recount of ``P uhosts``,
+    itself a recount of the ready queues ``P uq:<host>/<group>``."""
+    queues: Counter[str] = Counter()
+    for key in client.scan_iter(match=f"{prefix}uq:*".replace("{", "[{]").replace("}", "[}]")):
+        host = key.decode()[len(prefix) + 3:].split("/", 1)[0]
+        queues[host] += client.zcard(key)
+    hosts = {k.decode(): int(v) for k, v in client.hgetall(prefix + "uhosts").items()}
+    assert hosts == {h: n for h, n in queues.items() if n}
+    assert {h.decode() for h in client.zrange(prefix + "uhostz", 0, -1)} == set(hosts)
+    assert int(client.get(prefix + "uready") or 0) == sum(hosts.values())
+
+
 def fleet_walk(client: Any, case: int, graph: dict[str, list[str]], scope: JobScope,
                rng: random.Random) -> tuple[Counter[str], dict[str, Hops], int]:
     """The fleet's walk: fetches per URL, final hops, URLs given back from a killed worker."""
@@ -89,6 +102,7 @@ def fleet_walk(client: Any, case: int, graph: dict[str, list[str]], scope: JobSc
     while True:
         status = workers[0].poll()
         given_back += status.given_back
+        check_host_index(client, prefix)
         if not (status.ready or status.taken_by_others or status.taken_here) and not any(holding.values()):
             break
         w = rng.choice(workers)
@@ -317,3 +331,34 @@ def test_one_worker_of_each_fleet_run_claims_the_sitemaps(redis_server) -> None:
     assert three.claim_sitemaps()  # the next run: read again, once
     assert 0 < client.ttl(f"{prefix}usitemaps:{three.run.number}") <= 7 * 86400  # type: ignore[union-attr]
     assert MemoryUrlQueue().claim_sitemaps()  # one process: always its own
+def test_a_take_reads_a_few_hosts_however_many_have_ready_urls_and_visits_them_all_in_turn(redis_server) -> None:
+    """300 hosts with a ready URL each: each ``URL_DUE`` names at most ``HOSTS_PER_CALL`` of them, and takes
+    that admit only every other host still go round all of them, each taken once."""
+    client = redis.Redis.from_url(redis_server.url)
+    scope = JobScope({"front": Seed("front", FRONT, ("p",))}, {"p": CrawlProfile("p", 1, kind=ScopeKind.ANY)}, {},
+                     ("front",))
+    prefix = "t:{hosts}:"
+    queue = RedisUrlQueue(client, prefix, "w1", lease_ms=60_000)
+    queue.start(scope, 0.0)
+    queue.seed("front", FRONT, 0.0)
+    assert queue.take(lambda _: True, 0.0) is not None
+    hosts = [f"h{n:03d}.test" for n in range(300)]
+    queue.fetched(FRONT, [f"http://{h}/1" for h in hosts], 0.0)
+    check_host_index(client, prefix)
+    names: list[int] = []
+    due = queue._due
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reply = due(*args, **kwargs)
+        names.append(len(reply) - 1)
+        return reply
+
+    queue._due = counted  # type: ignore[method-assign]
+    taken = []
+    for turn in range(600):
+        record = queue.take(lambda host, turn=turn: int(host[1:4]) % 2 == turn % 2, 0.0)
+        if record is not None:
+            taken.append(record.url)
+    assert max(names) <= HOSTS_PER_CALL
+    assert sorted(taken) == sorted(f"http://{h}/1" for h in hosts)
+    check_host_index(client, prefix)

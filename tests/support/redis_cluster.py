@@ -30,12 +30,16 @@ def _free_port() -> int:
 
 
 class RedisCluster:
-    """Three cluster-enabled redis-servers, one slot range each, no replicas."""
+    """Three cluster-enabled redis-servers, one slot range each; with ``replicas``, that many replicas of
+    each master (nodes ``masters`` and on: the replicas of masters 0, 1, 2, 0, ...), which the cluster
+    promotes when their master stops answering for ``node_timeout`` ms."""
 
-    def __init__(self, masters: int = MASTERS) -> None:
-        self.buses = [_free_port() for _ in range(masters)]  # the cluster bus: port + 10000 may not be free
+    def __init__(self, masters: int = MASTERS, replicas: int = 0, node_timeout: int = 5000) -> None:
+        self.masters = masters
+        count = masters * (1 + replicas)
+        self.buses = [_free_port() for _ in range(count)]  # the cluster bus: port + 10000 may not be free
         self.nodes = [RedisServer(extra_args=("--cluster-enabled", "yes", "--cluster-port", str(bus),
-                                              "--cluster-node-timeout", "5000"))
+                                              "--cluster-node-timeout", str(node_timeout)))
                       for bus in self.buses]
 
     @property
@@ -70,13 +74,21 @@ class RedisCluster:
             for node in self.nodes:
                 node.start()
             clients = [redis.Redis(host="127.0.0.1", port=node.port) for node in self.nodes]
-            step = SLOTS // len(self.nodes)
-            for n, client in enumerate(clients):
-                high = SLOTS - 1 if n == len(clients) - 1 else (n + 1) * step - 1
+            step = SLOTS // self.masters
+            for n, client in enumerate(clients[:self.masters]):
+                high = SLOTS - 1 if n == self.masters - 1 else (n + 1) * step - 1
                 client.execute_command("CLUSTER", "ADDSLOTSRANGE", n * step, high)
             for node, bus in zip(self.nodes[1:], self.buses[1:], strict=True):
                 clients[0].execute_command("CLUSTER", "MEET", "127.0.0.1", node.port, bus)
             deadline = time.monotonic() + timeout
+            if len(clients) > self.masters:  # each replica follows its master once it knows every node
+                while not all(int(c.cluster("INFO")["cluster_known_nodes"]) == len(clients) for c in clients):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"the {len(clients)} nodes did not meet within {timeout} s")
+                    time.sleep(0.05)  # a condition polled on the nodes, up to the deadline
+                for n, client in enumerate(clients[self.masters:]):
+                    master = clients[n % self.masters].execute_command("CLUSTER", "MYID")
+                    client.execute_command("CLUSTER", "REPLICATE", master)
             while not all(self._formed(client) for client in clients):
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"the {len(clients)} nodes did not form a cluster within {timeout} s")
@@ -90,8 +102,44 @@ class RedisCluster:
 
     def _formed(self, client: object) -> bool:
         info = client.cluster("INFO")  # type: ignore[attr-defined]
-        return bool(info["cluster_state"] == "ok" and int(info["cluster_known_nodes"]) == len(self.nodes)
-                    and len(client.execute_command("CLUSTER", "SLOTS")) == len(self.nodes))  # type: ignore[attr-defined]
+        formed = (info["cluster_state"] == "ok" and int(info["cluster_known_nodes"]) == len(self.nodes)
+                  and len(client.execute_command("CLUSTER", "SLOTS")) == self.masters)  # type: ignore[attr-defined]
+        replication = client.info("replication")  # type: ignore[attr-defined]
+        return bool(formed and (replication["role"] == "master" or replication.get("master_link_status") == "up"))
+
+    def node_of(self, key: str) -> int:
+        """The index in ``nodes`` of the master that serves ``key`` now."""
+        client = self.client()
+        try:
+            port = client.get_node_from_key(key).port  # type: ignore[attr-defined]
+        finally:
+            client.close()  # type: ignore[attr-defined]
+        return next(n for n, node in enumerate(self.nodes) if node.port == port)
+
+    def kill(self, n: int) -> None:
+        """SIGKILL node ``n`` (no shutdown save: what its replica has not received is lost)."""
+        proc = self.nodes[n].proc
+        assert proc is not None
+        proc.kill()
+        proc.wait(timeout=10)
+
+    def wait_failover(self, key: str, dead: int, timeout: float = 60.0) -> int:
+        """Wait until another node serves ``key``'s slot and the cluster is ok again; returns that node."""
+        import redis
+
+        live = [node for n, node in enumerate(self.nodes) if n != dead]
+        deadline = time.monotonic() + timeout
+        while True:
+            with redis.Redis(host="127.0.0.1", port=live[0].port) as client:
+                slot = int(client.execute_command("CLUSTER", "KEYSLOT", key))
+                owners = [row for row in client.execute_command("CLUSTER", "SLOTS") if row[0] <= slot <= row[1]]
+                ok = client.cluster("INFO")["cluster_state"] == "ok"
+            port = int(owners[0][2][1]) if owners else None
+            if ok and port is not None and port != self.nodes[dead].port:
+                return next(n for n, node in enumerate(self.nodes) if node.port == port)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no replica took over the slot of {key!r} within {timeout} s")
+            time.sleep(0.05)  # a condition polled on the nodes, up to the deadline
 
     def flush(self) -> None:
         """Every key of every master deleted (a test's keys gone before the next test)."""

@@ -11,6 +11,17 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- The lane change log, read by STATUS instead of every lane: P lchg, a sorted set of lanes by the
+-- serial of their last change (P progress field 'chg', one up per change). A change is what may
+-- settle a lane or give it room or free ids: an outcome (record_lane), ids going back to a free list
+-- (give_back, pass_on), a lane created or reopened (REGISTER, RESUME), a held id waiting for a lane;
+-- '@' .. <space base> when a space's held payloads shrink (its lanes' cap may have lifted). A worker
+-- that mirrored the lanes at serial n sees every lane changed since in the members scored above n.
+local function changed(P, member)
+  local n = redis.call('HINCRBY', P .. 'progress', 'chg', 1)
+  redis.call('ZADD', P .. 'lchg', n, member)
+end
+
 -- the job prefix P of a key passed as P .. suffix
 local function prefix_of(key, suffix)
   assert(string.sub(key, -#suffix) == suffix, 'idcrawl: key ' .. key .. ' does not end with ' .. suffix)
@@ -109,6 +120,7 @@ local function pass_on(S, lane, sid)
   end
   redis.call('HSET', S.fly, sid, heir)
   redis.call('RPUSH', S.P .. 'L:' .. heir .. ':free', sid)
+  changed(S.P, heir)
   if #rest > 0 then redis.call('HSET', S.wait, sid, table.concat(rest, '\n'))
   else redis.call('HDEL', S.wait, sid) end
 end
@@ -137,7 +149,7 @@ end
 
 -- take ids (strings) of lane K from worker w: undecided ones go to the lane's free list;
 -- returns how many
-local function give_back(K, w, ids)
+local function give_back(K, w, ids, P, lane)
   local f = redis.call('HMGET', K.hash, 'step', 'fu', 'next', 'cut')
   if not f[1] then return 0 end
   local step, fu, nxt, cut = tonumber(f[1]), tonumber(f[2]), tonumber(f[3]), f[4]
@@ -157,6 +169,7 @@ local function give_back(K, w, ids)
     end
   end
   if S and cut ~= '' then forget_held(K, S.lane, S) end
+  if n > 0 then changed(P, lane) end
   return n
 end
 
@@ -173,7 +186,7 @@ local function release_worker(J, w, E)
     for i = 1, #own, 2 do
       if own[i + 1] == w then held[#held + 1] = own[i] end
     end
-    if #held > 0 then taken = taken + give_back(K, w, held) end
+    if #held > 0 then taken = taken + give_back(K, w, held, J.P, lane) end
   end
   local emit = redis.call('HGETALL', E)
   for i = 1, #emit, 2 do
@@ -286,7 +299,12 @@ end
 -- while the space holds cap or more and no held id waits for that lane (capped).
 local function hold(S, sid, blocked)
   if blocked then redis.call('SADD', S.base .. ':held', sid)
-  else redis.call('SREM', S.base .. ':held', sid) end
+  elseif redis.call('SREM', S.base .. ':held', sid) == 1 then changed(S.P, '@' .. S.base) end
+end
+
+-- found id sid of space S waits (distance x) for lane blk's decision (a held id for blk: blk has room)
+local function block(S, blk, x, sid)
+  if redis.call('ZADD', S.base .. ':blk:' .. blk, x, sid) == 1 then changed(S.P, blk) end
 end
 
 -- a lane of space S (nil: none) may take no new ids: the space holds cap (> 0) payloads or more,
@@ -359,7 +377,7 @@ local function recheck(S, lane, E, r)
       local w, blk, x = emitter(S, id, nil)
       hold(S, sid, blk)
       if blk then
-        redis.call('ZADD', S.base .. ':blk:' .. blk, x, sid)
+        block(S, blk, x, sid)
       elseif w and (id - tonumber(x.fu)) * tonumber(x.step) < 0 then
         local p = redis.call('HGET', S.pay, sid)
         redis.call('HDEL', S.pay, sid)
@@ -444,7 +462,7 @@ local function record_lane(K, lane, id, code, payload, E, unsettled, S)
           p = redis.call('HGET', S.pay, key)
           redis.call('HDEL', S.pay, key)
         elseif blk then
-          redis.call('ZADD', S.base .. ':blk:' .. blk, x, key)
+          block(S, blk, x, key)
         end
       end
       if p then
@@ -476,6 +494,7 @@ local function record_lane(K, lane, id, code, payload, E, unsettled, S)
     redis.call('DEL', K.pay, K.free)
   end
   redis.call('HSET', K.hash, 'fu', s(r.fu), 'run', s(run), 'last', r.last, 'cut', r.cut, 'reason', r.reason)
+  changed(prefix_of(unsettled, 'unsettled'), lane)
   if S then recheck(S, lane, E, r) end
   local names = {'c_found', 'c_missing', 'c_failed', 'c_disallowed'}
   for i = 1, 4 do

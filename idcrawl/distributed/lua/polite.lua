@@ -13,7 +13,13 @@
 -- reserves anew. So the moments requests leave, fleet-wide, are a gap apart. The places: at most
 -- cap requests of the slot in flight fleet-wide; a place whose worker stopped (its heartbeat older
 -- than the lease) or older than life_ms is free again.
--- Returns {wait ms (0: go now), why (0 go, 1 the gap, 2 no free place), requests in flight}.
+-- Waiting for a place: a request that finds the slot full marks it (field 'wait' of P busy:<slot>); the
+-- next place given back publishes on channel P busy:<slot> (the waiting workers' notification) and
+-- clears the mark. The wait returned is then until the earliest moment a place frees itself without a
+-- notification: a place's life ends, or its worker's lease (heartbeat + lease_ms) runs out.
+-- Returns {wait ms (0: go now), why (0 go, 1 the gap, 2 no free place), requests in flight, and for a
+-- full slot the ms until its oldest request should be done by how long the slot's requests last (a
+-- worker without notifications asks again then)}.
 local gkey, bkey, wkey = KEYS[1], KEYS[2], KEYS[3]
 local op, token = ARGV[1], ARGV[2]
 local gap, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -24,6 +30,7 @@ local function give_back(bkey, token)
   local held = redis.call('HGET', bkey, token)
   if held then
     redis.call('HDEL', bkey, token)
+    if redis.call('HDEL', bkey, 'wait') == 1 then redis.call('PUBLISH', bkey, token) end  -- a place is free
     local start = tonumber(string.match(held, '^(%d+)'))
     local lat = tonumber(redis.call('HGET', bkey, 'lat'))
     local took = math.max(1, now - start)
@@ -37,7 +44,7 @@ for i = 4, #KEYS do
 end
 if op == 'done' then
   give_back(bkey, token)
-  return {0, 0, redis.call('HLEN', bkey) - redis.call('HEXISTS', bkey, 'lat')}
+  return {0, 0, redis.call('HLEN', bkey) - redis.call('HEXISTS', bkey, 'lat') - redis.call('HEXISTS', bkey, 'wait')}
 end
 
 -- the gap: may the request start now, and the slot's next start if it does
@@ -66,13 +73,13 @@ if cap > 0 then
     local field, value = entries[i], entries[i + 1]
     if field == 'lat' then
       lat = tonumber(value)
-    elseif field ~= token then
+    elseif field ~= token and field ~= 'wait' then
       local start, till = string.match(value, '^(%d+) (%d+)$')
       start, till = tonumber(start), tonumber(till)
       if not till or till <= now then
         redis.call('HDEL', bkey, field)
       else
-        live[#live + 1] = {field, start}
+        live[#live + 1] = {field, start, till}
       end
     end
   end
@@ -86,18 +93,25 @@ if cap > 0 then
       end
     end
   end
+  local soonest = nil  -- the earliest a place frees itself: its life ends, or its worker's lease
   for _, entry in ipairs(live) do
     if entry[1] then
       flying = flying + 1
       oldest = oldest and math.min(oldest, entry[2]) or entry[2]
+      local worker = string.match(entry[1], '^(.*)#%d+$')
+      local beat = worker and tonumber(redis.call('ZSCORE', wkey, worker))
+      local free_at = entry[3]
+      if beat then free_at = math.min(free_at, beat + lease + 1) end
+      soonest = soonest and math.min(soonest, free_at) or free_at
     end
   end
   if flying >= cap then
-    -- ask again when the oldest should be done (by how long the slot's requests last), then more often
+    redis.call('HSET', bkey, 'wait', '1')  -- the next place given back notifies the waiting workers
+    -- without notifications: ask again when the oldest should be done (by how long the slot's requests last)
     local expect = lat or 50
-    local wait = oldest + expect - now
-    if wait < 1 then wait = math.floor(expect / 4) end
-    return {math.min(1000, math.max(2, wait)), 2, flying}
+    local estimate = oldest + expect - now
+    if estimate < 1 then estimate = math.floor(expect / 4) end
+    return {math.max(2, soonest - now), 2, flying, math.min(1000, math.max(2, estimate))}
   end
 end
 

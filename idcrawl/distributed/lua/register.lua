@@ -30,6 +30,7 @@ for i = 5, #ARGV, 8 do
   reset_earliest_cut(lane_keys(L), start)
   redis.call('RPUSH', tl, lane)
   if reason == '' then redis.call('SADD', unsettled, lane) end
+  changed(prefix_of(specs, 'specs'), lane)
 end
 if space ~= '' then
   local P = prefix_of(specs, 'specs')

@@ -57,6 +57,7 @@ local function add(lane)
   redis.call('SADD', RL, lane)
   redis.call('RPUSH', R .. ':order', lane)
   out[#out + 1] = lane
+  changed(P, lane)  -- reopened or made: STATUS shows it to the workers that walk it
 end
 local i = 10
 for _ = 1, n do

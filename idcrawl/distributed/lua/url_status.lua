@@ -3,7 +3,8 @@
 -- so is a found page it held, whose links it may not have offered: it is fetched again).
 -- KEYS: P uhosts, P workers.
 -- ARGV: lease_ms, worker (whose own taken URLs are counted apart).
--- Returns {ready, taken by others, taken by this worker, postponed, given back, host, count, ...}.
+-- Returns {ready (P uready, never a read of every host), taken by others, taken by this worker, postponed,
+-- given back}.
 local P = prefix_of(KEYS[1], 'uhosts')
 local lease, me = tonumber(ARGV[1]), ARGV[2]
 local now = now_ms()
@@ -27,9 +28,5 @@ for i = 1, #taken, 2 do
     others = others + 1
   end
 end
-local hosts = redis.call('HGETALL', P .. 'uhosts')
-local ready = 0
-for i = 2, #hosts, 2 do ready = ready + tonumber(hosts[i]) end
-local out = {ready, others, mine, redis.call('SCARD', P .. 'upost'), back}
-for _, v in ipairs(hosts) do out[#out + 1] = v end
-return out
+host_index(P)
+return {tonumber(redis.call('GET', P .. 'uready')), others, mine, redis.call('SCARD', P .. 'upost'), back}

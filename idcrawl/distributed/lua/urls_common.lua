@@ -15,6 +15,9 @@
 --                              scored by minus their priority (URL_TAKE draws among the lowest score)
 --   P uqc:<host>         hash  group -> its ready URLs (the yields' draw needs only these counts)
 --   P uhosts             hash  host -> its ready URLs (0: field gone)
+--   P uhostz             zset  the hosts of P uhosts, all scored 0 (by name: URL_DUE hands them out a
+--                              few at a time from a worker's place in the round robin)
+--   P uready             string  the ready URLs of every host (the sum of P uhosts, kept as they move)
 --   P utaken             hash  url -> the worker that took it (held under the fleet's lease)
 --   P upost              set   postponed URLs (released by a later run's start)
 --   P uwait              zset  harvested URLs waiting for their revisit, by next harvest time (a
@@ -50,13 +53,39 @@ local function entry_row(U)
   return row
 end
 
+-- the job's host index and ready count (P uhostz, P uready), built once from P uhosts for a queue
+-- filed before they were kept
+local function host_index(P)
+  if redis.call('EXISTS', P .. 'uready') == 1 then return end
+  local hosts = redis.call('HGETALL', P .. 'uhosts')
+  local ready = 0
+  for i = 1, #hosts, 2 do
+    ready = ready + tonumber(hosts[i + 1])
+    redis.call('ZADD', P .. 'uhostz', 0, hosts[i])
+  end
+  redis.call('SET', P .. 'uready', s(ready))
+end
+
+-- one ready URL more (d = 1) or less (d = -1) on host, in P uhosts, P uhostz and P uready
+local function count_ready(P, host, d)
+  host_index(P)
+  redis.call('INCRBY', P .. 'uready', d)
+  local n = redis.call('HINCRBY', P .. 'uhosts', host, d)
+  if n <= 0 then
+    redis.call('HDEL', P .. 'uhosts', host)
+    redis.call('ZREM', P .. 'uhostz', host)
+  elseif d > 0 and n == 1 then
+    redis.call('ZADD', P .. 'uhostz', 0, host)
+  end
+end
+
 -- file URL url of entry R (its state R.st) where its state keeps it
 local function place(P, url, R)
   if R.st == 'q' then
     local grp = group_of(R.col, R.cps)
     if redis.call('ZADD', P .. 'uq:' .. R.host .. '/' .. grp, -(tonumber(R.pri) or 0.5), url) == 1 then
       redis.call('HINCRBY', P .. 'uqc:' .. R.host, grp, 1)
-      redis.call('HINCRBY', P .. 'uhosts', R.host, 1)
+      count_ready(P, R.host, 1)
     end
   elseif R.st == 't' then
     redis.call('HSET', P .. 'utaken', url, R.w)
@@ -71,7 +100,7 @@ local function unplace(P, url, R)
     local grp = group_of(R.col, R.cps)
     if redis.call('ZREM', P .. 'uq:' .. R.host .. '/' .. grp, url) == 1 then
       if redis.call('HINCRBY', P .. 'uqc:' .. R.host, grp, -1) <= 0 then redis.call('HDEL', P .. 'uqc:' .. R.host, grp) end
-      if redis.call('HINCRBY', P .. 'uhosts', R.host, -1) <= 0 then redis.call('HDEL', P .. 'uhosts', R.host) end
+      count_ready(P, R.host, -1)
     end
   elseif R.st == 't' then
     redis.call('HDEL', P .. 'utaken', url)
