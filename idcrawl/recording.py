@@ -40,13 +40,15 @@ CASSETTE_ORDER = 1000
 #: A header that describes the wire, not the body handed on (the handler has already de-chunked it).
 _WIRE_HEADERS = frozenset({b"transfer-encoding"})
 #: Components a recording engine leaves out: idcrawl's own (they keep a crawl's state: the frontier,
-#: attempts with cool-downs, politeness, the HTTP cache) and robots.txt, which a replay has no engine for.
+#: attempts with cool-downs, politeness, the HTTP cache, WARC output) and robots.txt, which a replay has no
+#: engine for.
 OFFLINE_SKIPPED = frozenset({
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
     "scrapy.downloadermiddlewares.httpcache.HttpCacheMiddleware",
     "idcrawl.downloadermiddlewares.attempts.IdAttemptsMiddleware",
     "idcrawl.downloadermiddlewares.redirects.IdRedirectsMiddleware",
     "idcrawl.distributed.politeness.FleetPoliteness",
+    "idcrawl.archive.middleware.IdWarcMiddleware",
 })
 
 
