@@ -13,9 +13,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from idcrawl.demo.site import DemoModel, IdSite, Reply
 from tests.support.redis_cluster import redis_cluster, redis_cluster_nodes  # noqa: F401 - fixtures for every tier
+
+# Every property check draws the same examples on every run (derandomize) and has no per-example time
+# limit: a deadline is a timing threshold, which a loaded CI machine trips by chance. A test's own
+# @settings inherit these and may only add examples.
+settings.register_profile("idcrawl", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("idcrawl")
 
 #: The tier folders of tests/, each also the name of its marker (registered in pyproject.toml).
 TIERS = ("unit", "crawl", "integration")
