@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyroaring import BitMap64
@@ -24,7 +24,7 @@ from idcrawl.core.pagebook import PageBook, by_target
 from idcrawl.core.ranges import LaneRecord
 from idcrawl.core.recrawl import Schedule, tail_after_run
 from idcrawl.core.resume import identity
-from idcrawl.core.targets import RESET_MODES
+from idcrawl.core.targets import RESET_MODES, Target
 from idcrawl.feeds import UnwrittenItems, end_cut_lines, feed_marks, flush_feeds, page_key
 from idcrawl.state.base import FeedMarks, StateError, StateStore
 from idcrawl.storage import REASON, report_storage_error, storage_failed
@@ -39,6 +39,26 @@ __all__ = ["StateRecorder"]
 
 #: a :class:`LaneRecord`'s fields' values, in their order (what its ``==`` compares)
 _record_values = operator.attrgetter(*(f.name for f in dataclasses.fields(LaneRecord)))
+
+
+class _Params(Mapping[str, dict[str, Any]]):
+    """The targets' identity params, made when read (the open's commit writes each once): a job of
+    100,000 targets does not keep 100,000 dicts for the run."""
+
+    def __init__(self, targets: Mapping[str, Target]) -> None:
+        self._targets = targets
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        return identity(self._targets[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._targets)
+
+    def __len__(self) -> int:
+        return len(self._targets)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._targets
 
 
 class StateRecorder:
@@ -79,7 +99,7 @@ class StateRecorder:
         #: whose items are written (harvested at the next checkpoint, once the feeds are durable)
         self._unwritten_pages = UnwrittenItems(page_key)
         self._written_pages: list[Callable[[], None]] = []
-        self._params = {name: identity(t) for name, t in frontier.targets.items()}
+        self._params = _Params(frontier.targets)  # the frontier's targets (all added before the recorder)
         self._durable_feeds = True
         self._run_id: int | None = None
         self._ended = self._feeds_done = self._store_closed = self._opened = False
@@ -91,6 +111,9 @@ class StateRecorder:
         self._recovered = recovered or {}
         self._several_items = False  # some found id had more than one item: feed tails cannot be read back
         self._committed: dict[str, LaneRecord] = {}  # lane key -> its record as last committed
+        #: lanes last committed untouched (:attr:`~idcrawl.core.lanes.Lane.untouched`, no pin): their record
+        #: is the lane's values, kept as a key only (most lanes of a job of many targets never move)
+        self._committed_fresh: set[str] = set()
         self.pages = pages
         self._page_records: dict[tuple[str, int], Schedule | None] = {}  # changed page records, not committed yet
         self.clock = clock if clock is not None else Clock()
@@ -293,30 +316,45 @@ class StateRecorder:
     ) -> None:
         """One transaction; only the lane records that changed since the last commit are written
         (a job of 100,000 targets would otherwise rewrite every lane's record every few seconds)."""
-        changed = self._changed_records()
+        changed, fresh = self._changed_records()
         if not self._write(lambda: self.store.commit(params, outcomes, changed, feeds=feeds, pages=pages,
                                                      tails=tails)):
             return
+        committed, committed_fresh = self._committed, self._committed_fresh
         for by_key in changed.values():
-            self._committed.update(by_key)
+            for key, record in by_key.items():
+                if key in fresh:
+                    committed_fresh.add(key)
+                    committed.pop(key, None)
+                else:
+                    committed[key] = record
+                    committed_fresh.discard(key)
 
-    def _changed_records(self) -> dict[str, dict[str, LaneRecord]]:
+    def _changed_records(self) -> tuple[dict[str, dict[str, LaneRecord]], set[str]]:
         """The lane records that differ from the committed ones, by target (a lane's record is compared
-        as its fields' values: no record is built for a lane that did not move since the last commit)."""
+        as its fields' values: no record is built for a lane that did not move since the last commit),
+        and the keys of those of untouched lanes without a pin (their values depend on nothing that moves)."""
         pins = self._pins()
         changed: dict[str, dict[str, LaneRecord]] = {}
-        committed = self._committed
+        fresh: set[str] = set()
+        committed, committed_fresh = self._committed, self._committed_fresh
         frontier = self.frontier
         direction, lane_target = frontier.lane_direction, frontier.lane_target
         for key, lane in frontier.lanes.items():
             if direction[key] == "holes":  # list lanes (holes, due pages): no durable record
                 continue
-            values = self._record_values(key, lane, pins.get(key))
+            pin = pins.get(key)
+            untouched = pin is None and lane.untouched
+            if untouched and key in committed_fresh:
+                continue
+            values = self._record_values(key, lane, pin)
             last = committed.get(key)
             if last is not None and _record_values(last) == values:
                 continue
+            if untouched:
+                fresh.add(key)
             changed.setdefault(lane_target[key].name, {})[key] = LaneRecord(*values)
-        return changed
+        return changed, fresh
 
     def _write(self, write: Callable[[], object], *, always: bool = False) -> bool:
         """One write of the store, unless a write of this crawl failed (``always``: even then); a failed
