@@ -111,9 +111,10 @@ class StateRecorder:
         self._recovered = recovered or {}
         self._several_items = False  # some found id had more than one item: feed tails cannot be read back
         self._committed: dict[str, LaneRecord] = {}  # lane key -> its record as last committed
-        #: lanes last committed untouched (:attr:`~idcrawl.core.lanes.Lane.untouched`, no pin): their record
-        #: is the lane's values, kept as a key only (most lanes of a job of many targets never move)
-        self._committed_fresh: set[str] = set()
+        #: the frontier's first lanes (in the order added; none is ever removed) as of the last commit: one of
+        #: them still untouched (:attr:`~idcrawl.core.lanes.Lane.untouched`) was committed as it is (a lane never
+        #: becomes untouched again), so no record is kept for it (most lanes of a job of many targets never move)
+        self._lanes_committed = 0
         self.pages = pages
         self._page_records: dict[tuple[str, int], Schedule | None] = {}  # changed page records, not committed yet
         self.clock = clock if clock is not None else Clock()
@@ -316,45 +317,38 @@ class StateRecorder:
     ) -> None:
         """One transaction; only the lane records that changed since the last commit are written
         (a job of 100,000 targets would otherwise rewrite every lane's record every few seconds)."""
-        changed, fresh = self._changed_records()
+        lanes = len(self.frontier.lanes)
+        changed = self._changed_records()
         if not self._write(lambda: self.store.commit(params, outcomes, changed, feeds=feeds, pages=pages,
                                                      tails=tails)):
             return
-        committed, committed_fresh = self._committed, self._committed_fresh
+        self._lanes_committed = lanes
+        frontier_lanes, committed = self.frontier.lanes, self._committed
         for by_key in changed.values():
             for key, record in by_key.items():
-                if key in fresh:
-                    committed_fresh.add(key)
-                    committed.pop(key, None)
-                else:
+                if not frontier_lanes[key].untouched:
                     committed[key] = record
-                    committed_fresh.discard(key)
 
-    def _changed_records(self) -> tuple[dict[str, dict[str, LaneRecord]], set[str]]:
+    def _changed_records(self) -> dict[str, dict[str, LaneRecord]]:
         """The lane records that differ from the committed ones, by target (a lane's record is compared
-        as its fields' values: no record is built for a lane that did not move since the last commit),
-        and the keys of those of untouched lanes without a pin (their values depend on nothing that moves)."""
+        as its fields' values: no record is built for a lane that did not move since the last commit,
+        nor kept for one committed untouched: its values depend on nothing that moves)."""
         pins = self._pins()
         changed: dict[str, dict[str, LaneRecord]] = {}
-        fresh: set[str] = set()
-        committed, committed_fresh = self._committed, self._committed_fresh
+        committed, lanes_committed = self._committed, self._lanes_committed
         frontier = self.frontier
         direction, lane_target = frontier.lane_direction, frontier.lane_target
-        for key, lane in frontier.lanes.items():
+        for index, (key, lane) in enumerate(frontier.lanes.items()):
             if direction[key] == "holes":  # list lanes (holes, due pages): no durable record
                 continue
-            pin = pins.get(key)
-            untouched = pin is None and lane.untouched
-            if untouched and key in committed_fresh:
+            if index < lanes_committed and lane.untouched:  # committed untouched (no found id: no pin)
                 continue
-            values = self._record_values(key, lane, pin)
+            values = self._record_values(key, lane, pins.get(key))
             last = committed.get(key)
             if last is not None and _record_values(last) == values:
                 continue
-            if untouched:
-                fresh.add(key)
             changed.setdefault(lane_target[key].name, {})[key] = LaneRecord(*values)
-        return changed, fresh
+        return changed
 
     def _write(self, write: Callable[[], object], *, always: bool = False) -> bool:
         """One write of the store, unless a write of this crawl failed (``always``: even then); a failed
