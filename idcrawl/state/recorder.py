@@ -310,7 +310,7 @@ class StateRecorder:
         return by_target(ready) or None
 
     def _commit(
-        self, params: dict[str, dict[str, Any]], outcomes: dict[str, dict[Outcome, BitMap64]],
+        self, params: Mapping[str, dict[str, Any]], outcomes: dict[str, dict[Outcome, BitMap64]],
         feeds: FeedMarks | None = None,
         tails: dict[str, Schedule] | None = None,
         pages: dict[str, dict[int, Schedule | None]] | None = None,
