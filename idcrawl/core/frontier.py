@@ -226,7 +226,7 @@ class Frontier(Generic[P]):
         self.targets: dict[str, Target] = {}
         self.lanes: dict[str, Lane[P]] = {}
         self.lane_target: dict[str, Target] = {}
-        self._target_lanes: dict[str, list[str]] = {}  # lane keys by target name, in order
+        self._target_lanes: dict[str, tuple[str, ...]] = {}  # lane keys by target name, in order
         self.lane_direction: dict[str, str] = {}
         self._unsettled: set[str] = set()
         self._ids: dict[str, tuple[int, ...]] = {}  # list lanes: position -> id
@@ -278,7 +278,7 @@ class Frontier(Generic[P]):
                 self._unsettled.add(spec.key)
             if not lane.stopped:
                 self._iv.add(spec.key, group, spec.weight)
-        self._target_lanes[target.name] = added
+        self._target_lanes[target.name] = tuple(added)
         space = self._space.get(target.name)
         if space is not None:
             space.lanes.extend(added)  # not a scan of every lane: many targets may share one space
