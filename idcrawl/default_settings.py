@@ -29,8 +29,8 @@ IDCRAWL_SPECULATION = "adaptive"
 IDCRAWL_MAX_HELD_PAYLOADS = 0
 
 #: Most targets a job file may hold; a larger job is refused with one line before
-#: it is parsed. Each target costs about 0.1 ms of CPU and 4 KB to start (bench/big_job.py:
-#: 100,000 targets peak at ~410 MB; docs/benchmarks.md, "at size"). 0 = no limit.
+#: it is parsed. Each target costs about 0.1 ms of CPU and 2 KB to start (bench/big_job.py:
+#: 100,000 targets peak at ~290 MB; docs/benchmarks.md, "at size"). 0 = no limit.
 IDCRAWL_MAX_TARGETS = 100_000
 
 #: Most lanes whose stats are kept one by one (``idcrawl/lanes/<lane>/...``: counters, cut reason,
