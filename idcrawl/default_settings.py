@@ -29,9 +29,14 @@ IDCRAWL_SPECULATION = "adaptive"
 IDCRAWL_MAX_HELD_PAYLOADS = 0
 
 #: Most targets a job file may hold; a larger job is refused with one line before
-#: it is parsed. Each target costs about 0.1 ms of CPU and 4 KB to start (bench/big_job.py:
-#: 100,000 targets peak at ~410 MB; docs/benchmarks.md, "at size"). 0 = no limit.
+#: it is parsed. Each target costs about 0.1 ms of CPU and 2 KB to start (bench/big_job.py:
+#: 100,000 targets peak at ~290 MB; docs/benchmarks.md, "at size"). 0 = no limit.
 IDCRAWL_MAX_TARGETS = 100_000
+
+#: Most lanes whose stats are kept one by one (``idcrawl/lanes/<lane>/...``: counters, cut reason,
+#: cursor); a job with more lanes keeps the job totals only (``idcrawl/found``, ...), so 100,000
+#: targets do not add 200,000 stats and a stats dump of as many lines. 0 = every lane.
+IDCRAWL_LANE_STATS = 10_000
 
 #: Longest gap, in seconds, between the periodic progress lines (one per target). 0 = no
 #: progress lines (the plan and the summary are still logged).

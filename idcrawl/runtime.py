@@ -147,6 +147,7 @@ class IdRuntime:
         self._timer_due = 0.0
         self._worker: Worker | None = None
         self._url_queue: UrlQueue | None = None  # the crawl scope's (url_queue)
+        self._lane_stats_max: int | None = None  # IDCRAWL_LANE_STATS, read at first use (lane_stats)
         self._previous_queue: UrlQueue | None = None  # watch mode: the last wave's, until the next one's is built
         self._queue_started = False  # the crawl scope's user started the URL queue: its URLs go out
         self._clock: Clock | None = None
@@ -355,6 +356,14 @@ class IdRuntime:
         assert stats is not None
         return stats
 
+    @property
+    def lane_stats(self) -> bool:
+        """Whether stats are kept per lane (``IDCRAWL_LANE_STATS``: not for a job of more lanes)."""
+        most = self._lane_stats_max
+        if most is None:
+            most = self._lane_stats_max = config_of(self.crawler).lane_stats
+        return not most or len(self.frontier.lanes) <= most
+
     def open(self) -> None:
         frontier = self.frontier
         self.stats.set_value(f"{STATS_PREFIX}/targets", len(self.targets))
@@ -460,7 +469,8 @@ class IdRuntime:
         for name, old, new in zip(_COUNT_FIELDS, before, after, strict=True):
             if new != old and name != "dispensed":
                 self.inc_stat(f"{STATS_PREFIX}/{name}", new - old)
-                self.inc_stat(f"{STATS_PREFIX}/lanes/{lane_key}/{name}", new - old)
+                if self.lane_stats:
+                    self.inc_stat(f"{STATS_PREFIX}/lanes/{lane_key}/{name}", new - old)
 
     def close_lane(self, lane_key: str, reason: str) -> None:
         """Stop dispensing a lane (a limit stopped its slot): its stats; the payloads its closing released
@@ -474,6 +484,8 @@ class IdRuntime:
             self._orphans += self.emit_released(decided.released)
 
     def _lane_stopped(self, lane_key: str, lane: Lane[Payload]) -> None:
+        if not self.lane_stats:
+            return
         prefix = f"{STATS_PREFIX}/lanes/{lane_key}"
         self.stats.set_value(f"{prefix}/cut_reason", lane.reason)
         if lane.cut_at is not None:
@@ -581,7 +593,7 @@ class IdRuntime:
         worker = self.worker
         worker.stop(reason)
         frontier = worker.frontier
-        for key, lane in frontier.lanes.items():
+        for key, lane in frontier.lanes.items() if self.lane_stats else ():
             if lane.reason is not None:
                 self._lane_stopped(key, lane)
             self.stats.set_value(f"{STATS_PREFIX}/lanes/{key}/cursor", lane.first_undecided)

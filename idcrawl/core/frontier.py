@@ -216,7 +216,9 @@ class Frontier(Generic[P]):
         self._neutral = neutral
         self._rebind = rebind
         self._space_by_key: dict[Hashable, IdSpace[P]] = {}
-        self._first_by_key: dict[Hashable, str] = {}  # the one target of a key so far
+        #: the hash of a space key -> the first target of each key of that hash (a name, or names when keys
+        #: collide): the key itself is made again from the target when another has its hash, not kept per target
+        self._first_by_hash: dict[int, str | list[str]] = {}
         self._space: dict[str, IdSpace[P]] = {}  # target name -> its shared id space
         #: lane ids served without a request because an overlapping lane fetched them (a total)
         self.deduplicated = 0
@@ -224,7 +226,7 @@ class Frontier(Generic[P]):
         self.targets: dict[str, Target] = {}
         self.lanes: dict[str, Lane[P]] = {}
         self.lane_target: dict[str, Target] = {}
-        self._target_lanes: dict[str, list[str]] = {}  # lane keys by target name, in order
+        self._target_lanes: dict[str, tuple[str, ...]] = {}  # lane keys by target name, in order
         self.lane_direction: dict[str, str] = {}
         self._unsettled: set[str] = set()
         self._ids: dict[str, tuple[int, ...]] = {}  # list lanes: position -> id
@@ -276,16 +278,29 @@ class Frontier(Generic[P]):
                 self._unsettled.add(spec.key)
             if not lane.stopped:
                 self._iv.add(spec.key, group, spec.weight)
-        self._target_lanes[target.name] = added
+        self._target_lanes[target.name] = tuple(added)
         space = self._space.get(target.name)
         if space is not None:
             space.lanes.extend(added)  # not a scan of every lane: many targets may share one space
 
+    def _first_of(self, key: Hashable, name: str) -> str | None:
+        """The first target of space ``key`` (None: ``name`` is, from now on)."""
+        by_hash, code = self._first_by_hash, hash(key)
+        names = by_hash.get(code)
+        if names is None:
+            by_hash[code] = name
+            return None
+        for first in (names,) if isinstance(names, str) else names:
+            if space_key(self.targets[first]) == key:
+                return first
+        by_hash[code] = [names, name] if isinstance(names, str) else [*names, name]
+        return None
+
     def _join_space(self, target: Target) -> None:
         """Share an id space with earlier targets that walk the same URLs."""
         key = space_key(target)
-        first = self._first_by_key.setdefault(key, target.name)
-        if first == target.name:
+        first = self._first_of(key, target.name)
+        if first is None:
             return
         space = self._space_by_key.get(key)
         if space is None:

@@ -35,6 +35,8 @@ class _Group(Generic[K, G]):
     order: int
     heap: list[tuple[int, int, int, K]] = field(default_factory=list)  # (pass, order, version, key)
     version: int = 0
+    #: (pass, order) of the head lane its valid top-heap entry names (None: it has none)
+    top: tuple[int, int] | None = None
 
 
 class Interleaver(Generic[K, G]):
@@ -136,6 +138,7 @@ class Interleaver(Generic[K, G]):
             lane = self._head(grp)
             if lane is None:
                 heapq.heappop(top)
+                grp.top = None
                 continue
             if (lane.pass_, lane.order) != (head_pass, head_order):
                 heapq.heappop(top)
@@ -170,6 +173,8 @@ class Interleaver(Generic[K, G]):
     def _push_lane(self, grp: _Group[K, G], lane: _Lane[K, G]) -> None:
         lane.version += 1
         heapq.heappush(grp.heap, (lane.pass_, lane.order, lane.version, lane.key))
+        if grp.top is not None and (lane.pass_, lane.order) > grp.top:
+            return  # the group's head and its top-heap entry stand (no stale entry per lane added)
         self._requeue(grp)
 
     def _requeue(self, grp: _Group[K, G]) -> None:
@@ -177,7 +182,9 @@ class Interleaver(Generic[K, G]):
         grp.version += 1
         lane = self._head(grp)
         if lane is None:
+            grp.top = None
             return
+        grp.top = (lane.pass_, lane.order)
         heapq.heappush(self._top, (lane.pass_, lane.order, grp.version, grp.key))
 
     def _rescale(self, factor: int) -> None:
@@ -188,5 +195,7 @@ class Interleaver(Generic[K, G]):
         for grp in self._groups.values():
             grp.heap = [(p * factor, o, v, k) for p, o, v, k in grp.heap]
             heapq.heapify(grp.heap)
+            if grp.top is not None:
+                grp.top = (grp.top[0] * factor, grp.top[1])
         self._top = [(p * factor, o, v, g) for p, o, v, g in self._top]
         heapq.heapify(self._top)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Generic, TypeVar
+from types import MappingProxyType
+from typing import Any, Generic, TypeVar, cast
 
 __all__ = ["BEHIND_WINDOWS", "Lane", "LaneCounts", "Outcome", "Recorded"]
 
@@ -38,6 +39,10 @@ MAX_ID = 2**64 - 1
 #: change where it is cut (a retry cooling down): this many windows from its first undecided id.
 #: It bounds the outcomes the lane keeps in memory until that id is decided.
 BEHIND_WINDOWS = 64
+
+#: what a lane holds before its first outcome: one read-only empty mapping shared by every lane (a dict
+#: of its own is made at the first write), so a job of many targets keeps no two dicts per lane it never walked
+_NOTHING: dict[Any, Any] = cast("dict[Any, Any]", MappingProxyType({}))
 
 
 @dataclass(slots=True)
@@ -153,8 +158,8 @@ class Lane(Generic[P]):
         self.cut_at: int | None = None
         self.reason: str | None = None
         self.counts = LaneCounts()
-        self._decided: dict[int, Outcome] = {}
-        self._held: dict[int, P] = {}
+        self._decided: dict[int, Outcome] = _NOTHING  # made at the first write (see _NOTHING)
+        self._held: dict[int, P] = _NOTHING
         self.adaptive = adaptive
         #: an adaptive lane dispenses at most this many ids past its earliest possible cut (None: ``margin``;
         #: 0 on a download slot of concurrency 1, where an id past it could only be sent while the
@@ -221,6 +226,11 @@ class Lane(Generic[P]):
         return self.reason is not None and (self.cut_at is not None or self.ahead == 0)
 
     @property
+    def untouched(self) -> bool:
+        """Nothing dispensed, decided or closed yet: the lane is as it was made."""
+        return self.next_id == self.start and self.reason == (BOUND if self._past_stop(self.start) else None)
+
+    @property
     def held(self) -> int:
         return len(self._held)
 
@@ -263,7 +273,7 @@ class Lane(Generic[P]):
         if self.cut_at is not None and (id_ - self.cut_at) * self.step > 0:
             if id_ in self._decided or (id_ - self.next_id) * self.step >= 0:
                 return result  # already counted, or never dispensed: ignore
-            self._decided[id_] = outcome  # past the cut: at most window ids
+            self._own_decided()[id_] = outcome  # past the cut: at most window ids
             self.counts.past_cut += 1
             if outcome is Outcome.FOUND:
                 self.counts.overshoot += 1
@@ -271,8 +281,10 @@ class Lane(Generic[P]):
             return result
         if offset < 0 or id_ in self._decided or (id_ - self.next_id) * self.step >= 0:
             return result  # already decided, or never dispensed: ignore
-        self._decided[id_] = outcome
+        self._own_decided()[id_] = outcome
         if outcome is Outcome.FOUND and payload is not None:
+            if self._held is _NOTHING:
+                self._held = {}
             self._held[id_] = payload
         if self._pcut is not None and (outcome is Outcome.FOUND or outcome in self.neutral):
             self._move_earliest_cut(id_)
@@ -283,6 +295,11 @@ class Lane(Generic[P]):
         result.became_ready = self.ready and not was_ready
         result.stopped = self.stopped and not was_stopped
         return result
+
+    def _own_decided(self) -> dict[int, Outcome]:
+        if self._decided is _NOTHING:
+            self._decided = {}
+        return self._decided
 
     def _advance(self) -> None:
         decided = self._decided

@@ -330,6 +330,7 @@ class IdConfig:
     margin: int = _setting(_int(0), 10)
     window: int = _setting(_int(1), 128)
     max_targets: int = _setting(_int(0, note=" (0 = no limit)"), 100_000)
+    lane_stats: int = _setting(_int(0, note=" (0 = every lane)"), 10_000)
     margin_counts_failed: bool = _setting(_bool(), True)
     speculation: str = _setting(_choice(("adaptive", "window")), "adaptive")
     max_held_payloads: int = _setting(_int(0, note=" (0 = no cap)"), 0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyroaring import BitMap64
@@ -24,7 +24,7 @@ from idcrawl.core.pagebook import PageBook, by_target
 from idcrawl.core.ranges import LaneRecord
 from idcrawl.core.recrawl import Schedule, tail_after_run
 from idcrawl.core.resume import identity
-from idcrawl.core.targets import RESET_MODES
+from idcrawl.core.targets import RESET_MODES, Target
 from idcrawl.feeds import UnwrittenItems, end_cut_lines, feed_marks, flush_archive, flush_feeds, page_key
 from idcrawl.state.base import FeedMarks, StateError, StateStore
 from idcrawl.storage import REASON, report_storage_error, storage_failed
@@ -39,6 +39,26 @@ __all__ = ["StateRecorder"]
 
 #: a :class:`LaneRecord`'s fields' values, in their order (what its ``==`` compares)
 _record_values = operator.attrgetter(*(f.name for f in dataclasses.fields(LaneRecord)))
+
+
+class _Params(Mapping[str, dict[str, Any]]):
+    """The targets' identity params, made when read (the open's commit writes each once): a job of
+    100,000 targets does not keep 100,000 dicts for the run."""
+
+    def __init__(self, targets: Mapping[str, Target]) -> None:
+        self._targets = targets
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        return identity(self._targets[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._targets)
+
+    def __len__(self) -> int:
+        return len(self._targets)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._targets
 
 
 class StateRecorder:
@@ -79,7 +99,7 @@ class StateRecorder:
         #: whose items are written (harvested at the next checkpoint, once the feeds are durable)
         self._unwritten_pages = UnwrittenItems(page_key)
         self._written_pages: list[Callable[[], None]] = []
-        self._params = {name: identity(t) for name, t in frontier.targets.items()}
+        self._params = _Params(frontier.targets)  # the frontier's targets (all added before the recorder)
         self._durable_feeds = True
         self._run_id: int | None = None
         self._ended = self._feeds_done = self._store_closed = self._opened = False
@@ -91,6 +111,10 @@ class StateRecorder:
         self._recovered = recovered or {}
         self._several_items = False  # some found id had more than one item: feed tails cannot be read back
         self._committed: dict[str, LaneRecord] = {}  # lane key -> its record as last committed
+        #: the frontier's first lanes (in the order added; none is ever removed) as of the last commit: one of
+        #: them still untouched (:attr:`~idcrawl.core.lanes.Lane.untouched`) was committed as it is (a lane never
+        #: becomes untouched again), so no record is kept for it (most lanes of a job of many targets never move)
+        self._lanes_committed = 0
         self.pages = pages
         self._page_records: dict[tuple[str, int], Schedule | None] = {}  # changed page records, not committed yet
         self.clock = clock if clock is not None else Clock()
@@ -303,30 +327,38 @@ class StateRecorder:
         return by_target(ready) or None
 
     def _commit(
-        self, params: dict[str, dict[str, Any]], outcomes: dict[str, dict[Outcome, BitMap64]],
+        self, params: Mapping[str, dict[str, Any]], outcomes: dict[str, dict[Outcome, BitMap64]],
         feeds: FeedMarks | None = None,
         tails: dict[str, Schedule] | None = None,
         pages: dict[str, dict[int, Schedule | None]] | None = None,
     ) -> None:
         """One transaction; only the lane records that changed since the last commit are written
         (a job of 100,000 targets would otherwise rewrite every lane's record every few seconds)."""
+        lanes = len(self.frontier.lanes)
         changed = self._changed_records()
         if not self._write(lambda: self.store.commit(params, outcomes, changed, feeds=feeds, pages=pages,
                                                      tails=tails)):
             return
+        self._lanes_committed = lanes
+        frontier_lanes, committed = self.frontier.lanes, self._committed
         for by_key in changed.values():
-            self._committed.update(by_key)
+            for key, record in by_key.items():
+                if not frontier_lanes[key].untouched:
+                    committed[key] = record
 
     def _changed_records(self) -> dict[str, dict[str, LaneRecord]]:
         """The lane records that differ from the committed ones, by target (a lane's record is compared
-        as its fields' values: no record is built for a lane that did not move since the last commit)."""
+        as its fields' values: no record is built for a lane that did not move since the last commit,
+        nor kept for one committed untouched: its values depend on nothing that moves)."""
         pins = self._pins()
         changed: dict[str, dict[str, LaneRecord]] = {}
-        committed = self._committed
+        committed, lanes_committed = self._committed, self._lanes_committed
         frontier = self.frontier
         direction, lane_target = frontier.lane_direction, frontier.lane_target
-        for key, lane in frontier.lanes.items():
+        for index, (key, lane) in enumerate(frontier.lanes.items()):
             if direction[key] == "holes":  # list lanes (holes, due pages): no durable record
+                continue
+            if index < lanes_committed and lane.untouched:  # committed untouched (no found id: no pin)
                 continue
             values = self._record_values(key, lane, pins.get(key))
             last = committed.get(key)

@@ -165,3 +165,19 @@ def test_progress_lines_are_logged_per_target(make_site, tmp_path: Path) -> None
     found = len(result.ids)
     assert f"summary gazette: found {found}, missing " in summary[0]
     assert "asc cut at 1183 after 4 misses" in summary[0] and "desc cut at 1121 after 4 misses" in summary[0]
+
+
+def test_a_job_of_more_lanes_than_lane_stats_keeps_the_job_totals_only(make_site, tmp_path: Path) -> None:
+    site = make_site(GapModel(0, 10_000, set()))
+    job = tmp_path / "job.toml"
+    job.write_text("".join(f'[[targets]]\nname = "t{i}"\nurl = "{site.url()}"\nstart = {i * 100}\nmax = {i * 100 + 4}\n'
+                           "margin = 0\n\n" for i in range(3)))
+    result = run_crawl(tmp_path, {"job": job}, {"IDCRAWL_LANE_STATS": 2})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stats["idcrawl/lanes"] == 3 and result.stats["idcrawl/found"] == 15
+    assert not [key for key in result.stats if key.startswith("idcrawl/lanes/")]
+    again = tmp_path / "again"  # a state of its own: the first run's would resume with nothing to fetch
+    again.mkdir()
+    result = run_crawl(again, {"job": job}, {"IDCRAWL_LANE_STATS": 3})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stats["idcrawl/lanes/t2:asc/found"] == 5 and result.stats["idcrawl/lanes/t0:asc/cursor"] == 5
