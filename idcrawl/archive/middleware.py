@@ -173,7 +173,10 @@ class IdWarcMiddleware:
             headers = {**common, "WARC-Profile": refers, "WARC-Refers-To-Target-URI": str(stored.capture_uri),
                        "WARC-Refers-To-Date": str(stored.capture_date),
                        "WARC-Payload-Digest": str(stored.capture_digest or digest)}
-            main = writer.create_warc_record(uri, "revisit", http_headers=http, warc_headers_dict=headers)
+            # A 304's revisit has no HTTP block: a wayback replays a block with a 3xx status line as that
+            # status with no body (pywb), instead of the stored capture it stands for.
+            main = writer.create_warc_record(uri, "revisit", http_headers=None if refers == NOT_MODIFIED else http,
+                                             warc_headers_dict=headers)
             self._inc("revisit/" + ("not_modified" if refers == NOT_MODIFIED else "identical"))
         else:
             main = writer.create_warc_record(uri, "response", payload=BytesIO(body), length=len(body),

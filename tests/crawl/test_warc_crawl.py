@@ -74,7 +74,8 @@ def test_a_crawl_writes_its_fetches_and_a_recrawl_writes_revisits_of_the_stored_
         assert revisit.headers["WARC-Refers-To-Target-URI"] == first_capture.uri
         assert revisit.headers["WARC-Refers-To-Date"] == first_capture.date
         assert revisit.headers["WARC-Payload-Digest"] == first_capture.headers["WARC-Payload-Digest"]
-        assert revisit.status == (304 if validators else 200) and revisit.body == b""
+        # a 304's revisit carries no HTTP block (a wayback would replay its status line as an empty 304)
+        assert revisit.status == (None if validators else 200) and revisit.body == b""
     full = {r.uri for r in later if r.type == "response" and r.status == 200 and "/robots.txt" not in r.uri}
     assert len(full) == 10
     assert second.stats["idcrawl/warc/response"] >= 10 and second.stats["idcrawl/warc/revisit/"

@@ -43,7 +43,7 @@ def test_pages_and_revisits_written_like_the_writer_replay_in_pywb(tmp_path: Pat
         Capture(item3, SECOND, new3),
     ])
     assert sorted(p.name for p in warcs.iterdir()) == sorted(
-        [first.name, second.name, first.name.replace(".warc.gz", ".cdxj"), second.name.replace(".warc.gz", ".cdxj")])
+        [first.name, second.name, first.name + ".cdxj", second.name + ".cdxj"])
     assert check_warc(first) == [] and check_warc(second) == []
 
     with wayback(tmp_path / "pywb", sorted(warcs.glob("*.warc.gz"))) as server:

@@ -105,7 +105,7 @@ def write_captures(path: Path, captures: Sequence[Capture], *, job: str = "test"
 def _index(path: Path) -> None:
     from cdxj_indexer.main import CDXJIndexer
 
-    with path.with_suffix("").with_suffix(".cdxj").open("w") as out:
+    with path.with_name(path.name + ".cdxj").open("w") as out:
         CDXJIndexer(output=out, inputs=[str(path)], sort=True).process_all()
 
 

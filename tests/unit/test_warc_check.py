@@ -19,7 +19,7 @@ def _warc(path: Path) -> Path:
 
 def test_a_file_written_record_by_record_passes(tmp_path: Path) -> None:
     assert check_warc(_warc(tmp_path / "a.warc.gz")) == []
-    assert (tmp_path / "a.cdxj").read_text().count("\n") == 5  # the responses; requests are not indexed
+    assert (tmp_path / "a.warc.gz.cdxj").read_text().count("\n") == 5  # the responses; requests are not indexed
 
 
 def test_a_cut_last_record_is_named(tmp_path: Path) -> None:
