@@ -28,8 +28,16 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 __all__ = [
-    "REASON", "STORAGE_ERRNOS", "GuardedFile", "GuardedFileFeedStorage", "repair_job_files", "report_storage_error",
-    "storage_failed", "storage_problem", "storage_reason",
+    "REASON",
+    "STORAGE_ERRNOS",
+    "GuardedFile",
+    "GuardedFileFeedStorage",
+    "fsync_directory",
+    "repair_job_files",
+    "report_storage_error",
+    "storage_failed",
+    "storage_problem",
+    "storage_reason",
 ]
 
 logger = logging.getLogger(__name__)
@@ -178,3 +186,17 @@ class GuardedFileFeedStorage(FileFeedStorage):
             guarded.failed = True
             return guarded
         return GuardedFile(raw, self.path, self.crawler)
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename or a new file in ``directory`` durable (POSIX); a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

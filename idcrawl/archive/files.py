@@ -23,6 +23,8 @@ from weakref import WeakKeyDictionary
 
 from warcio.warcwriter import WARCWriter
 
+from idcrawl.storage import fsync_directory
+
 __all__ = ["ARCHIVES", "OPEN_SUFFIX", "WarcFiles", "complete_prefix", "repair_folder", "write_index"]
 
 logger = logging.getLogger(__name__)
@@ -85,7 +87,7 @@ def _finish(path: Path) -> Path:
     """``X.warc.gz.open`` -> ``X.warc.gz``, indexed."""
     final = path.with_name(path.name.removesuffix(OPEN_SUFFIX))
     os.replace(path, final)
-    _fsync_dir(path.parent)
+    fsync_directory(path.parent)
     _index(final)
     return final
 
@@ -123,18 +125,6 @@ def repair_folder(folder: Path, job: str) -> list[tuple[Path, int]]:
         repaired.append((final, size - keep))
     return repaired
 
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 class WarcFiles:
@@ -233,6 +223,6 @@ class WarcFiles:
         final = path.with_name(path.name.removesuffix(OPEN_SUFFIX))
         os.replace(path, final)  # under the lock: no repairing process takes it meanwhile
         file.close()
-        _fsync_dir(final.parent)
+        fsync_directory(final.parent)
         _index(final)
         self.finished.append(final)

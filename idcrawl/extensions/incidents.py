@@ -23,6 +23,7 @@ from lxml import etree
 
 from idcrawl.core.limits import Trigger
 from idcrawl.core.safetext import mask_secrets
+from idcrawl.storage import fsync_directory
 
 __all__ = ["SCHEMA_PATH", "VERSION", "Incident", "IncidentLog", "IncidentLogError", "schema"]
 
@@ -266,18 +267,5 @@ class IncidentLog:
             if isinstance(exc, OSError):
                 raise self._write_error(exc) from None
             raise
-        _fsync_directory(directory)
+        fsync_directory(directory)
 
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename durable (POSIX); a no-op where directories cannot be opened."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -520,7 +520,8 @@ LEASE = 2.0
 
 
 def wait_out_the_runs_grace(redis_server, job: str, lease: float, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
-    """Until the fleet's run (``P run``) is older than its grace of one lease, on Redis's clock (distributed.runs)."""
+    """Until the fleet's run (``P run``, if any) is older than its grace of one lease, on Redis's clock
+    (distributed.runs)."""
     import redis
 
     client = redis.Redis.from_url(redis_server.url)
@@ -528,7 +529,7 @@ def wait_out_the_runs_grace(redis_server, job: str, lease: float, timeout: float
     while True:
         at = client.hget(f"idcrawl:{{{job}}}:run", "at")
         seconds, micros = client.time()
-        if at is not None and seconds * 1000 + micros // 1000 - int(at) >= lease * 1000:
+        if at is None or seconds * 1000 + micros // 1000 - int(at) >= lease * 1000:  # no run yet: none to wait for
             return
         assert time.monotonic() < deadline, "the run's grace never ended"
         time.sleep(0.05)

@@ -15,13 +15,16 @@ import pytest
 
 from tests.crawl.test_sitemaps_crawl import GRAPH, build, job, pages
 from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
+from tests.integration.test_distributed_resume import wait_out_the_runs_grace
 from tests.support.sitemap_site import SitemapSite, urlset
 
 redis = pytest.importorskip("redis")
 
 
 def run_fleet(tmp_path: Path, run: str, path: Path, redis_server: object, now: str) -> list:
-    settings = worker_settings(redis_server, job="maps", IDCRAWL_NOW=now)
+    # a run of its own: the last run's grace (one lease) over first, else these workers join it (run.lua)
+    settings = worker_settings(redis_server, job="maps", IDCRAWL_NOW=now, IDCRAWL_REDIS_LEASE_TIMEOUT=1)
+    wait_out_the_runs_grace(redis_server, "maps", 1)
     procs = [start_worker(tmp_path / run / f"w{n}", {"job": path}, settings) for n in range(2)]
     results = [finish(proc, tmp_path / run / f"w{n}") for n, proc in enumerate(procs)]
     for result in results:
