@@ -238,7 +238,9 @@ class RedisUrlQueue:
     # -- offers ------------------------------------------------------------------------------
 
     def _offer_call(self, url: str, owner: str, names: Sequence[str], hops: Hops, mode: str,
-                    now: float) -> tuple[str, QueuedUrl]:
+                    now: float, *, take: bool = False) -> tuple[str, QueuedUrl]:
+        """``take``: a URL this call files (not postponed) is taken by this worker at once (a redirect's
+        new target, which the redirected worker follows: no other worker can take it in between)."""
         collection, names = self.scope.filed(names)
         record = UrlRecord(url, owner, collection, tuple(names), hops)
         decision = check_queued(record, self.scope, now, self.postpone_for)
@@ -246,7 +248,8 @@ class RedisUrlQueue:
         nxt = decision.record.next_harvest if postponed else None
         verdict, row = self._offer(keys=[self.keys.url(url)], args=[
             url, owner, collection or "", "\n".join(names), hops.hops, hops.offsite, host_of(url), mode, "",
-            "p" if postponed else "q", "" if nxt is None else repr(nxt), self.worker, self._spec, ""])
+            "p" if postponed else ("t" if take else "q"), "" if nxt is None else repr(nxt), self.worker,
+            self._spec, ""])
         return reply_text(verdict), entry_of(url, row)
 
     def seed(self, owner: str, url: str, now: float, *, priority: float | None = None) -> QueuedUrl | None:
@@ -298,8 +301,8 @@ class RedisUrlQueue:
 
     def redirected(self, url: str, target: str, now: float, *, hop: bool = True) -> QueuedUrl | None:
         """A redirect is a link (:meth:`idcrawl.core.urlqueue.MemoryUrlQueue.redirected`): ``url`` harvested
-        with ``target`` as its link; a ``target`` this call queued is taken for this worker (``URL_PUT``
-        'claim'), which follows the redirect. None: not to be followed (out of scope, or known to the fleet)."""
+        with ``target`` as its link; a ``target`` this call files is filed taken by this worker (``URL_OFFER``,
+        state 't'), which follows the redirect. None: not to be followed (out of scope, or known to the fleet)."""
         if url == target:
             return None
         known = self.get(target) is not None
@@ -319,14 +322,14 @@ class RedisUrlQueue:
                 at = path.redirect(url, target, hop=hop, by_domain=self.scope.offsite_by_domain(seed))
                 names = self.scope.scoped(seed, target, at)
                 if names:
-                    self._offer_link(target, seed, names, at, now, new, work)
+                    self._offer_link(target, seed, names, at, now, new, work, take=True)
             self._follow(work, now, new)
         self._put(keys=[self.keys.url(url)], args=[url, "done", self.worker])
         claimed = new.get(target)
-        if known or claimed is None or claimed.state is not QueueState.QUEUED:
+        # filed taken by this worker in the offer itself (else another worker could take it first and fetch
+        # it as a plain link: an item without the redirect, unlike one process)
+        if known or claimed is None or claimed.state is not QueueState.TAKEN:
             return None
-        if not self._put(keys=[self.keys.url(target)], args=[target, "claim", self.worker]):
-            return None  # another worker took it first: it fetches it
         self.taken.add(target)
         return QueuedUrl(claimed.record, QueueState.TAKEN, claimed.paths, claimed.links)
 
@@ -355,12 +358,13 @@ class RedisUrlQueue:
                     self._offer_link(link, seed, names, hops, now, new, work)
 
     def _offer_link(self, link: str, seed: str, names: tuple[str, ...], hops: Hops, now: float,
-                    new: dict[str, QueuedUrl], work: list[tuple[str, str, Hops, tuple[str, ...]]]) -> None:
+                    new: dict[str, QueuedUrl], work: list[tuple[str, str, Hops, tuple[str, ...]]], *,
+                    take: bool = False) -> None:
         """``seed``'s path ``hops`` to ``link`` (in the scope of its crawl profiles ``names``): filed, or
         added to its claims; the claimants ranked (:func:`~idcrawl.core.urlqueue.own`) and the owner's
         record written if it changed (a compare-and-set on the claims read); a page already fetched
         goes onto ``work`` to follow its links with the new path."""
-        verdict, entry = self._offer_call(link, seed, names, hops, "link", now)
+        verdict, entry = self._offer_call(link, seed, names, hops, "link", now, take=take)
         if verdict == "new":
             new[link] = entry
             return

@@ -1,7 +1,7 @@
 """Crawl-scope rules in a fleet (issue 30, findings 5 and 7): two ``scrapy crawl`` workers, one redis-server.
 
 Redirects are links in the shared URL queue (a target new to the job is taken by the worker that follows the
-redirect, ``URL_PUT`` 'claim'; a known or out-of-scope one is not followed) and a crawl profile's
+redirect, filed taken by ``URL_OFFER``; a known or out-of-scope one is not followed) and a crawl profile's
 canonicalisation rules make ``?utm_*`` variants one URL: the fleet fetches what one process fetches, each
 page once, and the host out of scope gets no request.
 """

@@ -13,7 +13,8 @@
 --   hop-0 page fetched elsewhere: a found id page; it is filed as taken by worker, its harvest
 --   follows), 'own' (the owner the caller ranked first, with its record fields).
 --   st0, next: the state a URL (re)queued with this owner gets: 'q', or 'p' (postponed) with its
---   next harvest time (the checks at dispatch, decided by the caller).
+--   next harvest time (the checks at dispatch, decided by the caller); 't' (mode 'link'): a URL filed
+--   now is taken by worker (a redirect's new target: the redirected worker follows it), else 'q'.
 -- Returns {verdict, entry row}; verdict: 'new' (filed now), 'same' (nothing new), 'claimed' (a new
 -- path added to the claims: rank them), 'reowned' / 'better' (mode 'own': written, the owner changed
 -- or not), 'changed' (mode 'own': the claims are not those read), 'seeded' (a known URL made the
@@ -36,7 +37,7 @@ local function requeued(state)
 end
 if not R then
   local st, n = requeued('')
-  if mode == 'fetched' then st, n = 't', nil end
+  if mode == 'fetched' or st0 == 't' then st, n = 't', nil end
   R = {host = host, st = ''}
   update(P, url, R, {owner = owner, col = col, cps = cps, hops = s(hops), off = s(off), paths = path, host = host,
     st = st, w = (st == 't') and me or '', next = n or '', last = '', nf = '0', err = '0', cyc = '0',

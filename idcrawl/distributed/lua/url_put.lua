@@ -1,12 +1,11 @@
 -- URL_PUT: a URL's entry changed outside the walk, if it is still in the state the caller read:
 -- 'back' (a worker gives back a URL it took and will not fetch: ready again for the fleet), or
 -- 'done' (a found page's links are offered: its worker holds it no more, URL_HARVEST), or
--- 'claim' (a worker follows a redirect to a URL just queued: taken by that worker, if still ready), or
 -- 'pri' (a sitemap lists the URL with a priority: ARGV[3] is that priority, kept in any state), or
 -- 'set' (a run's start reconciled a stored URL with the job file: new owner, collection, crawl
 -- profiles, hops, state and next harvest time; 'gone' deletes it).
 -- KEYS: P U:<url>.
--- ARGV: url, what, state read (the compare: st, and w for a taken URL; for 'done' and 'claim': the worker);
+-- ARGV: url, what, state read (the compare: st, and w for a taken URL; for 'done': the worker);
 --   for 'set': owner, col, cps, hops, off, st, next, wait ('1': it waits for its revisit in P uwait
 --   at next; '': it does not), the last harvest read (compared too: a URL harvested again since stands),
 --   paths ("h:o,h:o": the owner's), claims (urls_common.lua's field; '': the owner's paths only).
@@ -24,11 +23,6 @@ if not R then return 0 end
 if what == 'pri' then
   if tonumber(R.pri) == tonumber(seen) then return 0 end
   update(P, url, R, {pri = seen})
-  return 1
-end
-if what == 'claim' then
-  if R.st ~= 'q' then return 0 end
-  update(P, url, R, {st = 't', w = seen})
   return 1
 end
 local now_seen = R.st
