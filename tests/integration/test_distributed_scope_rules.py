@@ -120,3 +120,36 @@ def test_the_shared_queue_takes_a_redirects_new_target_for_the_worker_that_follo
     assert two.take(lambda _: True, 1.0) is None  # the other worker finds nothing to take
     entry = two.get("http://a.test/a5")
     assert entry is not None and entry.state is QueueState.TAKEN and "http://a.test/a5" in one.taken
+
+
+def test_a_redirects_new_target_is_never_ready_for_another_worker_before_the_redirected_one_takes_it(
+        redis_server) -> None:
+    """Between the offer of a redirect's new target and the rest of ``redirected``, another worker asks for
+    a URL: it finds none, and the redirected worker follows the redirect (before, the target was queued
+    first and claimed after: the other worker could take it and fetch it as a plain link)."""
+    import random
+
+    from idcrawl.core.scope import CrawlProfile, JobScope, Seed
+    from idcrawl.core.urlqueue import QueueState
+    from idcrawl.distributed.urlqueue import RedisUrlQueue
+
+    client = redis.Redis.from_url(redis_server.url)
+    scope = JobScope({"t": Seed("t", "http://a.test/", ("p",))}, {"p": CrawlProfile("p", 2)}, pages=("t",))
+    one, two = (RedisUrlQueue(client, "r:{race}:", name, lease_ms=60_000, rng=random.Random(1)) for name in ("w1", "w2"))
+    one.start(scope, 0.0)
+    two.start(scope, 0.0)
+    one.seed("t", "http://a.test/", 0.0)
+    assert one.take(lambda _: True, 0.0) is not None
+    one.fetched("http://a.test/", ["http://a.test/r1"], 0.0)
+    assert one.take(lambda _: True, 0.0) is not None
+    follow = one._follow
+    others: list[object] = []
+
+    def between(*args: object, **kwargs: object) -> None:  # the other worker's turn, after the offer
+        others.append(two.take(lambda _: True, 1.0))
+        follow(*args, **kwargs)  # type: ignore[arg-type]
+
+    one._follow = between  # type: ignore[method-assign]
+    claimed = one.redirected("http://a.test/r1", "http://a.test/t1", 1.0)
+    assert others == [None]
+    assert claimed is not None and claimed.state is QueueState.TAKEN and claimed.record.url == "http://a.test/t1"
