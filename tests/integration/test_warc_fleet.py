@@ -3,8 +3,10 @@ refer to the captures other workers made (the page records in Redis keep each ca
 
 from __future__ import annotations
 
+import json
 import random
 import re
+import zipfile
 from collections import Counter
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from idcrawl.archive.middleware import NOT_MODIFIED
 from tests.crawl.test_recrawl_pages_crawl import T0, ChangingModel
 from tests.integration.test_distributed_due import fleet
 from tests.integration.test_distributed_pages import DUE_AT, job_file, records, wait_for_grace
+from tests.support.states import scrapy
 from tests.support.warcs import read_warcs
 
 redis = pytest.importorskip("redis")
@@ -43,6 +46,16 @@ def test_fleet_workers_write_their_own_files_and_revisits_refer_to_any_workers_c
     for stored in records(redis_server).values():
         capture = captures[stored.capture_uri]
         assert (stored.capture_date, stored.capture_digest) == (capture.date, capture.headers["WARC-Payload-Digest"])
+
+    # the fleet's state in Redis, read by idwacz through the settings profile as by idplan
+    package = tmp_path / "fleet.wacz"
+    run = scrapy(tmp_path, "idwacz", str(warc), "-o", str(package), "-s", "IDCRAWL_PROFILE=distributed",
+                 "-s", f"REDIS_URL={redis_server.url}", "-s", "IDCRAWL_REDIS_JOB=due")
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.strip().splitlines()[-1] == f"idwacz: {package}: 2 WARC files, 100 pages"
+    with zipfile.ZipFile(package) as wacz:
+        listed = [json.loads(line) for line in wacz.read("pages/pages.jsonl").decode().splitlines()[1:]]
+    assert sorted(page["url"] for page in listed) == sorted(captures)
 
     changed = sorted(random.Random(17).sample(range(1, 101), 10))  # seeded
     for id_ in changed:
