@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from rich.console import Console
@@ -40,7 +40,7 @@ from idcrawl.core.jobfile import parse_job
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule, duration_text, overdue
-from idcrawl.core.resume import tail_bound, tail_due
+from idcrawl.core.resume import late_pass, tail_bound, tail_due
 from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.core.targets import Target
 from idcrawl.state.base import StateStore
@@ -68,8 +68,10 @@ class DueRow:
     due_pages: tuple[int, ...] = ()
     #: how many found pages have a schedule record
     pages: int = 0
-    #: is the tail due (``due``: the tail or some page)?
+    #: is the tail due (``due``: the tail, some page or a late re-probe)?
     tail_due: bool = True
+    #: the late ids a resume=due run re-probes then, newest first (a job target with ``late_every``)
+    late: tuple[int, ...] = ()
 
 
 def due_rows(
@@ -98,8 +100,13 @@ def due_rows(
         book = PageBook(Clock(at))
         book.load(name, store.load_pages(name))
         due_pages = tuple(book.due_ids(name, found=state.outcomes.get(Outcome.FOUND, ())))
-        rows.append(DueRow(name, True, walk, schedule, is_due or bool(due_pages),
-                           overdue(schedule, at) if schedule else None, due_pages, book.records(name), is_due))
+        job_target = by_name.get(name)  # late_every is the job's: a target named alone has no policy here
+        late_probe = (late_pass(replace(job_target, resume="due"), schedule, state.outcomes, at)
+                      if job_target is not None else None)
+        late = late_probe.ids if late_probe is not None else ()
+        rows.append(DueRow(name, True, walk, schedule, is_due or bool(due_pages) or bool(late),
+                           overdue(schedule, at) if schedule else None, due_pages, book.records(name), is_due,
+                           late))
     rows.sort(key=lambda r: (not r.due, -(r.overdue or 0.0) if r.due else _due_at(r), r.name))
     return rows
 
@@ -141,7 +148,7 @@ def due_table(rows: Sequence[DueRow]) -> Table:
     """One row per target: its tail walk, learned duration, last crawl, due time, and pages due."""
     table = Table()
     for column in ("target", "tail walk", "learned duration", "last crawled", "due after", "at that time",
-                   "pages due"):
+                   "pages due", "late ids"):
         table.add_column(column, overflow="fold")
     for row in rows:
         schedule = row.schedule
@@ -152,6 +159,7 @@ def due_table(rows: Sequence[DueRow]) -> Table:
             stamp(schedule.due_at()) if schedule else "-",
             _at_text(row),
             f"{len(row.due_pages):,} of {row.pages:,}" if row.pages else "-",
+            f"{len(row.late):,}" if row.late else "-",
         )
     return table
 
@@ -172,7 +180,8 @@ def due_document(rows: Sequence[DueRow], *, at: float, state: str) -> dict[str, 
             tail = {"walk_from": row.walk[0], "walk_to": row.walk[1], "due": row.tail_due, "overdue": row.overdue,
                     **tail_fields(row.schedule)}
         pages = {"records": row.pages, "due": list(row.due_pages)} if row.in_state else None
-        targets.append({"name": row.name, "in_state": row.in_state, "due": row.due, "tail": tail, "pages": pages})
+        targets.append({"name": row.name, "in_state": row.in_state, "due": row.due, "tail": tail, "pages": pages,
+                        "late": list(row.late)})
     return {"format": DUE_FORMAT, "state": mask_secrets(state), "at": stamp(at), "due": [r.name for r in rows if r.due],
             "targets": targets}
 

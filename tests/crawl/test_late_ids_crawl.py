@@ -3,14 +3,16 @@ are re-probed by ``resume=due`` every ``late_every``, at most ``late_max`` per r
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from idcrawl.core.clock import format_time, parse_time
 from idcrawl.core.recrawl import DAY
 from tests.conftest import GapModel
-from tests.crawl.test_recrawl_crawl import state_of, tails_of
+from tests.crawl.test_recrawl_crawl import due_run, state_of, tails_of
 from tests.support.crawl import CrawlResult, run_crawl
 from tests.support.reference import late_passes_truth
+from tests.support.states import scrapy
 
 T0 = parse_time("2026-01-12T07:00:00Z")
 HOUR = 3600.0
@@ -74,3 +76,33 @@ def test_late_ids_are_off_by_default_and_ride_with_a_due_tail(make_site, tmp_pat
     assert walked.ids == [1004]
     tail = tails_of(tmp_path)["reg"]
     assert (tail.last_crawled, tail.late_at) == (T0 + 5 * DAY, T0 + 5 * DAY)
+
+
+
+def test_iddue_lists_the_late_ids_a_due_run_re_probes_at_that_time(make_site, tmp_path: Path) -> None:
+    gaps = {1002, 1005, 1007, 1010, 1013}
+    model = GapModel(1000, 1019, set(gaps))
+    site = make_site(model)
+    job = tmp_path / "job.toml"
+    job.write_text(f'[[targets]]\nname = "reg"\nurl = "{site.url()}"\nstart = 1000\nmargin = 3\n'
+                   'late_every = "6h"\nlate_max = 3\n')
+    due_run(tmp_path, site, T0, job)
+    model.gaps -= {1007, 1013}
+
+    def listed(at: float) -> dict:
+        run = scrapy(tmp_path, "iddue", "--job", str(job), "--at", format_time(at), "--format", "json")
+        assert run.returncode == 0, run.stderr
+        return next(t for t in json.loads(run.stdout)["targets"] if t["name"] == "reg")
+
+    before = listed(T0 + HOUR)
+    assert before["due"] and not before["tail"]["due"] and before["late"] == [1013, 1010, 1007]
+    due_run(tmp_path, site, T0 + HOUR, job)
+    assert asked(site) == before["late"]
+    after = listed(T0 + 2 * HOUR)  # within late_every: nothing
+    assert after["late"] == [] and not after["due"]
+    again = listed(T0 + 7 * HOUR + 1)
+    due_run(tmp_path, site, T0 + 7 * HOUR + 1, job)
+    assert asked(site) == again["late"] == [1005, 1002, 1010]
+    tsv = scrapy(tmp_path, "iddue", "--job", str(job), "--at", format_time(T0 + 14 * HOUR), "--format", "tsv")
+    header, row = (line.split("\t") for line in tsv.stdout.splitlines()[-2:])
+    assert dict(zip(header, row, strict=True))["late ids"] == "3"
