@@ -66,6 +66,11 @@ def complete_prefix(path: str | Path) -> int:
                 pending = rest
 
 
+#: The record types a CDXJ index lists, named rather than cdxj-indexer's default: py-wacz appends
+#: warcinfo to that default list when imported, which would make the index depend on the process.
+INDEXED = "response,revisit,resource,metadata"
+
+
 def write_index(warc: str | Path) -> Path:
     """Write ``<warc>.cdxj`` beside a finished file (cdxj-indexer, sorted), by rename."""
     with warnings.catch_warnings():  # its AMF reader imports pkg_resources (deprecated), irrelevant here
@@ -76,7 +81,7 @@ def write_index(warc: str | Path) -> Path:
     target = warc.with_name(warc.name + ".cdxj")
     temp = target.with_name(target.name + ".tmp")
     with open(temp, "w", encoding="utf-8") as out:
-        write_cdx_index(out, [str(warc)], {"sort": True, "dir_root": str(warc.parent)})
+        write_cdx_index(out, [str(warc)], {"sort": True, "dir_root": str(warc.parent), "records": INDEXED})
         out.flush()
         os.fsync(out.fileno())
     os.replace(temp, target)

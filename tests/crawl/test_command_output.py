@@ -54,8 +54,8 @@ def test_tsv_is_a_header_and_one_row_a_line(known: Path, tmp_path: Path) -> None
     assert ["reg", "", "margin advice", IDPLAN_CELLS[2].removeprefix("margin advice: ")] in rows
     due_rows = [line.split("\t") for line in due.stdout.splitlines()]
     assert due_rows[0] == ["target", "tail walk", "learned duration", "last crawled", "due after", "at that time",
-                           "pages due", "at"]
-    assert {len(row) for row in due_rows} == {8} and [row[0] for row in due_rows[1:]] == ["reg", "seed"]
+                           "pages due", "late ids", "at"]
+    assert {len(row) for row in due_rows} == {9} and [row[0] for row in due_rows[1:]] == ["reg", "seed"]
     assert due_rows[1][1] == IDDUE_CELLS[0]
     assert {row[-1] for row in due_rows[1:]} == {"2026-11-27T00:00:00.000Z"}  # the table's "at TIME" line, per row
 

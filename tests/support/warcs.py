@@ -105,8 +105,10 @@ def write_captures(path: Path, captures: Sequence[Capture], *, job: str = "test"
 def _index(path: Path) -> None:
     from cdxj_indexer.main import CDXJIndexer
 
+    from idcrawl.archive.files import INDEXED
+
     with path.with_name(path.name + ".cdxj").open("w") as out:
-        CDXJIndexer(output=out, inputs=[str(path)], sort=True).process_all()
+        CDXJIndexer(output=out, inputs=[str(path)], sort=True, records=INDEXED).process_all()
 
 
 def check_warc(path: Path) -> list[str]:

@@ -8,6 +8,7 @@ import random
 from io import BytesIO
 from pathlib import Path
 
+import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 
@@ -104,3 +105,16 @@ def test_a_job_files_warc_dir_must_be_a_path(tmp_path: Path) -> None:
     job.write_text('warc_dir = 3\n[[targets]]\nname = "a"\nurl = "http://a.test/{id}"\nstart = 1\n')
     with pytest.raises(TargetError, match="warc_dir"):
         read_job(job)
+
+
+def test_the_index_lists_the_same_records_after_py_wacz_was_imported(tmp_path: Path) -> None:
+    """py-wacz appends warcinfo to cdxj-indexer's default record types when imported (``scrapy idwacz``,
+    the tests): the index names its record types, so it lists the same records in any process."""
+    pytest.importorskip("wacz.waczindexer")
+    files = WarcFiles(tmp_path, "job", INFO, max_size=0)
+    assert files.open() == []
+    files.write(response(files, 0))
+    files.finish()
+    (name,) = (p.name for p in tmp_path.glob("*.warc.gz"))
+    cdxj = (tmp_path / (name + ".cdxj")).read_text().splitlines()
+    assert len(cdxj) == 1 and "http://example.test/0" in cdxj[0]
