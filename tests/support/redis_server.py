@@ -83,13 +83,8 @@ class RedisServer:
         raise RuntimeError(f"redis-server did not answer on port {self.port} within 10 s")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        if self.proc is not None:
+            stop_process(self.proc)
         self.proc = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -102,6 +97,17 @@ class RedisServer:
         time.sleep(downtime)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.start(port)
+
+
+def stop_process(proc: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
+    """Terminate a server the tests started, and kill it if it has not ended within 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 def in_ci() -> bool:

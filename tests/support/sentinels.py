@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, stop_process
 
 __all__ = ["FAST_SYNC", "SERVICE", "SentinelGroup"]
 
@@ -119,13 +119,7 @@ class SentinelGroup:
 
     def stop(self) -> None:
         for proc in self.sentinels:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
+            stop_process(proc)
         self.sentinels = []
         self.replica.stop()
         self.primary.stop()

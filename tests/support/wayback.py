@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
 
-from tests.support.redis_server import in_ci
+from tests.support.redis_server import in_ci, stop_process
 
 __all__ = ["Replayed", "Wayback", "pywb_missing", "pywb_venv", "require_pywb", "wayback"]
 
@@ -141,13 +141,8 @@ class Wayback:
         raise RuntimeError(f"wayback did not answer on port {self.port} within {deadline:.0f} s")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        if self.proc is not None:
+            stop_process(self.proc)
         self.proc = None
 
     def get(self, path: str) -> Replayed:
