@@ -50,6 +50,12 @@ class Worker(Protocol):
         """The page schedule records (recrawl of found pages); None: this worker keeps none."""
 
     @property
+    def records_pages_at_once(self) -> bool:
+        """Whether a page record (the capture it names, :class:`~idcrawl.core.recrawl.Schedule`) is stored
+        with its outcome at once rather than at a checkpoint after the feeds' flush: then what it names
+        must be on disk first (``IdWarcMiddleware`` fsyncs each new capture)."""
+
+    @property
     def counts_scope(self) -> str:
         """What follows the counts in progress and summary lines when they are not the whole job's."""
 

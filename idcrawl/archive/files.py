@@ -1,5 +1,6 @@
 """The WARC files of one process: rotation by size, a warcinfo record per file, flush + fsync, the
-repair of a cut last record left by a kill, and a CDXJ index beside each finished file.
+repair of a cut last record left by a kill, and a CDXJ index beside each finished file (made by a
+thread of its own: the crawl does not wait for it; :meth:`WarcFiles.close` does).
 
 A file is written as ``NAME.warc.gz.open`` under an exclusive ``flock`` and renamed to ``NAME.warc.gz``
 when finished; a ``.open`` file nobody holds was left by a killed process: it is cut after its last
@@ -13,9 +14,11 @@ import io
 import logging
 import os
 import socket
+import threading
 import warnings
 import zlib
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -25,7 +28,7 @@ from warcio.warcwriter import WARCWriter
 
 from idcrawl.storage import fsync_directory
 
-__all__ = ["ARCHIVES", "OPEN_SUFFIX", "WarcFiles", "complete_prefix", "repair_folder", "write_index"]
+__all__ = ["ARCHIVES", "OPEN_SUFFIX", "WarcFiles", "complete_prefix", "index_missing", "repair_folder", "write_index"]
 
 logger = logging.getLogger(__name__)
 
@@ -79,12 +82,16 @@ def write_index(warc: str | Path) -> Path:
 
     warc = Path(warc)
     target = warc.with_name(warc.name + ".cdxj")
-    temp = target.with_name(target.name + ".tmp")
-    with open(temp, "w", encoding="utf-8") as out:
-        write_cdx_index(out, [str(warc)], {"sort": True, "dir_root": str(warc.parent), "records": INDEXED})
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temp, target)
+    # a name of its own: two processes may index one file at once (a run repairing what a killed one left)
+    temp = target.with_name(f"{target.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    try:
+        with open(temp, "w", encoding="utf-8") as out:
+            write_cdx_index(out, [str(warc)], {"sort": True, "dir_root": str(warc.parent), "records": INDEXED})
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, target)
+    finally:
+        temp.unlink(missing_ok=True)
     return target
 
 
@@ -131,6 +138,15 @@ def repair_folder(folder: Path, job: str) -> list[tuple[Path, int]]:
     return repaired
 
 
+def index_missing(folder: Path, job: str) -> list[Path]:
+    """Index the finished ``<job>-*.warc.gz`` files that have no ``.cdxj`` beside them (a run killed while
+    its indexing thread worked); returns them."""
+    missing = [path for path in sorted(folder.glob(f"{job}-*.warc.gz"))
+               if not path.with_name(path.name + ".cdxj").exists()]
+    for path in missing:
+        _index(path)
+    return missing
+
 
 class WarcFiles:
     """The WARC files one process writes in ``folder``: ``<job>-<UTC time>-<host>-<pid>-<serial>.warc.gz``.
@@ -153,11 +169,17 @@ class WarcFiles:
         self.finished: list[Path] = []
         self.bytes = 0
         self.unsynced = False
+        #: the thread that indexes finished files, started by the first one (the crawl does not wait for it)
+        self._indexer: ThreadPoolExecutor | None = None
 
     def open(self) -> list[tuple[Path, int]]:
-        """Make the folder; finish what killed runs of this job left (:func:`repair_folder`)."""
+        """Make the folder; finish what killed runs of this job left (:func:`repair_folder`, and
+        :func:`index_missing`: a run killed while indexing)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        return repair_folder(self.folder, self.job)
+        repaired = repair_folder(self.folder, self.job)
+        for path in index_missing(self.folder, self.job):
+            logger.info("idcrawl: WARC file %s had no CDXJ index (a killed run): indexed", path.name)
+        return repaired
 
     def _name(self) -> str:
         return f"{self.job}-{self.stamp}-{self.host}-{os.getpid()}-{self.serial:05d}.warc.gz"
@@ -217,7 +239,8 @@ class WarcFiles:
         self.unsynced = False
 
     def finish(self) -> None:
-        """Finish the file being written: synced, closed, renamed, indexed."""
+        """Finish the file being written: synced, closed, renamed; its index is made by the indexing
+        thread (:meth:`close` waits for it)."""
         if self.file is None or self.path is None:
             return
         self.file.flush()
@@ -229,5 +252,16 @@ class WarcFiles:
         os.replace(path, final)  # under the lock: no repairing process takes it meanwhile
         file.close()
         fsync_directory(final.parent)
-        _index(final)
+        if self._indexer is None:
+            self._indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="idcrawl-cdxj")
+        self._indexer.submit(_index, final)
         self.finished.append(final)
+
+    def close(self) -> None:
+        """Finish the file being written and wait until every finished file has its index."""
+        try:
+            self.finish()
+        finally:
+            indexer, self._indexer = self._indexer, None
+            if indexer is not None:
+                indexer.shutdown(wait=True)

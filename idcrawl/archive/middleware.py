@@ -69,6 +69,11 @@ def _header_lines(headers: Any) -> list[tuple[str, str]]:
     return lines
 
 
+def _from_cache(response: Response) -> bool:
+    """A response Scrapy's HTTP cache served (``HTTPCACHE_ENABLED``): archived when it was fetched, not again."""
+    return "cached" in response.flags
+
+
 class IdWarcMiddleware:
     """Writes the WARC records of every download (on when ``IDCRAWL_WARC_DIR`` is set)."""
 
@@ -87,9 +92,7 @@ class IdWarcMiddleware:
             "robots": "obey" if crawler.settings.getbool("ROBOTSTXT_OBEY") else "ignore",
         }
         self.files = WarcFiles(folder, self.job, info, config.warc_max_size)
-        #: a fleet commits a page record (its capture) with its outcome at once, not at a checkpoint
-        #: after the feeds' flush: a response that makes a new capture is on disk before its callback
-        self.sync_captures = config.distributed
+        self._sync_captures: bool | None = None  # the worker's answer (:meth:`sync_captures`), once asked
         ARCHIVES[crawler] = self.files
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -108,7 +111,7 @@ class IdWarcMiddleware:
 
     def spider_closed(self) -> None:
         try:
-            self.files.finish()
+            self.files.close()  # the last file finished, every finished file's index written
         except OSError as exc:
             report_storage_error(self.crawler, self.files.path or self.files.folder, storage_problem(exc) or str(exc))
         ARCHIVES.pop(self.crawler, None)
@@ -122,6 +125,9 @@ class IdWarcMiddleware:
             self.crawler.stats.inc_value(f"{_STATS}/{key}")
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
+        if _from_cache(response):
+            self._inc("cached")
+            return response
         try:
             self._write(request, response)
         except OSError as exc:
@@ -130,6 +136,18 @@ class IdWarcMiddleware:
                 raise
             report_storage_error(self.crawler, self.files.path or self.files.folder, problem)
         return response
+
+    def sync_captures(self) -> bool:
+        """Whether each new capture of an id page is flushed and fsync'd at once: the worker records page
+        records (which name their capture) with their outcome, not at a checkpoint after the feeds' flush
+        (:attr:`idcrawl.worker.Worker.records_pages_at_once`); asked once the crawl's worker exists."""
+        if self._sync_captures is None:
+            runtime = runtime_of(self.crawler)
+            try:
+                self._sync_captures = runtime is not None and runtime.worker.records_pages_at_once
+            except RuntimeError:  # not started: nothing is recorded yet
+                return False
+        return self._sync_captures
 
     def _stored(self, request: Request) -> Schedule | None:
         """The page record of a lane request's id (its stored capture), if the crawl keeps page records."""
@@ -188,7 +206,7 @@ class IdWarcMiddleware:
         record_id = main.rec_headers.get_header("WARC-Record-ID")
         self.files.write(self._request_record(request, uri, date, record_id), main)
         self._inc("request")
-        if self.sync_captures and refers is None and isinstance(request.meta.get(META_KEY), dict):
+        if refers is None and isinstance(request.meta.get(META_KEY), dict) and self.sync_captures():
             self.files.flush()  # an id page's new capture, which its page record names once recorded
 
     def _request_record(self, request: Request, uri: str, date: str, concurrent: str) -> Any:

@@ -90,6 +90,8 @@ class RedisWorker:
 
     #: Redis did not answer; or (recording) outputs that cannot be stored in Redis
     errors: tuple[type[Exception], ...] = (RedisError, pickle.PicklingError, TypeError, ValueError, AttributeError)
+    #: a page record goes to Redis with its outcome (no checkpoint waits for the feeds' flush)
+    records_pages_at_once = True
 
     @classmethod
     def keeps_state(cls, config: IdConfig) -> bool:

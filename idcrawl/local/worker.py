@@ -91,6 +91,7 @@ class LocalWorker:
 
     counts_scope = ""
     errors: tuple[type[Exception], ...] = ()
+    records_pages_at_once = False  # with the state's commits, after the feeds' flush
 
     @classmethod
     def keeps_state(cls, config: IdConfig) -> bool:

@@ -12,6 +12,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 
+from idcrawl.archive import files as files_module
 from idcrawl.archive.files import OPEN_SUFFIX, WarcFiles, complete_prefix, repair_folder
 
 INFO = {"software": "idcrawl/test", "isPartOf": "job", "profile": "survey"}
@@ -35,7 +36,7 @@ def test_files_rotate_by_size_each_with_its_warcinfo_and_index(tmp_path: Path) -
     assert files.open() == []
     for n in range(12):
         files.write(response(files, n))
-    files.finish()
+    files.close()
     names = sorted(p.name for p in tmp_path.glob("*.warc.gz"))
     assert len(names) >= 2 and len(set(names)) == len(names) and names == sorted(p.name for p in files.finished)
     uris = []
@@ -59,8 +60,8 @@ def test_two_writers_of_one_job_never_share_a_name(tmp_path: Path) -> None:
     one.finish()
     two.write(response(two, 2))
     one.write(response(one, 3))
-    two.finish()
-    one.finish()
+    two.close()
+    one.close()
     names = sorted(p.name for p in tmp_path.glob("job-*.warc.gz"))
     assert len(names) == 3 and [int(n.split("-")[-1].split(".")[0]) for n in names] == [1, 2, 3]
 
@@ -114,7 +115,50 @@ def test_the_index_lists_the_same_records_after_py_wacz_was_imported(tmp_path: P
     files = WarcFiles(tmp_path, "job", INFO, max_size=0)
     assert files.open() == []
     files.write(response(files, 0))
-    files.finish()
+    files.close()
     (name,) = (p.name for p in tmp_path.glob("*.warc.gz"))
     cdxj = (tmp_path / (name + ".cdxj")).read_text().splitlines()
     assert len(cdxj) == 1 and "http://example.test/0" in cdxj[0]
+
+
+def test_a_rotation_does_not_wait_for_the_index_and_close_does(tmp_path: Path, monkeypatch) -> None:
+    """The CDXJ index of a file finished at a rotation is made by another thread: the writer goes on
+    while it is made; ``close`` returns once every finished file has its index."""
+    import threading
+
+    real = files_module.write_index
+    go = threading.Event()
+    indexing: list[str] = []
+
+    def held_index(warc: Path) -> Path:
+        indexing.append(threading.current_thread().name)
+        go.wait(30)  # on the writer's own thread this would hold the crawl (the test then fails below)
+        return real(warc)
+
+    monkeypatch.setattr(files_module, "write_index", held_index)
+    files = WarcFiles(tmp_path, "job", INFO, max_size=5_000)
+    assert files.open() == []
+    for n in range(8):
+        files.write(response(files, n))
+    finished = list(files.finished)
+    assert len(finished) >= 2
+    assert not any(path.with_name(path.name + ".cdxj").exists() for path in finished)  # held, and not waited for
+    go.set()
+    files.close()
+    assert indexing and threading.current_thread().name not in indexing
+    for path in files.finished:
+        cdxj = path.with_name(path.name + ".cdxj").read_text().splitlines()
+        assert cdxj and all(path.name in line for line in cdxj)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_finished_file_without_its_index_is_indexed_by_the_next_open(tmp_path: Path) -> None:
+    files = WarcFiles(tmp_path, "job", INFO)
+    files.write(response(files, 1))
+    files.close()
+    [path] = files.finished
+    index = path.with_name(path.name + ".cdxj")
+    expected = index.read_text()
+    index.unlink()  # killed while its indexing thread worked
+    assert WarcFiles(tmp_path, "job", INFO).open() == []
+    assert index.read_text() == expected
