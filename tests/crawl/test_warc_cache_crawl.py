@@ -1,0 +1,36 @@
+"""WARC output with Scrapy's HTTP cache (issue 33): what the cache serves is not archived again.
+
+The first crawl fetches from the site (and fills ``HTTPCACHE_DIR``); the second, without state, gets every
+answer from the cache: the site sees no request, and no record is written (``idcrawl/warc/cached``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.crawl.test_recrawl_pages_crawl import ChangingModel
+from tests.support.crawl import run_crawl
+from tests.support.warcs import read_warcs
+
+
+def test_responses_served_by_the_http_cache_are_not_archived_again(make_site, tmp_path: Path) -> None:
+    site = make_site(ChangingModel())
+    warc = tmp_path / "warc"
+    args = {"url": site.url(), "start": 95, "margin": 3, "name": "reg"}
+    settings = {"IDCRAWL_WARC_DIR": str(warc), "IDCRAWL_STATE": False, "HTTPCACHE_ENABLED": True,
+                "HTTPCACHE_DIR": str(tmp_path / "httpcache")}
+    first = run_crawl(tmp_path, args, settings, output="run1.jsonl")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.ids == list(range(95, 101))
+    fetched = len(site.log)
+    records = read_warcs(warc)
+    assert len([r for r in records if r.type == "response"]) == fetched  # robots.txt and 9 ids
+    assert "idcrawl/warc/cached" not in first.stats
+
+    second = run_crawl(tmp_path, args, settings, output="run2.jsonl")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert second.ids == list(range(95, 101))
+    assert len(site.log) == fetched  # all from the cache
+    assert read_warcs(warc) == records  # nothing written again, not even a file
+    assert second.stats["idcrawl/warc/cached"] == fetched
+    assert "idcrawl/warc/response" not in second.stats and "idcrawl/warc/request" not in second.stats
