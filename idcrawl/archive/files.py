@@ -10,6 +10,7 @@ whole record (each record is one gzip member), indexed and renamed by the next o
 from __future__ import annotations
 
 import fcntl
+import functools
 import io
 import logging
 import os
@@ -17,7 +18,7 @@ import socket
 import threading
 import warnings
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -74,12 +75,19 @@ def complete_prefix(path: str | Path) -> int:
 INDEXED = "response,revisit,resource,metadata"
 
 
-def write_index(warc: str | Path) -> Path:
-    """Write ``<warc>.cdxj`` beside a finished file (cdxj-indexer, sorted), by rename."""
+@functools.cache
+def _cdx_writer() -> Callable[..., Any]:
+    """cdxj-indexer's writer, imported once; first called on the crawl's thread (:meth:`WarcFiles.finish`):
+    the warnings filter it changes is process-wide, not for an indexing thread to touch."""
     with warnings.catch_warnings():  # its AMF reader imports pkg_resources (deprecated), irrelevant here
         warnings.simplefilter("ignore")
         from cdxj_indexer.main import write_cdx_index
+    return write_cdx_index  # type: ignore[no-any-return]
 
+
+def write_index(warc: str | Path) -> Path:
+    """Write ``<warc>.cdxj`` beside a finished file (cdxj-indexer, sorted), by rename."""
+    write_cdx_index = _cdx_writer()
     warc = Path(warc)
     target = warc.with_name(warc.name + ".cdxj")
     # a name of its own: two processes may index one file at once (a run repairing what a killed one left)
@@ -253,6 +261,7 @@ class WarcFiles:
         file.close()
         fsync_directory(final.parent)
         if self._indexer is None:
+            _cdx_writer()  # imported here, not in the thread
             self._indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="idcrawl-cdxj")
         self._indexer.submit(_index, final)
         self.finished.append(final)
