@@ -17,7 +17,7 @@ from scrapy.exceptions import IgnoreRequest
 
 from idcrawl._scrapy import TOO_LARGE_ERRORS, CancelledAtShutdown
 from idcrawl.core.lanes import Outcome
-from idcrawl.runtime import META_KEY
+from idcrawl.runtime import META_KEY, SCOPE_KEY
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -25,10 +25,11 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
     from idcrawl.core.frontier import Dispatch
+    from idcrawl.core.scope import UrlRecord
 
 __all__ = [
     "CONDITIONAL_KEY", "HANDLED_STATUSES", "RedirectedAsLink", "RedirectedOffsite", "failure_outcome",
-    "failure_reason", "lane_request",
+    "failure_reason", "lane_request", "outlink_request",
 ]
 
 logger = logging.getLogger(__name__)
@@ -80,6 +81,31 @@ def lane_request(
         headers=dict(validators) if validators else None,
         meta=meta,
     )
+
+
+def outlink_request(record: UrlRecord, *, callback: Callable[..., Any], errback: Callable[..., Any]) -> Request:
+    """The request for a crawl-scope URL taken from the queue (``record``). ``request.meta[SCOPE_KEY]``
+    names its URL and, found before, its stored signature (``checksum``: a 200 with the same one is no
+    news) and WARC capture (``capture``: what a revisit record refers to); the validators of its last
+    200 make it conditional (``If-None-Match``, ``If-Modified-Since``): a 304 goes to ``callback`` and
+    means "not modified" (the stored signature stays), Scrapy's HTTP cache out of it as for id pages."""
+    info: dict[str, Any] = {"url": record.url}
+    meta: dict[str, Any] = {SCOPE_KEY: info}
+    headers: dict[str, str] = {}
+    if record.checksum is not None:
+        info["checksum"] = record.checksum
+        if record.capture is not None:
+            info["capture"] = list(record.capture)
+        if record.etag:
+            headers["If-None-Match"] = record.etag
+        if record.last_modified:
+            headers["If-Modified-Since"] = record.last_modified
+    if headers:
+        meta[CONDITIONAL_KEY] = True
+        meta["handle_httpstatus_list"] = [304]
+        meta["dont_cache"] = True
+    return Request(record.url, callback=callback, errback=errback, dont_filter=True, headers=headers or None,
+                   meta=meta)
 
 
 def failure_outcome(failure: Failure) -> Outcome | None:

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from idcrawl.core.urlqueue import Reconciled, UrlQueue
 
 __all__ = [
-    "DUE_KEY", "ITEMS_NOWHERE", "META_KEY", "PROFILE_STATS", "SCOPE_KEY", "STATS_PREFIX", "IdRuntime", "Limiter",
-    "Payload", "Worker", "is_id_crawl", "items_kept", "lock_jobdir", "runtime_of", "start_runtime",
+    "DUE_KEY", "ITEMS_NOWHERE", "META_KEY", "PROFILE_STATS", "READ_KEY", "SCOPE_KEY", "STATS_PREFIX", "IdRuntime",
+    "Limiter", "Payload", "Worker", "is_id_crawl", "items_kept", "lock_jobdir", "runtime_of", "start_runtime",
 ]
 
 logger = logging.getLogger(__name__)
@@ -68,6 +68,9 @@ STATS_PREFIX = "idcrawl"
 #: ``request.meta`` key of a page target's or an outlink's request: its canonical URL, then (set when
 #: its response arrives) ``owner``, ``hops``, ``offsite_hops`` and ``crawl_profiles`` as the walk knows them.
 SCOPE_KEY = "idcrawl_scope"
+#: ``response.meta`` key of a crawl-scope page's 200: what its harvest read
+#: (:class:`idcrawl.core.scope.PageRead`), set by the spider, kept in its URL record by the scope middleware.
+READ_KEY = "idcrawl_page_read"
 #: The crawl scope's refusals and redirects kept with a run's record (``scope/traps/<rule>``,
 #: ``scope/redirects/<what>``), which ``scrapy idplan``'s scope report shows.
 SCOPE_REFUSALS = ("idcrawl/scope/traps/", "idcrawl/scope/redirects/")
@@ -330,8 +333,7 @@ class IdRuntime:
             for name in record.crawl_profiles:  # found before: its revisit came due
                 self.stats.inc_value(f"{PROFILE_STATS}/{name}/revisits")
         spider: Any = self.crawler.spider
-        return Request(record.url, callback=spider.outlink_response, errback=spider.outlink_failure,
-                       dont_filter=True, meta={SCOPE_KEY: {"url": record.url}})
+        return spider.make_outlink_request(record)  # type: ignore[no-any-return]
 
     def id_page_of(self) -> Callable[[str], bool] | None:
         """Is a URL the page of an id (in its bounds) of one of the id targets? Its lanes fetch it, or decide

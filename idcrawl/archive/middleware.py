@@ -25,7 +25,7 @@ from warcio.statusandheaders import StatusAndHeaders
 
 from idcrawl.archive.files import ARCHIVES, WarcFiles
 from idcrawl.config import config_of
-from idcrawl.runtime import META_KEY, STATS_PREFIX, runtime_of
+from idcrawl.runtime import META_KEY, SCOPE_KEY, STATS_PREFIX, runtime_of
 from idcrawl.storage import report_storage_error, storage_problem
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from idcrawl.core.recrawl import Schedule
 
-__all__ = ["CAPTURE_KEY", "IDENTICAL", "NOT_MODIFIED", "IdWarcMiddleware", "payload_digest", "warc_date"]
+__all__ = ["CAPTURE_KEY", "IDENTICAL", "NOT_MODIFIED", "IdWarcMiddleware", "payload_digest", "url_capture", "warc_date"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +72,16 @@ def _header_lines(headers: Any) -> list[tuple[str, str]]:
 def _from_cache(response: Response) -> bool:
     """A response Scrapy's HTTP cache served (``HTTPCACHE_ENABLED``): archived when it was fetched, not again."""
     return "cached" in response.flags
+
+
+def url_capture(request: Request) -> tuple[str, str, str] | None:
+    """A crawl-scope page's stored capture, as the URL queue handed it out with its request
+    (:func:`idcrawl.requests.outlink_request`); None: not such a page, or none stored."""
+    info = request.meta.get(SCOPE_KEY)
+    capture = info.get("capture") if isinstance(info, dict) else None
+    if not isinstance(capture, (list, tuple)) or len(capture) != 3 or not (capture[0] and capture[1]):
+        return None
+    return (str(capture[0]), str(capture[1]), str(capture[2]))
 
 
 class IdWarcMiddleware:
@@ -161,6 +171,16 @@ class IdWarcMiddleware:
             return None
         return pages.get(info["target"], info["id"])
 
+    def _capture(self, request: Request) -> tuple[str, str, str] | None:
+        """The stored capture ``(uri, WARC-Date, payload digest)`` a revisit record would refer to: an id
+        page's (its page record), or a crawl-scope page's (its URL record's, in the request's meta)."""
+        stored = self._stored(request)
+        if stored is not None:
+            if stored.capture_uri and stored.capture_date:
+                return (stored.capture_uri, stored.capture_date, stored.capture_digest or "")
+            return None
+        return url_capture(request)
+
     def _write(self, request: Request, response: Response) -> None:
         writer = self.files.current()
         date = warc_date()
@@ -178,19 +198,18 @@ class IdWarcMiddleware:
         protocol = response.protocol or "HTTP/1.1"
         http = StatusAndHeaders(f"{response.status} {phrase}".strip(), _header_lines(response.headers),
                                 protocol=protocol.upper())
-        stored = self._stored(request)
+        stored = self._capture(request)
         refers = None
-        if stored is not None and stored.capture_uri and stored.capture_date:
+        if stored is not None:
             if response.status == 304:
                 refers = NOT_MODIFIED
-            elif response.status == 200 and stored.capture_digest == digest:
+            elif response.status == 200 and stored[2] == digest:
                 refers = IDENTICAL
         if refers is not None:
             assert stored is not None
             # a 304's payload is the stored capture's; an identical body's is its own (the same digest)
-            headers = {**common, "WARC-Profile": refers, "WARC-Refers-To-Target-URI": str(stored.capture_uri),
-                       "WARC-Refers-To-Date": str(stored.capture_date),
-                       "WARC-Payload-Digest": str(stored.capture_digest or digest)}
+            headers = {**common, "WARC-Profile": refers, "WARC-Refers-To-Target-URI": stored[0],
+                       "WARC-Refers-To-Date": stored[1], "WARC-Payload-Digest": stored[2] or digest}
             # A 304's revisit has no HTTP block: a wayback replays a block with a 3xx status line as that
             # status with no body (pywb), instead of the stored capture it stands for.
             main = writer.create_warc_record(uri, "revisit", http_headers=None if refers == NOT_MODIFIED else http,
@@ -206,8 +225,9 @@ class IdWarcMiddleware:
         record_id = main.rec_headers.get_header("WARC-Record-ID")
         self.files.write(self._request_record(request, uri, date, record_id), main)
         self._inc("request")
-        if refers is None and isinstance(request.meta.get(META_KEY), dict) and self.sync_captures():
-            self.files.flush()  # an id page's new capture, which its page record names once recorded
+        new_capture = refers is None and (isinstance(request.meta.get(META_KEY), dict) or SCOPE_KEY in request.meta)
+        if new_capture and self.sync_captures():
+            self.files.flush()  # a new capture, which its page (or URL) record names once recorded
 
     def _request_record(self, request: Request, uri: str, date: str, concurrent: str) -> Any:
         parts = urlsplit(request.url)

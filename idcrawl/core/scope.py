@@ -44,6 +44,7 @@ __all__ = [
     "JobScope",
     "OffSite",
     "Owner",
+    "PageRead",
     "ScopeKind",
     "Seed",
     "Traps",
@@ -56,10 +57,12 @@ __all__ = [
     "choose_owner",
     "expected_shares",
     "harvested",
+    "has_news",
     "host_of",
     "in_scope",
     "owner_of",
     "ownership_case",
+    "read_into",
     "registered_domain",
     "revisit_of",
     "rule_accepts",
@@ -611,6 +614,9 @@ class UrlRecord:
     yet); ``not_found``, ``errors``: consecutive not-found answers and errors; ``cycles``: how many
     times it was harvested; ``priority``: its sitemap ``<priority>`` (0.5, the protocol's default, for a
     URL no sitemap lists): within its yield group the highest is taken first (docs/scope.md "Sitemaps").
+    ``checksum``, ``etag``, ``last_modified``, ``capture``: what its last found harvest read
+    (:class:`PageRead`): its signature (a revisit with another one is news: an item), the validators a
+    revisit sends, and its stored WARC capture ``(uri, WARC-Date, payload digest)``; None: none yet.
     """
 
     url: str
@@ -624,6 +630,37 @@ class UrlRecord:
     errors: int = 0
     cycles: int = 0
     priority: float = DEFAULT_PRIORITY
+    checksum: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    capture: tuple[str, str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PageRead:
+    """What a found harvest of a crawl-scope page read (a 200): its signature (``checksum``), its
+    validators, and the WARC response record written of it (``capture``; None: none written, the
+    stored capture stays). A 304 reads nothing: the stored signature, validators and capture stay."""
+
+    checksum: str | None
+    etag: str | None = None
+    last_modified: str | None = None
+    capture: tuple[str, str, str] | None = None
+
+
+def read_into(record: UrlRecord, read: PageRead | None) -> UrlRecord:
+    """``record`` after a found harvest that read ``read`` (None: a 304, or nothing read: as it is)."""
+    if read is None:
+        return record
+    return replace(record, checksum=read.checksum, etag=read.etag, last_modified=read.last_modified,
+                   capture=read.capture or record.capture)
+
+
+def has_news(stored: str | None, checksum: str | None) -> bool:
+    """Is a crawl-scope page read with signature ``checksum`` news (an item), its record's stored one
+    being ``stored``? Yes when the signature differs from it (none stored: a first harvest), as an
+    id page's (:func:`idcrawl.core.recrawl.visit_page`)."""
+    return stored is None or checksum != stored
 
 
 class Harvest(StrEnum):

@@ -24,6 +24,7 @@ from idcrawl.core.scope import (
     Harvest,
     Hops,
     JobScope,
+    PageRead,
     UrlRecord,
     Verdict,
     check_dispatch,
@@ -31,6 +32,7 @@ from idcrawl.core.scope import (
     harvested,
     host_of,
     owner_of,
+    read_into,
     revisit_of,
     scope_marks,
 )
@@ -168,14 +170,15 @@ class UrlQueue(Protocol):
         ...
 
     def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None,
-                hold: bool = False) -> list[QueuedUrl]:
+                hold: bool = False, read: PageRead | None = None) -> list[QueuedUrl]:
         """``url`` answered with a page whose canonical links are ``links``: its record counts a
         found harvest, and the links in scope of its owner's crawl profiles are queued. ``seed_of``:
         ``url`` is a hop-0 page of that target fetched elsewhere (an id target's found id page),
         recorded here as harvested. ``hold``: its links are kept and followed, but the page stays
         taken until :meth:`written` harvests it (its items are not written yet: a kill in between
-        fetches it again). Returns the URLs queued or postponed now (new, or taken over from another
-        target), for the stats."""
+        fetches it again). ``read``: what the harvest read (kept in its record with the found harvest,
+        :func:`~idcrawl.core.scope.read_into`; None: a 304, the stored one stays). Returns the URLs queued
+        or postponed now (new, or taken over from another target), for the stats."""
         ...
 
     def due_now(self, url: str, now: float) -> QueuedUrl | None:
@@ -193,9 +196,9 @@ class UrlQueue(Protocol):
         queued, taken or harvested: it is fetched once, by the queue)."""
         ...
 
-    def written(self, url: str, now: float) -> QueuedUrl | None:
+    def written(self, url: str, now: float, read: PageRead | None = None) -> QueuedUrl | None:
         """The items of ``url``, fetched with ``hold`` at ``now``, are written: its found harvest is
-        recorded (counters, cycles, last harvest ``now``). None: not in the queue."""
+        recorded (counters, cycles, last harvest ``now``, what it ``read``). None: not in the queue."""
         ...
 
     def failed(self, url: str, result: Harvest, now: float) -> QueuedUrl | None:
@@ -715,7 +718,7 @@ class MemoryUrlQueue:
         return any(scope.active(name) for name in record.crawl_profiles)
 
     def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None,
-                hold: bool = False) -> list[QueuedUrl]:
+                hold: bool = False, read: PageRead | None = None) -> list[QueuedUrl]:
         if seed_of is not None:
             entry = self._entries.get(url)
             if entry is None or entry.record.owner != seed_of or entry.record.hops != SEED:
@@ -729,7 +732,7 @@ class MemoryUrlQueue:
             return []
         entry = replace(entry, links=tuple(dict.fromkeys(links)))
         if not hold:
-            entry = self._schedule(replace(entry, record=harvested(entry.record, Harvest.FOUND, now),
+            entry = self._schedule(replace(entry, record=harvested(read_into(entry.record, read), Harvest.FOUND, now),
                                            state=QueueState.HARVESTED))
         self._put(entry)
         new: dict[str, QueuedUrl] = {}
@@ -814,11 +817,11 @@ class MemoryUrlQueue:
         self._put(entry)
         return entry
 
-    def written(self, url: str, now: float) -> QueuedUrl | None:
+    def written(self, url: str, now: float, read: PageRead | None = None) -> QueuedUrl | None:
         entry = self._entries.get(url)
         if entry is None:
             return None
-        entry = self._schedule(replace(entry, record=harvested(entry.record, Harvest.FOUND, now),
+        entry = self._schedule(replace(entry, record=harvested(read_into(entry.record, read), Harvest.FOUND, now),
                                        state=QueueState.HARVESTED))
         self._put(entry)
         return entry

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from idcrawl.core.scope import SEED, Harvest, Hops, JobScope, UrlRecord, Verdict, host_of, scope_marks
+from idcrawl.core.scope import SEED, Harvest, Hops, JobScope, PageRead, UrlRecord, Verdict, host_of, scope_marks
 from idcrawl.core.sitemaps import DEFAULT_PRIORITY
 from idcrawl.core.urlqueue import (
     Claim,
@@ -41,7 +41,7 @@ from idcrawl.state.redis import redis_now_ms
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["QueueStatus", "RedisUrlQueue", "entry_of", "group_key", "read_entries", "revisit_spec"]
+__all__ = ["QueueStatus", "RedisUrlQueue", "entry_of", "group_key", "read_entries", "read_text", "revisit_spec"]
 
 #: How often an offer is made again when the owner changed in between (the compare-and-set).
 TRIES = 8
@@ -77,6 +77,18 @@ def _float(value: str) -> float | None:
     return float(value) if value else None
 
 
+def read_text(read: PageRead | None) -> str:
+    """What a harvest read as ``URL_HARVEST`` sets it (JSON of the entry's fields ``sum``, ``etag``, ``lm``,
+    ``cap``: :func:`idcrawl.core.scope.read_into`; '': nothing read, they stay). A capture left out keeps
+    the stored one."""
+    if read is None:
+        return ""
+    fields = {"sum": read.checksum or "", "etag": read.etag or "", "lm": read.last_modified or ""}
+    if read.capture is not None:
+        fields["cap"] = "\n".join(read.capture)
+    return json.dumps(fields, separators=(",", ":"))
+
+
 def claims_text(claims: Sequence[Claim]) -> str:
     """Claims as the ``claims`` field holds them (``urls_common.lua``: JSON [[seed, hops, off], ...])."""
     return json.dumps([[seed, hops.hops, hops.offsite] for seed, hops in claims], separators=(",", ":"))
@@ -84,12 +96,15 @@ def claims_text(claims: Sequence[Claim]) -> str:
 
 def entry_of(url: str, row: Sequence[Any]) -> QueuedUrl:
     """An entry from a script's row (``urls_common.lua``: owner, col, cps, hops, off, paths, host,
-    st, w, next, last, nf, err, cyc, claims, pri, links, has links)."""
-    (owner, col, cps, hops, off, paths, _host, st, _w, nxt, last, nf, err, cyc, claims, pri, links,
-     has) = (reply_text(v) for v in row)
+    st, w, next, last, nf, err, cyc, claims, pri, sum, etag, lm, cap, links, has links)."""
+    (owner, col, cps, hops, off, paths, _host, st, _w, nxt, last, nf, err, cyc, claims, pri, checksum, etag, lm, cap,
+     links, has) = (reply_text(v) for v in row)
+    uri, _, rest = cap.partition("\n")
+    date, _, digest = rest.partition("\n")
     record = UrlRecord(url, owner, col or None, tuple(name for name in cps.split("\n") if name),
                        Hops(int(hops), int(off)), _float(nxt), _float(last), int(nf), int(err), int(cyc),
-                       float(pri) if pri else DEFAULT_PRIORITY)
+                       float(pri) if pri else DEFAULT_PRIORITY, checksum or None, etag or None, lm or None,
+                       (uri, date, digest) if cap else None)
     path_list = tuple(Hops(int(h), int(o)) for h, _, o in (p.partition(":") for p in paths.split(",") if p))
     claim_list = tuple(sorted((str(seed), Hops(int(h), int(o))) for seed, h, o in json.loads(claims))) if claims else ()
     return QueuedUrl(record, _STATES[st], path_list or (SEED,),
@@ -267,7 +282,7 @@ class RedisUrlQueue:
         return entry
 
     def fetched(self, url: str, links: Sequence[str], now: float, *, seed_of: str | None = None,
-                hold: bool = False) -> list[QueuedUrl]:
+                hold: bool = False, read: PageRead | None = None) -> list[QueuedUrl]:
         if seed_of is not None:
             self._offer_call(url, seed_of, self.scope.seeds[seed_of].crawl_profiles, SEED, "fetched", now)
         links = tuple(dict.fromkeys(links))
@@ -276,7 +291,7 @@ class RedisUrlQueue:
         self.status.at = float("-inf")  # the fleet's counts change: read again
         row = self._harvest(keys=[self.keys.url(url)],
                             args=[url, "links" if hold else Harvest.FOUND.value, repr(now), "\n".join(links),
-                                  self.worker, self._spec])
+                                  self.worker, self._spec, read_text(read)])
         if not row:
             return []
         entry = entry_of(url, row)
@@ -333,12 +348,13 @@ class RedisUrlQueue:
         self.taken.add(target)
         return QueuedUrl(claimed.record, QueueState.TAKEN, claimed.paths, claimed.links)
 
-    def written(self, url: str, now: float) -> QueuedUrl | None:
-        """The page's items are written: its found harvest (``URL_HARVEST`` 'written'); it is no longer
-        held by this worker."""
+    def written(self, url: str, now: float, read: PageRead | None = None) -> QueuedUrl | None:
+        """The page's items are written: its found harvest (``URL_HARVEST`` 'written', with what it
+        ``read``); it is no longer held by this worker."""
         self.taken.discard(url)
         self.status.at = float("-inf")
-        row = self._harvest(keys=[self.keys.url(url)], args=[url, "written", repr(now), "", self.worker, self._spec])
+        row = self._harvest(keys=[self.keys.url(url)],
+                            args=[url, "written", repr(now), "", self.worker, self._spec, read_text(read)])
         return entry_of(url, row) if row else None
 
     def _follow(self, work: list[tuple[str, str, Hops, tuple[str, ...]]], now: float,
@@ -507,7 +523,7 @@ class RedisUrlQueue:
 
 #: The fields of a URL's entry in a script's row order (``urls_common.lua``), then its links.
 _ROW = ("owner", "col", "cps", "hops", "off", "paths", "host", "st", "w", "next", "last", "nf", "err", "cyc", "claims",
-        "pri", "links")
+        "pri", "sum", "etag", "lm", "cap", "links")
 #: Seconds a run's sitemap claim is kept (runs are numbered anew: an old claim only has to outlive its run's start).
 SITEMAP_CLAIM_TTL = 7 * 86400
 #: URLs read in one round trip (:func:`read_entries`).

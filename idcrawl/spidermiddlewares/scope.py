@@ -21,8 +21,8 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.core.scope import Harvest, JobScope, UrlRecord, canonical
 from idcrawl.core.sitemaps import SitemapUrl
 from idcrawl.core.urlqueue import QueueState, Reconciled, UrlQueue
-from idcrawl.requests import RedirectedAsLink
-from idcrawl.runtime import META_KEY, PROFILE_STATS, SCOPE_KEY, STATS_PREFIX, IdRuntime, start_runtime
+from idcrawl.requests import CONDITIONAL_KEY, RedirectedAsLink
+from idcrawl.runtime import META_KEY, PROFILE_STATS, READ_KEY, SCOPE_KEY, STATS_PREFIX, IdRuntime, start_runtime
 from idcrawl.sitemaps import SITEMAP_STATS, SitemapReader, seed_urls, wanted_sitemaps
 
 if TYPE_CHECKING:
@@ -247,8 +247,10 @@ class IdScopeMiddleware:
             return False
         queue = self.queue
 
+        read = response.meta.get(READ_KEY)
+
         def harvest() -> None:
-            queue.written(url, now)
+            queue.written(url, now, read)
 
         shown = (response.meta.get("redirect_urls") or [response.url])[0]  # the items' url (IdSeqSpider)
         return self.runtime.worker.hold_page(owner, shown, outputs, harvest)
@@ -259,18 +261,25 @@ class IdScopeMiddleware:
         info = response.meta.get(SCOPE_KEY)
         seed_of = None
         hold = False
+        read = None
+        stored: tuple[str, ...] | None = None  # a 304's links: those of its last found harvest
         now = self.clock.now()
         if info is not None:
             url = info["url"]
             entry = self.queue.get(url)
             if entry is None:
                 return
-            if not 200 <= response.status < 300:  # its errback counted it, unless the spider took the status
+            if (response.status == 304 and response.meta.get(CONDITIONAL_KEY) and info.get("checksum") is not None
+                    and entry.links is not None):
+                stored = entry.links  # not modified: harvested as found, its signature and capture stay
+                self._count(entry.record, "not_modified")
+            elif not 200 <= response.status < 300:  # its errback counted it, unless the spider took the status
                 if entry.state is QueueState.TAKEN:
                     self._failed(url, response.status, now)
                 return
             if entry.record.hops.hops:
                 self._count(entry.record, "fetched")
+            read = response.meta.get(READ_KEY)
             hold = outputs is not None and self._hold(url, info, response, outputs, now)
         else:
             lane = response.meta.get(META_KEY)
@@ -284,7 +293,7 @@ class IdScopeMiddleware:
                 return
             url, seed_of = canonical(response.url), seed.name
         owner = info.get("owner") if info is not None else seed_of
-        links = self._links(response, owner if isinstance(owner, str) else None)
-        for queued in self.queue.fetched(url, links, now, seed_of=seed_of, hold=hold):
+        links = list(stored) if stored is not None else self._links(response, owner if isinstance(owner, str) else None)
+        for queued in self.queue.fetched(url, links, now, seed_of=seed_of, hold=hold, read=read):
             self._count(queued.record, queued.state.value)
         self._wake()

@@ -30,14 +30,15 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageEvent, PageVisit
 from idcrawl.core.recrawl import DEFAULT_POLICY, Fetch
 from idcrawl.core.recrawl import Outcome as PageOutcome
+from idcrawl.core.scope import PageRead, UrlRecord, has_news
 from idcrawl.core.targets import TARGET_KEYS, Target, parse_run_options, parse_targets
 from idcrawl.core.watch import parse_watch, watch_targets
 from idcrawl.errors import BadInputError, install_log_filter
 from idcrawl.pipelines import signatures_wanted
-from idcrawl.requests import CONDITIONAL_KEY, failure_outcome, failure_reason, lane_request
+from idcrawl.requests import CONDITIONAL_KEY, failure_outcome, failure_reason, lane_request, outlink_request
 from idcrawl.responses import change_signature, rule_decision
 from idcrawl.responses import page_signature as minhash_signature
-from idcrawl.runtime import META_KEY, STATS_PREFIX, IdRuntime, start_runtime
+from idcrawl.runtime import META_KEY, PROFILE_STATS, READ_KEY, STATS_PREFIX, IdRuntime, start_runtime
 from idcrawl.settings_profiles import apply_profile
 from idcrawl.spidermiddlewares.soft404 import IdSoft404Middleware
 from idcrawl.validation import validate_settings
@@ -249,6 +250,15 @@ class IdSeqSpider(Spider):
         callback, errback = self._lane_callbacks
         return lane_request(dispatch, callback=callback, errback=errback, validators=validators)
 
+    def make_outlink_request(self, record: UrlRecord) -> Request:
+        """The request for a crawl-scope URL the queue hands out (``record``); override as
+        :meth:`make_id_request`. Found before, it is conditional on the validators of its last 200."""
+        request = outlink_request(record, callback=self.outlink_response, errback=self.outlink_failure)
+        if request.meta.get(CONDITIONAL_KEY):
+            for name in record.crawl_profiles:
+                self.crawler.stats.inc_value(f"{PROFILE_STATS}/{name}/conditional")
+        return request
+
     def classify(self, response: Response) -> Outcome:
         """Decide an id's outcome from its final response by its target's outcome rule.
 
@@ -322,9 +332,21 @@ class IdSeqSpider(Spider):
         yield item
 
     def outlink_response(self, response: Response) -> Iterable[Any]:
+        """A crawl-scope page's response: :meth:`parse_outlink` with its item when it has news (a signature,
+        :meth:`outlink_signature`, other than its stored one: a first harvest, or a change); none for a
+        304 or the same signature (``idcrawl/crawl_profiles/<name>/unchanged``), as for an id page."""
         from idcrawl.spidermiddlewares.scope import SCOPE_KEY
 
         info = response.meta[SCOPE_KEY]
+        if response.status == 304 and response.meta.get(CONDITIONAL_KEY):
+            return []  # not modified: no item (the scope middleware harvests it with its stored links)
+        checksum = self.outlink_signature(response)
+        response.meta[READ_KEY] = PageRead(checksum, _header(response, b"ETag"), _header(response, b"Last-Modified"),
+                                           response.meta.get(CAPTURE_KEY))
+        if not has_news(info.get("checksum"), checksum):
+            for name in info.get("crawl_profiles") or ():
+                self.crawler.stats.inc_value(f"{PROFILE_STATS}/{name}/unchanged")
+            return []  # the same signature as its last found harvest: no item
         redirected = response.meta.get("redirect_urls")
         url = redirected[0] if redirected else response.url  # the URL asked for, as for an id's item
         item: dict[str, Any] = {
@@ -335,7 +357,7 @@ class IdSeqSpider(Spider):
             "offsite_hops": info.get("offsite_hops"),
             "crawl_profiles": info.get("crawl_profiles"),
             "fetched_at": self.runtime.clock.stamp(),
-            "checksum": self.outlink_signature(response),
+            "checksum": checksum,
         }
         if response.url != url:
             item["final_url"] = response.url  # a redirect was followed (docs/scope.md, "Redirects")

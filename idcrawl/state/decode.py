@@ -312,7 +312,7 @@ def url_entry(row: Sequence[Any], where: str) -> QueuedUrl:
     """A row of the URL queue of crawl scope (the ``urls`` table's columns, in order)."""
     (url, owner, collection, names, hops, offsite, state, next_harvest, last_harvest,
      not_found, errors, cycles, paths, links, *more) = row
-    priority = more[0] if more else None
+    priority, checksum, etag, last_modified, capture = (*more, None, None, None, None, None)[:5]
     if not isinstance(url, str):
         raise DamagedState(where, None, f"a URL {_short(url)} is not text")
     what = f"URL {url!r}"
@@ -330,6 +330,11 @@ def url_entry(row: Sequence[Any], where: str) -> QueuedUrl:
         check(name, value, value is None or _is_number(value))
     check("state", state, state in _QUEUE_STATES)
     check("priority", priority, priority is None or (_is_number(priority) and 0 <= priority <= 1))
+    for name, value in (("checksum", checksum), ("etag", etag), ("last_modified", last_modified)):
+        check(name, value, value is None or isinstance(value, str))
+    stored = None if capture is None else _json(capture, where, owner, f"{what}: capture")
+    check("capture", capture, stored is None or (isinstance(stored, list) and len(stored) == 3
+                                                 and all(isinstance(part, str) for part in stored)))
     profiles = _json(names, where, owner, f"{what}: crawl_profiles")
     check("crawl_profiles", profiles, isinstance(profiles, list) and all(isinstance(n, str) for n in profiles))
     pairs = _json(paths, where, owner, f"{what}: paths")
@@ -339,7 +344,8 @@ def url_entry(row: Sequence[Any], where: str) -> QueuedUrl:
     found = None if links is None else _json(links, where, owner, f"{what}: links")
     check("links", found, found is None or (isinstance(found, list) and all(isinstance(u, str) for u in found)))
     record = UrlRecord(url, owner, collection, tuple(profiles), Hops(hops, offsite), next_harvest, last_harvest,
-                       not_found, errors, cycles, DEFAULT_PRIORITY if priority is None else float(priority))
+                       not_found, errors, cycles, DEFAULT_PRIORITY if priority is None else float(priority),
+                       checksum, etag, last_modified, None if stored is None else (stored[0], stored[1], stored[2]))
     paths = tuple(Hops(p[0], p[1]) for p in pairs if len(p) == 2)
     others = tuple((p[2], Hops(p[0], p[1])) for p in pairs if len(p) == 3)  # other seeds' claims
     claims = tuple(sorted((*((owner, hops) for hops in paths), *others))) if others else ()

@@ -48,6 +48,8 @@ CREATE TABLE runs (
 #: and gets them when opened for writing.
 _ADDED_COLUMNS = {("runs", "targets"): "ALTER TABLE runs ADD COLUMN targets TEXT",
                   ("urls", "priority"): "ALTER TABLE urls ADD COLUMN priority REAL",
+                  **{("urls", column): f"ALTER TABLE urls ADD COLUMN {column} TEXT"
+                     for column in ("checksum", "etag", "last_modified", "capture")},
                   ("runs", "watch"): "ALTER TABLE runs ADD COLUMN watch TEXT"}
 #: A table added after schema version 1 (additive: created in older files opened for writing).
 _FEEDS = (
@@ -98,10 +100,12 @@ _URLS = (
     "url TEXT PRIMARY KEY, owner TEXT NOT NULL, collection TEXT, crawl_profiles TEXT NOT NULL, "
     "hops INTEGER NOT NULL, offsite_hops INTEGER NOT NULL, state TEXT NOT NULL, next_harvest REAL, "
     "last_harvest REAL, not_found INTEGER NOT NULL, errors INTEGER NOT NULL, cycles INTEGER NOT NULL, "
-    "paths TEXT NOT NULL, links TEXT, priority REAL)"
+    "paths TEXT NOT NULL, links TEXT, priority REAL, checksum TEXT, etag TEXT, last_modified TEXT, capture TEXT)"
 )
+#: The columns of ``urls`` added to older files (read as NULL from a file without them).
+_URL_ADDED = ("priority", "checksum", "etag", "last_modified", "capture")
 _URL_COLUMNS = ("url, owner, collection, crawl_profiles, hops, offsite_hops, state, next_harvest, last_harvest, "
-                "not_found, errors, cycles, paths, links, priority")
+                f"not_found, errors, cycles, paths, links, {', '.join(_URL_ADDED)}")
 _URL_UPSERT = (f"INSERT OR REPLACE INTO urls ({_URL_COLUMNS}) "  # noqa: S608 - the columns above, not input
                f"VALUES ({', '.join('?' * len(_URL_COLUMNS.split(',')))})")
 
@@ -116,7 +120,8 @@ def _url_row(entry: QueuedUrl) -> tuple[Any, ...]:
             entry.state.value, r.next_harvest, r.last_harvest, r.not_found, r.errors, r.cycles,
             json.dumps([[p.hops, p.offsite] for p in entry.paths]  # the owner's, then the other seeds' claims
                        + [[p.hops, p.offsite, seed] for seed, p in entry.claims if seed != r.owner]),
-            None if entry.links is None else json.dumps(entry.links), r.priority)
+            None if entry.links is None else json.dumps(entry.links), r.priority, r.checksum, r.etag,
+            r.last_modified, None if r.capture is None else json.dumps(r.capture))
 
 
 class SqliteStateStore(StateStore):
@@ -302,7 +307,11 @@ class SqliteStateStore(StateStore):
         return FeedMarks(marks[0][0], {path: offset for _, path, offset in marks})
 
     def load_urls(self) -> list[QueuedUrl]:
-        columns = _URL_COLUMNS if "priority" in self._columns("urls") else _URL_COLUMNS.replace("priority", "NULL")
+        have = self._columns("urls")
+        columns = _URL_COLUMNS
+        for column in _URL_ADDED:  # an older file, opened read-only, without them
+            if column not in have:
+                columns = columns.replace(f" {column}", " NULL")
         rows = self._additive_rows(f"SELECT {columns} FROM urls ORDER BY url")  # noqa: S608
         with decode.reading(self._source):
             return [decode.url_entry(row, "table urls") for row in rows]

@@ -45,6 +45,12 @@ def build(site: SitemapSite, robots: bool = True) -> None:
     site.put("/sitemap.xml", urlset([{"loc": site.url("/d")}]))
 
 
+def changed(path: str) -> bytes:
+    """The page ``path`` of ``GRAPH`` in a new version: its links, and a line more."""
+    anchors = "".join(f'<a href="{link}">{link}</a>' for link in GRAPH[path])
+    return f"<html><body>{path} {anchors}<p>changed</p></body></html>".encode()
+
+
 @pytest.fixture
 def site() -> Iterator[SitemapSite]:
     server = SitemapSite(GRAPH)
@@ -180,6 +186,7 @@ def test_a_lastmod_newer_than_the_last_harvest_fetches_the_page_again(site: Site
         {"loc": site.url("/b"), "lastmod": "2026-11-01"},  # not since
         {"loc": site.url("/c"), "lastmod": "2026-12-01"},  # after now: no evidence
     ]))
+    site.then("/a", changed("/a"), "text/html")  # it did change: an item (the same body would be no news)
     second = run_crawl(tmp_path, {"job": path}, {"IDCRAWL_NOW": "2026-11-20T00:00:00Z"})
     assert second.returncode == 0, second.stderr[-3000:]
     assert pages(site)["/a"] == 2 and pages(site)["/b"] == 1 and pages(site)["/c"] == 1
@@ -190,7 +197,8 @@ def test_a_lastmod_newer_than_the_last_harvest_fetches_the_page_again(site: Site
 def test_a_watching_crawl_reads_the_sitemaps_again_each_wave_and_fetches_what_changed(tmp_path: Path) -> None:
     """"hourly" (the front page, revisit 1 h) wakes a wave an hour after the first; "once" (no revisit)
     takes the sitemaps' pages. By wave 2 the news sitemap says /a changed half an hour after wave 1:
-    wave 2 fetches the front page and /a, not /b. The items limit (7 + 2) ends the watch after wave 2."""
+    wave 2 fetches the front page and /a, not /b. Both changed (an unchanged body is no item): the items
+    limit (7 + 2) ends the watch after wave 2."""
     from idcrawl.core.clock import format_time
 
     t0 = 1_790_000_000.0
@@ -200,6 +208,8 @@ def test_a_watching_crawl_reads_the_sitemaps_again_each_wave_and_fetches_what_ch
         {"loc": server.url("/a"), "lastmod": format_time(t0 + 1800)},
         {"loc": server.url("/b"), "lastmod": format_time(t0 - 1800)},
     ]))
+    server.then("/", changed("/"), "text/html")
+    server.then("/a", changed("/a"), "text/html")
     server.start()
     try:
         path = tmp_path / "job.toml"

@@ -107,8 +107,9 @@ def test_a_watching_crawl_scope_job_revisits_the_front_page_in_a_second_wave(tmp
     """"frontpages" (hop 0) every hour, "daily" (to hop 2) every day: wave 1 walks the graph to hop 2,
     the watch sleeps an hour (the front page's next harvest), wave 2 fetches the front page alone. The
     items limit (per process) ends the crawl at wave 2's item; a later run at 1.5 h fetches nothing
-    (wave 2's harvest was committed), one at 2 h the front page again."""
-    server = LinkGraphSite(GRAPH).start()
+    (wave 2's harvest was committed), one at 2 h the front page again. The pages have a clock in them:
+    each revisit is news (an item; an unchanged page would be none)."""
+    server = LinkGraphSite(GRAPH, clock=True).start()
     try:
         walk = sorted(truth(server, 2))
         job = tmp_path / "job.toml"

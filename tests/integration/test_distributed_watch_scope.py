@@ -38,9 +38,9 @@ def test_a_watching_fleet_with_crawl_profiles_fetches_per_wave_what_one_watching
     """"frontpages" (hop 0) every hour, "daily" (to hop 2) every day, watched by two workers: wave 1 walks
     the graph to hop 2, each page once across the fleet; both sleep an hour (the front page's next harvest,
     as Redis holds it); wave 2 (a run of the fleet: one worker starts it, the other joins) fetches the front
-    page alone, once. SIGINT on both while asleep: exit 0."""
+    page alone, once (a clock in the pages: news, an item). SIGINT on both while asleep: exit 0."""
     gate = threading.Event()
-    site = LinkGraphSite({page: list(links) for page, links in GRAPH.items()}, gate=gate).start()
+    site = LinkGraphSite({page: list(links) for page, links in GRAPH.items()}, gate=gate, clock=True).start()
     try:
         walk = sorted(truth(site, 2))
         job = tmp_path / "job.toml"

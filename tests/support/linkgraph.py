@@ -11,6 +11,7 @@ test hosts resolve to 127.0.0.1, and every other name fails, so a test never mak
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -40,14 +41,18 @@ class LinkGraphSite:
 
     def __init__(self, graph: Mapping[str, Sequence[str]], robots: Mapping[str, str] | None = None,
                  delay: float = 0.0, gate: threading.Event | None = None, ungated: Collection[str] = (),
-                 delays: Mapping[str, float] | None = None, clock: bool = False) -> None:
+                 delays: Mapping[str, float] | None = None, clock: bool = False,
+                 etags: Collection[str] = ()) -> None:
         """``delay``: seconds each page takes to answer (so that a crawl can be stopped mid-way);
         ``delays``: seconds more for some pages (``http://HOST/PATH``: a response order to try);
         ``gate``: while it is clear, pages (but the ``ungated`` ones and robots.txt) are
         answered only once it is set (logged at once: a crawl held mid-way, without timing);
         ``clock``: each page says how many pages were served before it (``<p>served N</p>``), so its
-        body changes at every fetch, as a page with a clock or a token in it."""
+        body changes at every fetch, as a page with a clock or a token in it; ``etags``: pages answered
+        with an ``ETag`` (the SHA-1 of the body) and a 304 to a request whose ``If-None-Match`` is theirs
+        (a set the test may change between runs: a backend that ignores validators)."""
         self.clock = clock
+        self.etags = set(etags)
         self.served = 0
         self.graph = {k: list(v) for k, v in graph.items()}
         self.delay = delay
@@ -80,12 +85,23 @@ class LinkGraphSite:
                     with site._lock:
                         site.served += 1
                         links += f"<p>served {site.served}</p>\n"
-                self._reply(200, f"<html><body><h1>{page}</h1>\n{links}</body></html>".encode(), "text/html")
+                body = f"<html><body><h1>{page}</h1>\n{links}</body></html>".encode()
+                if page in site.etags:
+                    tag = f'"{hashlib.sha1(body).hexdigest()}"'
+                    if self.headers.get("If-None-Match") == tag:
+                        self._reply(304, b"", "text/html", tag)
+                        return
+                    self._reply(200, body, "text/html", tag)
+                    return
+                self._reply(200, body, "text/html")
 
-            def _reply(self, status: int, body: bytes, kind: str) -> None:
+            def _reply(self, status: int, body: bytes, kind: str, etag: str | None = None) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", f"{kind}; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
+                if etag is not None:
+                    self.send_header("ETag", etag)
+                if status != 304:
+                    self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
 

@@ -11,7 +11,9 @@
 -- KEYS: P U:<url>.
 -- ARGV: url, result ('found', 'not_found', 'error', 'links', 'written'), now, links ('found' and
 --   'links' only), worker, the revisits' spec (urls_common.lua: with a revisit its next harvest is
---   now + that, waiting in P uwait; not read for 'links').
+--   now + that, waiting in P uwait; not read for 'links'), for 'found' and 'written' what the harvest
+--   read (JSON {sum, etag, lm, cap}: fields set in the entry, idcrawl.core.scope.read_into; '': none, a
+--   304: they stay).
 -- Returns the entry row, or {} for a URL the job does not know.
 local U = KEYS[1]
 local url, result, now = ARGV[1], ARGV[2], ARGV[3]
@@ -25,7 +27,11 @@ end
 local nf, err = tonumber(R.nf), tonumber(R.err)
 if result == 'not_found' then nf = nf + 1 elseif result ~= 'error' then nf = 0 end
 if result == 'error' then err = err + 1 else err = 0 end
-update(P, url, R, {st = 'h', w = '', last = now, next = '', nf = s(nf), err = s(err), cyc = s(tonumber(R.cyc) + 1)})
+local new = {st = 'h', w = '', last = now, next = '', nf = s(nf), err = s(err), cyc = s(tonumber(R.cyc) + 1)}
+if (result == 'found' or result == 'written') and ARGV[7] and ARGV[7] ~= '' then
+  for name, value in pairs(cjson.decode(ARGV[7])) do new[name] = value end
+end
+update(P, url, R, new)
 schedule(P, url, R, ARGV[6])
 if result == 'found' then
   redis.call('HSET', U, 'links', ARGV[4])

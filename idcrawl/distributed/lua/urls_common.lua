@@ -10,7 +10,10 @@
 --                              (counters), claims (JSON [[seed, hops, off], ...]: every seed's paths
 --                              no other path of that seed beats, the owner's included; '' or absent:
 --                              the owner's paths only), pri (its sitemap priority; '' or absent:
---                              0.5), links ("\n"-joined; absent: not fetched)
+--                              0.5), sum, etag, lm, cap (what its last found harvest read: its
+--                              signature, validators ETag and Last-Modified, and its WARC capture
+--                              "uri\ndate\ndigest"; '' or absent: none), links ("\n"-joined; absent:
+--                              not fetched)
 --   P uq:<host>/<group>  zset  ready URLs of a host and yield group (<collection>/<crawl profile>),
 --                              scored by minus their priority (URL_TAKE draws among the lowest score)
 --   P uqc:<host>         hash  group -> its ready URLs (the yields' draw needs only these counts)
@@ -30,7 +33,7 @@ local function group_of(col, cps)
 end
 
 local FIELDS = {'owner', 'col', 'cps', 'hops', 'off', 'paths', 'host', 'st', 'w', 'next', 'last', 'nf', 'err',
-  'cyc', 'claims', 'pri'}
+  'cyc', 'claims', 'pri', 'sum', 'etag', 'lm', 'cap'}
 
 -- the entry of URL key U as a table of its fields, or nil
 local function record_of(U)
