@@ -8,8 +8,7 @@ second run), one of which has changed by then. The WARC files go into a pywb col
 (tests/support/wayback.py); each capture replays with its body, each revisit with the body of the capture it
 refers to. ``scrapy idwacz`` packs the same files.
 
-Skipped, with that one reason, while ``IDCRAWL_WARC_DIR`` is not a setting (the WARC writer of issue 33 lands
-from its own branch); pywb missing: skipped, except under CI=true (tests/support/wayback.py).
+pywb missing: skipped, except under CI=true (tests/support/wayback.py).
 """
 
 from __future__ import annotations
@@ -22,18 +21,12 @@ from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 
-import pytest
-
-from idcrawl import default_settings
 from idcrawl.demo.site import Reply
 from tests.crawl.test_recrawl_pages_crawl import DAY, T0, ChangingModel, at
 from tests.support.crawl import run_crawl
 from tests.support.states import scrapy
 from tests.support.warcs import IDENTICAL, NOT_MODIFIED, check_warc
 from tests.support.wayback import require_pywb, wayback
-
-if not hasattr(default_settings, "IDCRAWL_WARC_DIR"):
-    pytest.skip("IDCRAWL_WARC_DIR is not a setting yet (issue 33's WARC writer)", allow_module_level=True)
 
 IDS = range(1, 7)
 CHANGED, SAME_BODY = 2, 3
@@ -159,11 +152,10 @@ def test_a_crawl_and_its_due_recrawl_replay_in_pywb(make_site, tmp_path: Path) -
     assert caught[f"http://127.0.0.1:{site.port}/robots.txt"], "robots.txt was fetched: it has its capture"
     for n in LINKED:
         kinds = [(kind, profile) for _date, kind, profile in caught[linked_url[n]]]
-        # harvested in each run: a full response, then a response again if it changed, else a response or
-        # (with stored captures of crawl-scope pages, issue 33) an identical-payload-digest revisit
+        # harvested in each run: a full response, then a response again if it changed, else a revisit of
+        # the stored capture (the URL record keeps it)
         assert kinds[0] == ("response", "") and len(kinds) == 2, (n, kinds)
-        assert kinds[1] in ([("response", "")] if n == LINKED_CHANGED else [("response", ""), ("revisit", IDENTICAL)]), (
-            n, kinds)
+        assert kinds[1] == (("response", "") if n == LINKED_CHANGED else ("revisit", IDENTICAL)), (n, kinds)
 
     with wayback(tmp_path / "pywb", warcs) as server:
         for id_ in IDS:
