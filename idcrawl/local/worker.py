@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Container, Sequence, Sized
+from collections.abc import Callable, Container, Mapping, Sequence, Sized
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -17,6 +17,7 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, late_pass, resume_specs, tail_due
+from idcrawl.core.sitemaps import Evidence, SitemapUrl, pages_by_sitemap, tail_due_by_sitemap
 from idcrawl.core.talk import NONE_DEPRECATED, forgotten_text, resume_text
 from idcrawl.core.targets import RESET_MODES, Target
 from idcrawl.core.urlqueue import MemoryUrlQueue
@@ -121,6 +122,7 @@ class LocalWorker:
         self._recovered_count = 0  # found ids read back from the last run's feed tails
         self._foreign_lines = 0  # lines of those tails that are not this job's (skipped)
         self._due_pages = 0  # page ids due (resume=due)
+        self._stored_pages: dict[str, dict[int, Schedule]] = {}  # sitemaps as evidence: records read once per run
         #: resume=due: the tail schedules of the re-probes of late ids planned (stored at the run's end), their ids
         self._late: dict[str, Schedule] = {}
         self._late_ids: dict[str, frozenset[int]] = {}
@@ -303,6 +305,32 @@ class LocalWorker:
         pages), so a page falling due before the next tail wakes a wave of its own."""
         at = self.recorder.next_page_at if self.recorder is not None else None
         return [] if at is None else [at]
+
+    def claim_sitemaps(self) -> bool:
+        """One process reads its id targets' sitemaps itself."""
+        return True
+
+    def sitemap_evidence(self, target: str, entries: Mapping[int, SitemapUrl], now: float) -> Evidence:
+        """The target's page records (this run's, else as stored: read once per run) and its tail's schedule
+        moved by a sitemap's entries, committed by the recorder: the pages at its next checkpoint, the tail
+        at the run's end (unless this run walks it: the walk's rule wins). No state: nothing to move."""
+        recorder, store, pages = self.recorder, self._store, self.pages
+        if recorder is None or store is None or pages is None or target not in self.frontier.targets:
+            return Evidence()
+        policy = pages.policy(target)
+        stored = self._stored_pages.get(target)
+        if stored is None:
+            stored = self._stored_pages[target] = store.load_pages(target)
+        records = {id_: record for id_ in entries
+                   if (record := pages.get(target, id_) or stored.get(id_)) is not None}
+        moved = pages_by_sitemap(records, entries, now, policy)
+        stored.update(moved)
+        recorder.moved_pages(target, moved)
+        tail = recorder.evidence.get(target) or self._tails.get(target)
+        due = tail_due_by_sitemap(tail, entries, now, policy) if tail is not None else None
+        if due is not None:
+            recorder.evidence[target] = due
+        return Evidence(len(moved), due is not None)
 
     def describe_state(self) -> str:
         if self.recorder is None:
