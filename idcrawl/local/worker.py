@@ -123,6 +123,7 @@ class LocalWorker:
         self._foreign_lines = 0  # lines of those tails that are not this job's (skipped)
         self._due_pages = 0  # page ids due (resume=due)
         self._stored_pages: dict[str, dict[int, Schedule]] = {}  # sitemaps as evidence: records read once per run
+        self._evidence_at: float | None = None  # the earliest due time of what a sitemap moved (watch: a wave then)
         #: resume=due: the tail schedules of the re-probes of late ids planned (stored at the run's end), their ids
         self._late: dict[str, Schedule] = {}
         self._late_ids: dict[str, frozenset[int]] = {}
@@ -302,9 +303,13 @@ class LocalWorker:
     def watch_pages(self) -> list[float]:
         """Watch mode, after the wave's last commit: the earliest due time of this job's found pages
         not before the wave's end, as stored then (one indexed query per target: no walk over the
-        pages), so a page falling due before the next tail wakes a wave of its own."""
+        pages), so a page falling due before the next tail wakes a wave of its own; what a sitemap made
+        due during the wave (sitemaps as evidence) wakes the next wave at once."""
         at = self.recorder.next_page_at if self.recorder is not None else None
-        return [] if at is None else [at]
+        times = [] if at is None else [at]
+        if self._evidence_at is not None:  # made due by a sitemap during the wave: the next wave takes it at once
+            times.append(max(self._evidence_at, self.runtime.clock.now()))
+        return times
 
     def claim_sitemaps(self) -> bool:
         """One process reads its id targets' sitemaps itself."""
@@ -330,6 +335,9 @@ class LocalWorker:
         due = tail_due_by_sitemap(tail, entries, now, policy) if tail is not None else None
         if due is not None:
             recorder.evidence[target] = due
+        times = [record.due_at() for record in (*moved.values(), *((due,) if due is not None else ()))]
+        if times:
+            self._evidence_at = min(times if self._evidence_at is None else (*times, self._evidence_at))
         return Evidence(len(moved), due is not None)
 
     def describe_state(self) -> str:

@@ -8,6 +8,7 @@ clock is fixed with ``IDCRAWL_NOW``; the effect is on the next run, whose plan i
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,3 +105,31 @@ def test_a_bad_sitemaps_value_on_an_id_target_stops_with_one_line(site: SitemapS
     assert result.returncode != 0
     assert "targets[0]: sitemaps='ftp://x/s.xml': must be an http or https URL" in result.stderr
     assert site.fetched() == []
+
+
+def test_a_watching_crawl_takes_a_page_a_sitemap_made_due_in_the_next_wave_at_once(
+    site: SitemapSite, tmp_path: Path,
+) -> None:
+    """Run 1 (2 h ago) finds 1..3, everything due a day later. A watch on the real clock: wave 1 has
+    nothing due, but the sitemap says page 2 changed an hour ago; wave 2 comes at once (the page fell
+    due during wave 1, before its end: not a day later) and fetches page 2 alone (SIGINT then)."""
+    import time
+
+    from tests.crawl.test_watch_crawl import watch_until
+
+    started = time.time()
+    path = job(tmp_path, site)
+    crawl(tmp_path, path, started - 2 * HOUR)
+    site.put("/sitemap.xml", urlset([
+        {"loc": site.url("/item/2"), "lastmod": format_time(started - HOUR)},
+        {"loc": site.url("/item/3"), "lastmod": "2026-11-01"},
+    ]))
+    site.log.clear()
+    code, log = watch_until(tmp_path, {"job": path, "watch": "true"}, {}, "idcrawl: watch: wave 2 done")
+    assert code == 0, log[-3000:]
+    assert "Traceback" not in log, log[log.find("Traceback") - 500:][:3000]
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["idcrawl/watch/waves"] == 2
+    assert stats["idcrawl/sitemaps/pages_moved"] == 1  # in wave 1 (wave 2 found page 2 due already)
+    assert pages(site) == Counter({"/item/2": 1})
+    assert Counter(site.fetched())["/sitemap.xml"] == 2  # read at each wave
