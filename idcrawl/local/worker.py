@@ -122,7 +122,7 @@ class LocalWorker:
         self._recovered_count = 0  # found ids read back from the last run's feed tails
         self._foreign_lines = 0  # lines of those tails that are not this job's (skipped)
         self._due_pages = 0  # page ids due (resume=due)
-        self._stored_pages: dict[str, dict[int, Schedule]] = {}  # sitemaps as evidence: records read once per run
+        self._moved_pages: dict[str, dict[int, Schedule]] = {}  # sitemaps as evidence: records moved by this run
         self._evidence_at: float | None = None  # the earliest due time of what a sitemap moved (watch: a wave then)
         #: resume=due: the tail schedules of the re-probes of late ids planned (stored at the run's end), their ids
         self._late: dict[str, Schedule] = {}
@@ -316,18 +316,17 @@ class LocalWorker:
         return True
 
     def sitemap_evidence(self, target: str, entries: Mapping[int, SitemapUrl], now: float) -> Evidence:
-        """The target's page records (this run's, else as stored: read once per run) and its tail's schedule
+        """The target's page records of the listed ids (this run's, else as stored) and its tail's schedule
         moved by a sitemap's entries, committed by the recorder: the pages at its next checkpoint, the tail
         at the run's end (unless this run walks it: the walk's rule wins). No state: nothing to move."""
         recorder, store, pages = self.recorder, self._store, self.pages
         if recorder is None or store is None or pages is None or target not in self.frontier.targets:
             return Evidence()
         policy = pages.policy(target)
-        stored = self._stored_pages.get(target)
-        if stored is None:
-            stored = self._stored_pages[target] = store.load_pages(target)
-        records = {id_: record for id_ in entries
-                   if (record := pages.get(target, id_) or stored.get(id_)) is not None}
+        records = {id_: record for id_ in entries if (record := pages.get(target, id_)) is not None}
+        stored = self._moved_pages.setdefault(target, {})  # moved by an earlier sitemap of the run
+        records.update((id_, record) for id_ in entries if id_ not in records and (record := stored.get(id_)))
+        records.update(store.load_page_ids(target, [id_ for id_ in entries if id_ not in records]))
         moved = pages_by_sitemap(records, entries, now, policy)
         stored.update(moved)
         recorder.moved_pages(target, moved)

@@ -34,6 +34,7 @@ def site() -> Iterator[SitemapSite]:
 
 
 def job(tmp_path: Path, site: SitemapSite, sitemaps: str = "true") -> Path:
+    """``window = 1``: one id in flight per lane, so each run fetches exactly the ids up to its margin."""
     path = tmp_path / "job.toml"
     path.write_text(f"""
 [[targets]]
@@ -41,6 +42,7 @@ name = "items"
 url = "{site.url('/item/{id}')}"
 start = 1
 margin = 1
+window = 1
 resume = "due"
 sitemaps = {sitemaps}
 """)

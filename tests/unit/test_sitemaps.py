@@ -318,3 +318,18 @@ def test_robots_sitemap_lines_are_followed_and_a_site_without_them_gets_its_site
     assert [r.url for r in follow] == ["http://a/s1.xml", "http://a/s2.xml.gz"]
     follow = list(read._robots(response(TextResponse, "http://b/robots.txt", b"User-agent: *\n")))
     assert [r.url for r in follow] == ["http://b/sitemap.xml"]
+
+
+def test_the_sqlite_store_reads_the_page_records_of_the_listed_ids_only(tmp_path: Path) -> None:
+    from idcrawl.core.recrawl import page_schedule
+    from idcrawl.state import SqliteStateStore
+
+    store = SqliteStateStore(tmp_path / "s.sqlite")
+    try:
+        records = {i: page_schedule(f"t/{i}", 1000.0 + i, f"c{i}") for i in range(1, 1201)}
+        store.commit({"t": {}, "u": {}}, {}, {}, pages={"t": records, "u": {5: records[5]}})
+        got = store.load_page_ids("t", [3, 700, 1200, 5000])
+        assert got == {3: records[3], 700: records[700], 1200: records[1200]}
+        assert store.load_page_ids("u", [5, 3])[5].key == "u/5" and store.load_page_ids("t", []) == {}
+    finally:
+        store.close()
