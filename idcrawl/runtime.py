@@ -31,6 +31,7 @@ from idcrawl.core.lanes import Lane, LaneCounts, Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.safetext import safe
 from idcrawl.core.scope import JobScope
+from idcrawl.core.sitemaps import SitemapSpec
 from idcrawl.core.targets import Target
 from idcrawl.core.watch import NO_COALESCING, Coalescing
 from idcrawl.errors import BadInputError
@@ -129,7 +130,7 @@ class IdRuntime:
 
     def __init__(
         self, crawler: Crawler, targets: Sequence[Target], *, missing_targets: BadInputError | None = None,
-        scope: JobScope | None = None,
+        scope: JobScope | None = None, sitemaps: Mapping[str, SitemapSpec] | None = None,
     ) -> None:
         """The runtime of ``crawler``'s crawl of ``targets`` (what :func:`runtime_of` returns from now on).
 
@@ -137,12 +138,15 @@ class IdRuntime:
         for a worker that needs some (a distributed worker waits for pushed ones).
         ``scope``: the job file's crawl scope (page targets, crawl profiles, collections; empty for a
         plain id crawl), which ``idcrawl.spidermiddlewares.scope.IdScopeMiddleware`` follows.
+        ``sitemaps``: id target -> its ``sitemaps`` (evidence for its recrawl), which
+        ``idcrawl.spidermiddlewares.evidence.IdSitemapEvidenceMiddleware`` reads.
         The worker is built on first use (:meth:`start`).
         """
         self.crawler = crawler
         self.targets = list(targets)
         self.missing_targets = missing_targets
         self.scope = scope if scope is not None else JobScope()
+        self.sitemaps: dict[str, SitemapSpec] = dict(sitemaps or {})
         self._orphans: list[Any] = []  # outputs released at dispatch (overlapping targets), not yet emitted
         self._wakes: list[float] = []  # heap of monotonic times the engine is to be woken at
         self._wake_set: set[float] = set()  # the same times, to keep each once

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import random
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from idcrawl.config import IdConfig
     from idcrawl.core.frontier import IdFrontier
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from idcrawl.core.pagebook import PageBook
     from idcrawl.core.recrawl import Schedule
     from idcrawl.core.scope import JobScope
+    from idcrawl.core.sitemaps import Evidence, SitemapUrl
     from idcrawl.core.urlqueue import UrlQueue
     from idcrawl.extensions.limits import LimitParts
     from idcrawl.scheduler import PolitenessGate, SharedRetries
@@ -116,6 +117,18 @@ class Worker(Protocol):
 
     def politeness_gate(self) -> PolitenessGate | None:
         """Politeness held across the fleet (the scheduler, ``FleetPoliteness``); None: per process."""
+
+    # -- sitemaps as evidence (idcrawl.spidermiddlewares.evidence) --------------------------
+
+    def claim_sitemaps(self) -> bool:
+        """Whether this process reads the id targets' sitemaps for the run (a fleet: the first worker of its
+        run to ask; one process: always)."""
+
+    def sitemap_evidence(self, target: str, entries: Mapping[int, SitemapUrl], now: float) -> Evidence:
+        """A sitemap's entries for ``target``'s ids (id -> entry): the stored records of its found pages
+        moved (:func:`idcrawl.core.sitemaps.pages_by_sitemap`) and its tail's schedule made due when
+        ids above its last found id are listed (:func:`idcrawl.core.sitemaps.tail_due_by_sitemap`),
+        kept with the state for the next run or wave to plan."""
 
     # -- watch mode (idcrawl.extensions.watch) ---------------------------------------------
 

@@ -37,7 +37,7 @@ from idcrawl.core.scope import (
     Traps,
     canonical,
 )
-from idcrawl.core.sitemaps import parse_sitemaps
+from idcrawl.core.sitemaps import SitemapSpec, parse_sitemaps
 from idcrawl.core.targets import TARGET_KEYS, PageTarget, Target, parse_page_target, parse_targets
 
 __all__ = [
@@ -116,6 +116,8 @@ class JobFile:
     crawl_profiles: dict[str, CrawlProfile] = field(default_factory=dict)
     #: ``warc_dir = "PATH"``: the job's WARC output folder (``IDCRAWL_WARC_DIR``, which ``-s`` overrides)
     warc_dir: str | None = None
+    #: id target -> its ``sitemaps``: evidence for its recrawl (docs/recrawl.md "Sitemaps as evidence")
+    id_sitemaps: dict[str, SitemapSpec] = field(default_factory=dict)
 
     @property
     def has_scope(self) -> bool:
@@ -189,6 +191,9 @@ def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max
     pages = set(page_indexes)
     id_indexes = [i for i in range(len(raws)) if i not in pages]
     id_raws = [raws[i] for i in id_indexes]
+    # an id target's sitemaps: evidence for its recrawl, kept beside its Target (idcrawl.core.sitemaps)
+    evidence = {position: spec for position, raw in enumerate(id_raws)
+                if (spec := _id_sitemaps(raw, f"{where}: targets[{id_indexes[position]}]")) is not None}
     raws.clear()  # each table is let go once parsed (a big job's raw tables are most of its peak memory)
     targets = (
         parse_targets(_let_go(id_raws), {**(defaults or {}), **file_defaults}, where=f"{where}: ", job=True,
@@ -224,7 +229,18 @@ def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max
                 raise TargetError("crawl_profiles", list(names),
                                   f"unknown crawl profile {name!r} (known: {known})",
                                   where=f"{where}: targets[{index}]")
-    return JobFile(str(path), targets, profile, page_targets, collections, crawl_profiles, warc_dir)
+    id_sitemaps = {targets[position].name: spec for position, spec in evidence.items()}
+    return JobFile(str(path), targets, profile, page_targets, collections, crawl_profiles, warc_dir, id_sitemaps)
+
+
+def _id_sitemaps(raw: Any, where: str) -> SitemapSpec | None:
+    """An id target table's ``sitemaps`` (taken out of it: :class:`Target` has no such field), parsed."""
+    if not isinstance(raw, dict) or "sitemaps" not in raw:
+        return None
+    try:
+        return parse_sitemaps(raw.pop("sitemaps"))
+    except TargetError as exc:
+        raise exc.located(where) from None
 
 
 def _let_go(tables: list[Any]) -> Iterator[Any]:

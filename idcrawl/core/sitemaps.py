@@ -10,7 +10,7 @@ Fetching and parsing (Scrapy's ``scrapy.utils.sitemap``) is :mod:`idcrawl.sitema
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -23,6 +23,7 @@ from idcrawl.core.recrawl import Policy, Schedule
 __all__ = [
     "CHANGEFREQ_SECONDS",
     "DEFAULT_PRIORITY",
+    "Evidence",
     "SitemapSpec",
     "SitemapUrl",
     "TailNews",
@@ -30,6 +31,8 @@ __all__ = [
     "due_by_sitemap",
     "first_interval",
     "lastmod_is_news",
+    "page_by_sitemap",
+    "pages_by_sitemap",
     "parse_lastmod",
     "parse_priority",
     "parse_sitemaps",
@@ -197,3 +200,39 @@ def tail_due_by_sitemap(schedule: Schedule, listed: Iterable[int], now: float, p
     None: no news (none listed above, or nothing listed), or due already."""
     news, _ = tail_news(listed, schedule.last_found)
     return _due_now(schedule, now, policy) if news is TailNews.NEWS else None
+
+
+def page_by_sitemap(schedule: Schedule, entry: SitemapUrl, now: float, policy: Policy) -> Schedule | None:
+    """A found id page's record moved by its sitemap entry: due now by a newer ``lastmod``
+    (:func:`due_by_sitemap`), else, for a page not revisited yet (its first interval: revision 1, the
+    policy's initial duration), the entry's ``changefreq`` as that interval (:func:`first_interval`).
+    None: the record stays as it is."""
+    moved = due_by_sitemap(schedule, entry.lastmod, now, policy)
+    if moved is not None:
+        return moved
+    first = first_interval(entry.changefreq, policy.clamp)
+    if (first is None or schedule.revision > 1 or schedule.update_duration != policy.clamp(policy.initial_duration)
+            or first == schedule.update_duration):
+        return None
+    return replace(schedule, update_duration=first)
+
+
+def pages_by_sitemap(records: Mapping[int, Schedule], entries: Mapping[int, SitemapUrl], now: float,
+                     policy: Policy) -> dict[int, Schedule]:
+    """The stored records (id -> record) of a target's found pages that its sitemap entries (id -> entry)
+    move (:func:`page_by_sitemap`); ids without a record (not found yet) are left alone."""
+    moved: dict[int, Schedule] = {}
+    for id_, entry in entries.items():
+        record = records.get(id_)
+        if record is not None and (new := page_by_sitemap(record, entry, now, policy)) is not None:
+            moved[id_] = new
+    return moved
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What a target's sitemap told its recrawl: found pages moved (``pages``), and whether its tail was
+    told of news (``tail``: due now, its ids above the last found listed)."""
+
+    pages: int = 0
+    tail: bool = False

@@ -107,9 +107,8 @@ TARGET_KEYS = frozenset(
 #: The keys of crawl scope (seed 003) a target accepts in a job file only: they refer to its ``[[crawl_profiles]]``.
 SCOPE_TARGET_KEYS = frozenset({"crawl_profiles", "enabled", "sitemaps"})
 #: Why an id target's ``sitemaps`` key is refused (docs/recrawl.md "Sitemaps as evidence").
-NO_ID_TARGET_SITEMAPS = ("applies to page targets and crawl profiles: an id target's pages take sitemaps "
-                         "through one of its crawl profiles (sitemaps as evidence for an id target's recrawl "
-                         "are not built yet)")
+NO_ID_TARGET_SITEMAPS = ("is a job file's key: read_job takes an id target's sitemaps (evidence for its "
+                         "recrawl) out of its table")
 #: Every key a ``[[targets]]`` table of a job file accepts.
 JOB_TARGET_KEYS = TARGET_KEYS | SCOPE_TARGET_KEYS
 #: The keys of a page target (a ``url`` without ``{id}``): no lane keys.
@@ -352,7 +351,7 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
     may also have the scope keys (``crawl_profiles``, ``enabled``: :data:`JOB_TARGET_KEYS`).
     """
     refuse_unknown(raw, JOB_TARGET_KEYS if job else TARGET_KEYS)
-    if "sitemaps" in raw:  # a page target's key (idcrawl.core.sitemaps); not yet evidence for an id target
+    if "sitemaps" in raw:  # an id target's: evidence for its recrawl, taken out by read_job (JobFile.id_sitemaps)
         raise TargetError("sitemaps", raw["sitemaps"], NO_ID_TARGET_SITEMAPS)
     merged: dict[str, Any] = {**DEFAULTS, **(defaults or {}), **raw}
     if "url" not in raw:

@@ -13,12 +13,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pyroaring import BitMap64
 
 from idcrawl.core.pagebook import PageBook, schedule_to_json
-from idcrawl.core.recrawl import Schedule
+from idcrawl.core.recrawl import Policy, Schedule
+from idcrawl.core.sitemaps import SitemapUrl, pages_by_sitemap
+from idcrawl.state import decode
+from idcrawl.state.keys import JobKeys
 
 if TYPE_CHECKING:
     from idcrawl.state.redis import RedisStateStore
 
-__all__ = ["FleetPageRecords", "PageWrite", "fleet_due_ids", "is_due_lane"]
+__all__ = ["FleetPageRecords", "PageWrite", "fleet_due_ids", "is_due_lane", "move_by_sitemap"]
 
 
 class PageWrite(NamedTuple):
@@ -51,6 +54,39 @@ def fleet_due_ids(store: RedisStateStore, book: PageBook, target: str, found: It
     else:
         book.load(target, store.load_pages(target))
     return book.due_ids(target, now, found=found)
+
+
+def move_by_sitemap(client: Any, prefix: str, target: str, entries: Mapping[int, SitemapUrl], now: float,
+                    policy: Policy) -> int:
+    """The stored records of ``target``'s found pages moved by a sitemap's entries (id -> entry:
+    :func:`idcrawl.core.sitemaps.pages_by_sitemap`), written with their due index (``P pages:<target>``,
+    ``P pagedue:<target>``) in one ``WATCH``/``MULTI`` transaction: a record a worker's ``RECORD`` wrote
+    meanwhile is read again. Returns how many were moved."""
+    import redis
+
+    keys = JobKeys(prefix)
+    pages, due = keys.pages(target), keys.page_due(target)
+    ids = list(entries)
+    if not ids:
+        return 0
+    with client.pipeline(transaction=True) as pipe:  # WATCH/MULTI, as distributed.tails.settle_tail
+        while True:
+            try:
+                pipe.watch(pages)
+                raws = pipe.hmget(pages, [str(id_) for id_ in ids])
+                records = {id_: decode.page_record(raw, f"key {pages!r}", target, id_)[1]
+                           for id_, raw in zip(ids, raws, strict=True) if raw is not None}
+                moved = pages_by_sitemap(records, entries, now, policy)
+                if not moved:
+                    pipe.reset()
+                    return 0
+                pipe.multi()
+                pipe.hset(pages, mapping={str(i): schedule_to_json(r) for i, r in moved.items()})
+                pipe.zadd(due, {str(i): r.due_at() for i, r in moved.items()})
+                pipe.execute()
+                return len(moved)
+            except redis.WatchError:
+                continue
 
 
 def is_due_lane(lane_key: str, target: str) -> bool:

@@ -12,14 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 from idcrawl.core.lanes import MARGIN
 from idcrawl.core.recrawl import Schedule, record_of, tail_after_run
+from idcrawl.core.sitemaps import tail_due_by_sitemap
 from idcrawl.distributed.connection import reply_text
 from idcrawl.state import decode
 from idcrawl.state.keys import JobKeys
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from idcrawl.core.targets import Target
 
-__all__ = ["applied_walk", "plan_late", "settle_tail"]
+__all__ = ["applied_walk", "plan_late", "settle_tail", "tail_by_sitemap"]
 
 
 
@@ -79,5 +82,31 @@ def plan_late(client: Any, prefix: str, target: str, planned: Schedule) -> None:
                 pipe.hset(tails, target, json.dumps(record_of(schedule)))
                 pipe.execute()
                 return
+            except redis.WatchError:
+                continue
+
+
+def tail_by_sitemap(client: Any, prefix: str, target: Target, listed: Iterable[int], now: float) -> bool:
+    """``target``'s tail schedule made due now when a sitemap lists ids above its last found id
+    (:func:`idcrawl.core.sitemaps.tail_due_by_sitemap`), in the job's tails as the job holds them now
+    (one ``WATCH``/``MULTI`` transaction as :func:`settle_tail`). Returns whether it was moved."""
+    import redis
+
+    tails = JobKeys(prefix).tails
+    ids = list(listed)
+    with client.pipeline(transaction=True) as pipe:
+        while True:
+            try:
+                pipe.watch(tails)
+                raw = pipe.hget(tails, target.name)
+                stored = decode.tail_record(raw, f"key {tails!r}", target.name) if raw is not None else None
+                moved = tail_due_by_sitemap(stored, ids, now, target.policy) if stored is not None else None
+                if moved is None:
+                    pipe.reset()
+                    return False
+                pipe.multi()
+                pipe.hset(tails, target.name, json.dumps(record_of(moved)))
+                pipe.execute()
+                return True
             except redis.WatchError:
                 continue

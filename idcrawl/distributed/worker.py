@@ -26,6 +26,7 @@ from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import LatePass, due_first, late_due, late_pass, tail_due
 from idcrawl.core.safetext import mask_secrets, safe
+from idcrawl.core.sitemaps import Evidence
 from idcrawl.core.targets import RESET_MODES, Target, parse_target
 from idcrawl.core.watch import NO_COALESCING, watch_targets, wave_key
 from idcrawl.distributed.acks import FleetAcks
@@ -41,10 +42,10 @@ from idcrawl.distributed.connection import (
 from idcrawl.distributed.frontier import RedisFrontier, StateLost, TargetConflict, check_distributed
 from idcrawl.distributed.gate import FleetGate, FleetRetries
 from idcrawl.distributed.job import RedisJob
-from idcrawl.distributed.pagerecords import FleetPageRecords, is_due_lane
+from idcrawl.distributed.pagerecords import FleetPageRecords, is_due_lane, move_by_sitemap
 from idcrawl.distributed.runs import record_run_end, record_run_start, refused
 from idcrawl.distributed.sentinel import primary_address, primary_id
-from idcrawl.distributed.urlqueue import RedisUrlQueue
+from idcrawl.distributed.urlqueue import SITEMAP_CLAIM_TTL, RedisUrlQueue
 from idcrawl.errors import BadInputError
 from idcrawl.processes import worker_gone, worker_id
 from idcrawl.runtime import STATS_PREFIX, IdRuntime, Payload
@@ -54,12 +55,13 @@ from idcrawl.state.redis import is_oom
 
 if TYPE_CHECKING:
     import random
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from scrapy.statscollectors import StatsCollector
 
     from idcrawl.config import IdConfig
     from idcrawl.core.scope import JobScope
+    from idcrawl.core.sitemaps import SitemapUrl
     from idcrawl.core.urlqueue import UrlQueue
     from idcrawl.distributed.limits import FleetLimitParts
     from idcrawl.worker import Worker
@@ -344,6 +346,41 @@ class RedisWorker:
             for spec in lane_specs(target):
                 if target.resume == "due" and spec.direction == "asc":
                     settle_tail(self.client, self.job.prefix, target, spec.key, now)
+
+    # -- sitemaps as evidence (idcrawl.spidermiddlewares.evidence) --------------------------
+
+    def claim_sitemaps(self) -> bool:
+        """The first worker of the fleet's run to ask reads the id targets' sitemaps (``SET NX`` on
+        ``P isitemaps:<run>``, kept ``SITEMAP_CLAIM_TTL`` seconds); the others read none."""
+        if self.frontier.run is None:
+            return False
+        try:
+            return bool(self.client.set(self.job.keys.id_sitemap_claim(self.frontier.run.number), self.worker, nx=True,
+                                        ex=SITEMAP_CLAIM_TTL))
+        except RedisError as exc:
+            self._outage(exc)
+            return False
+
+    def sitemap_evidence(self, target: str, entries: Mapping[int, SitemapUrl], now: float) -> Evidence:
+        """The job's records of ``target``'s found pages (``P pages:``/``pagedue:``) and its tail's schedule
+        (``P tails``) moved by a sitemap's entries, each in one transaction
+        (:func:`~idcrawl.distributed.pagerecords.move_by_sitemap`, :func:`~idcrawl.distributed.tails.tail_by_sitemap`):
+        the next run's (or wave's) plan takes them."""
+        from idcrawl.distributed.tails import tail_by_sitemap
+
+        known = next((t for t in self.runtime.targets if t.name == target), None)
+        if known is None:
+            return Evidence()
+        try:
+            pages = move_by_sitemap(self.client, self.job.prefix, target, entries, now, known.policy)
+            tail = tail_by_sitemap(self.client, self.job.prefix, known, entries, now)
+        except RedisError as exc:
+            self._outage(exc)
+            return Evidence()
+        except StateError as exc:  # a damaged record: left as it is, said once
+            logger.warning("idcrawl: sitemaps: %s", exc)
+            return Evidence()
+        return Evidence(pages, tail)
 
     def watch_schedules(self) -> list[Schedule]:
         """Watch mode, after a wave (this worker has left the job, its ended walks applied): the job's tail

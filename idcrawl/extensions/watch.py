@@ -130,6 +130,12 @@ class IdWatch:
         scope = self._scope()
         if scope is not None:  # crawl scope: the wave is a run of the URL queue too
             scope.next_wave()
+        if runtime.sitemaps:  # id targets' sitemaps as evidence: read again each wave
+            from idcrawl.spidermiddlewares.evidence import IdSitemapEvidenceMiddleware
+
+            evidence = self.crawler.get_spider_middleware(IdSitemapEvidenceMiddleware)
+            if evidence is not None:
+                evidence.next_wave()
         if runtime.limiter is not None:  # the job limits (idcrawl.extensions.limits.IdLimits): per process
             runtime.limiter.new_wave()
         self.waves += 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Container, Sequence, Sized
+from collections.abc import Callable, Container, Mapping, Sequence, Sized
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -17,6 +17,7 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, late_pass, resume_specs, tail_due
+from idcrawl.core.sitemaps import Evidence, SitemapUrl, pages_by_sitemap, tail_due_by_sitemap
 from idcrawl.core.talk import NONE_DEPRECATED, forgotten_text, resume_text
 from idcrawl.core.targets import RESET_MODES, Target
 from idcrawl.core.urlqueue import MemoryUrlQueue
@@ -122,6 +123,8 @@ class LocalWorker:
         self._recovered_count = 0  # found ids read back from the last run's feed tails
         self._foreign_lines = 0  # lines of those tails that are not this job's (skipped)
         self._due_pages = 0  # page ids due (resume=due)
+        self._moved_pages: dict[str, dict[int, Schedule]] = {}  # sitemaps as evidence: records moved by this run
+        self._evidence_at: float | None = None  # the earliest due time of what a sitemap moved (watch: a wave then)
         #: resume=due: the tail schedules of the re-probes of late ids planned (stored at the run's end), their ids
         self._late: dict[str, Schedule] = {}
         self._late_ids: dict[str, frozenset[int]] = {}
@@ -301,9 +304,41 @@ class LocalWorker:
     def watch_pages(self) -> list[float]:
         """Watch mode, after the wave's last commit: the earliest due time of this job's found pages
         not before the wave's end, as stored then (one indexed query per target: no walk over the
-        pages), so a page falling due before the next tail wakes a wave of its own."""
+        pages), so a page falling due before the next tail wakes a wave of its own; what a sitemap made
+        due during the wave (sitemaps as evidence) wakes the next wave at once."""
         at = self.recorder.next_page_at if self.recorder is not None else None
-        return [] if at is None else [at]
+        times = [] if at is None else [at]
+        if self._evidence_at is not None:  # made due by a sitemap during the wave: the next wave takes it at once
+            times.append(max(self._evidence_at, self.runtime.clock.now()))
+        return times
+
+    def claim_sitemaps(self) -> bool:
+        """One process reads its id targets' sitemaps itself."""
+        return True
+
+    def sitemap_evidence(self, target: str, entries: Mapping[int, SitemapUrl], now: float) -> Evidence:
+        """The target's page records of the listed ids (this run's, else as stored) and its tail's schedule
+        moved by a sitemap's entries, committed by the recorder: the pages at its next checkpoint, the tail
+        at the run's end (unless this run walks it: the walk's rule wins). No state: nothing to move."""
+        recorder, store, pages = self.recorder, self._store, self.pages
+        if recorder is None or store is None or pages is None or target not in self.frontier.targets:
+            return Evidence()
+        policy = pages.policy(target)
+        records = {id_: record for id_ in entries if (record := pages.get(target, id_)) is not None}
+        stored = self._moved_pages.setdefault(target, {})  # moved by an earlier sitemap of the run
+        records.update((id_, record) for id_ in entries if id_ not in records and (record := stored.get(id_)))
+        records.update(store.load_page_ids(target, [id_ for id_ in entries if id_ not in records]))
+        moved = pages_by_sitemap(records, entries, now, policy)
+        stored.update(moved)
+        recorder.moved_pages(target, moved)
+        tail = recorder.evidence.get(target) or self._tails.get(target)
+        due = tail_due_by_sitemap(tail, entries, now, policy) if tail is not None else None
+        if due is not None:
+            recorder.evidence[target] = due
+        times = [record.due_at() for record in (*moved.values(), *((due,) if due is not None else ()))]
+        if times:
+            self._evidence_at = min(times if self._evidence_at is None else (*times, self._evidence_at))
+        return Evidence(len(moved), due is not None)
 
     def describe_state(self) -> str:
         if self.recorder is None:

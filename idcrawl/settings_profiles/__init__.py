@@ -52,6 +52,9 @@ PROFILE_PRIORITY = SETTINGS_PRIORITIES["spider"] + 5
 #: The crawl scope middleware :class:`JobProfile` adds for a job file with crawl scope.
 SCOPE_MIDDLEWARE = "idcrawl.spidermiddlewares.scope.IdScopeMiddleware"
 SCOPE_ORDER = 1050  # spider side of Scrapy's own: its outlink requests pass them (depth, referer), as a spider's do
+#: The middleware :class:`JobProfile` adds for a job file whose id targets have ``sitemaps`` (evidence).
+EVIDENCE_MIDDLEWARE = "idcrawl.spidermiddlewares.evidence.IdSitemapEvidenceMiddleware"
+EVIDENCE_ORDER = 1060
 
 #: Settings a profile must not set: they choose profiles.
 _NOT_IN_A_PROFILE = frozenset({"IDCRAWL_PROFILE", "IDCRAWL_PROFILES_DIR"})
@@ -289,6 +292,8 @@ class JobProfile(NamedAddon):
         job = getattr(spider, "_job_file", None)
         if isinstance(job, JobFile) and job.has_scope:
             setdefault_component(settings, "SPIDER_MIDDLEWARES", SCOPE_MIDDLEWARE, SCOPE_ORDER, priority="spider")
+        if isinstance(job, JobFile) and job.id_sitemaps:  # sitemaps as evidence for id targets' recrawl
+            setdefault_component(settings, "SPIDER_MIDDLEWARES", EVIDENCE_MIDDLEWARE, EVIDENCE_ORDER, priority="spider")
         if isinstance(job, JobFile) and job.warc_dir and (settings.getpriority("IDCRAWL_WARC_DIR") or 0) < \
                 SETTINGS_PRIORITIES["spider"]:
             settings.set("IDCRAWL_WARC_DIR", job.warc_dir, priority="spider")  # -s IDCRAWL_WARC_DIR beats it

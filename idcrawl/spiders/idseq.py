@@ -167,7 +167,8 @@ class IdSeqSpider(Spider):
         watching = spider._watching(crawler, targets)
         if watching is not None:
             targets = watching
-        IdRuntime(crawler, targets, missing_targets=missing, scope=scope)
+        IdRuntime(crawler, targets, missing_targets=missing, scope=scope,
+                  sitemaps=job.id_sitemaps if job is not None else None)
         crawler.signals.connect(spider._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._spider_closed, signal=signals.spider_closed)
         if watching is not None:  # after the idle handler above: a wave is over when the spider has nothing left

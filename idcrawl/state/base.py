@@ -115,6 +115,12 @@ class StateStore(ABC):
         """The page schedule records of target ``name`` (id -> record; recrawl of found pages)."""
         return {}
 
+    def load_page_ids(self, name: str, ids: Sequence[int]) -> dict[int, Schedule]:
+        """The page records of ``ids`` of target ``name`` (those that have one). This default reads every
+        record (O(pages)); a store may read only those (O(len(ids)))."""
+        wanted = set(ids)
+        return {id_: schedule for id_, schedule in self.load_pages(name).items() if id_ in wanted}
+
     def due_page_records(self, name: str, until: float) -> dict[int, Schedule]:
         """The page records of target ``name`` whose due time (``due_at()``) is not after ``until``: what
         a ``resume=due`` run (a watch wave) may fetch. This default reads every record (O(pages)); a

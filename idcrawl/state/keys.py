@@ -130,6 +130,11 @@ class JobKeys:
         """``P usitemaps:<run>`` (string, expires): the worker that reads the sitemaps for the fleet's run."""
         return f"{self.prefix}usitemaps:{run}"
 
+    def id_sitemap_claim(self, run: int) -> str:
+        """``P isitemaps:<run>`` (string, expires): the worker that reads the id targets' sitemaps (evidence
+        for their recrawl) for the fleet's run."""
+        return f"{self.prefix}isitemaps:{run}"
+
     def url_counts(self, host: str) -> str:
         """``P uqc:<host>`` (hash): yield group -> ready URLs of the host."""
         return f"{self.prefix}uqc:{host}"

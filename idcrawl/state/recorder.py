@@ -125,6 +125,9 @@ class StateRecorder:
         #: tail schedules whose re-probe of late ids this run planned (idcrawl.core.resume.late_pass):
         #: stored with the tails at the last commit, the walked ones' rule applied to them
         self.late: dict[str, Schedule] = {}
+        #: tail schedules a sitemap made due (sitemaps as evidence: idcrawl.core.sitemaps), stored with
+        #: the tails at the last commit unless the tail was walked (the walk's rule wins)
+        self.evidence: dict[str, Schedule] = {}
         self.found_max = dict(found_max or {})  # target -> the highest id found, stored or in this run
         self.last_found = last_found or {}
         #: watch mode: :meth:`close` reads :attr:`next_page_at` after the last commit, the store still open
@@ -183,6 +186,12 @@ class StateRecorder:
         self._ended = True
         if self._feeds_done or not has_feed_exporter(self.crawler):
             self._close_store()
+
+    def moved_pages(self, target: str, records: Mapping[int, Schedule]) -> None:
+        """Page records a sitemap moved (sitemaps as evidence): committed at the next checkpoint, unless a
+        fetch of this run changed the page's record meanwhile (its record is newer)."""
+        for id_, record in records.items():
+            self._page_records.setdefault((target, id_), record)
 
     def _next_page_due(self, now: float) -> float | None:
         """The earliest due time not before ``now`` of the found pages of this run's targets: the
@@ -396,7 +405,11 @@ class StateRecorder:
         at its bound is no visit: its tail's schedule stays as it was (still due). ``resume=reset``
         starts the schedule over, as it does the target's state."""
         now = self.clock.now()
-        walked: dict[str, Schedule] = dict(self.late)  # a re-probe of late ids planned, the tail walked or not
+        walked: dict[str, Schedule] = dict(self.evidence)  # made due by a sitemap, unless walked
+        for name, late in self.late.items():  # a re-probe of late ids planned, the tail walked or not
+            moved = walked.get(name)
+            walked[name] = late if moved is None else dataclasses.replace(
+                moved, late_at=late.late_at, late_below=late.late_below)
         for key, lane in self.frontier.lanes.items():
             if self.frontier.lane_direction[key] != "asc" or not lane.settled or lane.reason != MARGIN:
                 continue

@@ -138,7 +138,32 @@ def test_the_sitemaps_key_is_true_false_or_urls_and_anything_else_one_line() -> 
                                                           "https://a.test:8080/sitemap.xml")
 
 
-def test_job_files_take_sitemaps_on_page_targets_and_crawl_profiles_and_refuse_them_on_id_targets(
+def test_a_changefreq_seeds_the_first_interval_of_a_page_not_revisited_yet_and_a_lastmod_wins() -> None:
+    from idcrawl.core.recrawl import DAY, Kind, Policy, Schedule
+    from idcrawl.core.sitemaps import SitemapUrl, page_by_sitemap, pages_by_sitemap
+
+    policy = Policy(min_duration=3600.0, max_duration=30 * DAY, initial_duration=DAY)
+    fresh = Schedule(Kind.PAGE, "t/1", last_crawled=1000.0, update_duration=DAY, revision=1)
+    hourly = page_by_sitemap(fresh, SitemapUrl("u", changefreq="hourly"), 2000.0, policy)
+    assert hourly is not None and hourly.update_duration == 3600.0 and hourly.last_crawled == 1000.0
+    yearly = page_by_sitemap(fresh, SitemapUrl("u", changefreq="yearly"), 2000.0, policy)
+    assert yearly is not None and yearly.update_duration == 30 * DAY  # clamped by the policy
+    assert page_by_sitemap(fresh, SitemapUrl("u", changefreq="daily"), 2000.0, policy) is None  # the same
+    assert page_by_sitemap(fresh, SitemapUrl("u", changefreq="never"), 2000.0, policy) is None
+    assert page_by_sitemap(fresh, SitemapUrl("u"), 2000.0, policy) is None
+    revisited = Schedule(Kind.PAGE, "t/2", last_crawled=1000.0, update_duration=1.2 * DAY, revision=1)
+    assert page_by_sitemap(revisited, SitemapUrl("u", changefreq="hourly"), 2000.0, policy) is None
+    changed = Schedule(Kind.PAGE, "t/3", last_crawled=1000.0, update_duration=DAY, revision=2)
+    assert page_by_sitemap(changed, SitemapUrl("u", changefreq="hourly"), 2000.0, policy) is None
+    both = page_by_sitemap(fresh, SitemapUrl("u", lastmod=1500.0, changefreq="weekly"), 9000.0, policy)
+    assert both is not None and both.due_at() == 9000.0  # a newer lastmod: due now
+    moved = pages_by_sitemap({1: fresh, 2: revisited}, {1: SitemapUrl("u", changefreq="hourly"),
+                                                        2: SitemapUrl("v", lastmod=1500.0), 9: SitemapUrl("w")},
+                             9000.0, policy)
+    assert sorted(moved) == [1, 2] and moved[2].due_at() == 9000.0  # id 9: no record, left alone
+
+
+def test_job_files_take_sitemaps_on_page_targets_crawl_profiles_and_id_targets(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "job.toml"
@@ -168,8 +193,13 @@ crawl_profiles = ["p"]
     assert wanted["front"].site == {"https://a.test/robots.txt": None}
     assert wanted["front"].urls == {"https://a.test/news.xml": ["p"]}
     assert wanted["ids"].urls == {"https://a.test/news.xml": ["p"]} and wanted["ids"].site == {}
-    path.write_text(text + "sitemaps = true\n")
-    with pytest.raises(TargetError, match=r"targets\[1\]: sitemaps=True: applies to page targets and crawl profiles"):
+    assert job.id_sitemaps == {}
+    path.write_text(text + "sitemaps = true\n")  # the id target's: evidence for its recrawl, not seeds
+    job = read_job(path)
+    assert job.id_sitemaps == {"ids": SitemapSpec(site=True)}
+    assert wanted_sitemaps(job.scope())["ids"].site == {}
+    path.write_text(text + "sitemaps = [1]\n")
+    with pytest.raises(TargetError, match=r"targets\[1\]: sitemaps=\[1\]: must be true, false"):
         read_job(path)
 
 
@@ -288,3 +318,18 @@ def test_robots_sitemap_lines_are_followed_and_a_site_without_them_gets_its_site
     assert [r.url for r in follow] == ["http://a/s1.xml", "http://a/s2.xml.gz"]
     follow = list(read._robots(response(TextResponse, "http://b/robots.txt", b"User-agent: *\n")))
     assert [r.url for r in follow] == ["http://b/sitemap.xml"]
+
+
+def test_the_sqlite_store_reads_the_page_records_of_the_listed_ids_only(tmp_path: Path) -> None:
+    from idcrawl.core.recrawl import page_schedule
+    from idcrawl.state import SqliteStateStore
+
+    store = SqliteStateStore(tmp_path / "s.sqlite")
+    try:
+        records = {i: page_schedule(f"t/{i}", 1000.0 + i, f"c{i}") for i in range(1, 1201)}
+        store.commit({"t": {}, "u": {}}, {}, {}, pages={"t": records, "u": {5: records[5]}})
+        got = store.load_page_ids("t", [3, 700, 1200, 5000])
+        assert got == {3: records[3], 700: records[700], 1200: records[1200]}
+        assert store.load_page_ids("u", [5, 3])[5].key == "u/5" and store.load_page_ids("t", []) == {}
+    finally:
+        store.close()

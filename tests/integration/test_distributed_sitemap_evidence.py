@@ -1,0 +1,84 @@
+"""Sitemaps as evidence for an id target's recrawl in a fleet: two real ``scrapy crawl`` workers, one
+redis-server, the sitemap test site (tests/support/sitemap_site.py).
+
+One worker per run reads the sitemap; the job's page records (``P pages:``/``pagedue:``) and tail
+(``P tails``) move by it, and the next run's fleet fetches the moved pages and walks the tail once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from idcrawl.core.clock import format_time
+from tests.crawl.test_sitemap_evidence_crawl import HOUR, T0, job, pages
+from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
+from tests.integration.test_distributed_resume import wait_out_the_runs_grace
+from tests.support.sitemap_site import SitemapSite, urlset
+
+redis = pytest.importorskip("redis")
+
+
+def total(results: list, key: str) -> int:
+    return sum(r.stats.get(key, 0) for r in results)
+
+
+def run_fleet(tmp_path: Path, run: str, path: Path, redis_server, site: SitemapSite, now: float) -> list:  # type: ignore[no-untyped-def]
+    """Two workers on the job; the sitemap is read once per fleet run: by one worker when both join one
+    run, by each when a loaded machine starts the second after the first's run is over (a run of its own)."""
+    # a run of its own: the last run's grace (one lease) over first, else these workers join it (run.lua)
+    settings = worker_settings(redis_server, job="evid", IDCRAWL_NOW=format_time(now), IDCRAWL_REDIS_LEASE_TIMEOUT=1)
+    wait_out_the_runs_grace(redis_server, "evid", 1)
+    client = redis.Redis.from_url(redis_server.url)
+    runs_before, reads_before = client.llen("idcrawl:{evid}:runs"), Counter(site.fetched())["/sitemap.xml"]
+    procs = [start_worker(tmp_path / run / f"w{n}", {"job": path}, settings) for n in range(2)]
+    results = [finish(proc, tmp_path / run / f"w{n}") for n, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stats["finish_reason"] == "finished"
+        assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    runs = len({json.loads(row)["id"] for row in client.lrange("idcrawl:{evid}:runs", runs_before, -1)})
+    assert 1 <= runs <= 2
+    assert Counter(site.fetched())["/sitemap.xml"] - reads_before == runs  # one reader per fleet run
+    assert total(results, "idcrawl/sitemaps/read_elsewhere") == 2 - runs
+    return results
+
+
+def test_a_fleet_moves_the_job_s_records_by_the_sitemap_once_and_the_next_run_fetches_them(
+    redis_server, tmp_path: Path,
+) -> None:
+    site = SitemapSite({"/item/1": [], "/item/2": [], "/item/3": []})
+    site.put("/robots.txt", f"User-agent: *\nSitemap: {site.url('/sitemap.xml')}\n".encode(), "text/plain")
+    site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}"), "lastmod": "2026-11-01"} for n in (1, 2, 3)]))
+    site.start()
+    try:
+        path = job(tmp_path, site)
+        first = run_fleet(tmp_path, "r1", path, redis_server, site, T0)
+        assert sorted(item["id"] for r in first for item in r.items) == [1, 2, 3]
+        assert pages(site) == Counter({"/item/1": 1, "/item/2": 1, "/item/3": 1, "/item/4": 1})
+
+        site.put("/sitemap.xml", urlset([
+            {"loc": site.url("/item/1"), "lastmod": "2026-11-01"},
+            {"loc": site.url("/item/2"), "lastmod": format_time(T0 + HOUR)},
+            {"loc": site.url("/item/3"), "changefreq": "hourly"},
+            {"loc": site.url("/item/5")},
+        ]))
+        site.put("/item/4", b"<html><body>4</body></html>", "text/html")
+        site.put("/item/5", b"<html><body>5</body></html>", "text/html")
+        second = run_fleet(tmp_path, "r2", path, redis_server, site, T0 + 2 * HOUR)
+        assert pages(site) == Counter({"/item/1": 1, "/item/2": 1, "/item/3": 1, "/item/4": 1})
+        assert total(second, "idcrawl/sitemaps/pages_moved") == 2  # once, however many runs read it
+        assert total(second, "idcrawl/sitemaps/tails_due") == 1
+
+        third = run_fleet(tmp_path, "r3", path, redis_server, site, T0 + 3 * HOUR)
+        fetched = pages(site)
+        assert fetched["/item/1"] == 1
+        assert fetched["/item/2"] == 2 and fetched["/item/3"] == 2
+        assert fetched["/item/4"] == 2 and fetched["/item/5"] == 1 and fetched["/item/6"] == 1
+        assert sorted(item["id"] for r in third for item in r.items) == [4, 5]
+        assert total(third, "idcrawl/sitemaps/pages_moved") == 0  # fetched since: the evidence is old
+    finally:
+        site.stop()
