@@ -83,12 +83,14 @@ def lane_request(
     )
 
 
-def outlink_request(record: UrlRecord, *, callback: Callable[..., Any], errback: Callable[..., Any]) -> Request:
+def outlink_request(record: UrlRecord, *, callback: Callable[..., Any], errback: Callable[..., Any],
+                    refetch: bool = False) -> Request:
     """The request for a crawl-scope URL taken from the queue (``record``). ``request.meta[SCOPE_KEY]``
     names its URL and, found before, its stored signature (``checksum``: a 200 with the same one is no
     news) and WARC capture (``capture``: what a revisit record refers to); the validators of its last
     200 make it conditional (``If-None-Match``, ``If-Modified-Since``): a 304 goes to ``callback`` and
-    means "not modified" (the stored signature stays), Scrapy's HTTP cache out of it as for id pages."""
+    means "not modified" (the stored signature stays), Scrapy's HTTP cache out of it as for id pages;
+    ``refetch``: a forced unconditional refetch (:func:`idcrawl.core.scope.url_body_due`), no validators."""
     info: dict[str, Any] = {"url": record.url}
     meta: dict[str, Any] = {SCOPE_KEY: info}
     headers: dict[str, str] = {}
@@ -96,9 +98,9 @@ def outlink_request(record: UrlRecord, *, callback: Callable[..., Any], errback:
         info["checksum"] = record.checksum
         if record.capture is not None:
             info["capture"] = list(record.capture)
-        if record.etag:
+        if record.etag and not refetch:
             headers["If-None-Match"] = record.etag
-        if record.last_modified:
+        if record.last_modified and not refetch:
             headers["If-Modified-Since"] = record.last_modified
     if headers:
         meta[CONDITIONAL_KEY] = True

@@ -68,6 +68,7 @@ __all__ = [
     "rule_accepts",
     "scope_marks",
     "specificity",
+    "url_body_due",
 ]
 
 K = TypeVar("K")
@@ -614,9 +615,11 @@ class UrlRecord:
     yet); ``not_found``, ``errors``: consecutive not-found answers and errors; ``cycles``: how many
     times it was harvested; ``priority``: its sitemap ``<priority>`` (0.5, the protocol's default, for a
     URL no sitemap lists): within its yield group the highest is taken first (docs/scope.md "Sitemaps").
-    ``checksum``, ``etag``, ``last_modified``, ``capture``: what its last found harvest read
+    ``checksum``, ``etag``, ``last_modified``, ``capture``, ``read_at``: what its last found harvest read
     (:class:`PageRead`): its signature (a revisit with another one is news: an item), the validators a
-    revisit sends, and its stored WARC capture ``(uri, WARC-Date, payload digest)``; None: none yet.
+    revisit sends, its stored WARC capture ``(uri, WARC-Date, payload digest)`` and when that body was
+    read (a revisit after ``IDCRAWL_RECRAWL_REFETCH_AFTER`` is unconditional: :func:`url_body_due`);
+    None: none yet.
     """
 
     url: str
@@ -634,18 +637,21 @@ class UrlRecord:
     etag: str | None = None
     last_modified: str | None = None
     capture: tuple[str, str, str] | None = None
+    read_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class PageRead:
     """What a found harvest of a crawl-scope page read (a 200): its signature (``checksum``), its
-    validators, and the WARC response record written of it (``capture``; None: none written, the
-    stored capture stays). A 304 reads nothing: the stored signature, validators and capture stay."""
+    validators, the WARC response record written of it (``capture``; None: none written, the
+    stored capture stays) and when (``at``, the job's clock). A 304 reads nothing: the stored
+    signature, validators, capture and time stay."""
 
     checksum: str | None
     etag: str | None = None
     last_modified: str | None = None
     capture: tuple[str, str, str] | None = None
+    at: float | None = None
 
 
 def read_into(record: UrlRecord, read: PageRead | None) -> UrlRecord:
@@ -653,7 +659,16 @@ def read_into(record: UrlRecord, read: PageRead | None) -> UrlRecord:
     if read is None:
         return record
     return replace(record, checksum=read.checksum, etag=read.etag, last_modified=read.last_modified,
-                   capture=read.capture or record.capture)
+                   capture=read.capture or record.capture, read_at=record.read_at if read.at is None else read.at)
+
+
+def url_body_due(record: UrlRecord, now: float, refetch_after: float) -> bool:
+    """Is a crawl-scope page's revisit at ``now`` a forced unconditional refetch (no validators), as an
+    id page's (:func:`idcrawl.core.recrawl.body_due`)? Yes when it has a stored body whose read is more
+    than ``refetch_after`` seconds old (0: never), or of unknown age."""
+    if refetch_after <= 0 or record.checksum is None:
+        return False
+    return record.read_at is None or now - record.read_at > refetch_after
 
 
 def has_news(stored: str | None, checksum: str | None) -> bool:

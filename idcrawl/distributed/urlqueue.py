@@ -84,6 +84,8 @@ def read_text(read: PageRead | None) -> str:
     if read is None:
         return ""
     fields = {"sum": read.checksum or "", "etag": read.etag or "", "lm": read.last_modified or ""}
+    if read.at is not None:
+        fields["rat"] = repr(read.at)
     if read.capture is not None:
         fields["cap"] = "\n".join(read.capture)
     return json.dumps(fields, separators=(",", ":"))
@@ -96,15 +98,15 @@ def claims_text(claims: Sequence[Claim]) -> str:
 
 def entry_of(url: str, row: Sequence[Any]) -> QueuedUrl:
     """An entry from a script's row (``urls_common.lua``: owner, col, cps, hops, off, paths, host,
-    st, w, next, last, nf, err, cyc, claims, pri, sum, etag, lm, cap, links, has links)."""
+    st, w, next, last, nf, err, cyc, claims, pri, sum, etag, lm, cap, rat, links, has links)."""
     (owner, col, cps, hops, off, paths, _host, st, _w, nxt, last, nf, err, cyc, claims, pri, checksum, etag, lm, cap,
-     links, has) = (reply_text(v) for v in row)
+     rat, links, has) = (reply_text(v) for v in row)
     uri, _, rest = cap.partition("\n")
     date, _, digest = rest.partition("\n")
     record = UrlRecord(url, owner, col or None, tuple(name for name in cps.split("\n") if name),
                        Hops(int(hops), int(off)), _float(nxt), _float(last), int(nf), int(err), int(cyc),
                        float(pri) if pri else DEFAULT_PRIORITY, checksum or None, etag or None, lm or None,
-                       (uri, date, digest) if cap else None)
+                       (uri, date, digest) if cap else None, _float(rat))
     path_list = tuple(Hops(int(h), int(o)) for h, _, o in (p.partition(":") for p in paths.split(",") if p))
     claim_list = tuple(sorted((str(seed), Hops(int(h), int(o))) for seed, h, o in json.loads(claims))) if claims else ()
     return QueuedUrl(record, _STATES[st], path_list or (SEED,),
@@ -523,7 +525,7 @@ class RedisUrlQueue:
 
 #: The fields of a URL's entry in a script's row order (``urls_common.lua``), then its links.
 _ROW = ("owner", "col", "cps", "hops", "off", "paths", "host", "st", "w", "next", "last", "nf", "err", "cyc", "claims",
-        "pri", "sum", "etag", "lm", "cap", "links")
+        "pri", "sum", "etag", "lm", "cap", "rat", "links")
 #: Seconds a run's sitemap claim is kept (runs are numbered anew: an old claim only has to outlive its run's start).
 SITEMAP_CLAIM_TTL = 7 * 86400
 #: URLs read in one round trip (:func:`read_entries`).

@@ -30,7 +30,7 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageEvent, PageVisit
 from idcrawl.core.recrawl import DEFAULT_POLICY, Fetch
 from idcrawl.core.recrawl import Outcome as PageOutcome
-from idcrawl.core.scope import PageRead, UrlRecord, has_news
+from idcrawl.core.scope import PageRead, UrlRecord, has_news, url_body_due
 from idcrawl.core.targets import TARGET_KEYS, Target, parse_run_options, parse_targets
 from idcrawl.core.watch import parse_watch, watch_targets
 from idcrawl.errors import BadInputError, install_log_filter
@@ -253,11 +253,15 @@ class IdSeqSpider(Spider):
 
     def make_outlink_request(self, record: UrlRecord) -> Request:
         """The request for a crawl-scope URL the queue hands out (``record``); override as
-        :meth:`make_id_request`. Found before, it is conditional on the validators of its last 200."""
-        request = outlink_request(record, callback=self.outlink_response, errback=self.outlink_failure)
-        if request.meta.get(CONDITIONAL_KEY):
+        :meth:`make_id_request`. Found before, it is conditional on the validators of its last 200, unless
+        that body is older than ``IDCRAWL_RECRAWL_REFETCH_AFTER`` (a forced unconditional refetch)."""
+        refetch = url_body_due(record, self.runtime.clock.now(), config_of(self.crawler).recrawl_refetch_after)
+        request = outlink_request(record, callback=self.outlink_response, errback=self.outlink_failure,
+                                  refetch=refetch)
+        counted = "conditional" if request.meta.get(CONDITIONAL_KEY) else "refetched" if refetch else None
+        if counted is not None:
             for name in record.crawl_profiles:
-                self.crawler.stats.inc_value(f"{PROFILE_STATS}/{name}/conditional")
+                self.crawler.stats.inc_value(f"{PROFILE_STATS}/{name}/{counted}")
         return request
 
     def classify(self, response: Response) -> Outcome:
@@ -343,7 +347,7 @@ class IdSeqSpider(Spider):
             return []  # not modified: no item (the scope middleware harvests it with its stored links)
         checksum = self.outlink_signature(response)
         response.meta[READ_KEY] = PageRead(checksum, _header(response, b"ETag"), _header(response, b"Last-Modified"),
-                                           response.meta.get(CAPTURE_KEY))
+                                           response.meta.get(CAPTURE_KEY), self.runtime.clock.now())
         if not has_news(info.get("checksum"), checksum):
             for name in info.get("crawl_profiles") or ():
                 self.crawler.stats.inc_value(f"{PROFILE_STATS}/{name}/unchanged")

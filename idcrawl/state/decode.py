@@ -312,7 +312,7 @@ def url_entry(row: Sequence[Any], where: str) -> QueuedUrl:
     """A row of the URL queue of crawl scope (the ``urls`` table's columns, in order)."""
     (url, owner, collection, names, hops, offsite, state, next_harvest, last_harvest,
      not_found, errors, cycles, paths, links, *more) = row
-    priority, checksum, etag, last_modified, capture = (*more, None, None, None, None, None)[:5]
+    priority, checksum, etag, last_modified, capture, read_at = (*more, None, None, None, None, None, None)[:6]
     if not isinstance(url, str):
         raise DamagedState(where, None, f"a URL {_short(url)} is not text")
     what = f"URL {url!r}"
@@ -330,6 +330,7 @@ def url_entry(row: Sequence[Any], where: str) -> QueuedUrl:
         check(name, value, value is None or _is_number(value))
     check("state", state, state in _QUEUE_STATES)
     check("priority", priority, priority is None or (_is_number(priority) and 0 <= priority <= 1))
+    check("read_at", read_at, read_at is None or _is_number(read_at))
     for name, value in (("checksum", checksum), ("etag", etag), ("last_modified", last_modified)):
         check(name, value, value is None or isinstance(value, str))
     stored = None if capture is None else _json(capture, where, owner, f"{what}: capture")
@@ -345,7 +346,8 @@ def url_entry(row: Sequence[Any], where: str) -> QueuedUrl:
     check("links", found, found is None or (isinstance(found, list) and all(isinstance(u, str) for u in found)))
     record = UrlRecord(url, owner, collection, tuple(profiles), Hops(hops, offsite), next_harvest, last_harvest,
                        not_found, errors, cycles, DEFAULT_PRIORITY if priority is None else float(priority),
-                       checksum, etag, last_modified, None if stored is None else (stored[0], stored[1], stored[2]))
+                       checksum, etag, last_modified, None if stored is None else (stored[0], stored[1], stored[2]),
+                       None if read_at is None else float(read_at))
     paths = tuple(Hops(p[0], p[1]) for p in pairs if len(p) == 2)
     others = tuple((p[2], Hops(p[0], p[1])) for p in pairs if len(p) == 3)  # other seeds' claims
     claims = tuple(sorted((*((owner, hops) for hops in paths), *others))) if others else ()

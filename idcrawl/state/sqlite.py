@@ -50,6 +50,7 @@ _ADDED_COLUMNS = {("runs", "targets"): "ALTER TABLE runs ADD COLUMN targets TEXT
                   ("urls", "priority"): "ALTER TABLE urls ADD COLUMN priority REAL",
                   **{("urls", column): f"ALTER TABLE urls ADD COLUMN {column} TEXT"
                      for column in ("checksum", "etag", "last_modified", "capture")},
+                  ("urls", "read_at"): "ALTER TABLE urls ADD COLUMN read_at REAL",
                   ("runs", "watch"): "ALTER TABLE runs ADD COLUMN watch TEXT"}
 #: A table added after schema version 1 (additive: created in older files opened for writing).
 _FEEDS = (
@@ -100,10 +101,11 @@ _URLS = (
     "url TEXT PRIMARY KEY, owner TEXT NOT NULL, collection TEXT, crawl_profiles TEXT NOT NULL, "
     "hops INTEGER NOT NULL, offsite_hops INTEGER NOT NULL, state TEXT NOT NULL, next_harvest REAL, "
     "last_harvest REAL, not_found INTEGER NOT NULL, errors INTEGER NOT NULL, cycles INTEGER NOT NULL, "
-    "paths TEXT NOT NULL, links TEXT, priority REAL, checksum TEXT, etag TEXT, last_modified TEXT, capture TEXT)"
+    "paths TEXT NOT NULL, links TEXT, priority REAL, checksum TEXT, etag TEXT, last_modified TEXT, capture TEXT, "
+    "read_at REAL)"
 )
 #: The columns of ``urls`` added to older files (read as NULL from a file without them).
-_URL_ADDED = ("priority", "checksum", "etag", "last_modified", "capture")
+_URL_ADDED = ("priority", "checksum", "etag", "last_modified", "capture", "read_at")
 _URL_COLUMNS = ("url, owner, collection, crawl_profiles, hops, offsite_hops, state, next_harvest, last_harvest, "
                 f"not_found, errors, cycles, paths, links, {', '.join(_URL_ADDED)}")
 _URL_UPSERT = (f"INSERT OR REPLACE INTO urls ({_URL_COLUMNS}) "  # noqa: S608 - the columns above, not input
@@ -121,7 +123,7 @@ def _url_row(entry: QueuedUrl) -> tuple[Any, ...]:
             json.dumps([[p.hops, p.offsite] for p in entry.paths]  # the owner's, then the other seeds' claims
                        + [[p.hops, p.offsite, seed] for seed, p in entry.claims if seed != r.owner]),
             None if entry.links is None else json.dumps(entry.links), r.priority, r.checksum, r.etag,
-            r.last_modified, None if r.capture is None else json.dumps(r.capture))
+            r.last_modified, None if r.capture is None else json.dumps(r.capture), r.read_at)
 
 
 class SqliteStateStore(StateStore):

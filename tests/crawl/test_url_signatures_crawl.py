@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from idcrawl.archive.middleware import IDENTICAL, NOT_MODIFIED
+from idcrawl.core.clock import parse_time
 from idcrawl.core.scope import UrlRecord, canonical
 from tests.crawl.test_urlqueue_crawl import at, crawl, stored
 from tests.support.linkgraph import LinkGraphSite
@@ -116,3 +117,24 @@ def test_a_recrawl_of_unchanged_url_pages_gives_no_item_and_writes_revisits(site
         ["/", "/1", "/2", "/3"], IDENTICAL)
     for path, revisit in last.items():
         assert revisit.headers["WARC-Refers-To-Date"] == captures[path].date
+
+
+def test_a_url_page_whose_body_is_older_than_refetch_after_is_fetched_without_validators(site: LinkGraphSite,
+                                                                                        tmp_path: Path) -> None:
+    """A server stuck on 304 cannot hide a change for ever (issue 31's forced refetch, for crawl-scope pages
+    as for id pages): past ``IDCRAWL_RECRAWL_REFETCH_AFTER`` a revisit sends no validators, and the body it
+    reads restarts that clock."""
+    day = {"IDCRAWL_RECRAWL_REFETCH_AFTER": "1d"}
+    crawl(tmp_path, job(site), {**at(0), **day})
+    site.graph["http://a.test/3"] = ["http://a.test/2"]  # changed behind its ETag: a 304 would hide it
+    second = crawl(tmp_path, job(site), {**at(25), **day})  # bodies read 25 h ago: refetched
+    assert "idcrawl/crawl_profiles/daily/conditional" not in second.stats
+    assert second.stats["idcrawl/crawl_profiles/daily/refetched"] == 4
+    assert [path_of(site, item["url"]) for item in second.items] == ["/3"]
+    assert {path: record.read_at for path, record in records(tmp_path, site).items()} == dict.fromkeys(
+        ["/", "/1", "/2", "/3"], parse_time(at(25)["IDCRAWL_NOW"]))
+    third = crawl(tmp_path, job(site), {**at(50), "IDCRAWL_RECRAWL_REFETCH_AFTER": "2d"})  # 25 h old: conditional
+    assert third.stats["idcrawl/crawl_profiles/daily/conditional"] == 2
+    assert third.stats["idcrawl/crawl_profiles/daily/not_modified"] == 2
+    assert "idcrawl/crawl_profiles/daily/refetched" not in third.stats
+    assert third.items == []

@@ -516,22 +516,25 @@ def late_passes_truth(
 
 def url_news_truth(
     answers: Sequence[tuple[str, str | None, str | None]],
-) -> tuple[list[bool], str | None, str | None]:
+) -> tuple[list[bool], str | None, str | None, int | None]:
     """A crawl-scope page's answers in turn, ``(answer, checksum, capture)`` with answer ``200``, ``304``,
     ``404`` or ``error`` (``capture``: the WARC response record a 200 wrote, None: none written): whether
-    each gives an item, then the signature and capture kept at the end, in plain variables.
+    each gives an item, then the signature and capture kept at the end, and the position of the answer
+    whose body was read last (the forced refetch's clock), in plain variables.
 
     A 200 gives an item when its checksum is not the one kept (none kept yet: always), and keeps its
-    checksum, and its capture if it wrote one; a 304, a 404 and an error give none and keep both."""
+    checksum, its capture if it wrote one, and its position; a 304, a 404 and an error give none and keep all."""
     kept: str | None = None
     capture: str | None = None
+    last_read: int | None = None
     items: list[bool] = []
-    for answer, checksum, written in answers:
+    for position, (answer, checksum, written) in enumerate(answers):
         if answer != "200":
             items.append(False)
             continue
         items.append(kept is None or checksum != kept)
         kept = checksum
+        last_read = position
         if written is not None:
             capture = written
-    return items, kept, capture
+    return items, kept, capture, last_read

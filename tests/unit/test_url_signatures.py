@@ -16,7 +16,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from idcrawl.core.scope import CrawlProfile, Harvest, JobScope, PageRead, Seed, UrlRecord, has_news, read_into
+from idcrawl.core.scope import (
+    CrawlProfile,
+    Harvest,
+    JobScope,
+    PageRead,
+    Seed,
+    UrlRecord,
+    has_news,
+    read_into,
+    url_body_due,
+)
 from idcrawl.core.urlqueue import MemoryUrlQueue, QueuedUrl, QueueState
 from idcrawl.requests import outlink_request
 from idcrawl.state import SqliteStateStore
@@ -45,7 +55,7 @@ def drive(queue: Any, answers: Sequence[Answer], holds: Sequence[bool]) -> list[
         assert record is not None and record.url == FRONT
         if answer == "200":
             items.append(has_news(record.checksum, checksum))
-            read = PageRead(checksum, f'"{checksum}"', None, capture_of(capture))
+            read = PageRead(checksum, f'"{checksum}"', None, capture_of(capture), now)
             if hold:
                 queue.fetched(FRONT, [], now, hold=True)
                 queue.written(FRONT, now, read)
@@ -63,10 +73,11 @@ def drive(queue: Any, answers: Sequence[Answer], holds: Sequence[bool]) -> list[
 
 def check(queue: Any, answers: Sequence[Answer], holds: Sequence[bool]) -> None:
     items = drive(queue, answers, holds)
-    want, checksum, capture = url_news_truth(answers)
+    want, checksum, capture, last_read = url_news_truth(answers)
     assert items == want
     record = queue.get(FRONT).record
     assert (record.checksum, record.capture) == (checksum, capture_of(capture))
+    assert record.read_at == (None if last_read is None else 2.0 * last_read)  # drive's clock
     assert record.etag == (None if checksum is None else f'"{checksum}"')
 
 
@@ -101,12 +112,25 @@ def test_an_outlink_request_is_conditional_on_the_stored_validators_and_carries_
     assert again.headers["If-Modified-Since"] == b"Mon, 12 Jan 2026 07:00:00 GMT"
     assert again.meta["idcrawl_scope"] == {"url": FRONT, "checksum": "x", "capture": list(capture_of("c1") or ())}
     assert again.meta["handle_httpstatus_list"] == [304] and again.meta["dont_cache"]
+    forced = outlink_request(record, callback=callback, errback=callback, refetch=True)
+    assert not forced.headers and forced.meta == {"idcrawl_scope": again.meta["idcrawl_scope"]}
+
+
+def test_a_url_pages_revisit_is_unconditional_once_its_body_is_older_than_refetch_after() -> None:
+    record = UrlRecord(FRONT, "front", None, ("p",), checksum="x", etag='"x"', read_at=100.0)
+    assert not url_body_due(record, 100.0 + 50, 50)  # not older than refetch_after
+    assert url_body_due(record, 100.0 + 50.5, 50)
+    assert not url_body_due(record, 1e12, 0)  # 0: never
+    assert not url_body_due(UrlRecord(FRONT, "front", None, ("p",)), 1e12, 50)  # no body stored
+    assert url_body_due(UrlRecord(FRONT, "front", None, ("p",), checksum="x"), 0.0, 50)  # of unknown age
+    assert read_into(record, PageRead("x", at=200.0)).read_at == 200.0
+    assert read_into(record, PageRead("x")).read_at == 100.0  # a read without its time keeps the stored one
 
 
 def test_the_urls_table_keeps_what_a_harvest_read_and_a_table_from_before_gets_the_columns(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
     x = QueuedUrl(UrlRecord("http://a.test/x", "s", None, ("p",), checksum="x", etag='"x"',
-                            last_modified="Mon, 12 Jan 2026 07:00:00 GMT", capture=capture_of("c1")),
+                            last_modified="Mon, 12 Jan 2026 07:00:00 GMT", capture=capture_of("c1"), read_at=12.5),
                   QueueState.HARVESTED)
     y = QueuedUrl(UrlRecord("http://a.test/y", "s", None, ("p",)), QueueState.QUEUED)
     store = SqliteStateStore(path)
@@ -116,7 +140,7 @@ def test_the_urls_table_keeps_what_a_harvest_read_and_a_table_from_before_gets_t
     assert [e.record for e in store.load_urls()] == [x.record, y.record]
     store.close()
     db = sqlite3.connect(path)  # a urls table written before signatures were kept
-    for column in ("checksum", "etag", "last_modified", "capture"):
+    for column in ("checksum", "etag", "last_modified", "capture", "read_at"):
         db.execute(f"ALTER TABLE urls DROP COLUMN {column}")
     db.commit()
     db.close()

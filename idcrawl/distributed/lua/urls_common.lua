@@ -12,7 +12,8 @@
 --                              the owner's paths only), pri (its sitemap priority; '' or absent:
 --                              0.5), sum, etag, lm, cap (what its last found harvest read: its
 --                              signature, validators ETag and Last-Modified, and its WARC capture
---                              "uri\ndate\ndigest"; '' or absent: none), links ("\n"-joined; absent:
+--                              "uri\ndate\ndigest"; '' or absent: none), rat (when that body was read,
+--                              seconds; '' or absent: unknown), links ("\n"-joined; absent:
 --                              not fetched)
 --   P uq:<host>/<group>  zset  ready URLs of a host and yield group (<collection>/<crawl profile>),
 --                              scored by minus their priority (URL_TAKE draws among the lowest score)
@@ -33,7 +34,7 @@ local function group_of(col, cps)
 end
 
 local FIELDS = {'owner', 'col', 'cps', 'hops', 'off', 'paths', 'host', 'st', 'w', 'next', 'last', 'nf', 'err',
-  'cyc', 'claims', 'pri', 'sum', 'etag', 'lm', 'cap'}
+  'cyc', 'claims', 'pri', 'sum', 'etag', 'lm', 'cap', 'rat'}
 
 -- the entry of URL key U as a table of its fields, or nil
 local function record_of(U)
