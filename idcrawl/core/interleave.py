@@ -101,10 +101,9 @@ class Interleaver(Generic[K, G]):
         self._push_lane(grp, lane)
 
     def remove(self, key: K) -> None:
-        if key in self._queued:
+        if key in self._queued:  # never the group's head: its top entry stands
             grp = self._groups[self._queued.pop(key)]
             grp.void[key] = grp.void.get(key, 0) + 1
-            self._requeue(grp)
             return
         lane = self._lanes.pop(key)
         lane.version += 1  # invalidates its heap entries
@@ -260,7 +259,12 @@ class Interleaver(Generic[K, G]):
             grp.top = None
             return
         grp.top = (lane.pass_, lane.order)
-        heapq.heappush(self._top, (lane.pass_, lane.order, grp.version, grp.key))
+        top = self._top
+        heapq.heappush(top, (lane.pass_, lane.order, grp.version, grp.key))
+        if len(top) > 2 * len(self._groups) + 64:  # stale entries of requeued groups: let go (in place: a pick holds it)
+            groups = self._groups
+            top[:] = [entry for entry in top if (g := groups.get(entry[3])) is not None and g.version == entry[2]]
+            heapq.heapify(top)
 
     def _rescale(self, factor: int) -> None:
         """New weight changed the LCM: scale every pass so strides stay exact."""
