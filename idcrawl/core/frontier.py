@@ -226,7 +226,8 @@ class Frontier(Generic[P]):
         self.targets: dict[str, Target] = {}
         self.lanes: dict[str, Lane[P]] = {}
         self.lane_target: dict[str, Target] = {}
-        self._target_lanes: dict[str, tuple[str, ...]] = {}  # lane keys by target name, in order
+        #: lane keys by target name, in order (a target of one lane: its key, not a tuple of one)
+        self._target_lanes: dict[str, str | tuple[str, ...]] = {}
         self.lane_direction: dict[str, str] = {}
         self._unsettled: set[str] = set()
         self._ids: dict[str, tuple[int, ...]] = {}  # list lanes: position -> id
@@ -278,7 +279,7 @@ class Frontier(Generic[P]):
                 self._unsettled.add(spec.key)
             if not lane.stopped:
                 self._iv.add(spec.key, group, spec.weight)
-        self._target_lanes[target.name] = tuple(added)
+        self._target_lanes[target.name] = added[0] if len(added) == 1 else tuple(added)
         space = self._space.get(target.name)
         if space is not None:
             space.lanes.extend(added)  # not a scan of every lane: many targets may share one space
@@ -306,12 +307,16 @@ class Frontier(Generic[P]):
         if space is None:
             space = self._space_by_key[key] = IdSpace()
             self._space[first] = space
-            space.lanes.extend(self._target_lanes.get(first, ()))
+            space.lanes.extend(self._lane_keys(first))
         self._space[target.name] = space
 
     def lanes_of(self, target_name: str) -> Iterator[Lane[P]]:
-        for key in self._target_lanes.get(target_name, ()):
+        for key in self._lane_keys(target_name):
             yield self.lanes[key]
+
+    def _lane_keys(self, target_name: str) -> tuple[str, ...]:
+        keys = self._target_lanes.get(target_name, ())
+        return (keys,) if isinstance(keys, str) else keys
 
     # -- dispensing ------------------------------------------------------------
 

@@ -61,6 +61,51 @@ class _Params(Mapping[str, dict[str, Any]]):
         return name in self._targets
 
 
+class _Changes(Mapping[str, Mapping[str, LaneRecord]]):
+    """The changed lane records by target, made as the store reads them (a big job's first and last
+    commits change every lane: no dict per target is held for all of them at once). A target's lanes
+    are next to each other in the frontier; ``moved`` keeps the records of the lanes that moved (the
+    committed ones the next commit compares with)."""
+
+    def __init__(self, records: Callable[[], Iterator[tuple[str, LaneRecord]]], lanes: Mapping[str, Lane[Any]]
+                 ) -> None:
+        self._records, self._lanes = records, lanes
+        self._current: tuple[str, dict[str, LaneRecord]] | None = None  # the target last handed out
+        self.moved: dict[str, LaneRecord] = {}
+
+    def _by_target(self) -> Iterator[tuple[str, dict[str, LaneRecord]]]:
+        name, records = "", {}
+        lanes, moved = self._lanes, self.moved
+        for target, record in self._records():
+            if target != name and records:
+                yield name, records
+                records = {}
+            name, records[record.key] = target, record
+            if not lanes[record.key].untouched:
+                moved[record.key] = record
+        if records:
+            yield name, records
+
+    def __iter__(self) -> Iterator[str]:
+        for name, records in self._by_target():
+            self._current = (name, records)
+            yield name
+        self._current = None
+
+    def __getitem__(self, name: str) -> Mapping[str, LaneRecord]:
+        current = self._current
+        if current is not None and current[0] == name:  # items() and values() read each target as handed out
+            return current[1]
+        found = {key: record for target, records in self._by_target() if target == name
+                 for key, record in records.items()}
+        if not found:
+            raise KeyError(name)
+        return found
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._by_target())
+
+
 class StateRecorder:
     def __init__(
         self,
@@ -344,23 +389,19 @@ class StateRecorder:
         """One transaction; only the lane records that changed since the last commit are written
         (a job of 100,000 targets would otherwise rewrite every lane's record every few seconds)."""
         lanes = len(self.frontier.lanes)
-        changed = self._changed_records()
+        changed = _Changes(self._changed_records, self.frontier.lanes)
         if not self._write(lambda: self.store.commit(params, outcomes, changed, feeds=feeds, pages=pages,
                                                      tails=tails)):
             return
         self._lanes_committed = lanes
-        frontier_lanes, committed = self.frontier.lanes, self._committed
-        for by_key in changed.values():
-            for key, record in by_key.items():
-                if not frontier_lanes[key].untouched:
-                    committed[key] = record
+        self._committed.update(changed.moved)
 
-    def _changed_records(self) -> dict[str, dict[str, LaneRecord]]:
-        """The lane records that differ from the committed ones, by target (a lane's record is compared
-        as its fields' values: no record is built for a lane that did not move since the last commit,
-        nor kept for one committed untouched: its values depend on nothing that moves)."""
+    def _changed_records(self) -> Iterator[tuple[str, LaneRecord]]:
+        """The lane records that differ from the committed ones, with their target's name, in the
+        frontier's lane order (a lane's record is compared as its fields' values: no record is built
+        for a lane that did not move since the last commit, nor kept for one committed untouched: its
+        values depend on nothing that moves)."""
         pins = self._pins()
-        changed: dict[str, dict[str, LaneRecord]] = {}
         committed, lanes_committed = self._committed, self._lanes_committed
         frontier = self.frontier
         direction, lane_target = frontier.lane_direction, frontier.lane_target
@@ -373,8 +414,7 @@ class StateRecorder:
             last = committed.get(key)
             if last is not None and _record_values(last) == values:
                 continue
-            changed.setdefault(lane_target[key].name, {})[key] = LaneRecord(*values)
-        return changed
+            yield lane_target[key].name, LaneRecord(*values)
 
     def _write(self, write: Callable[[], object], *, always: bool = False) -> bool:
         """One write of the store, unless a write of this crawl failed (``always``: even then); a failed
