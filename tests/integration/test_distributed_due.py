@@ -28,6 +28,7 @@ from tests.integration.test_distributed_crawl import finish, start_worker, worke
 from tests.integration.test_distributed_resume import drive, flaky, frontier, target
 from tests.integration.test_idjob import redis_settings, scrapy
 from tests.support.crawl import CrawlResult
+from tests.support.fleet_runs import wait_out_the_runs_grace
 
 redis = pytest.importorskip("redis")
 
@@ -57,15 +58,7 @@ def fleet(tmp_path: Path, run: str, redis_server, job: Path, at: float, workers:
     joined or left: run.lua) would join that run and its plan, as a late worker of the same fleet does; so
     each run first waits, on Redis's clock, until the previous run's grace (1 s here) has passed."""
     settings = {"IDCRAWL_REDIS_LEASE_TIMEOUT": 1, **settings}
-    client = client_of(redis_server)
-    grace_ms = float(settings["IDCRAWL_REDIS_LEASE_TIMEOUT"]) * 1000
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        seconds, micros = client.time()
-        stamps = [int(v) for v in [client.hget("idcrawl:{due}:run", "at")] if v is not None]  # the fleet's run
-        if all(seconds * 1000 + micros // 1000 - stamp >= grace_ms for stamp in stamps):
-            break
-        time.sleep(0.05)  # waiting for a condition on Redis's clock, not for simulated time
+    wait_out_the_runs_grace(redis_server, "due", float(settings["IDCRAWL_REDIS_LEASE_TIMEOUT"]))
     merged = worker_settings(redis_server, job="due", IDCRAWL_NOW=format_time(at), CONCURRENT_REQUESTS_PER_DOMAIN=1,
                              **settings)
     args: dict[str, Any] = {"job": job, **({"resume": resume} if resume else {})}

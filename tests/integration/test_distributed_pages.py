@@ -25,6 +25,7 @@ from tests.crawl.test_recrawl_pages_crawl import DAY, T0, ChangingModel
 from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
 from tests.integration.test_distributed_due import client_of, fleet, iddue
 from tests.support.crawl import CrawlResult, read_items
+from tests.support.fleet_runs import wait_out_the_runs_grace
 
 redis = pytest.importorskip("redis")
 
@@ -42,19 +43,8 @@ def job_file(tmp_path: Path, site) -> Path:
 def run_fleet(tmp_path: Path, run: str, redis_server, job: Path, at: float, workers: int,
               resume: str | None = "due") -> list[CrawlResult]:
     """``fleet`` of test_distributed_due, after the grace of the fleet's last run (run.lua)."""
-    wait_for_grace(redis_server)
+    wait_out_the_runs_grace(redis_server, "due", 1)
     return fleet(tmp_path, run, redis_server, job, at, workers=workers, resume=resume)
-
-
-def wait_for_grace(redis_server, grace_ms: float = 1000) -> None:
-    client = client_of(redis_server)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        stamp = client.hget(PREFIX + "run", "at")  # the fleet's run (distributed.runs)
-        seconds, micros = client.time()
-        if stamp is None or seconds * 1000 + micros // 1000 - int(stamp) >= grace_ms:
-            return
-        time.sleep(0.05)  # a condition on Redis's clock, not simulated time
 
 
 def records(redis_server):
@@ -161,7 +151,7 @@ def test_a_sigkilled_worker_of_a_due_fleet_updates_no_page_twice_and_loses_none(
     job, changed, _ = first_run_and_changes(tmp_path, site, model, redis_server, 29)
     settings = worker_settings(redis_server, job="due", IDCRAWL_NOW=format_time(DUE_AT), IDCRAWL_REDIS_LEASE_TIMEOUT=1,
                                CONCURRENT_REQUESTS_PER_DOMAIN=1)
-    wait_for_grace(redis_server)
+    wait_out_the_runs_grace(redis_server, "due", 1)
     site.log.clear()
     procs: list[subprocess.Popen[str]] = [
         start_worker(tmp_path / f"k{n}", {"job": job, "resume": "due"}, settings) for n in range(2)]

@@ -28,6 +28,7 @@ from tests.conftest import FlakyOnce
 from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
 from tests.integration.test_idjob import redis_settings, scrapy
 from tests.support.crawl import run_crawl
+from tests.support.fleet_runs import wait_out_the_runs_grace
 
 redis = pytest.importorskip("redis")
 
@@ -517,22 +518,6 @@ def test_holes_of_overlapping_targets_are_refetched_once_as_in_a_single_process(
 
 
 LEASE = 2.0
-
-
-def wait_out_the_runs_grace(redis_server, job: str, lease: float, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
-    """Until the fleet's run (``P run``, if any) is older than its grace of one lease, on Redis's clock
-    (distributed.runs)."""
-    import redis
-
-    client = redis.Redis.from_url(redis_server.url)
-    deadline = time.monotonic() + timeout
-    while True:
-        at = client.hget(f"idcrawl:{{{job}}}:run", "at")
-        seconds, micros = client.time()
-        if at is None or seconds * 1000 + micros // 1000 - int(at) >= lease * 1000:  # no run yet: none to wait for
-            return
-        assert time.monotonic() < deadline, "the run's grace never ended"
-        time.sleep(0.05)
 
 
 def test_the_default_in_a_fleet_continues_as_in_one_process(make_site, redis_server, tmp_path: Path) -> None:

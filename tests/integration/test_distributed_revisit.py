@@ -22,6 +22,7 @@ from tests.crawl.test_scope_crawl import GRAPH, truth
 from tests.crawl.test_urlqueue_crawl import at, revisit_job
 from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
 from tests.support.crawl import CrawlResult, run_crawl
+from tests.support.fleet_runs import wait_out_the_runs_grace
 from tests.support.linkgraph import LinkGraphSite, resolver_settings
 
 redis = pytest.importorskip("redis")
@@ -52,12 +53,7 @@ def fleet(site: LinkGraphSite, tmp_path: Path, name: str, run: int, workers: int
     site.gate.clear()
     client = redis.Redis.from_url(redis_server.url)
     # a run of its own: started once the last run's grace (the lease, 1 s) passed on Redis's clock (run.lua)
-    deadline = time.monotonic() + 30
-    while (stamp := client.hget(f"idcrawl:{{{name}}}:run", "at")) is not None and time.monotonic() < deadline:
-        seconds, micros = client.time()
-        if seconds * 1000 + micros // 1000 - int(stamp) >= 1000:
-            break
-        time.sleep(0.05)  # a condition on Redis's clock, not simulated time
+    wait_out_the_runs_grace(redis_server, name, 1)
     procs = [start_worker(tmp_path / f"r{run}w{n}", {"job": path}, settings) for n in range(workers)]
     deadline = time.monotonic() + 120
     # a condition, not a time: all joined, or one ended (a run with nothing to fetch needs no gate)

@@ -15,7 +15,7 @@ import pytest
 
 from tests.crawl.test_sitemaps_crawl import GRAPH, build, job, pages
 from tests.integration.test_distributed_crawl import finish, start_worker, worker_settings
-from tests.integration.test_distributed_resume import wait_out_the_runs_grace
+from tests.support.fleet_runs import wait_out_the_runs_grace
 from tests.support.sitemap_site import SitemapSite, urlset
 
 redis = pytest.importorskip("redis")

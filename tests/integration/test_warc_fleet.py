@@ -15,7 +15,8 @@ import pytest
 from idcrawl.archive.middleware import NOT_MODIFIED
 from tests.crawl.test_recrawl_pages_crawl import T0, ChangingModel
 from tests.integration.test_distributed_due import fleet
-from tests.integration.test_distributed_pages import DUE_AT, job_file, records, wait_for_grace
+from tests.integration.test_distributed_pages import DUE_AT, job_file, records
+from tests.support.fleet_runs import wait_out_the_runs_grace
 from tests.support.states import scrapy
 from tests.support.warcs import read_warcs
 
@@ -31,7 +32,7 @@ def test_fleet_workers_write_their_own_files_and_revisits_refer_to_any_workers_c
     site = make_site(model)
     job = job_file(tmp_path, site)
     warc = tmp_path / "warc"
-    wait_for_grace(redis_server)
+    wait_out_the_runs_grace(redis_server, "due", 1)
     first = fleet(tmp_path, "first", redis_server, job, T0, workers=2, resume=None, IDCRAWL_WARC_DIR=str(warc))
     assert sorted(item["id"] for r in first for item in r.items) == list(range(1, 101))
     names = sorted(p.name for p in warc.glob("*.warc.gz"))
@@ -60,7 +61,7 @@ def test_fleet_workers_write_their_own_files_and_revisits_refer_to_any_workers_c
     changed = sorted(random.Random(17).sample(range(1, 101), 10))  # seeded
     for id_ in changed:
         model.version[id_] += 1
-    wait_for_grace(redis_server)
+    wait_out_the_runs_grace(redis_server, "due", 1)
     due = fleet(tmp_path, "due", redis_server, job, DUE_AT, workers=3, IDCRAWL_WARC_DIR=str(warc))
     assert sorted(item["id"] for r in due for item in r.items) == changed
     later = [r for r in read_warcs(warc) if r.file not in names]
