@@ -72,7 +72,7 @@ FLOOR_DESELECT := --deselect tests/crawl/test_crawl_core.py::test_unbounded_rang
 # newer than PYTHON the tier says so in one line and is skipped. `make test-newest` runs it alone.
 NEWEST_TESTS := tests/unit $(filter tests/crawl/% "tests/crawl/%,$(FLOOR_TESTS)) $(FLOOR_DESELECT)
 
-.PHONY: demo test test-fast test-floor test-newest test-newest-run newest-venv lint docs bench clean
+.PHONY: demo test test-venvs test-fast test-floor test-newest test-newest-run newest-venv lint docs bench clean
 
 # The venvs are filled by uv (the test extra has it; .venv gets it from pip first): the same packages and
 # resolution rules as pip's, in a fraction of the time (on this machine, .venv-floor: pip 2 min, uv 18 s).
@@ -119,14 +119,19 @@ docs: $(VENV)/.installed
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
 # `make test`: the set-up steps side by side (lint and the docs build use the CPU while uv waits on the network),
-# then the whole suite, then the floor and newest-Python tiers side by side (two other venvs, each test under its
-# own tmp_path and ports: they share nothing; each tier's end no longer leaves a core idle). --output-sync keeps
+# then the whole suite, then the floor and newest-Python tiers, one after the other: side by side they would put
+# four pytest workers on two cores, and the suite's subprocess timeouts are sized for two. --output-sync keeps
 # each step's output in one piece. Any step failing fails `make test`, as before.
 test: $(VENV)/.installed
-	$(MAKE) --no-print-directory -j5 --output-sync=target lint docs $(FLOOR_VENV)/.installed $(PYWB_VENV)/.installed \
-		newest-venv
+	$(MAKE) --no-print-directory -j4 --output-sync=target lint docs $(PYWB_VENV)/.installed test-venvs
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(TEST_DIST)
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-floor test-newest
+	$(MAKE) --no-print-directory test-floor
+	$(MAKE) --no-print-directory test-newest
+
+# the floor's venv, then the newest Python's: one after the other, as each editable install writes
+# idcrawl.egg-info into the checkout
+test-venvs: $(FLOOR_VENV)/.installed
+	$(MAKE) --no-print-directory newest-venv
 
 test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest tests/unit
