@@ -261,7 +261,8 @@ class Interleaver(Generic[K, G]):
         grp.top = (lane.pass_, lane.order)
         top = self._top
         heapq.heappush(top, (lane.pass_, lane.order, grp.version, grp.key))
-        if len(top) > 2 * len(self._groups) + 64:  # stale entries of requeued groups: let go (in place: a pick holds it)
+        # stale entries of requeued groups: let go (in place: a pick holds the list)
+        if len(top) > 2 * len(self._groups) + 64:
             groups = self._groups
             top[:] = [entry for entry in top if (g := groups.get(entry[3])) is not None and g.version == entry[2]]
             heapq.heapify(top)
