@@ -74,7 +74,7 @@ class _Changes(Mapping[str, Mapping[str, LaneRecord]]):
         self.moved: dict[str, LaneRecord] = {}
 
     def _by_target(self) -> Iterator[tuple[str, dict[str, LaneRecord]]]:
-        name, records = "", {}
+        name, records = "", dict[str, LaneRecord]()
         lanes, moved = self._lanes, self.moved
         for target, record in self._records():
             if target != name and records:
