@@ -19,8 +19,10 @@ def test_a_distributed_worker_logs_the_same_lines_with_its_own_counts(
     pytest.importorskip("redis")
     site = make_site(GapModel(1000, 1299, GAPS))
     args = {"url": site.url(), "start": 1150, "margin": 4, "name": "up"}
+    # the second crawl joins the first one's run: its grace (one lease after the run started) must outlast
+    # the first crawl on a loaded machine
     settings = {"IDCRAWL_DISTRIBUTED": True, "REDIS_URL": redis_server.url, "IDCRAWL_REDIS_JOB": "talk",
-                "IDCRAWL_REDIS_POLL_INTERVAL": 0.1}
+                "IDCRAWL_REDIS_POLL_INTERVAL": 0.1, "IDCRAWL_REDIS_LEASE_TIMEOUT": 300}
     result = run_crawl(tmp_path, args, settings, project_defaults=PROJECT)
     assert result.returncode == 0, result.stderr[-3000:]
     messages = [m for _, name, _, m in log_lines(result.stderr) if name == "idcrawl.extensions.progress"]
