@@ -57,4 +57,7 @@ class IdRedirectsMiddleware:
         target = scope.redirect(info["url"], request.url)
         if target is None:
             raise RedirectedAsLink(f"redirect to {request.url} not followed: a link of {info['url']}")
-        request.meta[SCOPE_KEY] = {"url": target, "location": request.url}
+        # to another spelling of itself (the same canonical URL): still the page its record stored, with
+        # its signature and capture; another URL: a page of its own
+        kept = info if target == info["url"] else {}
+        request.meta[SCOPE_KEY] = {**kept, "url": target, "location": request.url}

@@ -20,6 +20,7 @@ from idcrawl.core.clock import parse_time
 from idcrawl.core.scope import UrlRecord, canonical
 from tests.crawl.test_urlqueue_crawl import at, crawl, stored
 from tests.support.linkgraph import LinkGraphSite
+from tests.support.redirect_site import RedirectSite
 from tests.support.warcs import read_warcs
 
 GRAPH = {
@@ -31,7 +32,7 @@ GRAPH = {
 ETAGS = {"http://a.test/1", "http://a.test/3"}
 
 
-def job(site: LinkGraphSite) -> str:
+def job(site: LinkGraphSite | RedirectSite) -> str:
     return f"""
 [[crawl_profiles]]
 name = "daily"
@@ -138,3 +139,18 @@ def test_a_url_page_whose_body_is_older_than_refetch_after_is_fetched_without_va
     assert third.stats["idcrawl/crawl_profiles/daily/not_modified"] == 2
     assert "idcrawl/crawl_profiles/daily/refetched" not in third.stats
     assert third.items == []
+
+
+def test_a_page_redirected_to_its_own_canonical_url_keeps_its_signature(tmp_path: Path) -> None:
+    """A queued URL whose site redirects it to another spelling of itself (the same canonical URL, as
+    ``:80`` or reordered query arguments): the redirected request still carries the stored signature,
+    so an unchanged page is no item on its revisit."""
+    spelled = "http://a.test/p?b=1&a=2"  # the site's spelling; the queue keeps the canonical one
+    graph = {"http://a.test/": ["http://a.test/p?a=2&b=1"], spelled: []}
+    with RedirectSite(graph, {"http://a.test/p?a=2&b=1": spelled}) as server:
+        first = crawl(tmp_path, job(server), at(0))
+        assert sorted(item["url"].split(f":{server.port}", 1)[1] for item in first.items) == ["/", "/p?a=2&b=1"]
+        second = crawl(tmp_path, job(server), at(25))  # a day later: both due, neither changed
+        assert second.stats["idcrawl/crawl_profiles/daily/revisits"] == 2
+        assert second.items == []
+        assert second.stats["idcrawl/crawl_profiles/daily/unchanged"] == 2
