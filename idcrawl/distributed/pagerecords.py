@@ -7,7 +7,7 @@ atomic call as their id's outcome and item. See "Found pages in a fleet" in docs
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pyroaring import BitMap64
@@ -17,6 +17,7 @@ from idcrawl.core.recrawl import Policy, Schedule
 from idcrawl.core.sitemaps import SitemapUrl, pages_by_sitemap
 from idcrawl.state import decode
 from idcrawl.state.keys import JobKeys
+from idcrawl.state.redis import watched
 
 if TYPE_CHECKING:
     from idcrawl.state.redis import RedisStateStore
@@ -62,31 +63,27 @@ def move_by_sitemap(client: Any, prefix: str, target: str, entries: Mapping[int,
     :func:`idcrawl.core.sitemaps.pages_by_sitemap`), written with their due index (``P pages:<target>``,
     ``P pagedue:<target>``) in one ``WATCH``/``MULTI`` transaction: a record a worker's ``RECORD`` wrote
     meanwhile is read again. Returns how many were moved."""
-    import redis
-
     keys = JobKeys(prefix)
     pages, due = keys.pages(target), keys.page_due(target)
     ids = list(entries)
     if not ids:
         return 0
-    with client.pipeline(transaction=True) as pipe:  # WATCH/MULTI, as distributed.tails.settle_tail
-        while True:
-            try:
-                pipe.watch(pages)
-                raws = pipe.hmget(pages, [str(id_) for id_ in ids])
-                records = {id_: decode.page_record(raw, f"key {pages!r}", target, id_)[1]
-                           for id_, raw in zip(ids, raws, strict=True) if raw is not None}
-                moved = pages_by_sitemap(records, entries, now, policy)
-                if not moved:
-                    pipe.reset()
-                    return 0
-                pipe.multi()
-                pipe.hset(pages, mapping={str(i): schedule_to_json(r) for i, r in moved.items()})
-                pipe.zadd(due, {str(i): r.due_at() for i, r in moved.items()})
-                pipe.execute()
-                return len(moved)
-            except redis.WatchError:
-                continue
+
+    def read(pipe: Any) -> tuple[int, Callable[[Any], object] | None]:
+        raws = pipe.hmget(pages, [str(id_) for id_ in ids])
+        records = {id_: decode.page_record(raw, f"key {pages!r}", target, id_)[1]
+                   for id_, raw in zip(ids, raws, strict=True) if raw is not None}
+        moved = pages_by_sitemap(records, entries, now, policy)
+        if not moved:
+            return 0, None
+
+        def write(pipe: Any) -> None:
+            pipe.hset(pages, mapping={str(i): schedule_to_json(r) for i, r in moved.items()})
+            pipe.zadd(due, {str(i): r.due_at() for i, r in moved.items()})
+
+        return len(moved), write
+
+    return watched(client, [pages], read)
 
 
 def is_due_lane(lane_key: str, target: str) -> bool:

@@ -16,9 +16,10 @@ from idcrawl.core.sitemaps import tail_due_by_sitemap
 from idcrawl.distributed.connection import reply_text
 from idcrawl.state import decode
 from idcrawl.state.keys import JobKeys
+from idcrawl.state.redis import watched
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from idcrawl.core.targets import Target
 
@@ -30,32 +31,30 @@ def settle_tail(client: Any, prefix: str, target: Target, lane_key: str, now: fl
     """Apply the recrawl rule to ``target``'s tail for the walk of its ascending lane ``lane_key`` that
     ended (the lane cut by its margin), once for the job: returns the new schedule, or None when there is
     nothing to apply (the walk has not ended, or it was applied already, by this worker or another)."""
-    import redis
-
     keys = JobKeys(prefix)
     lane, tails, walks = keys.lane(lane_key), keys.tails, keys.tailwalk
-    with client.pipeline(transaction=True) as pipe:  # WATCH/MULTI (not a cluster pipeline's default)
-        while True:
-            try:
-                pipe.watch(lane, tails, walks)
-                fields = pipe.hmget(lane, "cut", "reason", "last", "walk")
-                cut, reason, last, walk_text = (reply_text(f) for f in fields)
-                if not cut or reason != MARGIN:
-                    return None  # not cut by its margin: the walk goes on, or stopped at a bound
-                walk = int(walk_text or 0)
-                applied = pipe.hget(walks, target.name)
-                if applied is not None and int(reply_text(applied)) >= walk:
-                    return None
-                raw = pipe.hget(tails, target.name)
-                previous = decode.tail_record(raw, f"key {tails!r}", target.name) if raw is not None else None
-                schedule = tail_after_run(previous, target.name, int(last) if last else None, now, target.policy)
-                pipe.multi()
-                pipe.hset(tails, target.name, json.dumps(record_of(schedule)))
-                pipe.hset(walks, target.name, walk)
-                pipe.execute()
-                return schedule
-            except redis.WatchError:
-                continue  # another worker wrote meanwhile: look again (it may have applied this walk)
+
+    def read(pipe: Any) -> tuple[Schedule | None, Callable[[Any], object] | None]:
+        # tried again if another worker wrote meanwhile (it may have applied this walk)
+        fields = pipe.hmget(lane, "cut", "reason", "last", "walk")
+        cut, reason, last, walk_text = (reply_text(f) for f in fields)
+        if not cut or reason != MARGIN:
+            return None, None  # not cut by its margin: the walk goes on, or stopped at a bound
+        walk = int(walk_text or 0)
+        applied = pipe.hget(walks, target.name)
+        if applied is not None and int(reply_text(applied)) >= walk:
+            return None, None
+        raw = pipe.hget(tails, target.name)
+        previous = decode.tail_record(raw, f"key {tails!r}", target.name) if raw is not None else None
+        schedule = tail_after_run(previous, target.name, int(last) if last else None, now, target.policy)
+
+        def write(pipe: Any) -> None:
+            pipe.hset(tails, target.name, json.dumps(record_of(schedule)))
+            pipe.hset(walks, target.name, walk)
+
+        return schedule, write
+
+    return watched(client, [lane, tails, walks], read)
 
 
 def applied_walk(client: Any, prefix: str, target: str) -> int | None:
@@ -68,45 +67,30 @@ def plan_late(client: Any, prefix: str, target: str, planned: Schedule) -> None:
     """Keep a re-probe of ``target``'s late ids the fleet registered (``late_at``, ``late_below`` of
     ``planned``: :func:`idcrawl.core.resume.late_pass`) in its tail's schedule as the job holds it now
     (a walk applied meanwhile kept), one ``WATCH``/``MULTI`` transaction as :func:`settle_tail`."""
-    import redis
-
-    tails = JobKeys(prefix).tails
-    with client.pipeline(transaction=True) as pipe:
-        while True:
-            try:
-                pipe.watch(tails)
-                raw = pipe.hget(tails, target)
-                stored = decode.tail_record(raw, f"key {tails!r}", target) if raw is not None else planned
-                schedule = replace(stored, late_at=planned.late_at, late_below=planned.late_below)
-                pipe.multi()
-                pipe.hset(tails, target, json.dumps(record_of(schedule)))
-                pipe.execute()
-                return
-            except redis.WatchError:
-                continue
+    _move_tail(client, prefix, target, lambda stored: replace(stored or planned, late_at=planned.late_at,
+                                                               late_below=planned.late_below))
 
 
 def tail_by_sitemap(client: Any, prefix: str, target: Target, listed: Iterable[int], now: float) -> bool:
     """``target``'s tail schedule made due now when a sitemap lists ids above its last found id
     (:func:`idcrawl.core.sitemaps.tail_due_by_sitemap`), in the job's tails as the job holds them now
     (one ``WATCH``/``MULTI`` transaction as :func:`settle_tail`). Returns whether it was moved."""
-    import redis
-
-    tails = JobKeys(prefix).tails
     ids = list(listed)
-    with client.pipeline(transaction=True) as pipe:
-        while True:
-            try:
-                pipe.watch(tails)
-                raw = pipe.hget(tails, target.name)
-                stored = decode.tail_record(raw, f"key {tails!r}", target.name) if raw is not None else None
-                moved = tail_due_by_sitemap(stored, ids, now, target.policy) if stored is not None else None
-                if moved is None:
-                    pipe.reset()
-                    return False
-                pipe.multi()
-                pipe.hset(tails, target.name, json.dumps(record_of(moved)))
-                pipe.execute()
-                return True
-            except redis.WatchError:
-                continue
+    return _move_tail(client, prefix, target.name, lambda stored: (
+        tail_due_by_sitemap(stored, ids, now, target.policy) if stored is not None else None)) is not None
+
+
+def _move_tail(client: Any, prefix: str, name: str, move: Callable[[Schedule | None], Schedule | None]
+               ) -> Schedule | None:
+    """Tail ``name``'s schedule as the job holds it now (None: none stored) replaced by ``move``'s (None:
+    left as it is), in one transaction (:func:`~idcrawl.state.redis.watched`); returns the one written."""
+    tails = JobKeys(prefix).tails
+
+    def read(pipe: Any) -> tuple[Schedule | None, Callable[[Any], object] | None]:
+        raw = pipe.hget(tails, name)
+        moved = move(decode.tail_record(raw, f"key {tails!r}", name) if raw is not None else None)
+        if moved is None:
+            return None, None
+        return moved, lambda pipe: pipe.hset(tails, name, json.dumps(record_of(moved)))
+
+    return watched(client, [tails], read)

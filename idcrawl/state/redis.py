@@ -6,9 +6,9 @@ Written in one optimistic transaction per commit (WATCH/MULTI). The keys: docs/a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyroaring import BitMap64
 
@@ -24,12 +24,40 @@ from idcrawl.state.keys import JobKeys
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["RedisStateStore", "is_oom", "redis_now_ms"]
+__all__ = ["RedisStateStore", "is_oom", "redis_now_ms", "watched"]
 
 def _text(value: Any) -> str:
     if value is None:
         return ""
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+T = TypeVar("T")
+
+
+def watched(client: Any, keys: Sequence[str], read: Callable[[Any], tuple[T, Callable[[Any], object] | None]]) -> T:
+    """One optimistic transaction on ``client``, tried again until none of ``keys`` changed meanwhile
+    (``WATCH``/``MULTI``/``EXEC``): ``read(pipe)`` reads through the watching pipeline and returns its
+    result and the writes to queue (a function of the pipeline, executed atomically; None: nothing to
+    write, the watch let go). redis-py's ``transaction`` is this loop, but sends an empty
+    ``MULTI``/``EXEC`` when there is nothing to write."""
+    import redis
+
+    with client.pipeline(transaction=True) as pipe:  # WATCH/MULTI (not a cluster pipeline's default)
+        while True:
+            try:
+                if keys:
+                    pipe.watch(*keys)
+                result, writes = read(pipe)
+                if writes is None:
+                    pipe.reset()
+                    return result
+                pipe.multi()
+                writes(pipe)
+                pipe.execute()
+                return result
+            except redis.WatchError:
+                continue  # another client wrote meanwhile: read again
 
 
 def redis_now_ms(client: Any, key: str) -> int:
@@ -159,24 +187,24 @@ class RedisStateStore(StateStore):
             if self.read_only:
                 return False
             pages, due = self.keys.pages(name), self.keys.page_due(name)
-            with self.client.pipeline(transaction=True) as pipe:
-                while True:
-                    try:
-                        pipe.watch(pages)
-                        rows = pipe.hgetall(pages)
-                        pipe.multi()
-                        pipe.delete(due)
-                        if rows:
-                            with decode.reading(self.source):
-                                where = self.location_of(self.keys.pages(name))
-                                records = (decode.page_record(raw, where, name, _text(id_))
-                                           for id_, raw in rows.items())
-                                pipe.zadd(due, {str(id_): schedule.due_at() for id_, schedule in records})
-                        pipe.sadd(self.keys.pageidx, name)
-                        pipe.execute()
-                        return True
-                    except redis.WatchError:
-                        continue
+
+            def read(pipe: Any) -> tuple[bool, Callable[[Any], object]]:
+                rows = pipe.hgetall(pages)
+                with decode.reading(self.source):
+                    where = self.location_of(pages)
+                    index = {str(id_): schedule.due_at()
+                             for id_, schedule in (decode.page_record(raw, where, name, _text(id_))
+                                                   for id_, raw in rows.items())}
+
+                def write(pipe: Any) -> None:
+                    pipe.delete(due)
+                    if index:
+                        pipe.zadd(due, index)
+                    pipe.sadd(self.keys.pageidx, name)
+
+                return True, write
+
+            return watched(self.client, [pages], read)
         except redis.RedisError as exc:
             raise self.state_error(exc) from None
 
@@ -309,48 +337,44 @@ class RedisStateStore(StateStore):
         self._writable()
         names = [name for name, by in outcomes.items() if any(by.values())]
         keys = [self.keys.outcomes(name) for name in names]
+
+        def read(pipe: Any) -> tuple[None, Callable[[Any], object]]:
+            merged = {}
+            for name, key in zip(names, keys, strict=True):
+                existing = {Outcome(_text(o)): BitMap64.deserialize(b) for o, b in pipe.hgetall(key).items()}
+                merged[key] = merge_outcomes(existing, dict(outcomes[name]))
+
+            def write(pipe: Any) -> None:
+                for name, values in params.items():
+                    pipe.hset(self.keys.targets, name, json.dumps(values, sort_keys=True))
+                for key, by_outcome in merged.items():
+                    pipe.delete(key)
+                    if by_outcome:
+                        pipe.hset(key, mapping={o.value: ids.serialize() for o, ids in by_outcome.items()})
+                for name, records in lanes.items():
+                    if records:
+                        pipe.hset(self.keys.lane_records(name),
+                                  mapping={k: json.dumps(asdict(r)) for k, r in records.items()})
+                if feeds is not None and feeds.offsets:
+                    pipe.hset(self.keys.feed_marks(str(feeds.run_id)), mapping=dict(feeds.offsets))
+                    pipe.set(self.keys.feedrun, feeds.run_id)
+                for name, page_records in (pages or {}).items():
+                    kept = {str(i): schedule_to_json(r) for i, r in page_records.items() if r is not None}
+                    left = [str(i) for i, r in page_records.items() if r is None]
+                    if kept:
+                        pipe.hset(self.keys.pages(name), mapping=kept)
+                        pipe.zadd(self.keys.page_due(name), {
+                            str(i): r.due_at() for i, r in page_records.items() if r is not None})
+                    if left:
+                        pipe.hdel(self.keys.pages(name), *left)
+                        pipe.zrem(self.keys.page_due(name), *left)
+                if tails:
+                    pipe.hset(self.keys.tails, mapping={n: json.dumps(record_of(t)) for n, t in tails.items()})
+
+            return None, write
+
         try:
-            while True:
-                with self.client.pipeline(transaction=True) as pipe:
-                    try:
-                        if keys:
-                            pipe.watch(*keys)
-                        merged = {}
-                        for name, key in zip(names, keys, strict=True):
-                            existing = {Outcome(_text(o)): BitMap64.deserialize(b)
-                                        for o, b in pipe.hgetall(key).items()}
-                            merged[key] = merge_outcomes(existing, dict(outcomes[name]))
-                        pipe.multi()
-                        for name, values in params.items():
-                            pipe.hset(self.keys.targets, name, json.dumps(values, sort_keys=True))
-                        for key, by_outcome in merged.items():
-                            pipe.delete(key)
-                            if by_outcome:
-                                pipe.hset(key, mapping={o.value: ids.serialize() for o, ids in by_outcome.items()})
-                        for name, records in lanes.items():
-                            if records:
-                                pipe.hset(self.keys.lane_records(name),
-                                          mapping={k: json.dumps(asdict(r)) for k, r in records.items()})
-                        if feeds is not None and feeds.offsets:
-                            pipe.hset(self.keys.feed_marks(str(feeds.run_id)), mapping=dict(feeds.offsets))
-                            pipe.set(self.keys.feedrun, feeds.run_id)
-                        for name, page_records in (pages or {}).items():
-                            kept = {str(i): schedule_to_json(r) for i, r in page_records.items() if r is not None}
-                            left = [str(i) for i, r in page_records.items() if r is None]
-                            if kept:
-                                pipe.hset(self.keys.pages(name), mapping=kept)
-                                pipe.zadd(self.keys.page_due(name), {
-                                    str(i): r.due_at() for i, r in page_records.items() if r is not None})
-                            if left:
-                                pipe.hdel(self.keys.pages(name), *left)
-                                pipe.zrem(self.keys.page_due(name), *left)
-                        if tails:
-                            pipe.hset(self.keys.tails,
-                                      mapping={n: json.dumps(record_of(t)) for n, t in tails.items()})
-                        pipe.execute()
-                        return
-                    except redis.WatchError:
-                        continue
+            watched(self.client, keys, read)
         except redis.RedisError as exc:
             raise self.state_error(exc) from None
 
