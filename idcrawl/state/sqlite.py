@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -318,11 +318,15 @@ class SqliteStateStore(StateStore):
         with decode.reading(self._source):
             return [decode.url_entry(row, "table urls") for row in rows]
 
-    def load_pages(self, name: str) -> dict[int, Schedule]:
-        rows = self._additive_rows("SELECT id, record FROM pages WHERE target = ?", (name,))
+    def _page_records(self, name: str, rows: Iterable[tuple[Any, Any]]) -> dict[int, Schedule]:
+        """Rows ``(id, record)`` of the ``pages`` table of target ``name``, decoded."""
         with decode.reading(self._source):
             return dict(decode.page_record(record, "table pages", name, _row_id(row) if isinstance(row, int) else row)
                         for row, record in rows)
+
+    def load_pages(self, name: str) -> dict[int, Schedule]:
+        rows = self._additive_rows("SELECT id, record FROM pages WHERE target = ?", (name,))
+        return self._page_records(name, rows)
 
     def load_page_ids(self, name: str, ids: Sequence[int]) -> dict[int, Schedule]:
         """From the primary key (the ids as one JSON array): O(len(ids) log pages)."""
@@ -330,16 +334,12 @@ class SqliteStateStore(StateStore):
             return {}
         rows = self._additive_rows("SELECT id, record FROM pages WHERE target = ? AND id IN "
                                    "(SELECT value FROM json_each(?))", (name, json.dumps([int(i) for i in ids])))
-        with decode.reading(self._source):
-            return dict(decode.page_record(record, "table pages", name, _row_id(row) if isinstance(row, int) else row)
-                        for row, record in rows)
+        return self._page_records(name, rows)
 
     def due_page_records(self, name: str, until: float) -> dict[int, Schedule]:
         """From the ``pages_due`` index: O(log pages + due), the records not due by ``until`` unread."""
         rows = self._additive_rows(_DUE_PAGES, (name, until))
-        with decode.reading(self._source):
-            return dict(decode.page_record(record, "table pages", name, _row_id(row) if isinstance(row, int) else row)
-                        for row, record in rows)
+        return self._page_records(name, rows)
 
     def page_ids(self, name: str) -> BitMap64:
         """From the primary key (ids only: no record read or decoded)."""
