@@ -38,6 +38,7 @@ __all__ = [
     "Visit",
     "advised_margin",
     "body_due",
+    "body_older",
     "capture_fields",
     "due",
     "due_order",
@@ -515,12 +516,17 @@ def body_due(schedule: Schedule, now: float, refetch_after: float) -> bool:
     """Is a page's revisit at ``now`` a forced unconditional refetch (no validators)? Yes when its last
     body (a 200) is more than ``refetch_after`` seconds old (0: never); a record of before 0.2 that
     last answered 304 has no such time and is refetched."""
-    if refetch_after <= 0:
-        return False
     seen = schedule.body_at
     if seen is None:
         seen = schedule.last_crawled if schedule.last_status == 200 else -math.inf
-    return now - seen > refetch_after
+    return body_older(seen, now, refetch_after)
+
+
+def body_older(seen: float, now: float, refetch_after: float) -> bool:
+    """Is a body read at ``seen`` (``-inf``: at an unknown time) more than ``refetch_after`` seconds old at
+    ``now`` (0: never), so that a revisit is a forced unconditional refetch? Id pages (:func:`body_due`)
+    and crawl-scope pages (:func:`idcrawl.core.scope.url_body_due`) alike."""
+    return refetch_after > 0 and now - seen > refetch_after
 
 
 # -- margin advice (issue 17, point 7) ----------------------------------------------------------

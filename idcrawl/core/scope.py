@@ -11,6 +11,7 @@ the :class:`Collection` and :class:`CrawlProfile` values, the Scrapy shell
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -24,6 +25,7 @@ from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url
 
+from idcrawl.core.recrawl import body_older
 from idcrawl.core.sitemaps import DEFAULT_PRIORITY, SitemapSpec
 
 if TYPE_CHECKING:
@@ -666,9 +668,8 @@ def url_body_due(record: UrlRecord, now: float, refetch_after: float) -> bool:
     """Is a crawl-scope page's revisit at ``now`` a forced unconditional refetch (no validators), as an
     id page's (:func:`idcrawl.core.recrawl.body_due`)? Yes when it has a stored body whose read is more
     than ``refetch_after`` seconds old (0: never), or of unknown age."""
-    if refetch_after <= 0 or record.checksum is None:
-        return False
-    return record.read_at is None or now - record.read_at > refetch_after
+    seen = -math.inf if record.read_at is None else record.read_at
+    return record.checksum is not None and body_older(seen, now, refetch_after)
 
 
 def has_news(stored: str | None, checksum: str | None) -> bool:
