@@ -18,25 +18,16 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
+from sitemaps import best  # noqa: E402  (bench/sitemaps.py: best of R, CPU seconds)
+
 from idcrawl.core.recrawl import Policy, page_schedule  # noqa: E402
 from idcrawl.core.sitemaps import SitemapUrl, pages_by_sitemap  # noqa: E402
 from idcrawl.state import SqliteStateStore  # noqa: E402
-
-
-def best(repeat: int, run: Callable[[], object]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        run()
-        times.append(time.process_time() - start)
-    return min(times)
 
 
 def main() -> None:
