@@ -118,11 +118,11 @@ class Worker(Protocol):
     def politeness_gate(self) -> PolitenessGate | None:
         """Politeness held across the fleet (the scheduler, ``FleetPoliteness``); None: per process."""
 
-    # -- sitemaps as evidence (idcrawl.spidermiddlewares.evidence) --------------------------
+    # -- sitemaps (idcrawl.sitemaps) and their evidence (idcrawl.spidermiddlewares.evidence) -
 
     def claim_sitemaps(self) -> bool:
-        """Whether this process reads the id targets' sitemaps for the run (a fleet: the first worker of its
-        run to ask; one process: always)."""
+        """Whether this process reads the job's sitemaps (crawl scope's and id targets') for the run or watch
+        wave (a fleet: the first worker of its run to ask; one process: always). Asked once per run."""
 
     def sitemap_evidence(self, target: str, entries: Mapping[int, SitemapUrl], now: float) -> Evidence:
         """A sitemap's entries for ``target``'s ids (id -> entry): the stored records of its found pages

@@ -228,12 +228,6 @@ class UrlQueue(Protocol):
         """The earliest next harvest of the harvested URLs waiting for a revisit (watch mode wakes for it)."""
         ...
 
-    def claim_sitemaps(self) -> bool:
-        """Whether this process reads the job's sitemaps for the run (or watch wave) that started the
-        queue: one process, always; a fleet, only the worker that asks first (the URLs it seeds are the
-        fleet's). Asked once per run."""
-        ...
-
 
 # -- pure rules both implementations share ---------------------------------------------------------
 
@@ -854,9 +848,6 @@ class MemoryUrlQueue:
 
     def ready(self) -> int:
         return len(self._where)
-
-    def claim_sitemaps(self) -> bool:
-        return True
 
     def get(self, url: str) -> QueuedUrl | None:
         return self._entries.get(url)

@@ -21,10 +21,13 @@ if TYPE_CHECKING:
     import redis
 
 __all__ = [
-    "Run", "await_reconciled", "join_run", "reconciled", "record_run_end", "record_run_start", "refused",
+    "SITEMAP_CLAIM_TTL", "Run", "await_reconciled", "claim_sitemaps", "join_run", "reconciled", "record_run_end",
+    "record_run_start", "refused",
     "watch_session",
 ]
 
+#: Seconds a run's sitemap claim is kept (runs are numbered anew: an old claim only has to outlive its run's start).
+SITEMAP_CLAIM_TTL = 7 * 86400
 #: seconds between two reads of ``P run`` while a joining worker waits for the run's reconcile
 WAIT_POLL = 0.02
 
@@ -100,6 +103,13 @@ def watch_session(client: redis.Redis, prefix: str) -> dict[str, int] | None:
     None: no watch session was recorded."""
     raw = client.hgetall(JobKeys(prefix).watch)
     return {reply_text(k): int(v) for k, v in raw.items()} if raw else None
+
+
+def claim_sitemaps(client: redis.Redis, prefix: str, run: Run, worker: str) -> bool:
+    """Whether ``worker`` reads the sitemaps of the fleet's ``run``: the first worker of the run to ask
+    (``SET NX`` on ``P sitemaps:<run>``, kept ``SITEMAP_CLAIM_TTL`` seconds), for every component that
+    reads them (crawl scope's seeds, id targets' evidence); the others read none."""
+    return bool(client.set(JobKeys(prefix).sitemap_claim(run.number), worker, nx=True, ex=SITEMAP_CLAIM_TTL))
 
 
 def reconciled(client: redis.Redis, prefix: str, run: Run) -> None:

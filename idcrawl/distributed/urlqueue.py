@@ -480,13 +480,6 @@ class RedisUrlQueue:
                 return entry_of(url, row).record
         return None
 
-    def claim_sitemaps(self) -> bool:
-        """The first worker of the fleet's run to ask reads the sitemaps (``SET NX`` on ``P usitemaps:<run>``,
-        kept ``SITEMAP_CLAIM_TTL`` seconds); the others take the URLs it seeds from the shared queue."""
-        assert self.run is not None  # started
-        return bool(self.client.set(self.keys.sitemap_claim(self.run.number), self.worker, nx=True,
-                                    ex=SITEMAP_CLAIM_TTL))
-
     def next_harvest(self) -> float | None:
         """The earliest next harvest time of the fleet's harvested URLs waiting for a revisit (``P uwait``):
         a watching worker's wake-up (:meth:`idcrawl.core.urlqueue.MemoryUrlQueue.next_harvest`), the same for
@@ -526,8 +519,6 @@ class RedisUrlQueue:
 #: The fields of a URL's entry in a script's row order (``urls_common.lua``), then its links.
 _ROW = ("owner", "col", "cps", "hops", "off", "paths", "host", "st", "w", "next", "last", "nf", "err", "cyc", "claims",
         "pri", "sum", "etag", "lm", "cap", "rat", "links")
-#: Seconds a run's sitemap claim is kept (runs are numbered anew: an old claim only has to outlive its run's start).
-SITEMAP_CLAIM_TTL = 7 * 86400
 #: URLs read in one round trip (:func:`read_entries`).
 BATCH = 500
 

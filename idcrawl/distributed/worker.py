@@ -43,9 +43,9 @@ from idcrawl.distributed.frontier import RedisFrontier, StateLost, TargetConflic
 from idcrawl.distributed.gate import FleetGate, FleetRetries
 from idcrawl.distributed.job import RedisJob
 from idcrawl.distributed.pagerecords import FleetPageRecords, is_due_lane, move_by_sitemap
-from idcrawl.distributed.runs import record_run_end, record_run_start, refused
+from idcrawl.distributed.runs import claim_sitemaps, record_run_end, record_run_start, refused
 from idcrawl.distributed.sentinel import primary_address, primary_id
-from idcrawl.distributed.urlqueue import SITEMAP_CLAIM_TTL, RedisUrlQueue
+from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
 from idcrawl.processes import worker_gone, worker_id
 from idcrawl.runtime import STATS_PREFIX, IdRuntime, Payload
@@ -350,13 +350,12 @@ class RedisWorker:
     # -- sitemaps as evidence (idcrawl.spidermiddlewares.evidence) --------------------------
 
     def claim_sitemaps(self) -> bool:
-        """The first worker of the fleet's run to ask reads the id targets' sitemaps (``SET NX`` on
-        ``P isitemaps:<run>``, kept ``SITEMAP_CLAIM_TTL`` seconds); the others read none."""
+        """The first worker of the fleet's run to ask reads the sitemaps, for crawl scope and the id targets'
+        evidence (:func:`idcrawl.distributed.runs.claim_sitemaps`: ``P sitemaps:<run>``); the others read none."""
         if self.frontier.run is None:
             return False
         try:
-            return bool(self.client.set(self.job.keys.id_sitemap_claim(self.frontier.run.number), self.worker, nx=True,
-                                        ex=SITEMAP_CLAIM_TTL))
+            return claim_sitemaps(self.client, self.job.prefix, self.frontier.run, self.worker)
         except RedisError as exc:
             self._outage(exc)
             return False

@@ -130,12 +130,10 @@ class IdWatch:
         scope = self._scope()
         if scope is not None:  # crawl scope: the wave is a run of the URL queue too
             scope.next_wave()
-        if runtime.sitemaps:  # id targets' sitemaps as evidence: read again each wave
-            from idcrawl.spidermiddlewares.evidence import IdSitemapEvidenceMiddleware
+        if runtime.scope or runtime.sitemaps:  # the sitemaps (seeds, evidence): read again each wave, once
+            from idcrawl.sitemaps import next_wave
 
-            evidence = self.crawler.get_spider_middleware(IdSitemapEvidenceMiddleware)
-            if evidence is not None:
-                evidence.next_wave()
+            next_wave(self.crawler)
         if runtime.limiter is not None:  # the job limits (idcrawl.extensions.limits.IdLimits): per process
             runtime.limiter.new_wave()
         self.waves += 1

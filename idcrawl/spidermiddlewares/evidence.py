@@ -1,7 +1,8 @@
 """Sitemaps as evidence for id targets' recrawl: the reader of a job whose id targets have ``sitemaps``.
 
 A job file's id target with ``sitemaps`` (no crawl scope needed) gets its sitemaps read at the run's start
-(and each watch wave's) through :class:`idcrawl.sitemaps.SitemapReader`; the entries that are its id pages
+(and each watch wave's) through the crawler's one :class:`idcrawl.sitemaps.SitemapReader` (crawl scope's
+sitemaps too: a sitemap both name is fetched once); the entries that are its id pages
 go to the worker (``Worker.sitemap_evidence``), which moves the stored page records and the tail's
 schedule by the rules of :mod:`idcrawl.core.sitemaps`: the next run's (or wave's) plan takes them.
 docs/recrawl.md "Sitemaps as evidence".
@@ -16,12 +17,11 @@ from scrapy.exceptions import NotConfigured
 from idcrawl.core.scope import canonical
 from idcrawl.core.sitemaps import SitemapUrl, site_sitemaps
 from idcrawl.runtime import IdRuntime, start_runtime
-from idcrawl.sitemaps import SITEMAP_STATS, SitemapReader, Wanted
+from idcrawl.sitemaps import SITEMAP_STATS, Wanted, reader_of
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from scrapy import Request
     from scrapy.crawler import Crawler
 
 __all__ = ["IdSitemapEvidenceMiddleware", "wanted_evidence"]
@@ -54,7 +54,8 @@ class IdSitemapEvidenceMiddleware:
         self.stats = stats
         self.crawler = crawler
         self.targets = {t.name: t for t in runtime.targets}
-        self.reader = SitemapReader(crawler, wanted_evidence(runtime), self._found)
+        self.reader = reader_of(crawler)
+        self.reader.subscribe(wanted_evidence(runtime), self._found)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdSitemapEvidenceMiddleware:
@@ -63,27 +64,12 @@ class IdSitemapEvidenceMiddleware:
             raise NotConfigured("no id target has sitemaps")
         return cls(crawler, runtime)
 
-    def requests(self) -> list[Request]:
-        """The run's (or wave's) first sitemap requests, if this process reads them (a fleet: one worker per
-        run, ``Worker.claim_sitemaps``; the others count ``idcrawl/sitemaps/read_elsewhere``)."""
-        if not self.reader.wanted:
-            return []
-        if not self.runtime.worker.claim_sitemaps():
-            self.stats.set_value(f"{SITEMAP_STATS}/read_elsewhere", 1)
-            return []
-        return self.reader.start_requests()
-
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        for request in self.requests():
+        """The run's sitemap requests (the crawler's one reading, if no other component asked first)."""
+        for request in self.reader.requests():
             yield request
         async for request_or_item in start:
             yield request_or_item
-
-    def next_wave(self) -> None:
-        """Watch mode (``idcrawl.extensions.watch``): a new wave reads the sitemaps again."""
-        engine = self.crawler.engine
-        for request in self.requests() if engine is not None else ():
-            engine.crawl(request)
 
     def _found(self, name: str, profiles: list[str] | None, urls: list[SitemapUrl]) -> None:
         """A sitemap's entries for id target ``name``: those that are its id pages, as evidence."""

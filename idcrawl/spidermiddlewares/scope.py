@@ -23,12 +23,11 @@ from idcrawl.core.sitemaps import SitemapUrl
 from idcrawl.core.urlqueue import QueueState, Reconciled, UrlQueue
 from idcrawl.requests import CONDITIONAL_KEY, RedirectedAsLink
 from idcrawl.runtime import META_KEY, PROFILE_STATS, READ_KEY, SCOPE_KEY, STATS_PREFIX, IdRuntime, start_runtime
-from idcrawl.sitemaps import SITEMAP_STATS, SitemapReader, seed_urls, wanted_sitemaps
+from idcrawl.sitemaps import SITEMAP_STATS, reader_of, seed_urls, wanted_sitemaps
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Iterator
 
-    from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from twisted.python.failure import Failure
@@ -56,8 +55,10 @@ class IdScopeMiddleware:
         self.links = LinkExtractor()
         self.missing_statuses = frozenset(config_of(crawler).missing_statuses)
         self._count_reconciled(runtime.start_url_queue())
-        wanted = wanted_sitemaps(self.scope)  # sitemaps as seeds (idcrawl.sitemaps)
-        self.sitemaps = SitemapReader(crawler, wanted, self._sitemap_urls) if wanted else None
+        wanted = wanted_sitemaps(self.scope)  # sitemaps as seeds: the crawler's one reader (idcrawl.sitemaps)
+        self.sitemaps = reader_of(crawler) if wanted else None
+        if self.sitemaps is not None:
+            self.sitemaps.subscribe(wanted, self._sitemap_urls)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdScopeMiddleware:
@@ -77,11 +78,9 @@ class IdScopeMiddleware:
         """Watch mode (``idcrawl.extensions.watch``): a new wave starts, a run of the state with a new
         worker, and of its URL queue: the stored URLs are checked again as at a run's start (revisits due
         queued, URLs that failed queued again: ``idcrawl/scope/...``). A fleet's worker gives the wave a
-        new queue, reconciled by the worker that starts the wave's run. The sitemaps are read again."""
+        new queue, reconciled by the worker that starts the wave's run. The watch then has the sitemaps
+        read again (the crawler's one reader)."""
         self._count_reconciled(self.runtime.start_url_queue())
-        engine = self.crawler.engine
-        for request in self._sitemap_requests() if engine is not None else ():
-            engine.crawl(request)
 
     def _count_reconciled(self, reconciled: Reconciled) -> None:
         """The stored URLs reconciled with the job file at the run's start (``idcrawl/scope/...``)."""
@@ -102,20 +101,10 @@ class IdScopeMiddleware:
             if entry is not None:
                 self._count(entry.record, entry.state.value)
         self._wake()
-        for request in self._sitemap_requests():
-            yield request
+        for request in self.sitemaps.requests() if self.sitemaps is not None else ():
+            yield request  # the crawler's one reading of the run's sitemaps, if no other component asked first
         async for request_or_item in start:
             yield request_or_item
-
-    def _sitemap_requests(self) -> list[Request]:
-        """The run's first sitemap requests, if this process reads them (a fleet: one worker per run,
-        ``UrlQueue.claim_sitemaps``; the others count ``idcrawl/sitemaps/read_elsewhere``)."""
-        if self.sitemaps is None:
-            return []
-        if not self.queue.claim_sitemaps():
-            self.stats.set_value(f"{SITEMAP_STATS}/read_elsewhere", 1)
-            return []
-        return self.sitemaps.start_requests()
 
     def _sitemap_urls(self, owner: str, profiles: list[str] | None, urls: list[SitemapUrl]) -> None:
         """A sitemap's entries for ``owner``: queued as its hop-0 pages in its scope, and its harvested pages

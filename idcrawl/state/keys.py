@@ -127,13 +127,9 @@ class JobKeys:
         return glob(self.url("")) + "*"
 
     def sitemap_claim(self, run: int) -> str:
-        """``P usitemaps:<run>`` (string, expires): the worker that reads the sitemaps for the fleet's run."""
-        return f"{self.prefix}usitemaps:{run}"
-
-    def id_sitemap_claim(self, run: int) -> str:
-        """``P isitemaps:<run>`` (string, expires): the worker that reads the id targets' sitemaps (evidence
-        for their recrawl) for the fleet's run."""
-        return f"{self.prefix}isitemaps:{run}"
+        """``P sitemaps:<run>`` (string, expires): the worker that reads the sitemaps for the fleet's run, for
+        every component that reads them (crawl scope's seeds, id targets' evidence: ``idcrawl.sitemaps``)."""
+        return f"{self.prefix}sitemaps:{run}"
 
     def url_counts(self, host: str) -> str:
         """``P uqc:<host>`` (hash): yield group -> ready URLs of the host."""

@@ -135,3 +135,46 @@ def test_a_watching_crawl_takes_a_page_a_sitemap_made_due_in_the_next_wave_at_on
     assert stats["idcrawl/sitemaps/pages_moved"] == 1  # in wave 1 (wave 2 found page 2 due already)
     assert pages(site) == Counter({"/item/2": 1})
     assert Counter(site.fetched())["/sitemap.xml"] == 2  # read at each wave
+
+
+def both_job(tmp_path: Path, site: SitemapSite) -> Path:
+    """A page target taking its site's sitemaps as seeds (robots.txt's ``Sitemap:`` line) and an id target
+    naming the same sitemap as evidence."""
+    site.put("/", b"<html><body>front</body></html>", "text/html")
+    site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}"), "lastmod": "2026-11-01"} for n in (1, 2, 3)]
+                                    + [{"loc": site.url("/news/a")}, {"loc": site.url("/news/b")}]))
+    site.put("/news/a", b"<html><body>a</body></html>", "text/html")
+    site.put("/news/b", b"<html><body>b</body></html>", "text/html")
+    path = tmp_path / "job.toml"
+    path.write_text(f"""
+[[crawl_profiles]]
+name = "site"
+max_hops = 0
+
+[[targets]]
+name = "front"
+url = "{site.url('/')}"
+crawl_profiles = ["site"]
+sitemaps = true
+
+[[targets]]
+name = "items"
+url = "{site.url('/item/{id}')}"
+start = 1
+margin = 1
+window = 1
+resume = "due"
+sitemaps = ["{site.url('/sitemap.xml')}"]
+""")
+    return path
+
+
+def test_a_sitemap_named_for_crawl_scope_and_as_evidence_is_fetched_once(site: SitemapSite, tmp_path: Path) -> None:
+    """One reader per crawler: the sitemap serves the page target's seeds and the id target's evidence."""
+    result = crawl(tmp_path, both_job(tmp_path, site), T0)
+    fetched = Counter(site.fetched())
+    assert fetched["/sitemap.xml"] == 1 and fetched["/robots.txt"] == 1
+    assert fetched["/news/a"] == 1 and fetched["/news/b"] == 1  # seeds of the crawl scope
+    assert result.stats["idcrawl/sitemaps/id_pages"] == 3  # evidence for the id target
+    assert result.stats["idcrawl/sitemaps/files"] == 1
+    assert sorted(item["id"] for item in result.items if "id" in item and item.get("target") == "items") == [1, 2, 3]

@@ -20,6 +20,7 @@ import pytest
 
 from idcrawl.core.scope import Collection, CrawlProfile, Harvest, Hops, JobScope, ScopeKind, Seed
 from idcrawl.core.urlqueue import MemoryUrlQueue, QueueState, UrlCount, count_urls
+from idcrawl.distributed.runs import claim_sitemaps
 from idcrawl.distributed.state import JobStateStore
 from idcrawl.distributed.urlqueue import BATCH, HOSTS_PER_CALL, RedisUrlQueue
 from tests.integration.test_distributed_runs import next_run
@@ -324,13 +325,15 @@ def test_one_worker_of_each_fleet_run_claims_the_sitemaps(redis_server) -> None:
     one.start(scope, 0.0)
     two.start(scope, 0.0)
     assert one.run is not None and two.run is not None and one.run.number == two.run.number
-    assert [one.claim_sitemaps(), two.claim_sitemaps(), one.claim_sitemaps()] == [True, False, False]
+    asks = ((one.run, "w1"), (two.run, "w2"), (one.run, "w1"))
+    assert [claim_sitemaps(client, prefix, run, name) for run, name in asks] == [True, False, False]
     client.zrem(prefix + "workers", "w1", "w2")  # the run is over
     three = RedisUrlQueue(client, prefix, "w3", lease_ms=60_000, run=next_run(client, prefix, "w3", 60_000))
     three.start(scope, 0.0)
-    assert three.claim_sitemaps()  # the next run: read again, once
-    assert 0 < client.ttl(f"{prefix}usitemaps:{three.run.number}") <= 7 * 86400  # type: ignore[union-attr]
-    assert MemoryUrlQueue().claim_sitemaps()  # one process: always its own
+    assert three.run is not None and claim_sitemaps(client, prefix, three.run, "w3")  # the next run: read again, once
+    assert 0 < client.ttl(f"{prefix}sitemaps:{three.run.number}") <= 7 * 86400
+
+
 def test_a_take_reads_a_few_hosts_however_many_have_ready_urls_and_visits_them_all_in_turn(redis_server) -> None:
     """300 hosts with a ready URL each: each ``URL_DUE`` names at most ``HOSTS_PER_CALL`` of them, and takes
     that admit only every other host still go round all of them, each taken once."""

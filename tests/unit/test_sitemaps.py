@@ -31,7 +31,7 @@ from idcrawl.core.sitemaps import (
     tail_news,
 )
 from idcrawl.core.urlqueue import MemoryUrlQueue, QueueState
-from idcrawl.sitemaps import SITEMAP_KEY, SitemapReader, seed_urls, wanted_sitemaps
+from idcrawl.sitemaps import SITEMAP_KEY, SitemapReader, Wanted, seed_urls, wanted_sitemaps
 from tests.support.sitemap_site import gzipped, sitemap_index, urlset
 
 # -- the rules ---------------------------------------------------------------------------------------
@@ -277,11 +277,13 @@ def reader(**settings: Any) -> tuple[SitemapReader, list[tuple[str, list[str] | 
     crawler = get_crawler(settings_dict=settings)
     crawler.stats = MemoryStatsCollector(crawler)
     found: list[tuple[str, list[str] | None, list[SitemapUrl]]] = []
-    return SitemapReader(crawler, {}, lambda t, p, u: found.append((t, p, u))), found
+    read = SitemapReader(crawler)
+    read.subscribe({"s": Wanted()}, lambda t, p, u: found.append((t, p, u)))
+    return read, found
 
 
-def response(cls: type[Response], url: str, body: bytes, targets: dict[str, Any] | None = None) -> Response:
-    request = Request(url, meta={SITEMAP_KEY: {"targets": targets or {"s": None}}})
+def response(cls: type[Response], url: str, body: bytes, targets: dict[int, Any] | None = None) -> Response:
+    request = Request(url, meta={SITEMAP_KEY: {"targets": targets or {0: {"s": None}}}})
     return cls(url=url, body=body, request=request)
 
 
@@ -318,6 +320,37 @@ def test_robots_sitemap_lines_are_followed_and_a_site_without_them_gets_its_site
     assert [r.url for r in follow] == ["http://a/s1.xml", "http://a/s2.xml.gz"]
     follow = list(read._robots(response(TextResponse, "http://b/robots.txt", b"User-agent: *\n")))
     assert [r.url for r in follow] == ["http://b/sitemap.xml"]
+
+
+def test_a_sitemap_two_subscribers_want_is_fetched_once_and_each_gets_its_entries() -> None:
+    """The crawl scope's target ``s`` takes the site's sitemaps (robots.txt), id target ``i`` names one of them:
+    one request, whoever asked first, and a late asker (robots.txt read after the sitemap) is handed the
+    entries already read."""
+    crawler = get_crawler(settings_dict={})
+    crawler.stats = MemoryStatsCollector(crawler)
+    found: list[tuple[str, str, list[str]]] = []
+    read = SitemapReader(crawler)
+    read.subscribe({"s": Wanted(site={"http://a/robots.txt": ["p"]})},
+                   lambda t, p, u: found.append(("scope", t, [e.loc for e in u])))
+    read.subscribe({"i": Wanted(urls={"http://a/s.xml": None}), "j": Wanted(urls={"http://a:80/s.xml": None})},
+                   lambda t, p, u: found.append(("evidence", t, [e.loc for e in u])))
+    first = read.start_requests()
+    assert [r.url for r in first] == ["http://a/robots.txt", "http://a/s.xml"]  # the sitemap once for i and j
+    robots, sitemap = first
+    xml = urlset([{"loc": "http://a/x"}])
+    assert read._sitemap(XmlResponse(url=sitemap.url, body=xml, request=sitemap)) == []
+    assert found == [("evidence", "i", ["http://a/x"]), ("evidence", "j", ["http://a/x"])]
+    later = read._robots(TextResponse(url=robots.url, body=b"Sitemap: http://a/s.xml\n", request=robots))
+    assert later == [] and found[-1] == ("scope", "s", ["http://a/x"])  # read already: handed over, not fetched
+    assert read.stats.get_value("idcrawl/sitemaps/files") == 1
+
+    found.clear()  # the next reading: robots.txt answers first, the named sitemap joins its request
+    robots, sitemap = read.start_requests()
+    follow = read._robots(TextResponse(url=robots.url, body=b"Sitemap: http://a/s.xml\n", request=robots))
+    assert follow == []  # requested already (for the evidence): the scope's target joins that request
+    assert read._sitemap(XmlResponse(url=sitemap.url, body=xml, request=sitemap)) == []
+    assert sorted(found) == [("evidence", "i", ["http://a/x"]), ("evidence", "j", ["http://a/x"]),
+                             ("scope", "s", ["http://a/x"])]
 
 
 def test_the_sqlite_store_reads_the_page_records_of_the_listed_ids_only(tmp_path: Path) -> None:
