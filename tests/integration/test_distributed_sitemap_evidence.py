@@ -82,3 +82,24 @@ def test_a_fleet_moves_the_job_s_records_by_the_sitemap_once_and_the_next_run_fe
         assert total(third, "idcrawl/sitemaps/pages_moved") == 0  # fetched since: the evidence is old
     finally:
         site.stop()
+
+
+def test_a_fleet_reads_a_sitemap_named_for_crawl_scope_and_as_evidence_once_per_run(
+    redis_server, tmp_path: Path,
+) -> None:
+    """One claim per fleet run (``P sitemaps:<run>``) and one reader per worker: the worker that claims it
+    fetches the sitemap once for the page target's seeds and the id target's evidence."""
+    from tests.crawl.test_sitemap_evidence_crawl import both_job
+
+    site = SitemapSite({"/item/1": [], "/item/2": [], "/item/3": []})
+    site.put("/robots.txt", f"User-agent: *\nSitemap: {site.url('/sitemap.xml')}\n".encode(), "text/plain")
+    site.start()
+    try:
+        results = run_fleet(tmp_path, "r1", both_job(tmp_path, site), redis_server, site, T0)  # sitemap: once a run
+        fetched = Counter(site.fetched())
+        assert fetched["/news/a"] == 1 and fetched["/news/b"] == 1  # seeded once into the fleet's queue
+        runs = fetched["/sitemap.xml"]
+        assert total(results, "idcrawl/sitemaps/id_pages") == 3 * runs
+        assert sorted(item["id"] for r in results for item in r.items if item.get("target") == "items") == [1, 2, 3]
+    finally:
+        site.stop()
