@@ -143,3 +143,11 @@ class Worker(Protocol):
 
     def watch_pages(self) -> list[float]:
         """After the wave's close: the earliest due time of the job's found pages, if any."""
+
+    def sitemaps_pending(self) -> bool:
+        """After the wave's close: whether another process still reads the run's sitemaps (a fleet: the
+        worker that claimed them, alive and not done); the watch waits for it before it sleeps."""
+
+    def watch_evidence(self) -> float | None:
+        """After the wave's close: when what the run's sitemaps made due (sitemaps as evidence) wakes the
+        next wave, even a time past (then at once; a fleet: the same time for every worker); None: nothing."""

@@ -58,30 +58,30 @@ def fleet_due_ids(store: RedisStateStore, book: PageBook, target: str, found: It
 
 
 def move_by_sitemap(client: Any, prefix: str, target: str, entries: Mapping[int, SitemapUrl], now: float,
-                    policy: Policy) -> int:
+                    policy: Policy) -> dict[int, Schedule]:
     """The stored records of ``target``'s found pages moved by a sitemap's entries (id -> entry:
     :func:`idcrawl.core.sitemaps.pages_by_sitemap`), written with their due index (``P pages:<target>``,
     ``P pagedue:<target>``) in one ``WATCH``/``MULTI`` transaction: a record a worker's ``RECORD`` wrote
-    meanwhile is read again. Returns how many were moved."""
+    meanwhile is read again. Returns the moved records (id -> record)."""
     keys = JobKeys(prefix)
     pages, due = keys.pages(target), keys.page_due(target)
     ids = list(entries)
     if not ids:
-        return 0
+        return {}
 
-    def read(pipe: Any) -> tuple[int, Callable[[Any], object] | None]:
+    def read(pipe: Any) -> tuple[dict[int, Schedule], Callable[[Any], object] | None]:
         raws = pipe.hmget(pages, [str(id_) for id_ in ids])
         records = {id_: decode.page_record(raw, f"key {pages!r}", target, id_)[1]
                    for id_, raw in zip(ids, raws, strict=True) if raw is not None}
         moved = pages_by_sitemap(records, entries, now, policy)
         if not moved:
-            return 0, None
+            return {}, None
 
         def write(pipe: Any) -> None:
             pipe.hset(pages, mapping={str(i): schedule_to_json(r) for i, r in moved.items()})
             pipe.zadd(due, {str(i): r.due_at() for i, r in moved.items()})
 
-        return len(moved), write
+        return moved, write
 
     return watched(client, [pages], read)
 

@@ -21,9 +21,20 @@ if TYPE_CHECKING:
     import redis
 
 __all__ = [
-    "SITEMAP_CLAIM_TTL", "Run", "await_reconciled", "claim_sitemaps", "join_run", "reconciled", "record_run_end",
-    "record_run_start", "refused",
+    "SITEMAP_CLAIM_TTL",
+    "Run",
+    "SitemapReading",
+    "await_reconciled",
+    "claim_sitemaps",
+    "join_run",
+    "reconciled",
+    "record_run_end",
+    "record_run_start",
+    "refused",
+    "sitemap_reading",
+    "sitemaps_read",
     "watch_session",
+    "worker_alive",
 ]
 
 #: Seconds a run's sitemap claim is kept (runs are numbered anew: an old claim only has to outlive its run's start).
@@ -107,9 +118,49 @@ def watch_session(client: redis.Redis, prefix: str) -> dict[str, int] | None:
 
 def claim_sitemaps(client: redis.Redis, prefix: str, run: Run, worker: str) -> bool:
     """Whether ``worker`` reads the sitemaps of the fleet's ``run``: the first worker of the run to ask
-    (``SET NX`` on ``P sitemaps:<run>``, kept ``SITEMAP_CLAIM_TTL`` seconds), for every component that
-    reads them (crawl scope's seeds, id targets' evidence); the others read none."""
-    return bool(client.set(JobKeys(prefix).sitemap_claim(run.number), worker, nx=True, ex=SITEMAP_CLAIM_TTL))
+    (``HSETNX`` of ``by`` on ``P sitemaps:<run>``, kept ``SITEMAP_CLAIM_TTL`` seconds), for every component
+    that reads them (crawl scope's seeds, id targets' evidence); the others read none."""
+    key = JobKeys(prefix).sitemap_claim(run.number)
+    with client.pipeline() as pipe:
+        pipe.hsetnx(key, "by", worker)
+        pipe.expire(key, SITEMAP_CLAIM_TTL)
+        won, _ = pipe.execute()
+    return bool(won)
+
+
+def sitemaps_read(client: redis.Redis, prefix: str, run: Run, at: float, due: float | None) -> None:
+    """The reader of ``run``'s sitemaps is done (it leaves the run, at ``at`` on the fleet's clock):
+    ``read`` (ms) on the claim, and ``due`` (ms): when what the sitemaps made due wakes a watching
+    fleet's next wave (None: nothing)."""
+    key = JobKeys(prefix).sitemap_claim(run.number)
+    if due is None:
+        client.hset(key, mapping={"read": round(at * 1000)})
+    else:
+        client.hset(key, mapping={"read": round(at * 1000), "due": round(due * 1000)})
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapReading:
+    """The reading of a run's sitemaps as its claim says: the worker reading them (``by``; None: none
+    claimed them), whether it is done (``read``) and what it made due (``due``, seconds; None: nothing)."""
+
+    by: str | None
+    read: bool
+    due: float | None
+
+
+def sitemap_reading(client: redis.Redis, prefix: str, run: Run) -> SitemapReading:
+    """``run``'s sitemap claim (``P sitemaps:<run>``) read back."""
+    by, read, due = client.hmget(JobKeys(prefix).sitemap_claim(run.number), ["by", "read", "due"])
+    return SitemapReading(None if by is None else reply_text(by), read is not None,
+                          None if due is None else int(due) / 1000)
+
+
+def worker_alive(client: redis.Redis, prefix: str, worker: str, *, lease_ms: int) -> bool:
+    """Whether ``worker`` is in the job (``P workers``) with a heartbeat younger than ``lease_ms``."""
+    keys = JobKeys(prefix)
+    beat: Any = client.zscore(keys.workers, worker)
+    return beat is not None and redis_now_ms(client, keys.workers) - float(beat) < lease_ms
 
 
 def reconciled(client: redis.Redis, prefix: str, run: Run) -> None:
@@ -127,8 +178,7 @@ def await_reconciled(client: redis.Redis, prefix: str, run: Run, *, lease_ms: in
         n, ready, by = (None if v is None else reply_text(v) for v in client.hmget(keys.run, "n", "ready", "by"))
         if n != str(run.number) or ready == n or not by:  # moved on, reconciled, or a run older than the rule
             return True
-        beat: Any = client.zscore(keys.workers, by)
-        if beat is None or redis_now_ms(client, keys.workers) - float(beat) >= lease_ms:
+        if not worker_alive(client, prefix, by, lease_ms=lease_ms):
             return False
         time.sleep(WAIT_POLL)  # a condition on Redis: the starter is alive and reconciling
 

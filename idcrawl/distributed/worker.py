@@ -43,7 +43,15 @@ from idcrawl.distributed.frontier import RedisFrontier, StateLost, TargetConflic
 from idcrawl.distributed.gate import FleetGate, FleetRetries
 from idcrawl.distributed.job import RedisJob
 from idcrawl.distributed.pagerecords import FleetPageRecords, is_due_lane, move_by_sitemap
-from idcrawl.distributed.runs import claim_sitemaps, record_run_end, record_run_start, refused
+from idcrawl.distributed.runs import (
+    claim_sitemaps,
+    record_run_end,
+    record_run_start,
+    refused,
+    sitemap_reading,
+    sitemaps_read,
+    worker_alive,
+)
 from idcrawl.distributed.sentinel import primary_address, primary_id
 from idcrawl.distributed.urlqueue import RedisUrlQueue
 from idcrawl.errors import BadInputError
@@ -108,6 +116,8 @@ class RedisWorker:
         spider_name = getattr(self.crawler.spidercls, "name", "idseq")
         self._check_ids(runtime, spider_name)
         self.resume_notes: dict[str, str] = {}
+        self._reads_sitemaps = False  # this worker claimed the run's sitemaps (claim_sitemaps)
+        self._evidence_at: float | None = None  # the earliest due time of what they moved (watch: a wave then)
         self._connect(spider_name)
         self._refuse_if_owned(spider_name)
         try:
@@ -355,7 +365,8 @@ class RedisWorker:
         if self.frontier.run is None:
             return False
         try:
-            return claim_sitemaps(self.client, self.job.prefix, self.frontier.run, self.worker)
+            self._reads_sitemaps = claim_sitemaps(self.client, self.job.prefix, self.frontier.run, self.worker)
+            return self._reads_sitemaps
         except RedisError as exc:
             self._outage(exc)
             return False
@@ -379,7 +390,46 @@ class RedisWorker:
         except StateError as exc:  # a damaged record: left as it is, said once
             logger.warning("idcrawl: sitemaps: %s", exc)
             return Evidence()
-        return Evidence(pages, tail)
+        times = [record.due_at() for record in pages.values()] + ([now] if tail else [])  # a tail: due now
+        if times:
+            self._evidence_at = min(times if self._evidence_at is None else (*times, self._evidence_at))
+        return Evidence(len(pages), tail)
+
+    def _sitemaps_read(self) -> None:
+        """Leaving the run: if this worker read its sitemaps, the claim says it is done and when what they
+        made due wakes a watching fleet's next wave: at once (this worker's leaving) or at its due time
+        (:meth:`watch_evidence`, the same for every worker of the run)."""
+        run = self.frontier.run
+        if not self._reads_sitemaps or run is None:
+            return
+        now = self.runtime.clock.now()
+        due = None if self._evidence_at is None else max(self._evidence_at, now)
+        sitemaps_read(self.client, self.job.prefix, run, now, due)
+
+    def sitemaps_pending(self) -> bool:
+        """Watch mode, after the wave: whether another worker of the run is still reading the id targets'
+        sitemaps (alive, not done): what they make due wakes the next wave, so the watch waits for it."""
+        run = self.frontier.run
+        if not self.runtime.sitemaps or run is None:
+            return False
+        try:
+            reading = sitemap_reading(self.client, self.job.prefix, run)
+            return (reading.by is not None and reading.by != self.worker and not reading.read
+                    and worker_alive(self.client, self.job.prefix, reading.by, lease_ms=int(self.lease * 1000)))
+        except RedisError as exc:
+            raise BadInputError(f"idcrawl: watch: the Redis job cannot be read ({exc})") from None
+
+    def watch_evidence(self) -> float | None:
+        """Watch mode, after the wave: when what the run's sitemaps made due wakes the next wave, as the
+        reader left it on the run's claim (``P sitemaps:<run>`` ``due``): the same time for every worker of
+        the run, so they agree on the wave (even a time past: the wave starts at once)."""
+        run = self.frontier.run
+        if not self.runtime.sitemaps or run is None:
+            return None
+        try:
+            return sitemap_reading(self.client, self.job.prefix, run).due
+        except RedisError as exc:
+            raise BadInputError(f"idcrawl: watch: the Redis job cannot be read ({exc})") from None
 
     def watch_schedules(self) -> list[Schedule]:
         """Watch mode, after a wave (this worker has left the job, its ended walks applied): the job's tail
@@ -589,6 +639,7 @@ class RedisWorker:
             self.settle_tails()
             if self.urls is not None:  # taken, not answered: ready again for the fleet
                 self._inc(f"{PREFIX}/urls_given_back", self.urls.give_back())
+            self._sitemaps_read()  # before leaving: a worker waiting for it sees it done, not gone
             self._taken = self.job.leave(self.worker)
             if self.frontier.run is not None:
                 record_run_end(self.client, self.job.prefix, self.frontier.run, self.runtime.clock.stamp(), reason,

@@ -18,7 +18,7 @@ from idcrawl._scrapy import close_spider
 from idcrawl.config import config_of
 from idcrawl.core.clock import Clock, ClockError, format_time, stamp
 from idcrawl.core.recrawl import duration_text
-from idcrawl.core.watch import next_wave_at, real_sleep
+from idcrawl.core.watch import TICK, next_wave_at, real_sleep
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import STATS_PREFIX, runtime_of
 
@@ -32,6 +32,8 @@ __all__ = ["IdWatch"]
 logger = logging.getLogger(__name__)
 
 PREFIX = f"{STATS_PREFIX}/watch"
+#: Real seconds between two looks at a fleet's reading of the run's sitemaps, while another worker reads them
+SITEMAP_POLL = 0.2
 
 class IdWatch:
     """Keeps a watching crawl open between its waves and starts each wave when it falls due."""
@@ -88,25 +90,46 @@ class IdWatch:
         if not runtime.frontier.finished or not engine.spider_is_idle():
             return  # the wave goes on (the spider's idle handler keeps the engine open)
         runtime.end_wave()
+        if self._plan_next():
+            raise DontCloseSpider
+
+    def _plan_next(self) -> bool:
+        """After the wave's close: sleep until the next wave (True), or nothing will fall due again (False).
+        A fleet's worker first waits while another worker still reads the run's sitemaps (what they make
+        due wakes the next wave: ``Worker.sitemaps_pending``, ``watch_evidence``)."""
+        runtime = runtime_of(self.crawler)
+        assert runtime is not None
         worker = runtime.worker  # a LocalWorker, or a RedisWorker of a watching fleet
         now = runtime.clock.now()
         try:
-            schedules, pages = worker.watch_schedules(), worker.watch_pages()
+            if worker.sitemaps_pending():
+                self._timer = call_later(SITEMAP_POLL, self._sitemaps_polled)
+                return True
+            schedules, pages, evidence = worker.watch_schedules(), worker.watch_pages(), worker.watch_evidence()
         except BadInputError as exc:  # a fleet's schedules in Redis could not be read
             logger.error("%s", exc)
             close_spider(self.crawler, "idcrawl_watch_error")
-            return
+            return False
         at = next_wave_at(schedules, now, pages=pages, harvests=self._harvests())
+        if evidence is not None:  # made due by a sitemap: at its time, even past (the fleet agrees on it)
+            at = evidence + TICK if at is None else min(at, evidence + TICK)
         if at is None:
             logger.info("idcrawl: watch: wave %d done; nothing will fall due again, the crawl ends", self.waves)
-            return
+            return False
         sleep = real_sleep(at, now, self.speed)
         self._wave_at, self._slept_from = at, now
         self._stats().set_value(f"{PREFIX}/next_wave", stamp(at))
         logger.info("idcrawl: watch: wave %d done; next wave at %s (in %s%s)", self.waves, format_time(at),
-                    duration_text(at - now), "" if self.speed == 1 else f", {sleep:.3g} s of real time")
+                    duration_text(max(0.0, at - now)), "" if self.speed == 1 else f", {sleep:.3g} s of real time")
         self._timer = call_later(sleep, self._wake)
-        raise DontCloseSpider
+        return True
+
+    def _sitemaps_polled(self) -> None:
+        """Waiting for another worker's reading of the run's sitemaps: plan again (the crawl ends when
+        nothing will fall due)."""
+        self._timer = None
+        if not self._plan_next():
+            close_spider(self.crawler, "finished")
 
     def _wake(self) -> None:
         runtime = runtime_of(self.crawler)

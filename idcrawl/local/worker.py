@@ -304,16 +304,21 @@ class LocalWorker:
     def watch_pages(self) -> list[float]:
         """Watch mode, after the wave's last commit: the earliest due time of this job's found pages
         not before the wave's end, as stored then (one indexed query per target: no walk over the
-        pages), so a page falling due before the next tail wakes a wave of its own; what a sitemap made
-        due during the wave (sitemaps as evidence) wakes the next wave at once."""
+        pages), so a page falling due before the next tail wakes a wave of its own."""
         at = self.recorder.next_page_at if self.recorder is not None else None
-        times = [] if at is None else [at]
-        if self._evidence_at is not None:  # made due by a sitemap during the wave: the next wave takes it at once
-            times.append(max(self._evidence_at, self.runtime.clock.now()))
-        return times
+        return [] if at is None else [at]
+
+    def sitemaps_pending(self) -> bool:
+        """One process read its sitemaps during the wave: none pending after it."""
+        return False
+
+    def watch_evidence(self) -> float | None:
+        """What a sitemap made due during the wave (sitemaps as evidence) wakes the next wave at once (at
+        its due time, if later)."""
+        return None if self._evidence_at is None else max(self._evidence_at, self.runtime.clock.now())
 
     def claim_sitemaps(self) -> bool:
-        """One process reads its id targets' sitemaps itself."""
+        """One process reads its sitemaps itself."""
         return True
 
     def sitemap_evidence(self, target: str, entries: Mapping[int, SitemapUrl], now: float) -> Evidence:

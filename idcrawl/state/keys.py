@@ -127,8 +127,9 @@ class JobKeys:
         return glob(self.url("")) + "*"
 
     def sitemap_claim(self, run: int) -> str:
-        """``P sitemaps:<run>`` (string, expires): the worker that reads the sitemaps for the fleet's run, for
-        every component that reads them (crawl scope's seeds, id targets' evidence: ``idcrawl.sitemaps``)."""
+        """``P sitemaps:<run>`` (hash, expires): the worker that reads the sitemaps for the fleet's run, for
+        every component that reads them (crawl scope's seeds, id targets' evidence: ``idcrawl.sitemaps``):
+        ``by``, then ``read`` (ms: it is done) and ``due`` (ms: what they made due wakes a watch's wave)."""
         return f"{self.prefix}sitemaps:{run}"
 
     def url_counts(self, host: str) -> str:

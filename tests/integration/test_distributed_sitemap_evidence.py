@@ -8,6 +8,7 @@ One worker per run reads the sitemap; the job's page records (``P pages:``/``pag
 from __future__ import annotations
 
 import json
+import signal
 from collections import Counter
 from pathlib import Path
 
@@ -102,4 +103,54 @@ def test_a_fleet_reads_a_sitemap_named_for_crawl_scope_and_as_evidence_once_per_
         assert total(results, "idcrawl/sitemaps/id_pages") == 3 * runs
         assert sorted(item["id"] for r in results for item in r.items if item.get("target") == "items") == [1, 2, 3]
     finally:
+        site.stop()
+
+
+def test_a_watching_fleet_takes_a_page_a_sitemap_made_due_in_a_wave_at_once_every_worker_in_it(
+    redis_server, tmp_path: Path,
+) -> None:
+    """The fleet's twin of the one-process watch test (tests/crawl/test_sitemap_evidence_crawl.py), on the
+    real clock. The pre-run (2 h ago) finds 1..3, everything due a day later. Two watching workers join
+    one run (the sitemap waits until both have); wave 1 has nothing due but the sitemap says page 2
+    changed an hour ago. The worker that did not read it waits for the reader's end and both wake at the
+    time the reader left on the run's claim: one wave 2 for the fleet (the sitemap read once more, not
+    twice), which fetches page 2 once."""
+    import time
+
+    from tests.integration.test_distributed_watch import Watcher
+
+    site = SitemapSite({"/item/1": [], "/item/2": [], "/item/3": []})
+    site.put("/robots.txt", f"User-agent: *\nSitemap: {site.url('/sitemap.xml')}\n".encode(), "text/plain")
+    site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}"), "lastmod": "2026-11-01"} for n in (1, 2, 3)]))
+    site.start()
+    try:
+        started = time.time()
+        path = job(tmp_path, site)
+        run_fleet(tmp_path, "before", path, redis_server, site, started - 2 * HOUR)
+        site.put("/sitemap.xml", urlset([
+            {"loc": site.url("/item/2"), "lastmod": format_time(started - HOUR)},
+            {"loc": site.url("/item/3"), "lastmod": "2026-11-01"},
+        ]))
+        site.log.clear()
+        site.hold("/sitemap.xml")  # wave 1 lasts until both workers are in its run
+        wait_out_the_runs_grace(redis_server, "evid", 1)
+        settings = worker_settings(redis_server, job="evid", IDCRAWL_REDIS_LEASE_TIMEOUT=1)
+        watchers = [Watcher(tmp_path / "watch" / f"w{n}", path, settings) for n in range(2)]
+        try:
+            for watcher in watchers:
+                watcher.wait_for("of Redis job")
+            site.release()
+            for watcher in watchers:
+                watcher.wait_for("idcrawl: watch: wave 2 done", timeout=120)
+        finally:
+            codes = [watcher.stop(signal.SIGINT) for watcher in watchers]
+        assert codes == [0, 0], [w.log[-3000:] for w in watchers]
+        for watcher in watchers:
+            assert "Traceback" not in watcher.log, watcher.log[-3000:]
+            assert watcher.stats["idcrawl/watch/waves"] == 2
+        assert pages(site) == Counter({"/item/2": 1})
+        assert Counter(site.fetched())["/sitemap.xml"] == 2  # one reading per wave: both workers in each
+        assert sum(w.stats.get("idcrawl/sitemaps/pages_moved", 0) for w in watchers) == 1
+    finally:
+        site.release()
         site.stop()

@@ -47,6 +47,9 @@ class SitemapSite:
         self.later: dict[str, list[tuple[int, str, bytes]]] = {}
         self.log: list[str] = []
         self._lock = threading.Lock()
+        self.held: set[str] = set()  # paths whose requests wait while the gate is closed (hold, release)
+        self.gate = threading.Event()
+        self.gate.set()
         for path, links in graph.items():
             anchors = "".join(f'<a href="{link}">{link}</a>' for link in links)
             self.files[path] = (200, "text/html", f"<html><body>{path} {anchors}</body></html>".encode())
@@ -54,6 +57,8 @@ class SitemapSite:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                if self.path in site.held:
+                    assert site.gate.wait(120), "the gate was never opened"
                 with site._lock:
                     site.log.append(self.path)
                     later = site.later.get(self.path)
@@ -84,6 +89,14 @@ class SitemapSite:
         """``path`` answers ``body`` from its next request on (one more version each call)."""
         with self._lock:
             self.later.setdefault(path, []).append((200, content_type, body))
+
+    def hold(self, *paths: str) -> None:
+        """Requests of ``paths`` wait from now until :meth:`release`."""
+        self.held.update(paths)
+        self.gate.clear()
+
+    def release(self) -> None:
+        self.gate.set()
 
     def fetched(self) -> list[str]:
         with self._lock:
