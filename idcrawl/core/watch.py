@@ -15,7 +15,8 @@ from idcrawl.core.recrawl import Schedule, due
 from idcrawl.core.targets import RESET_MODES, Target
 
 __all__ = [
-    "NO_COALESCING", "TICK", "Coalescing", "next_wave_at", "parse_watch", "real_sleep", "watch_targets", "wave_key",
+    "NO_COALESCING", "TICK", "Coalescing", "late_times", "next_wave_at", "parse_watch", "real_sleep", "watch_targets",
+    "wave_key",
 ]
 
 #: Seconds after a schedule's ``due_at()`` at which a wave starts: due is strict (``>``), and the
@@ -81,6 +82,16 @@ def next_wave_at(
                if at is not None and at >= now]
     moments += [max(at, now + tick) for at in harvests if at is not None]
     return min(moments, default=None)
+
+
+def late_times(targets: Iterable[Target], schedules: Iterable[Schedule]) -> list[float]:
+    """When each target's next re-probe of its late ids falls due (``late_every`` after the last one,
+    :func:`idcrawl.core.resume.late_due`; a tail's schedule keeps ``late_at``), so that a watch wakes a
+    wave for it (as :func:`next_wave_at`'s ``pages``: due strictly after). A tail never re-probed has
+    none: its first re-probe rides with the next wave that its tail or a page wakes."""
+    every = {t.name: t.policy.late_every for t in targets if t.resume == "due" and t.policy.late_every > 0}
+    return [schedule.late_at + every[schedule.key] for schedule in schedules
+            if schedule.key in every and schedule.late_at is not None and schedule.last_found is not None]
 
 
 def real_sleep(wave_at: float, now: float, speed: float = 1.0) -> float:

@@ -18,7 +18,7 @@ from idcrawl._scrapy import close_spider
 from idcrawl.config import config_of
 from idcrawl.core.clock import Clock, ClockError, format_time, stamp
 from idcrawl.core.recrawl import duration_text
-from idcrawl.core.watch import TICK, next_wave_at, real_sleep
+from idcrawl.core.watch import TICK, late_times, next_wave_at, real_sleep
 from idcrawl.errors import BadInputError
 from idcrawl.runtime import STATS_PREFIX, runtime_of
 
@@ -110,7 +110,8 @@ class IdWatch:
             logger.error("%s", exc)
             close_spider(self.crawler, "idcrawl_watch_error")
             return False
-        at = next_wave_at(schedules, now, pages=pages, harvests=self._harvests())
+        late = late_times(runtime.targets, schedules)  # re-probes of late ids wake a wave of their own
+        at = next_wave_at(schedules, now, pages=[*pages, *late], harvests=self._harvests())
         if evidence is not None:  # made due by a sitemap: at its time, even past (the fleet agrees on it)
             at = evidence + TICK if at is None else min(at, evidence + TICK)
         if at is None:

@@ -230,3 +230,26 @@ def test_limits_apply_per_process_a_domain_a_limit_stopped_stays_stopped_in_late
     assert sorted(i for i in wave_2 if i < 1020) == [1017, 1018, 1019]
     tails = tails_of(tmp_path)
     assert set(tails) == {"b"} and tails["b"].update_duration == 60 * 1001
+
+
+def test_a_due_re_probe_of_late_ids_wakes_a_wave_of_its_own(make_site, tmp_path: Path) -> None:
+    """``late_every = 6h``, the tail's interval a day: the watch's first wave (an hour after the pre-run)
+    re-probes the late ids, and the next wave comes when the re-probe falls due again (6 h later, a
+    tick after), not with the tail a day after the pre-run."""
+    model = GapModel(1000, 1019, {1005, 1010})
+    site = make_site(model)
+    args = {"url": site.url(), "start": 1000, "margin": 3, "name": "reg", "resume": "due", "late_every": "6h"}
+    before = run_crawl(tmp_path, {**args, "late_every": "0"}, settings_at(T0))
+    assert before.returncode == 0, before.stderr[-3000:]
+    model.gaps -= {1010}  # published late, below the last found id
+    site.log.clear()
+    code, log = watch_until(tmp_path, {**args, "watch": "true"},
+                            settings_at(T0 + 3600, IDCRAWL_WATCH_SPEED=6 * 3600, **NO_WINDOW),
+                            "idcrawl: watch: wave 2 done")
+    assert code == 0, log[-3000:]
+    assert "Traceback" not in log, log[log.find("Traceback") - 500:][:3000]
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["idcrawl/watch/waves"] == 2
+    assert stats["idcrawl/watch/slept"] == pytest.approx(6 * 3600 + TICK, abs=1e-6)  # the re-probe due: wave 2
+    assert [e.id for e in site.log if e.id is not None] == [1010, 1005, 1005]  # each wave: the late ids
+    assert [i["id"] for i in read_items(tmp_path / "items.jsonl")] == [1010]
