@@ -121,7 +121,7 @@ def claim_sitemaps(client: redis.Redis, prefix: str, run: Run, worker: str) -> b
     (``HSETNX`` of ``by`` on ``P sitemaps:<run>``, kept ``SITEMAP_CLAIM_TTL`` seconds), for every component
     that reads them (crawl scope's seeds, id targets' evidence); the others read none."""
     key = JobKeys(prefix).sitemap_claim(run.number)
-    with client.pipeline() as pipe:
+    with client.pipeline(transaction=True) as pipe:  # MULTI: the claim never left without its expiry
         pipe.hsetnx(key, "by", worker)
         pipe.expire(key, SITEMAP_CLAIM_TTL)
         won, _ = pipe.execute()

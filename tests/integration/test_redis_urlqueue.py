@@ -20,7 +20,7 @@ import pytest
 
 from idcrawl.core.scope import Collection, CrawlProfile, Harvest, Hops, JobScope, ScopeKind, Seed
 from idcrawl.core.urlqueue import MemoryUrlQueue, QueueState, UrlCount, count_urls
-from idcrawl.distributed.runs import claim_sitemaps
+from idcrawl.distributed.runs import SitemapReading, claim_sitemaps, sitemap_reading, sitemaps_read, worker_alive
 from idcrawl.distributed.state import JobStateStore
 from idcrawl.distributed.urlqueue import BATCH, HOSTS_PER_CALL, RedisUrlQueue
 from tests.integration.test_distributed_runs import next_run
@@ -332,6 +332,13 @@ def test_one_worker_of_each_fleet_run_claims_the_sitemaps(redis_server) -> None:
     three.start(scope, 0.0)
     assert three.run is not None and claim_sitemaps(client, prefix, three.run, "w3")  # the next run: read again, once
     assert 0 < client.ttl(f"{prefix}sitemaps:{three.run.number}") <= 7 * 86400
+    # the reader leaves: done, and when what it made due wakes a watch's wave (the others wait till then)
+    assert sitemap_reading(client, prefix, three.run) == SitemapReading("w3", False, None)
+    assert worker_alive(client, prefix, "w3", lease_ms=60_000)
+    sitemaps_read(client, prefix, three.run, 100.0, 150.5)
+    assert sitemap_reading(client, prefix, three.run) == SitemapReading("w3", True, 150.5)
+    client.zrem(prefix + "workers", "w3")
+    assert not worker_alive(client, prefix, "w3", lease_ms=60_000)
 
 
 def test_a_take_reads_a_few_hosts_however_many_have_ready_urls_and_visits_them_all_in_turn(redis_server) -> None:
