@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from idcrawl.core.inputs import TargetError
 from idcrawl.core.recrawl import Kind, Schedule, due
 from idcrawl.core.targets import parse_target
-from idcrawl.core.watch import TICK, next_wave_at, parse_watch, real_sleep, watch_targets, wave_key
+from idcrawl.core.watch import TICK, late_times, next_wave_at, parse_watch, real_sleep, watch_targets, wave_key
 from tests.support.reference import watch_visits_truth
 
 
@@ -165,3 +165,16 @@ def test_at_epoch_times_the_wave_finds_the_thing_due_and_a_tick_earlier_it_is_no
         schedule = tail("a", t0 + k * 0.001, duration)
         at = next_wave_at([schedule], schedule.last_crawled)
         assert at is not None and due(schedule, at) and not due(schedule, at - TICK), duration
+
+
+def test_a_re_probe_of_late_ids_wakes_a_wave_late_every_after_the_last_one() -> None:
+    """``late_times``: a re-probed tail's next re-probe time; none for a tail never re-probed, without
+    ``late_every``, or not ``resume=due`` (the watch passes them as pages' due times: a tick later)."""
+    late = parse_target({"url": "http://x/{id}", "start": 1, "name": "a", "resume": "due", "late_every": "6h"})
+    off = parse_target({"url": "http://x/{id}", "start": 1, "name": "b", "resume": "due"})
+    never = parse_target({"url": "http://x/{id}", "start": 1, "name": "c", "resume": "due", "late_every": "1h"})
+    tails = [Schedule(Kind.TAIL, "a", 0.0, 86400.0, last_found=9, late_at=100.0),
+             Schedule(Kind.TAIL, "b", 0.0, 86400.0, last_found=9, late_at=100.0),
+             Schedule(Kind.TAIL, "c", 0.0, 86400.0, last_found=9)]
+    assert late_times([late, off, never], tails) == [100.0 + 6 * 3600]
+    assert next_wave_at(tails, 200.0, pages=late_times([late], tails)) == 100.0 + 6 * 3600 + TICK
