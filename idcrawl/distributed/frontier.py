@@ -292,25 +292,26 @@ class RedisFrontier(Generic[P]):
         return self.run
 
     def resume(self, target: Target, *, walk_tail: bool = True, due_pages: Sequence[int] = (),
-               wave: int | None = None, late: Sequence[int] = ()) -> str | None:
+               wave: int | None = None, late: Sequence[int] = (), reach: int | None = None) -> str | None:
         """Resume ``target`` for the whole job as one process resumes the same state
         (:func:`idcrawl.core.resume.resume_specs`): the first worker registers the plan, the others join it
         (:class:`TargetConflict`: other resume arguments). ``walk_tail``: the planner found the tail due;
         ``due_pages``: the found ids due for a revisit; ``wave``: a watching fleet's later wave (ms);
-        ``late``: the late ids to re-probe (a ``<target>:late`` list lane).
+        ``late``: the late ids to re-probe (a ``<target>:late`` list lane); ``reach``: the tail's reach
+        (:func:`idcrawl.core.resume.tail_reach`, read by the planner from the tail's schedule).
         Returns ``created``, ``joined``, or None (nothing crawled yet). docs/architecture.md, "Resumes in a fleet"."""
         from idcrawl.distributed.state import JobStateStore
 
         state = JobStateStore(self.job.client, self.job.prefix, read_only=True).load(target.name)
-        reopen: list[tuple[str, int]] = []
+        reopen: list[tuple[str, int, int | None]] = []
         holes = None
         more: list[tuple[str, Sequence[int]]] = []
         fresh = state is None or all(record.cursor == record.start for record in state.lanes.values())
         if state is not None and not fresh:  # else nothing crawled yet: the lanes start fresh (the fleet's plan)
             specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
-                                 walk_tail=walk_tail, due_pages=due_pages, late=late)
+                                 walk_tail=walk_tail, due_pages=due_pages, late=late, reach=reach)
             own = {spec.key for spec in lane_specs(target)}
-            reopen = [(spec.key, spec.start) for spec in specs if spec.ids is None and spec.key in own]
+            reopen = [(spec.key, spec.start, spec.reach) for spec in specs if spec.ids is None and spec.key in own]
             lists = [spec for spec in specs if spec.ids is not None]
             late_key = f"{target.name}:late"
             holes = next((spec for spec in lists if spec.key != late_key), None)

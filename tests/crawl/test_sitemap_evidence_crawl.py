@@ -135,3 +135,36 @@ def test_a_watching_crawl_takes_a_page_a_sitemap_made_due_in_the_next_wave_at_on
     assert stats["idcrawl/sitemaps/pages_moved"] == 1  # in wave 1 (wave 2 found page 2 due already)
     assert pages(site) == Counter({"/item/2": 1})
     assert Counter(site.fetched())["/sitemap.xml"] == 2  # read at each wave
+
+
+def test_a_tail_whose_sitemap_lists_an_id_far_past_its_margin_walks_straight_to_it(
+    site: SitemapSite, tmp_path: Path,
+) -> None:
+    """Run 1 finds 1..3 (margin 1: cut at 4). Id 20 is published and listed: run 2 only reads the
+    sitemap (the tail due now, 20 kept in its record); run 3 is stopped by a page limit on the way
+    (no walk to its margin: the tail stays due); run 4 goes on from where run 3 stopped, past every
+    miss to 20, finds it and stops one miss past it. On a tail walked by its margin alone, 20 is never
+    reached (run 3 would stop at 4)."""
+    path = job(tmp_path, site)
+    crawl(tmp_path, path, T0)
+    site.put("/item/20", b"<html><body>20</body></html>", "text/html")
+    site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3, 20)]))
+    second = crawl(tmp_path, path, T0 + 2 * HOUR)
+    assert second.stats["idcrawl/sitemaps/tails_due"] == 1
+    assert pages(site) == Counter({"/item/1": 1, "/item/2": 1, "/item/3": 1, "/item/4": 1})
+
+    limited = run_crawl(tmp_path, {"job": path}, {"IDCRAWL_NOW": format_time(T0 + 3 * HOUR),
+                                                  "CLOSESPIDER_PAGECOUNT": 6})
+    assert limited.returncode == 0, limited.stderr[-3000:]
+    assert limited.stats["finish_reason"] == "closespider_pagecount"
+    assert limited.items == [] and pages(site)["/item/20"] == 0, "stopped on the way"
+
+    fourth = crawl(tmp_path, path, T0 + 4 * HOUR)
+    fetched = pages(site)
+    assert [item["id"] for item in fourth.items] == [20]
+    assert all(fetched[f"/item/{n}"] >= 1 for n in range(5, 22)), "every id up to 20 and one past it"
+    assert fetched["/item/20"] == 1 and fetched["/item/21"] == 1 and fetched["/item/22"] == 0
+    assert fetched["/item/1"] == 1  # the found pages are not due for a day
+
+    fifth = crawl(tmp_path, path, T0 + 30 * 24 * HOUR)  # 20 passed: the next walk goes by its margin again
+    assert fifth.items == [] and pages(site)["/item/21"] == 2 and pages(site)["/item/22"] == 0
