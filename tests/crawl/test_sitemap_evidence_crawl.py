@@ -18,6 +18,7 @@ import pytest
 from idcrawl.core.clock import format_time
 from tests.support.crawl import CrawlResult, run_crawl
 from tests.support.sitemap_site import SitemapSite, urlset
+from tests.support.states import scrapy
 
 T0 = 1_794_300_000.0  # 2026-11-10T08:40:00Z
 HOUR = 3600.0
@@ -152,6 +153,13 @@ def test_a_tail_whose_sitemap_lists_an_id_far_past_its_margin_walks_straight_to_
     second = crawl(tmp_path, path, T0 + 2 * HOUR)
     assert second.stats["idcrawl/sitemaps/tails_due"] == 1
     assert pages(site) == Counter({"/item/1": 1, "/item/2": 1, "/item/3": 1, "/item/4": 1})
+    listed = scrapy(tmp_path, "iddue", "--job", str(path), "--at", format_time(T0 + 3 * HOUR), "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    (tail,) = (t["tail"] for t in json.loads(listed.stdout)["targets"])
+    assert (tail["walk_from"], tail["reach"], tail["due"]) == (4, 20, True)
+    tsv = scrapy(tmp_path, "iddue", "--job", str(path), "--at", format_time(T0 + 3 * HOUR), "--format", "tsv")
+    header, row = (line.split("\t") for line in tsv.stdout.splitlines()[-2:])
+    assert dict(zip(header, row, strict=True))["tail walk"] == "from 4 to 20 (listed), then the margin"
 
     limited = run_crawl(tmp_path, {"job": path}, {"IDCRAWL_NOW": format_time(T0 + 3 * HOUR),
                                                   "CLOSESPIDER_PAGECOUNT": 6})
