@@ -349,10 +349,13 @@ class RedisFrontier(Generic[P]):
         return verdict
 
     def _refresh(self, key: str) -> None:
-        """Read a lane the job changed (a cut lane a resume reopened) into its mirror."""
-        state = LaneState.read(self.job.client.hmget(self.job.keys.lane(key), *LaneState.FIELDS))
+        """Read a lane the job changed (a cut lane a resume reopened) into its mirror, its reach too
+        (:attr:`idcrawl.core.frontier.LaneSpec.reach`: the claim size does not shrink on the way to it)."""
+        *fields, reach = self.job.client.hmget(self.job.keys.lane(key), *LaneState.FIELDS, "reach")
+        state = LaneState.read(fields)
         if state is None:
             return
+        self.lanes[key].reach = int(reply_text(reach)) if reach else None
         self._sync(key, state)
         self._misses[key] = 0
         lane = self.lanes[key]
@@ -507,10 +510,16 @@ class RedisFrontier(Generic[P]):
         decided prefix (the job's, as last seen) or among its latest outcomes this worker recorded.
         A list lane (resumed holes) has no margin: always the block."""
         lane = self.lanes[key]
+        reach, step = lane.reach, lane.step
+        after = lane.last_found  # misses are counted after it, or after the reach when that is later
+        if reach is not None and (after is None or (reach - after) * step > 0):
+            after = reach
         if key in self._ids:  # a list lane has no margin: no cut to come
             misses = 0
-        elif lane.last_found is not None:
-            misses = max((lane.first_undecided - lane.last_found) * lane.step - 1, self._misses.get(key, 0))
+        elif reach is not None and (reach - lane.first_undecided) * step >= 0:
+            misses = 0  # on the way to its reach: no cut can come before it
+        elif after is not None:
+            misses = max((lane.first_undecided - after) * step - 1, self._misses.get(key, 0))
         else:
             misses = max((lane.first_undecided - lane.start) * lane.step, self._misses.get(key, 0))
         size = self.block >> min(misses, 16)
@@ -643,7 +652,7 @@ class RedisFrontier(Generic[P]):
         reply = self.job.record(self.worker, lane_key, redis_id, CODES[outcome], blob, self._back(lane_key, id_), page)
         if outcome is Outcome.FOUND:
             self._misses[lane_key] = 0
-        elif outcome not in self._neutral:
+        elif outcome not in self._neutral and not (lane.reach is not None and (lane.reach - id_) * lane.step >= 0):
             self._misses[lane_key] = self._misses.get(lane_key, 0) + 1
         if reply is None:
             return Decided([])
