@@ -453,3 +453,48 @@ def test_a_reach_walks_past_any_run_of_misses_to_a_listed_id() -> None:
         ln = Lane("t:asc", start=11, step=1, stop=None, margin=3, window=5, adaptive=True, reach=reach)
         released = drive(ln, lambda i: FOUND if i == 40 else MISSING, random.Random(7), 4, set(), lambda _: None)
         assert (ln.cut_at, released) == (cut, found)
+
+
+@settings(max_examples=120, derandomize=True, deadline=None)
+@given(
+    starts=st.lists(st.tuples(st.integers(0, 120), st.integers(1, 6), st.integers(1, 30), st.booleans(),
+                              st.one_of(st.none(), st.integers(-5, 80))), min_size=1, max_size=4),
+    exists=st.sets(st.integers(0, 250), max_size=150),
+    slow=st.sets(st.integers(0, 250), max_size=10),
+    concurrency=st.integers(1, 40),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_tails_with_a_reach_in_a_frontier_decide_as_the_rule_in_any_order(
+    starts: list[tuple[int, int, int, bool, int | None]], exists: set[int], slow: set[int], concurrency: int,
+    seed: int,
+) -> None:
+    """Resumed tails (ascending lanes from a LaneSpec with a reach), on one site or on sites of their own
+    (overlapping ones share outcomes): each lane's items and cut are the rule's with its reach, adaptive
+    or with a fixed window, and an adaptive lane wastes at most its margin past the cut."""
+    from idcrawl.core.frontier import LaneSpec
+
+    targets = [parse_target({"name": f"t{i}", "start": start, "direction": "asc", "margin": margin, "window": window,
+                             "url": f"https://{'shared' if shared else f'h{i}'}.example/{{id}}"})
+               for i, (start, margin, window, shared, _) in enumerate(starts)]
+    reaches = {t.name: None if r is None else max(0, t.start + r) for t, (*_, r) in zip(targets, starts, strict=True)}
+
+    def outcome_of(id_: int) -> Outcome:
+        return FOUND if id_ in exists else MISSING
+
+    def rebind(payload: tuple[str, int] | None, lane: str, id_: int) -> tuple[str, int]:
+        return lane, id_
+
+    for adaptive in (True, False):
+        frontier: Frontier[tuple[str, int]] = Frontier([], rebind=rebind, adaptive=adaptive)
+        for tgt in targets:
+            reach = reaches[tgt.name]
+            frontier.add_target(tgt, [LaneSpec(f"{tgt.name}:asc", "asc", tgt.start, 1, None, 1, reach=reach)])
+        released = drive_frontier(frontier, outcome_of, random.Random(seed), concurrency, slow)
+        for key, ln in frontier.lanes.items():
+            tgt = frontier.lane_target[key]
+            found, cut = lane_truth(lambda i: outcome_of(i) is FOUND, ln.start, 1, None, tgt.margin,
+                                    reach=reaches[tgt.name])
+            assert ln.cut_at == cut, key
+            assert sorted(released[key]) == sorted(found), key
+            if adaptive and cut is not None:
+                assert ln.counts.past_cut <= tgt.margin, key
