@@ -176,3 +176,28 @@ def test_a_tail_whose_sitemap_lists_an_id_far_past_its_margin_walks_straight_to_
 
     fifth = crawl(tmp_path, path, T0 + 30 * 24 * HOUR)  # 20 passed: the next walk goes by its margin again
     assert fifth.items == [] and pages(site)["/item/21"] == 2 and pages(site)["/item/22"] == 0
+
+
+def test_a_watching_crawl_walks_a_tail_to_the_id_its_sitemap_listed_in_the_next_wave(
+    site: SitemapSite, tmp_path: Path,
+) -> None:
+    """Run 1 (2 h ago) finds 1..3 (cut at 4), its tail due a day later. A watch on the real clock:
+    wave 1 has nothing due, but the sitemap lists id 20; wave 2 comes at once and walks the tail
+    from 4 past the misses to 20, finds it, and stops one miss past it (SIGINT then)."""
+    import time
+
+    from tests.crawl.test_watch_crawl import watch_until
+
+    started = time.time()
+    path = job(tmp_path, site)
+    crawl(tmp_path, path, started - 2 * HOUR)
+    site.put("/item/20", b"<html><body>20</body></html>", "text/html")
+    site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3, 20)]))
+    site.log.clear()
+    code, log = watch_until(tmp_path, {"job": path, "watch": "true"}, {}, "idcrawl: watch: wave 2 done")
+    assert code == 0, log[-3000:]
+    assert "Traceback" not in log, log[log.find("Traceback") - 500:][:3000]
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["idcrawl/watch/waves"] == 2 and stats["idcrawl/sitemaps/tails_due"] == 1
+    assert pages(site) == Counter({f"/item/{n}": 1 for n in range(4, 22)})
+    assert [json.loads(line)["id"] for line in (tmp_path / "items.jsonl").read_text().splitlines()] == [20]
