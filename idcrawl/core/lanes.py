@@ -195,7 +195,8 @@ class Lane(Generic[P]):
 
     def _after_reach(self, id_: int) -> int:
         """The first id from ``id_`` on whose miss counts toward the margin."""
-        return self.reach + self.step if self._reached(id_) else id_  # type: ignore[operator]
+        reach = self.reach
+        return reach + self.step if reach is not None and (reach - id_) * self.step >= 0 else id_
 
     def in_range(self, id_: int) -> bool:
         """Whether ``id_`` is on the lane's walk: from its start to its stop."""
