@@ -273,6 +273,9 @@ class RedisWorker:
                     self._due_planned += len(self._due_ids[target.name])
                 if verdict == "created" and target.name in not_due:
                     self.resume_notes[target.name] += f"; {not_due[target.name]}"
+                tail = self.frontier.lanes.get(f"{target.name}:asc")
+                if tail is not None and tail.reach is not None:  # a sitemap listed an id above the last found
+                    self.resume_notes[target.name] += f"; its tail walks on to {tail.reach:,}, listed in a sitemap"
 
     def _init_running(self, runtime: IdRuntime) -> None:
         """What the joined worker keeps while it runs: polls, acknowledgements, retries, outages."""

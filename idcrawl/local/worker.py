@@ -277,6 +277,10 @@ class LocalWorker:
         )
         if note is not None and target.name not in self.resume_notes:
             self.resume_notes[target.name] = note
+        reach = next((spec.reach for spec in specs if spec.reach is not None), None)
+        if reach is not None:  # a sitemap listed an id above the tail's last found one: the walk goes to it
+            self.resume_notes[target.name] = (f"{self.resume_notes.get(target.name, 'resume=due')}; "
+                                              f"its tail walks on to {reach:,}, listed in a sitemap")
 
     def _in_due_order(self, targets: Sequence[Target]) -> list[Target]:
         """``resume=due``: the targets whose tails are most overdue first (they win the interleaving's

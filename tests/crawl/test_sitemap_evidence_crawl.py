@@ -168,6 +168,7 @@ def test_a_tail_whose_sitemap_lists_an_id_far_past_its_margin_walks_straight_to_
     assert limited.items == [] and pages(site)["/item/20"] == 0, "stopped on the way"
 
     fourth = crawl(tmp_path, path, T0 + 4 * HOUR)
+    assert "its tail walks on to 20, listed in a sitemap" in fourth.stderr
     fetched = pages(site)
     assert [item["id"] for item in fourth.items] == [20]
     assert all(fetched[f"/item/{n}"] >= 1 for n in range(5, 22)), "every id up to 20 and one past it"

@@ -109,6 +109,7 @@ def test_a_fleet_s_tail_whose_sitemap_lists_an_id_far_past_its_margin_walks_stra
         third = run_fleet(tmp_path, "r3", path, redis_server, site, T0 + 3 * HOUR)
         fetched = pages(site)
         assert sorted(item["id"] for r in third for item in r.items) == [20]
+        assert any("its tail walks on to 20, listed in a sitemap" in r.stderr for r in third)
         assert [fetched[f"/item/{n}"] for n in range(4, 23)] == [2] + [1] * 17 + [0]  # 4 again, 5..21, not 22
         assert "listed" not in json.loads(client.hget("idcrawl:{evid}:tails", "items")), "passed: forgotten"
     finally:
