@@ -40,7 +40,7 @@ from idcrawl.core.jobfile import parse_job
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule, duration_text, overdue
-from idcrawl.core.resume import late_pass, tail_bound, tail_due
+from idcrawl.core.resume import late_pass, tail_bound, tail_due, tail_reach
 from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.core.targets import Target
 from idcrawl.state.base import StateStore
@@ -121,7 +121,17 @@ def _walk_text(row: DueRow) -> str:
     first, last = row.walk
     if not row.in_state:
         return f"never crawled: all of it, from {first}"
-    return f"from {first} to {'the margin' if last is None else f'the margin or {last}'}"
+    reach = _reach(row)
+    to = "the margin" if last is None else f"the margin or {last}"
+    return f"from {first} to {to}" if reach is None else f"from {first} to {reach} (listed), then {to}"
+
+
+def _reach(row: DueRow) -> int | None:
+    """Where the tail's walk goes whatever the misses (:func:`idcrawl.core.resume.tail_reach`; None: none)."""
+    reach = tail_reach(row.schedule)
+    if reach is None or row.walk is None or reach < row.walk[0]:
+        return None
+    return reach if row.walk[1] is None else min(reach, row.walk[1])
 
 
 def _at_text(row: DueRow) -> str:
@@ -177,7 +187,8 @@ def due_document(rows: Sequence[DueRow], *, at: float, state: str) -> dict[str, 
     for row in rows:
         tail = None
         if row.walk is not None:
-            tail = {"walk_from": row.walk[0], "walk_to": row.walk[1], "due": row.tail_due, "overdue": row.overdue,
+            tail = {"walk_from": row.walk[0], "walk_to": row.walk[1], "reach": _reach(row), "due": row.tail_due,
+                    "overdue": row.overdue,
                     **tail_fields(row.schedule)}
         pages = {"records": row.pages, "due": list(row.due_pages)} if row.in_state else None
         targets.append({"name": row.name, "in_state": row.in_state, "due": row.due, "tail": tail, "pages": pages,

@@ -37,6 +37,9 @@ class LaneSpec:
     ids: tuple[int, ...] | None = None
     #: fetch ids an earlier run found (due pages revisited), which other lanes skip
     refetch_found: bool = False
+    #: an id the lane walks to whatever the misses: misses at or before it do not count toward the
+    #: margin (a tail told of newer ids by a sitemap: :func:`idcrawl.core.resume.tail_specs`); None: none
+    reach: int | None = None
 
 
 def lane_specs(target: Target) -> list[LaneSpec]:
@@ -265,6 +268,7 @@ class Frontier(Generic[P]):
                 spec.key, start=spec.start, step=spec.step, stop=spec.stop,
                 margin=0 if spec.ids is not None else target.margin,
                 window=target.window, neutral=self._neutral, adaptive=self._adaptive, speculation=speculation,
+                reach=spec.reach,
             )
             if spec.ids is not None:
                 self._ids[spec.key] = spec.ids

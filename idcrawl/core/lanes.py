@@ -92,6 +92,10 @@ class Lane(Generic[P]):
       ``speculation``, at any concurrency; with ``speculation = 0`` none (the
       earliest possible cut only moves on, so every id dispensed is within the
       real cut).
+    - *A reach walks to a known id.* With ``reach`` (an id on the walk: the highest id a sitemap listed
+      for a tail, :mod:`idcrawl.core.resume`), misses at or before it do not count toward the margin:
+      the cut is counted from the later of the last found id and the reach, whatever the misses on
+      the way. The earliest possible cut and the window base follow the same rule.
     - *An undecided id that cannot change the cut does not hold the window.*
       The window is counted from just after the last found id before the
       earliest possible cut (the *window base*), not from the first undecided
@@ -116,6 +120,7 @@ class Lane(Generic[P]):
         "miss_run",
         "neutral",
         "next_id",
+        "reach",
         "reason",
         "speculation",
         "start",
@@ -136,6 +141,7 @@ class Lane(Generic[P]):
         neutral: frozenset[Outcome] = frozenset(),
         adaptive: bool = False,
         speculation: int | None = None,
+        reach: int | None = None,
     ) -> None:
         if step not in (1, -1):
             raise ValueError(f"step must be 1 or -1, not {step!r}")
@@ -151,6 +157,8 @@ class Lane(Generic[P]):
         self.window = window
         #: non-found outcomes that neither extend nor reset the run of misses
         self.neutral = neutral
+        #: misses at or before this id (in lane order) do not count toward the margin (None: none do not)
+        self.reach = reach
         self.next_id = start
         self.first_undecided = start
         self.miss_run = 0
@@ -166,7 +174,7 @@ class Lane(Generic[P]):
         #: response that decides the cut is parsed: see :class:`idcrawl.core.frontier.Frontier`)
         self.speculation = margin if speculation is None else max(0, speculation)
         #: the earliest possible cut (adaptive lanes with a margin; None: no cut can come)
-        self._pcut: int | None = start + (margin - 1) * step if adaptive and margin else None
+        self._pcut: int | None = self._after_reach(start) + (margin - 1) * step if adaptive and margin else None
         #: the window base of an adaptive lane (see the class docs); at least the first undecided id
         self._base = start
         if self._past_stop(start):
@@ -180,6 +188,15 @@ class Lane(Generic[P]):
         if self.stop is None:
             return False
         return id_ > self.stop if self.step > 0 else id_ < self.stop
+
+    def _reached(self, id_: int) -> bool:
+        """``id_`` is at or before the reach: a miss there does not count toward the margin."""
+        return self.reach is not None and (self.reach - id_) * self.step >= 0
+
+    def _after_reach(self, id_: int) -> int:
+        """The first id from ``id_`` on whose miss counts toward the margin."""
+        reach = self.reach
+        return reach + self.step if reach is not None and (reach - id_) * self.step >= 0 else id_
 
     def in_range(self, id_: int) -> bool:
         """Whether ``id_`` is on the lane's walk: from its start to its stop."""
@@ -313,7 +330,7 @@ class Lane(Generic[P]):
                 self.last_found = id_
                 continue
             setattr(self.counts, outcome.value, getattr(self.counts, outcome.value) + 1)
-            if outcome in self.neutral:
+            if outcome in self.neutral or self._reached(id_):
                 continue
             self.miss_run += 1
             if self.margin and self.miss_run >= self.margin:
@@ -347,7 +364,7 @@ class Lane(Generic[P]):
             outcome = decided.get(i)
             if outcome is Outcome.FOUND:
                 break
-            if outcome is None or outcome not in neutral:
+            if (outcome is None or outcome not in neutral) and not self._reached(i):
                 run += 1
             i -= step
         else:
@@ -359,14 +376,14 @@ class Lane(Generic[P]):
             if outcome is Outcome.FOUND:
                 run = 0
                 last_found = i
-            elif outcome is None or outcome not in neutral:
+            elif (outcome is None or outcome not in neutral) and not self._reached(i):
                 run += 1
                 if run >= margin:
                     self._pcut = i
                     break
             i += step
-        else:  # ids not dispensed yet count as misses
-            self._pcut = self.next_id + (margin - run - 1) * step
+        else:  # ids not dispensed yet count as misses (those after the reach)
+            self._pcut = self._after_reach(self.next_id) + (margin - run - 1) * step
         if last_found is not None and (last_found + step - self._base) * step > 0:
             self._base = last_found + step
 
@@ -393,7 +410,7 @@ class Lane(Generic[P]):
                     released.append(self._held.pop(id_))
                     ids.append(id_)
                 run = 0
-            elif outcome is None or outcome not in self.neutral:
+            elif (outcome is None or outcome not in self.neutral) and not self._reached(id_):
                 run += 1
                 if self.margin and run >= self.margin:
                     break

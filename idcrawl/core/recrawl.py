@@ -312,6 +312,10 @@ class Schedule:
     capture_uri: str | None = None
     capture_date: str | None = None
     capture_digest: str | None = None
+    #: tail: the highest id a sitemap listed above ``last_found`` that no walk has passed yet: the next
+    #: walk goes on to it whatever the misses (its lane's reach, :func:`idcrawl.core.resume.tail_specs`);
+    #: None: none (:func:`idcrawl.core.sitemaps.tail_due_by_sitemap` sets it, :func:`tail_after_run` clears it)
+    listed: int | None = None
 
     def due_at(self) -> float:
         """The moment after which the thing is due (due when now is strictly later)."""
@@ -327,14 +331,21 @@ def tail_schedule(key: str, now: float, last_found: int | None, policy: Policy =
 
 
 def tail_after_run(
-    previous: Schedule | None, key: str, last_found: int | None, now: float, policy: Policy = DEFAULT_POLICY
+    previous: Schedule | None, key: str, last_found: int | None, now: float, policy: Policy = DEFAULT_POLICY,
+    cut: int | None = None,
 ) -> Schedule:
     """A tail's schedule once a run walked it to its margin at ``now``, ``last_found`` the highest id
-    that run found on it (None: none): the rule applied to ``previous``, or the first schedule."""
+    that run found on it (None: none): the rule applied to ``previous``, or the first schedule.
+    ``cut``: where the margin cut the walk (None: not known): a listed id (:attr:`Schedule.listed`)
+    before it, or at or below the new last found id, was passed and is forgotten."""
     if previous is None:
         return tail_schedule(key, now, last_found, policy)
     schedule = visit_tail(previous, () if last_found is None else (last_found,), now, policy).schedule
     assert schedule is not None
+    listed = schedule.listed
+    if listed is not None and ((cut is not None and cut > listed)
+                               or (schedule.last_found is not None and schedule.last_found >= listed)):
+        schedule = replace(schedule, listed=None)
     return schedule
 
 

@@ -20,7 +20,7 @@ from idcrawl.core.watch import NO_COALESCING, Coalescing
 
 __all__ = [
     "IDENTITY_KEYS", "RESUME_MODES", "LatePass", "due_first", "identity", "late_due", "late_ids", "late_pass",
-    "resume_specs", "tail_bound", "tail_due", "tail_specs",
+    "resume_specs", "tail_bound", "tail_due", "tail_reach", "tail_specs",
 ]
 
 #: The target parameters that define which ids a crawl covers: a resumed run
@@ -37,6 +37,13 @@ def tail_due(schedule: Schedule | None, now: float, coalescing: Coalescing = NO_
     or when it has no schedule yet (no run walked it to its margin: an older state, or a stopped run).
     ``coalescing``: a watch wave's window (due within it is due)."""
     return schedule is None or coalescing.due(schedule, now)
+
+
+def tail_reach(schedule: Schedule | None) -> int | None:
+    """How far a ``resume=due`` walk of a tail goes whatever the misses: the highest id a sitemap listed
+    above its last found id that no walk has passed yet (:attr:`Schedule.listed`); None: none. Read
+    from the tail's record at plan time, so a run resumed after a kill still walks to it."""
+    return schedule.listed if schedule is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,16 +119,18 @@ def resume_specs(
     walk_tail: bool = True,
     due_pages: Sequence[int] = (),
     late: Sequence[int] = (),
+    reach: int | None = None,
 ) -> list[LaneSpec]:
     """The lanes to walk when resuming ``target`` with ``mode``.
 
     ``due`` only: ``walk_tail`` False leaves out the tail (not due: :func:`tail_due`); ``due_pages``,
     found ids due for a revisit in fetch order (most overdue first: :func:`idcrawl.core.recrawl.due_order`),
     become a list lane ``<target>:due`` after the tail (the hook of the page revisits); ``late``, the
-    ids of a re-probe of late ids (:func:`late_pass`), a list lane ``<target>:late`` after them.
+    ids of a re-probe of late ids (:func:`late_pass`), a list lane ``<target>:late`` after them;
+    ``reach``, the tail's reach (:func:`tail_reach`).
     """
     if mode == "due":
-        walks = tail_specs(target, lanes) if walk_tail else []
+        walks = tail_specs(target, lanes, reach) if walk_tail else []
         if due_pages:
             walks.append(_list_lane(target, "due", due_pages, refetch_found=True))  # found ids, which the tail skips
         if late:
@@ -174,10 +183,12 @@ def tail_bound(lanes: Mapping[str, LaneRecord]) -> tuple[int, int | None] | None
     return None
 
 
-def tail_specs(target: Target, lanes: Mapping[str, LaneRecord]) -> list[LaneSpec]:
+def tail_specs(target: Target, lanes: Mapping[str, LaneRecord], reach: int | None = None) -> list[LaneSpec]:
     """The lane that walks ``target``'s tail (none or one): its ascending lane from just after its last found
     id (cut by its margin) or from its first undecided id (stopped early); none when it has no ascending
-    lane or that one reached its bound; the fresh ascending lane when nothing was crawled."""
+    lane or that one reached its bound; the fresh ascending lane when nothing was crawled.
+    ``reach`` (:func:`tail_reach`): a continued walk goes on to that id whatever the misses, when it
+    starts at or before it (:attr:`LaneSpec.reach`)."""
     if not lanes:
         return [spec for spec in lane_specs(target) if spec.direction == "asc"]
     specs: list[LaneSpec] = []
@@ -191,5 +202,6 @@ def tail_specs(target: Target, lanes: Mapping[str, LaneRecord]) -> list[LaneSpec
         plan = plan_lane(record, {})
         if plan.bound is not None:
             start, stop = plan.bound
-            specs.append(LaneSpec(spec.key, spec.direction, start, record.step, stop, spec.weight))
+            walks_to = None if reach is None or reach < start else reach if stop is None else min(reach, stop)
+            specs.append(LaneSpec(spec.key, spec.direction, start, record.step, stop, spec.weight, reach=walks_to))
     return specs

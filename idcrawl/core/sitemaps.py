@@ -196,10 +196,17 @@ def due_by_sitemap(schedule: Schedule, lastmod: float | None, now: float, policy
 
 def tail_due_by_sitemap(schedule: Schedule, listed: Iterable[int], now: float, policy: Policy) -> Schedule | None:
     """A tail's record moved by the ids a sitemap lists: ids above its last found id are news
-    (:func:`tail_news`), so it is probed now, its interval cut as :func:`due_by_sitemap` cuts a page's.
-    None: no news (none listed above, or nothing listed), or due already."""
-    news, _ = tail_news(listed, schedule.last_found)
-    return _due_now(schedule, now, policy) if news is TailNews.NEWS else None
+    (:func:`tail_news`), so it is probed now, its interval cut as :func:`due_by_sitemap` cuts a page's,
+    and the highest of them is kept (:attr:`Schedule.listed`, when above the one kept): the next walk
+    goes on to it whatever the misses. None: no news (none listed above, or nothing listed), or due
+    already and no higher id listed."""
+    news, top = tail_news(listed, schedule.last_found)
+    if news is not TailNews.NEWS or top is None:
+        return None
+    moved = _due_now(schedule, now, policy)
+    if schedule.listed is not None and top <= schedule.listed:
+        return moved
+    return replace(moved or schedule, listed=top)
 
 
 def page_by_sitemap(schedule: Schedule, entry: SitemapUrl, now: float, policy: Policy) -> Schedule | None:

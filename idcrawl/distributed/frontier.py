@@ -292,25 +292,26 @@ class RedisFrontier(Generic[P]):
         return self.run
 
     def resume(self, target: Target, *, walk_tail: bool = True, due_pages: Sequence[int] = (),
-               wave: int | None = None, late: Sequence[int] = ()) -> str | None:
+               wave: int | None = None, late: Sequence[int] = (), reach: int | None = None) -> str | None:
         """Resume ``target`` for the whole job as one process resumes the same state
         (:func:`idcrawl.core.resume.resume_specs`): the first worker registers the plan, the others join it
         (:class:`TargetConflict`: other resume arguments). ``walk_tail``: the planner found the tail due;
         ``due_pages``: the found ids due for a revisit; ``wave``: a watching fleet's later wave (ms);
-        ``late``: the late ids to re-probe (a ``<target>:late`` list lane).
+        ``late``: the late ids to re-probe (a ``<target>:late`` list lane); ``reach``: the tail's reach
+        (:func:`idcrawl.core.resume.tail_reach`, read by the planner from the tail's schedule).
         Returns ``created``, ``joined``, or None (nothing crawled yet). docs/architecture.md, "Resumes in a fleet"."""
         from idcrawl.distributed.state import JobStateStore
 
         state = JobStateStore(self.job.client, self.job.prefix, read_only=True).load(target.name)
-        reopen: list[tuple[str, int]] = []
+        reopen: list[tuple[str, int, int | None]] = []
         holes = None
         more: list[tuple[str, Sequence[int]]] = []
         fresh = state is None or all(record.cursor == record.start for record in state.lanes.values())
         if state is not None and not fresh:  # else nothing crawled yet: the lanes start fresh (the fleet's plan)
             specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
-                                 walk_tail=walk_tail, due_pages=due_pages, late=late)
+                                 walk_tail=walk_tail, due_pages=due_pages, late=late, reach=reach)
             own = {spec.key for spec in lane_specs(target)}
-            reopen = [(spec.key, spec.start) for spec in specs if spec.ids is None and spec.key in own]
+            reopen = [(spec.key, spec.start, spec.reach) for spec in specs if spec.ids is None and spec.key in own]
             lists = [spec for spec in specs if spec.ids is not None]
             late_key = f"{target.name}:late"
             holes = next((spec for spec in lists if spec.key != late_key), None)
@@ -348,10 +349,13 @@ class RedisFrontier(Generic[P]):
         return verdict
 
     def _refresh(self, key: str) -> None:
-        """Read a lane the job changed (a cut lane a resume reopened) into its mirror."""
-        state = LaneState.read(self.job.client.hmget(self.job.keys.lane(key), *LaneState.FIELDS))
+        """Read a lane the job changed (a cut lane a resume reopened) into its mirror, its reach too
+        (:attr:`idcrawl.core.frontier.LaneSpec.reach`: the claim size does not shrink on the way to it)."""
+        *fields, reach = self.job.client.hmget(self.job.keys.lane(key), *LaneState.FIELDS, "reach")
+        state = LaneState.read(fields)
         if state is None:
             return
+        self.lanes[key].reach = int(reply_text(reach)) if reach else None
         self._sync(key, state)
         self._misses[key] = 0
         lane = self.lanes[key]
@@ -506,10 +510,16 @@ class RedisFrontier(Generic[P]):
         decided prefix (the job's, as last seen) or among its latest outcomes this worker recorded.
         A list lane (resumed holes) has no margin: always the block."""
         lane = self.lanes[key]
+        reach, step = lane.reach, lane.step
+        after = lane.last_found  # misses are counted after it, or after the reach when that is later
+        if reach is not None and (after is None or (reach - after) * step > 0):
+            after = reach
         if key in self._ids:  # a list lane has no margin: no cut to come
             misses = 0
-        elif lane.last_found is not None:
-            misses = max((lane.first_undecided - lane.last_found) * lane.step - 1, self._misses.get(key, 0))
+        elif reach is not None and (reach - lane.first_undecided) * step >= 0:
+            misses = 0  # on the way to its reach: no cut can come before it
+        elif after is not None:
+            misses = max((lane.first_undecided - after) * step - 1, self._misses.get(key, 0))
         else:
             misses = max((lane.first_undecided - lane.start) * lane.step, self._misses.get(key, 0))
         size = self.block >> min(misses, 16)
@@ -642,7 +652,7 @@ class RedisFrontier(Generic[P]):
         reply = self.job.record(self.worker, lane_key, redis_id, CODES[outcome], blob, self._back(lane_key, id_), page)
         if outcome is Outcome.FOUND:
             self._misses[lane_key] = 0
-        elif outcome not in self._neutral:
+        elif outcome not in self._neutral and not (lane.reach is not None and (lane.reach - id_) * lane.step >= 0):
             self._misses[lane_key] = self._misses.get(lane_key, 0) + 1
         if reply is None:
             return Decided([])

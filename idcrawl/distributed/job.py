@@ -201,17 +201,18 @@ class RedisJob:
 
     def resume(
         self, worker: str, target: str, args: str, base: str, lane_args: Sequence[Any],
-        reopen: Sequence[tuple[str, int]], ids: Sequence[int],
+        reopen: Sequence[tuple[str, int, int | None]], ids: Sequence[int],
         more: Sequence[tuple[str, Sequence[int]]] = (),
     ) -> ResumeReply:
         """Register a resume of ``target`` (reopened cut lanes, hole ids) or join the one in progress.
         ``lane_args``: window, neutral, weight of the list lane, and the worker's run of the fleet
-        (:func:`idcrawl.distributed.runs.join_run`): a plan of that run is joined. ``more``: more list
-        lanes after ``base``'s (name, ids): the late ids of a due resume."""
+        (:func:`idcrawl.distributed.runs.join_run`): a plan of that run is joined. ``reopen``: cut lanes
+        going on (lane, restart id, reach: None none, :attr:`idcrawl.core.frontier.LaneSpec.reach`).
+        ``more``: more list lanes after ``base``'s (name, ids): the late ids of a due resume."""
         keys = [self.keys.resume(target), self.keys.unsettled, self.keys.workers, self.keys.target_lanes(target)]
         argv: list[Any] = [worker, args, base, target, *lane_args, len(reopen)]
-        for lane, restart in reopen:
-            argv += [lane, restart]
+        for lane, restart, reach in reopen:
+            argv += [lane, restart, "" if reach is None else reach]
         argv += [len(more), len(ids), *ids]
         for name, listed in more:
             argv += [name, len(listed), *listed]

@@ -46,7 +46,8 @@ def settle_tail(client: Any, prefix: str, target: Target, lane_key: str, now: fl
             return None, None
         raw = pipe.hget(tails, target.name)
         previous = decode.tail_record(raw, f"key {tails!r}", target.name) if raw is not None else None
-        schedule = tail_after_run(previous, target.name, int(last) if last else None, now, target.policy)
+        schedule = tail_after_run(previous, target.name, int(last) if last else None, now, target.policy,
+                                  cut=int(cut))
 
         def write(pipe: Any) -> None:
             pipe.hset(tails, target.name, json.dumps(record_of(schedule)))

@@ -24,7 +24,7 @@ from idcrawl.core.inputs import TargetError
 from idcrawl.core.lanes import MARGIN, Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule
-from idcrawl.core.resume import LatePass, due_first, late_due, late_pass, tail_due
+from idcrawl.core.resume import LatePass, due_first, late_due, late_pass, tail_due, tail_reach
 from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.core.sitemaps import Evidence
 from idcrawl.core.targets import RESET_MODES, Target, parse_target
@@ -255,9 +255,10 @@ class RedisWorker:
                 self.frontier.add_target(target)
                 walk_tail = self._walk_tail(target, spider_name, not_due)
                 passed = self._late.get(target.name)
-                resumed[target.name] = self.frontier.resume(target, walk_tail=walk_tail, wave=self._wave(),
-                                                            due_pages=self._due_ids.get(target.name, ()),
-                                                            late=passed.ids if passed is not None else ())
+                resumed[target.name] = self.frontier.resume(
+                    target, walk_tail=walk_tail, wave=self._wave(), due_pages=self._due_ids.get(target.name, ()),
+                    late=passed.ids if passed is not None else (),
+                    reach=tail_reach(self._tails.get(target.name)) if target.resume == "due" else None)
                 if resumed[target.name] == "created" and passed is not None:
                     self._plan_late(target, passed)
         except (TargetConflict, StateError) as exc:  # StateError: the job's stored state is damaged
@@ -282,6 +283,9 @@ class RedisWorker:
                     self._due_planned += len(self._due_ids[target.name])
                 if verdict == "created" and target.name in not_due:
                     self.resume_notes[target.name] += f"; {not_due[target.name]}"
+                tail = self.frontier.lanes.get(f"{target.name}:asc")
+                if tail is not None and tail.reach is not None:  # a sitemap listed an id above the last found
+                    self.resume_notes[target.name] += f"; its tail walks on to {tail.reach:,}, listed in a sitemap"
 
     def _init_running(self, runtime: IdRuntime) -> None:
         """What the joined worker keeps while it runs: polls, acknowledgements, retries, outages."""

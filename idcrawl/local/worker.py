@@ -16,7 +16,7 @@ from idcrawl.core.frontier import Frontier, lane_specs
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule
-from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, late_pass, resume_specs, tail_due
+from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, late_pass, resume_specs, tail_due, tail_reach
 from idcrawl.core.sitemaps import Evidence, SitemapUrl, pages_by_sitemap, tail_due_by_sitemap
 from idcrawl.core.talk import NONE_DEPRECATED, forgotten_text, resume_text
 from idcrawl.core.targets import RESET_MODES, Target
@@ -246,9 +246,11 @@ class LocalWorker:
                 state.outcomes[Outcome.FOUND] = recovered
         walk_tail = True
         late: tuple[int, ...] = ()
+        reach: int | None = None
         if target.resume == "due":
             schedule = self._tails.get(target.name)
             walk_tail = tail_due(schedule, self.runtime.clock.now(), self.runtime.coalescing)
+            reach = tail_reach(schedule)
             passed = late_pass(target, schedule, state.outcomes, self.runtime.clock.now())
             if passed is not None:
                 late = passed.ids
@@ -260,7 +262,7 @@ class LocalWorker:
                     + (f"{len(late):,} late ids to re-probe" if late else "nothing to fetch")
                 )
         specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
-                             walk_tail=walk_tail, due_pages=self.due_pages(target, state), late=late)
+                             walk_tail=walk_tail, due_pages=self.due_pages(target, state), late=late, reach=reach)
         origins.update({key: record.start for key, record in state.lanes.items()})
         known = cast("Container[int] | None", state.outcomes.get(Outcome.FOUND))  # a roaring bitmap
         if isinstance(known, BitMap64) and known:
@@ -275,6 +277,10 @@ class LocalWorker:
         )
         if note is not None and target.name not in self.resume_notes:
             self.resume_notes[target.name] = note
+        reach = next((spec.reach for spec in specs if spec.reach is not None), None)
+        if reach is not None:  # a sitemap listed an id above the tail's last found one: the walk goes to it
+            self.resume_notes[target.name] = (f"{self.resume_notes.get(target.name, 'resume=due')}; "
+                                              f"its tail walks on to {reach:,}, listed in a sitemap")
 
     def _in_due_order(self, targets: Sequence[Target]) -> list[Target]:
         """``resume=due``: the targets whose tails are most overdue first (they win the interleaving's

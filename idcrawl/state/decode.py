@@ -217,7 +217,7 @@ _SCHEDULE_KINDS = {
     "checksum": ("str", "none"), "etag": ("str", "none"), "last_modified": ("str", "none"),
     "last_status": ("int", "none"), "gone": ("count",), "revision": ("count",),
     "modified": ("number", "none"), "body_at": ("number", "none"),
-    "late_at": ("number", "none"), "late_below": ("id", "none"),
+    "late_at": ("number", "none"), "late_below": ("id", "none"), "listed": ("id", "none"),
     "capture_uri": ("str", "none"), "capture_date": ("str", "none"), "capture_digest": ("str", "none"),
 }
 

@@ -456,8 +456,11 @@ class StateRecorder:
             target = self.frontier.lane_target[key]
             previous = None if target.resume in RESET_MODES else self.late.get(target.name,
                                                                              self._tails.get(target.name))
+            told = self.evidence.get(target.name)  # a sitemap of this run listed newer ids: kept unless passed
+            if previous is not None and told is not None and told.listed is not None:
+                previous = dataclasses.replace(previous, listed=max(told.listed, previous.listed or told.listed))
             walked[target.name] = tail_after_run(previous, target.name, self.found_max.get(target.name), now,
-                                                 target.policy)
+                                                 target.policy, cut=lane.cut_at)
         return walked
 
     def _marks(self) -> FeedMarks | None:

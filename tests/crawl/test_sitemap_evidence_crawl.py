@@ -18,6 +18,7 @@ import pytest
 from idcrawl.core.clock import format_time
 from tests.support.crawl import CrawlResult, run_crawl
 from tests.support.sitemap_site import SitemapSite, urlset
+from tests.support.states import scrapy
 
 T0 = 1_794_300_000.0  # 2026-11-10T08:40:00Z
 HOUR = 3600.0
@@ -178,3 +179,69 @@ def test_a_sitemap_named_for_crawl_scope_and_as_evidence_is_fetched_once(site: S
     assert result.stats["idcrawl/sitemaps/id_pages"] == 3  # evidence for the id target
     assert result.stats["idcrawl/sitemaps/files"] == 1
     assert sorted(item["id"] for item in result.items if "id" in item and item.get("target") == "items") == [1, 2, 3]
+
+
+def test_a_tail_whose_sitemap_lists_an_id_far_past_its_margin_walks_straight_to_it(
+    site: SitemapSite, tmp_path: Path,
+) -> None:
+    """Run 1 finds 1..3 (margin 1: cut at 4). Id 20 is published and listed: run 2 only reads the
+    sitemap (the tail due now, 20 kept in its record); run 3 is stopped by a page limit on the way
+    (no walk to its margin: the tail stays due); run 4 goes on from where run 3 stopped, past every
+    miss to 20, finds it and stops one miss past it. On a tail walked by its margin alone, 20 is never
+    reached (run 3 would stop at 4)."""
+    path = job(tmp_path, site)
+    crawl(tmp_path, path, T0)
+    site.put("/item/20", b"<html><body>20</body></html>", "text/html")
+    site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3, 20)]))
+    second = crawl(tmp_path, path, T0 + 2 * HOUR)
+    assert second.stats["idcrawl/sitemaps/tails_due"] == 1
+    assert pages(site) == Counter({"/item/1": 1, "/item/2": 1, "/item/3": 1, "/item/4": 1})
+    listed = scrapy(tmp_path, "iddue", "--job", str(path), "--at", format_time(T0 + 3 * HOUR), "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    (tail,) = (t["tail"] for t in json.loads(listed.stdout)["targets"])
+    assert (tail["walk_from"], tail["reach"], tail["due"]) == (4, 20, True)
+    tsv = scrapy(tmp_path, "iddue", "--job", str(path), "--at", format_time(T0 + 3 * HOUR), "--format", "tsv")
+    header, row = (line.split("\t") for line in tsv.stdout.splitlines()[-2:])
+    assert dict(zip(header, row, strict=True))["tail walk"] == "from 4 to 20 (listed), then the margin"
+
+    limited = run_crawl(tmp_path, {"job": path}, {"IDCRAWL_NOW": format_time(T0 + 3 * HOUR),
+                                                  "CLOSESPIDER_PAGECOUNT": 6})
+    assert limited.returncode == 0, limited.stderr[-3000:]
+    assert limited.stats["finish_reason"] == "closespider_pagecount"
+    assert limited.items == [] and pages(site)["/item/20"] == 0, "stopped on the way"
+
+    fourth = crawl(tmp_path, path, T0 + 4 * HOUR)
+    assert "its tail walks on to 20, listed in a sitemap" in fourth.stderr
+    fetched = pages(site)
+    assert [item["id"] for item in fourth.items] == [20]
+    assert all(fetched[f"/item/{n}"] >= 1 for n in range(5, 22)), "every id up to 20 and one past it"
+    assert fetched["/item/20"] == 1 and fetched["/item/21"] == 1 and fetched["/item/22"] == 0
+    assert fetched["/item/1"] == 1  # the found pages are not due for a day
+
+    fifth = crawl(tmp_path, path, T0 + 30 * 24 * HOUR)  # 20 passed: the next walk goes by its margin again
+    assert fifth.items == [] and pages(site)["/item/21"] == 2 and pages(site)["/item/22"] == 0
+
+
+def test_a_watching_crawl_walks_a_tail_to_the_id_its_sitemap_listed_in_the_next_wave(
+    site: SitemapSite, tmp_path: Path,
+) -> None:
+    """Run 1 (2 h ago) finds 1..3 (cut at 4), its tail due a day later. A watch on the real clock:
+    wave 1 has nothing due, but the sitemap lists id 20; wave 2 comes at once and walks the tail
+    from 4 past the misses to 20, finds it, and stops one miss past it (SIGINT then)."""
+    import time
+
+    from tests.crawl.test_watch_crawl import watch_until
+
+    started = time.time()
+    path = job(tmp_path, site)
+    crawl(tmp_path, path, started - 2 * HOUR)
+    site.put("/item/20", b"<html><body>20</body></html>", "text/html")
+    site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3, 20)]))
+    site.log.clear()
+    code, log = watch_until(tmp_path, {"job": path, "watch": "true"}, {}, "idcrawl: watch: wave 2 done")
+    assert code == 0, log[-3000:]
+    assert "Traceback" not in log, log[log.find("Traceback") - 500:][:3000]
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["idcrawl/watch/waves"] == 2 and stats["idcrawl/sitemaps/tails_due"] == 1
+    assert pages(site) == Counter({f"/item/{n}": 1 for n in range(4, 22)})
+    assert [json.loads(line)["id"] for line in (tmp_path / "items.jsonl").read_text().splitlines()] == [20]

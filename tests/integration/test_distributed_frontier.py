@@ -596,3 +596,40 @@ def test_polite_gap_and_places_together(redis_server) -> None:
     polite("done", "w1#1")
     assert polite("go", "w2#1").wait_ms == 0
     assert client.get(job.keys.polite("h")).decode().endswith(" w2#1") and next_start is not None
+
+
+def test_a_due_resume_s_reach_keeps_the_claims_whole_on_the_way_to_it(redis_server) -> None:
+    """A due tail's lane reopened with a reach (a sitemap listed an id far past its margin): the fleet's
+    workers read it with the lane, the claims keep the whole block through the misses before it (no cut
+    can come there), and shrink past it as for any lane end; the walk stops margin misses past it."""
+    raw = {"name": "reg", "url": "http://127.0.0.1:1/n/{id}", "start": 1, "margin": 2, "window": 40}
+    first = frontier(redis_server, "w0", block=8)
+    first.add_target(parse_target(raw))
+    walk(first, {1, 2}, [])
+    assert first.lanes["reg:asc"].cut_at == 4
+    due = parse_target({**raw, "resume": "due"})
+    planner, joiner = frontier(redis_server, "w1", block=8), frontier(redis_server, "w2", block=8)
+    for w, verdict in ((planner, "created"), (joiner, "joined")):
+        w.add_target(due)
+        assert w.resume(due, reach=30 if w is planner else None) == verdict
+        assert w.lanes["reg:asc"].reach == 30, "read from the job's lane"
+    sizes: list[tuple[int, int]] = []
+    walk(joiner, {30}, sizes)
+    assert joiner.lanes["reg:asc"].cut_at == 32
+    assert all(size == 8 for fu, size in sizes if fu <= 30) and sizes[-1][1] < 8, sizes
+
+
+def walk(w: RedisFrontier, found: set[int], sizes: list[tuple[int, int]]) -> None:
+    """One worker walks the job's lanes, an id at a time (found: ``found``), noting the claim size of
+    the tail's lane before each dispatch (its first undecided id, size)."""
+    for _ in range(1000):
+        w.poll()
+        if w.status.finished:
+            return
+        sizes.append((w.lanes["reg:asc"].first_undecided, w.claim_size("reg:asc")))
+        dispatch = w.next().dispatch
+        if dispatch is None:
+            continue
+        outcome = Outcome.FOUND if dispatch.id in found else Outcome.MISSING
+        w.record(dispatch.lane, dispatch.id, outcome, (dispatch.lane, dispatch.id, []) if dispatch.id in found else None)
+    raise AssertionError("the walk did not end")

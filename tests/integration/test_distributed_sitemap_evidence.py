@@ -154,3 +154,35 @@ def test_a_watching_fleet_takes_a_page_a_sitemap_made_due_in_a_wave_at_once_ever
     finally:
         site.release()
         site.stop()
+
+
+def test_a_fleet_s_tail_whose_sitemap_lists_an_id_far_past_its_margin_walks_straight_to_it(
+    redis_server, tmp_path: Path,
+) -> None:
+    """As the single process (tests/crawl/test_sitemap_evidence_crawl.py): run 1 finds 1..3 (cut at 4); id
+    20 is published and listed, run 2 reads the sitemap (the tail due, 20 kept in the job's tail record);
+    run 3's plan gives the tail's lane 20 as its reach (the lane hash's ``reach``): the two workers walk
+    every id from 4 past the misses to 20, find it, and the margin cuts one past it."""
+    site = SitemapSite({"/item/1": [], "/item/2": [], "/item/3": []})
+    site.put("/robots.txt", f"User-agent: *\nSitemap: {site.url('/sitemap.xml')}\n".encode(), "text/plain")
+    site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3)]))
+    site.start()
+    try:
+        path = job(tmp_path, site)
+        run_fleet(tmp_path, "r1", path, redis_server, site, T0)
+        site.put("/item/20", b"<html><body>20</body></html>", "text/html")
+        site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3, 20)]))
+        second = run_fleet(tmp_path, "r2", path, redis_server, site, T0 + 2 * HOUR)
+        assert total(second, "idcrawl/sitemaps/tails_due") == 1
+        assert pages(site) == Counter({"/item/1": 1, "/item/2": 1, "/item/3": 1, "/item/4": 1})
+        client = redis.Redis.from_url(redis_server.url)
+        assert json.loads(client.hget("idcrawl:{evid}:tails", "items"))["listed"] == 20
+
+        third = run_fleet(tmp_path, "r3", path, redis_server, site, T0 + 3 * HOUR)
+        fetched = pages(site)
+        assert sorted(item["id"] for r in third for item in r.items) == [20]
+        assert any("its tail walks on to 20, listed in a sitemap" in r.stderr for r in third)
+        assert [fetched[f"/item/{n}"] for n in range(4, 23)] == [2] + [1] * 17 + [0]  # 4 again, 5..21, not 22
+        assert "listed" not in json.loads(client.hget("idcrawl:{evid}:tails", "items")), "passed: forgotten"
+    finally:
+        site.stop()

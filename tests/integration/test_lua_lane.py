@@ -15,6 +15,9 @@ first undecided id, next id, last found id, cut, reason, settledness and count c
 the end the same released ids, which are those of :func:`tests.support.reference.lane_truth`
 (its cut too), and Redis's 2-bit field must hold every outcome the prefix passed.
 
+Then 300 more each with a reach (a tail told of newer ids by a sitemap: misses at or before it do not
+count toward the margin), set as ``RESUME`` sets it when it reopens a cut lane.
+
 ``emitted`` is compared at the end only: the core lane releases a found id as soon as no cut
 can come before it, the scripts once the decided prefix passed it.
 """
@@ -35,6 +38,7 @@ from tests.support.reference import lane_truth
 redis = pytest.importorskip("redis")
 
 SEQUENCES = 1000
+REACH_SEQUENCES = 300
 SEED = 13
 LANE = "t:asc"
 _COUNTS = ("found", "missing", "failed", "disallowed", "emitted", "overshoot", "past_cut")
@@ -51,6 +55,7 @@ class Case:
     window: int
     counts_failed: bool
     outcomes: dict[int, Outcome]  # ids not listed are missing
+    reach: int | None = None
 
     def outcome(self, id_: int) -> Outcome:
         return self.outcomes.get(id_, Outcome.MISSING)
@@ -58,7 +63,7 @@ class Case:
     def describe(self) -> str:
         listed = {i: o.value for i, o in sorted(self.outcomes.items(), key=lambda kv: kv[0] * self.step)}
         return (f"start={self.start} step={self.step} stop={self.stop} margin={self.margin} window={self.window} "
-                f"counts_failed={self.counts_failed} outcomes={listed}")
+                f"counts_failed={self.counts_failed} reach={self.reach} outcomes={listed}")
 
 
 def make_case(rng: random.Random) -> Case:
@@ -86,17 +91,21 @@ def truth(case: Case) -> tuple[list[int], int | None]:
     With failed ids neutral, the rule runs over the lane without them (they neither extend
     nor reset a run of misses); disallowed ids always count as misses.
     """
+    reach = case.reach
     if case.counts_failed:
-        return lane_truth(lambda i: case.outcome(i) is Outcome.FOUND, case.start, case.step, case.stop, case.margin)
+        return lane_truth(lambda i: case.outcome(i) is Outcome.FOUND, case.start, case.step, case.stop, case.margin,
+                          reach=reach)
     ids: list[int] = []
     id_, horizon = case.start, case.margin + 1  # past the listed ids every id is missing: enough to cut
     while id_ >= 0 and (case.stop is None or (id_ - case.stop) * case.step <= 0) and horizon > 0:
-        if id_ not in case.outcomes:
+        if id_ not in case.outcomes and (reach is None or (id_ - reach) * case.step > 0):
             horizon -= 1
         if case.outcome(id_) is not Outcome.FAILED:
             ids.append(id_)
         id_ += case.step
-    found, cut = lane_truth(lambda k: case.outcome(ids[k]) is Outcome.FOUND, 0, 1, len(ids) - 1, case.margin)
+    at = None if reach is None else sum(1 for i in ids if (reach - i) * case.step >= 0) - 1  # reach's position
+    found, cut = lane_truth(lambda k: case.outcome(ids[k]) is Outcome.FOUND, 0, 1, len(ids) - 1, case.margin,
+                            reach=at)
     return [ids[k] for k in found], None if cut is None else ids[cut]
 
 
@@ -166,10 +175,15 @@ def record(run: Run, id_: int, outcome: Outcome) -> None:
 def drive(job: RedisJob, case: Case, rng: random.Random, adaptive: bool) -> None:
     neutral = frozenset() if case.counts_failed else frozenset({Outcome.FAILED})
     lane: Lane[int] = Lane(LANE, start=case.start, step=case.step, stop=case.stop, margin=case.margin,
-                           window=case.window, neutral=neutral, adaptive=adaptive)
+                           window=case.window, neutral=neutral, adaptive=adaptive, reach=case.reach)
     stop = "" if case.stop is None else str(case.stop)
     assert job.register("t", "{}", [(LANE, case.start, case.step, stop, case.margin, case.window,
                                       "0" if case.counts_failed else "1", 1)], adaptive=adaptive).stored is None
+    if case.reach is not None:  # as a due resume reopens a tail's cut lane with a reach (resume.lua)
+        job.client.hset(job.keys.lane(LANE), mapping={"cut": str(case.start), "reason": "margin"})
+        reply = job.resume("w", "t", "resume=due", "t:holes", (case.window, "0", 1, "1"),
+                           [(LANE, case.start, case.reach)], ())
+        assert reply.verdict == "created" and reply.lanes == (LANE,), reply
     run = Run(case, lane, job)
     pending: list[int] = []  # handed out, no outcome yet
     decided: list[int] = []
@@ -217,15 +231,21 @@ def drive(job: RedisJob, case: Case, rng: random.Random, adaptive: bool) -> None
         run.fail(f"the 2-bit field holds {stored}, the outcomes were {expected}")
 
 
-@pytest.mark.parametrize("adaptive", [True, False], ids=["adaptive", "window"])
-def test_the_lua_lane_decides_as_the_core_lane_and_the_sequential_rule(redis_server, adaptive: bool) -> None:
+@pytest.mark.parametrize(("adaptive", "reach"), [(True, False), (False, False), (True, True), (False, True)],
+                         ids=["adaptive", "window", "adaptive-reach", "window-reach"])
+def test_the_lua_lane_decides_as_the_core_lane_and_the_sequential_rule(
+    redis_server, adaptive: bool, reach: bool,
+) -> None:
     client = redis.Redis.from_url(redis_server.url)
-    rng = random.Random(SEED)
+    rng = random.Random(SEED + reach)
     kinds: set[tuple[int, bool, bool, bool]] = set()
-    for n in range(SEQUENCES):
+    for n in range(REACH_SEQUENCES if reach else SEQUENCES):
         case = make_case(rng)
+        if reach and (case.stop is None or (case.stop - case.start) * case.step >= 0):
+            # at or around the listed ids, or far past them; before the start now and then
+            case.reach = max(0, case.start + case.step * rng.randint(-2, 60))
         kinds.add((case.step, case.stop is None, case.counts_failed, case.margin == 0))
-        job = RedisJob(client, f"t:{{seq{n}:{int(adaptive)}}}:")
+        job = RedisJob(client, f"t:{{seq{n}:{int(adaptive)}{'r' if reach else ''}}}:")
         drive(job, case, random.Random(rng.getrandbits(32)), adaptive)
     # every kind of lane was among them: both directions, bounded or not, failed counted or neutral
     assert len(kinds) == 12

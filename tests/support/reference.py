@@ -11,9 +11,11 @@ from html.parser import HTMLParser
 
 
 def lane_truth(
-    exists: Callable[[int], bool], start: int, step: int, stop: int | None, margin: int
+    exists: Callable[[int], bool], start: int, step: int, stop: int | None, margin: int, reach: int | None = None
 ) -> tuple[list[int], int | None]:
-    """Found ids of one lane in lane order, and the id where the margin cut it."""
+    """Found ids of one lane in lane order, and the id where the margin cut it. ``reach``: misses at
+    or before it (in lane order) do not count: the cut is counted from the later of the last found id
+    and the reach."""
     found: list[int] = []
     run = 0
     id_ = start
@@ -21,7 +23,7 @@ def lane_truth(
         if exists(id_):
             found.append(id_)
             run = 0
-        else:
+        elif reach is None or (id_ - reach) * step > 0:
             run += 1
             if margin and run >= margin:
                 return found, id_
@@ -45,11 +47,13 @@ def shared_emitter_truth(
 
 
 def earliest_cut_truth(
-    known: Mapping[int, str], start: int, step: int, margin: int, neutral: Container[str] = ()
+    known: Mapping[int, str], start: int, step: int, margin: int, neutral: Container[str] = (),
+    reach: int | None = None,
 ) -> tuple[int | None, int]:
     """Where the margin would cut a lane from ``start`` if every id without a known outcome
     (``known``: id -> "found", "missing", ...) were a miss; and the window base: the id just
-    after the last found id before that cut (``start`` when none). Without a margin: (None, start)."""
+    after the last found id before that cut (``start`` when none). Without a margin: (None, start).
+    ``reach``: as :func:`lane_truth`'s."""
     if not margin:
         return None, start
     run, base, id_ = 0, start, start
@@ -57,7 +61,7 @@ def earliest_cut_truth(
         outcome = known.get(id_)
         if outcome == "found":
             run, base = 0, id_ + step
-        elif outcome not in neutral:
+        elif outcome not in neutral and (reach is None or (id_ - reach) * step > 0):
             run += 1
             if run >= margin:
                 return id_, base

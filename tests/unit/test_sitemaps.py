@@ -126,6 +126,56 @@ def test_ids_listed_above_last_found_make_a_tail_due_now_and_none_above_leave_it
     assert tail_due_by_sitemap(Schedule(Kind.TAIL, "t", 0.0, DAY, last_found=None), [5], DAY, Policy()) is None
 
 
+def test_a_tail_keeps_the_highest_id_listed_above_its_last_found_until_a_walk_passes_it() -> None:
+    """The tail's record keeps the highest listed id (its reach): raised by a later sitemap, kept
+    when already due, cleared once a walk was cut past it or found at or above it."""
+    from dataclasses import replace
+
+    from idcrawl.core.recrawl import DAY, Kind, Policy, Schedule, tail_after_run
+    from idcrawl.core.sitemaps import tail_due_by_sitemap
+
+    tail = Schedule(Kind.TAIL, "t", last_crawled=0.0, update_duration=4 * DAY, last_found=120)
+    told = tail_due_by_sitemap(tail, [118, 400, 121], DAY, Policy())
+    assert told is not None and told.listed == 400 and told.due_at() == DAY
+    assert tail_due_by_sitemap(told, [300], 2 * DAY, Policy()) is None, "due already, nothing higher"
+    higher = tail_due_by_sitemap(told, [500], 2 * DAY, Policy())
+    assert higher is not None and higher.listed == 500 and higher.due_at() == told.due_at()
+    # a walk cut before the listed id (planned before the sitemap was read) keeps it
+    kept = tail_after_run(told, "t", 130, 3 * DAY, Policy(), cut=133)
+    assert (kept.last_found, kept.listed) == (130, 400)
+    # a walk cut past it forgets it, found or not; so does finding it (or above it) without a known cut
+    assert tail_after_run(told, "t", 130, 3 * DAY, Policy(), cut=403).listed is None
+    assert tail_after_run(told, "t", 400, 3 * DAY, Policy()).listed is None
+    assert tail_after_run(told, "t", 130, 3 * DAY, Policy()).listed == 400
+    assert tail_after_run(replace(told, listed=None), "t", 130, 3 * DAY, Policy(), cut=133).listed is None
+
+
+def test_a_due_tail_walks_to_its_listed_id_from_its_stored_lanes() -> None:
+    """resume=due: the tail's lane goes on from just after its last found id with the listed id as its
+    reach (clamped to the lane's bound, none when the walk starts past it); the plan reads it from the
+    tail's record, so a run resumed after a kill walks to it too."""
+    from idcrawl.core.lanes import MARGIN
+    from idcrawl.core.ranges import LaneRecord
+    from idcrawl.core.recrawl import Kind, Schedule
+    from idcrawl.core.resume import resume_specs, tail_reach, tail_specs
+    from idcrawl.core.targets import parse_target
+
+    target = parse_target({"name": "t", "url": "https://a.test/{id}", "start": 1, "margin": 3, "resume": "due"})
+    cut = LaneRecord(key="t:asc", start=1, step=1, stop=None, cursor=14, reason=MARGIN, last_found=10, cut_at=13)
+    lanes = {"t:asc": cut}
+    assert [spec.reach for spec in tail_specs(target, lanes)] == [None]
+    (spec,) = tail_specs(target, lanes, 400)
+    assert (spec.start, spec.reach) == (11, 400)
+    assert tail_specs(target, lanes, 5)[0].reach is None, "listed before where the walk starts"
+    bounded = parse_target({"name": "t", "url": "https://a.test/{id}", "start": 1, "max": 200, "margin": 3})
+    assert tail_specs(bounded, {"t:asc": LaneRecord(key="t:asc", start=1, step=1, stop=200, cursor=14,
+                                                    reason=MARGIN, last_found=10, cut_at=13)}, 400)[0].reach == 200
+    tail = Schedule(Kind.TAIL, "t", 0.0, 1.0, last_found=10, listed=400)
+    assert tail_reach(tail) == 400 and tail_reach(None) is None
+    (due,) = resume_specs(target, lanes, {}, "due", reach=tail_reach(tail))
+    assert (due.start, due.reach) == (11, 400)
+
+
 def test_the_sitemaps_key_is_true_false_or_urls_and_anything_else_one_line() -> None:
     assert parse_sitemaps(True) == SitemapSpec(site=True)
     assert parse_sitemaps(False) is None

@@ -376,3 +376,125 @@ def test_frontiers_decide_the_same_with_adaptive_lanes_and_a_fixed_window(
                 if adaptive and cut is not None:
                     assert ln.counts.past_cut <= (0 if sequential else tgt.margin), key
     assert runs[0] == runs[1] == runs[2]
+
+
+# -- a reach (a tail told of newer ids by a sitemap) -------------------------------------------------
+
+
+def reach_truth(start: int, stop: int | None, step: int, margin: int, outcomes: dict[int, Outcome],
+                neutral: frozenset[Outcome], reach: int) -> tuple[list[int], int | None]:
+    """:func:`truth` with a reach: misses at or before ``reach`` do not count toward the margin."""
+    ids: list[int] = []
+    id_ = start
+    span = max(len(outcomes), (reach - start) * step + 1) + margin
+    while id_ >= 0 and (stop is None or (id_ - stop) * step <= 0) and (id_ - start) * step <= span:
+        if outcomes.get(id_, MISSING) not in neutral:
+            ids.append(id_)
+        id_ += step
+    at = sum(1 for i in ids if (reach - i) * step >= 0) - 1  # the reach as a position among ``ids``
+    found, cut = lane_truth(lambda k: outcomes.get(ids[k]) is FOUND, 0, 1, len(ids) - 1, margin, reach=at)
+    return [ids[k] for k in found], None if cut is None else ids[cut]
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(case=cases(), window=st.integers(1, 40), concurrency=st.integers(1, 64), seed=st.integers(0, 2**32 - 1),
+       speculation=st.one_of(st.none(), st.just(0), st.integers(1, 8)), reach_at=st.integers(-3, 160))
+def test_a_lane_with_a_reach_decides_as_the_sequential_rule_in_any_order(
+    case: tuple[int, int | None, int, int, dict[int, Outcome], set[int], frozenset[Outcome]],
+    window: int,
+    concurrency: int,
+    seed: int,
+    speculation: int | None,
+    reach_at: int,
+) -> None:
+    """Misses at or before the reach do not count toward the margin: the cut, the items, the earliest
+    possible cut and the window base are the sequential rule's with the reach
+    (:func:`tests.support.reference.lane_truth`, :func:`~tests.support.reference.earliest_cut_truth`),
+    a fixed-window lane decides the same, and at most ``speculation`` ids go past the cut."""
+    start, stop, step, margin, outcomes, slow, neutral = case
+    reach = start + step * reach_at
+    if step < 0 and reach < 0:
+        reach = 0
+    ln = Lane("t:asc" if step > 0 else "t:desc", start=start, step=step, stop=stop, margin=margin, window=window,
+              neutral=neutral, adaptive=True, speculation=speculation, reach=reach)
+    spec = margin if speculation is None else speculation
+    fixed = Lane("fixed", start=start, step=step, stop=stop, margin=margin, window=window, neutral=neutral,
+                 reach=reach)
+    neutral_names = {o.value for o in neutral}
+
+    def check(known: dict[int, Outcome]) -> None:
+        if ln.cut_at is not None:
+            return
+        pcut, base = earliest_cut_truth({i: o.value for i, o in known.items()}, start, step, margin, neutral_names,
+                                        reach=reach)
+        assert ln.earliest_cut == pcut
+        first = ln.first_undecided
+        assert ln.window_base == (base if (base - first) * step > 0 else first)
+
+    def outcome_of(id_: int) -> Outcome:
+        return outcomes.get(id_, MISSING)
+
+    released = drive(ln, outcome_of, random.Random(seed), concurrency, slow, check)
+    fixed_released = drive(fixed, outcome_of, random.Random(seed), concurrency, set(), lambda _: None)
+    found, cut = reach_truth(start, stop, step, margin, outcomes, neutral, reach)
+    assert sorted(released, key=lambda i: i * step) == found
+    assert sorted(fixed_released, key=lambda i: i * step) == found
+    assert ln.cut_at == cut == fixed.cut_at
+    assert ln.settled and not ln.outstanding()
+    if cut is not None:
+        assert (cut - reach) * step >= margin, "cut at least margin ids past the reach"
+        assert ln.counts.past_cut == (ln.next_id - cut) * step - 1 <= spec
+
+
+def test_a_reach_walks_past_any_run_of_misses_to_a_listed_id() -> None:
+    """Margin 3, the last found id 10, a sitemap lists 40: the walk from 11 goes on to 40 and finds it,
+    then stops 3 misses past it; without the reach it stops at 13."""
+    for reach, cut, found in ((None, 13, []), (40, 43, [40])):
+        ln = Lane("t:asc", start=11, step=1, stop=None, margin=3, window=5, adaptive=True, reach=reach)
+        released = drive(ln, lambda i: FOUND if i == 40 else MISSING, random.Random(7), 4, set(), lambda _: None)
+        assert (ln.cut_at, released) == (cut, found)
+
+
+@settings(max_examples=120, derandomize=True, deadline=None)
+@given(
+    starts=st.lists(st.tuples(st.integers(0, 120), st.integers(1, 6), st.integers(1, 30), st.booleans(),
+                              st.one_of(st.none(), st.integers(-5, 80))), min_size=1, max_size=4),
+    exists=st.sets(st.integers(0, 250), max_size=150),
+    slow=st.sets(st.integers(0, 250), max_size=10),
+    concurrency=st.integers(1, 40),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_tails_with_a_reach_in_a_frontier_decide_as_the_rule_in_any_order(
+    starts: list[tuple[int, int, int, bool, int | None]], exists: set[int], slow: set[int], concurrency: int,
+    seed: int,
+) -> None:
+    """Resumed tails (ascending lanes from a LaneSpec with a reach), on one site or on sites of their own
+    (overlapping ones share outcomes): each lane's items and cut are the rule's with its reach, adaptive
+    or with a fixed window, and an adaptive lane wastes at most its margin past the cut."""
+    from idcrawl.core.frontier import LaneSpec
+
+    targets = [parse_target({"name": f"t{i}", "start": start, "direction": "asc", "margin": margin, "window": window,
+                             "url": f"https://{'shared' if shared else f'h{i}'}.example/{{id}}"})
+               for i, (start, margin, window, shared, _) in enumerate(starts)]
+    reaches = {t.name: None if r is None else max(0, t.start + r) for t, (*_, r) in zip(targets, starts, strict=True)}
+
+    def outcome_of(id_: int) -> Outcome:
+        return FOUND if id_ in exists else MISSING
+
+    def rebind(payload: tuple[str, int] | None, lane: str, id_: int) -> tuple[str, int]:
+        return lane, id_
+
+    for adaptive in (True, False):
+        frontier: Frontier[tuple[str, int]] = Frontier([], rebind=rebind, adaptive=adaptive)
+        for tgt in targets:
+            reach = reaches[tgt.name]
+            frontier.add_target(tgt, [LaneSpec(f"{tgt.name}:asc", "asc", tgt.start, 1, None, 1, reach=reach)])
+        released = drive_frontier(frontier, outcome_of, random.Random(seed), concurrency, slow)
+        for key, ln in frontier.lanes.items():
+            tgt = frontier.lane_target[key]
+            found, cut = lane_truth(lambda i: outcome_of(i) is FOUND, ln.start, 1, None, tgt.margin,
+                                    reach=reaches[tgt.name])
+            assert ln.cut_at == cut, key
+            assert sorted(released[key]) == sorted(found), key
+            if adaptive and cut is not None:
+                assert ln.counts.past_cut <= tgt.margin, key

@@ -221,12 +221,30 @@ end
 -- the first undecided id. A lane without them (fixed window, no margin) has pcut ''.
 local BEHIND_WINDOWS = 64
 
+-- A lane's reach (field reach, set by RESUME for a tail told of newer ids by a sitemap; '' or absent:
+-- none, as Lane(reach=...)): misses at or before it do not count toward the margin.
+local function reach_of(v)
+  if v == false or v == nil or v == '' then return nil end
+  return tonumber(v)
+end
+
+-- id is at or before reach (nil: none) in the lane's order: its miss does not count
+local function reached(reach, step, id)
+  return reach ~= nil and (reach - id) * step >= 0
+end
+
+-- the first id from id on whose miss counts toward the margin
+local function after_reach(reach, step, id)
+  if reached(reach, step, id) then return reach + step end
+  return id
+end
+
 -- a lane (re)starting at id: its earliest possible cut and window base from scratch
 local function reset_earliest_cut(K, id)
-  local f = redis.call('HMGET', K.hash, 'adaptive', 'margin', 'step')
+  local f = redis.call('HMGET', K.hash, 'adaptive', 'margin', 'step', 'reach')
   local margin, step = tonumber(f[2]) or 0, tonumber(f[3])
   if f[1] == '1' and margin > 0 then
-    redis.call('HSET', K.hash, 'pcut', s(id + (margin - 1) * step), 'base', s(id))
+    redis.call('HSET', K.hash, 'pcut', s(after_reach(reach_of(f[4]), step, id) + (margin - 1) * step), 'base', s(id))
   else
     redis.call('HSET', K.hash, 'pcut', '', 'base', s(id))
   end
@@ -236,16 +254,16 @@ end
 -- earliest possible cut may move on, and the window base with it (as Lane._move_earliest_cut).
 -- run0: the misses in a row just before fu; nxt: the next id to hand out.
 local function move_earliest_cut(K, at, step, margin, neutral, fu, run0, nxt)
-  local f = redis.call('HMGET', K.hash, 'pcut', 'base')
+  local f = redis.call('HMGET', K.hash, 'pcut', 'base', 'reach')
   if not f[1] or f[1] == '' then return end
-  local pcut, base = tonumber(f[1]), tonumber(f[2])
+  local pcut, base, reach = tonumber(f[1]), tonumber(f[2]), reach_of(f[3])
   if (at - pcut) * step > 0 then return end
-  local function miss(o) return o == false or not (neutral and o == '2') end
+  local function miss(o, id) return (o == false or not (neutral and o == '2')) and not reached(reach, step, id) end
   local run, i, hit = 0, at - step, false
   while (i - fu) * step >= 0 do
     local o = redis.call('HGET', K.dec, s(i))
     if o == '0' then hit = true break end
-    if miss(o) then run = run + 1 end
+    if miss(o, i) then run = run + 1 end
     i = i - step
   end
   if not hit then run = run + run0 end
@@ -256,7 +274,7 @@ local function move_earliest_cut(K, at, step, margin, neutral, fu, run0, nxt)
     if o == '0' then
       run = 0
       last_found = i
-    elseif miss(o) then
+    elseif miss(o, i) then
       run = run + 1
       if run >= margin then
         pcut = i
@@ -266,7 +284,8 @@ local function move_earliest_cut(K, at, step, margin, neutral, fu, run0, nxt)
     end
     i = i + step
   end
-  if not done then pcut = nxt + (margin - run - 1) * step end  -- ids not handed out count as misses
+  -- ids not handed out count as misses (those after the reach)
+  if not done then pcut = after_reach(reach, step, nxt) + (margin - run - 1) * step end
   if last_found ~= nil and (last_found + step - base) * step > 0 then base = last_found + step end
   redis.call('HSET', K.hash, 'pcut', s(pcut), 'base', s(base))
 end
@@ -404,9 +423,10 @@ end
 -- overshoot, past_cut, duplicate, settled, released = {lane|id, payload, ...}}.
 local function record_lane(K, lane, id, code, payload, E, unsettled, S)
   local f = redis.call('HMGET', K.hash, 'start', 'step', 'margin', 'neutral', 'next', 'fu', 'run', 'last', 'cut',
-    'reason')
+    'reason', 'reach')
   if not f[1] then return nil end
   local start, step, margin, neutral = tonumber(f[1]), tonumber(f[2]), tonumber(f[3]), f[4] == '1'
+  local reach = reach_of(f[11])
   local r = {fu = tonumber(f[6]), nxt = tonumber(f[5]), reason = f[10], cut = f[9], last = f[8],
     c = {0, 0, 0, 0}, emitted = 0, overshoot = 0, past_cut = 0, duplicate = 0, settled = 0, released = {},
     rows = {}}
@@ -472,7 +492,7 @@ local function record_lane(K, lane, id, code, payload, E, unsettled, S)
         r.released[#r.released + 1] = p
         r.emitted = r.emitted + 1
       end
-    elseif not (neutral and o == 2) then
+    elseif not (neutral and o == 2) and not reached(reach, step, at) then
       run = run + 1
       if margin > 0 and run >= margin then
         r.cut = s(at)

@@ -13,7 +13,8 @@
 -- KEYS: P R:<target>, P unsettled, P workers, P tl:<target>.
 -- ARGV: worker, args (the resume's arguments, compared as text), base (lane name of the
 --   holes), target, window, neutral, weight, run (the worker's run of the fleet, RUN's n),
---   n (reopened lanes), then n pairs (lane, restart id), then m (more list lanes), the count of the hole
+--   n (reopened lanes), then n triples (lane, restart id, reach: '' none; misses at or before it do not
+--   count toward the margin, a tail told of newer ids by a sitemap), then m (more list lanes), the count of the hole
 --   ids and the hole ids in order, then m times: a list lane's name, its count, its ids (late ids).
 -- A registered resume adds the target to P resumed; a new list lane or reopened lane also
 -- bumps P tver, so that workers already running join them (RedisFrontier.join_list_lanes).
@@ -61,12 +62,13 @@ local function add(lane)
 end
 local i = 10
 for _ = 1, n do
-  local lane, restart = ARGV[i], ARGV[i + 1]
-  i = i + 2
+  local lane, restart, reach = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  i = i + 3
   local K = lane_keys(P .. 'L:' .. lane)
   local f = redis.call('HMGET', K.hash, 'cut', 'reason')
   if f[1] and f[1] ~= '' and f[2] == 'margin' then  -- cut by its margin: goes on from restart
-    redis.call('HSET', K.hash, 'fu', restart, 'next', restart, 'run', '0', 'cut', '', 'reason', '', 'from', restart)
+    redis.call('HSET', K.hash, 'fu', restart, 'next', restart, 'run', '0', 'cut', '', 'reason', '', 'from', restart,
+      'reach', reach)
     reset_earliest_cut(K, tonumber(restart))
     redis.call('HINCRBY', K.hash, 'walk', 1)  -- a new walk of the lane (a tail's schedule: distributed/tails.py)
     redis.call('DEL', K.dec, K.pay, K.free)
