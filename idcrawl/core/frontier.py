@@ -276,8 +276,9 @@ class Frontier(Generic[P]):
         #: lanes whose key is not ``<target name>:<anything without a colon>`` -> their target (the others
         #: need no map entry: see :attr:`lane_target`)
         self._odd_target: dict[str, Target] = {}
-        #: lane keys by target name, in order (a target of one lane: its key, not a tuple of one)
-        self._target_lanes: dict[str, str | tuple[str, ...]] = {}
+        #: targets whose lanes are not ``<name>:asc`` and/or ``<name>:desc`` (in that order) -> their lane keys
+        #: (the others need no map entry: see :meth:`_lane_keys`)
+        self._odd_lanes: dict[str, tuple[str, ...]] = {}
         #: lanes whose direction is not the one :attr:`lane_direction` derives -> their direction
         self._odd_direction: dict[str, str] = {}
         self._unsettled: set[str] = set()
@@ -332,7 +333,8 @@ class Frontier(Generic[P]):
                 self._unsettled.add(spec.key)
             if not lane.stopped:
                 self._iv.add(spec.key, group, spec.weight)
-        self._target_lanes[target.name] = added[0] if len(added) == 1 else tuple(added)
+        if tuple(added) != self._usual_lane_keys(target):
+            self._odd_lanes[target.name] = tuple(added)
         space = self._space.get(target.name)
         if space is not None:
             space.lanes.extend(added)  # not a scan of every lane: many targets may share one space
@@ -392,8 +394,16 @@ class Frontier(Generic[P]):
             yield self.lanes[key]
 
     def _lane_keys(self, target_name: str) -> tuple[str, ...]:
-        keys = self._target_lanes.get(target_name, ())
-        return (keys,) if isinstance(keys, str) else keys
+        keys = self._odd_lanes.get(target_name)
+        if keys is not None:
+            return keys
+        target = self.targets.get(target_name)
+        return () if target is None else self._usual_lane_keys(target)
+
+    def _usual_lane_keys(self, target: Target) -> tuple[str, ...]:
+        """Those of ``<name>:asc`` and ``<name>:desc`` that are lanes of ``target``, in that order."""
+        lanes, name = self.lanes, target.name
+        return tuple(key for key in (f"{name}:asc", f"{name}:desc") if key in lanes and self._target_of(key) is target)
 
     # -- dispensing ------------------------------------------------------------
 

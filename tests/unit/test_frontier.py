@@ -574,3 +574,16 @@ def test_targets_of_one_template_share_a_space_only_when_their_keys_are_equal() 
     frontier: Frontier[int] = Frontier([one, two, three])
     assert frontier._space.get("one") is None
     assert frontier._space["two"] is frontier._space["three"]
+
+
+def test_lanes_of_a_target_whatever_its_lane_keys() -> None:
+    from idcrawl.core.frontier import LaneSpec
+
+    a, b, c, d = (target(name=n, start=5, direction="both", min=0) for n in ("a", "a:b", "c", "d"))
+    frontier: Frontier[int] = Frontier([a])
+    frontier.add_target(b, [LaneSpec("a:b:desc", "desc", 4, -1, 0, 1), LaneSpec("a:b:asc", "asc", 5, 1, None, 1)])
+    frontier.add_target(c, [LaneSpec("c:holes", "holes", 0, 1, 0, 1, ids=(3,)), LaneSpec("c:asc", "asc", 5, 1, None, 1)])
+    frontier.add_target(d, [])
+    keys = {name: [lane.key for lane in frontier.lanes_of(name)] for name in ("a", "a:b", "c", "d", "nope")}
+    assert keys == {"a": ["a:asc", "a:desc"], "a:b": ["a:b:desc", "a:b:asc"], "c": ["c:holes", "c:asc"], "d": [],
+                    "nope": []}
