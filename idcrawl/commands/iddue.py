@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.console import Console
@@ -101,7 +101,7 @@ def due_rows(
         book.load(name, store.load_pages(name))
         due_pages = tuple(book.due_ids(name, found=state.outcomes.get(Outcome.FOUND, ())))
         job_target = by_name.get(name)  # late_every is the job's: a target named alone has no policy here
-        late_probe = (late_pass(replace(job_target, resume="due"), schedule, state.outcomes, at)
+        late_probe = (late_pass(job_target.with_resume("due"), schedule, state.outcomes, at)
                       if job_target is not None else None)
         late = late_probe.ids if late_probe is not None else ()
         rows.append(DueRow(name, True, walk, schedule, is_due or bool(due_pages) or bool(late),

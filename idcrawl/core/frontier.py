@@ -9,9 +9,9 @@ thin adapters around it.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Container, Hashable, Iterator, Sequence
+from collections.abc import Callable, Container, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from idcrawl.core.interleave import Interleaver
 from idcrawl.core.lanes import Lane, LaneCounts, Outcome, Recorded
@@ -51,6 +51,49 @@ def lane_specs(target: Target) -> list[LaneSpec]:
         start = target.start - 1 if target.direction is Direction.BOTH else target.start
         specs.append(LaneSpec(f"{target.name}:desc", "desc", start, -1, target.min, target.rate_desc))
     return specs
+
+
+def _direction_of(lane: Lane[Any], listed: bool) -> str:
+    """The direction a lane's spec has unless it says otherwise: a list lane's ``holes``, else its step's."""
+    if listed:
+        return "holes"
+    return "asc" if lane.step == 1 else "desc"
+
+
+class _LaneTargets(Mapping[str, Target]):
+    """:attr:`Frontier.lane_target`: read through the frontier, nothing kept per lane."""
+
+    __slots__ = ("_frontier",)
+
+    def __init__(self, frontier: Frontier[Any]) -> None:
+        self._frontier = frontier
+
+    def __getitem__(self, key: str) -> Target:
+        return self._frontier._target_of(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._frontier.lanes)
+
+    def __len__(self) -> int:
+        return len(self._frontier.lanes)
+
+
+class _LaneDirections(Mapping[str, str]):
+    """:attr:`Frontier.lane_direction`: read through the frontier, nothing kept per lane."""
+
+    __slots__ = ("_frontier",)
+
+    def __init__(self, frontier: Frontier[Any]) -> None:
+        self._frontier = frontier
+
+    def __getitem__(self, key: str) -> str:
+        return self._frontier._direction(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._frontier.lanes)
+
+    def __len__(self) -> int:
+        return len(self._frontier.lanes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +163,14 @@ class IdFrontier(Protocol[P]):
     targets: dict[str, Target]
     #: lane key -> lane (its counters, cursor, cut, reason)
     lanes: dict[str, Lane[P]]
-    #: lane key -> its target
-    lane_target: dict[str, Target]
-    #: lane key -> ``asc``, ``desc`` or ``holes``
-    lane_direction: dict[str, str]
+    @property
+    def lane_target(self) -> Mapping[str, Target]:
+        """Lane key -> its target."""
+
+    @property
+    def lane_direction(self) -> Mapping[str, str]:
+        """Lane key -> ``asc``, ``desc`` or ``holes``."""
+
     #: ids not fetched because an earlier run already found them (a total; each call returns its own)
     skipped_found: int
 
@@ -219,19 +266,24 @@ class Frontier(Generic[P]):
         self._neutral = neutral
         self._rebind = rebind
         self._space_by_key: dict[Hashable, IdSpace[P]] = {}
-        #: the hash of a space key -> the first target of each key of that hash (a name, or names when keys
-        #: collide): the key itself is made again from the target when another has its hash, not kept per target
-        self._first_by_hash: dict[int, str | list[str]] = {}
+        #: a URL template -> the first target of each space key with that template (a name, or names when
+        #: keys differ): the key (it holds the template) is made again from the target when another has its
+        #: template, not kept per target; the template is the target's own string, not a new object
+        self._first_by_url: dict[str, str | list[str]] = {}
         self._space: dict[str, IdSpace[P]] = {}  # target name -> its shared id space
         #: lane ids served without a request because an overlapping lane fetched them (a total)
         self.deduplicated = 0
         self._iv: Interleaver[str, Hashable] = Interleaver()
         self.targets: dict[str, Target] = {}
         self.lanes: dict[str, Lane[P]] = {}
-        self.lane_target: dict[str, Target] = {}
-        #: lane keys by target name, in order (a target of one lane: its key, not a tuple of one)
-        self._target_lanes: dict[str, str | tuple[str, ...]] = {}
-        self.lane_direction: dict[str, str] = {}
+        #: lanes whose key is not ``<target name>:<anything without a colon>`` -> their target (the others
+        #: need no map entry: see :attr:`lane_target`)
+        self._odd_target: dict[str, Target] = {}
+        #: targets whose lanes are not ``<name>:asc`` and/or ``<name>:desc`` (in that order) -> their lane keys
+        #: (the others need no map entry: see :meth:`_lane_keys`)
+        self._odd_lanes: dict[str, tuple[str, ...]] = {}
+        #: lanes whose direction is not the one :attr:`lane_direction` derives -> their direction
+        self._odd_direction: dict[str, str] = {}
         self._unsettled: set[str] = set()
         self._ids: dict[str, tuple[int, ...]] = {}  # list lanes: position -> id
         self._positions: dict[str, dict[int, int]] = {}  # list lanes: id -> position
@@ -277,34 +329,61 @@ class Frontier(Generic[P]):
                 self._refetch_found.add(spec.key)
             self.lanes[spec.key] = lane
             added.append(spec.key)
-            self.lane_target[spec.key] = target
-            self.lane_direction[spec.key] = spec.direction
+            if self.targets.get(spec.key.rpartition(":")[0]) is not target:
+                self._odd_target[spec.key] = target
+            if spec.direction != _direction_of(lane, spec.ids is not None):
+                self._odd_direction[spec.key] = spec.direction
             if not lane.settled:
                 self._unsettled.add(spec.key)
             if not lane.stopped:
                 self._iv.add(spec.key, group, spec.weight)
-        self._target_lanes[target.name] = added[0] if len(added) == 1 else tuple(added)
+        if tuple(added) != self._usual_lane_keys(target):
+            self._odd_lanes[target.name] = tuple(added)
         space = self._space.get(target.name)
         if space is not None:
             space.lanes.extend(added)  # not a scan of every lane: many targets may share one space
 
-    def _first_of(self, key: Hashable, name: str) -> str | None:
-        """The first target of space ``key`` (None: ``name`` is, from now on)."""
-        by_hash, code = self._first_by_hash, hash(key)
-        names = by_hash.get(code)
+    @property
+    def lane_target(self) -> Mapping[str, Target]:
+        """Lane key -> its target (a view: no map entry per lane)."""
+        return _LaneTargets(self)
+
+    @property
+    def lane_direction(self) -> Mapping[str, str]:
+        """Lane key -> ``asc``, ``desc`` or ``holes`` (a view: no map entry per lane)."""
+        return _LaneDirections(self)
+
+    def _target_of(self, key: str) -> Target:
+        """The target of lane ``key`` (KeyError: no such lane)."""
+        odd = self._odd_target.get(key)
+        if odd is not None:
+            return odd
+        if key not in self.lanes:
+            raise KeyError(key)
+        return self.targets[key.rpartition(":")[0]]
+
+    def _direction(self, key: str) -> str:
+        """The direction of lane ``key`` (KeyError: no such lane)."""
+        odd = self._odd_direction.get(key)
+        return odd if odd is not None else _direction_of(self.lanes[key], key in self._ids)
+
+    def _first_of(self, target: Target, key: Hashable) -> str | None:
+        """The first target of space ``key`` (None: ``target`` is, from now on)."""
+        by_url, name = self._first_by_url, target.name
+        names = by_url.get(target.url)
         if names is None:
-            by_hash[code] = name
+            by_url[target.url] = name
             return None
         for first in (names,) if isinstance(names, str) else names:
             if space_key(self.targets[first]) == key:
                 return first
-        by_hash[code] = [names, name] if isinstance(names, str) else [*names, name]
+        by_url[target.url] = [names, name] if isinstance(names, str) else [*names, name]
         return None
 
     def _join_space(self, target: Target) -> None:
         """Share an id space with earlier targets that walk the same URLs."""
         key = space_key(target)
-        first = self._first_of(key, target.name)
+        first = self._first_of(target, key)
         if first is None:
             return
         space = self._space_by_key.get(key)
@@ -319,8 +398,16 @@ class Frontier(Generic[P]):
             yield self.lanes[key]
 
     def _lane_keys(self, target_name: str) -> tuple[str, ...]:
-        keys = self._target_lanes.get(target_name, ())
-        return (keys,) if isinstance(keys, str) else keys
+        keys = self._odd_lanes.get(target_name)
+        if keys is not None:
+            return keys
+        target = self.targets.get(target_name)
+        return () if target is None else self._usual_lane_keys(target)
+
+    def _usual_lane_keys(self, target: Target) -> tuple[str, ...]:
+        """Those of ``<name>:asc`` and ``<name>:desc`` that are lanes of ``target``, in that order."""
+        lanes, name = self.lanes, target.name
+        return tuple(key for key in (f"{name}:asc", f"{name}:desc") if key in lanes and self._target_of(key) is target)
 
     # -- dispensing ------------------------------------------------------------
 
@@ -343,7 +430,7 @@ class Frontier(Generic[P]):
                 self._iv.park(key)
             ids = self._ids.get(key)
             id_ = ids[position] if ids is not None else position
-            target = self.lane_target[key]
+            target = self._target_of(key)
             known = self._known_found.get(target.name)
             if known is not None and id_ in known and key not in self._refetch_found:
                 skipped += 1
@@ -379,7 +466,7 @@ class Frontier(Generic[P]):
 
     def _capped(self, key: str) -> bool:
         """The lane's space holds ``max_held`` payloads and no held id waits for this lane."""
-        space = self._space.get(self.lane_target[key].name)
+        space = self._space.get(self._target_of(key).name)
         return space is not None and space.held_count >= self._max_held and not space.blocked.get(key)
 
     # -- outcomes ----------------------------------------------------------------
@@ -389,7 +476,7 @@ class Frontier(Generic[P]):
         positions = self._positions.get(lane_key)
         if positions is not None and id_ not in positions:
             return Decided([])
-        space = self._space.get(self.lane_target[lane_key].name)
+        space = self._space.get(self._target_of(lane_key).name)
         if space is None:
             rec = lane.record(id_ if positions is None else positions[id_], outcome, payload)
             self._after_change(lane_key, lane, rec)
@@ -477,7 +564,7 @@ class Frontier(Generic[P]):
     def _holds(self, lane_key: str, id_: int) -> bool | None:
         """Whether the lane's final prefix holds the found shared id ``id_`` (None: not known yet)."""
         lane = self.lanes[lane_key]
-        known = self._known_found.get(self.lane_target[lane_key].name)
+        known = self._known_found.get(self._target_of(lane_key).name)
         if known is not None and id_ in known:
             return False  # found in an earlier run: its items were emitted then
         at, step = self._at(lane_key, id_), lane.step
@@ -562,7 +649,7 @@ class Frontier(Generic[P]):
             self._iv.remove(lane_key)
         if lane.settled:
             self._unsettled.discard(lane_key)
-        space = self._space.get(self.lane_target[lane_key].name)
+        space = self._space.get(self._target_of(lane_key).name)
         if space is None:
             return Decided([], (), True)
         touched: list[Touched] = []
@@ -570,7 +657,7 @@ class Frontier(Generic[P]):
         return Decided(self._take_pending(None, touched), touched, True)
 
     def _after_change(self, key: str, lane: Lane[P], rec: Recorded[P]) -> None:
-        space = self._space.get(self.lane_target[key].name)
+        space = self._space.get(self._target_of(key).name)
         if space is not None:
             self._recheck(space, key)
         if lane.settled:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Hashable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pyroaring import BitMap64
 
 from idcrawl.core.lanes import Outcome
-from idcrawl.core.targets import Target
+from idcrawl.core.targets import TARGET_FIELDS, Target
 
 __all__ = ["Claim", "IdSpace", "emitting_rank", "space_fields", "space_key"]
 
@@ -24,8 +24,8 @@ P = TypeVar("P")
 _WALK_FIELDS = frozenset(
     {"name", "start", "direction", "margin", "window", "rate_asc", "rate_desc", "min", "max", "resume", "holes"}
 )
-#: The fields of :func:`space_key`, in the order of :class:`Target`'s fields (not ``host``: derived, not compared).
-_SPACE_FIELDS = tuple(f.name for f in fields(Target) if f.name not in _WALK_FIELDS and f.compare)
+#: The values of :func:`space_key`, in the order of :data:`TARGET_FIELDS` (not ``host``: derived, not compared).
+_SPACE_FIELDS = tuple(name for name in TARGET_FIELDS if name not in _WALK_FIELDS)
 _space_values = operator.attrgetter(*_SPACE_FIELDS)
 
 

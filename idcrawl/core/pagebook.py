@@ -103,7 +103,8 @@ class PageBook:
         self.clock = clock if clock is not None else Clock()
         self.retain = retain
         self.sink = sink
-        self.policies: dict[str, Policy] = dict(policies or {})
+        #: target name -> its policy, unless it is the default one (a big job keeps no entry per target)
+        self.policies: dict[str, Policy] = {name: p for name, p in (policies or {}).items() if p != DEFAULT_POLICY}
         self.schedules: dict[str, dict[int, Schedule]] = {}
         self._changed: dict[tuple[str, int], Schedule | None] = {}
         #: pages whose fetch gets an item not yet handed on (:meth:`released`): their records wait for it

@@ -4,12 +4,13 @@ and the same error text (job files themselves: :mod:`idcrawl.core.jobfile`)."""
 
 from __future__ import annotations
 
+import builtins
 import re
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any
 from urllib.parse import urlsplit
 
 from idcrawl.core.inputs import (
@@ -43,10 +44,12 @@ __all__ = [
     "RESUME_MODES",
     "RUN_OPTION_KEYS",
     "SCOPE_TARGET_KEYS",
+    "TARGET_FIELDS",
     "TARGET_KEYS",
     "Direction",
     "PageTarget",
     "Target",
+    "TargetOptions",
     "parse_page_target",
     "parse_run_options",
     "parse_target",
@@ -65,7 +68,7 @@ _FORMATTER = string.Formatter()
 #: job file mostly share them (one object for 100,000 targets, not one each; they are frozen).
 _RULES: dict[str, OutcomeRule] = {}
 _POLICIES: dict[str, Policy] = {}
-_OPTIONS: dict[str, _Options] = {}
+_OPTIONS: dict[str, TargetOptions] = {}
 #: At most this many of each are kept (a job whose every target has its own rule parses each once anyway).
 _MEMO_SIZE = 4096
 
@@ -116,47 +119,176 @@ PAGE_TARGET_KEYS = frozenset({"name", "url"}) | SCOPE_TARGET_KEYS
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
-    """One URL template and the rules for walking its ids.
+class TargetOptions:
+    """The values of a :class:`Target` that the targets of a job mostly share (one object for all of them,
+    not 14 slots in each target): read through the target's properties of the same names."""
 
-    ``min`` and ``max`` are inclusive. ``rate_asc``/``rate_desc`` are the
-    interleaving weights of the two possible lanes. ``rule`` tells found,
-    missing and failed responses apart (the ``missing_statuses`` and soft-404 keys).
-    """
-
-    name: str
-    url: str
-    start: int
     direction: Direction
     margin: int
     window: int
     rate_asc: int = 1
     rate_desc: int = 1
-    min: int | None = None
-    max: int | None = None
     attempts: int = 3
     cooldown: float = 10.0
     backoff: float = 2.0
     resume: str = "auto"
     holes: str = "failed"
     rule: OutcomeRule = DEFAULT_RULE
-    #: URL of a page known not to exist (``soft404_probe``: an id or a URL); None: nothing to learn
-    soft404_probe: str | None = None
     soft404_similarity: float = 0.9
-    #: the crawl profiles (names, job file only) whose scope the outlinks of its found pages are followed in
-    crawl_profiles: tuple[str, ...] = ()
-    #: False: deactivated (seed 003: its URLs are postponed, not crawled)
-    enabled: bool = True
-    #: the adaptive recrawl rule's numbers (the ``recrawl_*`` keys; :mod:`idcrawl.core.recrawl`)
     policy: Policy = DEFAULT_POLICY
-    #: ``host``: a redirect of an id page to another host is not followed; ``any``: every redirect is
     follow_redirects: str = "host"
+
+
+#: A target's values in the order of its constructor's keywords (its :class:`TargetOptions` spread out): what
+#: its ``repr`` shows and what :func:`idcrawl.core.overlap.space_key` is made of.
+TARGET_FIELDS = ("name", "url", "start", "direction", "margin", "window", "rate_asc", "rate_desc", "min", "max",
+                 "attempts", "cooldown", "backoff", "resume", "holes", "rule", "soft404_probe", "soft404_similarity",
+                 "crawl_profiles", "enabled", "policy", "follow_redirects")
+#: Equal options made anew (``dataclasses.replace``, a spider's own targets) become one shared object again.
+_SHARED_OPTIONS: dict[TargetOptions, TargetOptions] = {}
+
+
+def _shared(options: TargetOptions) -> TargetOptions:
+    try:
+        shared = _SHARED_OPTIONS.get(options)
+    except TypeError:  # a value that does not hash (a hand-made rule): not shared
+        return options
+    if shared is not None:
+        return shared
+    if len(_SHARED_OPTIONS) >= _MEMO_SIZE:
+        _SHARED_OPTIONS.clear()
+    _SHARED_OPTIONS[options] = options
+    return options
+
+
+@dataclass(frozen=True, slots=True, init=False, repr=False)
+class Target:
+    """One URL template and the rules for walking its ids.
+
+    ``min`` and ``max`` are inclusive. ``rate_asc``/``rate_desc`` are the
+    interleaving weights of the two possible lanes. ``rule`` tells found,
+    missing and failed responses apart (the ``missing_statuses`` and soft-404 keys).
+
+    The values most targets of a job share (``direction`` ... ``follow_redirects``, see
+    :class:`TargetOptions`) live in one shared ``options`` object; the constructor takes them one by
+    one as keywords, or as ``options`` (what ``dataclasses.replace`` passes on; a keyword given beside
+    it wins, so ``replace(target, resume="due")`` works).
+    """
+
+    name: str
+    url: str
+    start: int
+    options: TargetOptions
+    min: int | None
+    max: int | None
+    #: URL of a page known not to exist (``soft404_probe``: an id or a URL); None: nothing to learn
+    soft404_probe: str | None
+    #: the crawl profiles (names, job file only) whose scope the outlinks of its found pages are followed in
+    crawl_profiles: tuple[str, ...]
+    #: False: deactivated (seed 003: its URLs are postponed, not crawled)
+    enabled: bool
     #: the host name of its start id's URL (its download slot; derived from ``url`` and ``start`` once,
     #: asked for per request)
     host: str = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "host", template_host(self.url, max(self.start, 0)))
+    def __init__(
+        self, name: str, url: str, start: int, direction: Direction | None = None, margin: int | None = None,
+        window: int | None = None, rate_asc: int | None = None, rate_desc: int | None = None,
+        min: int | None = None, max: int | None = None,
+        attempts: int | None = None, cooldown: float | None = None, backoff: float | None = None,
+        resume: str | None = None, holes: str | None = None, rule: OutcomeRule | None = None,
+        soft404_probe: str | None = None, soft404_similarity: float | None = None, crawl_profiles: tuple[str, ...] = (),
+        enabled: bool = True, policy: Policy | None = None, follow_redirects: str | None = None,
+        options: TargetOptions | None = None,
+    ) -> None:
+        given: dict[str, Any] = {key: value for key, value in (
+            ("direction", direction), ("margin", margin), ("window", window), ("rate_asc", rate_asc),
+            ("rate_desc", rate_desc), ("attempts", attempts), ("cooldown", cooldown), ("backoff", backoff),
+            ("resume", resume), ("holes", holes), ("rule", rule), ("soft404_similarity", soft404_similarity),
+            ("policy", policy), ("follow_redirects", follow_redirects)) if value is not None}
+        if options is None:
+            missing = [key for key in ("direction", "margin", "window") if key not in given]
+            if missing:
+                raise TypeError(f"Target() missing keyword arguments: {', '.join(missing)}")
+            options = _shared(TargetOptions(**given))
+        elif given:
+            options = _shared(replace(options, **given))
+        setattr_ = object.__setattr__
+        setattr_(self, "name", name)
+        setattr_(self, "url", url)
+        setattr_(self, "start", start)
+        setattr_(self, "options", options)
+        setattr_(self, "min", min)
+        setattr_(self, "max", max)
+        setattr_(self, "soft404_probe", soft404_probe)
+        setattr_(self, "crawl_profiles", crawl_profiles)
+        setattr_(self, "enabled", enabled)
+        setattr_(self, "host", template_host(url, builtins.max(start, 0)))
+
+    def with_resume(self, resume: str) -> Target:
+        """This target with another ``resume`` (its options shared with those of equal targets)."""
+        return replace(self, options=_shared(replace(self.options, resume=resume)))
+
+    def __repr__(self) -> str:
+        return f"Target({', '.join(f'{key}={getattr(self, key)!r}' for key in TARGET_FIELDS)})"
+
+    @property
+    def direction(self) -> Direction:
+        return self.options.direction
+
+    @property
+    def margin(self) -> int:
+        return self.options.margin
+
+    @property
+    def window(self) -> int:
+        return self.options.window
+
+    @property
+    def rate_asc(self) -> int:
+        return self.options.rate_asc
+
+    @property
+    def rate_desc(self) -> int:
+        return self.options.rate_desc
+
+    @property
+    def attempts(self) -> int:
+        return self.options.attempts
+
+    @property
+    def cooldown(self) -> float:
+        return self.options.cooldown
+
+    @property
+    def backoff(self) -> float:
+        return self.options.backoff
+
+    @property
+    def resume(self) -> str:
+        return self.options.resume
+
+    @property
+    def holes(self) -> str:
+        return self.options.holes
+
+    @property
+    def rule(self) -> OutcomeRule:
+        return self.options.rule
+
+    @property
+    def soft404_similarity(self) -> float:
+        return self.options.soft404_similarity
+
+    @property
+    def policy(self) -> Policy:
+        """The adaptive recrawl rule's numbers (the ``recrawl_*`` keys; :mod:`idcrawl.core.recrawl`)."""
+        return self.options.policy
+
+    @property
+    def follow_redirects(self) -> str:
+        """``host``: a redirect of an id page to another host is not followed; ``any``: every redirect is."""
+        return self.options.follow_redirects
 
     def url_for(self, id_: int) -> str:
         return self.url.format(id=id_)
@@ -287,7 +419,7 @@ def _similarity(value: Any) -> float:
 
 _RULE_KEYS = ("missing_statuses", "soft404_regex", "soft404_css", "soft404_xpath", "found_css", "found_xpath",
               "soft404_max_bytes")
-#: Every key whose value the options of :class:`_Options` are parsed from.
+#: Every key whose value a target's :class:`TargetOptions` are parsed from.
 _OPTION_KEYS = ("direction", "margin", "window", "rate", "attempts", "cooldown", "backoff", "resume", "holes",
                 *_RULE_KEYS, *RECRAWL_KEYS, "follow_redirects", "soft404_similarity")
 
@@ -360,7 +492,7 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
 
     # the options below depend on these values only: parsed once per distinct set (a job's targets share them)
     options_key = repr([merged.get(key) for key in _OPTION_KEYS])
-    options: _Options | None = _OPTIONS.get(options_key)
+    options: TargetOptions | None = _OPTIONS.get(options_key)
     if options is not None:
         direction = options.direction
     else:
@@ -396,7 +528,7 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
             raise TargetError("margin", merged["margin"], "0 (no cut) needs min: the desc lane would never end")
     if options is None:
         parsed = _parse_options(merged, direction, margin)
-        options = _memo(_OPTIONS, options_key, lambda: parsed)
+        options = _memo(_OPTIONS, options_key, lambda: _shared(parsed))
     probe = _probe(merged.get("soft404_probe"), url)
 
     name_value = merged.get("name")
@@ -409,48 +541,16 @@ def parse_target(raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = No
         name=name,
         url=url,
         start=start,
-        direction=direction,
-        margin=margin,
-        window=options.window,
-        rate_asc=options.rate_asc,
-        rate_desc=options.rate_desc,
         min=lo,
         max=hi,
-        attempts=options.attempts,
-        cooldown=options.cooldown,
-        backoff=options.backoff,
-        resume=options.resume,
-        holes=options.holes,
-        rule=options.rule,
         soft404_probe=probe,
-        soft404_similarity=options.similarity,
         crawl_profiles=as_names("crawl_profiles", raw["crawl_profiles"]) if "crawl_profiles" in raw else (),
         enabled=as_bool("enabled", raw["enabled"]) if "enabled" in raw else True,
-        policy=options.policy,
-        follow_redirects=options.follow_redirects,
+        options=options,
     )
 
 
-class _Options(NamedTuple):
-    """A target's options parsed from the values of :data:`_OPTION_KEYS` (shared by equal values)."""
-
-    direction: Direction
-    margin: int
-    window: int
-    rate_asc: int
-    rate_desc: int
-    attempts: int
-    cooldown: float
-    backoff: float
-    resume: str
-    holes: str
-    rule: OutcomeRule
-    policy: Policy
-    follow_redirects: str
-    similarity: float
-
-
-def _parse_options(merged: Mapping[str, Any], direction: Direction, margin: int) -> _Options:
+def _parse_options(merged: Mapping[str, Any], direction: Direction, margin: int) -> TargetOptions:
     """The options after ``margin``, in the order (and with the error lines) of their keys' checks."""
     window = as_int("window", merged["window"], minimum=1)
     rate_asc, rate_desc = _rate(merged["rate"], direction)
@@ -465,8 +565,8 @@ def _parse_options(merged: Mapping[str, Any], direction: Direction, margin: int)
     follow_redirects = as_choice("follow_redirects", merged["follow_redirects"], REDIRECT_MODES)
     raw_similarity = merged["soft404_similarity"]
     similarity = _similarity(DEFAULTS["soft404_similarity"] if raw_similarity in (None, "") else raw_similarity)
-    return _Options(direction, margin, window, rate_asc, rate_desc, attempts, cooldown, backoff, resume, holes, rule,
-                    policy, follow_redirects, similarity)
+    return TargetOptions(direction, margin, window, rate_asc, rate_desc, attempts, cooldown, backoff, resume, holes,
+                         rule, similarity, policy, follow_redirects)
 
 
 def parse_page_target(raw: Mapping[str, Any]) -> PageTarget:

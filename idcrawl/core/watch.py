@@ -7,7 +7,7 @@ No Scrapy here: the shell is ``idcrawl.extensions.watch.IdWatch``. The rule: doc
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from idcrawl.core.inputs import TargetError
@@ -130,5 +130,5 @@ def watch_targets(targets: Sequence[Target]) -> list[Target]:
                    if target.resume in RESET_MODES else ")"),
                 where=f"target {target.name!r}",
             )
-        watched.append(target if target.resume == "due" else replace(target, resume="due"))
+        watched.append(target if target.resume == "due" else target.with_resume("due"))
     return watched

@@ -15,7 +15,7 @@ from idcrawl.core.clock import format_time
 from idcrawl.core.frontier import Frontier, lane_specs
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageBook
-from idcrawl.core.recrawl import Schedule
+from idcrawl.core.recrawl import DEFAULT_POLICY, Schedule
 from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, late_pass, resume_specs, tail_due, tail_reach
 from idcrawl.core.sitemaps import Evidence, SitemapUrl, pages_by_sitemap, tail_due_by_sitemap
 from idcrawl.core.talk import NONE_DEPRECATED, forgotten_text, resume_text
@@ -157,7 +157,8 @@ class LocalWorker:
         config = self.config
         self._store = store
         if store is not None:
-            self.pages = PageBook(self.runtime.clock, {t.name: t.policy for t in self.runtime.targets}, retain=False,
+            self.pages = PageBook(self.runtime.clock, {t.name: t.policy for t in self.runtime.targets
+                                                           if t.policy != DEFAULT_POLICY}, retain=False,
                                   refetch_after=config.recrawl_refetch_after)
             self.pages.coalescing = self.runtime.coalescing
             if config.watch:  # the pages a wave fetches share its time

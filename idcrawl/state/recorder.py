@@ -11,6 +11,7 @@ import dataclasses
 import operator
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
+from itertools import compress
 from typing import TYPE_CHECKING, Any
 
 from pyroaring import BitMap64
@@ -65,9 +66,10 @@ class _Changes(Mapping[str, Mapping[str, LaneRecord]]):
     """The changed lane records by target, made as the store reads them (a big job's first and last
     commits change every lane: no dict per target is held for all of them at once). A target's lanes
     are next to each other in the frontier; ``moved`` keeps the records of the lanes that moved (the
-    committed ones the next commit compares with)."""
+    committed ones the next commit compares with), unless the record said not to (``keep`` False: a lane
+    the last commit froze)."""
 
-    def __init__(self, records: Callable[[], Iterator[tuple[str, LaneRecord]]], lanes: Mapping[str, Lane[Any]]
+    def __init__(self, records: Callable[[], Iterator[tuple[str, LaneRecord, bool]]], lanes: Mapping[str, Lane[Any]]
                  ) -> None:
         self._records, self._lanes = records, lanes
         self._current: tuple[str, dict[str, LaneRecord]] | None = None  # the target last handed out
@@ -76,12 +78,12 @@ class _Changes(Mapping[str, Mapping[str, LaneRecord]]):
     def _by_target(self) -> Iterator[tuple[str, dict[str, LaneRecord]]]:
         name, records = "", dict[str, LaneRecord]()
         lanes, moved = self._lanes, self.moved
-        for target, record in self._records():
+        for target, record, keep in self._records():
             if target != name and records:
                 yield name, records
                 records = {}
             name, records[record.key] = target, record
-            if not lanes[record.key].untouched:
+            if keep and not lanes[record.key].untouched:
                 moved[record.key] = record
         if records:
             yield name, records
@@ -160,6 +162,10 @@ class StateRecorder:
         #: them still untouched (:attr:`~idcrawl.core.lanes.Lane.untouched`) was committed as it is (a lane never
         #: becomes untouched again), so no record is kept for it (most lanes of a job of many targets never move)
         self._lanes_committed = 0
+        #: by lane index (the frontier's order): 1 for a lane the last commit (:meth:`close`'s) found settled
+        #: and not pinned: its record can no longer change, so no copy of it is kept to compare with (a job
+        #: of 100,000 targets would keep one per lane, all having moved, into its last moments)
+        self._frozen = bytearray()
         self.pages = pages
         self._page_records: dict[tuple[str, int], Schedule | None] = {}  # changed page records, not committed yet
         self.clock = clock if clock is not None else Clock()
@@ -360,7 +366,7 @@ class StateRecorder:
             self._written = {}
             marks = self._marks()
         walked = self._walked_tails() if tails else None
-        self._commit({}, outcomes, marks, walked, pages)
+        self._commit({}, outcomes, marks, walked, pages, last=tails)
         if walked is not None:
             self.schedules = {**self._tails, **walked}
         self._pending_count = len(self._written)
@@ -384,25 +390,34 @@ class StateRecorder:
         self, params: Mapping[str, dict[str, Any]], outcomes: dict[str, dict[Outcome, BitMap64]],
         feeds: FeedMarks | None = None,
         tails: dict[str, Schedule] | None = None,
-        pages: dict[str, dict[int, Schedule | None]] | None = None,
+        pages: dict[str, dict[int, Schedule | None]] | None = None, *, last: bool = False,
     ) -> None:
         """One transaction; only the lane records that changed since the last commit are written
-        (a job of 100,000 targets would otherwise rewrite every lane's record every few seconds)."""
+        (a job of 100,000 targets would otherwise rewrite every lane's record every few seconds).
+        ``last``: the run's last commit (:meth:`close`), which freezes the settled lanes' records."""
         lanes = len(self.frontier.lanes)
-        changed = _Changes(self._changed_records, self.frontier.lanes)
+        frozen = bytearray(lanes) if last else None
+        changed = _Changes(lambda: self._changed_records(frozen), self.frontier.lanes)
         if not self._write(lambda: self.store.commit(params, outcomes, changed, feeds=feeds, pages=pages,
                                                      tails=tails)):
             return
         self._lanes_committed = lanes
         self._committed.update(changed.moved)
+        if frozen is not None:
+            self._frozen = frozen
+            committed = self._committed
+            for key in compress(self.frontier.lanes, frozen):
+                committed.pop(key, None)
 
-    def _changed_records(self) -> Iterator[tuple[str, LaneRecord]]:
+    def _changed_records(self, frozen: bytearray | None = None) -> Iterator[tuple[str, LaneRecord, bool]]:
         """The lane records that differ from the committed ones, with their target's name, in the
         frontier's lane order (a lane's record is compared as its fields' values: no record is built
         for a lane that did not move since the last commit, nor kept for one committed untouched: its
-        values depend on nothing that moves)."""
+        values depend on nothing that moves). Each with whether to keep it to compare with (``frozen``
+        given, the last commit: a settled lane without a pin is marked there instead, not kept: a
+        settled lane decides nothing more, and what else its record is made of does not move)."""
         pins = self._pins()
-        committed, lanes_committed = self._committed, self._lanes_committed
+        committed, lanes_committed, was_frozen = self._committed, self._lanes_committed, self._frozen
         frontier = self.frontier
         direction, lane_target = frontier.lane_direction, frontier.lane_target
         for index, (key, lane) in enumerate(frontier.lanes.items()):
@@ -410,11 +425,17 @@ class StateRecorder:
                 continue
             if index < lanes_committed and lane.untouched:  # committed untouched (no found id: no pin)
                 continue
-            values = self._record_values(key, lane, pins.get(key))
+            pin = pins.get(key)
+            if pin is None and index < len(was_frozen) and was_frozen[index]:  # as the last commit wrote it
+                continue
+            values = self._record_values(key, lane, pin)
+            keep = True
+            if frozen is not None and pin is None and lane.settled:
+                frozen[index], keep = 1, False
             last = committed.get(key)
             if last is not None and _record_values(last) == values:
                 continue
-            yield lane_target[key].name, LaneRecord(*values)
+            yield lane_target[key].name, LaneRecord(*values), keep
 
     def _write(self, write: Callable[[], object], *, always: bool = False) -> bool:
         """One write of the store, unless a write of this crawl failed (``always``: even then); a failed

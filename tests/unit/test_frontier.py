@@ -546,3 +546,44 @@ def test_lane_object_is_shared_with_the_frontier() -> None:
     assert isinstance(frontier.lanes["a:asc"], Lane)
     assert frontier.lane_direction == {"a:asc": "asc"}
     assert frontier.lane_target["a:asc"].name == "a"
+
+
+def test_lane_target_and_direction_for_keys_of_any_shape() -> None:
+    """Lanes whose keys do not read ``<target>:<direction>`` (a resumed lane, names with colons, a lane
+    key that names another target) still map to their own target and their spec's direction."""
+    from idcrawl.core.frontier import LaneSpec
+
+    a, b, c = target(name="a", start=5), target(name="a:b", start=0), target(name="x:y:z", start=9)
+    frontier: Frontier[int] = Frontier([a])
+    frontier.add_target(b, [LaneSpec("a:b:asc", "asc", 0, 1, None, 1), LaneSpec("a:desc", "desc", 4, -1, 0, 1)])
+    frontier.add_target(c, [LaneSpec("c", "holes", 0, 1, 1, 1, ids=(3, 7)), LaneSpec("x:y:z", "up", 9, 1, None, 1),
+                            LaneSpec("odd", "asc", 9, -1, 0, 1)])
+    assert dict(frontier.lane_target) == {"a:asc": a, "a:b:asc": b, "a:desc": b, "c": c, "x:y:z": c, "odd": c}
+    assert dict(frontier.lane_direction) == {"a:asc": "asc", "a:b:asc": "asc", "a:desc": "desc", "c": "holes",
+                                             "x:y:z": "up", "odd": "asc"}
+    assert "nope" not in frontier.lane_target and "a" not in frontier.lane_direction
+    assert len(frontier.lane_target) == len(frontier.lane_direction) == 6
+    with pytest.raises(KeyError):
+        frontier.lane_target["a:nope"]
+
+
+def test_targets_of_one_template_share_a_space_only_when_their_keys_are_equal() -> None:
+    url = "http://example.org/{id}"
+    one, two = target(name="one", url=url, start=0), target(name="two", url=url, start=0, missing_statuses=[404])
+    three = target(name="three", url=url, start=3, missing_statuses=[404])
+    frontier: Frontier[int] = Frontier([one, two, three])
+    assert frontier._space.get("one") is None
+    assert frontier._space["two"] is frontier._space["three"]
+
+
+def test_lanes_of_a_target_whatever_its_lane_keys() -> None:
+    from idcrawl.core.frontier import LaneSpec
+
+    a, b, c, d = (target(name=n, start=5, direction="both", min=0) for n in ("a", "a:b", "c", "d"))
+    frontier: Frontier[int] = Frontier([a])
+    frontier.add_target(b, [LaneSpec("a:b:desc", "desc", 4, -1, 0, 1), LaneSpec("a:b:asc", "asc", 5, 1, None, 1)])
+    frontier.add_target(c, [LaneSpec("c:holes", "holes", 0, 1, 0, 1, ids=(3,)), LaneSpec("c:asc", "asc", 5, 1, None, 1)])
+    frontier.add_target(d, [])
+    keys = {name: [lane.key for lane in frontier.lanes_of(name)] for name in ("a", "a:b", "c", "d", "nope")}
+    assert keys == {"a": ["a:asc", "a:desc"], "a:b": ["a:b:desc", "a:b:asc"], "c": ["c:holes", "c:asc"], "d": [],
+                    "nope": []}

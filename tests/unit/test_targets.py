@@ -744,6 +744,21 @@ def test_a_targets_host_is_derived_from_url_and_start_and_not_compared() -> None
     assert " host=" not in repr(target)
 
 
+def test_targets_share_one_options_object_and_keep_their_keywords() -> None:
+    """The values most targets share live in one object (100,000 targets, one), read as before."""
+    a, b = (parse_target({"url": f"https://h.example/{name}/{{id}}", "start": 1, "name": name}) for name in "ab")
+    assert a.options is b.options and a.margin == b.margin == DEFAULTS["margin"]
+    made = Target(name="a", url="https://h.example/a/{id}", start=1, direction=Direction.ASC, margin=a.margin,
+                  window=a.window, soft404_similarity=a.soft404_similarity)
+    assert made == a and made.options is a.options and repr(made) == repr(a)
+    due = replace(a, resume="due")  # type: ignore[call-arg]  # a keyword as idseq's overrides (-a resume=) pass it
+    assert due.resume == "due" and due.margin == a.margin and due != a
+    assert a.with_resume("due") == due and a.with_resume("due").options is due.options
+    assert replace(due, resume="auto").options is a.options and b.resume == "auto"  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="direction, margin, window"):
+        Target(name="x", url="https://h.example/{id}", start=1)
+
+
 @pytest.mark.parametrize("host", ["a b.example", "a\u00a0b.example", "a\u2028b.example", "a\x7fb.example"])
 def test_a_host_with_any_whitespace_or_control_character_is_refused(host: str) -> None:
     with pytest.raises(TargetError, match="spaces or control characters"):
