@@ -371,6 +371,7 @@ IDCRAWL_SCOPE_POSTPONE = 3600.0
 IDCRAWL_SITEMAP_MAX_FILES = 100
 #: ... and at most this many URLs are taken per target from its sitemaps (highest priority first).
 IDCRAWL_SITEMAP_MAX_URLS = 50000
+IDCRAWL_SITEMAP_MAX_REACH = 1000
 #: Host names mapped to IP addresses for a crawl, like curl's --resolve: {"gamma.example": "127.0.0.3"}
 #: (or gamma.example=127.0.0.3,... with -s). Read by idcrawl.resolver.IdResolver, which a project installs
 #: as TWISTED_DNS_RESOLVER (DNS_RESOLVER before Scrapy 2.19); None: nothing mapped.

@@ -40,7 +40,7 @@ from idcrawl.core.jobfile import parse_job
 from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule, duration_text, overdue
-from idcrawl.core.resume import late_pass, tail_bound, tail_due, tail_reach
+from idcrawl.core.resume import late_pass, tail_bound, tail_due, tail_reach, walk_reach
 from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.core.targets import Target
 from idcrawl.state.base import StateStore
@@ -72,10 +72,12 @@ class DueRow:
     tail_due: bool = True
     #: the late ids a resume=due run re-probes then, newest first (a job target with ``late_every``)
     late: tuple[int, ...] = ()
+    #: ``IDCRAWL_SITEMAP_MAX_REACH``: how far a walk goes on to a listed id (None: no cap)
+    max_reach: int | None = None
 
 
 def due_rows(
-    store: StateStore, names: Sequence[str], job: Sequence[Target], at: float
+    store: StateStore, names: Sequence[str], job: Sequence[Target], at: float, max_reach: int | None = None
 ) -> list[DueRow]:
     """The rows of the named targets and the job's (every stored target if neither), in fetch order.
     A distributed job's page records are in its Redis keys, in the same layout
@@ -106,7 +108,7 @@ def due_rows(
         late = late_probe.ids if late_probe is not None else ()
         rows.append(DueRow(name, True, walk, schedule, is_due or bool(due_pages) or bool(late),
                            overdue(schedule, at) if schedule else None, due_pages, book.records(name), is_due,
-                           late))
+                           late, max_reach))
     rows.sort(key=lambda r: (not r.due, -(r.overdue or 0.0) if r.due else _due_at(r), r.name))
     return rows
 
@@ -123,15 +125,16 @@ def _walk_text(row: DueRow) -> str:
         return f"never crawled: all of it, from {first}"
     reach = _reach(row)
     to = "the margin" if last is None else f"the margin or {last}"
-    return f"from {first} to {to}" if reach is None else f"from {first} to {reach} (listed), then {to}"
+    if reach is None:
+        return f"from {first} to {to}"
+    listed = tail_reach(row.schedule)
+    way = "(listed)" if listed is None or reach >= listed else f"(on the way to {listed} listed)"
+    return f"from {first} to {reach} {way}, then {to}"
 
 
 def _reach(row: DueRow) -> int | None:
     """Where the tail's walk goes whatever the misses (:func:`idcrawl.core.resume.tail_reach`; None: none)."""
-    reach = tail_reach(row.schedule)
-    if reach is None or row.walk is None or reach < row.walk[0]:
-        return None
-    return reach if row.walk[1] is None else min(reach, row.walk[1])
+    return None if row.walk is None else walk_reach(tail_reach(row.schedule), *row.walk, row.max_reach)
 
 
 def _at_text(row: DueRow) -> str:
@@ -230,9 +233,10 @@ class Command(ScrapyCommand):
         try:
             now = setting(self.settings, "IDCRAWL_NOW") if self.settings is not None else None
             at = parse_time(opts.at, "--at") if opts.at else Clock.from_setting(now).now()
+            most = setting(self.settings, "IDCRAWL_SITEMAP_MAX_REACH") if self.settings is not None else None
             job = parse_job(opts.job) if opts.job else []
             with read_state(path) as store:
-                rows = due_rows(store, args, job, at)
+                rows = due_rows(store, args, job, at, most)
         except (*CommandFailed, ClockError) as exc:
             fail(self, "iddue", exc)
             return

@@ -20,7 +20,7 @@ from idcrawl.core.watch import NO_COALESCING, Coalescing
 
 __all__ = [
     "IDENTITY_KEYS", "RESUME_MODES", "LatePass", "due_first", "identity", "late_due", "late_ids", "late_pass",
-    "resume_specs", "tail_bound", "tail_due", "tail_reach", "tail_specs",
+    "resume_specs", "tail_bound", "tail_due", "tail_reach", "tail_specs", "walk_reach",
 ]
 
 #: The target parameters that define which ids a crawl covers: a resumed run
@@ -44,6 +44,19 @@ def tail_reach(schedule: Schedule | None) -> int | None:
     above its last found id that no walk has passed yet (:attr:`Schedule.listed`); None: none. Read
     from the tail's record at plan time, so a run resumed after a kill still walks to it."""
     return schedule.listed if schedule is not None else None
+
+
+def walk_reach(reach: int | None, start: int, stop: int | None, most: int | None = None) -> int | None:
+    """The reach of a tail walk from ``start`` (to ``stop``, None: no bound) given its tail's
+    (:func:`tail_reach`): none when it is before the start; at most the bound, and at most ``most`` ids
+    from the start (``IDCRAWL_SITEMAP_MAX_REACH``; 0: a sitemap never carries a walk past its margin;
+    None: no cap), so a sitemap listing a wrong, huge id costs at most that many requests a run (the id
+    stays in the record: the next walk goes on from where this one was cut)."""
+    if reach is None or reach < start or most == 0:
+        return None
+    if most is not None:
+        reach = min(reach, start + most - 1)
+    return reach if stop is None else min(reach, stop)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +133,7 @@ def resume_specs(
     due_pages: Sequence[int] = (),
     late: Sequence[int] = (),
     reach: int | None = None,
+    max_reach: int | None = None,
 ) -> list[LaneSpec]:
     """The lanes to walk when resuming ``target`` with ``mode``.
 
@@ -127,10 +141,10 @@ def resume_specs(
     found ids due for a revisit in fetch order (most overdue first: :func:`idcrawl.core.recrawl.due_order`),
     become a list lane ``<target>:due`` after the tail (the hook of the page revisits); ``late``, the
     ids of a re-probe of late ids (:func:`late_pass`), a list lane ``<target>:late`` after them;
-    ``reach``, the tail's reach (:func:`tail_reach`).
+    ``reach``, the tail's reach (:func:`tail_reach`), at most ``max_reach`` ids (:func:`walk_reach`).
     """
     if mode == "due":
-        walks = tail_specs(target, lanes, reach) if walk_tail else []
+        walks = tail_specs(target, lanes, reach, max_reach) if walk_tail else []
         if due_pages:
             walks.append(_list_lane(target, "due", due_pages, refetch_found=True))  # found ids, which the tail skips
         if late:
@@ -183,12 +197,13 @@ def tail_bound(lanes: Mapping[str, LaneRecord]) -> tuple[int, int | None] | None
     return None
 
 
-def tail_specs(target: Target, lanes: Mapping[str, LaneRecord], reach: int | None = None) -> list[LaneSpec]:
+def tail_specs(target: Target, lanes: Mapping[str, LaneRecord], reach: int | None = None,
+               max_reach: int | None = None) -> list[LaneSpec]:
     """The lane that walks ``target``'s tail (none or one): its ascending lane from just after its last found
     id (cut by its margin) or from its first undecided id (stopped early); none when it has no ascending
     lane or that one reached its bound; the fresh ascending lane when nothing was crawled.
     ``reach`` (:func:`tail_reach`): a continued walk goes on to that id whatever the misses, when it
-    starts at or before it (:attr:`LaneSpec.reach`)."""
+    starts at or before it, at most ``max_reach`` ids (:func:`walk_reach`, :attr:`LaneSpec.reach`)."""
     if not lanes:
         return [spec for spec in lane_specs(target) if spec.direction == "asc"]
     specs: list[LaneSpec] = []
@@ -202,6 +217,6 @@ def tail_specs(target: Target, lanes: Mapping[str, LaneRecord], reach: int | Non
         plan = plan_lane(record, {})
         if plan.bound is not None:
             start, stop = plan.bound
-            walks_to = None if reach is None or reach < start else reach if stop is None else min(reach, stop)
+            walks_to = walk_reach(reach, start, stop, max_reach)
             specs.append(LaneSpec(spec.key, spec.direction, start, record.step, stop, spec.weight, reach=walks_to))
     return specs

@@ -400,6 +400,7 @@ class IdConfig:
     # sitemaps (idcrawl.sitemaps)
     sitemap_max_files: int = _setting(_int(1, note=" (sitemaps read per site, index children included)"), 100)
     sitemap_max_urls: int = _setting(_int(1, note=" (URLs taken per target from its sitemaps)"), 50000)
+    sitemap_max_reach: int = _setting(_int(0, note=" (ids a tail walk goes on to a listed id, 0 = none)"), 1000)
     resolve: tuple[tuple[str, str], ...] | None = _setting(_resolve(), None)
     resolve_only: bool = _setting(_bool(), False)
     # distributed runs

@@ -28,6 +28,7 @@ __all__ = [
     "plan_lines",
     "progress_gaps",
     "progress_lines",
+    "reach_text",
     "resume_text",
     "summary_lines",
 ]
@@ -255,6 +256,15 @@ def _stopped_text(reason: str | None) -> str:
     if reason.startswith(LIMIT_PREFIX):
         return f"stopped by limit {reason[len(LIMIT_PREFIX):]}"
     return f"closed early ({reason})"
+
+
+def reach_text(walks_to: int, listed: int) -> str:
+    """The plan line's note of a tail walk carried past its misses to an id a sitemap listed
+    (:func:`idcrawl.core.resume.walk_reach`): to the id itself, or part of the way (the cap)."""
+    if walks_to >= listed:
+        return f"its tail walks on to {walks_to:,}, listed in a sitemap"
+    return (f"its tail walks on to {walks_to:,}, on the way to {listed:,} listed in a sitemap "
+            "(IDCRAWL_SITEMAP_MAX_REACH)")
 
 
 def resume_text(mode: str, *, stored: bool, known_found: int = 0, finished: Sequence[str] = ()) -> str | None:

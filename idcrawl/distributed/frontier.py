@@ -292,13 +292,15 @@ class RedisFrontier(Generic[P]):
         return self.run
 
     def resume(self, target: Target, *, walk_tail: bool = True, due_pages: Sequence[int] = (),
-               wave: int | None = None, late: Sequence[int] = (), reach: int | None = None) -> str | None:
+               wave: int | None = None, late: Sequence[int] = (), reach: int | None = None,
+               max_reach: int | None = None) -> str | None:
         """Resume ``target`` for the whole job as one process resumes the same state
         (:func:`idcrawl.core.resume.resume_specs`): the first worker registers the plan, the others join it
         (:class:`TargetConflict`: other resume arguments). ``walk_tail``: the planner found the tail due;
         ``due_pages``: the found ids due for a revisit; ``wave``: a watching fleet's later wave (ms);
         ``late``: the late ids to re-probe (a ``<target>:late`` list lane); ``reach``: the tail's reach
-        (:func:`idcrawl.core.resume.tail_reach`, read by the planner from the tail's schedule).
+        (:func:`idcrawl.core.resume.tail_reach`, read by the planner from the tail's schedule), at most
+        ``max_reach`` ids (``IDCRAWL_SITEMAP_MAX_REACH``).
         Returns ``created``, ``joined``, or None (nothing crawled yet). docs/architecture.md, "Resumes in a fleet"."""
         from idcrawl.distributed.state import JobStateStore
 
@@ -309,7 +311,8 @@ class RedisFrontier(Generic[P]):
         fresh = state is None or all(record.cursor == record.start for record in state.lanes.values())
         if state is not None and not fresh:  # else nothing crawled yet: the lanes start fresh (the fleet's plan)
             specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
-                                 walk_tail=walk_tail, due_pages=due_pages, late=late, reach=reach)
+                                 walk_tail=walk_tail, due_pages=due_pages, late=late, reach=reach,
+                                 max_reach=max_reach)
             own = {spec.key for spec in lane_specs(target)}
             reopen = [(spec.key, spec.start, spec.reach) for spec in specs if spec.ids is None and spec.key in own]
             lists = [spec for spec in specs if spec.ids is not None]

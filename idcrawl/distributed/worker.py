@@ -27,6 +27,7 @@ from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import LatePass, due_first, late_due, late_pass, tail_due, tail_reach
 from idcrawl.core.safetext import mask_secrets, safe
 from idcrawl.core.sitemaps import Evidence
+from idcrawl.core.talk import reach_text
 from idcrawl.core.targets import RESET_MODES, Target, parse_target
 from idcrawl.core.watch import NO_COALESCING, watch_targets, wave_key
 from idcrawl.distributed.acks import FleetAcks
@@ -258,7 +259,8 @@ class RedisWorker:
                 resumed[target.name] = self.frontier.resume(
                     target, walk_tail=walk_tail, wave=self._wave(), due_pages=self._due_ids.get(target.name, ()),
                     late=passed.ids if passed is not None else (),
-                    reach=tail_reach(self._tails.get(target.name)) if target.resume == "due" else None)
+                    reach=tail_reach(self._tails.get(target.name)) if target.resume == "due" else None,
+                    max_reach=self.config.sitemap_max_reach)
                 if resumed[target.name] == "created" and passed is not None:
                     self._plan_late(target, passed)
         except (TargetConflict, StateError) as exc:  # StateError: the job's stored state is damaged
@@ -284,8 +286,9 @@ class RedisWorker:
                 if verdict == "created" and target.name in not_due:
                     self.resume_notes[target.name] += f"; {not_due[target.name]}"
                 tail = self.frontier.lanes.get(f"{target.name}:asc")
-                if tail is not None and tail.reach is not None:  # a sitemap listed an id above the last found
-                    self.resume_notes[target.name] += f"; its tail walks on to {tail.reach:,}, listed in a sitemap"
+                listed = tail_reach(self._tails.get(target.name))
+                if tail is not None and tail.reach is not None and listed is not None:  # a sitemap listed an id
+                    self.resume_notes[target.name] += f"; {reach_text(tail.reach, listed)}"
 
     def _init_running(self, runtime: IdRuntime) -> None:
         """What the joined worker keeps while it runs: polls, acknowledgements, retries, outages."""

@@ -18,7 +18,7 @@ from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import DEFAULT_POLICY, Schedule
 from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, late_pass, resume_specs, tail_due, tail_reach
 from idcrawl.core.sitemaps import Evidence, SitemapUrl, pages_by_sitemap, tail_due_by_sitemap
-from idcrawl.core.talk import NONE_DEPRECATED, forgotten_text, resume_text
+from idcrawl.core.talk import NONE_DEPRECATED, forgotten_text, reach_text, resume_text
 from idcrawl.core.targets import RESET_MODES, Target
 from idcrawl.core.urlqueue import MemoryUrlQueue
 from idcrawl.errors import BadInputError
@@ -263,7 +263,8 @@ class LocalWorker:
                     + (f"{len(late):,} late ids to re-probe" if late else "nothing to fetch")
                 )
         specs = resume_specs(target, state.lanes, state.outcomes, target.resume, target.holes,
-                             walk_tail=walk_tail, due_pages=self.due_pages(target, state), late=late, reach=reach)
+                             walk_tail=walk_tail, due_pages=self.due_pages(target, state), late=late, reach=reach,
+                             max_reach=self.config.sitemap_max_reach)
         origins.update({key: record.start for key, record in state.lanes.items()})
         known = cast("Container[int] | None", state.outcomes.get(Outcome.FOUND))  # a roaring bitmap
         if isinstance(known, BitMap64) and known:
@@ -278,10 +279,10 @@ class LocalWorker:
         )
         if note is not None and target.name not in self.resume_notes:
             self.resume_notes[target.name] = note
-        reach = next((spec.reach for spec in specs if spec.reach is not None), None)
-        if reach is not None:  # a sitemap listed an id above the tail's last found one: the walk goes to it
+        walks_to = next((spec.reach for spec in specs if spec.reach is not None), None)
+        if walks_to is not None and reach is not None:  # a sitemap listed an id above the last found one
             self.resume_notes[target.name] = (f"{self.resume_notes.get(target.name, 'resume=due')}; "
-                                              f"its tail walks on to {reach:,}, listed in a sitemap")
+                                              f"{reach_text(walks_to, reach)}")
 
     def _in_due_order(self, targets: Sequence[Target]) -> list[Target]:
         """``resume=due``: the targets whose tails are most overdue first (they win the interleaving's

@@ -50,8 +50,8 @@ sitemaps = {sitemaps}
     return path
 
 
-def crawl(tmp_path: Path, path: Path, now: float) -> CrawlResult:
-    result = run_crawl(tmp_path, {"job": path}, {"IDCRAWL_NOW": format_time(now)})
+def crawl(tmp_path: Path, path: Path, now: float, **settings: object) -> CrawlResult:
+    result = run_crawl(tmp_path, {"job": path}, {"IDCRAWL_NOW": format_time(now), **settings})
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     return result
@@ -220,6 +220,30 @@ def test_a_tail_whose_sitemap_lists_an_id_far_past_its_margin_walks_straight_to_
 
     fifth = crawl(tmp_path, path, T0 + 30 * 24 * HOUR)  # 20 passed: the next walk goes by its margin again
     assert fifth.items == [] and pages(site)["/item/21"] == 2 and pages(site)["/item/22"] == 0
+
+
+def test_a_tail_walks_on_to_a_listed_id_at_most_max_reach_ids_a_run(site: SitemapSite, tmp_path: Path) -> None:
+    """A sitemap listing an id far off (a typo, another numbering) costs at most
+    ``IDCRAWL_SITEMAP_MAX_REACH`` requests past a walk's start, each run: with 5, run 3 walks 4..8 past
+    the misses, then its margin (9), and says how far it is from the listed 20; the id stays listed."""
+    path = job(tmp_path, site)
+    crawl(tmp_path, path, T0)
+    site.put("/item/20", b"<html><body>20</body></html>", "text/html")
+    site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3, 20)]))
+    crawl(tmp_path, path, T0 + 2 * HOUR)
+    listed = scrapy(tmp_path, "iddue", "--job", str(path), "--at", format_time(T0 + 3 * HOUR), "--format", "tsv",
+                    "-s", "IDCRAWL_SITEMAP_MAX_REACH=5")
+    header, row = (line.split("\t") for line in listed.stdout.splitlines()[-2:])
+    assert dict(zip(header, row, strict=True))["tail walk"] == "from 4 to 8 (on the way to 20 listed), then the margin"
+
+    third = crawl(tmp_path, path, T0 + 3 * HOUR, IDCRAWL_SITEMAP_MAX_REACH=5)
+    assert "its tail walks on to 8, on the way to 20 listed in a sitemap (IDCRAWL_SITEMAP_MAX_REACH)" in third.stderr
+    assert third.items == []
+    assert pages(site) == Counter({"/item/1": 1, "/item/2": 1, "/item/3": 1, "/item/4": 2,
+                                   **{f"/item/{n}": 1 for n in range(5, 10)}})
+    stored = scrapy(tmp_path, "iddue", "--job", str(path), "--at", format_time(T0 + 30 * 24 * HOUR), "--format", "json")
+    (tail,) = (t["tail"] for t in json.loads(stored.stdout)["targets"])
+    assert tail["reach"] == 20  # kept: the next walk goes on to it (no cap given here: the default's 1000)
 
 
 def test_a_watching_crawl_walks_a_tail_to_the_id_its_sitemap_listed_in_the_next_wave(

@@ -174,6 +174,10 @@ def test_a_due_tail_walks_to_its_listed_id_from_its_stored_lanes() -> None:
     assert tail_reach(tail) == 400 and tail_reach(None) is None
     (due,) = resume_specs(target, lanes, {}, "due", reach=tail_reach(tail))
     assert (due.start, due.reach) == (11, 400)
+    (capped,) = resume_specs(target, lanes, {}, "due", reach=tail_reach(tail), max_reach=100)
+    assert (capped.start, capped.reach) == (11, 110), "IDCRAWL_SITEMAP_MAX_REACH ids from the walk's start"
+    assert resume_specs(target, lanes, {}, "due", reach=400, max_reach=0)[0].reach is None, "0: none"
+    assert resume_specs(target, lanes, {}, "due", reach=50, max_reach=100)[0].reach == 50
 
 
 def test_the_sitemaps_key_is_true_false_or_urls_and_anything_else_one_line() -> None:
