@@ -21,6 +21,7 @@ from idcrawl.core.targets import Direction, Target
 __all__ = ["Decided", "Dispatch", "Dispensed", "Frontier", "IdFrontier", "LaneSpec", "Touched", "lane_specs"]
 
 P = TypeVar("P")
+V = TypeVar("V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,40 +61,24 @@ def _direction_of(lane: Lane[Any], listed: bool) -> str:
     return "asc" if lane.step == 1 else "desc"
 
 
-class _LaneTargets(Mapping[str, Target]):
-    """:attr:`Frontier.lane_target`: read through the frontier, nothing kept per lane."""
+class _LaneView(Mapping[str, V]):
+    """A per-lane map of the frontier (:attr:`Frontier.lane_target`, :attr:`Frontier.lane_direction`):
+    read through ``value_of(key)``, nothing kept per lane."""
 
-    __slots__ = ("_frontier",)
+    __slots__ = ("_lanes", "_value_of")
 
-    def __init__(self, frontier: Frontier[Any]) -> None:
-        self._frontier = frontier
+    def __init__(self, lanes: Mapping[str, object], value_of: Callable[[str], V]) -> None:
+        self._lanes = lanes
+        self._value_of = value_of
 
-    def __getitem__(self, key: str) -> Target:
-        return self._frontier._target_of(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._frontier.lanes)
-
-    def __len__(self) -> int:
-        return len(self._frontier.lanes)
-
-
-class _LaneDirections(Mapping[str, str]):
-    """:attr:`Frontier.lane_direction`: read through the frontier, nothing kept per lane."""
-
-    __slots__ = ("_frontier",)
-
-    def __init__(self, frontier: Frontier[Any]) -> None:
-        self._frontier = frontier
-
-    def __getitem__(self, key: str) -> str:
-        return self._frontier._direction(key)
+    def __getitem__(self, key: str) -> V:
+        return self._value_of(key)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._frontier.lanes)
+        return iter(self._lanes)
 
     def __len__(self) -> int:
-        return len(self._frontier.lanes)
+        return len(self._lanes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,12 +331,12 @@ class Frontier(Generic[P]):
     @property
     def lane_target(self) -> Mapping[str, Target]:
         """Lane key -> its target (a view: no map entry per lane)."""
-        return _LaneTargets(self)
+        return _LaneView(self.lanes, self._target_of)
 
     @property
     def lane_direction(self) -> Mapping[str, str]:
         """Lane key -> ``asc``, ``desc`` or ``holes`` (a view: no map entry per lane)."""
-        return _LaneDirections(self)
+        return _LaneView(self.lanes, self._direction)
 
     def _target_of(self, key: str) -> Target:
         """The target of lane ``key`` (KeyError: no such lane)."""

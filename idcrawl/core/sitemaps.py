@@ -29,6 +29,7 @@ __all__ = [
     "TailNews",
     "by_priority",
     "due_by_sitemap",
+    "evidence_due",
     "first_interval",
     "lastmod_is_news",
     "page_by_sitemap",
@@ -243,3 +244,9 @@ class Evidence:
 
     pages: int = 0
     tail: bool = False
+
+
+def evidence_due(earliest: float | None, times: Iterable[float]) -> float | None:
+    """The earliest due time of what sitemaps moved in a wave so far (``earliest``; None: nothing yet),
+    with the due ``times`` of what one more sitemap moved: when it wakes a watch's next wave."""
+    return min(times, default=None) if earliest is None else min((*times, earliest))

@@ -26,7 +26,7 @@ from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import Schedule
 from idcrawl.core.resume import LatePass, due_first, late_due, late_pass, tail_due, tail_reach
 from idcrawl.core.safetext import mask_secrets, safe
-from idcrawl.core.sitemaps import Evidence
+from idcrawl.core.sitemaps import Evidence, evidence_due
 from idcrawl.core.talk import reach_text
 from idcrawl.core.targets import RESET_MODES, Target, parse_target
 from idcrawl.core.watch import NO_COALESCING, watch_targets, wave_key
@@ -45,6 +45,7 @@ from idcrawl.distributed.gate import FleetGate, FleetRetries
 from idcrawl.distributed.job import RedisJob
 from idcrawl.distributed.pagerecords import FleetPageRecords, is_due_lane, move_by_sitemap
 from idcrawl.distributed.runs import (
+    SitemapReading,
     claim_sitemaps,
     record_run_end,
     record_run_start,
@@ -398,8 +399,7 @@ class RedisWorker:
             logger.warning("idcrawl: sitemaps: %s", exc)
             return Evidence()
         times = [record.due_at() for record in pages.values()] + ([now] if tail else [])  # a tail: due now
-        if times:
-            self._evidence_at = min(times if self._evidence_at is None else (*times, self._evidence_at))
+        self._evidence_at = evidence_due(self._evidence_at, times)
         return Evidence(len(pages), tail)
 
     def _sitemaps_read(self) -> None:
@@ -416,12 +416,9 @@ class RedisWorker:
     def sitemaps_pending(self) -> bool:
         """Watch mode, after the wave: whether another worker of the run is still reading the id targets'
         sitemaps (alive, not done): what they make due wakes the next wave, so the watch waits for it."""
-        run = self.frontier.run
-        if not self.runtime.sitemaps or run is None:
-            return False
         try:
-            reading = sitemap_reading(self.client, self.job.prefix, run)
-            return (reading.by is not None and reading.by != self.worker and not reading.read
+            reading = self._sitemap_reading()
+            return (reading is not None and reading.by is not None and reading.by != self.worker and not reading.read
                     and worker_alive(self.client, self.job.prefix, reading.by, lease_ms=int(self.lease * 1000)))
         except RedisError as exc:
             raise BadInputError(f"idcrawl: watch: the Redis job cannot be read ({exc})") from None
@@ -430,13 +427,16 @@ class RedisWorker:
         """Watch mode, after the wave: when what the run's sitemaps made due wakes the next wave, as the
         reader left it on the run's claim (``P sitemaps:<run>`` ``due``): the same time for every worker of
         the run, so they agree on the wave (even a time past: the wave starts at once)."""
-        run = self.frontier.run
-        if not self.runtime.sitemaps or run is None:
-            return None
         try:
-            return sitemap_reading(self.client, self.job.prefix, run).due
+            reading = self._sitemap_reading()
         except RedisError as exc:
             raise BadInputError(f"idcrawl: watch: the Redis job cannot be read ({exc})") from None
+        return None if reading is None else reading.due
+
+    def _sitemap_reading(self) -> SitemapReading | None:
+        """The run's sitemap claim as Redis holds it (None: no id target's sitemaps, or no run)."""
+        run = self.frontier.run
+        return None if not self.runtime.sitemaps or run is None else sitemap_reading(self.client, self.job.prefix, run)
 
     def watch_schedules(self) -> list[Schedule]:
         """Watch mode, after a wave (this worker has left the job, its ended walks applied): the job's tail

@@ -17,7 +17,7 @@ from idcrawl.core.lanes import Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import DEFAULT_POLICY, Schedule
 from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, late_pass, resume_specs, tail_due, tail_reach
-from idcrawl.core.sitemaps import Evidence, SitemapUrl, pages_by_sitemap, tail_due_by_sitemap
+from idcrawl.core.sitemaps import Evidence, SitemapUrl, evidence_due, pages_by_sitemap, tail_due_by_sitemap
 from idcrawl.core.talk import NONE_DEPRECATED, forgotten_text, reach_text, resume_text
 from idcrawl.core.targets import RESET_MODES, Target
 from idcrawl.core.urlqueue import MemoryUrlQueue
@@ -348,9 +348,8 @@ class LocalWorker:
         due = tail_due_by_sitemap(tail, entries, now, policy) if tail is not None else None
         if due is not None:
             recorder.evidence[target] = due
-        times = [record.due_at() for record in (*moved.values(), *((due,) if due is not None else ()))]
-        if times:
-            self._evidence_at = min(times if self._evidence_at is None else (*times, self._evidence_at))
+        self._evidence_at = evidence_due(
+            self._evidence_at, [record.due_at() for record in (*moved.values(), *((due,) if due is not None else ()))])
         return Evidence(len(moved), due is not None)
 
     def describe_state(self) -> str:

@@ -420,3 +420,12 @@ def test_the_sqlite_store_reads_the_page_records_of_the_listed_ids_only(tmp_path
         assert store.load_page_ids("u", [5, 3])[5].key == "u/5" and store.load_page_ids("t", []) == {}
     finally:
         store.close()
+
+
+def test_the_evidence_of_a_wave_wakes_it_at_the_earliest_due_time_moved() -> None:
+    from idcrawl.core.sitemaps import evidence_due
+
+    assert evidence_due(None, []) is None
+    assert evidence_due(None, [5.0, 3.0]) == 3.0
+    assert evidence_due(4.0, []) == 4.0
+    assert evidence_due(4.0, [5.0]) == 4.0 and evidence_due(4.0, [2.0, 6.0]) == 2.0
