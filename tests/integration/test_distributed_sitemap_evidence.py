@@ -27,11 +27,13 @@ def total(results: list, key: str) -> int:
     return sum(r.stats.get(key, 0) for r in results)
 
 
-def run_fleet(tmp_path: Path, run: str, path: Path, redis_server, site: SitemapSite, now: float) -> list:  # type: ignore[no-untyped-def]
+def run_fleet(tmp_path: Path, run: str, path: Path, redis_server, site: SitemapSite, now: float,  # type: ignore[no-untyped-def]
+              **extra: object) -> list:
     """Two workers on the job; the sitemap is read once per fleet run: by one worker when both join one
     run, by each when a loaded machine starts the second after the first's run is over (a run of its own)."""
     # a run of its own: the last run's grace (one lease) over first, else these workers join it (run.lua)
-    settings = worker_settings(redis_server, job="evid", IDCRAWL_NOW=format_time(now), IDCRAWL_REDIS_LEASE_TIMEOUT=1)
+    settings = worker_settings(redis_server, job="evid", IDCRAWL_NOW=format_time(now), IDCRAWL_REDIS_LEASE_TIMEOUT=1,
+                               **extra)
     wait_out_the_runs_grace(redis_server, "evid", 1)
     client = redis.Redis.from_url(redis_server.url)
     runs_before, reads_before = client.llen("idcrawl:{evid}:runs"), Counter(site.fetched())["/sitemap.xml"]
@@ -184,5 +186,30 @@ def test_a_fleet_s_tail_whose_sitemap_lists_an_id_far_past_its_margin_walks_stra
         assert any("its tail walks on to 20, listed in a sitemap" in r.stderr for r in third)
         assert [fetched[f"/item/{n}"] for n in range(4, 23)] == [2] + [1] * 17 + [0]  # 4 again, 5..21, not 22
         assert "listed" not in json.loads(client.hget("idcrawl:{evid}:tails", "items")), "passed: forgotten"
+    finally:
+        site.stop()
+
+
+def test_a_fleet_s_tail_walks_on_to_a_listed_id_at_most_max_reach_ids_a_run(redis_server, tmp_path: Path) -> None:
+    """As the single process: with ``IDCRAWL_SITEMAP_MAX_REACH=5`` run 3's plan gives the tail's lane 8
+    as its reach (5 ids from 4), the workers walk 4..8 past the misses, then the margin (9); 20 stays
+    listed in the job's tail record for the next walk."""
+    site = SitemapSite({"/item/1": [], "/item/2": [], "/item/3": []})
+    site.put("/robots.txt", f"User-agent: *\nSitemap: {site.url('/sitemap.xml')}\n".encode(), "text/plain")
+    site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3)]))
+    site.start()
+    try:
+        path = job(tmp_path, site)
+        run_fleet(tmp_path, "r1", path, redis_server, site, T0)
+        site.put("/item/20", b"<html><body>20</body></html>", "text/html")
+        site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3, 20)]))
+        run_fleet(tmp_path, "r2", path, redis_server, site, T0 + 2 * HOUR)
+        third = run_fleet(tmp_path, "r3", path, redis_server, site, T0 + 3 * HOUR, IDCRAWL_SITEMAP_MAX_REACH=5)
+        fetched = pages(site)
+        assert [item for r in third for item in r.items] == []
+        assert any("its tail walks on to 8, on the way to 20 listed in a sitemap" in r.stderr for r in third)
+        assert [fetched[f"/item/{n}"] for n in range(4, 12)] == [2, 1, 1, 1, 1, 1, 0, 0]  # 4 again, 5..9
+        client = redis.Redis.from_url(redis_server.url)
+        assert json.loads(client.hget("idcrawl:{evid}:tails", "items"))["listed"] == 20, "kept for the next walk"
     finally:
         site.stop()
