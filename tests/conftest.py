@@ -9,7 +9,7 @@ under its temp folders passes ``warcio check`` and an index pass (tests/support/
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -68,11 +68,17 @@ def _every_warc_file_the_suite_wrote_is_valid(tmp_path_factory: pytest.TempPathF
 
 
 class GapModel(DemoModel):
-    """Ids exist unless listed as gaps, inside [low, high]."""
+    """Ids exist unless listed as gaps, inside [low, high]. The User-Agents that asked for pages are kept:
+    workers given their own ``USER_AGENT`` show which of them are crawling (past their start)."""
 
     def __init__(self, low: int, high: int, gaps: set[int]) -> None:
         super().__init__(low, high)
         self.gaps = gaps
+        self.agents: set[str] = set()
+
+    def reply_to(self, id_: int, host: str, nth: int, headers: Mapping[str, str]) -> Reply:
+        self.agents.add(headers.get("User-Agent", ""))
+        return super().reply_to(id_, host, nth, headers)
 
     def exists(self, id_: int) -> bool:
         return self.low <= id_ <= self.high and id_ not in self.gaps

@@ -109,13 +109,16 @@ def test_a_key_of_the_job_deleted_mid_crawl_stops_every_worker_naming_it(
 ) -> None:
     """As ``allkeys-lru`` would: a lane's hash, its outcomes decided ahead of its prefix (the fleet would wait
     for them for ever), the set of unsettled lanes (the job would look finished), the targets."""
-    site = make_site(Paced(0, 4000, 0.004))
+    model = Paced(0, 4000, 0.004)
+    site = make_site(model)
     args = {"url": site.url(), "start": 1000, "direction": "both", "margin": 5, "name": "t"}
     settings = worker_settings(redis_server, job="lost", IDCRAWL_REDIS_LEASE_TIMEOUT=2)
-    procs = [start_worker(tmp_path / f"w{n}", args, settings) for n in range(2)]
+    # a worker still starting when the key goes is refused at its start (one line, no stats): each worker
+    # has its own User-Agent, and the key goes once both asked for pages
+    procs = [start_worker(tmp_path / f"w{n}", args, {**settings, "USER_AGENT": f"w{n}"}) for n in range(2)]
     client = redis.Redis.from_url(redis_server.url)
     full = f"idcrawl:{{lost}}:{key}"
-    while len(site.ids()) < 100:  # both workers joined, the job under way
+    while len(site.ids()) < 100 or not {"w0", "w1"} <= model.agents:  # both workers crawling
         assert all(proc.poll() is None for proc in procs)
     while not client.delete(full):  # the outcomes ahead of the prefix are there only now and then
         assert all(proc.poll() is None for proc in procs), "a worker ended before the key was deleted"

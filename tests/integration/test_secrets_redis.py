@@ -91,10 +91,10 @@ def test_a_fleet_and_every_command_never_show_the_password(make_site, locked_red
     settings = worker_settings(locked_redis, job="secret", IDCRAWL_REDIS_LEASE_TIMEOUT=20, IDCRAWL_LIMIT_TTMAX=400,
                                IDCRAWL_INCIDENT_RULES="TTmax,errors", LOG_FILE="crawl.log")
     assert SECRET in settings["REDIS_URL"]
-    workers = [start_worker(tmp_path / f"w{n}", {"job": job}, settings) for n in range(2)]
+    workers = [start_worker(tmp_path / f"w{n}", {"job": job}, {**settings, "USER_AGENT": f"w{n}"}) for n in range(2)]
     deadline = time.monotonic() + 60
-    while len(site.ids()) < 60 and time.monotonic() < deadline:
-        time.sleep(0.005)
+    while (len(site.ids()) < 60 or not {"w0", "w1"} <= model.agents) and time.monotonic() < deadline:
+        time.sleep(0.005)  # both workers crawling: each sees Redis go away
     locked_redis.restart(downtime=1.0)
     results = [finish(proc, tmp_path / f"w{n}") for n, proc in enumerate(workers)]
     logs = [(tmp_path / f"w{n}" / "crawl.log").read_text() for n in range(2)]
