@@ -28,7 +28,7 @@ from idcrawl.distributed.state import JobStateStore
 from idcrawl.distributed.status import job_status, render_status
 from tests.conftest import GapModel
 from tests.integration.test_distributed_crawl import start_worker, worker_settings
-from tests.integration.test_distributed_due import HOSTS, MARGIN, T0, client_of, fleet, tails
+from tests.integration.test_distributed_due import HOSTS, MARGIN, T0, client_of, fleet, requests, tails
 from tests.support.crawl import read_items
 
 pytest.importorskip("redis")
@@ -314,3 +314,46 @@ def test_waves_of_a_fleet_are_plans_of_their_own(redis_server) -> None:
     assert resume("w3", "resume=due, wave=900") == "joined", "late for its wave: joins the later one"
     assert resume("w4", "resume=bound") == "conflict"
     assert resume("w1", "resume=due, wave=2000") == "created"
+
+
+def test_a_due_re_probe_of_late_ids_wakes_a_wave_of_the_fleet(make_site, redis_server, tmp_path: Path) -> None:
+    """As one process does (tests/crawl/test_watch_crawl.py): two pre-runs walk a's tail and re-probe its late
+    ids (T0 + 1 h), both still missing; they are published. The fleet watches from a minute before the next
+    re-probe falls due (T0 + 7 h): its first wave walks b's tail and pages (due at T0 + 6 h; held until both
+    workers joined), and the fleet sleeps until a's re-probe, a tick after, not until a's tail a day after the
+    pre-run (at this speed, 17 minutes of real time)."""
+    model = GatedModel(1000, 1019)
+    model.gaps = {1005, 1010}
+    site = make_site(model)
+    job = tmp_path / "job.toml"
+    job.write_text(f'[defaults]\nstart = 1000\nmargin = {MARGIN}\nwindow = 1\n'
+                   f'[[targets]]\nname = "a"\nurl = "{site.url()}"\nlate_every = "6h"\n'
+                   f'[[targets]]\nname = "b"\nurl = "{site.url("localhost")}"\nrecrawl_initial = "6h"\n')
+    fleet(tmp_path, "walk", redis_server, job, T0, workers=2, resume=None)
+    site.log.clear()
+    fleet(tmp_path, "late", redis_server, job, T0 + 3600, workers=2)
+    assert requests(site) == {"a": [1005, 1010], "b": []}
+    model.gaps = set()
+    model.gate.clear()
+    site.log.clear()
+    start, due = T0 + 7 * 3600 - 60, T0 + 7 * 3600 + TICK
+    settings = {**settings_of(redis_server), "IDCRAWL_NOW": format_time(start)}
+    watchers = [Watcher(tmp_path / f"w{n}", job, settings) for n in range(2)]
+    try:
+        open_when_joined(model, *watchers)
+        for watcher in watchers:  # b's tail, then a's late ids; the next wave is hours of simulated time away
+            watcher.wait_for("idcrawl: watch: wave 2 done")
+        codes = [watcher.stop(signal.SIGINT) for watcher in watchers]
+    finally:
+        for watcher in watchers:
+            if watcher.proc.poll() is None:
+                watcher.proc.kill()
+                watcher.proc.wait()
+    for watcher, code in zip(watchers, codes, strict=True):
+        assert code == 0 and "Traceback" not in watcher.log, watcher.log[-4000:]
+        assert watcher.stats["idcrawl/watch/waves"] == 2
+        assert watcher.stats["idcrawl/watch/slept"] == pytest.approx(due - start, abs=1e-6)
+    revisits = sorted(set(range(1000, 1020)) - {1005, 1010})  # b's found pages fall due with its tail
+    assert requests(site) == {"a": [1005, 1010], "b": [*revisits, *range(1020, 1020 + MARGIN)]}, "each id once"
+    assert sorted((i["target"], i["id"]) for w in watchers for i in w.items) == [("a", 1005), ("a", 1010)]
+    assert tails(redis_server)["a"].late_at == due
