@@ -13,7 +13,7 @@ from idcrawl import _scrapy
 from idcrawl.config import IdConfig, config_of
 from idcrawl.core.clock import format_time
 from idcrawl.core.frontier import Frontier, lane_specs
-from idcrawl.core.lanes import Outcome
+from idcrawl.core.lanes import Lane, Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import DEFAULT_POLICY, Schedule
 from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, late_pass, resume_specs, tail_due, tail_reach
@@ -440,8 +440,8 @@ class LocalWorker:
 
     def stop(self, reason: str) -> None:
         """Lanes still running stop with the close reason."""
-        for key, lane in self.frontier.lanes.items():
-            if not lane.stopped:
+        for key, lane in self.frontier.lane_states():
+            if lane is None or (isinstance(lane, Lane) and not lane.stopped):  # (None: not reached yet, ready)
                 self.frontier.close_lane(key, reason)
 
     def close(self, reason: str) -> None:
