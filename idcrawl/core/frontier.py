@@ -92,18 +92,21 @@ class LaneMap(Mapping[str, Lane[P]]):
     reads every lane reads them through :meth:`states` or :meth:`read`.
     """
 
-    __slots__ = ("_entries", "_make")
+    __slots__ = ("_entries", "_make", "_reached")
 
-    def __init__(self, make: Callable[[str, str | None], Lane[P]]) -> None:
+    def __init__(self, make: Callable[[str, str | None], Lane[P]], reached: Callable[[str, str | None], None]
+                 ) -> None:
         #: lane key -> its lane; None: a fresh lane not made yet; a string: such a lane, closed with that reason
         self._entries: dict[str, Lane[P] | str | None] = {}
         self._make = make
+        self._reached = reached  # told of each lane made to be kept (with what its entry was)
 
     def __getitem__(self, key: str) -> Lane[P]:
         entry = self._entries[key]
         if isinstance(entry, Lane):
             return entry
         lane = self._entries[key] = self._make(key, entry)
+        self._reached(key, entry)
         return lane
 
     def __iter__(self) -> Iterator[str]:
@@ -323,7 +326,7 @@ class Frontier(Generic[P]):
         self._iv: Interleaver[str, Hashable] = Interleaver()
         self.targets: dict[str, Target] = {}
         #: lane key -> lane (a fresh lane is made when first read: :class:`LaneMap`)
-        self.lanes: LaneMap[P] = LaneMap(self._made_lane)
+        self.lanes: LaneMap[P] = LaneMap(self._made_lane, self._reached)
         self._entries = self.lanes._entries  # the lanes as kept: None (or a reason) for one not made yet
         #: lanes whose key is not ``<target name>:<anything without a colon>`` -> their target (the others
         #: need no map entry: see :attr:`lane_target`)
@@ -333,7 +336,9 @@ class Frontier(Generic[P]):
         self._odd_lanes: dict[str, tuple[str, ...]] = {}
         #: lanes whose direction is not the one :attr:`lane_direction` derives -> their direction
         self._odd_direction: dict[str, str] = {}
+        #: lanes not settled, but those not reached yet (:class:`LaneMap`; each is ready), which are counted
         self._unsettled: set[str] = set()
+        self._unreached = 0
         self._ids: dict[str, tuple[int, ...]] = {}  # list lanes: position -> id
         self._positions: dict[str, dict[int, int]] = {}  # list lanes: id -> position
         self._known_found: dict[str, Container[int]] = {}
@@ -372,13 +377,15 @@ class Frontier(Generic[P]):
                 self._refetch_found.add(spec.key)
             # a fresh lane is made again when first read (LaneMap): none is kept for a lane not reached yet
             # (one stopped at its bound from the start is kept: a lane not reached yet is one ready)
-            self._entries[spec.key] = None if specs is None and not lane.stopped else lane
+            unreached = specs is None and not lane.stopped
+            self._entries[spec.key] = None if unreached else lane
+            self._unreached += unreached
             added.append(spec.key)
             if self.targets.get(spec.key.rpartition(":")[0]) is not target:
                 self._odd_target[spec.key] = target
             if spec.direction != _direction_of(lane, spec.ids is not None):
                 self._odd_direction[spec.key] = spec.direction
-            if not lane.settled:
+            if not lane.settled and not unreached:
                 self._unsettled.add(spec.key)
             if not lane.stopped:
                 self._iv.add(spec.key, group, spec.weight)
@@ -417,6 +424,12 @@ class Frontier(Generic[P]):
         if closed is not None:
             lane.close(closed)
         return lane
+
+    def _reached(self, key: str, entry: str | None) -> None:
+        """Lane ``key``, not reached yet, was made: unsettled, unless it was closed."""
+        if entry is None:
+            self._unreached -= 1
+            self._unsettled.add(key)
 
     def _speculation(self, target: Target) -> int | None:
         return 0 if self._sequential is not None and self._sequential(target) else None
@@ -736,7 +749,7 @@ class Frontier(Generic[P]):
             if entry is None:  # (else closed already)
                 self._entries[lane_key] = reason
                 self._iv.remove(lane_key)
-                self._unsettled.discard(lane_key)  # nothing dispensed: settled once stopped
+                self._unreached -= 1  # nothing dispensed: settled once stopped
             return Decided([], (), True)
         lane = self.lanes[lane_key]
         lane.close(reason)
@@ -767,10 +780,16 @@ class Frontier(Generic[P]):
     @property
     def finished(self) -> bool:
         """Every lane settled: nothing more to dispense or to wait for."""
-        return not self._unsettled
+        return not self._unsettled and not self._unreached
 
     def can_dispense(self) -> bool:
-        return any(self._lane_ready(k) for k in self._unsettled)
+        if any(self._lane_ready(k) for k in self._unsettled):
+            return True
+        if not self._unreached:
+            return False
+        if not self._max_held:
+            return True  # a lane not reached yet is ready
+        return any(not self._capped(key) for key, entry in self._entries.items() if entry is None)
 
     def outstanding(self) -> int:
         entries = self._entries  # a lane not made yet has dispensed nothing
