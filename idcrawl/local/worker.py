@@ -179,7 +179,9 @@ class LocalWorker:
         self._tails: dict[str, Schedule] = store.tail_schedules() if store is not None else {}
         self._forgotten = Forgotten()  # resume=reset: what the stored state held, warned about once
         # every target's state read (and checked) before any target's is reset
-        states = {t.name: store.load(t.name) for t in self.runtime.targets} if store is not None else {}
+        # (a target without one takes no entry: a job of 100,000 new targets would hold a map of them all)
+        states = ({t.name: state for t in self.runtime.targets if (state := store.load(t.name)) is not None}
+                  if store is not None else {})
         for target in self._in_due_order(self.runtime.targets):
             if target.resume in RESET_MODES:
                 recovered.pop(target.name, None)  # the target starts over
