@@ -412,18 +412,21 @@ class Frontier(Generic[P]):
     def _made_lane(self, key: str, closed: str | None) -> Lane[P]:
         """Fresh lane ``key`` as :func:`lane_specs` plans it, closed with ``closed`` (None: not closed)."""
         target = self._target_of(key)
-        direction = target.direction
-        if key.endswith(":asc"):
-            lane: Lane[P] = Lane(key, start=target.start, step=1, stop=target.max, margin=target.margin,
-                                 window=target.window, neutral=self._neutral, adaptive=self._adaptive,
-                                 speculation=self._speculation(target))
-        else:  # as lane_specs plans a desc lane
-            lane = Lane(key, start=target.start - 1 if direction is Direction.BOTH else target.start, step=-1,
-                        stop=target.min, margin=target.margin, window=target.window, neutral=self._neutral,
-                        adaptive=self._adaptive, speculation=self._speculation(target))
+        start, step, stop = self.fresh_walk(key, target)
+        lane: Lane[P] = Lane(key, start=start, step=step, stop=stop, margin=target.margin, window=target.window,
+                             neutral=self._neutral, adaptive=self._adaptive, speculation=self._speculation(target))
         if closed is not None:
             lane.close(closed)
         return lane
+
+    def fresh_walk(self, key: str, target: Target | None = None) -> tuple[int, int, int | None]:
+        """The start, step and stop of lane ``key`` of a fresh target (one not reached yet, :class:`LaneMap`),
+        as :func:`lane_specs` plans it, without making the lane."""
+        if target is None:
+            target = self._target_of(key)
+        if key.endswith(":asc"):
+            return target.start, 1, target.max
+        return target.start - 1 if target.direction is Direction.BOTH else target.start, -1, target.min
 
     def _reached(self, key: str, entry: str | None) -> None:
         """Lane ``key``, not reached yet, was made: unsettled, unless it was closed."""

@@ -424,15 +424,22 @@ class StateRecorder:
                 continue
             if direction[key] == "holes":  # list lanes (holes, due pages): no durable record
                 continue
-            lane = state if isinstance(state, Lane) else lanes.peek(key)  # (not reached yet: a copy, not kept)
-            if index < lanes_committed and lane.untouched:  # committed untouched (no found id: no pin)
-                continue
-            pin = pins.get(key)
-            if pin is None and index < len(was_frozen) and was_frozen[index]:  # as the last commit wrote it
-                continue
-            values = self._record_values(key, lane, pin)
-            keep = not lane.untouched  # an untouched lane's record is not kept: committed as it is
-            if frozen is not None and pin is None and lane.settled:
+            if isinstance(state, Lane):
+                if index < lanes_committed and state.untouched:  # committed untouched (no found id: no pin)
+                    continue
+                pin = pins.get(key)
+                if pin is None and index < len(was_frozen) and was_frozen[index]:  # as the last commit wrote it
+                    continue
+                values = self._record_values(key, state, pin)
+                keep, settled = not state.untouched, state.settled  # (an untouched lane's record: not kept)
+            else:  # not reached yet: nothing dispensed (no pin); closed (settled) with reason ``state``, or not
+                pin = None
+                if index < len(was_frozen) and was_frozen[index]:
+                    continue
+                start, step, stop = frontier.fresh_walk(key)
+                values = (key, self.origins.get(key, start), step, stop, start, self.last_found.get(key), None, state)
+                keep, settled = state is not None, state is not None
+            if frozen is not None and pin is None and settled:
                 frozen[index], keep = 1, False
             last = committed.get(key)
             if last is not None and _record_values(last) == values:
