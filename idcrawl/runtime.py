@@ -483,7 +483,8 @@ class IdRuntime:
         in an overlapping lane are emitted with the next outputs (:meth:`take_orphans`)."""
         frontier = self.frontier
         decided = frontier.close_lane(lane_key, reason)
-        self._lane_stopped(lane_key, frontier.lanes[lane_key])
+        if self.lane_stats:  # (a lane not reached yet is not made for nothing: Frontier.lanes)
+            self._lane_stopped(lane_key, frontier.lanes[lane_key])
         if decided.touched:
             self._take_touched(decided.touched)
         if decided.released:
@@ -599,11 +600,11 @@ class IdRuntime:
         worker = self.worker
         worker.stop(reason)
         frontier = worker.frontier
-        for key, lane in frontier.lanes.items() if self.lane_stats else ():
+        for key, lane in frontier.read_lanes() if self.lane_stats else ():
             if lane.reason is not None:
                 self._lane_stopped(key, lane)
             self.stats.set_value(f"{STATS_PREFIX}/lanes/{key}/cursor", lane.first_undecided)
-        held = sum(lane.held for lane in frontier.lanes.values())
+        held = sum(lane.held for _, lane in frontier.lane_states() if isinstance(lane, Lane))
         if held:
             logger.info("idcrawl: %d found ids held at close were not emitted (reason %s)", held, reason)
             self.inc_stat(f"{STATS_PREFIX}/held_at_close", held)

@@ -18,7 +18,7 @@ from idcrawl.core.lanes import Lane, LaneCounts, Outcome, Recorded
 from idcrawl.core.overlap import IdSpace, emitting_rank, space_key
 from idcrawl.core.targets import Direction, Target
 
-__all__ = ["Decided", "Dispatch", "Dispensed", "Frontier", "IdFrontier", "LaneSpec", "Touched", "lane_specs"]
+__all__ = ["Decided", "Dispatch", "Dispensed", "Frontier", "IdFrontier", "LaneMap", "LaneSpec", "Touched", "lane_specs"]
 
 P = TypeVar("P")
 V = TypeVar("V")
@@ -79,6 +79,61 @@ class _LaneView(Mapping[str, V]):
 
     def __len__(self) -> int:
         return len(self._lanes)
+
+
+class LaneMap(Mapping[str, Lane[P]]):
+    """:attr:`Frontier.lanes`: lane key -> lane, in the order the lanes were added.
+
+    A lane of a fresh target (added without specs) that nothing has dispensed, decided or read
+    through this map is no object yet (*not reached*): its entry is None, or the reason it was
+    closed with (:meth:`Frontier.close_lane`), and the lane is made (as :func:`lane_specs` plans
+    it) when it is first read here (``lanes[key]``, ``get``, ``items()``, ``values()``). A job of
+    100,000 targets thus keeps no ``Lane`` for the lanes its crawl has not reached, as long as what
+    reads every lane reads them through :meth:`states` or :meth:`read`.
+    """
+
+    __slots__ = ("_entries", "_make", "_reached")
+
+    def __init__(self, make: Callable[[str, str | None], Lane[P]], reached: Callable[[str, str | None], None]
+                 ) -> None:
+        #: lane key -> its lane; None: a fresh lane not made yet; a string: such a lane, closed with that reason
+        self._entries: dict[str, Lane[P] | str | None] = {}
+        self._make = make
+        self._reached = reached  # told of each lane made to be kept (with what its entry was)
+
+    def __getitem__(self, key: str) -> Lane[P]:
+        entry = self._entries[key]
+        if isinstance(entry, Lane):
+            return entry
+        lane = self._entries[key] = self._make(key, entry)
+        self._reached(key, entry)
+        return lane
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def states(self) -> Iterator[tuple[str, Lane[P] | str | None]]:
+        """Each lane in order: its lane, or for one not reached yet (untouched: nothing dispensed,
+        decided or held, counts all 0) the reason it was closed with (None: not closed, ready)."""
+        return iter(self._entries.items())
+
+    def peek(self, key: str) -> Lane[P]:
+        """The lane ``key``; one not made yet as a copy made for the reading, not kept (read it, do not
+        change it or hold on to it)."""
+        entry = self._entries[key]
+        return entry if isinstance(entry, Lane) else self._make(key, entry)
+
+    def read(self) -> Iterator[tuple[str, Lane[P]]]:
+        """Each lane in order; one not made yet as a copy made for the reading, not kept (read it, do
+        not change it or hold on to it)."""
+        for key, entry in self._entries.items():
+            yield key, entry if isinstance(entry, Lane) else self._make(key, entry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,8 +201,18 @@ class IdFrontier(Protocol[P]):
 
     #: target name -> target
     targets: dict[str, Target]
-    #: lane key -> lane (its counters, cursor, cut, reason)
-    lanes: dict[str, Lane[P]]
+
+    @property
+    def lanes(self) -> Mapping[str, Lane[P]]:
+        """Lane key -> lane (its counters, cursor, cut, reason)."""
+
+    def read_lanes(self) -> Iterator[tuple[str, Lane[P]]]:
+        """Each lane (key, lane) to read, not to change or hold on to: a lane not reached yet may be a copy."""
+
+    def lane_states(self) -> Iterator[tuple[str, Lane[P] | str | None]]:
+        """Each lane (key, lane) in order; a lane not reached yet (untouched: nothing dispensed, decided or
+        held, counts all 0) may be given as the reason it was closed with (None: not closed, ready)."""
+
     @property
     def lane_target(self) -> Mapping[str, Target]:
         """Lane key -> its target."""
@@ -260,7 +325,9 @@ class Frontier(Generic[P]):
         self.deduplicated = 0
         self._iv: Interleaver[str, Hashable] = Interleaver()
         self.targets: dict[str, Target] = {}
-        self.lanes: dict[str, Lane[P]] = {}
+        #: lane key -> lane (a fresh lane is made when first read: :class:`LaneMap`)
+        self.lanes: LaneMap[P] = LaneMap(self._made_lane, self._reached)
+        self._entries = self.lanes._entries  # the lanes as kept: None (or a reason) for one not made yet
         #: lanes whose key is not ``<target name>:<anything without a colon>`` -> their target (the others
         #: need no map entry: see :attr:`lane_target`)
         self._odd_target: dict[str, Target] = {}
@@ -269,7 +336,9 @@ class Frontier(Generic[P]):
         self._odd_lanes: dict[str, tuple[str, ...]] = {}
         #: lanes whose direction is not the one :attr:`lane_direction` derives -> their direction
         self._odd_direction: dict[str, str] = {}
+        #: lanes not settled, but those not reached yet (:class:`LaneMap`; each is ready), which are counted
         self._unsettled: set[str] = set()
+        self._unreached = 0
         self._ids: dict[str, tuple[int, ...]] = {}  # list lanes: position -> id
         self._positions: dict[str, dict[int, int]] = {}  # list lanes: id -> position
         self._known_found: dict[str, Container[int]] = {}
@@ -298,27 +367,25 @@ class Frontier(Generic[P]):
             self._known_found[target.name] = known_found
         self._join_space(target)
         group = self._group_of(target)
-        speculation = 0 if self._sequential is not None and self._sequential(target) else None
         added: list[str] = []
         for spec in lane_specs(target) if specs is None else specs:
-            lane: Lane[P] = Lane(
-                spec.key, start=spec.start, step=spec.step, stop=spec.stop,
-                margin=0 if spec.ids is not None else target.margin,
-                window=target.window, neutral=self._neutral, adaptive=self._adaptive, speculation=speculation,
-                reach=spec.reach,
-            )
+            lane = self._new_lane(target, spec)
             if spec.ids is not None:
                 self._ids[spec.key] = spec.ids
                 self._positions[spec.key] = {id_: pos for pos, id_ in enumerate(spec.ids)}
             if spec.refetch_found:
                 self._refetch_found.add(spec.key)
-            self.lanes[spec.key] = lane
+            # a fresh lane is made again when first read (LaneMap): none is kept for a lane not reached yet
+            # (one stopped at its bound from the start is kept: a lane not reached yet is one ready)
+            unreached = specs is None and not lane.stopped
+            self._entries[spec.key] = None if unreached else lane
+            self._unreached += unreached
             added.append(spec.key)
             if self.targets.get(spec.key.rpartition(":")[0]) is not target:
                 self._odd_target[spec.key] = target
             if spec.direction != _direction_of(lane, spec.ids is not None):
                 self._odd_direction[spec.key] = spec.direction
-            if not lane.settled:
+            if not lane.settled and not unreached:
                 self._unsettled.add(spec.key)
             if not lane.stopped:
                 self._iv.add(spec.key, group, spec.weight)
@@ -327,6 +394,48 @@ class Frontier(Generic[P]):
         space = self._space.get(target.name)
         if space is not None:
             space.lanes.extend(added)  # not a scan of every lane: many targets may share one space
+
+    def read_lanes(self) -> Iterator[tuple[str, Lane[P]]]:
+        return self.lanes.read()
+
+    def lane_states(self) -> Iterator[tuple[str, Lane[P] | str | None]]:
+        return self.lanes.states()
+
+    def _new_lane(self, target: Target, spec: LaneSpec) -> Lane[P]:
+        return Lane(
+            spec.key, start=spec.start, step=spec.step, stop=spec.stop,
+            margin=0 if spec.ids is not None else target.margin,
+            window=target.window, neutral=self._neutral, adaptive=self._adaptive,
+            speculation=self._speculation(target), reach=spec.reach,
+        )
+
+    def _made_lane(self, key: str, closed: str | None) -> Lane[P]:
+        """Fresh lane ``key`` as :func:`lane_specs` plans it, closed with ``closed`` (None: not closed)."""
+        target = self._target_of(key)
+        start, step, stop = self.fresh_walk(key, target)
+        lane: Lane[P] = Lane(key, start=start, step=step, stop=stop, margin=target.margin, window=target.window,
+                             neutral=self._neutral, adaptive=self._adaptive, speculation=self._speculation(target))
+        if closed is not None:
+            lane.close(closed)
+        return lane
+
+    def fresh_walk(self, key: str, target: Target | None = None) -> tuple[int, int, int | None]:
+        """The start, step and stop of lane ``key`` of a fresh target (one not reached yet, :class:`LaneMap`),
+        as :func:`lane_specs` plans it, without making the lane."""
+        if target is None:
+            target = self._target_of(key)
+        if key.endswith(":asc"):
+            return target.start, 1, target.max
+        return target.start - 1 if target.direction is Direction.BOTH else target.start, -1, target.min
+
+    def _reached(self, key: str, entry: str | None) -> None:
+        """Lane ``key``, not reached yet, was made: unsettled, unless it was closed."""
+        if entry is None:
+            self._unreached -= 1
+            self._unsettled.add(key)
+
+    def _speculation(self, target: Target) -> int | None:
+        return 0 if self._sequential is not None and self._sequential(target) else None
 
     @property
     def lane_target(self) -> Mapping[str, Target]:
@@ -350,7 +459,12 @@ class Frontier(Generic[P]):
     def _direction(self, key: str) -> str:
         """The direction of lane ``key`` (KeyError: no such lane)."""
         odd = self._odd_direction.get(key)
-        return odd if odd is not None else _direction_of(self.lanes[key], key in self._ids)
+        if odd is not None:
+            return odd
+        lane = self._entries[key]
+        if not isinstance(lane, Lane):  # a fresh lane not made yet: ``<target name>:asc`` or ``:desc``
+            return key.rpartition(":")[2]
+        return _direction_of(lane, key in self._ids)
 
     def _first_of(self, target: Target, key: Hashable) -> str | None:
         """The first target of space ``key`` (None: ``target`` is, from now on)."""
@@ -445,7 +559,11 @@ class Frontier(Generic[P]):
         return Dispensed(dispatch, released, touched, skipped, deduplicated, counted)
 
     def _lane_ready(self, key: str) -> bool:
-        if not self.lanes[key].ready:
+        lane = self._entries[key]
+        if isinstance(lane, Lane):
+            if not lane.ready:
+                return False
+        elif lane is not None:  # a lane not reached yet, closed (else one not closed: ready)
             return False
         return not self._max_held or not self._capped(key)
 
@@ -628,13 +746,20 @@ class Frontier(Generic[P]):
         return out
 
     def close_lane(self, lane_key: str, reason: str) -> Decided[P]:
+        space = self._space.get(self._target_of(lane_key).name)
+        entry = self._entries[lane_key]
+        if space is None and not isinstance(entry, Lane):  # a lane not reached yet: its reason is kept
+            if entry is None:  # (else closed already)
+                self._entries[lane_key] = reason
+                self._iv.remove(lane_key)
+                self._unreached -= 1  # nothing dispensed: settled once stopped
+            return Decided([], (), True)
         lane = self.lanes[lane_key]
         lane.close(reason)
         if lane_key in self._iv:
             self._iv.remove(lane_key)
         if lane.settled:
             self._unsettled.discard(lane_key)
-        space = self._space.get(self._target_of(lane_key).name)
         if space is None:
             return Decided([], (), True)
         touched: list[Touched] = []
@@ -658,18 +783,27 @@ class Frontier(Generic[P]):
     @property
     def finished(self) -> bool:
         """Every lane settled: nothing more to dispense or to wait for."""
-        return not self._unsettled
+        return not self._unsettled and not self._unreached
 
     def can_dispense(self) -> bool:
-        return any(self._lane_ready(k) for k in self._unsettled)
+        if any(self._lane_ready(k) for k in self._unsettled):
+            return True
+        if not self._unreached:
+            return False
+        if not self._max_held:
+            return True  # a lane not reached yet is ready
+        return any(not self._capped(key) for key, entry in self._entries.items() if entry is None)
 
     def outstanding(self) -> int:
-        return sum(self.lanes[k].ahead for k in self._unsettled if self.lanes[k].cut_at is None)
+        entries = self._entries  # a lane not made yet has dispensed nothing
+        return sum(lane.ahead for k in self._unsettled if isinstance(lane := entries[k], Lane) and lane.cut_at is None)
 
     def lost(self) -> list[tuple[str, list[int]]]:
         """Dispensed ids without an outcome of lanes not cut (meaningful once the engine is idle)."""
         lost = []
-        for key, lane in self.lanes.items():
+        for key, lane in self._entries.items():
+            if not isinstance(lane, Lane):  # not made yet: nothing dispensed
+                continue
             ids = lane.outstanding() if lane.cut_at is None else []
             if ids:
                 lost.append((key, ids))

@@ -38,7 +38,7 @@ from idcrawl.core.scope import (
     canonical,
 )
 from idcrawl.core.sitemaps import SitemapSpec, parse_sitemaps
-from idcrawl.core.targets import TARGET_KEYS, PageTarget, Target, parse_page_target, parse_targets
+from idcrawl.core.targets import TARGET_KEYS, PageTarget, Target, parse_page_target, parse_target, parse_targets
 
 __all__ = [
     "COLLECTION_KEYS",
@@ -59,6 +59,11 @@ def _is_page_url(value: Any) -> bool:
 def _read_job_file(path: str | Path, *, max_targets: int = 0, where: str = "") -> dict[str, Any]:
     """The TOML of a job file, read once; with ``max_targets``, a job with more ``[[targets]]`` tables
     is refused from the bytes, before they are parsed (a 50 MB file takes a minute to parse)."""
+    return _parse_toml(_job_text(path, max_targets=max_targets, where=where), path)
+
+
+def _job_text(path: str | Path, *, max_targets: int = 0, where: str = "") -> str:
+    """A job file's text (:func:`_read_job_file`), not parsed yet."""
     try:
         mode = os.stat(path).st_mode
     except ValueError:  # a NUL in the path (scrapyd's schedule.json can pass one)
@@ -81,13 +86,98 @@ def _read_job_file(path: str | Path, *, max_targets: int = 0, where: str = "") -
         if count > max_targets:
             raise TargetError("targets", MISSING, _too_many(count, max_targets), where=where)
     try:
-        return tomli.loads(data.decode())
-    except tomli.TOMLDecodeError as exc:
-        raise TargetError("job", str(path), f"is not valid TOML ({exc})") from None
+        return data.decode()
     except UnicodeDecodeError as exc:
         line = exc.object[: exc.start].count(b"\n") + 1
         raise TargetError("job", str(path), f"is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on line {line})"
                           ) from None
+
+
+def _parse_toml(text: str, path: str | Path) -> dict[str, Any]:
+    try:
+        return tomli.loads(text)
+    except tomli.TOMLDecodeError as exc:
+        raise TargetError("job", str(path), f"is not valid TOML ({exc})") from None
+
+
+#: ``[[targets]]`` tables parsed at a time by :func:`_read_streamed` (and the fewest it is used for, twice that)
+_CHUNK = 1000
+
+
+def _read_streamed(
+    text: str, path: str | Path, defaults: Mapping[str, Any] | None, where: str, max_targets: int = 0
+) -> JobFile | None:
+    """A big job file of id targets only, parsed :data:`_CHUNK` ``[[targets]]`` tables at a time, each
+    chunk's tables made targets before the next chunk is parsed: the parser's tables of a job of
+    100,000 targets are never all in memory at once (they were most of its peak). None when the
+    file is not such a file (page targets, ``sitemaps``, tables after the targets) or has any error:
+    :func:`read_job` then reads it whole, with its checks and messages.
+
+    The same as a parse of the whole file: the text before the first ``[[targets]]`` line holds
+    every top-level key and table (nothing after a table header can go back to the top level), a
+    chunk from one such line to another holds tables of the array only (else None), and a line
+    that looks like a header inside a multi-line string leaves that string open at a chunk's end:
+    a TOML error, None."""
+    starts = [match.start() for match in _TABLE_TEXT.finditer(text)]
+    if len(starts) < 2 * _CHUNK:
+        return None
+    try:
+        head = tomli.loads(text[: starts[0]])
+        if "targets" in head:
+            return None
+        profile, warc_dir, file_defaults = _top_keys(head, where)
+        collections, crawl_profiles = _scope_tables(head, where)
+        merged = {**(defaults or {}), **file_defaults}
+        targets: list[Target] = []
+        names: set[str] = set()
+        for first in range(0, len(starts), _CHUNK):
+            last = first + _CHUNK
+            chunk = tomli.loads(text[starts[first]: starts[last] if last < len(starts) else len(text)])
+            raws = chunk.get("targets")
+            if len(chunk) != 1 or not isinstance(raws, list):
+                return None
+            if not all(isinstance(raw, dict) and "sitemaps" not in raw and not _is_page_url(raw.get("url"))
+                       for raw in raws):
+                return None
+            del chunk
+            for raw in _let_go(raws):
+                target = parse_target(raw, merged, job=True)
+                if target.name in names:
+                    return None
+                names.add(target.name)
+                targets.append(target)
+    except (TargetError, tomli.TOMLDecodeError):
+        return None
+    if max_targets and len(targets) > max_targets:
+        return None
+    if any(name not in crawl_profiles for target in targets for name in target.crawl_profiles):
+        return None
+    return JobFile(str(path), targets, profile, [], collections, crawl_profiles, warc_dir, {})
+
+
+def _top_keys(data: Mapping[str, Any], where: str) -> tuple[str | None, str | None, dict[str, Any]]:
+    """A job file's top-level keys checked (none unknown), its profile, ``warc_dir`` and ``[defaults]``."""
+    unknown = sorted(set(data) - set(JOB_KEYS))
+    if unknown:
+        raise TargetError(unknown[0], data[unknown[0]], f"unknown top-level key (known: {', '.join(JOB_KEYS)})",
+                          where=where)
+    profile = _job_profile(data, where)
+    warc_dir = data.get("warc_dir")
+    if warc_dir is not None and not (isinstance(warc_dir, str) and warc_dir.strip()):
+        raise TargetError("warc_dir", warc_dir, "must be a folder path (a non-empty string)", where=where)
+    file_defaults = data.get("defaults", {})
+    if not isinstance(file_defaults, dict):
+        raise TargetError("defaults", file_defaults, "must be a table", where=where)
+    bad = sorted(set(file_defaults) - (TARGET_KEYS - {"name", "url"}))
+    if bad:
+        raise TargetError(f"defaults.{bad[0]}", file_defaults[bad[0]], "unknown key", where=where)
+    return profile, warc_dir, file_defaults
+
+
+def _scope_tables(data: Mapping[str, Any], where: str) -> tuple[dict[str, Collection], dict[str, CrawlProfile]]:
+    """A job file's ``[[collections]]`` and ``[[crawl_profiles]]``, by name."""
+    collections = _collections(data.get("collections", []), where)
+    return collections, _crawl_profiles(data.get("crawl_profiles", []), collections, where)
 
 
 def _job_profile(data: Mapping[str, Any], where: str) -> str | None:
@@ -158,29 +248,21 @@ def read_job(path: str | Path, defaults: Mapping[str, Any] | None = None, *, max
     without ``{id}``). With ``max_targets``, a file with more targets is refused before it is parsed.
     """
     where = f"job file {str(path)!r}"
-    data = _read_job_file(path, max_targets=max_targets, where=where)
-    unknown = sorted(set(data) - set(JOB_KEYS))
-    if unknown:
-        raise TargetError(unknown[0], data[unknown[0]], f"unknown top-level key (known: {', '.join(JOB_KEYS)})",
-                          where=where)
-    profile = _job_profile(data, where)
-    warc_dir = data.get("warc_dir")
-    if warc_dir is not None and not (isinstance(warc_dir, str) and warc_dir.strip()):
-        raise TargetError("warc_dir", warc_dir, "must be a folder path (a non-empty string)", where=where)
-    file_defaults = data.get("defaults", {})
-    if not isinstance(file_defaults, dict):
-        raise TargetError("defaults", file_defaults, "must be a table", where=where)
-    bad = sorted(set(file_defaults) - (TARGET_KEYS - {"name", "url"}))
-    if bad:
-        raise TargetError(f"defaults.{bad[0]}", file_defaults[bad[0]], "unknown key", where=where)
+    text = _job_text(path, max_targets=max_targets, where=where)
+    streamed = _read_streamed(text, path, defaults, where, max_targets)
+    if streamed is not None:
+        return streamed
+    data = _parse_toml(text, path)
+    del text
+    _own_strings(data.get("targets"))
+    profile, warc_dir, file_defaults = _top_keys(data, where)
     raws = data.get("targets")
     if not isinstance(raws, list):
         raise TargetError("targets", raws if raws is not None else MISSING,
                           "must be an array of [[targets]] tables", where=where)
     if max_targets and len(raws) > max_targets:
         raise TargetError("targets", MISSING, _too_many(len(raws), max_targets), where=where)
-    collections = _collections(data.get("collections", []), where)
-    crawl_profiles = _crawl_profiles(data.get("crawl_profiles", []), collections, where)
+    collections, crawl_profiles = _scope_tables(data, where)
     page_indexes = [i for i, raw in enumerate(raws) if isinstance(raw, Mapping) and _is_page_url(raw.get("url"))]
     page_targets: list[PageTarget] = []
     for index in page_indexes:
@@ -241,6 +323,23 @@ def _id_sitemaps(raw: Any, where: str) -> SitemapSpec | None:
         return parse_sitemaps(raw.pop("sitemaps"))
     except TargetError as exc:
         raise exc.located(where) from None
+
+
+def _own_strings(tables: Any) -> None:
+    """Give the text values of ``tables`` (a job file's ``[[targets]]``) memory of their own, apart from the
+    parse's: a value a target keeps (its name, its URL) would otherwise keep alive each block of memory the
+    parser shared between it and the table's keys and dict, all let go once the targets are made (100,000
+    targets: about 25 MB that Python keeps but cannot use for objects of other sizes)."""
+    if not isinstance(tables, list):
+        return
+    copies = [value.encode().decode() for table in tables if isinstance(table, dict)
+              for value in table.values() if type(value) is str]  # all made before any original is let go
+    fresh = iter(copies)
+    for table in tables:
+        if isinstance(table, dict):
+            for key, value in table.items():
+                if type(value) is str:
+                    table[key] = next(fresh)
 
 
 def _let_go(tables: list[Any]) -> Iterator[Any]:
@@ -416,6 +515,7 @@ def parse_job(
 
 #: A ``[[targets]]`` table header at the start of a line (counted before the file is parsed).
 _TABLE = re.compile(rb"^[ \t]*\[\[[ \t]*targets[ \t]*\]\]", re.MULTILINE)
+_TABLE_TEXT = re.compile(_TABLE.pattern.decode(), re.MULTILINE)
 
 
 def _too_many(count: int, limit: int) -> str:

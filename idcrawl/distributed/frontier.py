@@ -411,6 +411,12 @@ class RedisFrontier(Generic[P]):
         if target.name not in self.targets:
             self._add_lanes(target, lane_specs(target))
 
+    def read_lanes(self) -> Iterator[tuple[str, Lane[P]]]:
+        return iter(self.lanes.items())
+
+    def lane_states(self) -> Iterator[tuple[str, Lane[P] | str | None]]:
+        return iter(self.lanes.items())
+
     def lanes_of(self, target_name: str) -> Iterator[Lane[P]]:
         for key, target in self.lane_target.items():
             if target.name == target_name:

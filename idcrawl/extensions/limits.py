@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 from scrapy import Request, signals
@@ -84,6 +84,13 @@ class _Domain:
     tracker: DomainLimits
     left: int = 0  # requests left in the current iteration
     closed: bool = False  # a rule fired: take nothing more, drop queued requests
+
+
+class _LaneLook(NamedTuple):
+    """What the limits read of a lane (:meth:`IdLimits._lanes_by_slot`), read once."""
+
+    stopped: bool
+    first_undecided: int
 
 
 class IdLimits:
@@ -369,12 +376,14 @@ class IdLimits:
         assert self.crawler.engine is not None
         return str(slot_key(self.crawler, request))
 
-    def _lanes_by_slot(self) -> dict[str, dict[str, Any]]:
+    def _lanes_by_slot(self) -> dict[str, dict[str, _LaneLook]]:
         runtime = self.runtime
         if runtime is None:
             return {}
         frontier = runtime.frontier
         by_slot: dict[str, dict[str, Any]] = {}
-        for key, target in frontier.lane_target.items():
-            by_slot.setdefault(self._slots.of(target.host), {})[key] = frontier.lanes[key]
+        lane_target = frontier.lane_target
+        for key, lane in frontier.read_lanes():  # what is read of each lane, not the lane (not kept)
+            by_slot.setdefault(self._slots.of(lane_target[key].host), {})[key] = _LaneLook(lane.stopped,
+                                                                                          lane.first_undecided)
         return by_slot

@@ -12,7 +12,6 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from itertools import islice
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -20,6 +19,7 @@ from scrapy.extensions.logstats import LogStats
 from scrapy.utils.asyncio import call_later
 
 from idcrawl.config import config_of
+from idcrawl.core.lanes import Lane
 from idcrawl.core.talk import (
     LaneInfo,
     Tally,
@@ -46,7 +46,6 @@ logger = logging.getLogger(__name__)
 
 #: the lane counters the runtime also keeps as job totals (``idcrawl/<name>`` stats)
 _TOTALS = ("found", "missing", "failed", "disallowed", "past_cut", "overshoot", "emitted")
-_counts, _reason = attrgetter("counts"), attrgetter("reason")
 
 
 def shown_lanes(runtime: IdRuntime, shown: int) -> dict[str, list[str]]:
@@ -86,11 +85,19 @@ def snapshot(runtime: IdRuntime, shown: Mapping[str, Sequence[str]], *, full: bo
         return targets, rest
     if full:
         skip = {key for keys in shown.values() for key in keys}
-        lanes = [lane for key, lane in frontier.lanes.items() if key not in skip]
-        all_counts = list(map(_counts, lanes))
-        for name in _TOTALS:
-            setattr(rest, name, sum(map(attrgetter(name), all_counts)))
-        reasons: Counter[str | None] = Counter(map(_reason, lanes))
+        totals = dict.fromkeys(_TOTALS, 0)
+        reasons: Counter[str | None] = Counter()
+        for key, state in frontier.lane_states():  # a lane not reached yet: its reason, its counts all 0
+            if key in skip:
+                continue
+            if isinstance(state, Lane):
+                lane_counts = state.counts
+                for name in _TOTALS:
+                    totals[name] += getattr(lane_counts, name)
+                state = state.reason
+            reasons[state] += 1
+        for name, total in totals.items():
+            setattr(rest, name, total)
         for reason, count in reasons.items():
             rest.add_lanes(reason, count)
         rest.resumed = sum(1 for name, note in notes.items() if name not in shown and note.startswith("resumed"))

@@ -13,7 +13,7 @@ from idcrawl import _scrapy
 from idcrawl.config import IdConfig, config_of
 from idcrawl.core.clock import format_time
 from idcrawl.core.frontier import Frontier, lane_specs
-from idcrawl.core.lanes import Outcome
+from idcrawl.core.lanes import Lane, Outcome
 from idcrawl.core.pagebook import PageBook
 from idcrawl.core.recrawl import DEFAULT_POLICY, Schedule
 from idcrawl.core.resume import IDENTITY_KEYS, due_first, identity, late_pass, resume_specs, tail_due, tail_reach
@@ -179,7 +179,9 @@ class LocalWorker:
         self._tails: dict[str, Schedule] = store.tail_schedules() if store is not None else {}
         self._forgotten = Forgotten()  # resume=reset: what the stored state held, warned about once
         # every target's state read (and checked) before any target's is reset
-        states = {t.name: store.load(t.name) for t in self.runtime.targets} if store is not None else {}
+        # (a target without one takes no entry: a job of 100,000 new targets would hold a map of them all)
+        states = ({t.name: state for t in self.runtime.targets if (state := store.load(t.name)) is not None}
+                  if store is not None else {})
         for target in self._in_due_order(self.runtime.targets):
             if target.resume in RESET_MODES:
                 recovered.pop(target.name, None)  # the target starts over
@@ -440,8 +442,8 @@ class LocalWorker:
 
     def stop(self, reason: str) -> None:
         """Lanes still running stop with the close reason."""
-        for key, lane in self.frontier.lanes.items():
-            if not lane.stopped:
+        for key, lane in self.frontier.lane_states():
+            if lane is None or (isinstance(lane, Lane) and not lane.stopped):  # (None: not reached yet, ready)
                 self.frontier.close_lane(key, reason)
 
     def close(self, reason: str) -> None:

@@ -67,23 +67,22 @@ class _Changes(Mapping[str, Mapping[str, LaneRecord]]):
     commits change every lane: no dict per target is held for all of them at once). A target's lanes
     are next to each other in the frontier; ``moved`` keeps the records of the lanes that moved (the
     committed ones the next commit compares with), unless the record said not to (``keep`` False: a lane
-    the last commit froze)."""
+    the last commit froze, or one untouched)."""
 
-    def __init__(self, records: Callable[[], Iterator[tuple[str, LaneRecord, bool]]], lanes: Mapping[str, Lane[Any]]
-                 ) -> None:
-        self._records, self._lanes = records, lanes
+    def __init__(self, records: Callable[[], Iterator[tuple[str, LaneRecord, bool]]]) -> None:
+        self._records = records
         self._current: tuple[str, dict[str, LaneRecord]] | None = None  # the target last handed out
         self.moved: dict[str, LaneRecord] = {}
 
     def _by_target(self) -> Iterator[tuple[str, dict[str, LaneRecord]]]:
         name, records = "", dict[str, LaneRecord]()
-        lanes, moved = self._lanes, self.moved
+        moved = self.moved
         for target, record, keep in self._records():
             if target != name and records:
                 yield name, records
                 records = {}
             name, records[record.key] = target, record
-            if keep and not lanes[record.key].untouched:
+            if keep:
                 moved[record.key] = record
         if records:
             yield name, records
@@ -397,7 +396,7 @@ class StateRecorder:
         ``last``: the run's last commit (:meth:`close`), which freezes the settled lanes' records."""
         lanes = len(self.frontier.lanes)
         frozen = bytearray(lanes) if last else None
-        changed = _Changes(lambda: self._changed_records(frozen), self.frontier.lanes)
+        changed = _Changes(lambda: self._changed_records(frozen))
         if not self._write(lambda: self.store.commit(params, outcomes, changed, feeds=feeds, pages=pages,
                                                      tails=tails)):
             return
@@ -419,18 +418,28 @@ class StateRecorder:
         pins = self._pins()
         committed, lanes_committed, was_frozen = self._committed, self._lanes_committed, self._frozen
         frontier = self.frontier
-        direction, lane_target = frontier.lane_direction, frontier.lane_target
-        for index, (key, lane) in enumerate(frontier.lanes.items()):
+        lanes, direction, lane_target = frontier.lanes, frontier.lane_direction, frontier.lane_target
+        for index, (key, state) in enumerate(lanes.states()):
+            if state is None and index < lanes_committed:  # not reached yet (untouched), committed so
+                continue
             if direction[key] == "holes":  # list lanes (holes, due pages): no durable record
                 continue
-            if index < lanes_committed and lane.untouched:  # committed untouched (no found id: no pin)
-                continue
-            pin = pins.get(key)
-            if pin is None and index < len(was_frozen) and was_frozen[index]:  # as the last commit wrote it
-                continue
-            values = self._record_values(key, lane, pin)
-            keep = True
-            if frozen is not None and pin is None and lane.settled:
+            if isinstance(state, Lane):
+                if index < lanes_committed and state.untouched:  # committed untouched (no found id: no pin)
+                    continue
+                pin = pins.get(key)
+                if pin is None and index < len(was_frozen) and was_frozen[index]:  # as the last commit wrote it
+                    continue
+                values = self._record_values(key, state, pin)
+                keep, settled = not state.untouched, state.settled  # (an untouched lane's record: not kept)
+            else:  # not reached yet: nothing dispensed (no pin); closed (settled) with reason ``state``, or not
+                pin = None
+                if index < len(was_frozen) and was_frozen[index]:
+                    continue
+                start, step, stop = frontier.fresh_walk(key)
+                values = (key, self.origins.get(key, start), step, stop, start, self.last_found.get(key), None, state)
+                keep, settled = state is not None, state is not None
+            if frozen is not None and pin is None and settled:
                 frozen[index], keep = 1, False
             last = committed.get(key)
             if last is not None and _record_values(last) == values:
@@ -471,8 +480,13 @@ class StateRecorder:
             moved = walked.get(name)
             walked[name] = late if moved is None else dataclasses.replace(
                 moved, late_at=late.late_at, late_below=late.late_below)
-        for key, lane in self.frontier.lanes.items():
-            if self.frontier.lane_direction[key] != "asc" or not lane.settled or lane.reason != MARGIN:
+        for key, state in self.frontier.lanes.states():  # a lane not reached yet: its reason (None: not closed)
+            if state is None or (isinstance(state, str) and state != MARGIN):  # (a lane closed unreached: not cut)
+                continue
+            if self.frontier.lane_direction[key] != "asc":
+                continue
+            lane = state if isinstance(state, Lane) else self.frontier.lanes.peek(key)
+            if not lane.settled or lane.reason != MARGIN:
                 continue
             target = self.frontier.lane_target[key]
             previous = None if target.resume in RESET_MODES else self.late.get(target.name,
