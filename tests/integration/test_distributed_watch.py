@@ -159,16 +159,13 @@ def open_when_joined(model: GatedModel, *watchers: Watcher) -> None:
     model.gate.set()
 
 
-def test_a_watching_fleet_runs_two_waves_each_tail_once_and_stops_cleanly_on_sigint(
-    make_site, redis_server, tmp_path: Path
-) -> None:
-    model = GatedModel(1000, 1019)
-    site = make_site(model)
-    job = pre_run(tmp_path, redis_server, site, model)
-    watchers = [Watcher(tmp_path / f"w{n}", job, settings_of(redis_server)) for n in range(2)]
+def two_waves(model: GatedModel, tmp_path: Path, job: Path, settings: dict[str, Any]) -> tuple[list[Watcher], list[int]]:
+    """Two watching workers (``tmp_path / "w<n>"``), the site opened once both joined, each stopped by SIGINT
+    once it logged its second wave's end: the watchers and their exit statuses."""
+    watchers = [Watcher(tmp_path / f"w{n}", job, settings) for n in range(2)]
     try:
-        open_when_joined(model, *watchers)  # both take part in the first wave, so both see it end
-        for watcher in watchers:  # both have walked two waves, and sleep ~1,100 s (real) before the third
+        open_when_joined(model, *watchers)
+        for watcher in watchers:
             watcher.wait_for("idcrawl: watch: wave 2 done")
         codes = [watcher.stop(signal.SIGINT) for watcher in watchers]
     finally:
@@ -176,6 +173,17 @@ def test_a_watching_fleet_runs_two_waves_each_tail_once_and_stops_cleanly_on_sig
             if watcher.proc.poll() is None:
                 watcher.proc.kill()
                 watcher.proc.wait()
+    return watchers, codes
+
+
+def test_a_watching_fleet_runs_two_waves_each_tail_once_and_stops_cleanly_on_sigint(
+    make_site, redis_server, tmp_path: Path
+) -> None:
+    model = GatedModel(1000, 1019)
+    site = make_site(model)
+    job = pre_run(tmp_path, redis_server, site, model)
+    # both take part in the first wave, so both see it end; both sleep ~1,100 s (real) before the third
+    watchers, codes = two_waves(model, tmp_path, job, settings_of(redis_server))
     for watcher, code in zip(watchers, codes, strict=True):
         assert code == 0, watcher.log[-4000:]
         assert "Traceback" not in watcher.log, watcher.log[-4000:]
@@ -338,17 +346,7 @@ def test_a_due_re_probe_of_late_ids_wakes_a_wave_of_the_fleet(make_site, redis_s
     site.log.clear()
     start, due = T0 + 7 * 3600 - 60, T0 + 7 * 3600 + TICK
     settings = {**settings_of(redis_server), "IDCRAWL_NOW": format_time(start)}
-    watchers = [Watcher(tmp_path / f"w{n}", job, settings) for n in range(2)]
-    try:
-        open_when_joined(model, *watchers)
-        for watcher in watchers:  # b's tail, then a's late ids; the next wave is hours of simulated time away
-            watcher.wait_for("idcrawl: watch: wave 2 done")
-        codes = [watcher.stop(signal.SIGINT) for watcher in watchers]
-    finally:
-        for watcher in watchers:
-            if watcher.proc.poll() is None:
-                watcher.proc.kill()
-                watcher.proc.wait()
+    watchers, codes = two_waves(model, tmp_path, job, settings)  # b's tail, then a's late ids; the next: hours
     for watcher, code in zip(watchers, codes, strict=True):
         assert code == 0 and "Traceback" not in watcher.log, watcher.log[-4000:]
         assert watcher.stats["idcrawl/watch/waves"] == 2
