@@ -158,6 +158,24 @@ def test_a_watching_fleet_takes_a_page_a_sitemap_made_due_in_a_wave_at_once_ever
         site.stop()
 
 
+def listing_1_to_3() -> SitemapSite:
+    """A started site of items 1..3, each listed in the sitemap robots.txt names."""
+    site = SitemapSite({"/item/1": [], "/item/2": [], "/item/3": []})
+    site.put("/robots.txt", f"User-agent: *\nSitemap: {site.url('/sitemap.xml')}\n".encode(), "text/plain")
+    site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3)]))
+    return site.start()
+
+
+def list_20_past_the_cut(tmp_path: Path, redis_server, site: SitemapSite) -> tuple[Path, list]:  # type: ignore[no-untyped-def]
+    """Run 1 finds 1..3 (cut at 4); id 20 is published and listed; run 2 reads the sitemap (the tail due, 20
+    kept in the job's tail record). The job file and run 2's results."""
+    path = job(tmp_path, site)
+    run_fleet(tmp_path, "r1", path, redis_server, site, T0)
+    site.put("/item/20", b"<html><body>20</body></html>", "text/html")
+    site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3, 20)]))
+    return path, run_fleet(tmp_path, "r2", path, redis_server, site, T0 + 2 * HOUR)
+
+
 def test_a_fleet_s_tail_whose_sitemap_lists_an_id_far_past_its_margin_walks_straight_to_it(
     redis_server, tmp_path: Path,
 ) -> None:
@@ -165,16 +183,9 @@ def test_a_fleet_s_tail_whose_sitemap_lists_an_id_far_past_its_margin_walks_stra
     20 is published and listed, run 2 reads the sitemap (the tail due, 20 kept in the job's tail record);
     run 3's plan gives the tail's lane 20 as its reach (the lane hash's ``reach``): the two workers walk
     every id from 4 past the misses to 20, find it, and the margin cuts one past it."""
-    site = SitemapSite({"/item/1": [], "/item/2": [], "/item/3": []})
-    site.put("/robots.txt", f"User-agent: *\nSitemap: {site.url('/sitemap.xml')}\n".encode(), "text/plain")
-    site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3)]))
-    site.start()
+    site = listing_1_to_3()
     try:
-        path = job(tmp_path, site)
-        run_fleet(tmp_path, "r1", path, redis_server, site, T0)
-        site.put("/item/20", b"<html><body>20</body></html>", "text/html")
-        site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3, 20)]))
-        second = run_fleet(tmp_path, "r2", path, redis_server, site, T0 + 2 * HOUR)
+        path, second = list_20_past_the_cut(tmp_path, redis_server, site)
         assert total(second, "idcrawl/sitemaps/tails_due") == 1
         assert pages(site) == Counter({"/item/1": 1, "/item/2": 1, "/item/3": 1, "/item/4": 1})
         client = redis.Redis.from_url(redis_server.url)
@@ -194,16 +205,9 @@ def test_a_fleet_s_tail_walks_on_to_a_listed_id_at_most_max_reach_ids_a_run(redi
     """As the single process: with ``IDCRAWL_SITEMAP_MAX_REACH=5`` run 3's plan gives the tail's lane 8
     as its reach (5 ids from 4), the workers walk 4..8 past the misses, then the margin (9); 20 stays
     listed in the job's tail record for the next walk."""
-    site = SitemapSite({"/item/1": [], "/item/2": [], "/item/3": []})
-    site.put("/robots.txt", f"User-agent: *\nSitemap: {site.url('/sitemap.xml')}\n".encode(), "text/plain")
-    site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3)]))
-    site.start()
+    site = listing_1_to_3()
     try:
-        path = job(tmp_path, site)
-        run_fleet(tmp_path, "r1", path, redis_server, site, T0)
-        site.put("/item/20", b"<html><body>20</body></html>", "text/html")
-        site.put("/sitemap.xml", urlset([{"loc": site.url(f"/item/{n}")} for n in (1, 2, 3, 20)]))
-        run_fleet(tmp_path, "r2", path, redis_server, site, T0 + 2 * HOUR)
+        path, _ = list_20_past_the_cut(tmp_path, redis_server, site)
         third = run_fleet(tmp_path, "r3", path, redis_server, site, T0 + 3 * HOUR, IDCRAWL_SITEMAP_MAX_REACH=5)
         fetched = pages(site)
         assert [item for r in third for item in r.items] == []
