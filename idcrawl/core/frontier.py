@@ -47,11 +47,17 @@ def lane_specs(target: Target) -> list[LaneSpec]:
     """The lanes a target walks: asc from start, desc from start (or start-1 for both)."""
     specs: list[LaneSpec] = []
     if target.direction in (Direction.ASC, Direction.BOTH):
-        specs.append(LaneSpec(f"{target.name}:asc", "asc", target.start, 1, target.max, target.rate_asc))
+        specs.append(LaneSpec(f"{target.name}:asc", "asc", *_walk(target, "asc"), target.rate_asc))
     if target.direction in (Direction.DESC, Direction.BOTH):
-        start = target.start - 1 if target.direction is Direction.BOTH else target.start
-        specs.append(LaneSpec(f"{target.name}:desc", "desc", start, -1, target.min, target.rate_desc))
+        specs.append(LaneSpec(f"{target.name}:desc", "desc", *_walk(target, "desc"), target.rate_desc))
     return specs
+
+
+def _walk(target: Target, direction: str) -> tuple[int, int, int | None]:
+    """The start, step and stop of ``target``'s lane walking ``direction`` (``asc`` or ``desc``)."""
+    if direction == "asc":
+        return target.start, 1, target.max
+    return target.start - 1 if target.direction is Direction.BOTH else target.start, -1, target.min
 
 
 def _direction_of(lane: Lane[Any], listed: bool) -> str:
@@ -412,21 +418,15 @@ class Frontier(Generic[P]):
     def _made_lane(self, key: str, closed: str | None) -> Lane[P]:
         """Fresh lane ``key`` as :func:`lane_specs` plans it, closed with ``closed`` (None: not closed)."""
         target = self._target_of(key)
-        start, step, stop = self.fresh_walk(key, target)
-        lane: Lane[P] = Lane(key, start=start, step=step, stop=stop, margin=target.margin, window=target.window,
-                             neutral=self._neutral, adaptive=self._adaptive, speculation=self._speculation(target))
+        lane = self._new_lane(target, next(spec for spec in lane_specs(target) if spec.key == key))
         if closed is not None:
             lane.close(closed)
         return lane
 
-    def fresh_walk(self, key: str, target: Target | None = None) -> tuple[int, int, int | None]:
+    def fresh_walk(self, key: str) -> tuple[int, int, int | None]:
         """The start, step and stop of lane ``key`` of a fresh target (one not reached yet, :class:`LaneMap`),
         as :func:`lane_specs` plans it, without making the lane."""
-        if target is None:
-            target = self._target_of(key)
-        if key.endswith(":asc"):
-            return target.start, 1, target.max
-        return target.start - 1 if target.direction is Direction.BOTH else target.start, -1, target.min
+        return _walk(self._target_of(key), key.rpartition(":")[2])
 
     def _reached(self, key: str, entry: str | None) -> None:
         """Lane ``key``, not reached yet, was made: unsettled, unless it was closed."""
